@@ -1,0 +1,102 @@
+package contracts
+
+import "time"
+
+// Status is the state of one URL in the transaction index.
+type Status string
+
+// The statuses of a transaction record. ToBeLoaded, ToBeParsed and
+// ToBeIndexed are in flight; the others are terminal.
+const (
+	ToBeLoaded  Status = "to-be-loaded"
+	ToBeParsed  Status = "to-be-parsed"
+	ToBeIndexed Status = "to-be-indexed"
+	Indexed     Status = "indexed"
+	// Redirected marks a 3xx response whose target was handed to the frontier.
+	Redirected Status = "redirected"
+	Failed     Status = "failed"
+)
+
+// Statuses lists every status in pipeline order.
+var Statuses = []Status{ToBeLoaded, ToBeParsed, ToBeIndexed, Indexed, Redirected, Failed}
+
+// Terminal reports whether s is a final status.
+func (s Status) Terminal() bool { return s == Indexed || s == Redirected || s == Failed }
+
+// Valid reports whether s is a known status.
+func (s Status) Valid() bool {
+	for _, v := range Statuses {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// CrawlState is the state of a whole crawl.
+type CrawlState string
+
+// Crawl states.
+const (
+	CrawlRunning   CrawlState = "running"
+	CrawlFinished  CrawlState = "finished"
+	CrawlCancelled CrawlState = "cancelled"
+)
+
+// CreateCrawlResponse is the body of a successful POST /api/v1/crawls.
+type CreateCrawlResponse struct {
+	V       int        `json:"v"`
+	CrawlID string     `json:"crawl_id"`
+	State   CrawlState `json:"state"`
+}
+
+// CrawlStatus is the body of GET /api/v1/crawls/{id}.
+type CrawlStatus struct {
+	V         int              `json:"v"`
+	CrawlID   string           `json:"crawl_id"`
+	State     CrawlState       `json:"state"`
+	Profile   Profile          `json:"profile"`
+	Counts    map[Status]int64 `json:"counts"`
+	Total     int64            `json:"total"`
+	Pending   int64            `json:"pending"`
+	Documents int64            `json:"documents"`
+	CreatedAt time.Time        `json:"created_at"`
+	// FinishedAt is set once the crawl has been observed finished.
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+}
+
+// CrawlList is the body of GET /api/v1/crawls.
+type CrawlList struct {
+	V      int           `json:"v"`
+	Crawls []CrawlStatus `json:"crawls"`
+}
+
+// SearchHit is one result of GET /api/v1/search.
+type SearchHit struct {
+	ID          string    `json:"id"`
+	CrawlID     string    `json:"crawl_id"`
+	URL         string    `json:"url"`
+	Title       string    `json:"title"`
+	Description string    `json:"description,omitempty"`
+	Snippet     string    `json:"snippet,omitempty"`
+	ContentType string    `json:"content_type"`
+	Language    string    `json:"language,omitempty"`
+	FetchTime   time.Time `json:"fetch_time"`
+	Score       float64   `json:"score"`
+}
+
+// SearchResponse is the body of GET /api/v1/search.
+type SearchResponse struct {
+	V      int         `json:"v"`
+	Query  string      `json:"query"`
+	Total  int64       `json:"total"`
+	Offset int         `json:"offset"`
+	Hits   []SearchHit `json:"hits"`
+}
+
+// ErrorResponse is the body of every 4xx and 5xx answer of the API.
+type ErrorResponse struct {
+	Error string `json:"error"`
+	// Field names the invalid field of the request, when there is one.
+	Field string `json:"field,omitempty"`
+}

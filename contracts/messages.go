@@ -1,0 +1,95 @@
+package contracts
+
+import "time"
+
+// Queue names of the grid.
+const (
+	QueueLoader  = "loader_pending"
+	QueueCrawler = "crawler_pending"
+	QueueIndex   = "index_pending"
+)
+
+// LoaderURL is one URL to fetch.
+type LoaderURL struct {
+	URL   string `json:"url"`
+	Depth int    `json:"depth"`
+	// Hops counts the redirects that led to URL.
+	Hops int `json:"hops,omitempty"`
+}
+
+// LoaderContract asks a loader to fetch URLs of one crawl and one crawl host
+// group. It is published to loader_pending.
+type LoaderContract struct {
+	V       int         `json:"v"`
+	CrawlID string      `json:"crawl_id"`
+	Profile Profile     `json:"profile"`
+	Group   string      `json:"chg"`
+	URLs    []LoaderURL `json:"urls"`
+}
+
+// AssetRef locates one WARC record inside an asset object.
+type AssetRef struct {
+	Key    string `json:"key"`
+	Offset int64  `json:"offset"`
+	Length int64  `json:"length"`
+}
+
+// CrawlerPage is one fetched page for the crawler to parse.
+type CrawlerPage struct {
+	URL         string    `json:"url"`
+	Depth       int       `json:"depth"`
+	Hops        int       `json:"hops,omitempty"`
+	Asset       AssetRef  `json:"asset"`
+	StatusCode  int       `json:"status_code"`
+	ContentType string    `json:"content_type,omitempty"`
+	FetchedAt   time.Time `json:"fetched_at"`
+}
+
+// CrawlerContract asks a crawler to parse fetched pages of one crawl. It is
+// published to crawler_pending. With Reindex set the crawler only re-parses
+// pages that are already to-be-indexed and republishes their documents.
+type CrawlerContract struct {
+	V       int           `json:"v"`
+	CrawlID string        `json:"crawl_id"`
+	Profile Profile       `json:"profile"`
+	Pages   []CrawlerPage `json:"pages"`
+	Reindex bool          `json:"reindex,omitempty"`
+}
+
+// Link is an outgoing link of a document.
+type Link struct {
+	URL      string `json:"url"`
+	Text     string `json:"text,omitempty"`
+	Nofollow bool   `json:"nofollow,omitempty"`
+}
+
+// Document is the searchable form of a fetched page (the "YaCy JSON" of seed
+// 004). ID is the transaction record key of the page.
+type Document struct {
+	ID          string    `json:"id"`
+	CrawlID     string    `json:"crawl_id"`
+	URL         string    `json:"url"`
+	Host        string    `json:"host"`
+	Title       string    `json:"title"`
+	Description string    `json:"description,omitempty"`
+	Language    string    `json:"language,omitempty"`
+	Headings    []string  `json:"headings,omitempty"`
+	Text        string    `json:"text"`
+	Links       []Link    `json:"links,omitempty"`
+	ContentType string    `json:"content_type"`
+	StatusCode  int       `json:"status_code"`
+	Depth       int       `json:"depth"`
+	FetchTime   time.Time `json:"fetch_time"`
+	Asset       AssetRef  `json:"asset"`
+	// NoIndex is set when the page asked not to be indexed (meta robots) or
+	// the profile's index filters exclude it; such documents are not stored.
+	NoIndex bool `json:"noindex,omitempty"`
+}
+
+// IndexContract carries parsed documents to the indexer. It is published to
+// index_pending.
+type IndexContract struct {
+	V       int        `json:"v"`
+	CrawlID string     `json:"crawl_id"`
+	Docs    []Document `json:"docs"`
+}

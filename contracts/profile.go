@@ -1,0 +1,190 @@
+// Package contracts holds the versioned messages that gridcrawl's services
+// exchange and the bodies of the MCP HTTP API, as Go types mirroring the JSON
+// Schemas in contracts/schemas. It imports only the standard library so every
+// service, client and tool can depend on it.
+package contracts
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Version is the schema version of every message and API body in this package.
+const Version = 1
+
+// Scope limits which discovered links a crawl follows.
+type Scope string
+
+// The scopes a profile may name.
+const (
+	ScopeHost   Scope = "host"   // only the hosts of the start URLs
+	ScopeDomain Scope = "domain" // the registrable domains (eTLD+1) of the start URLs
+	ScopeAny    Scope = "any"    // any host
+)
+
+// Robots policy values.
+const (
+	RobotsObey   = "obey"
+	RobotsIgnore = "ignore"
+)
+
+// Politeness holds a crawl's default politeness settings.
+type Politeness struct {
+	// MinDelayMS is the least time between two fetches from one host group.
+	MinDelayMS int `json:"min_delay_ms"`
+	// MaxDelayMS caps the delay computed from the fetch duration.
+	MaxDelayMS int `json:"max_delay_ms"`
+	// DelayFactor multiplies the last fetch duration to give the next delay.
+	DelayFactor float64 `json:"delay_factor"`
+	// Robots is "obey" (default) or "ignore".
+	Robots string `json:"robots"`
+}
+
+// Profile is a crawl profile as submitted to MCP. Once accepted it is
+// immutable and travels inside every loader and crawler contract of its crawl.
+type Profile struct {
+	Name              string     `json:"name,omitempty"`
+	StartURLs         []string   `json:"start_urls"`
+	MaxDepth          int        `json:"max_depth"`
+	Scope             Scope      `json:"scope,omitempty"`
+	CrawlMustMatch    string     `json:"crawl_must_match,omitempty"`
+	CrawlMustNotMatch string     `json:"crawl_must_not_match,omitempty"`
+	IndexMustMatch    string     `json:"index_must_match,omitempty"`
+	IndexMustNotMatch string     `json:"index_must_not_match,omitempty"`
+	MaxPages          int        `json:"max_pages,omitempty"`
+	MaxPagesPerHost   int        `json:"max_pages_per_host,omitempty"`
+	UserAgent         string     `json:"user_agent,omitempty"`
+	Politeness        Politeness `json:"politeness"`
+	Priority          int        `json:"priority,omitempty"`
+}
+
+// Profile limits and defaults.
+const (
+	MaxStartURLs      = 10000
+	MaxDepthLimit     = 100
+	MaxPriority       = 9
+	DefaultUserAgent  = "gridcrawl/1.0 (+https://github.com/gridcrawl/gridcrawl)"
+	DefaultMinDelayMS = 500
+	DefaultMaxDelayMS = 10000
+	DefaultFactor     = 2.0
+	maxRegexLen       = 4096
+	maxURLLen         = 8192
+)
+
+// FieldError reports an invalid field of a request body. Field is a JSON path
+// such as "start_urls[2]" or "politeness.min_delay_ms".
+type FieldError struct {
+	Field  string `json:"field"`
+	Reason string `json:"reason"`
+}
+
+func (e *FieldError) Error() string { return fmt.Sprintf("invalid %s: %s", e.Field, e.Reason) }
+
+// WithDefaults returns p with unset optional fields filled in.
+func (p Profile) WithDefaults() Profile {
+	if p.Scope == "" {
+		p.Scope = ScopeHost
+	}
+	if p.UserAgent == "" {
+		p.UserAgent = DefaultUserAgent
+	}
+	if p.Politeness.Robots == "" {
+		p.Politeness.Robots = RobotsObey
+	}
+	if p.Politeness.MinDelayMS == 0 && p.Politeness.MaxDelayMS == 0 && p.Politeness.DelayFactor == 0 {
+		p.Politeness.MinDelayMS = DefaultMinDelayMS
+		p.Politeness.MaxDelayMS = DefaultMaxDelayMS
+		p.Politeness.DelayFactor = DefaultFactor
+	}
+	if p.Politeness.MaxDelayMS == 0 {
+		p.Politeness.MaxDelayMS = max(DefaultMaxDelayMS, p.Politeness.MinDelayMS)
+	}
+	return p
+}
+
+// Validate checks p (after WithDefaults) and returns a *FieldError naming the
+// first invalid field.
+func (p Profile) Validate() error {
+	if len(p.StartURLs) == 0 {
+		return &FieldError{"start_urls", "at least one start URL is required"}
+	}
+	if len(p.StartURLs) > MaxStartURLs {
+		return &FieldError{"start_urls", fmt.Sprintf("at most %d start URLs", MaxStartURLs)}
+	}
+	for i, s := range p.StartURLs {
+		if err := checkHTTPURL(s); err != nil {
+			return &FieldError{fmt.Sprintf("start_urls[%d]", i), err.Error()}
+		}
+	}
+	if p.MaxDepth < 0 || p.MaxDepth > MaxDepthLimit {
+		return &FieldError{"max_depth", fmt.Sprintf("must be between 0 and %d", MaxDepthLimit)}
+	}
+	switch p.Scope {
+	case ScopeHost, ScopeDomain, ScopeAny:
+	default:
+		return &FieldError{"scope", `must be "host", "domain" or "any"`}
+	}
+	for _, f := range []struct{ name, re string }{
+		{"crawl_must_match", p.CrawlMustMatch}, {"crawl_must_not_match", p.CrawlMustNotMatch},
+		{"index_must_match", p.IndexMustMatch}, {"index_must_not_match", p.IndexMustNotMatch},
+	} {
+		if len(f.re) > maxRegexLen {
+			return &FieldError{f.name, fmt.Sprintf("longer than %d characters", maxRegexLen)}
+		}
+		if _, err := regexp.Compile(f.re); err != nil {
+			return &FieldError{f.name, "not a valid regular expression: " + err.Error()}
+		}
+	}
+	if p.MaxPages < 0 {
+		return &FieldError{"max_pages", "must not be negative"}
+	}
+	if p.MaxPagesPerHost < 0 {
+		return &FieldError{"max_pages_per_host", "must not be negative"}
+	}
+	if strings.ContainsAny(p.UserAgent, "\r\n") || len(p.UserAgent) > 512 {
+		return &FieldError{"user_agent", "must be one line of at most 512 bytes"}
+	}
+	pol := p.Politeness
+	if pol.MinDelayMS < 0 || pol.MinDelayMS > 3600_000 {
+		return &FieldError{"politeness.min_delay_ms", "must be between 0 and 3600000"}
+	}
+	if pol.MaxDelayMS < pol.MinDelayMS || pol.MaxDelayMS > 3600_000 {
+		return &FieldError{"politeness.max_delay_ms", "must be between min_delay_ms and 3600000"}
+	}
+	if pol.DelayFactor < 0 || pol.DelayFactor > 1000 {
+		return &FieldError{"politeness.delay_factor", "must be between 0 and 1000"}
+	}
+	if pol.Robots != RobotsObey && pol.Robots != RobotsIgnore {
+		return &FieldError{"politeness.robots", `must be "obey" or "ignore"`}
+	}
+	if p.Priority < 0 || p.Priority > MaxPriority {
+		return &FieldError{"priority", fmt.Sprintf("must be between 0 and %d", MaxPriority)}
+	}
+	return nil
+}
+
+func checkHTTPURL(s string) error {
+	if len(s) > maxURLLen {
+		return fmt.Errorf("longer than %d bytes", maxURLLen)
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return errors.New("not a URL")
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return errors.New("scheme must be http or https")
+	}
+	if u.Hostname() == "" {
+		return errors.New("host is missing")
+	}
+	return nil
+}
+
+// Delay returns the politeness settings as durations.
+func (p Politeness) Delay() (minDelay, maxDelay time.Duration) {
+	return time.Duration(p.MinDelayMS) * time.Millisecond, time.Duration(p.MaxDelayMS) * time.Millisecond
+}

@@ -1,0 +1,85 @@
+// Package queue defines the message queue capability that carries crawl
+// contracts between gridcrawl's services.
+//
+// Delivery contract, for every implementation:
+//   - Publish returns nil only once every message is durable (written to the
+//     embedded store, or confirmed by the broker). Messages survive a restart.
+//   - Delivery is at least once. A delivery that is neither acked, retried nor
+//     dead-lettered before its consumer stops (context cancelled, connection
+//     lost, process killed) is delivered again, to some consumer.
+//   - A consumer never holds more than its prefetch count of unsettled
+//     deliveries.
+//   - Order is FIFO per queue for first deliveries; retries and redeliveries
+//     may overtake or fall behind.
+//   - Retry settles a delivery and makes its message deliverable again after a
+//     delay with Attempt incremented. When Attempt would exceed the queue's
+//     maximum, the message is dead-lettered instead with reason ReasonMaxAttempts.
+//   - DeadLetter settles a delivery by moving its message to DeadLetterQueue(q)
+//     with the reason in the header HeaderReason.
+//   - Settling a delivery twice returns ErrSettled.
+package queue
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Headers that implementations set on dead-lettered messages.
+const (
+	HeaderReason      = "x-gridcrawl-reason"
+	HeaderSourceQueue = "x-gridcrawl-queue"
+	ReasonMaxAttempts = "max attempts exceeded"
+)
+
+// Sentinel errors.
+var (
+	// ErrSettled is returned when a delivery is acked, retried or dead-lettered twice.
+	ErrSettled = errors.New("delivery already settled")
+	// ErrClosed is returned by operations on a closed queue.
+	ErrClosed = errors.New("queue closed")
+)
+
+// DeadLetterQueue returns the name of the dead-letter queue of q.
+func DeadLetterQueue(q string) string { return q + ".dead" }
+
+// Message is one message to publish.
+type Message struct {
+	Body    []byte
+	Headers map[string]string
+}
+
+// Delivery is one delivered message. Exactly one of Ack, Retry or DeadLetter
+// must be called on it.
+type Delivery interface {
+	Body() []byte
+	Headers() map[string]string
+	// Attempt is 1 on the first delivery and grows with each Retry.
+	Attempt() int
+	// Redelivered reports that the message was delivered before and not settled.
+	Redelivered() bool
+	Ack(ctx context.Context) error
+	Retry(ctx context.Context, delay time.Duration) error
+	DeadLetter(ctx context.Context, reason string) error
+}
+
+// ConsumeOptions configure one consumer.
+type ConsumeOptions struct {
+	// Prefetch bounds the unsettled deliveries held by the consumer; 0 means 1.
+	Prefetch int
+}
+
+// Queue is a durable, at-least-once message queue.
+type Queue interface {
+	// Publish durably enqueues msgs on queue, declaring it if needed.
+	Publish(ctx context.Context, queue string, msgs ...Message) error
+	// Consume delivers messages of queue on the returned channel until ctx is
+	// cancelled or the queue is closed; then the channel is closed and
+	// unsettled deliveries go back to the queue.
+	Consume(ctx context.Context, queue string, opts ConsumeOptions) (<-chan Delivery, error)
+	// Len returns the number of messages in queue that are ready or waiting
+	// for a retry delay, not counting unsettled deliveries.
+	Len(ctx context.Context, queue string) (int, error)
+	// Close releases the queue's resources. Open consumer channels are closed.
+	Close() error
+}

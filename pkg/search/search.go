@@ -1,0 +1,40 @@
+// Package search defines the searchable document index fed by the indexer.
+//
+// Contract: Upsert is idempotent by document ID (a document stored twice is
+// one document); a document is searchable as soon as Upsert returns.
+package search
+
+import (
+	"context"
+	"errors"
+
+	"github.com/gridcrawl/gridcrawl/contracts"
+)
+
+// ErrNotFound is returned by Get for an unknown id.
+var ErrNotFound = errors.New("document not found")
+
+// Query is a full-text query. Q uses the engine's simple syntax: words are
+// ANDed; CrawlID restricts to one crawl when set.
+type Query struct {
+	Q       string
+	CrawlID string
+	Offset  int
+	Limit   int
+}
+
+// Result is one page of hits.
+type Result struct {
+	Total int64
+	Hits  []contracts.SearchHit
+}
+
+// Index is the search index.
+type Index interface {
+	Upsert(ctx context.Context, docs []contracts.Document) error
+	Get(ctx context.Context, id string) (contracts.Document, error)
+	Search(ctx context.Context, q Query) (Result, error)
+	// Count returns the number of documents of crawlID (all crawls if empty).
+	Count(ctx context.Context, crawlID string) (int64, error)
+	Close() error
+}

@@ -1,0 +1,92 @@
+// Package txindex defines the transaction index: one record per (crawl id,
+// normalized URL) holding that URL's status in the pipeline. It is the source
+// of truth for dedupe, recovery and crawl termination.
+//
+// Contract, for every implementation:
+//   - Create is create-if-absent per record and atomic: of any number of
+//     concurrent Creates of one key, exactly one reports created.
+//   - Transition is checked and idempotent: it applies only when the record is
+//     in the From status, and otherwise reports not applied without error.
+//   - Everything a call reports as done is durable and visible to every
+//     following read, Counts included.
+package txindex
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"time"
+
+	"github.com/gridcrawl/gridcrawl/contracts"
+)
+
+// ErrNotFound is returned by Get for a key that has no record.
+var ErrNotFound = errors.New("record not found")
+
+// Key returns the record key of url in crawl: a hex SHA-256 prefix of both.
+func Key(crawlID, url string) string {
+	h := sha256.New()
+	h.Write([]byte(crawlID))
+	h.Write([]byte{0})
+	h.Write([]byte(url))
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// Record is the state of one URL of one crawl.
+type Record struct {
+	Key        string             `json:"key"`
+	CrawlID    string             `json:"crawl_id"`
+	URL        string             `json:"url"`
+	Host       string             `json:"host"`
+	Group      string             `json:"chg"`
+	Depth      int                `json:"depth"`
+	Hops       int                `json:"hops"`
+	Referrer   string             `json:"referrer,omitempty"`
+	Status     contracts.Status   `json:"status"`
+	StatusTime time.Time          `json:"status_time"`
+	Attempts   int                `json:"attempts"`
+	Error      string             `json:"error,omitempty"`
+	HTTPStatus int                `json:"http_status,omitempty"`
+	Asset      contracts.AssetRef `json:"asset"`
+	CreatedAt  time.Time          `json:"created_at"`
+}
+
+// Transition moves one record from one status to another and sets the
+// outcome fields that are non-zero.
+type Transition struct {
+	Key        string
+	From, To   contracts.Status
+	Error      string
+	HTTPStatus int
+	Asset      *contracts.AssetRef
+	// AddAttempt increments the record's attempt count.
+	AddAttempt bool
+}
+
+// Index is the transaction index.
+type Index interface {
+	// Create writes each record whose key is absent and reports, per record,
+	// whether it was created. Key, Status and times must be set by the caller.
+	Create(ctx context.Context, recs []Record) (created []bool, err error)
+	// Get returns the record with key, or ErrNotFound.
+	Get(ctx context.Context, key string) (Record, error)
+	// GetMany returns the records that exist among keys, keyed by key.
+	GetMany(ctx context.Context, keys []string) (map[string]Record, error)
+	// Transition applies each transition whose record is in its From status
+	// and reports, per transition, whether it applied. StatusTime is set to now
+	// for applied transitions (also when From == To, which renews a lease).
+	Transition(ctx context.Context, ts []Transition) (applied []bool, err error)
+	// Counts returns the number of records of crawlID per status.
+	Counts(ctx context.Context, crawlID string) (map[contracts.Status]int64, error)
+	// CountHost returns the number of records of crawlID whose host is host.
+	CountHost(ctx context.Context, crawlID, host string) (int64, error)
+	// Stale returns up to limit records in a non-terminal status whose status
+	// time is before before, oldest first.
+	Stale(ctx context.Context, before time.Time, limit int) ([]Record, error)
+	// List returns up to limit records of crawlID after the key after, in key
+	// order; status filters when not empty.
+	List(ctx context.Context, crawlID string, status contracts.Status, after string, limit int) ([]Record, error)
+	// Close releases resources.
+	Close() error
+}
