@@ -1,0 +1,35 @@
+# gridcrawl — see README.md. Every target works on a fresh machine with Go.
+GO      ?= go
+BIN     := bin
+DATA    ?= ./data
+PKGS    := ./...
+
+.PHONY: run demo test test-short build lint bench fuzz clean
+
+## run: the whole grid in one process on embedded backends (data in $(DATA))
+run: build
+	$(BIN)/grid up --data $(DATA)
+
+## demo: serve the bundled multi-host demo site on loopback and crawl it
+demo: build
+	scripts/demo.sh
+
+## build: all binaries into bin/
+build:
+	$(GO) build -o $(BIN)/ ./services/...
+
+## test: every test, with the race detector
+test:
+	scripts/test.sh
+
+## lint: gofmt, go vet
+lint:
+	@test -z "$$(gofmt -l .)" || (echo "gofmt needed:"; gofmt -l .; exit 1)
+	$(GO) vet $(PKGS)
+
+## bench: crawl a simulated web of 1,000 hosts on the embedded grid and report figures
+bench: build
+	$(GO) run ./scripts/bench -hosts 1000
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,389 @@
+// Package crawler is the crawler service. For each crawler contract it runs
+// the loop of seed 004 in its order: check the page is to-be-parsed, load its
+// WARC record from the asset store, parse it into a document, publish the
+// document to index_pending, extract and filter the links with the profile,
+// write the unseen ones as to-be-loaded and publish their loader contracts,
+// and only then move the page to to-be-indexed.
+package crawler
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/assets"
+	"github.com/gridcrawl/gridcrawl/pkg/extract"
+	"github.com/gridcrawl/gridcrawl/pkg/profiles"
+	"github.com/gridcrawl/gridcrawl/pkg/queue"
+	"github.com/gridcrawl/gridcrawl/pkg/txindex"
+	"github.com/gridcrawl/gridcrawl/pkg/urlnorm"
+	"github.com/gridcrawl/gridcrawl/pkg/warc"
+	"github.com/gridcrawl/gridcrawl/services/internal/frontier"
+)
+
+// Config configures a crawler. Every field is an environment variable.
+type Config struct {
+	Workers      int   `env:"GRIDCRAWL_CRAWLER_WORKERS" envDefault:"4"`
+	Prefetch     int   `env:"GRIDCRAWL_CRAWLER_PREFETCH" envDefault:"16"`
+	MaxBodyBytes int64 `env:"GRIDCRAWL_MAX_BODY_BYTES" envDefault:"8388608"`
+	MaxTextBytes int   `env:"GRIDCRAWL_MAX_TEXT_BYTES" envDefault:"1048576"`
+	MaxLinks     int   `env:"GRIDCRAWL_MAX_LINKS" envDefault:"5000"`
+	MaxRedirects int   `env:"GRIDCRAWL_MAX_REDIRECTS" envDefault:"10"`
+}
+
+// Validate checks c.
+func (c *Config) Validate() error {
+	switch {
+	case c.Workers < 1:
+		return errors.New("GRIDCRAWL_CRAWLER_WORKERS must be at least 1")
+	case c.Prefetch < 1:
+		return errors.New("GRIDCRAWL_CRAWLER_PREFETCH must be at least 1")
+	case c.MaxBodyBytes < 1024:
+		return errors.New("GRIDCRAWL_MAX_BODY_BYTES must be at least 1024")
+	case c.MaxTextBytes < 1024:
+		return errors.New("GRIDCRAWL_MAX_TEXT_BYTES must be at least 1024")
+	case c.MaxLinks < 1:
+		return errors.New("GRIDCRAWL_MAX_LINKS must be at least 1")
+	case c.MaxRedirects < 0:
+		return errors.New("GRIDCRAWL_MAX_REDIRECTS must not be negative")
+	}
+	return nil
+}
+
+// Deps are the crawler's backends.
+type Deps struct {
+	Queue    queue.Queue
+	Tx       txindex.Index
+	Assets   assets.Store
+	Profiles profiles.Store
+	Group    frontier.Grouper
+	Logger   *slog.Logger
+}
+
+// Crawler is the crawler service.
+type Crawler struct {
+	cfg      Config
+	deps     Deps
+	log      *slog.Logger
+	frontier *frontier.Frontier
+	cancels  *frontier.CancelCache
+
+	scopeMu sync.Mutex
+	scopes  map[string]*frontier.Scope
+}
+
+// New returns a crawler; cfg must have been validated.
+func New(cfg Config, deps Deps) *Crawler {
+	log := deps.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Crawler{
+		cfg: cfg, deps: deps, log: log,
+		frontier: &frontier.Frontier{Tx: deps.Tx, Queue: deps.Queue, Group: deps.Group},
+		cancels:  frontier.NewCancelCache(deps.Profiles),
+		scopes:   map[string]*frontier.Scope{},
+	}
+}
+
+// Run consumes crawler_pending until ctx is cancelled.
+func (c *Crawler) Run(ctx context.Context) error {
+	deliveries, err := c.deps.Queue.Consume(ctx, contracts.QueueCrawler, queue.ConsumeOptions{Prefetch: c.cfg.Prefetch})
+	if err != nil {
+		return fmt.Errorf("consume %s: %w", contracts.QueueCrawler, err)
+	}
+	var wg sync.WaitGroup
+	for range c.cfg.Workers {
+		wg.Go(func() {
+			for d := range deliveries {
+				c.handle(ctx, d)
+			}
+		})
+	}
+	wg.Wait()
+	return nil
+}
+
+func (c *Crawler) handle(ctx context.Context, d queue.Delivery) {
+	var k contracts.CrawlerContract
+	if err := json.Unmarshal(d.Body(), &k); err != nil {
+		c.deadLetter(ctx, d, "undecodable crawler contract: "+err.Error())
+		return
+	}
+	if k.V != contracts.Version || k.CrawlID == "" || len(k.Pages) == 0 {
+		c.deadLetter(ctx, d, fmt.Sprintf("invalid crawler contract: v=%d crawl_id=%q pages=%d", k.V, k.CrawlID, len(k.Pages)))
+		return
+	}
+	scope, err := c.scope(k.CrawlID, k.Profile)
+	if err != nil {
+		c.deadLetter(ctx, d, "invalid profile in crawler contract: "+err.Error())
+		return
+	}
+	if err := c.Process(ctx, k, scope); err != nil {
+		if ctx.Err() != nil {
+			return // shutting down: the delivery goes back to the queue
+		}
+		c.log.Warn("process crawler contract", "crawl_id", k.CrawlID, "attempt", d.Attempt(), "err", err)
+		if err := d.Retry(ctx, retryDelay(d.Attempt())); err != nil {
+			c.log.Error("retry crawler contract", "crawl_id", k.CrawlID, "err", err)
+		}
+		return
+	}
+	if err := d.Ack(ctx); err != nil && ctx.Err() == nil {
+		c.log.Error("ack crawler contract", "crawl_id", k.CrawlID, "err", err)
+	}
+}
+
+func (c *Crawler) deadLetter(ctx context.Context, d queue.Delivery, reason string) {
+	c.log.Warn("dead-letter contract", "queue", contracts.QueueCrawler, "reason", reason)
+	if err := d.DeadLetter(ctx, reason); err != nil {
+		c.log.Error("dead-letter contract", "queue", contracts.QueueCrawler, "err", err)
+	}
+}
+
+func (c *Crawler) scope(crawlID string, p contracts.Profile) (*frontier.Scope, error) {
+	c.scopeMu.Lock()
+	defer c.scopeMu.Unlock()
+	if s, ok := c.scopes[crawlID]; ok {
+		return s, nil
+	}
+	s, err := frontier.NewScope(p, c.cfg.MaxRedirects)
+	if err != nil {
+		return nil, err
+	}
+	if len(c.scopes) > 1000 {
+		clear(c.scopes)
+	}
+	c.scopes[crawlID] = s
+	return s, nil
+}
+
+// parsed is the crawler's view of one page.
+type parsed struct {
+	page   contracts.CrawlerPage
+	key    string
+	doc    *contracts.Document // nil: nothing to index
+	final  contracts.Status    // status after the links are written
+	reason string
+	links  []frontier.Candidate
+}
+
+// Process runs the seed 004 loop for the pages of k. It is idempotent: pages
+// not in to-be-parsed are skipped (or, with k.Reindex, only pages in
+// to-be-indexed are parsed again and their documents republished).
+func (c *Crawler) Process(ctx context.Context, k contracts.CrawlerContract, scope *frontier.Scope) error {
+	keys := make([]string, len(k.Pages))
+	for i, p := range k.Pages {
+		keys[i] = txindex.Key(k.CrawlID, p.URL)
+	}
+	recs, err := c.deps.Tx.GetMany(ctx, keys)
+	if err != nil {
+		return fmt.Errorf("get records: %w", err)
+	}
+	want := contracts.ToBeParsed
+	if k.Reindex {
+		want = contracts.ToBeIndexed
+	}
+	cancelled := c.cancels.Cancelled(ctx, k.CrawlID)
+	var pages []*parsed
+	for i, p := range k.Pages {
+		r, ok := recs[keys[i]]
+		if !ok || r.Status != want {
+			continue
+		}
+		if cancelled {
+			pages = append(pages, &parsed{page: p, key: keys[i], final: contracts.Failed, reason: "cancelled"})
+			continue
+		}
+		pp, err := c.parse(ctx, k, scope, p, keys[i])
+		if err != nil {
+			return err
+		}
+		pages = append(pages, pp)
+	}
+	if len(pages) == 0 {
+		return nil
+	}
+	var docs []contracts.Document
+	for _, p := range pages {
+		if p.doc != nil {
+			docs = append(docs, *p.doc)
+		}
+	}
+	if len(docs) > 0 {
+		body, err := json.Marshal(contracts.IndexContract{V: contracts.Version, CrawlID: k.CrawlID, Docs: docs})
+		if err != nil {
+			return fmt.Errorf("encode index contract: %w", err)
+		}
+		if err := c.deps.Queue.Publish(ctx, contracts.QueueIndex, queue.Message{Body: body}); err != nil {
+			return fmt.Errorf("publish index contract: %w", err)
+		}
+	}
+	if k.Reindex {
+		return nil
+	}
+	var cands []frontier.Candidate
+	for _, p := range pages {
+		cands = append(cands, p.links...)
+	}
+	if _, err := c.frontier.Enqueue(ctx, k.CrawlID, k.Profile, cands); err != nil {
+		return fmt.Errorf("enqueue links: %w", err)
+	}
+	ts := make([]txindex.Transition, len(pages))
+	for i, p := range pages {
+		ts[i] = txindex.Transition{Key: p.key, From: contracts.ToBeParsed, To: p.final, Error: p.reason}
+	}
+	if _, err := c.deps.Tx.Transition(ctx, ts); err != nil {
+		return fmt.Errorf("record parsed pages: %w", err)
+	}
+	return nil
+}
+
+// parse loads and parses one page. Only backend failures are errors; a page
+// that cannot be parsed becomes a failed record.
+func (c *Crawler) parse(ctx context.Context, k contracts.CrawlerContract, scope *frontier.Scope, p contracts.CrawlerPage, key string) (*parsed, error) {
+	out := &parsed{page: p, key: key, final: contracts.ToBeIndexed}
+	status, header, body, truncated, err := c.load(ctx, p.Asset)
+	if err != nil {
+		if errors.Is(err, assets.ErrNotFound) {
+			out.final, out.reason = contracts.Failed, "asset missing: "+p.Asset.Key
+			return out, nil
+		}
+		var bad *badRecordError
+		if errors.As(err, &bad) {
+			out.final, out.reason = contracts.Failed, bad.Error()
+			return out, nil
+		}
+		return nil, err
+	}
+	pageURL, err := url.Parse(p.URL)
+	if err != nil {
+		out.final, out.reason = contracts.Failed, "invalid url"
+		return out, nil
+	}
+	if status >= 300 && status < 400 {
+		out.final = contracts.Redirected
+		loc := header.Get("Location")
+		target, err := urlnorm.Resolve(pageURL, loc)
+		if loc == "" || err != nil {
+			out.final, out.reason = contracts.Failed, "redirect without valid location"
+			return out, nil
+		}
+		out.reason = "to " + target
+		if tu, err := url.Parse(target); err == nil {
+			if ok, _ := scope.Follow(tu, target, p.Depth, p.Hops+1); ok {
+				out.links = append(out.links, frontier.Candidate{URL: target, Depth: p.Depth, Hops: p.Hops + 1, Referrer: key})
+			}
+		}
+		return out, nil
+	}
+	ctype := header.Get("Content-Type")
+	mt, _, _ := mime.ParseMediaType(ctype)
+	lim := extract.Limits{MaxTextBytes: c.cfg.MaxTextBytes, MaxLinks: c.cfg.MaxLinks}
+	var res extract.Result
+	switch {
+	case mt == "text/html" || mt == "application/xhtml+xml" || (mt == "" && looksHTML(body)):
+		res, err = extract.HTMLWithContentType(bytes.NewReader(body), ctype, pageURL, lim)
+	case strings.HasPrefix(mt, "text/"):
+		res, err = extract.Text(bytes.NewReader(body), lim)
+	default:
+		// Other media are indexed by their metadata only.
+	}
+	if err != nil {
+		out.final, out.reason = contracts.Failed, "parse: "+err.Error()
+		return out, nil
+	}
+	title := res.Title
+	if title == "" {
+		title = path.Base(pageURL.Path)
+		if title == "/" || title == "." {
+			title = pageURL.Host
+		}
+	}
+	doc := &contracts.Document{
+		ID: key, CrawlID: k.CrawlID, URL: p.URL, Host: urlnorm.Host(pageURL),
+		Title: title, Description: res.Description, Language: res.Language, Headings: res.Headings,
+		Text: res.Text, Links: res.Links, ContentType: ctype, StatusCode: status, Depth: p.Depth,
+		FetchTime: p.FetchedAt, Asset: p.Asset,
+	}
+	_ = truncated
+	if res.NoIndex || !scope.Index(p.URL) {
+		out.final, out.reason = contracts.Failed, "excluded from index (noindex or index filter)"
+	} else {
+		out.doc = doc
+	}
+	if !res.NoFollow {
+		for _, l := range res.Links {
+			if l.Nofollow {
+				continue
+			}
+			lu, err := url.Parse(l.URL)
+			if err != nil {
+				continue
+			}
+			if ok, _ := scope.Follow(lu, l.URL, p.Depth+1, 0); ok {
+				out.links = append(out.links, frontier.Candidate{URL: l.URL, Depth: p.Depth + 1, Referrer: key})
+			}
+		}
+	}
+	return out, nil
+}
+
+type badRecordError struct{ msg string }
+
+func (e *badRecordError) Error() string { return e.msg }
+
+// load reads the WARC response record at ref and returns the HTTP status,
+// headers and decoded body, capped at MaxBodyBytes (a gzip bomb is cut there).
+func (c *Crawler) load(ctx context.Context, ref contracts.AssetRef) (int, http.Header, []byte, bool, error) {
+	rc, err := c.deps.Assets.Get(ctx, ref.Key, ref.Offset, ref.Length)
+	if err != nil {
+		return 0, nil, nil, false, fmt.Errorf("get asset %q: %w", ref.Key, err)
+	}
+	defer rc.Close()
+	rec, err := warc.ReadRecord(rc, c.cfg.MaxBodyBytes+1<<20)
+	if err != nil {
+		return 0, nil, nil, false, &badRecordError{"read warc record: " + err.Error()}
+	}
+	status, header, body, err := warc.ParseHTTPResponse(rec.Block)
+	if err != nil {
+		return 0, nil, nil, false, &badRecordError{"parse http response: " + err.Error()}
+	}
+	truncated := rec.Header.Get("WARC-Truncated") != ""
+	if strings.EqualFold(strings.TrimSpace(header.Get("Content-Encoding")), "gzip") {
+		zr, err := gzip.NewReader(bytes.NewReader(body))
+		if err != nil {
+			return 0, nil, nil, false, &badRecordError{"gzip body: " + err.Error()}
+		}
+		dec, err := io.ReadAll(io.LimitReader(zr, c.cfg.MaxBodyBytes+1))
+		if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+			return 0, nil, nil, false, &badRecordError{"gunzip body: " + err.Error()}
+		}
+		if int64(len(dec)) > c.cfg.MaxBodyBytes {
+			dec, truncated = dec[:c.cfg.MaxBodyBytes], true
+		}
+		body = dec
+	}
+	return status, header, body, truncated, nil
+}
+
+func looksHTML(b []byte) bool {
+	return http.DetectContentType(b) == "text/html; charset=utf-8"
+}
+
+func retryDelay(attempt int) time.Duration {
+	return min(time.Duration(attempt)*2*time.Second, 30*time.Second)
+}

@@ -1,0 +1,309 @@
+// Package frontier turns discovered URLs into transaction records and loader
+// contracts. MCP (start URLs), the crawler (links and redirect targets) and
+// the recovery sweep all go through it, so scope rules, dedupe and contract
+// batching are the same everywhere.
+package frontier
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"regexp"
+	"time"
+
+	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/queue"
+	"github.com/gridcrawl/gridcrawl/pkg/txindex"
+	"github.com/gridcrawl/gridcrawl/pkg/urlnorm"
+)
+
+// MaxURLsPerContract bounds the URLs carried by one loader contract.
+const MaxURLsPerContract = 100
+
+// Grouper maps a host to its crawl host group id.
+type Grouper func(host string) string
+
+// HostGrouper groups by host, the default.
+func HostGrouper(host string) string { return host }
+
+// Candidate is a discovered URL, already normalized.
+type Candidate struct {
+	URL      string
+	Depth    int
+	Hops     int
+	Referrer string // record key of the page that found it
+}
+
+// Scope decides which URLs a crawl follows and indexes. It is compiled once
+// per profile and is safe for concurrent use.
+type Scope struct {
+	profile                 contracts.Profile
+	hosts, domains          map[string]bool
+	crawlMust, crawlMustNot *regexp.Regexp
+	indexMust, indexMustNot *regexp.Regexp
+	maxRedirects            int
+}
+
+// NewScope compiles the scope rules of p, which must be valid.
+func NewScope(p contracts.Profile, maxRedirects int) (*Scope, error) {
+	s := &Scope{profile: p, hosts: map[string]bool{}, domains: map[string]bool{}, maxRedirects: maxRedirects}
+	for _, raw := range p.StartURLs {
+		u, err := urlnorm.Parse(raw)
+		if err != nil {
+			return nil, fmt.Errorf("parse start url %q: %w", raw, err)
+		}
+		h := urlnorm.Host(u)
+		s.hosts[h] = true
+		s.domains[urlnorm.RegistrableDomain(h)] = true
+	}
+	var err error
+	compile := func(re string) *regexp.Regexp {
+		if re == "" || err != nil {
+			return nil
+		}
+		var r *regexp.Regexp
+		r, err = regexp.Compile(re)
+		return r
+	}
+	s.crawlMust, s.crawlMustNot = compile(p.CrawlMustMatch), compile(p.CrawlMustNotMatch)
+	s.indexMust, s.indexMustNot = compile(p.IndexMustMatch), compile(p.IndexMustNotMatch)
+	if err != nil {
+		return nil, fmt.Errorf("compile profile filters: %w", err)
+	}
+	return s, nil
+}
+
+// Follow reports whether a URL found at depth and after hops redirects is
+// in the crawl, and if not, why.
+func (s *Scope) Follow(u *url.URL, raw string, depth, hops int) (bool, string) {
+	if depth > s.profile.MaxDepth {
+		return false, "too deep"
+	}
+	if hops > s.maxRedirects {
+		return false, "too many redirects"
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return false, "scheme"
+	}
+	h := urlnorm.Host(u)
+	switch s.profile.Scope {
+	case contracts.ScopeHost:
+		if !s.hosts[h] {
+			return false, "out of scope"
+		}
+	case contracts.ScopeDomain:
+		if !s.domains[urlnorm.RegistrableDomain(h)] {
+			return false, "out of scope"
+		}
+	}
+	if s.crawlMust != nil && !s.crawlMust.MatchString(raw) {
+		return false, "crawl filter"
+	}
+	if s.crawlMustNot != nil && s.crawlMustNot.MatchString(raw) {
+		return false, "crawl filter"
+	}
+	return true, ""
+}
+
+// Index reports whether a page at raw may be indexed by the profile's filters.
+func (s *Scope) Index(raw string) bool {
+	if s.indexMust != nil && !s.indexMust.MatchString(raw) {
+		return false
+	}
+	return s.indexMustNot == nil || !s.indexMustNot.MatchString(raw)
+}
+
+// Frontier writes discovered URLs and publishes their loader contracts.
+type Frontier struct {
+	Tx    txindex.Index
+	Queue queue.Queue
+	Group Grouper
+	Now   func() time.Time
+}
+
+// Enqueue creates records for the candidates that are absent and publishes
+// loader contracts for them, grouped by crawl host group. Candidates whose
+// record already exists are republished only when the record is still
+// to-be-loaded and was found by the same referrer: that is the redelivery of
+// a page whose follow-up contracts may not have been published.
+// It returns the number of records created.
+func (f *Frontier) Enqueue(ctx context.Context, crawlID string, p contracts.Profile, cands []Candidate) (int, error) {
+	if len(cands) == 0 {
+		return 0, nil
+	}
+	now := f.now()
+	recs := make([]txindex.Record, 0, len(cands))
+	seen := make(map[string]bool, len(cands))
+	for _, c := range cands {
+		u, err := url.Parse(c.URL)
+		if err != nil {
+			continue
+		}
+		key := txindex.Key(crawlID, c.URL)
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		host := urlnorm.Host(u)
+		recs = append(recs, txindex.Record{
+			Key: key, CrawlID: crawlID, URL: c.URL, Host: host, Group: f.group(host),
+			Depth: c.Depth, Hops: c.Hops, Referrer: c.Referrer,
+			Status: contracts.ToBeLoaded, StatusTime: now, CreatedAt: now,
+		})
+	}
+	recs, err := f.limit(ctx, crawlID, p, recs)
+	if err != nil {
+		return 0, err
+	}
+	created, err := f.Tx.Create(ctx, recs)
+	if err != nil {
+		return 0, fmt.Errorf("create records: %w", err)
+	}
+	var publish []txindex.Record
+	var recheck []string
+	n := 0
+	for i, r := range recs {
+		if created[i] {
+			publish = append(publish, r)
+			n++
+		} else if r.Referrer != "" {
+			recheck = append(recheck, r.Key)
+		}
+	}
+	if len(recheck) > 0 {
+		existing, err := f.Tx.GetMany(ctx, recheck)
+		if err != nil {
+			return n, fmt.Errorf("get existing records: %w", err)
+		}
+		byKey := make(map[string]txindex.Record, len(recs))
+		for _, r := range recs {
+			byKey[r.Key] = r
+		}
+		for _, k := range recheck {
+			if e, ok := existing[k]; ok && e.Status == contracts.ToBeLoaded && e.Referrer == byKey[k].Referrer {
+				publish = append(publish, e)
+			}
+		}
+	}
+	if err := f.Publish(ctx, crawlID, p, publish); err != nil {
+		return n, err
+	}
+	return n, nil
+}
+
+// limit drops candidates beyond the profile's page limits. Limits count
+// records, so they hold within the concurrency of one Enqueue per crawl; two
+// crawlers enqueueing at once may overshoot by at most one batch.
+func (f *Frontier) limit(ctx context.Context, crawlID string, p contracts.Profile, recs []txindex.Record) ([]txindex.Record, error) {
+	if p.MaxPages == 0 && p.MaxPagesPerHost == 0 {
+		return recs, nil
+	}
+	keys := make([]string, len(recs))
+	for i, r := range recs {
+		keys[i] = r.Key
+	}
+	existing, err := f.Tx.GetMany(ctx, keys)
+	if err != nil {
+		return nil, fmt.Errorf("get existing records: %w", err)
+	}
+	left := int64(-1)
+	if p.MaxPages > 0 {
+		counts, err := f.Tx.Counts(ctx, crawlID)
+		if err != nil {
+			return nil, fmt.Errorf("count records: %w", err)
+		}
+		var total int64
+		for _, n := range counts {
+			total += n
+		}
+		left = int64(p.MaxPages) - total
+	}
+	hostLeft := map[string]int64{}
+	out := recs[:0:0]
+	for _, r := range recs {
+		if _, ok := existing[r.Key]; ok {
+			out = append(out, r) // not new: keeps its redelivery path
+			continue
+		}
+		if left == 0 {
+			continue
+		}
+		if p.MaxPagesPerHost > 0 {
+			hl, ok := hostLeft[r.Host]
+			if !ok {
+				n, err := f.Tx.CountHost(ctx, crawlID, r.Host)
+				if err != nil {
+					return nil, fmt.Errorf("count host records: %w", err)
+				}
+				hl = int64(p.MaxPagesPerHost) - n
+			}
+			if hl <= 0 {
+				hostLeft[r.Host] = 0
+				continue
+			}
+			hostLeft[r.Host] = hl - 1
+		}
+		if left > 0 {
+			left--
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// Publish sends loader contracts for records, grouped by crawl host group,
+// at most MaxURLsPerContract URLs each.
+func (f *Frontier) Publish(ctx context.Context, crawlID string, p contracts.Profile, recs []txindex.Record) error {
+	msgs, err := LoaderMessages(crawlID, p, recs)
+	if err != nil {
+		return err
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	if err := f.Queue.Publish(ctx, contracts.QueueLoader, msgs...); err != nil {
+		return fmt.Errorf("publish loader contracts: %w", err)
+	}
+	return nil
+}
+
+// LoaderMessages builds loader contract messages for records of one crawl.
+func LoaderMessages(crawlID string, p contracts.Profile, recs []txindex.Record) ([]queue.Message, error) {
+	var order []string
+	byGroup := map[string][]contracts.LoaderURL{}
+	for _, r := range recs {
+		if _, ok := byGroup[r.Group]; !ok {
+			order = append(order, r.Group)
+		}
+		byGroup[r.Group] = append(byGroup[r.Group], contracts.LoaderURL{URL: r.URL, Depth: r.Depth, Hops: r.Hops})
+	}
+	var msgs []queue.Message
+	for _, g := range order {
+		urls := byGroup[g]
+		for len(urls) > 0 {
+			n := min(len(urls), MaxURLsPerContract)
+			body, err := json.Marshal(contracts.LoaderContract{V: contracts.Version, CrawlID: crawlID, Profile: p, Group: g, URLs: urls[:n]})
+			if err != nil {
+				return nil, fmt.Errorf("encode loader contract: %w", err)
+			}
+			msgs = append(msgs, queue.Message{Body: body})
+			urls = urls[n:]
+		}
+	}
+	return msgs, nil
+}
+
+func (f *Frontier) now() time.Time {
+	if f.Now != nil {
+		return f.Now()
+	}
+	return time.Now()
+}
+
+func (f *Frontier) group(host string) string {
+	if f.Group != nil {
+		return f.Group(host)
+	}
+	return host
+}

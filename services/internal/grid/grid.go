@@ -1,0 +1,92 @@
+// Package grid runs MCP, the loader and the crawler in one process on one set
+// of backends, and implements the grid command-line client.
+package grid
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+
+	"github.com/caarlos0/env/v10"
+
+	"github.com/gridcrawl/gridcrawl/services/internal/crawler"
+	"github.com/gridcrawl/gridcrawl/services/internal/loader"
+	"github.com/gridcrawl/gridcrawl/services/internal/mcp"
+	"github.com/gridcrawl/gridcrawl/services/internal/wire"
+)
+
+// Config is the configuration of the whole grid, read from GRIDCRAWL_*
+// environment variables.
+type Config struct {
+	Backends wire.Backends
+	MCP      mcp.Config
+	Loader   loader.Config
+	Crawler  crawler.Config
+	LogLevel string `env:"GRIDCRAWL_LOG_LEVEL" envDefault:"info"`
+}
+
+// LoadConfig parses the environment into a Config.
+func LoadConfig() (Config, error) {
+	var c Config
+	if err := env.Parse(&c); err != nil {
+		return c, fmt.Errorf("parse environment: %w", err)
+	}
+	return c, nil
+}
+
+// Validate checks every part of c.
+func (c *Config) Validate() error {
+	return errors.Join(c.Backends.Validate(), c.MCP.Validate(true), c.Loader.Validate(), c.Crawler.Validate())
+}
+
+// Grid is a running all-in-one grid.
+type Grid struct {
+	Backends *wire.Set
+	MCP      *mcp.MCP
+	Loader   *loader.Loader
+	Crawler  *crawler.Crawler
+}
+
+// Open opens the backends and builds the services. ln, when not nil, is the
+// listener of the API.
+func Open(cfg Config, log *slog.Logger, ln net.Listener) (*Grid, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	set, err := wire.Open(cfg.Backends, log)
+	if err != nil {
+		return nil, err
+	}
+	l, err := loader.New(cfg.Loader, loader.Deps{Queue: set.Queue, Tx: set.Tx, Assets: set.Assets, Profiles: set.Profiles, Logger: log.With("service", "loader")})
+	if err != nil {
+		_ = set.Close()
+		return nil, err
+	}
+	return &Grid{
+		Backends: set,
+		MCP: mcp.New(cfg.MCP, mcp.Deps{Queue: set.Queue, Tx: set.Tx, Profiles: set.Profiles, Search: set.Search,
+			Embedded: set.Embedded, Logger: log.With("service", "mcp"), Listener: ln}),
+		Loader:  l,
+		Crawler: crawler.New(cfg.Crawler, crawler.Deps{Queue: set.Queue, Tx: set.Tx, Assets: set.Assets, Profiles: set.Profiles, Logger: log.With("service", "crawler")}),
+	}, nil
+}
+
+// Run runs the three services until ctx is cancelled or one fails, then
+// stops the others and closes the backends.
+func (g *Grid) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i, run := range []func(context.Context) error{g.MCP.Run, g.Loader.Run, g.Crawler.Run} {
+		wg.Go(func() {
+			errs[i] = run(ctx)
+			cancel()
+		})
+	}
+	wg.Wait()
+	return errors.Join(errors.Join(errs...), g.Backends.Close())
+}

@@ -1,0 +1,335 @@
+package mcp
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/profiles"
+	"github.com/gridcrawl/gridcrawl/pkg/search"
+	"github.com/gridcrawl/gridcrawl/pkg/txindex"
+	"github.com/gridcrawl/gridcrawl/pkg/urlnorm"
+	"github.com/gridcrawl/gridcrawl/services/internal/frontier"
+)
+
+const maxProfileBytes = 4 << 20
+
+// Handler returns the HTTP API.
+func (m *MCP) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	mux.HandleFunc("POST /api/v1/crawls", m.createCrawl)
+	mux.HandleFunc("GET /api/v1/crawls", m.listCrawls)
+	mux.HandleFunc("GET /api/v1/crawls/{id}", m.getCrawl)
+	mux.HandleFunc("DELETE /api/v1/crawls/{id}", m.cancelCrawl)
+	mux.HandleFunc("GET /api/v1/search", m.search)
+	return m.auth(mux)
+}
+
+func (m *MCP) auth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" || m.authorized(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("WWW-Authenticate", `Bearer realm="gridcrawl", Basic realm="gridcrawl"`)
+		writeError(w, http.StatusUnauthorized, "missing or wrong API token", "")
+	})
+}
+
+func (m *MCP) authorized(r *http.Request) bool {
+	if m.cfg.Token == "" {
+		return m.deps.Embedded && fromLoopback(r)
+	}
+	got := ""
+	if h := r.Header.Get("Authorization"); strings.HasPrefix(h, "Bearer ") {
+		got = strings.TrimPrefix(h, "Bearer ")
+	} else if user, _, ok := r.BasicAuth(); ok {
+		got = user // HCF clients send the token as the basic-auth user name
+	}
+	return subtle.ConstantTimeCompare([]byte(got), []byte(m.cfg.Token)) == 1
+}
+
+func fromLoopback(r *http.Request) bool {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code int, msg, field string) {
+	writeJSON(w, code, contracts.ErrorResponse{Error: msg, Field: field})
+}
+
+// decodeProfile reads a profile body strictly and names the offending field.
+func decodeProfile(r io.Reader) (contracts.Profile, error) {
+	var p contracts.Profile
+	dec := json.NewDecoder(io.LimitReader(r, maxProfileBytes+1))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		var te *json.UnmarshalTypeError
+		var se *json.SyntaxError
+		switch {
+		case errors.As(err, &te):
+			return p, &contracts.FieldError{Field: te.Field, Reason: "must be " + te.Type.String()}
+		case errors.As(err, &se):
+			return p, &contracts.FieldError{Field: "", Reason: fmt.Sprintf("invalid JSON at byte %d", se.Offset)}
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			f := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+			return p, &contracts.FieldError{Field: f, Reason: "unknown field"}
+		case errors.Is(err, io.EOF):
+			return p, &contracts.FieldError{Field: "", Reason: "empty body"}
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return p, &contracts.FieldError{Field: "", Reason: "body too large or truncated JSON"}
+		}
+		return p, &contracts.FieldError{Field: "", Reason: err.Error()}
+	}
+	if dec.More() {
+		return p, &contracts.FieldError{Field: "", Reason: "trailing data after the profile"}
+	}
+	p = p.WithDefaults()
+	if err := p.Validate(); err != nil {
+		return p, err
+	}
+	for i, s := range p.StartURLs {
+		n, err := urlnorm.Normalize(s)
+		if err != nil {
+			return p, &contracts.FieldError{Field: fmt.Sprintf("start_urls[%d]", i), Reason: err.Error()}
+		}
+		p.StartURLs[i] = n
+	}
+	return p, nil
+}
+
+func newCrawlID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return time.Now().UTC().Format("20060102t150405") + "-" + hex.EncodeToString(b[:])
+}
+
+// CreateCrawl stores a validated profile, writes its start URLs and publishes
+// their loader contracts.
+func (m *MCP) CreateCrawl(ctx context.Context, p contracts.Profile) (string, error) {
+	id := newCrawlID()
+	if err := m.deps.Profiles.Put(ctx, profiles.Crawl{ID: id, Profile: p, State: contracts.CrawlRunning, CreatedAt: time.Now().UTC()}); err != nil {
+		return "", fmt.Errorf("store crawl: %w", err)
+	}
+	cands := make([]frontier.Candidate, 0, len(p.StartURLs))
+	for _, u := range p.StartURLs {
+		cands = append(cands, frontier.Candidate{URL: u})
+	}
+	// A failure after the profile is stored leaves records for the recovery
+	// sweep, never a crawl without records: start URLs are created first.
+	if _, err := m.frontier.Enqueue(ctx, id, p, cands); err != nil {
+		return id, fmt.Errorf("enqueue start urls: %w", err)
+	}
+	m.log.Info("crawl created", "crawl_id", id, "start_urls", len(p.StartURLs))
+	return id, nil
+}
+
+func (m *MCP) createCrawl(w http.ResponseWriter, r *http.Request) {
+	p, err := decodeProfile(r.Body)
+	if err != nil {
+		var fe *contracts.FieldError
+		if errors.As(err, &fe) {
+			writeError(w, http.StatusBadRequest, fe.Error(), fe.Field)
+			return
+		}
+		writeError(w, http.StatusBadRequest, err.Error(), "")
+		return
+	}
+	id, err := m.CreateCrawl(r.Context(), p)
+	if err != nil && id == "" {
+		m.log.Error("create crawl", "err", err)
+		writeError(w, http.StatusInternalServerError, "could not store the crawl", "")
+		return
+	}
+	if err != nil {
+		m.log.Warn("create crawl: start urls left to recovery", "crawl_id", id, "err", err)
+	}
+	w.Header().Set("Location", "/api/v1/crawls/"+id)
+	writeJSON(w, http.StatusCreated, contracts.CreateCrawlResponse{V: contracts.Version, CrawlID: id, State: contracts.CrawlRunning})
+}
+
+// Status computes a crawl's status from the transaction index. A crawl is
+// finished when it has records and none of them is in a non-terminal status.
+func (m *MCP) Status(ctx context.Context, id string) (contracts.CrawlStatus, error) {
+	c, err := m.deps.Profiles.Get(ctx, id)
+	if err != nil {
+		return contracts.CrawlStatus{}, err
+	}
+	return m.status(ctx, c)
+}
+
+func (m *MCP) status(ctx context.Context, c profiles.Crawl) (contracts.CrawlStatus, error) {
+	counts, err := m.deps.Tx.Counts(ctx, c.ID)
+	if err != nil {
+		return contracts.CrawlStatus{}, fmt.Errorf("count records: %w", err)
+	}
+	docs, err := m.deps.Search.Count(ctx, c.ID)
+	if err != nil {
+		return contracts.CrawlStatus{}, fmt.Errorf("count documents: %w", err)
+	}
+	st := contracts.CrawlStatus{V: contracts.Version, CrawlID: c.ID, State: c.State, Profile: c.Profile,
+		Counts: map[contracts.Status]int64{}, Documents: docs, CreatedAt: c.CreatedAt, FinishedAt: c.FinishedAt}
+	for _, s := range contracts.Statuses {
+		n := counts[s]
+		st.Counts[s] = n
+		st.Total += n
+		if !s.Terminal() {
+			st.Pending += n
+		}
+	}
+	if c.State == contracts.CrawlRunning && st.Total > 0 && st.Pending == 0 {
+		now := time.Now().UTC()
+		if err := m.deps.Profiles.SetState(ctx, c.ID, contracts.CrawlFinished, &now); err != nil {
+			return st, fmt.Errorf("mark crawl finished: %w", err)
+		}
+		st.State, st.FinishedAt = contracts.CrawlFinished, &now
+		m.log.Info("crawl finished", "crawl_id", c.ID, "records", st.Total, "documents", docs)
+	}
+	return st, nil
+}
+
+func (m *MCP) getCrawl(w http.ResponseWriter, r *http.Request) {
+	st, err := m.Status(r.Context(), r.PathValue("id"))
+	if errors.Is(err, profiles.ErrNotFound) {
+		writeError(w, http.StatusNotFound, "no such crawl", "")
+		return
+	}
+	if err != nil {
+		m.log.Error("crawl status", "crawl_id", r.PathValue("id"), "err", err)
+		writeError(w, http.StatusInternalServerError, "could not compute crawl status", "")
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+func (m *MCP) listCrawls(w http.ResponseWriter, r *http.Request) {
+	cs, err := m.deps.Profiles.List(r.Context())
+	if err != nil {
+		m.log.Error("list crawls", "err", err)
+		writeError(w, http.StatusInternalServerError, "could not list crawls", "")
+		return
+	}
+	out := contracts.CrawlList{V: contracts.Version, Crawls: []contracts.CrawlStatus{}}
+	for _, c := range cs {
+		st, err := m.status(r.Context(), c)
+		if err != nil {
+			m.log.Error("crawl status", "crawl_id", c.ID, "err", err)
+			writeError(w, http.StatusInternalServerError, "could not compute crawl status", "")
+			return
+		}
+		out.Crawls = append(out.Crawls, st)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// Cancel marks a crawl cancelled and fails its non-terminal records.
+func (m *MCP) Cancel(ctx context.Context, id string) error {
+	c, err := m.deps.Profiles.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	if c.State == contracts.CrawlRunning {
+		now := time.Now().UTC()
+		if err := m.deps.Profiles.SetState(ctx, id, contracts.CrawlCancelled, &now); err != nil {
+			return fmt.Errorf("mark crawl cancelled: %w", err)
+		}
+	}
+	for _, s := range []contracts.Status{contracts.ToBeLoaded, contracts.ToBeParsed, contracts.ToBeIndexed} {
+		after := ""
+		for {
+			recs, err := m.deps.Tx.List(ctx, id, s, after, 1000)
+			if err != nil {
+				return fmt.Errorf("list %s records: %w", s, err)
+			}
+			if len(recs) == 0 {
+				break
+			}
+			ts := make([]txindex.Transition, len(recs))
+			for i, r := range recs {
+				ts[i] = txindex.Transition{Key: r.Key, From: s, To: contracts.Failed, Error: "cancelled"}
+			}
+			if _, err := m.deps.Tx.Transition(ctx, ts); err != nil {
+				return fmt.Errorf("fail cancelled records: %w", err)
+			}
+			after = recs[len(recs)-1].Key
+		}
+	}
+	return nil
+}
+
+func (m *MCP) cancelCrawl(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	err := m.Cancel(r.Context(), id)
+	if errors.Is(err, profiles.ErrNotFound) {
+		writeError(w, http.StatusNotFound, "no such crawl", "")
+		return
+	}
+	if err != nil {
+		m.log.Error("cancel crawl", "crawl_id", id, "err", err)
+		writeError(w, http.StatusInternalServerError, "could not cancel the crawl", "")
+		return
+	}
+	st, err := m.Status(r.Context(), id)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "could not compute crawl status", "")
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+func (m *MCP) search(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	query := strings.TrimSpace(q.Get("q"))
+	if query == "" {
+		writeError(w, http.StatusBadRequest, "query parameter q is required", "q")
+		return
+	}
+	limit, offset := 10, 0
+	var err error
+	if s := q.Get("limit"); s != "" {
+		if limit, err = strconv.Atoi(s); err != nil || limit < 1 || limit > 100 {
+			writeError(w, http.StatusBadRequest, "limit must be between 1 and 100", "limit")
+			return
+		}
+	}
+	if s := q.Get("offset"); s != "" {
+		if offset, err = strconv.Atoi(s); err != nil || offset < 0 || offset > 10000 {
+			writeError(w, http.StatusBadRequest, "offset must be between 0 and 10000", "offset")
+			return
+		}
+	}
+	res, err := m.deps.Search.Search(r.Context(), search.Query{Q: query, CrawlID: q.Get("crawl"), Offset: offset, Limit: limit})
+	if err != nil {
+		m.log.Error("search", "err", err)
+		writeError(w, http.StatusInternalServerError, "search failed", "")
+		return
+	}
+	hits := res.Hits
+	if hits == nil {
+		hits = []contracts.SearchHit{}
+	}
+	writeJSON(w, http.StatusOK, contracts.SearchResponse{V: contracts.Version, Query: query, Total: res.Total, Offset: offset, Hits: hits})
+}

@@ -1,0 +1,158 @@
+// Package mcp is the Master Connect Program: the coordinator of the grid. It
+// serves the HTTP API (crawl profiles, status and termination, search), runs
+// the indexer that consumes index_pending, and runs the recovery sweep that
+// republishes work whose record sat in a non-terminal status past its lease.
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/gridcrawl/gridcrawl/pkg/profiles"
+	"github.com/gridcrawl/gridcrawl/pkg/queue"
+	"github.com/gridcrawl/gridcrawl/pkg/search"
+	"github.com/gridcrawl/gridcrawl/pkg/txindex"
+	"github.com/gridcrawl/gridcrawl/services/internal/frontier"
+)
+
+// Config configures MCP. Every field is an environment variable.
+type Config struct {
+	Listen           string        `env:"GRIDCRAWL_LISTEN" envDefault:"127.0.0.1:8080"`
+	Token            string        `env:"GRIDCRAWL_API_TOKEN"`
+	RecoveryLease    time.Duration `env:"GRIDCRAWL_RECOVERY_LEASE" envDefault:"10m"`
+	RecoveryInterval time.Duration `env:"GRIDCRAWL_RECOVERY_INTERVAL" envDefault:"30s"`
+	RecoveryAttempts int           `env:"GRIDCRAWL_RECOVERY_ATTEMPTS" envDefault:"5"`
+	IndexerPrefetch  int           `env:"GRIDCRAWL_INDEXER_PREFETCH" envDefault:"64"`
+	IndexerBatch     int           `env:"GRIDCRAWL_INDEXER_BATCH" envDefault:"256"`
+	MaxRedirects     int           `env:"GRIDCRAWL_MAX_REDIRECTS" envDefault:"10"`
+}
+
+// Validate checks c.
+func (c *Config) Validate(embedded bool) error {
+	switch {
+	case c.RecoveryLease < time.Second:
+		return errors.New("GRIDCRAWL_RECOVERY_LEASE must be at least 1s")
+	case c.RecoveryInterval < 100*time.Millisecond:
+		return errors.New("GRIDCRAWL_RECOVERY_INTERVAL must be at least 100ms")
+	case c.RecoveryAttempts < 1:
+		return errors.New("GRIDCRAWL_RECOVERY_ATTEMPTS must be at least 1")
+	case c.IndexerPrefetch < 1 || c.IndexerBatch < 1:
+		return errors.New("GRIDCRAWL_INDEXER_PREFETCH and GRIDCRAWL_INDEXER_BATCH must be at least 1")
+	case !embedded && c.Token == "":
+		return errors.New("GRIDCRAWL_API_TOKEN is required in grid mode (real backends)")
+	}
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		return fmt.Errorf("GRIDCRAWL_LISTEN %q: %w", c.Listen, err)
+	}
+	return nil
+}
+
+// Deps are MCP's backends.
+type Deps struct {
+	Queue    queue.Queue
+	Tx       txindex.Index
+	Profiles profiles.Store
+	Search   search.Index
+	Group    frontier.Grouper
+	// Embedded lets loopback clients use the API without a token.
+	Embedded bool
+	Logger   *slog.Logger
+	// Listener, when set, is used instead of listening on Config.Listen.
+	Listener net.Listener
+}
+
+// MCP is the coordinator service.
+type MCP struct {
+	cfg      Config
+	deps     Deps
+	log      *slog.Logger
+	frontier *frontier.Frontier
+
+	mu   sync.Mutex
+	addr net.Addr
+	// ready is closed once the HTTP listener is bound.
+	ready chan struct{}
+}
+
+// New returns MCP; cfg must have been validated.
+func New(cfg Config, deps Deps) *MCP {
+	log := deps.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &MCP{
+		cfg: cfg, deps: deps, log: log,
+		frontier: &frontier.Frontier{Tx: deps.Tx, Queue: deps.Queue, Group: deps.Group},
+		ready:    make(chan struct{}),
+	}
+}
+
+// Addr waits until the API listens and returns its address.
+func (m *MCP) Addr(ctx context.Context) (net.Addr, error) {
+	select {
+	case <-m.ready:
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.addr, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Run serves the API and runs the indexer and the recovery sweep until ctx
+// is cancelled or one of them fails.
+func (m *MCP) Run(ctx context.Context) error {
+	ln := m.deps.Listener
+	if ln == nil {
+		var err error
+		ln, err = net.Listen("tcp", m.cfg.Listen)
+		if err != nil {
+			return fmt.Errorf("listen on %s: %w", m.cfg.Listen, err)
+		}
+	}
+	m.mu.Lock()
+	m.addr = ln.Addr()
+	m.mu.Unlock()
+	close(m.ready)
+	m.log.Info("api listening", "addr", ln.Addr().String())
+
+	srv := &http.Server{
+		Handler:           m.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, 4)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errs <- fmt.Errorf("serve api: %w", err)
+		}
+	})
+	wg.Go(func() {
+		if err := m.runIndexer(ctx); err != nil {
+			errs <- err
+		}
+	})
+	wg.Go(func() { m.runSweep(ctx) })
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errs:
+	}
+	cancel()
+	shutCtx, done := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer done()
+	_ = srv.Shutdown(shutCtx)
+	wg.Wait()
+	return err
+}

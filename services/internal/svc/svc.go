@@ -1,0 +1,66 @@
+// Package svc holds the start-up steps every service binary shares: parse
+// the environment, build a logger, open the backends, run, close.
+package svc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/caarlos0/env/v10"
+
+	"github.com/gridcrawl/gridcrawl/services/internal/wire"
+)
+
+// Common is the configuration every service reads.
+type Common struct {
+	Backends wire.Backends
+	LogLevel string `env:"GRIDCRAWL_LOG_LEVEL" envDefault:"info"`
+}
+
+// Runner is a service built on opened backends.
+type Runner interface {
+	Run(ctx context.Context) error
+}
+
+// Main parses the environment into cfg (which must embed Common and may add
+// service sections), validates it, opens the backends, builds the service
+// and runs it until ctx is done. It returns the process exit code.
+func Main(ctx context.Context, name string, stderr io.Writer, cfg any, common func() *Common,
+	build func(set *wire.Set, log *slog.Logger) (Runner, error)) int {
+	log := slog.New(slog.NewJSONHandler(stderr, nil)).With("service", name)
+	if err := env.Parse(cfg); err != nil {
+		log.Error("invalid configuration", "err", err)
+		return 2
+	}
+	c := common()
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		log.Error("invalid configuration", "err", fmt.Errorf("GRIDCRAWL_LOG_LEVEL: %w", err))
+		return 2
+	}
+	log = slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: lvl})).With("service", name)
+	if err := c.Backends.Validate(); err != nil {
+		log.Error("invalid configuration", "err", err)
+		return 2
+	}
+	set, err := wire.Open(c.Backends, log)
+	if err != nil {
+		log.Error("open backends", "err", err)
+		return 1
+	}
+	r, err := build(set, log)
+	if err == nil {
+		log.Info("service starting")
+		err = r.Run(ctx)
+	}
+	err = errors.Join(err, set.Close())
+	if err != nil && !errors.Is(err, context.Canceled) {
+		log.Error("service stopped", "err", err)
+		return 1
+	}
+	log.Info("service stopped")
+	return 0
+}

@@ -1,0 +1,34 @@
+// Command loader runs gridcrawl's loader service: it consumes loader_pending,
+// fetches politely and writes WARC records to the asset store.
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/gridcrawl/gridcrawl/services/internal/loader"
+	"github.com/gridcrawl/gridcrawl/services/internal/svc"
+	"github.com/gridcrawl/gridcrawl/services/internal/wire"
+)
+
+type config struct {
+	svc.Common
+	Loader loader.Config
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	var cfg config
+	code := svc.Main(ctx, "loader", os.Stderr, &cfg, func() *svc.Common { return &cfg.Common },
+		func(set *wire.Set, log *slog.Logger) (svc.Runner, error) {
+			if err := cfg.Loader.Validate(); err != nil {
+				return nil, err
+			}
+			return loader.New(cfg.Loader, loader.Deps{Queue: set.Queue, Tx: set.Tx, Assets: set.Assets, Profiles: set.Profiles, Logger: log})
+		})
+	stop()
+	os.Exit(code)
+}
