@@ -25,7 +25,8 @@ const usage = `usage: grid <command> [flags]
 
 commands:
   up      [--data DIR] [--listen ADDR]          run MCP, loader, crawler and indexer on embedded backends
-  crawl   [--depth N] [--data DIR] [--json] [--scope host|domain|any] [--max-pages N] [--min-delay-ms N] URL...
+  crawl   [--depth N] [--data DIR] [--json] [--scope host|domain|any] [--max-pages N] [--min-delay-ms N]
+          [--urls-file FILE] URL...
                                                 run one crawl to the end on the embedded grid
   status  [--data DIR] [--api URL] [--json] [CRAWL_ID]
                                                 show crawls (or one crawl)
@@ -147,10 +148,19 @@ func cmdCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	scope := fs.String("scope", "domain", "host, domain or any")
 	maxPages := fs.Int("max-pages", 0, "stop discovering URLs after this many (0: no limit)")
 	minDelay := fs.Int("min-delay-ms", contracts.DefaultMinDelayMS, "politeness: least milliseconds between fetches from one host")
+	urlsFile := fs.String("urls-file", "", "read more start URLs from this file, one per line")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() == 0 {
+	starts := fs.Args()
+	if *urlsFile != "" {
+		b, err := os.ReadFile(*urlsFile)
+		if err != nil {
+			return fmt.Errorf("read start urls: %w", err)
+		}
+		starts = append(starts, strings.Fields(string(b))...)
+	}
+	if len(starts) == 0 {
 		return usageError{errors.New("at least one start URL is required")}
 	}
 	cfg, err := loadConfig(*data)
@@ -170,7 +180,7 @@ func cmdCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		ln.Close()
 		return err
 	}
-	p := contracts.Profile{StartURLs: fs.Args(), MaxDepth: *depth, Scope: contracts.Scope(*scope), MaxPages: *maxPages,
+	p := contracts.Profile{StartURLs: starts, MaxDepth: *depth, Scope: contracts.Scope(*scope), MaxPages: *maxPages,
 		Politeness: contracts.Politeness{MinDelayMS: *minDelay, MaxDelayMS: max(*minDelay, contracts.DefaultMaxDelayMS), DelayFactor: contracts.DefaultFactor}}
 	body, _ := json.Marshal(p)
 	ctx, cancel := context.WithCancel(ctx)
