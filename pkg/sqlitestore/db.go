@@ -1,0 +1,130 @@
+// Package sqlitestore implements gridcrawl's embedded indices on SQLite
+// through the pure-Go driver modernc.org/sqlite: the transaction index
+// (txindex.Index), the crawl profile store (profiles.Store) and the full-text
+// search index (search.Index, on SQLite FTS5).
+//
+// Each index lives in its own database file, so that each has its own write
+// lock and the three are written in parallel. Every file runs in WAL mode
+// with synchronous=NORMAL: a committed write survives the death of the
+// process (it is in the WAL, handed to the operating system), though not
+// necessarily a power failure. All writes of one file go through one
+// connection; reads use a small pool of read-only connections that never
+// wait for the writer.
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// busyTimeoutMS bounds how long a connection waits for a lock held by another
+// connection (a checkpoint, or another process) before failing.
+const busyTimeoutMS = 10000
+
+// store is the pair of connection pools every index of this package keeps.
+type store struct {
+	path string
+	// w has exactly one connection: SQLite allows one writer at a time, and
+	// funnelling writes through one connection avoids SQLITE_BUSY entirely.
+	w *sql.DB
+	// r is read-only and may hold several connections; in WAL mode readers
+	// see the last committed state and never block the writer.
+	r *sql.DB
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// openStore opens (creating if needed) the database file at path and applies
+// schema on the writer connection.
+func openStore(path string, schema []string) (*store, error) {
+	if path == "" || strings.ContainsAny(path, "?#") {
+		return nil, fmt.Errorf("open sqlite %q: path must be non-empty and contain no '?' or '#'", path)
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("open sqlite %q: %w", path, err)
+		}
+	}
+	common := fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=synchronous(NORMAL)&_pragma=temp_store(MEMORY)&_pragma=cache_size(-32000)", busyTimeoutMS)
+	w, err := sql.Open("sqlite", path+"?"+common+"&_pragma=journal_mode(WAL)&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite %q: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxIdleTime(0)
+	w.SetConnMaxLifetime(0)
+	ctx := context.Background()
+	for _, stmt := range schema {
+		if _, err := w.ExecContext(ctx, stmt); err != nil {
+			_ = w.Close()
+			return nil, fmt.Errorf("open sqlite %q: schema: %w", path, err)
+		}
+	}
+	r, err := sql.Open("sqlite", path+"?"+common+"&_pragma=query_only(1)")
+	if err != nil {
+		_ = w.Close()
+		return nil, fmt.Errorf("open sqlite %q: %w", path, err)
+	}
+	n := max(2, runtime.GOMAXPROCS(0))
+	r.SetMaxOpenConns(n)
+	r.SetMaxIdleConns(n)
+	r.SetConnMaxIdleTime(0)
+	r.SetConnMaxLifetime(0)
+	if err := r.PingContext(ctx); err != nil {
+		_ = w.Close()
+		_ = r.Close()
+		return nil, fmt.Errorf("open sqlite %q: %w", path, err)
+	}
+	return &store{path: path, w: w, r: r}, nil
+}
+
+// close closes both pools; later calls return the first result.
+func (s *store) close() error {
+	s.closeOnce.Do(func() {
+		rerr := s.r.Close()
+		// A final checkpoint folds the WAL into the main file so that a
+		// closed database is one file again.
+		_, _ = s.w.ExecContext(context.Background(), "PRAGMA wal_checkpoint(TRUNCATE)")
+		werr := s.w.Close()
+		if err := errors.Join(werr, rerr); err != nil {
+			s.closeErr = fmt.Errorf("close sqlite %q: %w", s.path, err)
+		}
+	})
+	return s.closeErr
+}
+
+// nanos converts t to the stored form: unix nanoseconds, 0 for the zero time.
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// fromNanos is the inverse of nanos; times come back in UTC.
+func fromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// placeholders returns "?,?,...,?" with n marks.
+func placeholders(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return strings.Repeat("?,", n-1) + "?"
+}

@@ -1,0 +1,719 @@
+// Package txindextest is the conformance suite of txindex.Index: every
+// implementation, embedded or remote, must pass Run.
+//
+// The suite is written for stores shared with other tests and earlier runs:
+// every test uses crawl ids of its own, and the one query that spans crawls
+// (Stale) is checked against records whose status times lie in a random
+// stretch of the distant past and that are made terminal when the test ends.
+package txindextest
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"net/url"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/txindex"
+)
+
+// Harness makes the indices under test.
+type Harness struct {
+	// New returns an index, empty of the test's crawls, closed by the harness
+	// when t ends.
+	New func(t *testing.T) txindex.Index
+	// Reopen closes x and returns a new index on the same storage. Nil skips
+	// the restart tests.
+	Reopen func(t *testing.T, x txindex.Index) txindex.Index
+}
+
+// Run runs the conformance suite against h.
+func Run(t *testing.T, h Harness) {
+	tests := []struct {
+		name string
+		f    func(*testing.T, Harness)
+	}{
+		{"CreateOnlyAbsent", testCreateOnlyAbsent},
+		{"CreateEmpty", testCreateEmpty},
+		{"CreateConcurrentSameKey", testCreateConcurrent},
+		{"GetAndGetMany", testGetMany},
+		{"TransitionChecked", testTransitionChecked},
+		{"TransitionSetsOutcome", testTransitionOutcome},
+		{"TransitionRenewsLease", testTransitionRenew},
+		{"TransitionConcurrentSameKey", testTransitionConcurrent},
+		{"Counts", testCounts},
+		{"CountHost", testCountHost},
+		{"Stale", testStale},
+		{"List", testList},
+		{"Reopen", testReopen},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { tc.f(t, h) })
+	}
+}
+
+// cmpTime compares times by instant, so that stores may return them in any
+// location.
+var cmpTime = cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })
+
+// newCrawlID returns a crawl id no other test or run uses.
+func newCrawlID(t *testing.T) string {
+	t.Helper()
+	return "txt-" + rand.Text()
+}
+
+// at returns a time with millisecond precision, which every store keeps.
+func at(t time.Time) time.Time { return t.Truncate(time.Millisecond) }
+
+// rec returns a record of crawlID for rawURL in status s at time ts.
+func rec(crawlID, rawURL string, s contracts.Status, ts time.Time) txindex.Record {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		panic(err)
+	}
+	return txindex.Record{
+		Key:        txindex.Key(crawlID, rawURL),
+		CrawlID:    crawlID,
+		URL:        rawURL,
+		Host:       u.Hostname(),
+		Group:      u.Hostname(),
+		Depth:      1,
+		Status:     s,
+		StatusTime: at(ts),
+		CreatedAt:  at(ts),
+	}
+}
+
+func mustCreate(t *testing.T, x txindex.Index, recs ...txindex.Record) {
+	t.Helper()
+	created, err := x.Create(t.Context(), recs)
+	if err != nil {
+		t.Fatalf("Create(%d records) error: %v", len(recs), err)
+	}
+	for i, c := range created {
+		if !c {
+			t.Fatalf("Create(%q) = not created, want created", recs[i].Key)
+		}
+	}
+}
+
+func mustGet(t *testing.T, x txindex.Index, key string) txindex.Record {
+	t.Helper()
+	r, err := x.Get(t.Context(), key)
+	if err != nil {
+		t.Fatalf("Get(%q) error: %v", key, err)
+	}
+	return r
+}
+
+func testCreateOnlyAbsent(t *testing.T, h Harness) {
+	x := h.New(t)
+	crawl := newCrawlID(t)
+	now := time.Now()
+	a := rec(crawl, "http://a.example/", contracts.ToBeLoaded, now)
+	a.Referrer = "http://ref.example/"
+	a.Hops = 2
+	aDup := a
+	aDup.Depth = 7 // must not overwrite a
+	b := rec(crawl, "http://b.example/x", contracts.ToBeLoaded, now)
+	c := rec(crawl, "http://c.example/y?q=1", contracts.ToBeParsed, now)
+	d := rec(crawl, "http://d.example/", contracts.ToBeLoaded, now)
+
+	for _, step := range []struct {
+		name string
+		recs []txindex.Record
+		want []bool
+	}{
+		{"fresh batch with an inner duplicate", []txindex.Record{a, b, aDup, c}, []bool{true, true, false, true}},
+		{"batch against existing", []txindex.Record{b, d, a}, []bool{false, true, false}},
+		{"all existing", []txindex.Record{d, c}, []bool{false, false}},
+	} {
+		got, err := x.Create(t.Context(), step.recs)
+		if err != nil {
+			t.Fatalf("%s: Create error: %v", step.name, err)
+		}
+		if diff := cmp.Diff(step.want, got); diff != "" {
+			t.Errorf("%s: Create created (-want +got):\n%s", step.name, diff)
+		}
+	}
+	for _, want := range []txindex.Record{a, b, c, d} {
+		if diff := cmp.Diff(want, mustGet(t, x, want.Key), cmpTime); diff != "" {
+			t.Errorf("Get(%q) (-want +got):\n%s", want.Key, diff)
+		}
+	}
+}
+
+func testCreateEmpty(t *testing.T, h Harness) {
+	x := h.New(t)
+	got, err := x.Create(t.Context(), nil)
+	if err != nil || len(got) != 0 {
+		t.Errorf("Create(nil) = %v, %v, want [], nil", got, err)
+	}
+	applied, err := x.Transition(t.Context(), nil)
+	if err != nil || len(applied) != 0 {
+		t.Errorf("Transition(nil) = %v, %v, want [], nil", applied, err)
+	}
+}
+
+func testCreateConcurrent(t *testing.T, h Harness) {
+	x := h.New(t)
+	crawl := newCrawlID(t)
+	const n = 16
+	shared := rec(crawl, "http://shared.example/", contracts.ToBeLoaded, time.Now())
+	var wg sync.WaitGroup
+	results := make([][]bool, n)
+	errs := make([]error, n)
+	for i := range n {
+		own := rec(crawl, fmt.Sprintf("http://own.example/%d", i), contracts.ToBeLoaded, time.Now())
+		// Vary the position of the shared key inside the batch.
+		batch := []txindex.Record{own, shared}
+		if i%2 == 0 {
+			batch = []txindex.Record{shared, own}
+		}
+		wg.Go(func() {
+			created, err := x.Create(t.Context(), batch)
+			if err == nil && len(created) == 2 && i%2 == 0 {
+				created[0], created[1] = created[1], created[0]
+			}
+			results[i], errs[i] = created, err
+		})
+	}
+	wg.Wait()
+	sharedCreated := 0
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("Create in goroutine %d error: %v", i, errs[i])
+		}
+		if len(results[i]) != 2 {
+			t.Fatalf("Create in goroutine %d = %v, want 2 results", i, results[i])
+		}
+		if !results[i][0] {
+			t.Errorf("Create of goroutine %d's own key = not created, want created", i)
+		}
+		if results[i][1] {
+			sharedCreated++
+		}
+	}
+	if sharedCreated != 1 {
+		t.Errorf("%d concurrent Creates of one key reported %d created, want 1", n, sharedCreated)
+	}
+	counts, err := x.Counts(t.Context(), crawl)
+	if err != nil {
+		t.Fatalf("Counts error: %v", err)
+	}
+	if got := counts[contracts.ToBeLoaded]; got != n+1 {
+		t.Errorf("Counts[%s] = %d, want %d", contracts.ToBeLoaded, got, n+1)
+	}
+}
+
+func testGetMany(t *testing.T, h Harness) {
+	x := h.New(t)
+	crawl := newCrawlID(t)
+	a := rec(crawl, "http://a.example/", contracts.ToBeLoaded, time.Now())
+	b := rec(crawl, "http://b.example/", contracts.Indexed, time.Now())
+	mustCreate(t, x, a, b)
+	missing := txindex.Key(crawl, "http://missing.example/")
+
+	if _, err := x.Get(t.Context(), missing); !errors.Is(err, txindex.ErrNotFound) {
+		t.Errorf("Get(%q) error = %v, want ErrNotFound", missing, err)
+	}
+	got, err := x.GetMany(t.Context(), []string{a.Key, missing, b.Key})
+	if err != nil {
+		t.Fatalf("GetMany error: %v", err)
+	}
+	want := map[string]txindex.Record{a.Key: a, b.Key: b}
+	if diff := cmp.Diff(want, got, cmpTime); diff != "" {
+		t.Errorf("GetMany (-want +got):\n%s", diff)
+	}
+	got, err = x.GetMany(t.Context(), nil)
+	if err != nil || len(got) != 0 {
+		t.Errorf("GetMany(nil) = %v, %v, want empty, nil", got, err)
+	}
+
+	// More keys than fit one request of most stores.
+	var many []txindex.Record
+	var keys []string
+	for i := range 1200 {
+		r := rec(crawl, fmt.Sprintf("http://many.example/%d", i), contracts.ToBeLoaded, time.Now())
+		many = append(many, r)
+		keys = append(keys, r.Key, txindex.Key(crawl, fmt.Sprintf("http://absent.example/%d", i)))
+	}
+	mustCreate(t, x, many...)
+	got, err = x.GetMany(t.Context(), keys)
+	if err != nil {
+		t.Fatalf("GetMany(%d keys) error: %v", len(keys), err)
+	}
+	if len(got) != len(many) {
+		t.Errorf("GetMany(%d keys) returned %d records, want %d", len(keys), len(got), len(many))
+	}
+	for _, r := range many {
+		if _, ok := got[r.Key]; !ok {
+			t.Fatalf("GetMany result lacks %q", r.Key)
+		}
+	}
+}
+
+func testTransitionChecked(t *testing.T, h Harness) {
+	x := h.New(t)
+	crawl := newCrawlID(t)
+	old := time.Now().Add(-time.Hour)
+	a := rec(crawl, "http://a.example/", contracts.ToBeLoaded, old)
+	mustCreate(t, x, a)
+	missing := txindex.Key(crawl, "http://missing.example/")
+
+	for _, step := range []struct {
+		name string
+		ts   []txindex.Transition
+		want []bool
+	}{
+		{"wrong from", []txindex.Transition{{Key: a.Key, From: contracts.ToBeParsed, To: contracts.ToBeIndexed, Error: "x"}}, []bool{false}},
+		{"unknown key", []txindex.Transition{{Key: missing, From: contracts.ToBeLoaded, To: contracts.ToBeParsed}}, []bool{false}},
+	} {
+		got, err := x.Transition(t.Context(), step.ts)
+		if err != nil {
+			t.Fatalf("%s: Transition error: %v", step.name, err)
+		}
+		if diff := cmp.Diff(step.want, got); diff != "" {
+			t.Errorf("%s: Transition applied (-want +got):\n%s", step.name, diff)
+		}
+		if diff := cmp.Diff(a, mustGet(t, x, a.Key), cmpTime); diff != "" {
+			t.Errorf("%s: record changed (-want +got):\n%s", step.name, diff)
+		}
+	}
+	if _, err := x.Get(t.Context(), missing); !errors.Is(err, txindex.ErrNotFound) {
+		t.Errorf("Get(%q) after a transition of an unknown key: error %v, want ErrNotFound", missing, err)
+	}
+
+	start := at(time.Now()).Add(-time.Millisecond)
+	got, err := x.Transition(t.Context(), []txindex.Transition{
+		{Key: a.Key, From: contracts.ToBeLoaded, To: contracts.ToBeParsed},
+		// Redelivery of the same transition in the same batch.
+		{Key: a.Key, From: contracts.ToBeLoaded, To: contracts.ToBeParsed},
+	})
+	if err != nil {
+		t.Fatalf("Transition error: %v", err)
+	}
+	if n := countTrue(got); n != 1 {
+		t.Errorf("Transition of one record twice in a batch = %v, want exactly one applied", got)
+	}
+	r := mustGet(t, x, a.Key)
+	if r.Status != contracts.ToBeParsed {
+		t.Errorf("Get(%q).Status = %q, want %q", a.Key, r.Status, contracts.ToBeParsed)
+	}
+	if r.StatusTime.Before(start) {
+		t.Errorf("Get(%q).StatusTime = %v, want at or after %v", a.Key, r.StatusTime, start)
+	}
+	// Redelivery in a later batch.
+	got, err = x.Transition(t.Context(), []txindex.Transition{{Key: a.Key, From: contracts.ToBeLoaded, To: contracts.ToBeParsed}})
+	if err != nil || !slices.Equal(got, []bool{false}) {
+		t.Errorf("repeated Transition = %v, %v, want [false], nil", got, err)
+	}
+}
+
+func testTransitionOutcome(t *testing.T, h Harness) {
+	x := h.New(t)
+	crawl := newCrawlID(t)
+	a := rec(crawl, "http://a.example/", contracts.ToBeLoaded, time.Now().Add(-time.Hour))
+	b := rec(crawl, "http://b.example/", contracts.ToBeLoaded, time.Now().Add(-time.Hour))
+	mustCreate(t, x, a, b)
+	asset := contracts.AssetRef{Key: "warc/" + crawl + "/1.warc.gz", Offset: 1234, Length: 5678}
+
+	steps := []struct {
+		name   string
+		tr     txindex.Transition
+		update func(r *txindex.Record)
+	}{
+		{
+			name: "fetch failed, retry",
+			tr:   txindex.Transition{Key: a.Key, From: contracts.ToBeLoaded, To: contracts.ToBeLoaded, Error: "timeout", AddAttempt: true},
+			update: func(r *txindex.Record) {
+				r.Error, r.Attempts = "timeout", 1
+			},
+		},
+		{
+			name: "fetched",
+			tr: txindex.Transition{Key: a.Key, From: contracts.ToBeLoaded, To: contracts.ToBeParsed,
+				HTTPStatus: 200, Asset: &asset, AddAttempt: true},
+			update: func(r *txindex.Record) {
+				r.Status, r.HTTPStatus, r.Asset, r.Attempts = contracts.ToBeParsed, 200, asset, 2
+			},
+		},
+		{
+			name: "zero outcome keeps fields",
+			tr:   txindex.Transition{Key: a.Key, From: contracts.ToBeParsed, To: contracts.ToBeIndexed},
+			update: func(r *txindex.Record) {
+				r.Status = contracts.ToBeIndexed
+			},
+		},
+		{
+			name: "failed",
+			tr:   txindex.Transition{Key: b.Key, From: contracts.ToBeLoaded, To: contracts.Failed, Error: "robots", HTTPStatus: 404},
+			update: func(r *txindex.Record) {
+				r.Status, r.Error, r.HTTPStatus = contracts.Failed, "robots", 404
+			},
+		},
+	}
+	want := map[string]txindex.Record{a.Key: a, b.Key: b}
+	for _, s := range steps {
+		got, err := x.Transition(t.Context(), []txindex.Transition{s.tr})
+		if err != nil || !slices.Equal(got, []bool{true}) {
+			t.Fatalf("%s: Transition = %v, %v, want [true], nil", s.name, got, err)
+		}
+		w := want[s.tr.Key]
+		s.update(&w)
+		want[s.tr.Key] = w
+		r := mustGet(t, x, s.tr.Key)
+		if diff := cmp.Diff(w, r, cmpTime, cmpopts.IgnoreFields(txindex.Record{}, "StatusTime")); diff != "" {
+			t.Errorf("%s: Get(%q) (-want +got):\n%s", s.name, s.tr.Key, diff)
+		}
+	}
+}
+
+func testTransitionRenew(t *testing.T, h Harness) {
+	x := h.New(t)
+	crawl := newCrawlID(t)
+	old := time.Now().Add(-time.Hour)
+	a := rec(crawl, "http://a.example/", contracts.ToBeParsed, old)
+	mustCreate(t, x, a)
+	start := at(time.Now()).Add(-time.Millisecond)
+	got, err := x.Transition(t.Context(), []txindex.Transition{{Key: a.Key, From: contracts.ToBeParsed, To: contracts.ToBeParsed}})
+	if err != nil || !slices.Equal(got, []bool{true}) {
+		t.Fatalf("Transition(from == to) = %v, %v, want [true], nil", got, err)
+	}
+	r := mustGet(t, x, a.Key)
+	if r.Status != contracts.ToBeParsed || r.StatusTime.Before(start) {
+		t.Errorf("after renewal Get(%q) = status %q time %v, want status %q time at or after %v",
+			a.Key, r.Status, r.StatusTime, contracts.ToBeParsed, start)
+	}
+}
+
+func testTransitionConcurrent(t *testing.T, h Harness) {
+	x := h.New(t)
+	crawl := newCrawlID(t)
+	a := rec(crawl, "http://a.example/", contracts.ToBeIndexed, time.Now())
+	mustCreate(t, x, a)
+	const n = 8
+	var wg sync.WaitGroup
+	applied := make([]bool, n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			got, err := x.Transition(t.Context(), []txindex.Transition{{Key: a.Key, From: contracts.ToBeIndexed, To: contracts.Indexed, AddAttempt: true}})
+			errs[i] = err
+			if err == nil && len(got) == 1 {
+				applied[i] = got[0]
+			}
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("Transition in goroutine %d error: %v", i, err)
+		}
+	}
+	if c := countTrue(applied); c != 1 {
+		t.Errorf("%d concurrent Transitions of one record: %d applied, want 1", n, c)
+	}
+	if r := mustGet(t, x, a.Key); r.Attempts != 1 || r.Status != contracts.Indexed {
+		t.Errorf("Get(%q) = status %q attempts %d, want %q 1", a.Key, r.Status, r.Attempts, contracts.Indexed)
+	}
+}
+
+func testCounts(t *testing.T, h Harness) {
+	x := h.New(t)
+	crawl, other := newCrawlID(t), newCrawlID(t)
+	now := time.Now()
+	var recs []txindex.Record
+	want := map[contracts.Status]int64{}
+	for i, s := range contracts.Statuses {
+		for j := range i + 1 {
+			recs = append(recs, rec(crawl, fmt.Sprintf("http://h%d.example/%d", i, j), s, now))
+			want[s]++
+		}
+	}
+	recs = append(recs, rec(other, "http://h0.example/0", contracts.ToBeLoaded, now))
+	mustCreate(t, x, recs...)
+
+	check := func(name, crawlID string, want map[contracts.Status]int64) {
+		t.Helper()
+		got, err := x.Counts(t.Context(), crawlID)
+		if err != nil {
+			t.Fatalf("%s: Counts(%q) error: %v", name, crawlID, err)
+		}
+		if diff := cmp.Diff(nonZero(want), nonZero(got)); diff != "" {
+			t.Errorf("%s: Counts(%q) (-want +got):\n%s", name, crawlID, diff)
+		}
+	}
+	check("after create", crawl, want)
+	check("other crawl", other, map[contracts.Status]int64{contracts.ToBeLoaded: 1})
+	check("unknown crawl", newCrawlID(t), nil)
+
+	applied, err := x.Transition(t.Context(), []txindex.Transition{
+		{Key: recs[0].Key, From: contracts.ToBeLoaded, To: contracts.ToBeParsed},
+		{Key: recs[1].Key, From: contracts.ToBeParsed, To: contracts.Failed},
+		{Key: recs[2].Key, From: contracts.ToBeLoaded, To: contracts.Failed}, // wrong from
+	})
+	if err != nil {
+		t.Fatalf("Transition error: %v", err)
+	}
+	if diff := cmp.Diff([]bool{true, true, false}, applied); diff != "" {
+		t.Errorf("Transition applied (-want +got):\n%s", diff)
+	}
+	want[contracts.ToBeLoaded]--
+	want[contracts.Failed]++
+	check("after transitions", crawl, want)
+}
+
+func testCountHost(t *testing.T, h Harness) {
+	x := h.New(t)
+	crawl, other := newCrawlID(t), newCrawlID(t)
+	now := time.Now()
+	mustCreate(t, x,
+		rec(crawl, "http://a.example/1", contracts.ToBeLoaded, now),
+		rec(crawl, "http://a.example/2", contracts.Indexed, now),
+		rec(crawl, "https://a.example:8443/3", contracts.Failed, now),
+		rec(crawl, "http://b.example/1", contracts.ToBeLoaded, now),
+		rec(other, "http://a.example/1", contracts.ToBeLoaded, now),
+	)
+	for _, tc := range []struct {
+		crawl, host string
+		want        int64
+	}{
+		{crawl, "a.example", 3},
+		{crawl, "b.example", 1},
+		{crawl, "c.example", 0},
+		{other, "a.example", 1},
+	} {
+		got, err := x.CountHost(t.Context(), tc.crawl, tc.host)
+		if err != nil || got != tc.want {
+			t.Errorf("CountHost(%q, %q) = %d, %v, want %d, nil", tc.crawl, tc.host, got, err, tc.want)
+		}
+	}
+}
+
+func testStale(t *testing.T, h Harness) {
+	x := h.New(t)
+	crawl := newCrawlID(t)
+	// A random second in the 1980s: far older than any live record, and
+	// unlikely to be near another run's.
+	base := time.Date(1980, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(mrand.Int64N(10*365*24*3600)) * time.Second)
+	old1 := rec(crawl, "http://s.example/1", contracts.ToBeParsed, base)
+	old2 := rec(crawl, "http://s.example/2", contracts.ToBeLoaded, base.Add(time.Second))
+	old3 := rec(crawl, "http://s.example/3", contracts.ToBeIndexed, base.Add(2*time.Second))
+	edge := rec(crawl, "http://s.example/edge", contracts.ToBeLoaded, base.Add(3*time.Second))
+	terminal := rec(crawl, "http://s.example/done", contracts.Indexed, base.Add(500*time.Millisecond))
+	failed := rec(crawl, "http://s.example/failed", contracts.Failed, base.Add(600*time.Millisecond))
+	fresh := rec(crawl, "http://s.example/fresh", contracts.ToBeLoaded, time.Now())
+	// Created out of order, so that insertion order cannot pass for age order.
+	mustCreate(t, x, old3, fresh, terminal, old1, edge, failed, old2)
+	t.Cleanup(func() {
+		// Leave nothing stale behind in a shared store.
+		var ts []txindex.Transition
+		for _, r := range []txindex.Record{old1, old2, old3, edge, fresh} {
+			ts = append(ts, txindex.Transition{Key: r.Key, From: r.Status, To: contracts.Failed})
+		}
+		// t.Context is already cancelled when cleanups run.
+		if _, err := x.Transition(context.Background(), ts); err != nil {
+			t.Logf("cleanup Transition error: %v", err)
+		}
+	})
+
+	before := edge.StatusTime // exclusive
+	all, err := x.Stale(t.Context(), before, 10000)
+	if err != nil {
+		t.Fatalf("Stale error: %v", err)
+	}
+	assertOldestFirst(t, all, before)
+	var ours []string
+	for _, r := range all {
+		if r.CrawlID == crawl {
+			ours = append(ours, r.Key)
+		}
+	}
+	if diff := cmp.Diff([]string{old1.Key, old2.Key, old3.Key}, ours); diff != "" {
+		t.Errorf("Stale(%v) keys of this crawl (-want +got):\n%s", before, diff)
+	}
+	for _, r := range all {
+		if r.Key == old2.Key {
+			if diff := cmp.Diff(old2, r, cmpTime); diff != "" {
+				t.Errorf("Stale record (-want +got):\n%s", diff)
+			}
+		}
+	}
+
+	limited, err := x.Stale(t.Context(), before, 2)
+	if err != nil {
+		t.Fatalf("Stale(limit 2) error: %v", err)
+	}
+	if len(limited) != 2 {
+		t.Fatalf("Stale(limit 2) returned %d records, want 2", len(limited))
+	}
+	assertOldestFirst(t, limited, before)
+	for i := range limited {
+		if !limited[i].StatusTime.Equal(all[i].StatusTime) {
+			t.Errorf("Stale(limit 2)[%d] at %v, want the oldest, at %v", i, limited[i].StatusTime, all[i].StatusTime)
+		}
+	}
+
+	// A renewed lease is no longer stale.
+	if _, err := x.Transition(t.Context(), []txindex.Transition{{Key: old1.Key, From: old1.Status, To: old1.Status}}); err != nil {
+		t.Fatalf("Transition error: %v", err)
+	}
+	all, err = x.Stale(t.Context(), before, 10000)
+	if err != nil {
+		t.Fatalf("Stale error: %v", err)
+	}
+	for _, r := range all {
+		if r.Key == old1.Key {
+			t.Errorf("Stale returned %q after its lease was renewed", old1.Key)
+		}
+	}
+}
+
+func assertOldestFirst(t *testing.T, recs []txindex.Record, before time.Time) {
+	t.Helper()
+	for i, r := range recs {
+		if r.Status.Terminal() {
+			t.Errorf("Stale returned %q in terminal status %q", r.Key, r.Status)
+		}
+		if !r.StatusTime.Before(before) {
+			t.Errorf("Stale(%v) returned %q at %v", before, r.Key, r.StatusTime)
+		}
+		if i > 0 && r.StatusTime.Before(recs[i-1].StatusTime) {
+			t.Errorf("Stale result %d at %v is older than result %d at %v", i, r.StatusTime, i-1, recs[i-1].StatusTime)
+		}
+	}
+}
+
+func testList(t *testing.T, h Harness) {
+	x := h.New(t)
+	crawl, other := newCrawlID(t), newCrawlID(t)
+	now := time.Now()
+	var recs []txindex.Record
+	for i := range 23 {
+		s := contracts.Statuses[i%len(contracts.Statuses)]
+		recs = append(recs, rec(crawl, fmt.Sprintf("http://l.example/%d", i), s, now))
+	}
+	mustCreate(t, x, recs...)
+	mustCreate(t, x, rec(other, "http://l.example/0", contracts.ToBeLoaded, now))
+
+	for _, tc := range []struct {
+		name   string
+		status contracts.Status
+		limit  int
+	}{
+		{"all statuses", "", 5},
+		{"all in one page", "", 100},
+		{"one status", contracts.ToBeLoaded, 2},
+		{"terminal status", contracts.Failed, 3},
+	} {
+		var want []string
+		for _, r := range recs {
+			if tc.status == "" || r.Status == tc.status {
+				want = append(want, r.Key)
+			}
+		}
+		slices.Sort(want)
+		var got []string
+		after := ""
+		for page := 0; ; page++ {
+			if page > len(recs)+1 {
+				t.Fatalf("%s: List does not end", tc.name)
+			}
+			rs, err := x.List(t.Context(), crawl, tc.status, after, tc.limit)
+			if err != nil {
+				t.Fatalf("%s: List(after %q) error: %v", tc.name, after, err)
+			}
+			if len(rs) > tc.limit {
+				t.Fatalf("%s: List(limit %d) returned %d records", tc.name, tc.limit, len(rs))
+			}
+			for _, r := range rs {
+				if r.CrawlID != crawl || (tc.status != "" && r.Status != tc.status) {
+					t.Errorf("%s: List returned %q of crawl %q in %q", tc.name, r.Key, r.CrawlID, r.Status)
+				}
+				got = append(got, r.Key)
+			}
+			if len(rs) < tc.limit {
+				break
+			}
+			after = rs[len(rs)-1].Key
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: keys of all pages (-want +got):\n%s", tc.name, diff)
+		}
+	}
+
+	rs, err := x.List(t.Context(), crawl, contracts.ToBeLoaded, "", 1)
+	if err != nil || len(rs) != 1 {
+		t.Fatalf("List(limit 1) = %d records, %v, want 1, nil", len(rs), err)
+	}
+	if diff := cmp.Diff(mustGet(t, x, rs[0].Key), rs[0], cmpTime); diff != "" {
+		t.Errorf("List record differs from Get (-Get +List):\n%s", diff)
+	}
+	rs, err = x.List(t.Context(), newCrawlID(t), "", "", 10)
+	if err != nil || len(rs) != 0 {
+		t.Errorf("List(unknown crawl) = %d records, %v, want 0, nil", len(rs), err)
+	}
+}
+
+func testReopen(t *testing.T, h Harness) {
+	if h.Reopen == nil {
+		t.Skip("harness has no Reopen")
+	}
+	x := h.New(t)
+	crawl := newCrawlID(t)
+	a := rec(crawl, "http://a.example/", contracts.ToBeLoaded, time.Now())
+	b := rec(crawl, "http://b.example/", contracts.ToBeLoaded, time.Now())
+	mustCreate(t, x, a, b)
+	asset := contracts.AssetRef{Key: "k", Offset: 1, Length: 2}
+	if _, err := x.Transition(t.Context(), []txindex.Transition{{Key: a.Key, From: contracts.ToBeLoaded, To: contracts.ToBeParsed, Asset: &asset, HTTPStatus: 200}}); err != nil {
+		t.Fatalf("Transition error: %v", err)
+	}
+	wantA := mustGet(t, x, a.Key)
+
+	x = h.Reopen(t, x)
+	if diff := cmp.Diff(wantA, mustGet(t, x, a.Key), cmpTime); diff != "" {
+		t.Errorf("Get(%q) after reopen (-want +got):\n%s", a.Key, diff)
+	}
+	counts, err := x.Counts(t.Context(), crawl)
+	if err != nil {
+		t.Fatalf("Counts error: %v", err)
+	}
+	want := map[contracts.Status]int64{contracts.ToBeLoaded: 1, contracts.ToBeParsed: 1}
+	if diff := cmp.Diff(want, nonZero(counts)); diff != "" {
+		t.Errorf("Counts after reopen (-want +got):\n%s", diff)
+	}
+	created, err := x.Create(t.Context(), []txindex.Record{b})
+	if err != nil || !slices.Equal(created, []bool{false}) {
+		t.Errorf("Create(existing) after reopen = %v, %v, want [false], nil", created, err)
+	}
+}
+
+func nonZero(m map[contracts.Status]int64) map[contracts.Status]int64 {
+	out := map[contracts.Status]int64{}
+	for k, v := range m {
+		if v != 0 {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func countTrue(bs []bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
+}
