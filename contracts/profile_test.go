@@ -1,0 +1,368 @@
+package contracts_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"math/big"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/gridcrawl/gridcrawl/contracts"
+)
+
+// validProfile returns a profile with defaults applied that passes Validate.
+func validProfile() contracts.Profile {
+	return contracts.Profile{StartURLs: []string{"https://example.com/"}}.WithDefaults()
+}
+
+func manyURLs(n int) []string {
+	urls := make([]string, n)
+	for i := range urls {
+		urls[i] = "https://example.com/"
+	}
+	return urls
+}
+
+func TestProfileValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		modify func(p *contracts.Profile)
+		want   string // field of the *FieldError, "" for valid
+	}{
+		{"defaults", func(p *contracts.Profile) {}, ""},
+		{"every field set", func(p *contracts.Profile) { *p = fullProfile() }, ""},
+
+		{"start_urls nil", func(p *contracts.Profile) { p.StartURLs = nil }, "start_urls"},
+		{"start_urls empty", func(p *contracts.Profile) { p.StartURLs = []string{} }, "start_urls"},
+		{"start_urls 10000", func(p *contracts.Profile) { p.StartURLs = manyURLs(10000) }, ""},
+		{"start_urls 10001", func(p *contracts.Profile) { p.StartURLs = manyURLs(10001) }, "start_urls"},
+		{"start url ftp", func(p *contracts.Profile) { p.StartURLs = []string{"ftp://example.com/"} }, "start_urls[0]"},
+		{"second start url mailto", func(p *contracts.Profile) { p.StartURLs = []string{"http://a/", "mailto:x@example.com"} }, "start_urls[1]"},
+		{"third start url relative", func(p *contracts.Profile) { p.StartURLs = []string{"http://a/", "http://b/", "/c"} }, "start_urls[2]"},
+		{"start url empty string", func(p *contracts.Profile) { p.StartURLs = []string{""} }, "start_urls[0]"},
+		{"start url without host", func(p *contracts.Profile) { p.StartURLs = []string{"http:///x"} }, "start_urls[0]"},
+		{"start url port without host", func(p *contracts.Profile) { p.StartURLs = []string{"http://:80/"} }, "start_urls[0]"},
+		{"start url space in host", func(p *contracts.Profile) { p.StartURLs = []string{"http://exa mple.com/"} }, "start_urls[0]"},
+		{"start url upper case scheme", func(p *contracts.Profile) { p.StartURLs = []string{"HTTPS://EXAMPLE.COM/"} }, ""},
+		{"start url ipv6", func(p *contracts.Profile) { p.StartURLs = []string{"http://[::1]:8080/"} }, ""},
+		{"start url 8192 bytes", func(p *contracts.Profile) { p.StartURLs = []string{"http://a/" + strings.Repeat("x", 8192-9)} }, ""},
+		{"start url 8193 bytes", func(p *contracts.Profile) { p.StartURLs = []string{"http://a/" + strings.Repeat("x", 8193-9)} }, "start_urls[0]"},
+
+		{"max_depth 0", func(p *contracts.Profile) { p.MaxDepth = 0 }, ""},
+		{"max_depth 100", func(p *contracts.Profile) { p.MaxDepth = 100 }, ""},
+		{"max_depth -1", func(p *contracts.Profile) { p.MaxDepth = -1 }, "max_depth"},
+		{"max_depth 101", func(p *contracts.Profile) { p.MaxDepth = 101 }, "max_depth"},
+
+		{"scope domain", func(p *contracts.Profile) { p.Scope = contracts.ScopeDomain }, ""},
+		{"scope any", func(p *contracts.Profile) { p.Scope = contracts.ScopeAny }, ""},
+		{"scope site", func(p *contracts.Profile) { p.Scope = "site" }, "scope"},
+		{"scope empty before defaults", func(p *contracts.Profile) { p.Scope = "" }, "scope"},
+		{"scope upper case", func(p *contracts.Profile) { p.Scope = "HOST" }, "scope"},
+
+		{"crawl_must_match bad", func(p *contracts.Profile) { p.CrawlMustMatch = "(" }, "crawl_must_match"},
+		{"crawl_must_not_match bad", func(p *contracts.Profile) { p.CrawlMustNotMatch = "[z-a]" }, "crawl_must_not_match"},
+		{"index_must_match bad", func(p *contracts.Profile) { p.IndexMustMatch = "a{2,1}" }, "index_must_match"},
+		{"index_must_not_match bad", func(p *contracts.Profile) { p.IndexMustNotMatch = `\8` }, "index_must_not_match"},
+		{"regex perl lookahead", func(p *contracts.Profile) { p.CrawlMustMatch = "a(?=b)" }, "crawl_must_match"},
+		{"regex 4096 bytes", func(p *contracts.Profile) { p.CrawlMustMatch = strings.Repeat("a", 4096) }, ""},
+		{"regex 4097 bytes", func(p *contracts.Profile) { p.IndexMustMatch = strings.Repeat("a", 4097) }, "index_must_match"},
+
+		{"max_pages 0", func(p *contracts.Profile) { p.MaxPages = 0 }, ""},
+		{"max_pages -1", func(p *contracts.Profile) { p.MaxPages = -1 }, "max_pages"},
+		{"max_pages_per_host -1", func(p *contracts.Profile) { p.MaxPagesPerHost = -1 }, "max_pages_per_host"},
+
+		{"user_agent 512 bytes", func(p *contracts.Profile) { p.UserAgent = strings.Repeat("b", 512) }, ""},
+		{"user_agent 513 bytes", func(p *contracts.Profile) { p.UserAgent = strings.Repeat("b", 513) }, "user_agent"},
+		{"user_agent newline", func(p *contracts.Profile) { p.UserAgent = "bot\nX: y" }, "user_agent"},
+		{"user_agent carriage return", func(p *contracts.Profile) { p.UserAgent = "bot\r" }, "user_agent"},
+
+		{"min_delay_ms 0", func(p *contracts.Profile) { p.Politeness.MinDelayMS = 0 }, ""},
+		{"min_delay_ms -1", func(p *contracts.Profile) { p.Politeness.MinDelayMS = -1 }, "politeness.min_delay_ms"},
+		{"min_delay_ms over one hour", func(p *contracts.Profile) {
+			p.Politeness.MinDelayMS, p.Politeness.MaxDelayMS = 3600_001, 3600_001
+		}, "politeness.min_delay_ms"},
+		{"min equals max", func(p *contracts.Profile) { p.Politeness.MinDelayMS, p.Politeness.MaxDelayMS = 700, 700 }, ""},
+		{"min above max", func(p *contracts.Profile) { p.Politeness.MinDelayMS, p.Politeness.MaxDelayMS = 701, 700 }, "politeness.max_delay_ms"},
+		{"max_delay_ms one hour", func(p *contracts.Profile) { p.Politeness.MaxDelayMS = 3600_000 }, ""},
+		{"max_delay_ms over one hour", func(p *contracts.Profile) { p.Politeness.MaxDelayMS = 3600_001 }, "politeness.max_delay_ms"},
+		{"delay_factor 0", func(p *contracts.Profile) { p.Politeness.DelayFactor = 0 }, ""},
+		{"delay_factor 1000", func(p *contracts.Profile) { p.Politeness.DelayFactor = 1000 }, ""},
+		{"delay_factor negative", func(p *contracts.Profile) { p.Politeness.DelayFactor = -0.001 }, "politeness.delay_factor"},
+		{"delay_factor over 1000", func(p *contracts.Profile) { p.Politeness.DelayFactor = 1000.001 }, "politeness.delay_factor"},
+		{"robots ignore", func(p *contracts.Profile) { p.Politeness.Robots = contracts.RobotsIgnore }, ""},
+		{"robots unknown", func(p *contracts.Profile) { p.Politeness.Robots = "respect" }, "politeness.robots"},
+		{"robots empty before defaults", func(p *contracts.Profile) { p.Politeness.Robots = "" }, "politeness.robots"},
+
+		{"priority 9", func(p *contracts.Profile) { p.Priority = 9 }, ""},
+		{"priority 10", func(p *contracts.Profile) { p.Priority = 10 }, "priority"},
+		{"priority -1", func(p *contracts.Profile) { p.Priority = -1 }, "priority"},
+
+		{"first error wins", func(p *contracts.Profile) { p.MaxDepth, p.Priority = -1, -1 }, "max_depth"},
+	}
+	sch := compileAll(t)["profile"]
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := validProfile()
+			tt.modify(&p)
+			err := p.Validate()
+			got := ""
+			if err != nil {
+				var fe *contracts.FieldError
+				if !errors.As(err, &fe) {
+					t.Fatalf("Validate(%+v) = %v (%T), want a *FieldError", p, err, err)
+				}
+				got = fe.Field
+				if fe.Reason == "" {
+					t.Errorf("Validate(%+v) gave field %q without a reason", p, fe.Field)
+				}
+				if !strings.Contains(err.Error(), fe.Field) {
+					t.Errorf("Validate(%+v).Error() = %q, want it to name %q", p, err, fe.Field)
+				}
+			}
+			if got != tt.want {
+				t.Errorf("Validate(%+v) field = %q, want %q", p, got, tt.want)
+			}
+			// What Go accepts, the schema must accept too.
+			if tt.want == "" {
+				if err := validateValue(sch, p); err != nil {
+					t.Errorf("schema rejects %+v, which Validate accepts: %v", p, err)
+				}
+			}
+		})
+	}
+}
+
+func TestProfileWithDefaults(t *testing.T) {
+	urls := []string{"https://example.com/"}
+	defaults := contracts.Politeness{
+		MinDelayMS:  contracts.DefaultMinDelayMS,
+		MaxDelayMS:  contracts.DefaultMaxDelayMS,
+		DelayFactor: contracts.DefaultFactor,
+		Robots:      contracts.RobotsObey,
+	}
+	tests := []struct {
+		name string
+		in   contracts.Profile
+		want contracts.Profile
+	}{
+		{"zero", contracts.Profile{StartURLs: urls}, contracts.Profile{
+			StartURLs: urls, Scope: contracts.ScopeHost, UserAgent: contracts.DefaultUserAgent, Politeness: defaults,
+		}},
+		{"full profile unchanged", fullProfile(), fullProfile()},
+		{"min delay above default max raises max", contracts.Profile{StartURLs: urls, Politeness: contracts.Politeness{MinDelayMS: 20000}}, contracts.Profile{
+			StartURLs: urls, Scope: contracts.ScopeHost, UserAgent: contracts.DefaultUserAgent,
+			Politeness: contracts.Politeness{MinDelayMS: 20000, MaxDelayMS: 20000, Robots: contracts.RobotsObey},
+		}},
+		{"min delay below default max keeps default max", contracts.Profile{StartURLs: urls, Politeness: contracts.Politeness{MinDelayMS: 100}}, contracts.Profile{
+			StartURLs: urls, Scope: contracts.ScopeHost, UserAgent: contracts.DefaultUserAgent,
+			Politeness: contracts.Politeness{MinDelayMS: 100, MaxDelayMS: contracts.DefaultMaxDelayMS, Robots: contracts.RobotsObey},
+		}},
+		{"factor only", contracts.Profile{StartURLs: urls, Politeness: contracts.Politeness{DelayFactor: 3}}, contracts.Profile{
+			StartURLs: urls, Scope: contracts.ScopeHost, UserAgent: contracts.DefaultUserAgent,
+			Politeness: contracts.Politeness{MaxDelayMS: contracts.DefaultMaxDelayMS, DelayFactor: 3, Robots: contracts.RobotsObey},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.in.WithDefaults()
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("WithDefaults(%+v) mismatch (-want +got):\n%s", tt.in, diff)
+			}
+			if diff := cmp.Diff(got, got.WithDefaults()); diff != "" {
+				t.Errorf("WithDefaults is not idempotent on %+v (-once +twice):\n%s", got, diff)
+			}
+		})
+	}
+}
+
+// TestKnownDifferences pins down where encoding/json plus Validate and the
+// schema disagree, so a change on either side is noticed. goAccepts
+// differences are leniencies of the Go path that the schema, as the
+// published contract, does not grant; schemaAccepts differences are rules
+// the schema cannot express.
+func TestKnownDifferences(t *testing.T) {
+	tests := []struct {
+		name   string
+		schema string
+		body   string
+		// goOK is whether strict decoding (plus WithDefaults().Validate()
+		// for profiles) accepts body; the schema decides the other way.
+		goOK bool
+	}{
+		{"null for a field", "profile", `{"start_urls": ["http://a"], "max_depth": null, "name": null, "politeness": null}`, true},
+		{"field name in another case", "profile", `{"Start_URLs": ["http://a"], "MAX_DEPTH": 2}`, true},
+		{"ipv6 zone in start url", "profile", `{"start_urls": ["http://[fe80::1%25eth0]/"]}`, true},
+		{"delay factor below zero that rounds to zero", "profile", `{"start_urls": ["http://a"], "politeness": {"delay_factor": -1e-400}}`, true},
+		{"nil hits marshal as null", "search_response", `{"v": 1, "query": "q", "total": 0, "offset": 0, "hits": null}`, true},
+		{"nil crawls marshal as null", "crawl_list", `{"v": 1, "crawls": null}`, true},
+		{"empty docs", "index_contract", `{"v": 1, "crawl_id": "c", "docs": []}`, true},
+		{"version 2", "create_crawl_response", `{"v": 2, "crawl_id": "c", "state": "running"}`, true},
+
+		{"start url with port and no host", "profile", `{"start_urls": ["http://:80/"]}`, false},
+		{"user agent of 300 two-byte characters", "profile", `{"start_urls": ["http://a"], "user_agent": "` + strings.Repeat("é", 300) + `"}`, false},
+	}
+	compiled := compileAll(t)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := goTypes[tt.schema]()
+			goErr := decodeStrict([]byte(tt.body), v)
+			if p, ok := v.(*contracts.Profile); ok && goErr == nil {
+				goErr = p.WithDefaults().Validate()
+			}
+			if gotOK := goErr == nil; gotOK != tt.goOK {
+				t.Errorf("Go path on %s: err = %v, want accepted = %v", tt.body, goErr, tt.goOK)
+			}
+			schemaErr := validateJSON(compiled[tt.schema], []byte(tt.body))
+			if gotOK := schemaErr == nil; gotOK != !tt.goOK {
+				t.Errorf("schema on %s: err = %v, want accepted = %v", tt.body, schemaErr, !tt.goOK)
+			}
+		})
+	}
+}
+
+// hasIPv6Zone reports whether a start URL names an IPv6 zone, which
+// net/url accepts and the "uri" format rejects (TestKnownDifferences).
+func hasIPv6Zone(p contracts.Profile) bool {
+	for _, s := range p.StartURLs {
+		if u, err := url.Parse(s); err == nil && strings.Contains(u.Hostname(), "%") {
+			return true
+		}
+	}
+	return false
+}
+
+// sameValues reports whether every value in the raw JSON body is the value
+// Go decoded into p: same member names, no nulls, no numbers Go rounded.
+// Only such bodies are free of the Go leniencies of TestKnownDifferences.
+func sameValues(tb testing.TB, raw []byte, p contracts.Profile) bool {
+	tb.Helper()
+	a, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return false
+	}
+	data, err := json.Marshal(p)
+	if err != nil {
+		tb.Fatalf("marshal %+v: %v", p, err)
+	}
+	b, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		tb.Fatalf("parse marshalled profile %s: %v", data, err)
+	}
+	return subset(a, b)
+}
+
+// subset reports whether JSON value a equals b, except that objects in a
+// may lack members of b.
+func subset(a, b any) bool {
+	switch a := a.(type) {
+	case map[string]any:
+		bm, ok := b.(map[string]any)
+		if !ok {
+			return false
+		}
+		for k, av := range a {
+			bv, ok := bm[k]
+			if !ok || !subset(av, bv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		bs, ok := b.([]any)
+		if !ok || len(a) != len(bs) {
+			return false
+		}
+		for i := range a {
+			if !subset(a[i], bs[i]) {
+				return false
+			}
+		}
+		return true
+	case json.Number:
+		bn, ok := b.(json.Number)
+		if !ok {
+			return false
+		}
+		ar, okA := new(big.Rat).SetString(string(a))
+		br, okB := new(big.Rat).SetString(string(bn))
+		return okA && okB && ar.Cmp(br) == 0
+	default: // string, bool, nil
+		return a == b
+	}
+}
+
+// FuzzProfileDecode feeds arbitrary bodies through MCP's path (strict
+// decode, WithDefaults, Validate): it must never panic, and whenever
+// Validate passes the schema must accept the profile too.
+func FuzzProfileDecode(f *testing.F) {
+	for _, kind := range []string{"valid", "invalid"} {
+		paths, err := filepath.Glob(filepath.Join("testdata", kind, "profile", "*.json"))
+		if err != nil {
+			f.Fatalf("glob seeds: %v", err)
+		}
+		for _, path := range paths {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				f.Fatalf("read seed: %v", err)
+			}
+			f.Add(data)
+		}
+	}
+	for _, s := range []string{
+		`{"start_urls":["http://a"],"politeness":{"min_delay_ms":20000}}`,
+		`{"start_urls":["http://a"],"politeness":{"min_delay_ms":20000,"max_delay_ms":19999}}`,
+		`{"start_urls":["http://a"],"politeness":{"delay_factor":3}}`,
+		`{"start_urls":["http://a"],"politeness":{"delay_factor":1e-400}}`,
+		`{"start_urls":["http://a"],"priority":9.0}`,
+		`{"start_urls":["http://a"],"user_agent":"\u00e9\u00e9"}`,
+		`{"start_urls":["http://a"]} {"x":1}`,
+		`{"start_urls":["http://a"],"start_urls":["ftp://b"]}`,
+		`{"politeness":{"min_delay_ms":1},"politeness":{"max_delay_ms":2},"start_urls":["http://a"]}`,
+		`{"start_urls":["http://[fe80::1%25en0]/"]}`,
+		`{"START_URLS":["http://a"],"max_depth":null}`,
+		`{"start_urls":["http://a\u0000"]}`,
+		`{"start_urls":["http://a"],"crawl_must_match":"(?i)\\d+\\z"}`,
+		``, `null`, `[]`, `{`, `"x"`,
+	} {
+		f.Add([]byte(s))
+	}
+	sch := compileAll(f)["profile"]
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var p contracts.Profile
+		if err := decodeStrict(data, &p); err != nil {
+			return
+		}
+		d := p.WithDefaults()
+		if diff := cmp.Diff(d, d.WithDefaults()); diff != "" {
+			t.Fatalf("WithDefaults is not idempotent on %+v (-once +twice):\n%s", d, diff)
+		}
+		if err := d.Validate(); err != nil {
+			var fe *contracts.FieldError
+			if !errors.As(err, &fe) || fe.Field == "" || fe.Reason == "" {
+				t.Fatalf("Validate(%+v) = %v, want a *FieldError with field and reason", d, err)
+			}
+			return
+		}
+		if hasIPv6Zone(d) {
+			return
+		}
+		if err := validateValue(sch, p); err != nil {
+			t.Fatalf("schema rejects %+v (decoded from %q), which Validate accepts: %v", p, data, err)
+		}
+		if err := validateValue(sch, d); err != nil {
+			t.Fatalf("schema rejects defaulted %+v, which Validate accepts: %v", d, err)
+		}
+		if sameValues(t, data, p) {
+			if err := validateJSON(sch, data); err != nil {
+				t.Fatalf("schema rejects body %q, which Validate accepts: %v", data, err)
+			}
+		}
+	})
+}

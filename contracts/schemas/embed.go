@@ -1,0 +1,113 @@
+// Package schemas embeds the versioned JSON Schemas (draft 2020-12) of
+// gridcrawl's queue messages and API bodies. They mirror the Go types of
+// package contracts, which stay the source of truth; the tests of package
+// contracts keep the two from drifting.
+//
+// Every schema's $id is BaseURL followed by its file name, and schemas refer
+// to each other by relative references ("profile.schema.json"), so a
+// validator must be given all of them. Besides the standard formats ("uri",
+// "date-time"), the schemas use the custom formats listed by Formats; a
+// validator that does not know them ignores them, one that registers them
+// also checks the rules of contracts.Profile.Validate that standard keywords
+// cannot express: regular expression syntax and min_delay_ms <= max_delay_ms.
+package schemas
+
+import (
+	"embed"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"regexp"
+)
+
+// FS holds the schemas, as "v1/<name>.schema.json".
+//
+//go:embed v1/*.json
+var FS embed.FS
+
+// BaseURL is the URL that the $id of every version 1 schema starts with.
+const BaseURL = "https://gridcrawl.dev/schemas/v1/"
+
+// Names of the custom formats the schemas use.
+const (
+	// FormatRE2 marks a string that must compile as a Go (RE2) regular
+	// expression, like the filters of contracts.Profile.
+	FormatRE2 = "gridcrawl-re2"
+	// FormatDelayRange marks a politeness object whose min_delay_ms must not
+	// exceed its max_delay_ms once defaults are applied: a max_delay_ms of 0
+	// or absent defaults to at least min_delay_ms, so only a nonzero
+	// max_delay_ms below min_delay_ms is wrong.
+	FormatDelayRange = "gridcrawl-delay-range"
+)
+
+// Names returns the paths of the schemas in FS, sorted, such as
+// "v1/profile.schema.json".
+func Names() []string {
+	names, err := fs.Glob(FS, "v1/*.json")
+	if err != nil {
+		// The pattern is constant and valid, so Glob cannot fail.
+		panic(fmt.Sprintf("glob embedded schemas: %v", err))
+	}
+	return names
+}
+
+// Formats returns the check of every custom format the schemas use, keyed by
+// format name, for registration with a JSON Schema validator (for
+// github.com/santhosh-tekuri/jsonschema/v6: RegisterFormat with a Format of
+// that name and check, plus AssertFormat). A check is given a decoded JSON
+// value (numbers as float64 or json.Number) and returns nil for values of a
+// type it does not constrain.
+func Formats() map[string]func(v any) error {
+	return map[string]func(v any) error{
+		FormatRE2:        checkRE2,
+		FormatDelayRange: checkDelayRange,
+	}
+}
+
+func checkRE2(v any) error {
+	s, ok := v.(string)
+	if !ok {
+		return nil
+	}
+	if _, err := regexp.Compile(s); err != nil {
+		return fmt.Errorf("compile regular expression: %w", err)
+	}
+	return nil
+}
+
+func checkDelayRange(v any) error {
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil
+	}
+	lo, okLo := number(obj["min_delay_ms"])
+	hi, okHi := number(obj["max_delay_ms"])
+	if !okLo || !okHi {
+		return nil // wrong types and out-of-range numbers fail other keywords
+	}
+	if hi == 0 || lo <= hi {
+		return nil
+	}
+	return fmt.Errorf("min_delay_ms %v is greater than max_delay_ms %v", lo, hi)
+}
+
+// number returns v as a float64; absent and null count as 0, like the zero
+// value encoding/json leaves in a Go field. Float comparison is exact for
+// every value the schema's bounds allow.
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case nil:
+		return 0, true
+	case float64:
+		return n, true
+	case json.Number:
+		f, err := n.Float64()
+		return f, err == nil
+	case int:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	default:
+		return 0, false
+	}
+}
