@@ -1,0 +1,324 @@
+package websim
+
+import (
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"golang.org/x/net/publicsuffix"
+)
+
+// Expect is the outcome a correct crawl of the test site must have: a crawl
+// from StartURL with scope "domain", robots.txt obeyed and the given maximum
+// depth. Every list holds normalized URLs (scheme and host lowercased, the
+// non-default port kept, empty path as "/", fragment dropped, query kept as
+// linked; the site links no URL whose form another canonicalizer would
+// change further) and is sorted.
+//
+// Depth semantics: the start URL has depth 0; a link found on a page of
+// depth d has depth d+1 and is dropped when d+1 exceeds the maximum depth; a
+// redirect target keeps the depth of the URL that redirected to it. Links are
+// followed only if they are http(s) after resolution against the page URL (or
+// its <base href>), in scope, not rel=nofollow, and on a 200 HTML page
+// without a meta robots nofollow. Links are taken from <a href>, <area
+// href>, <frame src> and <iframe src>; bodies of 3xx, 4xx and 5xx answers
+// are not parsed.
+type Expect struct {
+	// MaxDepth is the depth the expectation was computed for.
+	MaxDepth int
+	// Indexed lists the URLs that end indexed (200, HTML or text/plain,
+	// without meta robots noindex), each exactly once in the search index.
+	Indexed []string
+	// NoIndex lists pages fetched with 200 whose links are followed but
+	// which ask not to be indexed (meta robots noindex): they must not be in
+	// the search index.
+	NoIndex []string
+	// Redirected lists the URLs answering 3xx; their targets are crawled as
+	// URLs of their own and they end redirected.
+	Redirected []string
+	// Failed lists the URLs that end failed: fetched with a 4xx or 5xx answer
+	// (HTTPFailed), or recorded but refused by robots.txt (RobotsDenied).
+	Failed []string
+	// HTTPFailed lists the URLs fetched with a 4xx or 5xx answer.
+	HTTPFailed []string
+	// RobotsDenied lists in-scope URLs within MaxDepth that robots.txt
+	// disallows: the crawler records them and they end failed without ever
+	// being requested. They are in NeverFetched too.
+	RobotsDenied []string
+	// OutOfScope lists URLs of other domains that pages (or redirects)
+	// point to. They get no record and are in NeverFetched.
+	OutOfScope []string
+	// Fetched lists every URL the crawler must request: Indexed, NoIndex,
+	// Redirected and HTTPFailed. Besides robots.txt files, a crawl requests
+	// nothing else.
+	Fetched []string
+	// NeverFetched lists URLs that must never be requested: robots-denied,
+	// out of scope, nofollow-only, linked only from pages that are not
+	// followed, and deeper than MaxDepth (including the calendar trap's next
+	// few months).
+	NeverFetched []string
+	// Depth gives the depth of every URL the crawler records (Fetched and
+	// RobotsDenied).
+	Depth map[string]int
+	// Docs describes every URL of Indexed as the crawler should parse it.
+	Docs map[string]Doc
+	// Words are words that occur on exactly one page of the site, that page
+	// being in Indexed: a search for the word must find that page.
+	Words []Word
+	// Absent are words that occur on exactly one page of the site, that page
+	// not being indexed (noindex, error, robots-denied, out of scope, not
+	// followed or too deep): a search for the word must find nothing.
+	Absent []Word
+}
+
+// Doc is the expected parse of an indexed page.
+type Doc struct {
+	// ContentType is the media type with parameters, as served.
+	ContentType string
+	// Title, Description and Lang come from <title>, <meta
+	// name=description> and <html lang>; they are empty for text/plain.
+	Title       string
+	Description string
+	Lang        string
+	// Headings are the h1 and h2 texts in document order.
+	Headings []string
+}
+
+// Word is a word found on exactly one page of the site, in lowercase.
+type Word struct {
+	Word string
+	// URL is the page whose body holds the word.
+	URL string
+	// Field says where the word is: "text" (body text, or the whole body of a
+	// text/plain file), "title", or "anchor" (only in the text of a link on
+	// URL, to Target).
+	Field  string
+	Target string
+}
+
+// Expect returns the outcome of a crawl to maxDepth. It is computed by a
+// breadth-first walk of the site's link graph, so it follows every change to
+// the site. Expect must be called after Start, since URLs carry the port.
+func (s *Site) Expect(maxDepth int) Expect {
+	if s.pages == nil {
+		panic("websim: Site.Expect called before Start")
+	}
+	start, _ := url.Parse(s.StartURL())
+	zone, _ := publicsuffix.EffectiveTLDPlusOne(start.Hostname())
+	inScope := func(u *url.URL) bool {
+		h := u.Hostname()
+		return h == zone || strings.HasSuffix(h, "."+zone)
+	}
+
+	e := Expect{MaxDepth: maxDepth, Depth: map[string]int{}, Docs: map[string]Doc{}}
+	startURL := normalize(start)
+	e.Depth[startURL] = 0
+	// A deque: redirect targets keep their depth and go to the front, links
+	// go to the back, so URLs leave in order of depth.
+	queue := []string{startURL}
+	outOfScope := map[string]bool{}
+	discover := func(target string, depth int, front bool) {
+		tu, _ := url.Parse(target)
+		if !inScope(tu) {
+			outOfScope[target] = true
+			return
+		}
+		if _, seen := e.Depth[target]; seen || depth > maxDepth {
+			return
+		}
+		e.Depth[target] = depth
+		if front {
+			queue = slices.Insert(queue, 0, target)
+		} else {
+			queue = append(queue, target)
+		}
+	}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		d := e.Depth[cur]
+		cu, _ := url.Parse(cur)
+		if !s.robots[cu.Hostname()].allowed(cu.RequestURI()) {
+			e.RobotsDenied = append(e.RobotsDenied, cur)
+			continue
+		}
+		e.Fetched = append(e.Fetched, cur)
+		p := s.lookup(cu)
+		switch {
+		case p == nil || p.code() >= 400:
+			e.HTTPFailed = append(e.HTTPFailed, cur)
+			continue
+		case p.location != "":
+			e.Redirected = append(e.Redirected, cur)
+			if t, ok := resolveHref(cu, p.location); ok {
+				discover(t, d, true)
+			}
+			continue
+		case p.noindex():
+			e.NoIndex = append(e.NoIndex, cur)
+		default:
+			e.Indexed = append(e.Indexed, cur)
+			e.Docs[cur] = p.doc()
+		}
+		if p.nofollow() {
+			continue
+		}
+		for _, t := range followable(cu, p) {
+			discover(t, d+1, false)
+		}
+	}
+
+	e.Failed = append(slices.Clone(e.HTTPFailed), e.RobotsDenied...)
+	fetched := map[string]bool{}
+	for _, u := range e.Fetched {
+		fetched[u] = true
+	}
+	never := map[string]bool{}
+	for _, u := range s.universe(maxDepth + 3) {
+		if !fetched[u] {
+			never[u] = true
+		}
+	}
+	for u := range outOfScope {
+		never[u] = true
+		e.OutOfScope = append(e.OutOfScope, u)
+	}
+	for _, u := range e.RobotsDenied {
+		never[u] = true
+	}
+	for u := range never {
+		e.NeverFetched = append(e.NeverFetched, u)
+	}
+	indexed := map[string]bool{}
+	for _, u := range e.Indexed {
+		indexed[u] = true
+	}
+	for _, w := range s.words() {
+		if indexed[w.URL] {
+			e.Words = append(e.Words, w)
+		} else {
+			e.Absent = append(e.Absent, w)
+		}
+	}
+	for _, l := range [][]string{e.Indexed, e.NoIndex, e.Redirected, e.Failed, e.HTTPFailed, e.RobotsDenied, e.OutOfScope, e.Fetched, e.NeverFetched} {
+		slices.Sort(l)
+	}
+	return e
+}
+
+// lookup returns the page at u, or nil if the site answers 404 there.
+func (s *Site) lookup(u *url.URL) *page {
+	host := u.Hostname()
+	if p := s.pages[host+u.RequestURI()]; p != nil {
+		return p
+	}
+	if host == HostWWW {
+		if n, ok := parseCalendar(u); ok {
+			return calendarPage(n)
+		}
+	}
+	return nil
+}
+
+// followable returns the normalized targets of the links a crawler follows
+// on p: none unless p is a 200 HTML page, and no rel=nofollow ones.
+func followable(pageURL *url.URL, p *page) []string {
+	if p.plain != "" || p.code() != http.StatusOK {
+		return nil
+	}
+	return linkTargets(pageURL, p, false)
+}
+
+// linkTargets returns the normalized http(s) targets of p's links, in
+// document order, duplicates included; rel=nofollow ones only if withNofollow.
+func linkTargets(pageURL *url.URL, p *page, withNofollow bool) []string {
+	base := pageURL
+	if p.base != "" {
+		if b, err := url.Parse(strings.TrimSpace(p.base)); err == nil {
+			base = pageURL.ResolveReference(b)
+		}
+	}
+	var out []string
+	for _, l := range p.links {
+		if (l.raw != "" && l.href == "") || (l.nofollow() && !withNofollow) {
+			continue
+		}
+		if t, ok := resolveHref(base, l.href); ok {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// universe returns every URL the site knows of: its static pages, their link
+// and redirect targets (followed or not), and calendar months 1 to months.
+func (s *Site) universe(months int) []string {
+	set := map[string]bool{}
+	for key, p := range s.pages {
+		u := s.keyURL(key)
+		set[normalize(u)] = true
+		if p.location != "" {
+			if t, ok := resolveHref(u, p.location); ok {
+				set[t] = true
+			}
+		}
+		for _, t := range linkTargets(u, p, true) {
+			set[t] = true
+		}
+	}
+	for m := 1; m <= months; m++ {
+		set[s.URL(HostWWW, calendarURI(m))] = true
+	}
+	out := make([]string, 0, len(set))
+	for u := range set {
+		out = append(out, u)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// keyURL turns a page key (host + request URI) into the page's URL.
+func (s *Site) keyURL(key string) *url.URL {
+	i := strings.IndexByte(key, '/')
+	u, err := url.Parse(s.URL(key[:i], key[i:]))
+	if err != nil {
+		panic("websim: bad page key " + key)
+	}
+	return u
+}
+
+// words returns the distinctive words of every static page.
+func (s *Site) words() []Word {
+	var out []Word
+	for key, p := range s.pages {
+		u := normalize(s.keyURL(key))
+		for _, w := range p.words {
+			ww := Word{Word: w.word, URL: u, Field: w.field}
+			if w.field == "anchor" {
+				for _, l := range p.links {
+					if strings.Contains(strings.ToLower(l.text), w.word) {
+						ww.Target, _ = resolveHref(s.keyURL(key), l.href)
+					}
+				}
+			}
+			out = append(out, ww)
+		}
+	}
+	slices.SortFunc(out, func(a, b Word) int { return strings.Compare(a.Word, b.Word) })
+	return out
+}
+
+// doc returns the expected parse of p.
+func (p *page) doc() Doc {
+	if p.plain != "" {
+		return Doc{ContentType: p.mediaType()}
+	}
+	return Doc{
+		ContentType: p.mediaType(),
+		Title:       p.title,
+		Description: p.description,
+		Lang:        p.lang,
+		Headings:    slices.Clone(p.headings),
+	}
+}
