@@ -1,0 +1,182 @@
+package robots
+
+import (
+	"container/list"
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Fetcher fetches a robots.txt URL with the caller's HTTP client, which
+// follows up to five redirects and caps the body. It returns the final
+// status code and body, or an error if no response was received.
+type Fetcher func(ctx context.Context, robotsURL string) (status int, body []byte, err error)
+
+// CacheConfig configures a Cache. Zero fields take their defaults.
+type CacheConfig struct {
+	// TTL is how long a fetched robots.txt is used (default 24h, the most
+	// RFC 9309 §2.4 recommends).
+	TTL time.Duration
+	// ErrorTTL is how long an unreachable robots.txt (5xx, 429 or network
+	// error) is remembered before the next attempt (default 10m).
+	ErrorTTL time.Duration
+	// MaxEntries bounds the number of origins kept; the least recently used
+	// is evicted first (default 100000).
+	MaxEntries int
+	// Now returns the current time (default time.Now); tests replace it.
+	Now func() time.Time
+}
+
+// Cache fetches and keeps the robots.txt rules of each origin. It is safe for
+// concurrent use; concurrent Gets for one origin share a single fetch.
+type Cache struct {
+	fetch Fetcher
+	cfg   CacheConfig
+
+	mu       sync.Mutex
+	entries  map[string]*list.Element // of *entry
+	lru      *list.List               // front is most recently used
+	inflight map[string]*call
+}
+
+type entry struct {
+	key     string
+	rules   *Rules
+	expires time.Time
+	// good is the last copy obtained from a definite answer (2xx, 3xx or
+	// 4xx), kept to stand in while the server is unreachable.
+	good *Rules
+}
+
+type call struct {
+	done  chan struct{}
+	rules *Rules
+	ok    bool // false: the fetching caller's context ended; try again
+	// waiters counts the callers waiting on this call (read by tests).
+	waiters int
+}
+
+// NewCache returns a Cache that fetches with fetch.
+func NewCache(fetch Fetcher, cfg CacheConfig) *Cache {
+	if cfg.TTL <= 0 {
+		cfg.TTL = 24 * time.Hour
+	}
+	if cfg.ErrorTTL <= 0 {
+		cfg.ErrorTTL = 10 * time.Minute
+	}
+	if cfg.MaxEntries <= 0 {
+		cfg.MaxEntries = 100000
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Cache{
+		fetch:    fetch,
+		cfg:      cfg,
+		entries:  map[string]*list.Element{},
+		lru:      list.New(),
+		inflight: map[string]*call{},
+	}
+}
+
+// Get returns the rules for scheme://hostport, fetching /robots.txt when
+// they are not cached or have expired. Status codes follow RFC 9309 §2.3.1:
+//   - 2xx: the body is parsed;
+//   - 3xx (the fetcher gave up redirecting) and 4xx but 429: AllowAll;
+//   - 5xx, 429, other codes and network errors: the file is unreachable,
+//     so DisallowAll, or the last good copy if there is one, for ErrorTTL.
+//
+// The error is non-nil only if ctx ends before the rules are known.
+func (c *Cache) Get(ctx context.Context, scheme, hostport string) (*Rules, error) {
+	if scheme == "" {
+		scheme = "http"
+	}
+	key := strings.ToLower(scheme) + "://" + strings.ToLower(hostport)
+	for {
+		c.mu.Lock()
+		var good *Rules
+		if el, ok := c.entries[key]; ok {
+			e := el.Value.(*entry)
+			if c.cfg.Now().Before(e.expires) {
+				c.lru.MoveToFront(el)
+				c.mu.Unlock()
+				return e.rules, nil
+			}
+			good = e.good
+		}
+		if cl, ok := c.inflight[key]; ok {
+			cl.waiters++
+			c.mu.Unlock()
+			select {
+			case <-cl.done:
+				if cl.ok {
+					return cl.rules, nil
+				}
+				continue // the fetching caller gave up; fetch ourselves
+			case <-ctx.Done():
+				return nil, fmt.Errorf("get robots.txt of %q: %w", key, context.Cause(ctx))
+			}
+		}
+		cl := &call{done: make(chan struct{})}
+		c.inflight[key] = cl
+		c.mu.Unlock()
+
+		c.load(ctx, key, good, cl)
+		if !cl.ok {
+			return nil, fmt.Errorf("get robots.txt of %q: %w", key, context.Cause(ctx))
+		}
+		return cl.rules, nil
+	}
+}
+
+// load fetches key's robots.txt, stores the outcome and completes cl.
+func (c *Cache) load(ctx context.Context, key string, good *Rules, cl *call) {
+	defer func() {
+		// Runs even if the fetcher panics, so that waiters are released.
+		c.mu.Lock()
+		delete(c.inflight, key)
+		c.mu.Unlock()
+		close(cl.done)
+	}()
+
+	status, body, err := c.fetch(ctx, key+"/robots.txt")
+	var rules *Rules
+	ttl := c.cfg.TTL
+	definite := true
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return // cancelled, not unreachable: remember nothing
+	case err == nil && status >= 200 && status <= 299:
+		rules = Parse(body)
+	case err == nil && status >= 300 && status <= 499 && status != 429:
+		rules = AllowAll
+	default:
+		definite = false
+		ttl = c.cfg.ErrorTTL
+		rules = DisallowAll
+		if good != nil {
+			rules = good
+		}
+	}
+	if definite {
+		good = rules
+	}
+
+	c.mu.Lock()
+	e := &entry{key: key, rules: rules, expires: c.cfg.Now().Add(ttl), good: good}
+	if el, ok := c.entries[key]; ok {
+		el.Value = e
+		c.lru.MoveToFront(el)
+	} else {
+		c.entries[key] = c.lru.PushFront(e)
+		for c.lru.Len() > c.cfg.MaxEntries {
+			old := c.lru.Back()
+			c.lru.Remove(old)
+			delete(c.entries, old.Value.(*entry).key)
+		}
+	}
+	c.mu.Unlock()
+	cl.rules, cl.ok = rules, true
+}
