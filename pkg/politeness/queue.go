@@ -1,0 +1,270 @@
+package politeness
+
+// This file holds the scheduler's data structures: rings (FIFOs) of items and
+// groups, a group's item store, and the min-heap of groups by time.
+
+// ring is a FIFO on a power-of-two circular buffer that grows by doubling
+// and shrinks by halving when a quarter full, so its memory stays within a
+// constant factor of its length.
+type ring[T any] struct {
+	buf     []T
+	head, n int
+}
+
+func (r *ring[T]) len() int { return r.n }
+
+func (r *ring[T]) push(v T) {
+	if r.n == len(r.buf) {
+		r.resize(max(1, 2*len(r.buf)))
+	}
+	r.buf[(r.head+r.n)&(len(r.buf)-1)] = v
+	r.n++
+}
+
+func (r *ring[T]) front() *T { return &r.buf[r.head] }
+
+func (r *ring[T]) pop() T {
+	var zero T
+	v := r.buf[r.head]
+	r.buf[r.head] = zero // let the garbage collector have what v points to
+	r.head = (r.head + 1) & (len(r.buf) - 1)
+	r.n--
+	if len(r.buf) > 16 && r.n <= len(r.buf)/4 {
+		r.resize(len(r.buf) / 2)
+	}
+	return v
+}
+
+func (r *ring[T]) resize(c int) {
+	nb := make([]T, c)
+	if r.n > 0 {
+		end := r.head + r.n
+		if end <= len(r.buf) {
+			copy(nb, r.buf[r.head:end])
+		} else {
+			k := copy(nb, r.buf[r.head:])
+			copy(nb[k:], r.buf[:end-len(r.buf)])
+		}
+	}
+	r.buf, r.head = nb, 0
+}
+
+// each calls f on the elements in FIFO order.
+func (r *ring[T]) each(f func(*T)) {
+	for i := 0; i < r.n; i++ {
+		f(&r.buf[(r.head+i)&(len(r.buf)-1)])
+	}
+}
+
+// entry is one queued item: 40 bytes plus the URL's text and the payload.
+type entry struct {
+	url     string
+	payload any
+	host    uint32 // index into the group's hosts
+}
+
+// futureEntry is an item whose NotBefore has not come yet.
+type futureEntry struct {
+	e    entry
+	at   int64 // unix nanoseconds
+	seq  uint64
+	cost int32
+}
+
+// lane holds a group's due items of one cost, in insertion order.
+type lane struct {
+	cost int32
+	r    ring[entry]
+}
+
+// items is a group's queue: due items in lanes by ascending cost (each lane
+// FIFO, never empty), and future items in a min-heap by (time, insertion).
+type items struct {
+	lanes    []lane
+	future   []futureEntry
+	dueSince int64 // when the lanes last became non-empty
+	n        int
+}
+
+func (q *items) pushDue(e entry, cost int32, at int64) {
+	if len(q.lanes) == 0 {
+		q.dueSince = at
+	}
+	i := 0
+	for i < len(q.lanes) && q.lanes[i].cost < cost {
+		i++
+	}
+	if i == len(q.lanes) || q.lanes[i].cost != cost {
+		q.lanes = append(q.lanes, lane{})
+		copy(q.lanes[i+1:], q.lanes[i:])
+		q.lanes[i] = lane{cost: cost}
+	}
+	q.lanes[i].r.push(e)
+	q.n++
+}
+
+func (q *items) pushFuture(fe futureEntry) {
+	q.future = append(q.future, fe)
+	h := q.future
+	for i := len(h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !futureLess(&h[i], &h[p]) {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+	q.n++
+}
+
+func futureLess(a, b *futureEntry) bool { return a.at < b.at || a.at == b.at && a.seq < b.seq }
+
+func (q *items) popFuture() futureEntry {
+	h := q.future
+	top := h[0]
+	last := len(h) - 1
+	h[0] = h[last]
+	h[last] = futureEntry{}
+	h = h[:last]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < len(h) && futureLess(&h[l], &h[m]) {
+			m = l
+		}
+		if r := l + 1; r < len(h) && futureLess(&h[r], &h[m]) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	if cap(h) > 16 && len(h) <= cap(h)/4 {
+		h = append([]futureEntry(nil), h...)
+	}
+	q.future = h
+	q.n--
+	return top
+}
+
+// advance moves the future items whose time has come into the lanes.
+func (q *items) advance(now int64) {
+	for len(q.future) > 0 && q.future[0].at <= now {
+		fe := q.popFuture()
+		q.pushDue(fe.e, fe.cost, fe.at)
+	}
+}
+
+// headAt returns when the next item to hand out becomes (or became) due.
+// It is meaningful only when q.n > 0.
+func (q *items) headAt() int64 {
+	if len(q.lanes) > 0 {
+		return q.dueSince
+	}
+	return q.future[0].at
+}
+
+// hasDue reports whether an item can be handed out now (after advance).
+func (q *items) hasDue() bool { return len(q.lanes) > 0 }
+
+// pop removes the cheapest, oldest due item. The lanes must not be empty.
+func (q *items) pop() (entry, int32) {
+	l := &q.lanes[0]
+	e, cost := l.r.pop(), l.cost
+	if l.r.len() == 0 {
+		n := len(q.lanes)
+		copy(q.lanes, q.lanes[1:])
+		q.lanes[n-1] = lane{}
+		q.lanes = q.lanes[:n-1]
+	}
+	q.n--
+	return e, cost
+}
+
+// timeHeap is a min-heap of groups by (key, keySeq), tracking each group's
+// index so that it can be removed or re-keyed in O(log n).
+type timeHeap struct{ gs []*group }
+
+func (h *timeHeap) len() int { return len(h.gs) }
+
+func (h *timeHeap) peek() *group {
+	if len(h.gs) == 0 {
+		return nil
+	}
+	return h.gs[0]
+}
+
+func (h *timeHeap) push(g *group) {
+	g.heapIdx = len(h.gs)
+	h.gs = append(h.gs, g)
+	h.up(g.heapIdx)
+}
+
+func (h *timeHeap) pop() *group {
+	g := h.gs[0]
+	h.remove(g)
+	return g
+}
+
+func (h *timeHeap) remove(g *group) {
+	i, last := g.heapIdx, len(h.gs)-1
+	if i != last {
+		h.swap(i, last)
+	}
+	h.gs[last] = nil
+	h.gs = h.gs[:last]
+	if i != last {
+		h.fix(i)
+	}
+	g.heapIdx = -1
+	if cap(h.gs) > 64 && len(h.gs) <= cap(h.gs)/4 {
+		h.gs = append([]*group(nil), h.gs...)
+	}
+}
+
+func (h *timeHeap) fix(i int) {
+	if !h.down(i) {
+		h.up(i)
+	}
+}
+
+func (h *timeHeap) less(i, j int) bool {
+	a, b := h.gs[i], h.gs[j]
+	return a.key < b.key || a.key == b.key && a.keySeq < b.keySeq
+}
+
+func (h *timeHeap) swap(i, j int) {
+	h.gs[i], h.gs[j] = h.gs[j], h.gs[i]
+	h.gs[i].heapIdx = i
+	h.gs[j].heapIdx = j
+}
+
+func (h *timeHeap) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !h.less(i, p) {
+			return
+		}
+		h.swap(i, p)
+		i = p
+	}
+}
+
+func (h *timeHeap) down(i int) bool {
+	start := i
+	for {
+		l, m := 2*i+1, i
+		if l < len(h.gs) && h.less(l, m) {
+			m = l
+		}
+		if r := l + 1; r < len(h.gs) && h.less(r, m) {
+			m = r
+		}
+		if m == i {
+			return i > start
+		}
+		h.swap(i, m)
+		i = m
+	}
+}
