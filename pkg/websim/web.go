@@ -383,14 +383,15 @@ func (w *Web) render(b []byte, host, page int) []byte {
 	for i := 0; need > 0; i++ {
 		chunk := min(need, len(w.corpus)/2)
 		off := int(mix(w.cfg.Seed, host, page, -1-i) % uint64(len(w.corpus)-chunk))
-		// Start on a word and end before a word break, so no word is cut.
+		// Start at a word and stop at a word break, so no word is cut.
 		if j := bytes.IndexByte(w.corpus[off:], ' '); j >= 0 {
 			off += j + 1
 		}
-		text := w.corpus[off:min(off+chunk, len(w.corpus))]
-		if j := bytes.LastIndexByte(text, ' '); j > 0 {
-			text = text[:j]
+		end := min(off+chunk, len(w.corpus))
+		if j := bytes.IndexByte(w.corpus[end:], ' '); j >= 0 {
+			end += j
 		}
+		text := bytes.TrimSuffix(w.corpus[off:end], []byte{' '})
 		if len(text) == 0 {
 			break
 		}
