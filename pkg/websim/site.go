@@ -38,12 +38,15 @@ type Request struct {
 	Path string
 	// URL is the normalized absolute URL requested, comparable with the
 	// URLs of Expect.
-	URL       string
+	URL string
+	// Method and UserAgent are those of the request.
 	Method    string
 	UserAgent string
-	Start     time.Time
-	End       time.Time
-	Status    int
+	// Start and End bracket the handling of the request.
+	Start time.Time
+	End   time.Time
+	// Status is the HTTP status answered.
+	Status int
 }
 
 // Site is the awkward test site: a handful of virtual hosts under
