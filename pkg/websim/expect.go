@@ -22,8 +22,13 @@ import (
 // followed only if they are http(s) after resolution against the page URL (or
 // its <base href>), in scope, not rel=nofollow, and on a 200 HTML page
 // without a meta robots nofollow. Links are taken from <a href>, <area
-// href>, <frame src> and <iframe src>; bodies of 3xx, 4xx and 5xx answers
-// are not parsed.
+// href>, <frame src> and <iframe src> (the site has no <img>, <link> or
+// <script src>); bodies of 3xx, 4xx and 5xx answers are not parsed.
+//
+// The site is built so that none of this depends on the order in which a
+// concurrent crawler processes pages: every URL gets the same depth whichever
+// of its parents is parsed first. The package tests check it by crawling the
+// site over HTTP in many orders.
 type Expect struct {
 	// MaxDepth is the depth the expectation was computed for.
 	MaxDepth int
@@ -32,7 +37,8 @@ type Expect struct {
 	Indexed []string
 	// NoIndex lists pages fetched with 200 whose links are followed but
 	// which ask not to be indexed (meta robots noindex): they must not be in
-	// the search index.
+	// the search index. Their transaction status is whatever the crawler
+	// gives a fetched page whose document is not stored.
 	NoIndex []string
 	// Redirected lists the URLs answering 3xx; their targets are crawled as
 	// URLs of their own and they end redirected.
