@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -43,9 +44,6 @@ const (
 	stateHeld    = 1
 	stateDelayed = 2
 )
-
-// maxAckBatch bounds the acks committed in one transaction.
-const maxAckBatch = 256
 
 // Defaults of Options.
 const (
@@ -71,19 +69,35 @@ var schema = []string{
 	`CREATE INDEX IF NOT EXISTS messages_state ON messages (state, queue, id)`,
 }
 
-// SQL of the prepared statements.
+// Prepared statements, by index into Queue.stmts.
 const (
-	sqlInsert = `INSERT INTO messages (queue, body, headers) VALUES (?, ?, ?)`
-	sqlClaim  = `UPDATE messages SET state = 1, token = ?1
-		WHERE id IN (SELECT id FROM messages WHERE state = 0 AND queue = ?2 ORDER BY id LIMIT ?3)
-		RETURNING id, body, headers, attempt, redelivered`
-	sqlDelete  = `DELETE FROM messages WHERE id = ? AND token = ? AND state = 1`
-	sqlRelease = `UPDATE messages SET state = 0, token = 0, redelivered = MAX(redelivered, ?)
-		WHERE id = ? AND token = ? AND state = 1`
-	sqlRetry = `UPDATE messages SET state = ?, ready_at = ?, attempt = attempt + 1, redelivered = 0, token = 0
-		WHERE id = ? AND token = ? AND state = 1`
-	sqlLen = `SELECT COUNT(*) FROM messages WHERE state IN (0, 2) AND queue = ?`
+	stInsert = iota
+	stClaim
+	stDelete
+	stRelease
+	stReleaseClaim
+	stRetry
+	stPromote
+	stNextDelayed
+	stLen
+	numStmts
 )
+
+var stmtSQL = [numStmts]string{
+	stInsert: `INSERT INTO messages (queue, body, headers) VALUES (?, ?, ?)`,
+	stClaim: `UPDATE messages SET state = 1, token = ?1
+		WHERE id IN (SELECT id FROM messages WHERE state = 0 AND queue = ?2 ORDER BY id LIMIT ?3)
+		RETURNING id, body, headers, attempt, redelivered`,
+	stDelete: `DELETE FROM messages WHERE id = ? AND token = ? AND state = 1`,
+	stRelease: `UPDATE messages SET state = 0, token = 0, redelivered = MAX(redelivered, ?)
+		WHERE id = ? AND token = ? AND state = 1`,
+	stReleaseClaim: `UPDATE messages SET state = 0, token = 0 WHERE token = ? AND state = 1`,
+	stRetry: `UPDATE messages SET state = ?, ready_at = ?, attempt = attempt + 1, redelivered = 0, token = 0
+		WHERE id = ? AND token = ? AND state = 1`,
+	stPromote:     `UPDATE messages SET state = 0, ready_at = 0 WHERE state = 2 AND queue = ? AND ready_at <= ?`,
+	stNextDelayed: `SELECT MIN(ready_at) FROM messages WHERE state = 2 AND queue = ?`,
+	stLen:         `SELECT COUNT(*) FROM messages WHERE state IN (0, 2) AND queue = ?`,
+}
 
 // Options configure a Queue.
 type Options struct {
@@ -103,31 +117,36 @@ type Queue struct {
 	db          *sql.DB
 	log         *slog.Logger
 	maxAttempts int
-
-	insert, claim, del, release, retry, length *sql.Stmt
+	stmts       [numStmts]*sql.Stmt
 
 	// closeMu guards closed; operations hold it for reading while they run,
 	// so that Close waits for them before stopping goroutines and the
 	// database.
-	closeMu   sync.RWMutex
-	closed    bool
-	closeOnce sync.Once
-	closeErr  error
-	done      chan struct{}  // closed by Close: consumers and the scheduler stop
-	consumers sync.WaitGroup // consumer goroutines
-	acks      chan ackReq
-	stopAcks  chan struct{}
-	workers   sync.WaitGroup // ack batcher and scheduler
+	closeMu    sync.RWMutex
+	closed     bool
+	closeOnce  sync.Once
+	closeErr   error
+	done       chan struct{}  // closed by Close: consumers and the scheduler stop
+	workers    sync.WaitGroup // consumers and the scheduler
+	writes     chan writeReq
+	stopWrites chan struct{}
+	writer     sync.WaitGroup
 
 	tokens atomic.Int64 // claim tokens; unique within this process
+	stats  stats
 
 	mu      sync.Mutex
-	wake    map[string]chan struct{} // per queue, closed when it has news; present only while someone waits
-	delayed map[string]int64         // per queue, earliest ready_at (unix ns) of its delayed messages
-	kick    chan struct{}            // tells the scheduler that delayed changed
+	waits   map[string]*waitq // per queue with consumers
+	delayed map[string]int64  // per queue, earliest ready_at (unix ns) of its delayed messages
+	kick    chan struct{}     // tells the scheduler that delayed changed
 }
 
 var _ queue.Queue = (*Queue)(nil)
+
+// stats count what the benchmarks report about batching.
+type stats struct {
+	commits, writes, claims, claimed atomic.Int64
+}
 
 // Open opens or creates the queue file at path.
 func Open(path string, opts Options) (*Queue, error) {
@@ -170,17 +189,18 @@ func Open(path string, opts Options) (*Queue, error) {
 		log:         opts.Logger,
 		maxAttempts: opts.MaxAttempts,
 		done:        make(chan struct{}),
-		acks:        make(chan ackReq, maxAckBatch),
-		stopAcks:    make(chan struct{}),
-		wake:        make(map[string]chan struct{}),
+		writes:      make(chan writeReq, maxBatch),
+		stopWrites:  make(chan struct{}),
+		waits:       make(map[string]*waitq),
 		delayed:     make(map[string]int64),
 		kick:        make(chan struct{}, 1),
 	}
 	if err := q.init(); err != nil {
 		return nil, errors.Join(fmt.Errorf("open queue %q: %w", path, err), q.closeDB())
 	}
-	q.workers.Add(2)
-	go q.ackLoop()
+	q.writer.Add(1)
+	go q.writeLoop()
+	q.workers.Add(1)
 	go q.scheduleLoop()
 	return q, nil
 }
@@ -215,18 +235,10 @@ func (q *Queue) init() error {
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 		return fmt.Errorf("load delayed messages: %w", err)
 	}
-	for _, p := range []struct {
-		stmt **sql.Stmt
-		sql  string
-	}{
-		{&q.insert, sqlInsert}, {&q.claim, sqlClaim}, {&q.del, sqlDelete},
-		{&q.release, sqlRelease}, {&q.retry, sqlRetry}, {&q.length, sqlLen},
-	} {
-		s, err := q.db.PrepareContext(ctx, p.sql)
-		if err != nil {
-			return fmt.Errorf("prepare %q: %w", p.sql, err)
+	for i, s := range stmtSQL {
+		if q.stmts[i], err = q.db.PrepareContext(ctx, s); err != nil {
+			return fmt.Errorf("prepare %q: %w", s, err)
 		}
-		*p.stmt = s
 	}
 	return nil
 }
@@ -234,7 +246,7 @@ func (q *Queue) init() error {
 // closeDB closes the prepared statements and the database.
 func (q *Queue) closeDB() error {
 	var errs []error
-	for _, s := range []*sql.Stmt{q.insert, q.claim, q.del, q.release, q.retry, q.length} {
+	for _, s := range q.stmts {
 		if s != nil {
 			errs = append(errs, s.Close())
 		}
@@ -252,9 +264,9 @@ func (q *Queue) Close() error {
 		q.closed = true
 		q.closeMu.Unlock()
 		close(q.done)
-		q.consumers.Wait()
-		close(q.stopAcks)
 		q.workers.Wait()
+		close(q.stopWrites)
+		q.writer.Wait()
 		q.closeErr = q.closeDB()
 		if q.closeErr != nil {
 			q.closeErr = fmt.Errorf("close queue: %w", q.closeErr)
@@ -296,22 +308,19 @@ func (q *Queue) Publish(ctx context.Context, name string, msgs ...queue.Message)
 		}
 		headers[i] = h
 	}
-	if len(msgs) == 1 {
-		if _, err := q.insert.ExecContext(ctx, name, blob(msgs[0].Body), headers[0]); err != nil {
-			return fmt.Errorf("publish to %q: %w", name, err)
-		}
-	} else if err := q.inTx(ctx, func(tx *sql.Tx) error {
-		ins := tx.StmtContext(ctx, q.insert)
+	err := q.write(ctx, len(msgs) > 1, func(w *wtx) error {
+		ins := w.stmt(stInsert)
 		for i, m := range msgs {
-			if _, err := ins.ExecContext(ctx, name, blob(m.Body), headers[i]); err != nil {
+			if _, err := ins.ExecContext(w.ctx, name, blob(m.Body), headers[i]); err != nil {
 				return err
 			}
 		}
 		return nil
-	}); err != nil {
+	})
+	if err != nil {
 		return fmt.Errorf("publish %d messages to %q: %w", len(msgs), name, err)
 	}
-	q.notify(name)
+	q.notify(name, len(msgs))
 	return nil
 }
 
@@ -322,7 +331,7 @@ func (q *Queue) Len(ctx context.Context, name string) (int, error) {
 	}
 	defer q.leave()
 	var n int
-	if err := q.length.QueryRowContext(ctx, name).Scan(&n); err != nil {
+	if err := q.stmts[stLen].QueryRowContext(ctx, name).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count queue %q: %w", name, err)
 	}
 	return n, nil
@@ -346,73 +355,246 @@ func (q *Queue) Consume(ctx context.Context, name string, opts queue.ConsumeOpti
 		prefetch: max(opts.Prefetch, 1),
 		held:     make(map[int64]*delivery),
 		space:    make(chan struct{}, 1),
+		wake:     make(chan struct{}, 1),
 	}
 	out := make(chan queue.Delivery)
-	q.consumers.Add(1)
+	q.attach(c)
+	q.workers.Add(1)
 	go c.run(ctx, out)
 	return out, nil
 }
 
-// inTx runs f in a transaction and commits it.
-func (q *Queue) inTx(ctx context.Context, f func(tx *sql.Tx) error) error {
+// maxBatch bounds the writes committed in one transaction.
+const maxBatch = 256
+
+// writeReq is one write waiting for its group commit.
+type writeReq struct {
+	fn     func(w *wtx) error
+	atomic bool // fn runs several statements that must not be committed in part
+	done   chan error
+}
+
+// wtx is the transaction of one group commit.
+type wtx struct {
+	ctx   context.Context
+	tx    *sql.Tx
+	q     *Queue
+	stmts [numStmts]*sql.Stmt
+}
+
+// stmt returns prepared statement i bound to the transaction.
+func (w *wtx) stmt(i int) *sql.Stmt {
+	if w.stmts[i] == nil {
+		w.stmts[i] = w.tx.StmtContext(w.ctx, w.q.stmts[i])
+	}
+	return w.stmts[i]
+}
+
+// write runs fn in the next group commit and returns once that commit is
+// done. ctx bounds only the wait for a place in the queue of writes: a write
+// that has started is not abandoned, so that its outcome is known.
+func (q *Queue) write(ctx context.Context, atomic bool, fn func(w *wtx) error) error {
+	r := writeReq{fn: fn, atomic: atomic, done: make(chan error, 1)}
+	select {
+	case q.writes <- r:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return <-r.done
+}
+
+// writeLoop commits writes in groups: whatever arrived while the previous
+// commit ran goes into the next one, so a lone write waits for nothing.
+func (q *Queue) writeLoop() {
+	defer q.writer.Done()
+	batch := make([]writeReq, 0, maxBatch)
+	for {
+		select {
+		case <-q.stopWrites:
+			return
+		case r := <-q.writes:
+			batch = append(batch[:0], r)
+		}
+		// Let writers that are ready to run join this commit: a yield
+		// costs far less than a commit.
+		for range 2 {
+			runtime.Gosched()
+		fill:
+			for len(batch) < maxBatch {
+				select {
+				case r := <-q.writes:
+					batch = append(batch, r)
+				default:
+					break fill
+				}
+			}
+		}
+		q.commit(batch)
+	}
+}
+
+// commit runs batch in one transaction and answers each write. A failed
+// write does not fail the others; atomic ones are rolled back to a
+// savepoint.
+func (q *Queue) commit(batch []writeReq) {
+	q.stats.commits.Add(1)
+	q.stats.writes.Add(int64(len(batch)))
+	ctx := context.Background()
+	errs := make([]error, len(batch))
 	tx, err := q.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
+	if err == nil {
+		w := &wtx{ctx: ctx, tx: tx, q: q}
+		if len(batch) == 1 {
+			// Alone, a failed write rolls back the transaction.
+			err = batch[0].fn(w)
+		} else {
+			for i, r := range batch {
+				if errs[i], err = w.run(r); err != nil {
+					break
+				}
+			}
+		}
+		if err != nil {
+			err = errors.Join(err, tx.Rollback())
+		} else {
+			err = tx.Commit()
+		}
 	}
-	if err := f(tx); err != nil {
-		return errors.Join(err, tx.Rollback())
+	for i, r := range batch {
+		if err != nil {
+			r.done <- err
+		} else {
+			r.done <- errs[i]
+		}
 	}
-	return tx.Commit()
 }
 
-// notify wakes the consumers waiting for messages on name.
-func (q *Queue) notify(name string) {
-	q.mu.Lock()
-	if ch, ok := q.wake[name]; ok {
-		close(ch)
-		delete(q.wake, name)
+// run runs one write of a batch. It returns the write's own error, and an
+// error that dooms the whole transaction.
+func (w *wtx) run(r writeReq) (opErr, txErr error) {
+	if !r.atomic {
+		return r.fn(w), nil
 	}
-	q.mu.Unlock()
+	if _, err := w.tx.ExecContext(w.ctx, "SAVEPOINT w"); err != nil {
+		return nil, err
+	}
+	if opErr = r.fn(w); opErr != nil {
+		if _, err := w.tx.ExecContext(w.ctx, "ROLLBACK TO w"); err != nil {
+			return opErr, err
+		}
+	}
+	_, txErr = w.tx.ExecContext(w.ctx, "RELEASE w")
+	return opErr, txErr
 }
 
-// waitChan returns a channel closed at the next notify of name. Taking it
-// before looking for messages means no notify can be missed.
-func (q *Queue) waitChan(name string) <-chan struct{} {
+// waitq is the consumers of one queue that wait for messages.
+type waitq struct {
+	consumers int         // attached consumers
+	seq       uint64      // count of notifies
+	waiters   []*consumer // waiting, first come first woken
+}
+
+// attach registers c as a consumer of its queue.
+func (q *Queue) attach(c *consumer) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	ch, ok := q.wake[name]
+	w, ok := q.waits[c.queue]
 	if !ok {
-		ch = make(chan struct{})
-		q.wake[name] = ch
+		w = &waitq{}
+		q.waits[c.queue] = w
 	}
-	return ch
+	w.consumers++
 }
 
-// claimBatch marks up to n ready messages of c's queue held by c.
-func (q *Queue) claimBatch(ctx context.Context, c *consumer, n int) ([]*delivery, error) {
+// detach unregisters c. A wake-up c got but did not use goes to another
+// consumer.
+func (q *Queue) detach(c *consumer) {
+	q.mu.Lock()
+	w := q.waits[c.queue]
+	w.waiters = slices.DeleteFunc(w.waiters, func(o *consumer) bool { return o == c })
+	if w.consumers--; w.consumers == 0 {
+		delete(q.waits, c.queue)
+	}
+	q.mu.Unlock()
+	select {
+	case <-c.wake:
+		q.notify(c.queue, 1)
+	default:
+	}
+}
+
+// seq returns the notify count of c's queue, to pass to sleep.
+func (q *Queue) seq(c *consumer) uint64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.waits[c.queue].seq
+}
+
+// sleep queues c for a wake-up, unless its queue was notified since seq: a
+// notify between a consumer's look at the queue and its sleep is not lost.
+func (q *Queue) sleep(c *consumer, seq uint64) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	w := q.waits[c.queue]
+	if w.seq != seq {
+		return false
+	}
+	w.waiters = append(w.waiters, c)
+	return true
+}
+
+// notify tells the consumers of name that n more messages are ready. It
+// wakes up to n sleeping consumers rather than all, so that one message does
+// not send every consumer to look for it.
+func (q *Queue) notify(name string, n int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	w, ok := q.waits[name]
+	if !ok {
+		return
+	}
+	w.seq++
+	k := min(n, len(w.waiters))
+	for _, c := range w.waiters[:k] {
+		c.wake <- struct{}{} // cannot block: c was a waiter, so its buffer is empty
+	}
+	w.waiters = slices.Delete(w.waiters, 0, k)
+}
+
+// claim marks up to n ready messages of c's queue held by c.
+func (q *Queue) claim(ctx context.Context, c *consumer, n int) ([]*delivery, error) {
 	token := q.tokens.Add(1)
-	rows, err := q.claim.QueryContext(ctx, token, c.queue, n)
+	var ds []*delivery
+	err := q.write(ctx, false, func(w *wtx) error {
+		ds = ds[:0]
+		rows, err := w.stmt(stClaim).QueryContext(w.ctx, token, c.queue, n)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			d := &delivery{c: c, token: token}
+			var headers sql.NullString
+			if err = rows.Scan(&d.id, &d.body, &headers, &d.attempt, &d.redelivered); err != nil {
+				break
+			}
+			if d.headers, err = decodeHeaders(headers); err != nil {
+				err = fmt.Errorf("message %d: %w", d.id, err)
+				break
+			}
+			ds = append(ds, d)
+		}
+		if err = errors.Join(err, rows.Err(), rows.Close()); err != nil {
+			// Hand back what the claim marked before it failed.
+			_, rerr := w.stmt(stReleaseClaim).ExecContext(w.ctx, token)
+			return errors.Join(err, rerr)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("claim from %q: %w", c.queue, err)
 	}
-	var ds []*delivery
-	for rows.Next() {
-		d := &delivery{c: c, token: token}
-		var headers sql.NullString
-		if err = rows.Scan(&d.id, &d.body, &headers, &d.attempt, &d.redelivered); err != nil {
-			break
-		}
-		if d.headers, err = decodeHeaders(headers); err != nil {
-			err = fmt.Errorf("message %d: %w", d.id, err)
-			break
-		}
-		ds = append(ds, d)
-	}
-	if err = errors.Join(err, rows.Err(), rows.Close()); err != nil {
-		// The claim may have been committed: hand its rows back.
-		_, rerr := q.db.ExecContext(ctx, `UPDATE messages SET state = 0, token = 0 WHERE token = ? AND state = 1`, token)
-		return nil, errors.Join(fmt.Errorf("claim from %q: %w", c.queue, err), rerr)
-	}
+	q.stats.claims.Add(1)
+	q.stats.claimed.Add(int64(len(ds)))
 	// RETURNING gives no order.
 	slices.SortFunc(ds, func(a, b *delivery) int { return cmp.Compare(a.id, b.id) })
 	return ds, nil
@@ -428,10 +610,10 @@ func (q *Queue) releaseAll(ctx context.Context, name string, ds []*delivery, red
 	if redelivered {
 		flag = 1
 	}
-	err := q.inTx(ctx, func(tx *sql.Tx) error {
-		rel := tx.StmtContext(ctx, q.release)
+	err := q.write(ctx, len(ds) > 1, func(w *wtx) error {
+		rel := w.stmt(stRelease)
 		for _, d := range ds {
-			if _, err := rel.ExecContext(ctx, flag, d.id, d.token); err != nil {
+			if _, err := rel.ExecContext(w.ctx, flag, d.id, d.token); err != nil {
 				return fmt.Errorf("message %d: %w", d.id, err)
 			}
 		}
@@ -442,7 +624,7 @@ func (q *Queue) releaseAll(ctx context.Context, name string, ds []*delivery, red
 		q.log.Error("release deliveries", "queue", name, "count", len(ds), "err", err)
 		return
 	}
-	q.notify(name)
+	q.notify(name, len(ds))
 }
 
 // schedule makes the scheduler wake name's consumers at readyAt.
@@ -492,7 +674,6 @@ func (q *Queue) scheduleLoop() {
 
 // promoteDue makes the due delayed messages of every queue ready.
 func (q *Queue) promoteDue() {
-	ctx := context.Background()
 	now := time.Now().UnixNano()
 	var names []string
 	q.mu.Lock()
@@ -506,22 +687,25 @@ func (q *Queue) promoteDue() {
 	}
 	q.mu.Unlock()
 	for _, name := range names {
-		res, err := q.db.ExecContext(ctx,
-			`UPDATE messages SET state = 0, ready_at = 0 WHERE state = 2 AND queue = ? AND ready_at <= ?`, name, now)
+		var promoted int64
+		var next sql.NullInt64
+		err := q.write(context.Background(), false, func(w *wtx) error {
+			res, err := w.stmt(stPromote).ExecContext(w.ctx, name, now)
+			if err != nil {
+				return err
+			}
+			if promoted, err = res.RowsAffected(); err != nil {
+				return err
+			}
+			return w.stmt(stNextDelayed).QueryRowContext(w.ctx, name).Scan(&next)
+		})
 		if err != nil {
 			q.log.Error("promote delayed messages", "queue", name, "err", err)
 			q.schedule(name, now+int64(time.Second))
 			continue
 		}
-		if n, _ := res.RowsAffected(); n > 0 {
-			q.notify(name)
-		}
-		var next sql.NullInt64
-		if err := q.db.QueryRowContext(ctx,
-			`SELECT MIN(ready_at) FROM messages WHERE state = 2 AND queue = ?`, name).Scan(&next); err != nil {
-			q.log.Error("find next delayed message", "queue", name, "err", err)
-			q.schedule(name, now+int64(time.Second))
-			continue
+		if promoted > 0 {
+			q.notify(name, int(promoted))
 		}
 		if next.Valid {
 			q.schedule(name, next.Int64)
@@ -529,66 +713,9 @@ func (q *Queue) promoteDue() {
 	}
 }
 
-// ackReq is one Ack waiting for its group commit.
-type ackReq struct {
-	id, token int64
-	done      chan error
-}
-
 // errNotHeld reports a settle of a row that its delivery no longer holds,
 // which the consumer bookkeeping should make impossible.
 var errNotHeld = errors.New("message no longer held by this delivery")
-
-// ackLoop commits acks in groups: whatever arrived while the previous commit
-// ran goes into the next one, so a lone Ack waits for nothing.
-func (q *Queue) ackLoop() {
-	defer q.workers.Done()
-	batch := make([]ackReq, 0, maxAckBatch)
-	for {
-		select {
-		case <-q.stopAcks:
-			return
-		case r := <-q.acks:
-			batch = append(batch[:0], r)
-		}
-	fill:
-		for len(batch) < maxAckBatch {
-			select {
-			case r := <-q.acks:
-				batch = append(batch, r)
-			default:
-				break fill
-			}
-		}
-		q.commitAcks(batch)
-	}
-}
-
-// commitAcks deletes the acked rows in one transaction and answers each Ack.
-func (q *Queue) commitAcks(batch []ackReq) {
-	ctx := context.Background()
-	errs := make([]error, len(batch))
-	err := q.inTx(ctx, func(tx *sql.Tx) error {
-		del := tx.StmtContext(ctx, q.del)
-		for i, r := range batch {
-			res, err := del.ExecContext(ctx, r.id, r.token)
-			if err != nil {
-				return err
-			}
-			if n, err := res.RowsAffected(); err != nil || n != 1 {
-				errs[i] = errors.Join(errNotHeld, err)
-			}
-		}
-		return nil
-	})
-	for i, r := range batch {
-		if err != nil {
-			r.done <- err
-		} else {
-			r.done <- errs[i]
-		}
-	}
-}
 
 // consumer is one Consume call.
 type consumer struct {
@@ -596,6 +723,7 @@ type consumer struct {
 	queue    string
 	prefetch int
 	space    chan struct{} // signalled when a delivery is settled
+	wake     chan struct{} // signalled by notify when c sleeps
 
 	mu      sync.Mutex
 	held    map[int64]*delivery // claimed and not settled, sent or not
@@ -606,7 +734,7 @@ type consumer struct {
 // then returns unsettled deliveries to the queue and closes out.
 func (c *consumer) run(ctx context.Context, out chan<- queue.Delivery) {
 	q := c.q
-	defer q.consumers.Done()
+	defer q.workers.Done()
 	defer close(out)
 	defer c.stop(context.WithoutCancel(ctx))
 	// Claims must not be cut short by cancellation: the outcome of a
@@ -627,8 +755,8 @@ func (c *consumer) run(ctx context.Context, out chan<- queue.Delivery) {
 			}
 			continue
 		}
-		wake := q.waitChan(c.queue)
-		ds, err := q.claimBatch(dbctx, c, free)
+		seq := q.seq(c)
+		ds, err := q.claim(dbctx, c, free)
 		if err != nil {
 			retryAfter = min(max(2*retryAfter, 50*time.Millisecond), 5*time.Second)
 			q.log.Error("claim messages", "queue", c.queue, "err", err, "retry_in", retryAfter)
@@ -642,16 +770,6 @@ func (c *consumer) run(ctx context.Context, out chan<- queue.Delivery) {
 			continue
 		}
 		retryAfter = 0
-		if len(ds) == 0 {
-			select {
-			case <-ctx.Done():
-				return
-			case <-q.done:
-				return
-			case <-wake:
-			}
-			continue
-		}
 		c.mu.Lock()
 		for _, d := range ds {
 			c.held[d.id] = d
@@ -667,6 +785,18 @@ func (c *consumer) run(ctx context.Context, out chan<- queue.Delivery) {
 				return
 			}
 		}
+		if len(ds) == free || !q.sleep(c, seq) {
+			continue
+		}
+		// The queue was empty: settles free no messages to claim, only
+		// a notify brings news.
+		select {
+		case <-ctx.Done():
+			return
+		case <-q.done:
+			return
+		case <-c.wake:
+		}
 	}
 }
 
@@ -674,6 +804,7 @@ func (c *consumer) run(ctx context.Context, out chan<- queue.Delivery) {
 // delivery being settled right now is left to its settle, which hands it back
 // itself if it fails.
 func (c *consumer) stop(ctx context.Context) {
+	c.q.detach(c)
 	var sent, unsent []*delivery
 	c.mu.Lock()
 	c.stopped = true
@@ -725,13 +856,9 @@ func (d *delivery) Redelivered() bool { return d.redelivered }
 // Ack deletes the message; it returns once its group commit is done.
 func (d *delivery) Ack(ctx context.Context) error {
 	return d.settle(ctx, "ack", func(q *Queue) error {
-		r := ackReq{id: d.id, token: d.token, done: make(chan error, 1)}
-		select {
-		case q.acks <- r:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		return <-r.done
+		return q.write(ctx, false, func(w *wtx) error {
+			return checkHeld(w.stmt(stDelete).ExecContext(w.ctx, d.id, d.token))
+		})
 	})
 }
 
@@ -746,17 +873,16 @@ func (d *delivery) Retry(ctx context.Context, delay time.Duration) error {
 		if delay > 0 {
 			state, readyAt = stateDelayed, time.Now().Add(delay).UnixNano()
 		}
-		res, err := q.retry.ExecContext(ctx, state, readyAt, d.id, d.token)
+		err := q.write(ctx, false, func(w *wtx) error {
+			return checkHeld(w.stmt(stRetry).ExecContext(w.ctx, state, readyAt, d.id, d.token))
+		})
 		if err != nil {
 			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n != 1 {
-			return errors.Join(errNotHeld, err)
 		}
 		if state == stateDelayed {
 			q.schedule(d.c.queue, readyAt)
 		} else {
-			q.notify(d.c.queue)
+			q.notify(d.c.queue, 1)
 		}
 		return nil
 	})
@@ -767,6 +893,18 @@ func (d *delivery) DeadLetter(ctx context.Context, reason string) error {
 	return d.settle(ctx, "dead-letter", func(q *Queue) error {
 		return q.deadLetter(ctx, d, reason)
 	})
+}
+
+// checkHeld turns the result of a statement on a held row into an error
+// unless it changed exactly that row.
+func checkHeld(res sql.Result, err error) error {
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return errors.Join(errNotHeld, err)
+	}
+	return nil
 }
 
 // deadLetter moves d's row to the end of its dead-letter queue.
@@ -782,21 +920,17 @@ func (q *Queue) deadLetter(ctx context.Context, d *delivery, reason string) erro
 		return err
 	}
 	dlq := queue.DeadLetterQueue(d.c.queue)
-	err = q.inTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.StmtContext(ctx, q.del).ExecContext(ctx, d.id, d.token)
-		if err != nil {
+	err = q.write(ctx, true, func(w *wtx) error {
+		if err := checkHeld(w.stmt(stDelete).ExecContext(w.ctx, d.id, d.token)); err != nil {
 			return err
 		}
-		if n, err := res.RowsAffected(); err != nil || n != 1 {
-			return errors.Join(errNotHeld, err)
-		}
-		_, err = tx.StmtContext(ctx, q.insert).ExecContext(ctx, dlq, blob(d.body), headers)
+		_, err := w.stmt(stInsert).ExecContext(w.ctx, dlq, blob(d.body), headers)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	q.notify(dlq)
+	q.notify(dlq, 1)
 	return nil
 }
 
@@ -834,7 +968,7 @@ func (d *delivery) settle(ctx context.Context, action string, op func(q *Queue) 
 		delete(c.held, d.id)
 	}
 	c.mu.Unlock()
-	if err == nil || handBack {
+	if err == nil {
 		select {
 		case c.space <- struct{}{}:
 		default:

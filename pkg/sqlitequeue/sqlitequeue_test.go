@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,7 +22,22 @@ import (
 )
 
 // paths remembers the file of each queue the harness opened.
-type paths map[queue.Queue]string
+type paths struct {
+	mu    sync.Mutex
+	files map[queue.Queue]string
+}
+
+func (p *paths) get(q queue.Queue) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.files[q]
+}
+
+func (p *paths) set(q queue.Queue, path string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.files[q] = path
+}
 
 func TestConformance(t *testing.T) {
 	tests := []struct {
@@ -34,21 +50,21 @@ func TestConformance(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			files := paths{}
+			files := &paths{files: make(map[queue.Queue]string)}
 			queuetest.Run(t, queuetest.Harness{
 				New: func(t *testing.T) queue.Queue {
 					path := filepath.Join(t.TempDir(), "queue.db")
 					q := mustOpen(t, path, tt.opts)
-					files[q] = path
+					files.set(q, path)
 					return q
 				},
 				Reopen: func(t *testing.T, old queue.Queue) queue.Queue {
-					path := files[old]
+					path := files.get(old)
 					if err := old.Close(); err != nil {
 						t.Fatalf("Close() = %v, want nil", err)
 					}
 					q := mustOpen(t, path, tt.opts)
-					files[q] = path
+					files.set(q, path)
 					return q
 				},
 				MaxAttempts: tt.want,

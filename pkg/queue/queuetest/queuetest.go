@@ -38,7 +38,9 @@ const (
 	timingSlack = 50 * time.Millisecond
 )
 
-// Harness tells Run how to build the queue under test.
+// Harness tells Run how to build the queue under test. Subtests run in
+// parallel, each on its own queue from New, so New, Reopen and DeleteQueues
+// must be safe for concurrent use.
 type Harness struct {
 	// New returns a fresh queue; the suite closes it.
 	New func(t *testing.T) queue.Queue
@@ -88,7 +90,10 @@ func Run(t *testing.T, h Harness) {
 		{"ReopenKeepsDeadLetters", testReopenKeepsDeadLetters},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { tt.run(t, h) })
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tt.run(t, h)
+		})
 	}
 }
 
@@ -421,6 +426,7 @@ func testConcurrent(t *testing.T, h Harness) {
 func testPrefetch(t *testing.T, h Harness) {
 	for _, n := range []int{1, 3} {
 		t.Run(fmt.Sprintf("prefetch=%d", n), func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t, h)
 			name := e.name()
 			msgs, want := numbered("m", 3*n)
@@ -452,6 +458,7 @@ func testPrefetch(t *testing.T, h Harness) {
 		})
 	}
 	t.Run("prefetch=0 means 1", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, h)
 		name := e.name()
 		msgs, _ := numbered("m", 3)
@@ -703,6 +710,7 @@ func testDoubleSettle(t *testing.T, h Harness) {
 	for _, first := range settles {
 		for _, second := range settles {
 			t.Run(first.name+"Then"+second.name, func(t *testing.T) {
+				t.Parallel()
 				e := newEnv(t, h)
 				name := e.name()
 				e.publish(name, queue.Message{Body: []byte("once")})
