@@ -90,10 +90,7 @@ func NewCache(fetch Fetcher, cfg CacheConfig) *Cache {
 //
 // The error is non-nil only if ctx ends before the rules are known.
 func (c *Cache) Get(ctx context.Context, scheme, hostport string) (*Rules, error) {
-	if scheme == "" {
-		scheme = "http"
-	}
-	key := strings.ToLower(scheme) + "://" + strings.ToLower(hostport)
+	key := originKey(scheme, hostport)
 	for {
 		c.mu.Lock()
 		var good *Rules
@@ -129,6 +126,22 @@ func (c *Cache) Get(ctx context.Context, scheme, hostport string) (*Rules, error
 		}
 		return cl.rules, nil
 	}
+}
+
+// originKey returns "scheme://host[:port]" in lower case, without the
+// scheme's default port, so that equivalent origins share one entry.
+func originKey(scheme, hostport string) string {
+	scheme, hostport = strings.ToLower(scheme), strings.ToLower(hostport)
+	if scheme == "" {
+		scheme = "http"
+	}
+	switch {
+	case scheme == "http":
+		hostport = strings.TrimSuffix(hostport, ":80")
+	case scheme == "https":
+		hostport = strings.TrimSuffix(hostport, ":443")
+	}
+	return scheme + "://" + hostport
 }
 
 // load fetches key's robots.txt, stores the outcome and completes cl.

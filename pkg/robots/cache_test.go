@@ -294,6 +294,23 @@ func TestCacheCancelled(t *testing.T) {
 	}
 }
 
+func TestOriginKey(t *testing.T) {
+	tests := []struct{ scheme, hostport, want string }{
+		{"http", "a.test", "http://a.test"},
+		{"HTTP", "A.Test:80", "http://a.test"},
+		{"https", "a.test:443", "https://a.test"},
+		{"https", "a.test:80", "https://a.test:80"},
+		{"http", "a.test:8080", "http://a.test:8080"},
+		{"http", "[::1]:80", "http://[::1]"},
+		{"", "a.test", "http://a.test"},
+	}
+	for _, tc := range tests {
+		if got := originKey(tc.scheme, tc.hostport); got != tc.want {
+			t.Errorf("originKey(%q, %q) = %q, want %q", tc.scheme, tc.hostport, got, tc.want)
+		}
+	}
+}
+
 func TestCacheLRU(t *testing.T) {
 	f := newFakeFetcher()
 	for _, h := range []string{"a", "b", "c", "d"} {

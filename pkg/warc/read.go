@@ -1,0 +1,259 @@
+package warc
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+const (
+	// MaxHeaderSize bounds the named fields of a record, version line and
+	// blank line included.
+	MaxHeaderSize = 1 << 20
+	// DefaultMaxBlock is the block limit of a Reader whose MaxBlock is zero.
+	DefaultMaxBlock = 64 << 20
+	// maxBlankLines is how many stray blank lines may precede a record.
+	maxBlankLines = 8
+	// eagerAlloc is the block size up to which the block is allocated at
+	// once; larger blocks grow as their bytes arrive, so a lying
+	// Content-Length cannot make the reader allocate more than it reads.
+	eagerAlloc = 1 << 20
+)
+
+var gzipMagic = []byte{0x1f, 0x8b}
+
+// ReadRecord reads one record from r, which must be positioned at the start
+// of a record: a gzip member holding it, or the plain record (detected from
+// the first bytes). The block may be at most maxBlock bytes, else the error
+// wraps ErrTooLarge; decompression stops at the limit too. ReadRecord may
+// read past the end of the record: give it a reader bounded to the record,
+// as Segment.Append's offset and length allow.
+func ReadRecord(r io.Reader, maxBlock int64) (Record, error) {
+	if maxBlock < 0 {
+		maxBlock = 0
+	}
+	br := bufio.NewReader(r)
+	magic, err := br.Peek(2)
+	if err != nil && len(magic) == 0 {
+		if err == io.EOF {
+			return Record{}, fmt.Errorf("read warc record: %w", io.ErrUnexpectedEOF)
+		}
+		return Record{}, fmt.Errorf("read warc record: %w", err)
+	}
+	if !bytes.Equal(magic, gzipMagic) {
+		rec, err := readRecord(br, maxBlock)
+		if err == io.EOF {
+			err = fmt.Errorf("read warc record: %w", io.ErrUnexpectedEOF)
+		}
+		return rec, err
+	}
+	zr, err := gzip.NewReader(br)
+	if err != nil {
+		return Record{}, fmt.Errorf("read warc record: gzip: %w", err)
+	}
+	zr.Multistream(false)
+	limited := io.LimitReader(zr, MaxHeaderSize+maxBlock+int64(len(trailer)))
+	rec, err := readRecord(bufio.NewReader(limited), maxBlock)
+	if err == io.EOF {
+		err = fmt.Errorf("read warc record: %w", io.ErrUnexpectedEOF)
+	}
+	return rec, err
+}
+
+// Reader reads the records of a .warc or .warc.gz stream (any number of gzip
+// members, each holding any number of records) in order.
+type Reader struct {
+	// MaxBlock bounds each record's block (DefaultMaxBlock if zero). Set it
+	// before the first call to Next.
+	MaxBlock int64
+
+	src     io.Reader
+	br      *bufio.Reader
+	started bool
+	err     error
+}
+
+// NewReader returns a Reader reading from r.
+func NewReader(r io.Reader) *Reader {
+	return &Reader{src: r}
+}
+
+// Next returns the next record, or io.EOF after the last one. Any other
+// error ends the stream: later calls return it again.
+func (r *Reader) Next() (Record, error) {
+	if r.err != nil {
+		return Record{}, r.err
+	}
+	if !r.started {
+		r.started = true
+		br := bufio.NewReader(r.src)
+		r.br = br
+		magic, err := br.Peek(2)
+		if err != nil && len(magic) == 0 {
+			if err != io.EOF {
+				err = fmt.Errorf("read warc: %w", err)
+			}
+			r.err = err
+			return Record{}, err
+		}
+		if bytes.Equal(magic, gzipMagic) {
+			zr, err := gzip.NewReader(br)
+			if err != nil {
+				r.err = fmt.Errorf("read warc: gzip: %w", err)
+				return Record{}, r.err
+			}
+			r.br = bufio.NewReader(zr)
+		}
+	}
+	maxBlock := r.MaxBlock
+	if maxBlock <= 0 {
+		maxBlock = DefaultMaxBlock
+	}
+	rec, err := readRecord(r.br, maxBlock)
+	if err != nil {
+		r.err = err
+		return Record{}, err
+	}
+	return rec, nil
+}
+
+// readRecord reads one record. It returns io.EOF, unwrapped, if the input
+// ends before the record starts (stray blank lines aside).
+func readRecord(br *bufio.Reader, maxBlock int64) (Record, error) {
+	budget := MaxHeaderSize
+	var line []byte
+	var err error
+	for blanks := 0; ; blanks++ {
+		line, err = readLine(br, &budget)
+		if err == io.EOF && len(line) == 0 {
+			return Record{}, io.EOF
+		}
+		if err != nil {
+			return Record{}, headerErr(err)
+		}
+		if len(line) > 0 {
+			break
+		}
+		if blanks >= maxBlankLines {
+			return Record{}, fmt.Errorf("read warc record: too many blank lines: %w", ErrMalformed)
+		}
+	}
+	if !bytes.HasPrefix(line, []byte("WARC/")) {
+		return Record{}, fmt.Errorf("read warc record: version line %q: %w", truncate(line), ErrMalformed)
+	}
+
+	var h Header
+	var value []byte // of the last field, which continuation lines extend
+	flush := func() {
+		if len(h) > 0 {
+			h[len(h)-1].Value = string(value)
+		}
+	}
+	for {
+		line, err = readLine(br, &budget)
+		if err != nil {
+			return Record{}, headerErr(err)
+		}
+		if len(line) == 0 {
+			break
+		}
+		if line[0] == ' ' || line[0] == '\t' {
+			if len(h) == 0 {
+				return Record{}, fmt.Errorf("read warc record: continuation line first: %w", ErrMalformed)
+			}
+			value = append(append(value, ' '), bytes.TrimSpace(line)...)
+			continue
+		}
+		name, v, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			return Record{}, fmt.Errorf("read warc record: field line %q: %w", truncate(line), ErrMalformed)
+		}
+		flush()
+		h = append(h, Field{Name: string(bytes.TrimSpace(name))})
+		value = append(value[:0], bytes.TrimSpace(v)...)
+	}
+	flush()
+
+	cl := h.Get(FieldContentLength)
+	n, err := strconv.ParseInt(cl, 10, 64)
+	if err != nil || n < 0 {
+		return Record{}, fmt.Errorf("read warc record: Content-Length %q: %w", truncate([]byte(cl)), ErrMalformed)
+	}
+	if n > maxBlock {
+		return Record{}, fmt.Errorf("read warc record: %d-byte block over the %d-byte limit: %w", n, maxBlock, ErrTooLarge)
+	}
+	var block []byte
+	if n <= eagerAlloc {
+		block = make([]byte, n)
+		_, err = io.ReadFull(br, block)
+	} else {
+		var b bytes.Buffer
+		b.Grow(eagerAlloc)
+		_, err = io.CopyN(&b, br, n)
+		block = b.Bytes()
+	}
+	if err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return Record{}, fmt.Errorf("read warc record block: %w", err)
+	}
+	// The trailer is two line ends; accept bare LFs and a missing trailer
+	// at the end of the input.
+	for range 2 {
+		if c, err := br.Peek(1); err != nil || (c[0] != '\r' && c[0] != '\n') {
+			break
+		}
+		if c, _ := br.ReadByte(); c == '\r' {
+			if next, err := br.Peek(1); err == nil && next[0] == '\n' {
+				br.ReadByte()
+			}
+		}
+	}
+	return Record{Header: h, Block: block}, nil
+}
+
+func headerErr(err error) error {
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return fmt.Errorf("read warc record header: %w", err)
+}
+
+// readLine reads a line without its line end, charging it to budget. At the
+// end of the input it returns the partial line with io.EOF.
+func readLine(br *bufio.Reader, budget *int) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		*budget -= len(chunk)
+		if *budget < 0 {
+			return nil, fmt.Errorf("header over %d bytes: %w", MaxHeaderSize, ErrTooLarge)
+		}
+		line = append(line, chunk...)
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err != nil {
+			return line, err
+		}
+		line = line[:len(line)-1]
+		if n := len(line); n > 0 && line[n-1] == '\r' {
+			line = line[:n-1]
+		}
+		return line, nil
+	}
+}
+
+func truncate(b []byte) string {
+	const max = 64
+	if len(b) > max {
+		return strings.ToValidUTF8(string(b[:max]), "?") + "..."
+	}
+	return strings.ToValidUTF8(string(b), "?")
+}
