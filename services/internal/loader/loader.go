@@ -105,6 +105,7 @@ type Loader struct {
 
 	segMu   sync.Mutex
 	seg     *warc.Segment
+	spare   *warc.Segment // a stored segment kept for reuse of its buffers
 	pending []*result
 	segSeq  int
 	flushCh chan struct{}
@@ -446,7 +447,11 @@ func (l *Loader) flush(ctx context.Context) {
 		return
 	}
 	seg, pending := l.seg, l.pending
-	l.seg, l.pending = warc.NewSegment(l.cfg.Gzip), nil
+	next := l.spare
+	if next == nil {
+		next = warc.NewSegment(l.cfg.Gzip)
+	}
+	l.seg, l.spare, l.pending = next, nil, nil
 	l.segSeq++
 	seq := l.segSeq
 	l.segMu.Unlock()
@@ -472,6 +477,12 @@ func (l *Loader) flush(ctx context.Context) {
 	}
 	if err == nil {
 		err = l.record(ctx, pending)
+	}
+	if seg.Len() <= 4*l.cfg.SegmentBytes {
+		seg.Reset()
+		l.segMu.Lock()
+		l.spare = seg
+		l.segMu.Unlock()
 	}
 	if err != nil && ctx.Err() == nil {
 		l.log.Error("flush segment", "err", err)
