@@ -9,12 +9,14 @@
 // every row still marked held (its process died) becomes ready again with
 // Redelivered set.
 //
-// Consumers are woken in-process by Publish, Retry and released deliveries,
-// so a ready message is claimed without polling; one scheduler goroutine
-// sleeps until the earliest delayed message of any queue is due. Writes go
-// through a single connection; Publish writes all its messages in one
-// transaction, consumers claim up to their free prefetch slots in one
-// statement, and concurrent Acks are committed together.
+// Consumers are woken in-process when messages become ready (Publish, Retry,
+// released deliveries), one sleeping consumer per ready message, so nothing
+// polls; one scheduler goroutine sleeps until the earliest delayed message of
+// any queue is due. All writes go through one writer goroutine on one
+// connection, which commits whatever writes are waiting in one transaction
+// (group commit): a lone write waits for no one, concurrent ones share a
+// commit. Publish writes all its messages in one transaction, and a consumer
+// claims up to its free prefetch slots in one statement.
 package sqlitequeue
 
 import (
@@ -549,10 +551,13 @@ func (q *Queue) sleep(c *consumer, seq uint64) bool {
 func (q *Queue) notify(name string, n int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	w, ok := q.waits[name]
-	if !ok {
-		return
+	if w, ok := q.waits[name]; ok {
+		w.notify(n)
 	}
+}
+
+// notify is Queue.notify with q.mu held.
+func (w *waitq) notify(n int) {
 	w.seq++
 	k := min(n, len(w.waiters))
 	for _, c := range w.waiters[:k] {

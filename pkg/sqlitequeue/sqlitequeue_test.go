@@ -354,3 +354,141 @@ func TestAckAfterCancelReportsHandBack(t *testing.T) {
 		t.Errorf("redelivery after cancel = %+v, want Redelivered", got[0])
 	}
 }
+
+// sleepers returns how many consumers of name sleep waiting for messages.
+func sleepers(q *Queue, name string) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if w, ok := q.waits[name]; ok {
+		return len(w.waiters)
+	}
+	return 0
+}
+
+// TestWakeUpPassesOn checks that a wake-up given to a consumer that stops
+// before using it goes to another consumer.
+func TestWakeUpPassesOn(t *testing.T) {
+	q := mustOpen(t, filepath.Join(t.TempDir(), "q.db"), Options{})
+	defer q.Close()
+	ctxA, cancelA := context.WithCancel(t.Context())
+	defer cancelA()
+	chA, err := q.Consume(ctxA, "a", queue.ConsumeOptions{})
+	if err != nil {
+		t.Fatalf("Consume(A) = %v", err)
+	}
+	waitSleepers(t, q, "a", 1)
+	chB, err := q.Consume(t.Context(), "a", queue.ConsumeOptions{})
+	if err != nil {
+		t.Fatalf("Consume(B) = %v", err)
+	}
+	waitSleepers(t, q, "a", 2) // A first in line, then B
+
+	// A message that no notify announced yet.
+	if _, err := q.stmts[stInsert].ExecContext(t.Context(), "a", []byte("m"), nil); err != nil {
+		t.Fatalf("insert: %v", err)
+	}
+	// A stops, and is woken for the message before it can unregister: its
+	// stop blocks on q.mu, held here.
+	q.mu.Lock()
+	cancelA()
+	q.waits["a"].notify(1)
+	q.mu.Unlock()
+	for range chA {
+		t.Error("A, cancelled, got a delivery")
+	}
+	d := receive(t, chB)
+	if string(d.Body()) != "m" {
+		t.Errorf("B got %q, want %q", d.Body(), "m")
+	}
+}
+
+// waitSleepers waits until n consumers of name sleep.
+func waitSleepers(t *testing.T, q *Queue, name string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(queuetest.DeliveryTimeout)
+	for sleepers(q, name) != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d consumers of %q asleep, want %d", sleepers(q, name), name, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestManyConsumersOneByOne publishes messages one at a time to many
+// sleeping consumers: each must be delivered exactly once.
+func TestManyConsumersOneByOne(t *testing.T) {
+	const consumers, messages = 8, 200
+	q := mustOpen(t, filepath.Join(t.TempDir(), "q.db"), Options{})
+	defer q.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	got := make(chan string, messages*2)
+	var wg sync.WaitGroup
+	for range consumers {
+		ch, err := q.Consume(ctx, "a", queue.ConsumeOptions{Prefetch: 1 + consumers%3})
+		if err != nil {
+			t.Fatalf("Consume() = %v", err)
+		}
+		wg.Go(func() {
+			for d := range ch {
+				if err := d.Ack(ctx); err != nil {
+					t.Errorf("Ack(%q) = %v", d.Body(), err)
+				}
+				got <- string(d.Body())
+			}
+		})
+	}
+	for i := range messages {
+		if err := q.Publish(ctx, "a", queue.Message{Body: fmt.Appendf(nil, "m%d", i)}); err != nil {
+			t.Fatalf("Publish() = %v", err)
+		}
+	}
+	seen := map[string]int{}
+	for range messages {
+		select {
+		case b := <-got:
+			seen[b]++
+		case <-time.After(queuetest.DeliveryTimeout):
+			t.Fatalf("got %d of %d messages within %v", len(seen), messages, queuetest.DeliveryTimeout)
+		}
+	}
+	cancel()
+	wg.Wait()
+	close(got)
+	for b := range got {
+		seen[b]++
+	}
+	for i := range messages {
+		if b := fmt.Sprintf("m%d", i); seen[b] != 1 {
+			t.Errorf("message %q delivered %d times, want 1", b, seen[b])
+		}
+	}
+}
+
+// TestDelayedRetriesOnManyQueues checks the one scheduler serves several
+// queues with different delays.
+func TestDelayedRetriesOnManyQueues(t *testing.T) {
+	q := mustOpen(t, filepath.Join(t.TempDir(), "q.db"), Options{})
+	defer q.Close()
+	delays := map[string]time.Duration{"a": 300 * time.Millisecond, "b": 100 * time.Millisecond, "c": 200 * time.Millisecond}
+	chans := map[string]<-chan queue.Delivery{}
+	for name, delay := range delays {
+		if err := q.Publish(t.Context(), name, queue.Message{Body: []byte(name)}); err != nil {
+			t.Fatalf("Publish(%q) = %v", name, err)
+		}
+		ch, err := q.Consume(t.Context(), name, queue.ConsumeOptions{})
+		if err != nil {
+			t.Fatalf("Consume(%q) = %v", name, err)
+		}
+		chans[name] = ch
+		if err := receive(t, ch).Retry(t.Context(), delay); err != nil {
+			t.Fatalf("Retry(%q, %v) = %v", name, delay, err)
+		}
+	}
+	for name, ch := range chans {
+		d := receive(t, ch)
+		if string(d.Body()) != name || d.Attempt() != 2 {
+			t.Errorf("queue %q: Body(), Attempt() = %q, %d, want %q, 2", name, d.Body(), d.Attempt(), name)
+		}
+	}
+}
