@@ -46,8 +46,8 @@ type store struct {
 }
 
 // openStore opens (creating if needed) the database file at path and applies
-// schema on the writer connection.
-func openStore(path string, schema []string) (*store, error) {
+// schema, of the given version, on the writer connection.
+func openStore(path string, version int, schema []string) (*store, error) {
 	if path == "" || strings.ContainsAny(path, "?#") {
 		return nil, fmt.Errorf("open sqlite %q: path must be non-empty and contain no '?' or '#'", path)
 	}
@@ -66,11 +66,9 @@ func openStore(path string, schema []string) (*store, error) {
 	w.SetConnMaxIdleTime(0)
 	w.SetConnMaxLifetime(0)
 	ctx := context.Background()
-	for _, stmt := range schema {
-		if _, err := w.ExecContext(ctx, stmt); err != nil {
-			_ = w.Close()
-			return nil, fmt.Errorf("open sqlite %q: schema: %w", path, err)
-		}
+	if err := applySchema(ctx, w, version, schema); err != nil {
+		_ = w.Close()
+		return nil, fmt.Errorf("open sqlite %q: %w", path, err)
 	}
 	r, err := sql.Open("sqlite", path+"?"+common+"&_pragma=query_only(1)")
 	if err != nil {
@@ -88,6 +86,36 @@ func openStore(path string, schema []string) (*store, error) {
 		return nil, fmt.Errorf("open sqlite %q: %w", path, err)
 	}
 	return &store{path: path, w: w, r: r}, nil
+}
+
+// applySchema creates the schema in a new database, or checks that an
+// existing one has the expected version.
+func applySchema(ctx context.Context, w *sql.DB, version int, schema []string) error {
+	var have, tables int
+	if err := w.QueryRowContext(ctx, "PRAGMA user_version").Scan(&have); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if err := w.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&tables); err != nil {
+		return fmt.Errorf("read schema: %w", err)
+	}
+	// Version 1 schemas were first written without a version number.
+	if tables > 0 && have != version && (have != 0 || version != 1) {
+		return fmt.Errorf("database has schema version %d, want %d (it was made by another gridcrawl version; move it away to start afresh)", have, version)
+	}
+	tx, err := w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("create schema: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	for _, stmt := range append(schema, fmt.Sprintf("PRAGMA user_version = %d", version)) {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("create schema: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("create schema: %w", err)
+	}
+	return nil
 }
 
 // close closes both pools; later calls return the first result.

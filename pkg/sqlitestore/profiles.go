@@ -12,6 +12,9 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/profiles"
 )
 
+// profileSchemaVersion is stored in PRAGMA user_version.
+const profileSchemaVersion = 1
+
 var profileSchema = []string{
 	`CREATE TABLE IF NOT EXISTS crawls (
 		id          TEXT PRIMARY KEY,
@@ -34,7 +37,7 @@ var _ profiles.Store = (*Profiles)(nil)
 
 // OpenProfiles opens or creates the crawl store in the SQLite file at path.
 func OpenProfiles(path string) (*Profiles, error) {
-	st, err := openStore(path, profileSchema)
+	st, err := openStore(path, profileSchemaVersion, profileSchema)
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,9 @@ const (
 	maxTermBytes = 256
 )
 
+// searchSchemaVersion is stored in PRAGMA user_version.
+const searchSchemaVersion = 1
+
 // The documents live in docs; docs_fts is an external-content FTS5 index
 // over docs' text columns, kept in step by triggers, so that the text is
 // stored once. The rank is bm25 with the title weighted highest.
@@ -83,7 +86,7 @@ var _ search.Index = (*Search)(nil)
 
 // OpenSearch opens or creates the search index in the SQLite file at path.
 func OpenSearch(path string) (*Search, error) {
-	st, err := openStore(path, searchSchema)
+	st, err := openStore(path, searchSchemaVersion, searchSchema)
 	if err != nil {
 		return nil, err
 	}

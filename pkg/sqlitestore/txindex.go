@@ -1,12 +1,11 @@
 package sqlitestore
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -27,9 +26,19 @@ var inFlightSQL = func() string {
 	return "(" + strings.Join(q, ",") + ")"
 }()
 
+// txSchemaVersion is stored in PRAGMA user_version.
+const txSchemaVersion = 2
+
+// Records get an integer rowid in creation order. Only the unique key index
+// is keyed by the (random) record key; the other indexes end in the rowid,
+// so new records and transitions of recent records touch few, hot pages,
+// which keeps the WAL written per commit small. counts holds the number of
+// records per crawl and status, kept in the transaction of every change, so
+// that Counts reads a handful of rows however large the crawl.
 var txSchema = []string{
 	`CREATE TABLE IF NOT EXISTS records (
-		key          TEXT PRIMARY KEY,
+		id           INTEGER PRIMARY KEY,
+		key          TEXT NOT NULL UNIQUE,
 		crawl_id     TEXT NOT NULL,
 		url          TEXT NOT NULL,
 		host         TEXT NOT NULL,
@@ -46,12 +55,16 @@ var txSchema = []string{
 		asset_offset INTEGER NOT NULL,
 		asset_length INTEGER NOT NULL,
 		created_at   INTEGER NOT NULL
-	) WITHOUT ROWID`,
-	// Both indexes end in the primary key (implicitly, in a WITHOUT ROWID
-	// table), so List pages through one status of a crawl in key order.
+	)`,
 	`CREATE INDEX IF NOT EXISTS records_crawl_status ON records (crawl_id, status)`,
 	`CREATE INDEX IF NOT EXISTS records_crawl_host ON records (crawl_id, host)`,
 	`CREATE INDEX IF NOT EXISTS records_stale ON records (status_time) WHERE status IN ` + inFlightSQL,
+	`CREATE TABLE IF NOT EXISTS counts (
+		crawl_id TEXT NOT NULL,
+		status   TEXT NOT NULL,
+		n        INTEGER NOT NULL,
+		PRIMARY KEY (crawl_id, status)
+	) WITHOUT ROWID`,
 }
 
 const recordCols = `key, crawl_id, url, host, chg, depth, hops, referrer, status, status_time,
@@ -62,8 +75,9 @@ type TxIndex struct {
 	st *store
 	wr *writer
 
-	insert, transition                     *sql.Stmt
-	get, counts, countHost, stale, listSts *sql.Stmt
+	existing, insert, transition, addCount    *sql.Stmt
+	get, getMany, counts, countHost, stale    *sql.Stmt
+	listByKey, listByStatus, listCrawl, total *sql.Stmt
 }
 
 var _ txindex.Index = (*TxIndex)(nil)
@@ -71,7 +85,7 @@ var _ txindex.Index = (*TxIndex)(nil)
 // OpenTxIndex opens or creates the transaction index in the SQLite file at
 // path.
 func OpenTxIndex(path string) (*TxIndex, error) {
-	st, err := openStore(path, txSchema)
+	st, err := openStore(path, txSchemaVersion, txSchema)
 	if err != nil {
 		return nil, err
 	}
@@ -81,6 +95,7 @@ func OpenTxIndex(path string) (*TxIndex, error) {
 		db  *sql.DB
 		q   string
 	}{
+		{&x.existing, st.w, `SELECT key FROM records WHERE key IN (SELECT value FROM json_each(?))`},
 		{&x.insert, st.w, `INSERT INTO records (` + recordCols + `)
 			VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (key) DO NOTHING`},
 		// NULL outcome arguments leave the stored value alone.
@@ -88,14 +103,23 @@ func OpenTxIndex(path string) (*TxIndex, error) {
 			error = coalesce(?, error), http_status = coalesce(?, http_status),
 			asset_key = coalesce(?, asset_key), asset_offset = coalesce(?, asset_offset),
 			asset_length = coalesce(?, asset_length), attempts = attempts + ?
-			WHERE key = ? AND status = ?`},
+			WHERE key = ? AND status = ? RETURNING crawl_id`},
+		{&x.addCount, st.w, `INSERT INTO counts (crawl_id, status, n) VALUES (?, ?, ?)
+			ON CONFLICT (crawl_id, status) DO UPDATE SET n = n + excluded.n`},
 		{&x.get, st.r, `SELECT ` + recordCols + ` FROM records WHERE key = ?`},
-		{&x.counts, st.r, `SELECT status, count(*) FROM records WHERE crawl_id = ? GROUP BY status`},
+		{&x.getMany, st.r, `SELECT ` + recordCols + ` FROM records WHERE key IN (SELECT value FROM json_each(?))`},
+		{&x.counts, st.r, `SELECT status, n FROM counts WHERE crawl_id = ? AND n <> 0`},
 		{&x.countHost, st.r, `SELECT count(*) FROM records WHERE crawl_id = ? AND host = ?`},
 		{&x.stale, st.r, `SELECT ` + recordCols + ` FROM records
-			WHERE status IN ` + inFlightSQL + ` AND status_time < ? ORDER BY status_time, key LIMIT ?`},
-		{&x.listSts, st.r, `SELECT ` + recordCols + ` FROM records
-			WHERE crawl_id = ? AND status = ? AND key > ? ORDER BY key LIMIT ?`},
+			WHERE status IN ` + inFlightSQL + ` AND status_time < ? ORDER BY status_time, id LIMIT ?`},
+		{&x.total, st.r, `SELECT coalesce(sum(n), 0) FROM counts`},
+		// The two ways of listing; see List.
+		{&x.listByKey, st.r, `SELECT ` + recordCols + ` FROM records INDEXED BY sqlite_autoindex_records_1
+			WHERE key > ?3 AND crawl_id = ?1 AND (?2 = '' OR status = ?2) ORDER BY key LIMIT ?4`},
+		{&x.listByStatus, st.r, `SELECT ` + recordCols + ` FROM records INDEXED BY records_crawl_status
+			WHERE crawl_id = ?1 AND status = ?2 AND key > ?3 ORDER BY key LIMIT ?4`},
+		{&x.listCrawl, st.r, `SELECT ` + recordCols + ` FROM records INDEXED BY records_crawl_status
+			WHERE crawl_id = ?1 AND key > ?3 ORDER BY key LIMIT ?4`},
 	}
 	for _, p := range prep {
 		s, err := p.db.Prepare(p.q)
@@ -107,6 +131,30 @@ func OpenTxIndex(path string) (*TxIndex, error) {
 	}
 	x.wr = newWriter(st.w)
 	return x, nil
+}
+
+// countKey names one row of the counts table.
+type countKey struct {
+	crawl  string
+	status contracts.Status
+}
+
+// addCounts applies the deltas of one job to the counts table.
+func (x *TxIndex) addCounts(tx *sql.Tx, deltas map[countKey]int64) error {
+	if len(deltas) == 0 {
+		return nil
+	}
+	add := tx.Stmt(x.addCount)
+	defer add.Close()
+	for k, d := range deltas {
+		if d == 0 {
+			continue
+		}
+		if _, err := add.Exec(k.crawl, string(k.status), d); err != nil {
+			return fmt.Errorf("update counts of crawl %q: %w", k.crawl, err)
+		}
+	}
+	return nil
 }
 
 // Create writes each record whose key is absent, in one transaction, and
@@ -122,10 +170,31 @@ func (x *TxIndex) Create(ctx context.Context, recs []txindex.Record) ([]bool, er
 			return nil, fmt.Errorf("create record %q: key, crawl id and a valid status are required", r.Key)
 		}
 	}
-	err := x.wr.do(ctx, func(tx *sql.Tx) error {
+	keys := make([]string, len(recs))
+	for i, r := range recs {
+		keys[i] = r.Key
+	}
+	keysJSON, err := json.Marshal(keys)
+	if err != nil {
+		return nil, fmt.Errorf("create %d records: %w", len(recs), err)
+	}
+	err = x.wr.do(ctx, func(tx *sql.Tx) error {
+		// One query finds the records that exist already, which in a crawl
+		// are most of them; the write lock, held since BEGIN IMMEDIATE, keeps
+		// the answer true until commit.
+		seen, err := queryKeys(tx.Stmt(x.existing), string(keysJSON))
+		if err != nil {
+			return fmt.Errorf("create %d records: %w", len(recs), err)
+		}
 		ins := tx.Stmt(x.insert)
 		defer ins.Close()
+		deltas := map[countKey]int64{}
 		for i, r := range recs {
+			created[i] = false
+			if _, ok := seen[r.Key]; ok {
+				continue
+			}
+			seen[r.Key] = struct{}{}
 			res, err := ins.Exec(r.Key, r.CrawlID, r.URL, r.Host, r.Group, r.Depth, r.Hops, r.Referrer,
 				string(r.Status), nanos(r.StatusTime), r.Attempts, r.Error, r.HTTPStatus,
 				r.Asset.Key, r.Asset.Offset, r.Asset.Length, nanos(r.CreatedAt))
@@ -136,14 +205,34 @@ func (x *TxIndex) Create(ctx context.Context, recs []txindex.Record) ([]bool, er
 			if err != nil {
 				return fmt.Errorf("create record %q: %w", r.Key, err)
 			}
-			created[i] = n == 1
+			if created[i] = n == 1; created[i] {
+				deltas[countKey{r.CrawlID, r.Status}]++
+			}
 		}
-		return nil
+		return x.addCounts(tx, deltas)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return created, nil
+}
+
+func queryKeys(st *sql.Stmt, keysJSON string) (map[string]struct{}, error) {
+	defer st.Close()
+	rows, err := st.Query(keysJSON)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]struct{}{}
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			return nil, err
+		}
+		out[k] = struct{}{}
+	}
+	return out, rows.Err()
 }
 
 // Transition applies, in one transaction and in order, each transition whose
@@ -163,6 +252,7 @@ func (x *TxIndex) Transition(ctx context.Context, ts []txindex.Transition) ([]bo
 		now := nanos(time.Now())
 		up := tx.Stmt(x.transition)
 		defer up.Close()
+		deltas := map[countKey]int64{}
 		for i, t := range ts {
 			var errText, httpStatus, assetKey, assetOff, assetLen any
 			if t.Error != "" {
@@ -178,18 +268,23 @@ func (x *TxIndex) Transition(ctx context.Context, ts []txindex.Transition) ([]bo
 			if t.AddAttempt {
 				add = 1
 			}
-			res, err := up.Exec(string(t.To), now, errText, httpStatus, assetKey, assetOff, assetLen, add,
-				t.Key, string(t.From))
+			var crawlID string
+			err := up.QueryRow(string(t.To), now, errText, httpStatus, assetKey, assetOff, assetLen, add,
+				t.Key, string(t.From)).Scan(&crawlID)
+			if errors.Is(err, sql.ErrNoRows) {
+				applied[i] = false
+				continue
+			}
 			if err != nil {
 				return fmt.Errorf("transition record %q: %w", t.Key, err)
 			}
-			n, err := res.RowsAffected()
-			if err != nil {
-				return fmt.Errorf("transition record %q: %w", t.Key, err)
+			applied[i] = true
+			if t.From != t.To {
+				deltas[countKey{crawlID, t.From}]--
+				deltas[countKey{crawlID, t.To}]++
 			}
-			applied[i] = n == 1
 		}
-		return nil
+		return x.addCounts(tx, deltas)
 	})
 	if err != nil {
 		return nil, err
@@ -209,29 +304,26 @@ func (x *TxIndex) Get(ctx context.Context, key string) (txindex.Record, error) {
 	return r, nil
 }
 
-// getManyChunk bounds the number of keys bound to one query.
-const getManyChunk = 500
-
 // GetMany returns the records that exist among keys, keyed by key.
 func (x *TxIndex) GetMany(ctx context.Context, keys []string) (map[string]txindex.Record, error) {
 	out := make(map[string]txindex.Record, len(keys))
-	for chunk := range slices.Chunk(keys, getManyChunk) {
-		args := make([]any, len(chunk))
-		for i, k := range chunk {
-			args[i] = k
-		}
-		rows, err := x.st.r.QueryContext(ctx,
-			`SELECT `+recordCols+` FROM records WHERE key IN (`+placeholders(len(chunk))+`)`, args...)
-		if err != nil {
-			return nil, fmt.Errorf("get %d records: %w", len(keys), err)
-		}
-		recs, err := scanRecords(rows)
-		if err != nil {
-			return nil, fmt.Errorf("get %d records: %w", len(keys), err)
-		}
-		for _, r := range recs {
-			out[r.Key] = r
-		}
+	if len(keys) == 0 {
+		return out, nil
+	}
+	keysJSON, err := json.Marshal(keys)
+	if err != nil {
+		return nil, fmt.Errorf("get %d records: %w", len(keys), err)
+	}
+	rows, err := x.getMany.QueryContext(ctx, string(keysJSON))
+	if err != nil {
+		return nil, fmt.Errorf("get %d records: %w", len(keys), err)
+	}
+	recs, err := scanRecords(rows)
+	if err != nil {
+		return nil, fmt.Errorf("get %d records: %w", len(keys), err)
+	}
+	for _, r := range recs {
+		out[r.Key] = r
 	}
 	return out, nil
 }
@@ -287,43 +379,67 @@ func (x *TxIndex) Stale(ctx context.Context, before time.Time, limit int) ([]txi
 
 // List returns up to limit records of crawlID after the key after, in key
 // order; status filters when not empty.
+//
+// No index orders a crawl's records by key (one would be written at a random
+// place for every record), so List picks the cheaper of two ways per call:
+// walking the key index from after and skipping other crawls and statuses,
+// which costs about limit × all records / matching records; or reading every
+// matching record through the crawl/status index and sorting, which costs
+// about the matching records. The counts table gives both sizes.
 func (x *TxIndex) List(ctx context.Context, crawlID string, status contracts.Status, after string, limit int) ([]txindex.Record, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
-	statuses := []contracts.Status{status}
-	if status == "" {
-		statuses = contracts.Statuses
+	counts, err := x.Counts(ctx, crawlID)
+	if err != nil {
+		return nil, fmt.Errorf("list records of crawl %q: %w", crawlID, err)
 	}
-	// One index range per status, merged: cheaper than sorting the whole
-	// crawl, and it needs no index of its own.
-	var out []txindex.Record
-	for _, s := range statuses {
-		rows, err := x.listSts.QueryContext(ctx, crawlID, string(s), after, limit)
-		if err != nil {
-			return nil, fmt.Errorf("list records of crawl %q: %w", crawlID, err)
+	var matching int64
+	for s, n := range counts {
+		if status == "" || s == status {
+			matching += n
 		}
-		recs, err := scanRecords(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list records of crawl %q: %w", crawlID, err)
-		}
-		out = append(out, recs...)
 	}
-	if len(statuses) > 1 {
-		slices.SortFunc(out, func(a, b txindex.Record) int { return cmp.Compare(a.Key, b.Key) })
+	if matching == 0 {
+		return nil, nil
 	}
-	if len(out) > limit {
-		out = out[:limit]
+	var all int64
+	if err := x.total.QueryRowContext(ctx).Scan(&all); err != nil {
+		return nil, fmt.Errorf("list records of crawl %q: %w", crawlID, err)
 	}
-	return out, nil
+	byKey := matching*matching > int64(limit)*all
+	return x.list(ctx, crawlID, status, after, limit, byKey)
+}
+
+func (x *TxIndex) list(ctx context.Context, crawlID string, status contracts.Status, after string, limit int, byKey bool) ([]txindex.Record, error) {
+	st := x.listByKey
+	switch {
+	case byKey:
+	case status == "":
+		st = x.listCrawl
+	default:
+		st = x.listByStatus
+	}
+	rows, err := st.QueryContext(ctx, crawlID, string(status), after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list records of crawl %q: %w", crawlID, err)
+	}
+	recs, err := scanRecords(rows)
+	if err != nil {
+		return nil, fmt.Errorf("list records of crawl %q: %w", crawlID, err)
+	}
+	return recs, nil
 }
 
 // Close stops the writer and closes the database. It is safe to call more
 // than once.
 func (x *TxIndex) Close() error {
 	x.wr.close()
-	for _, s := range []*sql.Stmt{x.insert, x.transition, x.get, x.counts, x.countHost, x.stale, x.listSts} {
-		_ = s.Close()
+	for _, s := range []*sql.Stmt{x.existing, x.insert, x.transition, x.addCount, x.get, x.getMany,
+		x.counts, x.countHost, x.stale, x.listByKey, x.listByStatus, x.listCrawl, x.total} {
+		if s != nil {
+			_ = s.Close()
+		}
 	}
 	return x.st.close()
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"runtime"
 )
 
 // ErrClosed is returned by a write submitted after Close.
@@ -90,13 +91,21 @@ func (w *writer) loop() {
 		case <-w.quit:
 			return
 		}
-	gather:
-		for len(group) < maxGroup {
-			select {
-			case j := <-w.jobs:
-				group = append(group, j)
-			default:
-				break gather
+		// Yield so that callers about to submit can, while more arrive.
+		for round := 0; round < 4 && len(group) < maxGroup; round++ {
+			runtime.Gosched()
+			n := len(group)
+		gather:
+			for len(group) < maxGroup {
+				select {
+				case j := <-w.jobs:
+					group = append(group, j)
+				default:
+					break gather
+				}
+			}
+			if len(group) == n {
+				break
 			}
 		}
 		w.commit(group)
