@@ -164,6 +164,9 @@ func validHost(h string) bool {
 // NormalizeHost returns host lower-cased, without a port, IPv6 brackets or
 // a trailing dot. Such normalized hosts are the default group ids.
 func NormalizeHost(host string) string {
+	if isPlainHost(host) {
+		return host
+	}
 	h := strings.TrimSpace(host)
 	if strings.HasPrefix(h, "[") {
 		if hh, _, err := net.SplitHostPort(h); err == nil {
@@ -179,6 +182,24 @@ func NormalizeHost(host string) string {
 		return a.Unmap().WithZone("").String()
 	}
 	return strings.ToLower(h)
+}
+
+// isPlainHost reports whether h is already a normalized host name: lower
+// case letters, digits, "-", "_" and ".", at least one letter (so not an IP
+// address) and no trailing dot. It keeps NormalizeHost cheap on the common
+// path.
+func isPlainHost(h string) bool {
+	letter := false
+	for i := 0; i < len(h); i++ {
+		switch c := h[i]; {
+		case c >= 'a' && c <= 'z' || c == '-' || c == '_':
+			letter = true
+		case isDigit(c) || c == '.':
+		default:
+			return false
+		}
+	}
+	return letter && h[len(h)-1] != '.'
 }
 
 // HostOf returns the normalized host of rawURL, or "" if it has none.

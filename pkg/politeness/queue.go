@@ -182,89 +182,89 @@ func (q *items) pop() (entry, int32) {
 	return e, cost
 }
 
-// timeHeap is a min-heap of groups by (key, keySeq), tracking each group's
-// index so that it can be removed or re-keyed in O(log n).
-type timeHeap struct{ gs []*group }
+// timeHeap is a min-heap of groups by (key, keySeq). Keys are copied into
+// the heap so that comparisons do not touch the groups; each group tracks
+// its index so that it can be removed in O(log n).
+type timeHeap struct{ es []heapEntry }
 
-func (h *timeHeap) len() int { return len(h.gs) }
+type heapEntry struct {
+	key int64
+	seq uint64
+	g   *group
+}
 
+func (h *timeHeap) len() int { return len(h.es) }
+
+// peek returns the first group, or nil.
 func (h *timeHeap) peek() *group {
-	if len(h.gs) == 0 {
+	if len(h.es) == 0 {
 		return nil
 	}
-	return h.gs[0]
+	return h.es[0].g
 }
 
+// push adds g with its current key and keySeq.
 func (h *timeHeap) push(g *group) {
-	g.heapIdx = len(h.gs)
-	h.gs = append(h.gs, g)
-	h.up(g.heapIdx)
-}
-
-func (h *timeHeap) pop() *group {
-	g := h.gs[0]
-	h.remove(g)
-	return g
+	h.es = append(h.es, heapEntry{key: g.key, seq: g.keySeq, g: g})
+	h.up(len(h.es) - 1)
 }
 
 func (h *timeHeap) remove(g *group) {
-	i, last := g.heapIdx, len(h.gs)-1
-	if i != last {
-		h.swap(i, last)
-	}
-	h.gs[last] = nil
-	h.gs = h.gs[:last]
-	if i != last {
-		h.fix(i)
-	}
+	i, last := g.heapIdx, len(h.es)-1
 	g.heapIdx = -1
-	if cap(h.gs) > 64 && len(h.gs) <= cap(h.gs)/4 {
-		h.gs = append([]*group(nil), h.gs...)
+	if i != last {
+		h.es[i] = h.es[last]
+	}
+	h.es[last] = heapEntry{}
+	h.es = h.es[:last]
+	if i != last {
+		if !h.down(i) {
+			h.up(i)
+		}
+	}
+	if cap(h.es) > 64 && len(h.es) <= cap(h.es)/4 {
+		h.es = append([]heapEntry(nil), h.es...)
 	}
 }
 
-func (h *timeHeap) fix(i int) {
-	if !h.down(i) {
-		h.up(i)
-	}
-}
+func entryLess(a, b *heapEntry) bool { return a.key < b.key || a.key == b.key && a.seq < b.seq }
 
-func (h *timeHeap) less(i, j int) bool {
-	a, b := h.gs[i], h.gs[j]
-	return a.key < b.key || a.key == b.key && a.keySeq < b.keySeq
-}
-
-func (h *timeHeap) swap(i, j int) {
-	h.gs[i], h.gs[j] = h.gs[j], h.gs[i]
-	h.gs[i].heapIdx = i
-	h.gs[j].heapIdx = j
-}
-
+// up moves the entry at i up to its place, writing each moved group's index.
 func (h *timeHeap) up(i int) {
+	e := h.es[i]
 	for i > 0 {
 		p := (i - 1) / 2
-		if !h.less(i, p) {
-			return
+		if !entryLess(&e, &h.es[p]) {
+			break
 		}
-		h.swap(i, p)
+		h.es[i] = h.es[p]
+		h.es[i].g.heapIdx = i
 		i = p
 	}
+	h.es[i] = e
+	e.g.heapIdx = i
 }
 
+// down moves the entry at i down to its place and reports whether it moved.
 func (h *timeHeap) down(i int) bool {
-	start := i
+	start, e, n := i, h.es[i], len(h.es)
 	for {
-		l, m := 2*i+1, i
-		if l < len(h.gs) && h.less(l, m) {
-			m = l
+		l := 2*i + 1
+		if l >= n {
+			break
 		}
-		if r := l + 1; r < len(h.gs) && h.less(r, m) {
+		m := l
+		if r := l + 1; r < n && entryLess(&h.es[r], &h.es[l]) {
 			m = r
 		}
-		if m == i {
-			return i > start
+		if !entryLess(&h.es[m], &e) {
+			break
 		}
-		h.swap(i, m)
+		h.es[i] = h.es[m]
+		h.es[i].g.heapIdx = i
 		i = m
 	}
+	h.es[i] = e
+	e.g.heapIdx = i
+	return i > start
 }

@@ -92,6 +92,8 @@ type Lease struct {
 	// Deadline is the busy timeout: after it the group is ready again even
 	// if Release was never called.
 	Deadline time.Time
+
+	g *group // saves Release a map lookup
 }
 
 // Config configures a Scheduler. The zero value is usable.
@@ -136,6 +138,7 @@ type Scheduler struct {
 	overrides []Override
 	pol       *policy
 	groups    map[string]*group
+	lastAdd   *group
 	ready     ring[fifoEntry]
 	inactive  ring[fifoEntry]
 	wait      timeHeap
@@ -280,9 +283,12 @@ func (s *Scheduler) Add(it Item) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.nowNS()
-	g := s.groups[id]
-	if g == nil {
-		g = s.newGroup(id, host)
+	g := s.lastAdd
+	if g == nil || g.id != id {
+		if g = s.groups[id]; g == nil {
+			g = s.newGroup(id, host)
+		}
+		s.lastAdd = g // items often come in batches of one group
 	}
 	cost := clampCost(g.set.cost.Cost(it.URL, it.Via))
 	e := entry{url: it.URL, payload: it.Payload, host: g.hostIndex(host)}
@@ -494,6 +500,7 @@ func (s *Scheduler) lease(g *group, now int64) Lease {
 		Cost:     int(cost),
 		Token:    g.token,
 		Deadline: time.Unix(0, g.key),
+		g:        g,
 	}
 }
 
@@ -583,7 +590,10 @@ func (s *Scheduler) Wake() {
 func (s *Scheduler) Release(l Lease, o Outcome) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g := s.groups[l.Item.Group]
+	g := l.g
+	if g == nil || g.id != l.Item.Group {
+		g = s.groups[l.Item.Group]
+	}
 	if g == nil || g.st != stBusy || l.Token == 0 || g.token != l.Token {
 		return false
 	}
@@ -753,16 +763,16 @@ func (s *Scheduler) States() States {
 		return out
 	}
 	heap := func(h *timeHeap) []Timed {
-		gs := slices.Clone(h.gs)
-		slices.SortFunc(gs, func(a, b *group) int {
+		es := slices.Clone(h.es)
+		slices.SortFunc(es, func(a, b heapEntry) int {
 			if a.key != b.key {
 				return cmp.Compare(a.key, b.key)
 			}
-			return cmp.Compare(a.keySeq, b.keySeq)
+			return cmp.Compare(a.seq, b.seq)
 		})
 		var out []Timed
-		for _, g := range gs {
-			out = append(out, Timed{Group: g.id, At: time.Unix(0, g.key)})
+		for _, e := range es {
+			out = append(out, Timed{Group: e.g.id, At: time.Unix(0, e.key)})
 		}
 		return out
 	}
