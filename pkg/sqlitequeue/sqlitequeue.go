@@ -493,6 +493,7 @@ func (w *wtx) run(r writeReq) (opErr, txErr error) {
 type waitq struct {
 	consumers int         // attached consumers
 	seq       uint64      // count of notifies
+	unserved  uint64      // seq of the last notify that woke fewer consumers than it announced messages
 	waiters   []*consumer // waiting, first come first woken
 }
 
@@ -532,13 +533,15 @@ func (q *Queue) seq(c *consumer) uint64 {
 	return q.waits[c.queue].seq
 }
 
-// sleep queues c for a wake-up, unless its queue was notified since seq: a
-// notify between a consumer's look at the queue and its sleep is not lost.
+// sleep queues c for a wake-up, unless a notify since seq announced
+// messages that no consumer was woken for: such a notify, coming between a
+// consumer's look at the queue and its sleep, is not lost. Messages that
+// consumers were woken for are theirs to claim.
 func (q *Queue) sleep(c *consumer, seq uint64) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	w := q.waits[c.queue]
-	if w.seq != seq {
+	if w.unserved > seq {
 		return false
 	}
 	w.waiters = append(w.waiters, c)
@@ -560,6 +563,9 @@ func (q *Queue) notify(name string, n int) {
 func (w *waitq) notify(n int) {
 	w.seq++
 	k := min(n, len(w.waiters))
+	if k < n {
+		w.unserved = w.seq
+	}
 	for _, c := range w.waiters[:k] {
 		c.wake <- struct{}{} // cannot block: c was a waiter, so its buffer is empty
 	}

@@ -492,3 +492,52 @@ func TestDelayedRetriesOnManyQueues(t *testing.T) {
 		}
 	}
 }
+
+// TestSleepAfterNotify checks the protocol that keeps a consumer from
+// sleeping through a notify that came while it looked at its queue.
+func TestSleepAfterNotify(t *testing.T) {
+	q := mustOpen(t, filepath.Join(t.TempDir(), "q.db"), Options{})
+	defer q.Close()
+	newConsumer := func() *consumer {
+		c := &consumer{q: q, queue: "a", prefetch: 1, held: map[int64]*delivery{},
+			space: make(chan struct{}, 1), wake: make(chan struct{}, 1)}
+		q.attach(c)
+		t.Cleanup(func() { q.detach(c) })
+		return c
+	}
+	a, b := newConsumer(), newConsumer()
+
+	// Nobody asleep: the notify is unserved, so A must look again.
+	seq := q.seq(a)
+	q.notify("a", 1)
+	if q.sleep(a, seq) {
+		t.Error("sleep() after an unserved notify = true, want false")
+	}
+
+	// B asleep and woken for the one message: A may sleep.
+	seq = q.seq(a)
+	if !q.sleep(b, q.seq(b)) {
+		t.Fatal("sleep(B) with no notify = false, want true")
+	}
+	q.notify("a", 1)
+	select {
+	case <-b.wake:
+	default:
+		t.Fatal("notify(1) did not wake the sleeping consumer")
+	}
+	if !q.sleep(a, seq) {
+		t.Error("sleep() after a notify served by another consumer = false, want true")
+	}
+
+	// A asleep, two messages: A is woken, and the second is unserved.
+	seq = q.seq(b)
+	q.notify("a", 2)
+	select {
+	case <-a.wake:
+	default:
+		t.Fatal("notify(2) did not wake the sleeping consumer")
+	}
+	if q.sleep(b, seq) {
+		t.Error("sleep() after a notify with more messages than sleepers = true, want false")
+	}
+}
