@@ -541,3 +541,23 @@ func TestSleepAfterNotify(t *testing.T) {
 		t.Error("sleep() after a notify with more messages than sleepers = true, want false")
 	}
 }
+
+func TestPragmas(t *testing.T) {
+	q := mustOpen(t, filepath.Join(t.TempDir(), "q.db"), Options{BusyTimeout: 1500 * time.Millisecond})
+	defer q.Close()
+	tests := []struct{ pragma, want string }{
+		{"journal_mode", "wal"},
+		{"synchronous", "1"}, // NORMAL
+		{"locking_mode", "exclusive"},
+		{"busy_timeout", "1500"},
+	}
+	for _, tt := range tests {
+		var got string
+		if err := q.db.QueryRowContext(t.Context(), "PRAGMA "+tt.pragma).Scan(&got); err != nil {
+			t.Fatalf("PRAGMA %s: %v", tt.pragma, err)
+		}
+		if got != tt.want {
+			t.Errorf("PRAGMA %s = %q, want %q", tt.pragma, got, tt.want)
+		}
+	}
+}
