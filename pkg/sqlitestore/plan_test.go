@@ -1,0 +1,69 @@
+package sqlitestore
+
+import (
+	"database/sql"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestQueryPlans checks that the hot queries use their indexes: no full scan
+// of a table and no sort where an index gives the order.
+func TestQueryPlans(t *testing.T) {
+	x := open(t, filepath.Join(t.TempDir(), "tx.db"), OpenTxIndex)
+	s := open(t, filepath.Join(t.TempDir(), "search.db"), OpenSearch)
+	tests := []struct {
+		name   string
+		db     *sql.DB
+		q      string
+		args   []any
+		want   string // a line the plan must contain
+		noSort bool
+	}{
+		{"existing keys", x.st.w, `SELECT key FROM records WHERE key IN (SELECT value FROM json_each(?))`, []any{"[]"},
+			"USING COVERING INDEX sqlite_autoindex_records_1 (key=?)", false},
+		{"get", x.st.r, `SELECT ` + recordCols + ` FROM records WHERE key = ?`, []any{"k"},
+			"USING INDEX sqlite_autoindex_records_1 (key=?)", true},
+		{"transition", x.st.w, `UPDATE records SET status = ? WHERE key = ? AND status = ? RETURNING crawl_id`, []any{"a", "b", "c"},
+			"USING INDEX sqlite_autoindex_records_1 (key=?)", true},
+		{"counts", x.st.r, `SELECT status, n FROM counts WHERE crawl_id = ? AND n <> 0`, []any{"c"},
+			"USING PRIMARY KEY (crawl_id=?)", true},
+		{"count host", x.st.r, `SELECT count(*) FROM records WHERE crawl_id = ? AND host = ?`, []any{"c", "h"},
+			"USING COVERING INDEX records_crawl_host (crawl_id=? AND host=?)", true},
+		{"stale", x.st.r, `SELECT ` + recordCols + ` FROM records WHERE status IN ` + inFlightSQL + ` AND status_time < ? ORDER BY status_time, id LIMIT ?`, []any{1, 2},
+			"USING INDEX records_stale (status_time<?)", true},
+		{"search", s.st.r, `SELECT d.id, snippet(docs_fts, -1, '', '', '…', 24), rank FROM docs_fts JOIN docs d ON d.rid = docs_fts.rowid
+			WHERE docs_fts MATCH ? AND d.crawl_id = ? ORDER BY rank LIMIT ? OFFSET ?`, []any{`"x"`, "c", 10, 0},
+			"SCAN docs_fts VIRTUAL TABLE", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rows, err := tc.db.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+tc.q, tc.args...)
+			if err != nil {
+				t.Fatalf("explain: %v", err)
+			}
+			defer rows.Close()
+			var plan []string
+			for rows.Next() {
+				var id, parent, unused int
+				var detail string
+				if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+					t.Fatalf("scan plan: %v", err)
+				}
+				plan = append(plan, detail)
+			}
+			text := strings.Join(plan, "\n")
+			if !strings.Contains(text, tc.want) {
+				t.Errorf("plan = %q, want a line with %q", text, tc.want)
+			}
+			for _, line := range plan {
+				if line == "SCAN records" || line == "SCAN d" || line == "SCAN docs" {
+					t.Errorf("plan = %q, want no full table scan", text)
+				}
+			}
+			if tc.noSort && strings.Contains(text, "TEMP B-TREE") {
+				t.Errorf("plan = %q, want no sort", text)
+			}
+		})
+	}
+}

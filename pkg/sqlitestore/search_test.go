@@ -1,0 +1,109 @@
+package sqlitestore
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode"
+
+	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/search"
+)
+
+func TestMatchExpr(t *testing.T) {
+	tests := []struct {
+		name, q, want string
+	}{
+		{"words", "hello world", `"hello" "world"`},
+		{"quotes", `"hello world"`, `"hello" "world"`},
+		{"operators", `a AND (b OR NOT c) NEAR(d e)`, `"a" "AND" "b" "OR" "NOT" "c" "NEAR" "d" "e"`},
+		{"prefix and column", `title:foo* -bar +baz ^qux`, `"title" "foo" "bar" "baz" "qux"`},
+		{"hyphenated", "e-mail", `"e" "mail"`},
+		{"digits", "http 404", `"http" "404"`},
+		{"unicode", "Straße 東京 café", `"Straße" "東京" "café"`},
+		{"combining mark kept in word", "cafe\u0301", "\"cafe\u0301\""},
+		{"lone combining mark dropped", "\u0301 x", `"x"`},
+		{"only syntax", `"*():-^{}`, ""},
+		{"empty", "", ""},
+		{"invalid utf-8", "a\xffb", `"a" "b"`},
+		{"nul", "a\x00b", `"a" "b"`},
+		{"too long word dropped", strings.Repeat("x", maxTermBytes+1) + " y", `"y"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := MatchExpr(tc.q); got != tc.want {
+				t.Errorf("MatchExpr(%q) = %q, want %q", tc.q, got, tc.want)
+			}
+		})
+	}
+	many := strings.Repeat("w ", MaxTerms+10)
+	if got := strings.Count(MatchExpr(many), `"`) / 2; got != MaxTerms {
+		t.Errorf("MatchExpr of %d words kept %d, want %d", MaxTerms+10, got, MaxTerms)
+	}
+}
+
+func TestSearchDefaults(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "search.db"), OpenSearch)
+	var docs []contracts.Document
+	for i := range DefaultLimit + 5 {
+		docs = append(docs, contracts.Document{ID: string(rune('a' + i)), CrawlID: "c", Title: "same word", Text: "text"})
+	}
+	if err := s.Upsert(t.Context(), docs); err != nil {
+		t.Fatalf("Upsert: %v", err)
+	}
+	for _, tc := range []struct {
+		name     string
+		q        search.Query
+		wantHits int
+		total    int64
+	}{
+		{"zero limit means the default", search.Query{Q: "word"}, DefaultLimit, int64(len(docs))},
+		{"negative offset means zero", search.Query{Q: "word", Offset: -5, Limit: 3}, 3, int64(len(docs))},
+		{"no words finds nothing", search.Query{Q: `"()"`}, 0, 0},
+	} {
+		res, err := s.Search(t.Context(), tc.q)
+		if err != nil {
+			t.Fatalf("%s: Search(%+v): %v", tc.name, tc.q, err)
+		}
+		if len(res.Hits) != tc.wantHits || res.Total != tc.total {
+			t.Errorf("%s: Search(%+v) = %d hits of %d, want %d of %d", tc.name, tc.q, len(res.Hits), res.Total, tc.wantHits, tc.total)
+		}
+	}
+}
+
+func TestUpsertRejectsEmptyID(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "search.db"), OpenSearch)
+	if err := s.Upsert(t.Context(), []contracts.Document{{ID: "", URL: "http://x/"}}); err == nil {
+		t.Errorf("Upsert of a document without id = nil, want an error")
+	}
+}
+
+// FuzzSearchQuery feeds arbitrary user input to a real FTS5 index: no
+// query may fail, and the match expression holds only quoted words.
+func FuzzSearchQuery(f *testing.F) {
+	for _, q := range []string{`"`, `a OR b`, `NEAR(a b)`, `title:x`, `x*`, `(`, "\x00", "\u0301", `""""`, `a"b`, "ǅ", "\uFFFD"} {
+		f.Add(q)
+	}
+	s, err := OpenSearch(filepath.Join(f.TempDir(), "search.db"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { _ = s.Close() })
+	if err := s.Upsert(f.Context(), []contracts.Document{{ID: "1", CrawlID: "c", Title: "a title", Text: "some text OR NEAR"}}); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, q string) {
+		expr := MatchExpr(q)
+		for _, w := range strings.FieldsFunc(expr, func(r rune) bool { return r == ' ' }) {
+			if len(w) < 3 || w[0] != '"' || w[len(w)-1] != '"' || strings.ContainsAny(w[1:len(w)-1], `" `) {
+				t.Fatalf("MatchExpr(%q) = %q: %q is not one quoted word", q, expr, w)
+			}
+			if strings.IndexFunc(w, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsNumber(r) }) < 0 {
+				t.Fatalf("MatchExpr(%q) = %q: %q has no letter or digit", q, expr, w)
+			}
+		}
+		if _, err := s.Search(t.Context(), search.Query{Q: q, CrawlID: "c"}); err != nil {
+			t.Errorf("Search(%q) error: %v", q, err)
+		}
+	})
+}
