@@ -11,40 +11,66 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 )
 
+// Timing of documents that arrive before their page is to-be-indexed.
+const (
+	deferCheck = 50 * time.Millisecond
+	deferLimit = time.Minute
+)
+
+// pendingIndex is an index contract whose documents are stored but some of
+// whose pages are still to-be-parsed: the crawler publishes documents
+// before it writes the page's links and moves the page on (seed 004's
+// order), so the indexer can be faster than the crawler.
+type pendingIndex struct {
+	d       queue.Delivery
+	waiting map[string]bool // record keys still to move to indexed
+	since   time.Time
+}
+
 // runIndexer consumes index_pending. It collects the deliveries that are
-// available at once (up to IndexerBatch documents), stores their documents,
-// moves their pages from to-be-indexed to indexed and only then acks. A
-// document is therefore searchable before its page counts as indexed, so a
-// crawl is never reported finished while a document is missing.
+// available at once (up to IndexerBatch), stores their documents, moves
+// their pages from to-be-indexed to indexed and only then acks. A document
+// is therefore searchable before its page counts as indexed, so a crawl is
+// never reported finished while a document is missing.
 func (m *MCP) runIndexer(ctx context.Context) error {
 	deliveries, err := m.deps.Queue.Consume(ctx, contracts.QueueIndex, queue.ConsumeOptions{Prefetch: m.cfg.IndexerPrefetch})
 	if err != nil {
 		return fmt.Errorf("consume %s: %w", contracts.QueueIndex, err)
 	}
-	for d := range deliveries {
-		batch := []queue.Delivery{d}
-		n := 0
-	drain:
-		for n < m.cfg.IndexerBatch {
-			select {
-			case d, ok := <-deliveries:
-				if !ok {
+	tick := time.NewTicker(deferCheck)
+	defer tick.Stop()
+	var deferred []*pendingIndex
+	for {
+		select {
+		case d, ok := <-deliveries:
+			if !ok {
+				return nil // unsettled deferred deliveries go back to the queue
+			}
+			batch := []queue.Delivery{d}
+		drain:
+			for len(batch) < m.cfg.IndexerBatch {
+				select {
+				case d, ok := <-deliveries:
+					if !ok {
+						break drain
+					}
+					batch = append(batch, d)
+				default:
 					break drain
 				}
-				batch = append(batch, d)
-				n++
-			default:
-				break drain
+			}
+			deferred = append(deferred, m.indexBatch(ctx, batch)...)
+		case <-tick.C:
+			if len(deferred) > 0 {
+				deferred = m.recheck(ctx, deferred)
 			}
 		}
-		m.indexBatch(ctx, batch)
 	}
-	return nil
 }
 
-func (m *MCP) indexBatch(ctx context.Context, batch []queue.Delivery) {
+func (m *MCP) indexBatch(ctx context.Context, batch []queue.Delivery) []*pendingIndex {
 	var docs []contracts.Document
-	var good []queue.Delivery
+	var pend []*pendingIndex
 	for _, d := range batch {
 		var k contracts.IndexContract
 		if err := json.Unmarshal(d.Body(), &k); err != nil || k.V != contracts.Version || k.CrawlID == "" {
@@ -58,32 +84,83 @@ func (m *MCP) indexBatch(ctx context.Context, batch []queue.Delivery) {
 			}
 			continue
 		}
+		p := &pendingIndex{d: d, waiting: make(map[string]bool, len(k.Docs)), since: time.Now()}
+		for _, doc := range k.Docs {
+			p.waiting[doc.ID] = true
+		}
 		docs = append(docs, k.Docs...)
-		good = append(good, d)
+		pend = append(pend, p)
 	}
-	if len(good) == 0 {
+	if len(pend) == 0 {
+		return nil
+	}
+	if err := m.deps.Search.Upsert(ctx, docs); err != nil {
+		m.fail(ctx, pend, fmt.Errorf("store documents: %w", err))
+		return nil
+	}
+	return m.recheck(ctx, pend)
+}
+
+// recheck moves the waiting pages of pend to indexed, acks the deliveries
+// that have none left and returns the others.
+func (m *MCP) recheck(ctx context.Context, pend []*pendingIndex) []*pendingIndex {
+	var ts []txindex.Transition
+	for _, p := range pend {
+		for k := range p.waiting {
+			ts = append(ts, txindex.Transition{Key: k, From: contracts.ToBeIndexed, To: contracts.Indexed})
+		}
+	}
+	applied, err := m.deps.Tx.Transition(ctx, ts)
+	if err != nil {
+		m.fail(ctx, pend, fmt.Errorf("mark pages indexed: %w", err))
+		return nil
+	}
+	var unsure []string
+	for i, t := range ts {
+		if !applied[i] {
+			unsure = append(unsure, t.Key)
+		}
+	}
+	recs, err := m.deps.Tx.GetMany(ctx, unsure)
+	if err != nil {
+		m.fail(ctx, pend, fmt.Errorf("get pages: %w", err))
+		return nil
+	}
+	still := map[string]bool{}
+	for _, k := range unsure {
+		if r, ok := recs[k]; ok && (r.Status == contracts.ToBeParsed || r.Status == contracts.ToBeIndexed) {
+			still[k] = true
+		}
+	}
+	var keep []*pendingIndex
+	for _, p := range pend {
+		for k := range p.waiting {
+			if !still[k] {
+				delete(p.waiting, k)
+			}
+		}
+		// After deferLimit the crawler that published these documents has
+		// stalled or died; its redelivered contract publishes them again.
+		if len(p.waiting) == 0 || time.Since(p.since) > deferLimit {
+			if err := p.d.Ack(ctx); err != nil && ctx.Err() == nil {
+				m.log.Error("ack index contract", "queue", contracts.QueueIndex, "err", err)
+			}
+			continue
+		}
+		keep = append(keep, p)
+	}
+	return keep
+}
+
+func (m *MCP) fail(ctx context.Context, pend []*pendingIndex, err error) {
+	if ctx.Err() != nil {
 		return
 	}
-	err := m.deps.Search.Upsert(ctx, docs)
-	if err == nil {
-		ts := make([]txindex.Transition, len(docs))
-		for i, doc := range docs {
-			ts[i] = txindex.Transition{Key: doc.ID, From: contracts.ToBeIndexed, To: contracts.Indexed}
+	m.log.Error("index documents", "err", err)
+	for _, p := range pend {
+		delay := min(time.Duration(p.d.Attempt())*2*time.Second, 30*time.Second)
+		if serr := p.d.Retry(ctx, delay); serr != nil {
+			m.log.Error("retry index contract", "queue", contracts.QueueIndex, "err", serr)
 		}
-		_, err = m.deps.Tx.Transition(ctx, ts)
-	}
-	for _, d := range good {
-		var serr error
-		if err != nil {
-			serr = d.Retry(ctx, min(time.Duration(d.Attempt())*2*time.Second, 30*time.Second))
-		} else {
-			serr = d.Ack(ctx)
-		}
-		if serr != nil && ctx.Err() == nil {
-			m.log.Error("settle index contract", "queue", contracts.QueueIndex, "err", serr)
-		}
-	}
-	if err != nil && ctx.Err() == nil {
-		m.log.Error("index documents", "docs", len(docs), "err", err)
 	}
 }
