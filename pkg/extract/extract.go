@@ -279,7 +279,7 @@ func (e *extractor) onText(z *html.Tokenizer, raw atom.Atom, linksOnly bool) {
 // tokenizer's buffer (valid until its next Next).
 type tagAttrs struct {
 	href, src, rel, name, content, httpEquiv, property, lang, xmlLang, alt []byte
-	hasHref, hasSrc                                                       bool
+	hasHref, hasSrc                                                        bool
 }
 
 func readAttrs(z *html.Tokenizer, hasAttr bool) tagAttrs {
