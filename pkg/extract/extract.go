@@ -186,6 +186,7 @@ type extractor struct {
 	inHeading     bool
 	inAnchor      bool
 	anchorIdx     int // index of the open anchor's link, -1 if none
+	anchorsOpened int // count of anchors opened so far
 	templateDepth int
 
 	htmlLang, equivLang, metaLang string
@@ -240,10 +241,13 @@ func (e *extractor) onText(z *html.Tokenizer, raw atom.Atom, linksOnly bool) {
 		return
 	case atom.Noscript:
 		if !linksOnly {
+			opened := e.anchorsOpened
 			sub := html.NewTokenizer(bytes.NewReader(z.Text()))
 			sub.SetMaxBuf(MaxTokenBytes)
 			_ = e.run(sub, true) // reads from memory: no error but EOF
-			e.endAnchor()
+			if e.anchorsOpened != opened {
+				e.endAnchor() // an anchor opened inside ends with the noscript
+			}
 		}
 		return
 	case atom.Title:
@@ -329,7 +333,7 @@ func (e *extractor) onStart(z *html.Tokenizer, linksOnly bool) atom.Atom {
 		raw = a
 	}
 	if !inline[a] {
-		e.boundary()
+		e.boundary(linksOnly)
 	}
 	if !linksOnly && !headElement[a] {
 		e.inBody = true
@@ -341,6 +345,7 @@ func (e *extractor) onStart(z *html.Tokenizer, linksOnly bool) atom.Atom {
 		if at.hasHref {
 			e.anchorIdx = e.addLink(at.href, "", relHas(at.rel, "nofollow"))
 			e.inAnchor = true
+			e.anchorsOpened++
 			e.anchor.reset()
 		}
 	case atom.Area:
@@ -410,7 +415,7 @@ func (e *extractor) onEnd(z *html.Tokenizer, linksOnly bool) {
 	name, _ := z.TagName()
 	a := atom.Lookup(name)
 	if !inline[a] {
-		e.boundary()
+		e.boundary(linksOnly)
 	}
 	switch a {
 	case atom.A:
@@ -544,11 +549,14 @@ func (e *extractor) endHeading() {
 	e.res.Headings = append(e.res.Headings, e.heading.String())
 }
 
-// boundary separates words at a block-level tag.
-func (e *extractor) boundary() {
-	e.text.space()
-	e.heading.space()
+// boundary separates words at a block-level tag. Inside a <noscript> only
+// anchor text is being collected.
+func (e *extractor) boundary(linksOnly bool) {
 	e.anchor.space()
+	if !linksOnly {
+		e.text.space()
+		e.heading.space()
+	}
 }
 
 func (e *extractor) finish() {

@@ -152,6 +152,9 @@ func TestHTML(t *testing.T) {
 		{"meta refresh", `<meta http-equiv="refresh" content="5; URL='/moved?x=1'">`, "Links", links{l("http://www.example.test/moved?x=1", "")}, Limits{}},
 		{"meta refresh no url", `<meta http-equiv="refresh" content="30">`, "Links", links(nil), Limits{}},
 		{"noscript links kept", `<noscript><a href="/ns">No <b>script</b></a><img src=x></noscript><a href=/after>After</a>`, "Links", links{l("http://www.example.test/ns", "No script"), l("http://www.example.test/after", "After")}, Limits{}},
+		{"noscript inside anchor", `<a href=/a>before <noscript><img alt=pic></noscript> after</a>`, "Links", links{l("http://www.example.test/a", "before pic after")}, Limits{}},
+		{"noscript anchor ends with it", `<noscript><a href=/n>n</noscript> outside`, "Links", links{l("http://www.example.test/n", "n")}, Limits{}},
+		{"noscript with tags joins no words", `a<noscript><p>x</p></noscript>b`, "Text", "ab", Limits{}},
 		{"template links kept", `<template><a href="/t">T</a></template>`, "Links", links{l("http://www.example.test/t", "T")}, Limits{}},
 		{"script links ignored", `<script>document.write('<a href="/js">x</a>')</script>`, "Links", links(nil), Limits{}},
 		// Links: anchor text and dedupe.
