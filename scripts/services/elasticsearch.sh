@@ -64,11 +64,9 @@ run_user() {
 
 # as_es CMD... runs CMD as the Elasticsearch account.
 as_es() {
-	if [ "$(id -u)" -eq 0 ]; then
-		runuser -u "$ES_USER" -- "$@"
-	else
-		"$@"
-	fi
+	local -a prefix=()
+	[ "$(id -u)" -ne 0 ] || prefix=(runuser -u "$ES_USER" --)
+	"${prefix[@]}" "$@"
 }
 
 java_home() {
@@ -77,7 +75,8 @@ java_home() {
 		return
 	fi
 	local java
-	java=$(command -v java) || die "java not found: install a Java 17+ JDK (Debian: openjdk-17-jre-headless) or set ES_JAVA_HOME"
+	ensure_cmd java openjdk-17-jre-headless
+	java=$(command -v java)
 	java=$(readlink -f "$java")
 	dirname "$(dirname "$java")"
 }
@@ -133,8 +132,8 @@ cmd_install() {
 	check_java
 	ensure_user
 	if ! installed; then
-		need_cmd curl
-		need_cmd unzip
+		ensure_cmd curl curl
+		ensure_cmd unzip unzip
 		mkdir -p "$SERVICES_DIR/downloads"
 		if [ ! -f "$ES_ZIP" ] || ! verify_zip "$ES_ZIP" 2>/dev/null; then
 			log "downloading $ES_URL"
@@ -216,18 +215,25 @@ cmd_start() {
 	write_config
 	rm -f "$ES_PIDFILE"
 	log "starting Elasticsearch $ES_VERSION as $(run_user) (heap $ES_HEAP, data $ES_DATA, log $ES_SERVER_LOG)"
-	local jh rc=0
+	local jh rc=0 prefix=()
 	jh=$(java_home)
-	# -d daemonizes after the node has started (or fails with its error on stderr); -p writes the pid file.
+	[ "$(id -u)" -ne 0 ] || prefix=(runuser -u "$ES_USER" --)
+	echo "=== $(date -u +%FT%TZ) start ===" >>"$ES_STARTUP_LOG"
+	# -d daemonizes once the node has started (or fails with its error on stderr); -p writes the pid file.
+	# The launcher waits for the node, so it is bounded by the same timeout as `check`.
 	(
 		cd "$ES_RUN"
-		as_es env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$ES_DIR" LANG=C.UTF-8 \
+		timeout --kill-after=10 "$ES_TIMEOUT" "${prefix[@]}" env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$ES_DIR" LANG=C.UTF-8 \
 			ES_JAVA_HOME="$jh" ES_PATH_CONF="$ES_HOME/config" ES_TMPDIR="$ES_TMP" \
 			ES_JAVA_OPTS="-Xms$ES_HEAP -Xmx$ES_HEAP ${GRIDCRAWL_ES_JAVA_OPTS:-}" \
 			"$ES_HOME/bin/elasticsearch" -d -p "$ES_PIDFILE"
 	) </dev/null >>"$ES_STARTUP_LOG" 2>&1 || rc=$?
 	if [ "$rc" -ne 0 ]; then
 		log_tail "$ES_STARTUP_LOG" "$ES_SERVER_LOG"
+		if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+			ours_running && stop_pid "$ES_PIDFILE" "$ES_MARK" 30
+			die "Elasticsearch did not start within ${ES_TIMEOUT}s"
+		fi
 		die "bin/elasticsearch -d failed (exit $rc)"
 	fi
 	local i

@@ -24,6 +24,14 @@ need_cmd() {
 	command -v "$1" >/dev/null 2>&1 || die "required command '$1' not found${2:+ ($2)}"
 }
 
+# ensure_cmd CMD PACKAGE makes sure CMD exists, installing Debian's PACKAGE when it does not.
+ensure_cmd() {
+	command -v "$1" >/dev/null 2>&1 && return 0
+	log "'$1' is missing; installing Debian package $2"
+	apt_install "$2"
+	command -v "$1" >/dev/null 2>&1 || die "installed $2 but '$1' is still missing"
+}
+
 # as_root CMD... runs CMD as root (directly if we are root, through sudo -n otherwise).
 as_root() {
 	if [ "$(id -u)" -eq 0 ]; then
@@ -78,7 +86,7 @@ pid_matches() {
 	[ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
 	# zombies are not running
 	[ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" != "Z" ] || return 1
-	tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "$pattern"
+	{ tr '\0' ' ' <"/proc/$pid/cmdline"; } 2>/dev/null | grep -qF -- "$pattern"
 }
 
 # running PIDFILE PATTERN succeeds when the process recorded in PIDFILE is alive and ours.

@@ -103,6 +103,7 @@ cmd_start() {
 	mkdir -p "$MINIO_DATA"
 	log "starting MinIO on $MINIO_URL (console http://$MINIO_HOST:$MINIO_CONSOLE_PORT, data $MINIO_DATA, log $MINIO_LOG)"
 	local pid
+	echo "=== $(date -u +%FT%TZ) start ===" >>"$MINIO_LOG"
 	(
 		cd "$MINIO_DIR"
 		exec env MINIO_ROOT_USER="$MINIO_USER" MINIO_ROOT_PASSWORD="$MINIO_PASSWORD" \

@@ -135,11 +135,10 @@ cmd_start() {
 	fi
 	installed || die "rabbitmq-server is not installed; run: $0 install"
 	write_config
-	if port_open 127.0.0.1 4369; then
-		rm -f "$RMQ_EPMD_MARK"
-	else
-		touch "$RMQ_EPMD_MARK" # our node will start epmd; stop it again on `stop`
-	fi
+	# Our node starts epmd when none runs; remember that so `stop` ends it too. (A mark left from an
+	# earlier run whose node crashed means the running epmd is still the one we started.)
+	port_open 127.0.0.1 4369 || touch "$RMQ_EPMD_MARK"
+	echo "=== $(date -u +%FT%TZ) start ===" >>"$RMQ_STARTUP_LOG"
 	log "starting node $RMQ_NODENAME (data $RMQ_DIR/mnesia, log $RMQ_NODE_LOG)"
 	local pid i
 	(
