@@ -23,7 +23,7 @@ import (
 )
 
 // testConfig returns a grid configuration for crawling loopback test sites.
-func testConfig(t *testing.T, dataDir, resolve string) Config {
+func testConfig(t testing.TB, dataDir, resolve string) Config {
 	t.Helper()
 	t.Setenv("GRIDCRAWL_DATA", dataDir)
 	t.Setenv("GRIDCRAWL_ALLOW_NETS", "127.0.0.0/8")
@@ -37,7 +37,7 @@ func testConfig(t *testing.T, dataDir, resolve string) Config {
 }
 
 // startGrid runs an in-process grid and returns it with its API base URL.
-func startGrid(t *testing.T, cfg Config) (*Grid, string) {
+func startGrid(t testing.TB, cfg Config) (*Grid, string) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -63,7 +63,7 @@ func startGrid(t *testing.T, cfg Config) (*Grid, string) {
 	return g, "http://" + ln.Addr().String()
 }
 
-func apiDo(t *testing.T, method, u string, body any, out any) int {
+func apiDo(t testing.TB, method, u string, body any, out any) int {
 	t.Helper()
 	var rd io.Reader
 	if body != nil {
@@ -375,3 +375,9 @@ func TestCancelCrawl(t *testing.T) {
 var _ = fmt.Sprint
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+func benchConfig(b *testing.B, resolve string) Config { return testConfig(b, b.TempDir(), resolve) }
+
+func startGridB(b *testing.B, cfg Config) (*Grid, string) { return startGrid(b, cfg) }
+
+func apiDoB(b *testing.B, method, u string, body, out any) int { return apiDo(b, method, u, body, out) }
