@@ -9,6 +9,24 @@ const (
 	QueueIndex   = "index_pending"
 )
 
+// MaxInlineProfileBytes bounds the profile text carried inside contracts.
+const MaxInlineProfileBytes = 2048
+
+// InlineProfile returns p when it is small enough to travel inside every
+// contract of its crawl, and nil otherwise. A profile with thousands of
+// start URLs would otherwise multiply every message's size.
+func InlineProfile(p Profile) *Profile {
+	n := len(p.Name) + len(p.UserAgent) + len(p.CrawlMustMatch) + len(p.CrawlMustNotMatch) +
+		len(p.IndexMustMatch) + len(p.IndexMustNotMatch)
+	for _, u := range p.StartURLs {
+		n += len(u)
+	}
+	if n > MaxInlineProfileBytes {
+		return nil
+	}
+	return &p
+}
+
 // LoaderURL is one URL to fetch.
 type LoaderURL struct {
 	URL   string `json:"url"`
@@ -20,9 +38,12 @@ type LoaderURL struct {
 // LoaderContract asks a loader to fetch URLs of one crawl and one crawl host
 // group. It is published to loader_pending.
 type LoaderContract struct {
-	V       int         `json:"v"`
-	CrawlID string      `json:"crawl_id"`
-	Profile Profile     `json:"profile"`
+	V       int    `json:"v"`
+	CrawlID string `json:"crawl_id"`
+	// Profile is the crawl's profile when it is small (see InlineProfile);
+	// otherwise services read the immutable profile of CrawlID from the
+	// profile store, once per crawl.
+	Profile *Profile    `json:"profile,omitempty"`
 	Group   string      `json:"chg"`
 	URLs    []LoaderURL `json:"urls"`
 }
@@ -49,9 +70,10 @@ type CrawlerPage struct {
 // published to crawler_pending. With Reindex set the crawler only re-parses
 // pages that are already to-be-indexed and republishes their documents.
 type CrawlerContract struct {
-	V       int           `json:"v"`
-	CrawlID string        `json:"crawl_id"`
-	Profile Profile       `json:"profile"`
+	V       int    `json:"v"`
+	CrawlID string `json:"crawl_id"`
+	// Profile is as in LoaderContract.
+	Profile *Profile      `json:"profile,omitempty"`
 	Pages   []CrawlerPage `json:"pages"`
 	Reindex bool          `json:"reindex,omitempty"`
 }

@@ -100,11 +100,14 @@ func TestGoValuesValidate(t *testing.T) {
 		{"profile min delay only", "profile", contracts.Profile{StartURLs: []string{"http://a"}, Politeness: contracts.Politeness{MinDelayMS: 20000}}},
 		{"profile min delay only with defaults", "profile", contracts.Profile{StartURLs: []string{"http://a"}, Politeness: contracts.Politeness{MinDelayMS: 20000}}.WithDefaults()},
 		{"loader contract", "loader_contract", contracts.LoaderContract{
-			V: contracts.Version, CrawlID: "c-1", Profile: fullProfile(), Group: "example.com",
+			V: contracts.Version, CrawlID: "c-1", Profile: ptr(fullProfile()), Group: "example.com",
 			URLs: []contracts.LoaderURL{{URL: "https://example.com/", Depth: 0}, {URL: "https://example.com/r", Depth: 3, Hops: 2}},
 		}},
+		{"loader contract without profile", "loader_contract", contracts.LoaderContract{
+			V: contracts.Version, CrawlID: "c-1", Group: "example.com", URLs: []contracts.LoaderURL{{URL: "https://example.com/"}},
+		}},
 		{"crawler contract", "crawler_contract", contracts.CrawlerContract{
-			V: contracts.Version, CrawlID: "c-1", Profile: fullProfile(), Reindex: true,
+			V: contracts.Version, CrawlID: "c-1", Profile: ptr(fullProfile()), Reindex: true,
 			Pages: []contracts.CrawlerPage{
 				{URL: "https://example.com/", Depth: 2, Hops: 1, Asset: fullAsset(), StatusCode: 200, ContentType: "text/html", FetchedAt: fetched},
 				{URL: "https://example.com/gone", Asset: fullAsset(), StatusCode: 410, FetchedAt: fetched.In(time.FixedZone("X", -5*3600))},
@@ -191,3 +194,5 @@ func TestGoValuesRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

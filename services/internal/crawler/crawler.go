@@ -80,6 +80,7 @@ type Crawler struct {
 	log      *slog.Logger
 	frontier *frontier.Frontier
 	cancels  *frontier.CancelCache
+	profs    *frontier.ProfileCache
 
 	scopeMu sync.Mutex
 	scopes  map[string]*frontier.Scope
@@ -95,6 +96,7 @@ func New(cfg Config, deps Deps) *Crawler {
 		cfg: cfg, deps: deps, log: log,
 		frontier: &frontier.Frontier{Tx: deps.Tx, Queue: deps.Queue, Group: deps.Group},
 		cancels:  frontier.NewCancelCache(deps.Profiles),
+		profs:    frontier.NewProfileCache(deps.Profiles),
 		scopes:   map[string]*frontier.Scope{},
 	}
 }
@@ -127,12 +129,24 @@ func (c *Crawler) handle(ctx context.Context, d queue.Delivery) {
 		c.deadLetter(ctx, d, fmt.Sprintf("invalid crawler contract: v=%d crawl_id=%q pages=%d", k.V, k.CrawlID, len(k.Pages)))
 		return
 	}
-	scope, err := c.scope(k.CrawlID, k.Profile)
+	p, err := c.profs.Resolve(ctx, k.CrawlID, k.Profile)
+	if errors.Is(err, profiles.ErrNotFound) {
+		c.deadLetter(ctx, d, "crawler contract of unknown crawl "+k.CrawlID)
+		return
+	}
+	if err != nil {
+		c.log.Warn("resolve profile", "crawl_id", k.CrawlID, "err", err)
+		if err := d.Retry(ctx, retryDelay(d.Attempt())); err != nil && ctx.Err() == nil {
+			c.log.Error("retry crawler contract", "crawl_id", k.CrawlID, "err", err)
+		}
+		return
+	}
+	scope, err := c.scope(k.CrawlID, *p)
 	if err != nil {
 		c.deadLetter(ctx, d, "invalid profile in crawler contract: "+err.Error())
 		return
 	}
-	if err := c.Process(ctx, k, scope); err != nil {
+	if err := c.Process(ctx, k, *p, scope); err != nil {
 		if ctx.Err() != nil {
 			return // shutting down: the delivery goes back to the queue
 		}
@@ -184,7 +198,7 @@ type parsed struct {
 // Process runs the seed 004 loop for the pages of k. It is idempotent: pages
 // not in to-be-parsed are skipped (or, with k.Reindex, only pages in
 // to-be-indexed are parsed again and their documents republished).
-func (c *Crawler) Process(ctx context.Context, k contracts.CrawlerContract, scope *frontier.Scope) error {
+func (c *Crawler) Process(ctx context.Context, k contracts.CrawlerContract, profile contracts.Profile, scope *frontier.Scope) error {
 	keys := make([]string, len(k.Pages))
 	for i, p := range k.Pages {
 		keys[i] = txindex.Key(k.CrawlID, p.URL)
@@ -239,7 +253,7 @@ func (c *Crawler) Process(ctx context.Context, k contracts.CrawlerContract, scop
 	for _, p := range pages {
 		cands = append(cands, p.links...)
 	}
-	if _, err := c.frontier.Enqueue(ctx, k.CrawlID, k.Profile, cands); err != nil {
+	if _, err := c.frontier.Enqueue(ctx, k.CrawlID, profile, cands); err != nil {
 		return fmt.Errorf("enqueue links: %w", err)
 	}
 	ts := make([]txindex.Transition, len(pages))

@@ -270,6 +270,10 @@ func (f *Frontier) Publish(ctx context.Context, crawlID string, p contracts.Prof
 
 // LoaderMessages builds loader contract messages for records of one crawl.
 func LoaderMessages(crawlID string, p contracts.Profile, recs []txindex.Record) ([]queue.Message, error) {
+	if len(recs) == 0 {
+		return nil, nil
+	}
+	inline := contracts.InlineProfile(p)
 	var order []string
 	byGroup := map[string][]contracts.LoaderURL{}
 	for _, r := range recs {
@@ -283,7 +287,7 @@ func LoaderMessages(crawlID string, p contracts.Profile, recs []txindex.Record) 
 		urls := byGroup[g]
 		for len(urls) > 0 {
 			n := min(len(urls), MaxURLsPerContract)
-			body, err := json.Marshal(contracts.LoaderContract{V: contracts.Version, CrawlID: crawlID, Profile: p, Group: g, URLs: urls[:n]})
+			body, err := json.Marshal(contracts.LoaderContract{V: contracts.Version, CrawlID: crawlID, Profile: inline, Group: g, URLs: urls[:n]})
 			if err != nil {
 				return nil, fmt.Errorf("encode loader contract: %w", err)
 			}

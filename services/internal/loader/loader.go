@@ -102,6 +102,7 @@ type Loader struct {
 	robots  *robots.Cache
 	sched   *hostSched
 	cancels *frontier.CancelCache
+	profs   *frontier.ProfileCache
 
 	segMu   sync.Mutex
 	seg     *warc.Segment
@@ -149,6 +150,7 @@ func New(cfg Config, deps Deps) (*Loader, error) {
 		},
 		sched:   newHostSched(time.Now),
 		cancels: frontier.NewCancelCache(deps.Profiles),
+		profs:   frontier.NewProfileCache(deps.Profiles),
 		seg:     warc.NewSegment(cfg.Gzip),
 		flushCh: make(chan struct{}, 1),
 	}
@@ -227,6 +229,7 @@ type task struct {
 	dl        *delivery
 	crawlID   string
 	profile   *contracts.Profile
+	inline    *contracts.Profile // as carried by the contract, forwarded as is
 	group     string
 	url       string
 	depth     int
@@ -245,11 +248,22 @@ func (l *Loader) accept(ctx context.Context, d queue.Delivery) {
 		l.deadLetter(ctx, d, fmt.Sprintf("invalid loader contract: v=%d crawl_id=%q chg=%q urls=%d", c.V, c.CrawlID, c.Group, len(c.URLs)))
 		return
 	}
+	p, err := l.profs.Resolve(ctx, c.CrawlID, c.Profile)
+	if errors.Is(err, profiles.ErrNotFound) {
+		l.deadLetter(ctx, d, "loader contract of unknown crawl "+c.CrawlID)
+		return
+	}
+	if err != nil {
+		l.log.Warn("resolve profile", "crawl_id", c.CrawlID, "err", err)
+		if err := d.Retry(ctx, retryDelay(d.Attempt())); err != nil && ctx.Err() == nil {
+			l.log.Error("retry loader contract", "crawl_id", c.CrawlID, "err", err)
+		}
+		return
+	}
 	dl := &delivery{d: d}
 	dl.remaining.Store(int32(len(c.URLs)))
-	p := c.Profile
 	for _, u := range c.URLs {
-		t := &task{dl: dl, crawlID: c.CrawlID, profile: &p, group: c.Group, url: u.URL, depth: u.Depth, hops: u.Hops}
+		t := &task{dl: dl, crawlID: c.CrawlID, profile: p, inline: c.Profile, group: c.Group, url: u.URL, depth: u.Depth, hops: u.Hops}
 		select {
 		case l.sched.add <- t:
 		case <-ctx.Done():
@@ -514,15 +528,15 @@ func (l *Loader) record(ctx context.Context, pending []*result) error {
 		return fmt.Errorf("record fetch outcomes: %w", err)
 	}
 	type batch struct {
-		profile *contracts.Profile
-		pages   []contracts.CrawlerPage
+		inline *contracts.Profile
+		pages  []contracts.CrawlerPage
 	}
 	byCrawl := map[string]*batch{}
 	var order []string
 	add := func(r *result, p contracts.CrawlerPage) {
 		b := byCrawl[r.t.crawlID]
 		if b == nil {
-			b = &batch{profile: r.t.profile}
+			b = &batch{inline: r.t.inline}
 			byCrawl[r.t.crawlID] = b
 			order = append(order, r.t.crawlID)
 		}
@@ -543,7 +557,7 @@ func (l *Loader) record(ctx context.Context, pending []*result) error {
 		b := byCrawl[id]
 		for pages := b.pages; len(pages) > 0; {
 			n := min(len(pages), 100)
-			body, err := json.Marshal(contracts.CrawlerContract{V: contracts.Version, CrawlID: id, Profile: *b.profile, Pages: pages[:n]})
+			body, err := json.Marshal(contracts.CrawlerContract{V: contracts.Version, CrawlID: id, Profile: b.inline, Pages: pages[:n]})
 			if err != nil {
 				return fmt.Errorf("encode crawler contract: %w", err)
 			}
@@ -558,4 +572,8 @@ func (l *Loader) record(ctx context.Context, pending []*result) error {
 		return fmt.Errorf("publish crawler contracts: %w", err)
 	}
 	return nil
+}
+
+func retryDelay(attempt int) time.Duration {
+	return min(time.Duration(attempt)*2*time.Second, 30*time.Second)
 }

@@ -117,7 +117,7 @@ func (m *MCP) republish(ctx context.Context, crawlID string, p contracts.Profile
 	}{{parse, false}, {reindex, true}} {
 		for pages := b.pages; len(pages) > 0; {
 			n := min(len(pages), 100)
-			body, err := json.Marshal(contracts.CrawlerContract{V: contracts.Version, CrawlID: crawlID, Profile: p, Pages: pages[:n], Reindex: b.reindex})
+			body, err := json.Marshal(contracts.CrawlerContract{V: contracts.Version, CrawlID: crawlID, Profile: contracts.InlineProfile(p), Pages: pages[:n], Reindex: b.reindex})
 			if err != nil {
 				return fmt.Errorf("encode crawler contract: %w", err)
 			}
