@@ -12,7 +12,7 @@ import (
 // BenchmarkCrawlWeb crawls a simulated web of 200 hosts in-process on the
 // embedded grid; one op is one whole crawl. It reports pages/s.
 func BenchmarkCrawlWeb(b *testing.B) {
-	web := websim.NewWeb(websim.WebConfig{Hosts: 200, PagesPerHost: 20, LinksPerPage: 8, CrossHostLinks: 2, Seed: 1})
+	web := websim.NewWeb(websim.WebConfig{Hosts: 1000, PagesPerHost: 20, LinksPerPage: 8, CrossHostLinks: 2, Seed: 1})
 	if err := web.Start(); err != nil {
 		b.Fatal(err)
 	}

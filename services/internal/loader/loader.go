@@ -39,7 +39,7 @@ import (
 type Config struct {
 	ID            string        `env:"GRIDCRAWL_LOADER_ID"`
 	Workers       int           `env:"GRIDCRAWL_LOADER_WORKERS" envDefault:"32"`
-	Prefetch      int           `env:"GRIDCRAWL_LOADER_PREFETCH" envDefault:"256"`
+	Prefetch      int           `env:"GRIDCRAWL_LOADER_PREFETCH" envDefault:"2048"`
 	MaxBodyBytes  int64         `env:"GRIDCRAWL_MAX_BODY_BYTES" envDefault:"8388608"`
 	FetchTimeout  time.Duration `env:"GRIDCRAWL_FETCH_TIMEOUT" envDefault:"30s"`
 	FetchAttempts int           `env:"GRIDCRAWL_FETCH_ATTEMPTS" envDefault:"3"`
