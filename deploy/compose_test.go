@@ -1,0 +1,1307 @@
+package deploy_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"maps"
+	"os"
+	"os/exec"
+	"path"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// The compose file and what it must contain.
+const composePath = "docker-compose.yml"
+
+var (
+	// requiredServices are the services the grid needs.
+	requiredServices = []string{"rabbitmq", "elasticsearch", "minio", "mcp", "loader", "crawler"}
+	// goServices are the gridcrawl binaries compose runs, by service name.
+	goServices = []string{"mcp", "loader", "crawler"}
+	// scalable services run as many replicas.
+	scalable = []string{"loader", "crawler"}
+	// backendVars must be set for every gridcrawl service: without them a
+	// service falls back to embedded backends of its own container.
+	backendVars = []string{
+		"GRIDCRAWL_AMQP_URL", "GRIDCRAWL_ES_URL", "GRIDCRAWL_S3_ENDPOINT",
+		"GRIDCRAWL_S3_ACCESS_KEY", "GRIDCRAWL_S3_SECRET_KEY", "GRIDCRAWL_S3_BUCKET",
+	}
+	// healthProbes are what each backend's health check must ask.
+	healthProbes = map[string][]string{
+		"rabbitmq":      {"rabbitmq-diagnostics", "ping"},
+		"elasticsearch": {"_cluster/health"},
+		"minio":         {"/minio/health/live"},
+		"mcp":           {"/healthz"},
+	}
+)
+
+// project is the part of a compose file the checks read, normalized from
+// the file's several accepted syntaxes.
+type project struct {
+	services map[string]*service
+	// volumes are the declared named volumes.
+	volumes map[string]bool
+	// extensions are the other top-level keys.
+	extensions []string
+}
+
+type service struct {
+	image         string
+	build         *build
+	command       []string
+	containerName string
+	env           map[string]string
+	ports         []portMapping
+	volumes       []mount
+	dependsOn     map[string]string // service → condition
+	healthcheck   []string          // the test, without CMD / CMD-SHELL
+}
+
+type build struct{ context, dockerfile, target string }
+
+type portMapping struct{ host, container string }
+
+type mount struct {
+	source, target string
+	bind           bool
+}
+
+// rawCompose is the file as written; decoding rejects keys it does not
+// know, so a misspelled key fails the test instead of being ignored.
+type rawCompose struct {
+	Name     string                 `yaml:"name"`
+	Services map[string]*rawService `yaml:"services"`
+	Volumes  map[string]any         `yaml:"volumes"`
+	Other    map[string]any         `yaml:",inline"`
+}
+
+type rawService struct {
+	Image           string            `yaml:"image"`
+	Build           yaml.Node         `yaml:"build"`
+	Command         yaml.Node         `yaml:"command"`
+	Hostname        string            `yaml:"hostname"`
+	ContainerName   string            `yaml:"container_name"`
+	Restart         string            `yaml:"restart"`
+	StopGracePeriod string            `yaml:"stop_grace_period"`
+	Environment     yaml.Node         `yaml:"environment"`
+	Ports           []yaml.Node       `yaml:"ports"`
+	Volumes         []yaml.Node       `yaml:"volumes"`
+	DependsOn       yaml.Node         `yaml:"depends_on"`
+	Healthcheck     *rawHealthcheck   `yaml:"healthcheck"`
+	Ulimits         map[string]any    `yaml:"ulimits"`
+	Labels          map[string]string `yaml:"labels"`
+}
+
+type rawHealthcheck struct {
+	Test        yaml.Node `yaml:"test"`
+	Interval    string    `yaml:"interval"`
+	Timeout     string    `yaml:"timeout"`
+	Retries     int       `yaml:"retries"`
+	StartPeriod string    `yaml:"start_period"`
+	Disable     bool      `yaml:"disable"`
+}
+
+// parseCompose reads a compose file.
+func parseCompose(b []byte) (*project, error) {
+	var raw rawCompose
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&raw); err != nil {
+		return nil, fmt.Errorf("decode compose file: %w", err)
+	}
+	p := &project{services: map[string]*service{}, volumes: map[string]bool{}}
+	for name := range raw.Volumes {
+		p.volumes[name] = true
+	}
+	p.extensions = slices.Sorted(maps.Keys(raw.Other))
+	for name, rs := range raw.Services {
+		s, err := normalize(rs)
+		if err != nil {
+			return nil, fmt.Errorf("service %s: %w", name, err)
+		}
+		p.services[name] = s
+	}
+	return p, nil
+}
+
+// deref returns the node an alias stands for.
+func deref(n yaml.Node) yaml.Node {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = *n.Alias
+	}
+	return n
+}
+
+func normalize(rs *rawService) (*service, error) {
+	rs.Build, rs.Command, rs.Environment, rs.DependsOn = deref(rs.Build), deref(rs.Command), deref(rs.Environment), deref(rs.DependsOn)
+	for i := range rs.Ports {
+		rs.Ports[i] = deref(rs.Ports[i])
+	}
+	for i := range rs.Volumes {
+		rs.Volumes[i] = deref(rs.Volumes[i])
+	}
+	if rs.Healthcheck != nil {
+		rs.Healthcheck.Test = deref(rs.Healthcheck.Test)
+	}
+	s := &service{image: rs.Image, containerName: rs.ContainerName, env: map[string]string{}, dependsOn: map[string]string{}}
+	if rs.Build.Kind != 0 {
+		b := &build{dockerfile: "Dockerfile"}
+		switch rs.Build.Kind {
+		case yaml.ScalarNode:
+			b.context = rs.Build.Value
+		case yaml.MappingNode:
+			var m struct {
+				Context    string            `yaml:"context"`
+				Dockerfile string            `yaml:"dockerfile"`
+				Target     string            `yaml:"target"`
+				Args       map[string]string `yaml:"args"`
+			}
+			if err := rs.Build.Decode(&m); err != nil {
+				return nil, fmt.Errorf("build: %w", err)
+			}
+			b.context, b.target = m.Context, m.Target
+			if m.Dockerfile != "" {
+				b.dockerfile = m.Dockerfile
+			}
+		default:
+			return nil, errors.New("build: neither a path nor a mapping")
+		}
+		s.build = b
+	}
+	var err error
+	if s.command, err = stringOrList(rs.Command); err != nil {
+		return nil, fmt.Errorf("command: %w", err)
+	}
+	switch rs.Environment.Kind {
+	case 0:
+	case yaml.MappingNode:
+		// Decoding resolves merge keys (<<: *anchor).
+		var m map[string]any
+		if err := rs.Environment.Decode(&m); err != nil {
+			return nil, fmt.Errorf("environment: %w", err)
+		}
+		for k, v := range m {
+			if v != nil {
+				s.env[k] = fmt.Sprint(v)
+			} else {
+				s.env[k] = ""
+			}
+		}
+	case yaml.SequenceNode:
+		var l []string
+		if err := rs.Environment.Decode(&l); err != nil {
+			return nil, fmt.Errorf("environment: %w", err)
+		}
+		for _, kv := range l {
+			k, v, _ := strings.Cut(kv, "=")
+			s.env[k] = v
+		}
+	default:
+		return nil, errors.New("environment: neither a mapping nor a list")
+	}
+	for _, n := range rs.Ports {
+		pm, err := parsePort(n)
+		if err != nil {
+			return nil, err
+		}
+		s.ports = append(s.ports, pm)
+	}
+	for _, n := range rs.Volumes {
+		m, err := parseMount(n)
+		if err != nil {
+			return nil, err
+		}
+		s.volumes = append(s.volumes, m)
+	}
+	switch rs.DependsOn.Kind {
+	case 0:
+	case yaml.SequenceNode:
+		var l []string
+		if err := rs.DependsOn.Decode(&l); err != nil {
+			return nil, fmt.Errorf("depends_on: %w", err)
+		}
+		for _, d := range l {
+			s.dependsOn[d] = "service_started"
+		}
+	case yaml.MappingNode:
+		var m map[string]struct {
+			Condition string `yaml:"condition"`
+			Restart   bool   `yaml:"restart"`
+			Required  *bool  `yaml:"required"`
+		}
+		if err := rs.DependsOn.Decode(&m); err != nil {
+			return nil, fmt.Errorf("depends_on: %w", err)
+		}
+		for d, c := range m {
+			s.dependsOn[d] = orDefault(c.Condition, "service_started")
+		}
+	default:
+		return nil, errors.New("depends_on: neither a list nor a mapping")
+	}
+	if h := rs.Healthcheck; h != nil && !h.Disable {
+		test, err := stringOrList(h.Test)
+		if err != nil {
+			return nil, fmt.Errorf("healthcheck: %w", err)
+		}
+		switch {
+		case len(test) == 0, test[0] == "NONE":
+		case test[0] == "CMD", test[0] == "CMD-SHELL":
+			s.healthcheck = test[1:]
+		case h.Test.Kind == yaml.ScalarNode:
+			s.healthcheck = test // a string is a CMD-SHELL command
+		default:
+			return nil, fmt.Errorf("healthcheck test %q: want CMD, CMD-SHELL or NONE first", test)
+		}
+	}
+	return s, nil
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func stringOrList(n yaml.Node) ([]string, error) {
+	switch n.Kind {
+	case 0:
+		return nil, nil
+	case yaml.ScalarNode:
+		return []string{n.Value}, nil
+	case yaml.SequenceNode:
+		var l []string
+		err := n.Decode(&l)
+		return l, err
+	}
+	return nil, errors.New("neither a string nor a list")
+}
+
+// parsePort reads [[host_ip:]host:]container[/protocol], or the long syntax.
+func parsePort(n yaml.Node) (portMapping, error) {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		v, _, _ := strings.Cut(n.Value, "/")
+		// The container port follows the last colon; the host part may hold
+		// an interpolation with colons of its own (${PORT:-8080}).
+		if i := strings.LastIndexByte(v, ':'); i >= 0 {
+			host := v[:i]
+			// Drop a host IP: what follows its last colon outside ${...}.
+			if j := strings.LastIndexByte(host, ':'); j >= 0 && !strings.Contains(host[j:], "}") {
+				host = host[j+1:]
+			}
+			return portMapping{host: host, container: v[i+1:]}, nil
+		}
+		return portMapping{container: v}, nil
+	case yaml.MappingNode:
+		var m struct {
+			Target    any    `yaml:"target"`
+			Published any    `yaml:"published"`
+			HostIP    string `yaml:"host_ip"`
+			Protocol  string `yaml:"protocol"`
+			Mode      string `yaml:"mode"`
+		}
+		if err := n.Decode(&m); err != nil {
+			return portMapping{}, fmt.Errorf("ports: %w", err)
+		}
+		pm := portMapping{container: fmt.Sprint(m.Target)}
+		if m.Published != nil {
+			pm.host = fmt.Sprint(m.Published)
+		}
+		return pm, nil
+	}
+	return portMapping{}, errors.New("ports: entry neither a string nor a mapping")
+}
+
+// parseMount reads source:target[:mode], or the long syntax.
+func parseMount(n yaml.Node) (mount, error) {
+	isBind := func(src string) bool {
+		return strings.HasPrefix(src, ".") || strings.HasPrefix(src, "/") || strings.HasPrefix(src, "~")
+	}
+	switch n.Kind {
+	case yaml.ScalarNode:
+		parts := strings.Split(n.Value, ":")
+		if len(parts) == 1 {
+			return mount{target: parts[0]}, nil // anonymous volume
+		}
+		return mount{source: parts[0], target: parts[1], bind: isBind(parts[0])}, nil
+	case yaml.MappingNode:
+		var m struct {
+			Type     string `yaml:"type"`
+			Source   string `yaml:"source"`
+			Target   string `yaml:"target"`
+			ReadOnly bool   `yaml:"read_only"`
+		}
+		if err := n.Decode(&m); err != nil {
+			return mount{}, fmt.Errorf("volumes: %w", err)
+		}
+		return mount{source: m.Source, target: m.Target, bind: m.Type == "bind"}, nil
+	}
+	return mount{}, errors.New("volumes: entry neither a string nor a mapping")
+}
+
+// dockerfile is the part of a Dockerfile the checks read.
+type dockerfile struct {
+	args   map[string]string // global ARG defaults
+	stages map[string]*stage
+}
+
+type stage struct {
+	from       string
+	env        map[string]string
+	copies     []copyFrom
+	entrypoint []string
+	goBuilds   []goBuild
+	goInstalls []string // module@version
+}
+
+type copyFrom struct{ stage, src string }
+
+type goBuild struct {
+	out  string
+	pkgs []string
+}
+
+// dockerLines returns the instructions of a Dockerfile, continuation lines
+// joined and comments dropped.
+func dockerLines(b []byte) []string {
+	var out []string
+	var cur strings.Builder
+	for line := range strings.SplitSeq(string(b), "\n") {
+		t := strings.TrimSpace(line)
+		if strings.HasPrefix(t, "#") || (t == "" && cur.Len() == 0) {
+			continue
+		}
+		if s, ok := strings.CutSuffix(t, `\`); ok {
+			cur.WriteString(s + " ")
+			continue
+		}
+		cur.WriteString(t)
+		if s := strings.TrimSpace(cur.String()); s != "" {
+			out = append(out, s)
+		}
+		cur.Reset()
+	}
+	return out
+}
+
+func parseDockerfile(b []byte) (*dockerfile, error) {
+	d := &dockerfile{args: map[string]string{}, stages: map[string]*stage{}}
+	var cur *stage
+	n := 0
+	for _, line := range dockerLines(b) {
+		f := strings.Fields(line)
+		switch instr := strings.ToUpper(f[0]); {
+		case instr == "ARG" && cur == nil:
+			for _, a := range f[1:] {
+				k, v, _ := strings.Cut(a, "=")
+				d.args[k] = v
+			}
+		case instr == "FROM":
+			args := slices.DeleteFunc(f[1:], func(s string) bool { return strings.HasPrefix(s, "--") })
+			cur = &stage{from: args[0], env: map[string]string{}}
+			name := strconv.Itoa(n)
+			if len(args) == 3 && strings.EqualFold(args[1], "AS") {
+				name = args[2]
+			}
+			if _, dup := d.stages[name]; dup {
+				return nil, fmt.Errorf("stage %q defined twice", name)
+			}
+			d.stages[name] = cur
+			n++
+		case cur == nil:
+			continue
+		case instr == "ENV":
+			for _, a := range f[1:] {
+				k, v, ok := strings.Cut(a, "=")
+				if !ok {
+					return nil, fmt.Errorf("ENV %q: use the KEY=value form", line)
+				}
+				cur.env[k] = v
+			}
+		case instr == "COPY":
+			var from string
+			var rest []string
+			for _, a := range f[1:] {
+				if v, ok := strings.CutPrefix(a, "--from="); ok {
+					from = v
+				} else if !strings.HasPrefix(a, "--") {
+					rest = append(rest, a)
+				}
+			}
+			if from != "" {
+				for _, src := range rest[:len(rest)-1] {
+					cur.copies = append(cur.copies, copyFrom{stage: from, src: src})
+				}
+			}
+		case instr == "ENTRYPOINT":
+			var ep []string
+			if err := json.Unmarshal([]byte(strings.TrimSpace(line[len(f[0]):])), &ep); err != nil {
+				return nil, fmt.Errorf("ENTRYPOINT must be an exec-form JSON array: %q: %w", line, err)
+			}
+			cur.entrypoint = ep
+		case instr == "RUN":
+			parseGoCommands(cur, f[1:])
+		}
+	}
+	return d, nil
+}
+
+// parseGoCommands records the go build and go install commands of a RUN.
+func parseGoCommands(st *stage, words []string) {
+	for i := 0; i+1 < len(words); i++ {
+		if words[i] != "go" || (words[i+1] != "build" && words[i+1] != "install") {
+			continue
+		}
+		install := words[i+1] == "install"
+		var gb goBuild
+		for j := i + 2; j < len(words); j++ {
+			w := words[j]
+			if w == "&&" || w == ";" || w == "||" {
+				break
+			}
+			switch {
+			case w == "-o" && j+1 < len(words):
+				gb.out = words[j+1]
+				j++
+			case install && strings.Contains(w, "@") && !strings.HasPrefix(w, "-"):
+				st.goInstalls = append(st.goInstalls, w)
+			case strings.HasPrefix(w, "./"):
+				gb.pkgs = append(gb.pkgs, w)
+			}
+		}
+		if !install {
+			st.goBuilds = append(st.goBuilds, gb)
+		}
+	}
+}
+
+// codeVars returns the GRIDCRAWL_* variables the code reads: the env tags
+// of struct fields in the non-test Go files under services/ and pkg/, each
+// with the file that reads it.
+func codeVars(fsys fs.FS) (map[string]string, error) {
+	vars := map[string]string{}
+	var problems []error
+	for _, root := range []string{"services", "pkg"} {
+		err := fs.WalkDir(fsys, root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) {
+				return fs.SkipDir
+			}
+			if d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+				return nil
+			}
+			src, err := fs.ReadFile(fsys, p)
+			if err != nil {
+				return err
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), p, src, parser.SkipObjectResolution)
+			if err != nil {
+				return err
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				field, ok := n.(*ast.Field)
+				if !ok || field.Tag == nil {
+					return true
+				}
+				tag, err := strconv.Unquote(field.Tag.Value)
+				if err != nil {
+					return true
+				}
+				st := reflect.StructTag(tag)
+				if prefix, ok := st.Lookup("envPrefix"); ok {
+					// Names under a prefix are not spelled out in any tag.
+					problems = append(problems, fmt.Errorf("%s: envPrefix %q: this check does not compose prefixed names; extend codeVars", p, prefix))
+				}
+				name, _, _ := strings.Cut(st.Get("env"), ",")
+				if strings.HasPrefix(name, "GRIDCRAWL_") {
+					vars[name] = p
+				}
+				return true
+			})
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return vars, errors.Join(problems...)
+}
+
+// checker checks a project against the repository in fsys.
+type checker struct {
+	fsys     fs.FS
+	vars     map[string]string
+	checked  map[string]bool // Dockerfiles
+	problems []string
+}
+
+func (c *checker) errorf(format string, args ...any) {
+	c.problems = append(c.problems, fmt.Sprintf(format, args...))
+}
+
+// check returns every way p disagrees with the code in fsys.
+func check(p *project, fsys fs.FS) []string {
+	vars, err := codeVars(fsys)
+	c := &checker{fsys: fsys, vars: vars, checked: map[string]bool{}}
+	if err != nil {
+		c.errorf("collect the variables the code reads: %v", err)
+	}
+	for _, x := range p.extensions {
+		if !strings.HasPrefix(x, "x-") {
+			c.errorf("top-level key %q: compose knows name, services, volumes, networks, configs, secrets and x-* extensions", x)
+		}
+	}
+	for _, name := range requiredServices {
+		if p.services[name] == nil {
+			c.errorf("service %s is missing", name)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.services)) {
+		s := p.services[name]
+		c.checkImage(name, s)
+		c.checkEnv(name, s)
+		c.checkDependencies(p, name, s)
+		c.checkVolumes(p, name, s)
+		for _, probe := range healthProbes[name] {
+			if !strings.Contains(strings.Join(s.healthcheck, " "), probe) {
+				c.errorf("service %s: its healthcheck %q does not probe %q", name, s.healthcheck, probe)
+			}
+		}
+	}
+	for _, name := range goServices {
+		if s := p.services[name]; s != nil {
+			c.checkBackends(p, name, s)
+		}
+	}
+	for _, name := range scalable {
+		s := p.services[name]
+		if s == nil {
+			continue
+		}
+		if s.containerName != "" {
+			c.errorf("service %s: container_name %q prevents docker compose up --scale %s=N", name, s.containerName, name)
+		}
+		for _, pm := range s.ports {
+			if pm.host != "" {
+				c.errorf("service %s: host port %s prevents more than one replica", name, pm.host)
+			}
+		}
+	}
+	if s := p.services["mcp"]; s != nil {
+		c.checkMCP(s)
+	}
+	c.checkBackendSettings(p)
+	for v := range p.volumes {
+		used := false
+		for _, s := range p.services {
+			used = used || slices.ContainsFunc(s.volumes, func(m mount) bool { return !m.bind && m.source == v })
+		}
+		if !used {
+			c.errorf("volume %s is declared but no service mounts it", v)
+		}
+	}
+	return c.problems
+}
+
+// checkImage checks a service's image or build, and for a build, that its
+// Dockerfile target runs a binary the Dockerfile builds from a main package
+// of this repository (or installs at the pinned version).
+func (c *checker) checkImage(name string, s *service) {
+	switch {
+	case s.build == nil && s.image == "":
+		c.errorf("service %s has neither image nor build", name)
+		return
+	case s.build == nil:
+		if slices.Contains(goServices, name) {
+			c.errorf("service %s: a gridcrawl service must be built from deploy/Dockerfile, not image %q", name, s.image)
+		}
+		return
+	}
+	b := s.build
+	ctx := path.Clean(b.context)
+	if fi, err := fs.Stat(c.fsys, ctx); err != nil || !fi.IsDir() {
+		c.errorf("service %s: build context %q is not a directory of the repository", name, b.context)
+		return
+	}
+	dfPath := path.Join(ctx, b.dockerfile)
+	src, err := fs.ReadFile(c.fsys, dfPath)
+	if err != nil {
+		c.errorf("service %s: dockerfile %q: %v", name, dfPath, err)
+		return
+	}
+	df, err := parseDockerfile(src)
+	if err != nil {
+		c.errorf("%s: %v", dfPath, err)
+		return
+	}
+	c.checkDockerfile(dfPath, ctx, df)
+	if b.target == "" {
+		c.errorf("service %s: build of %s names no target; it would build the last stage", name, dfPath)
+		return
+	}
+	st := df.stages[b.target]
+	if st == nil {
+		c.errorf("service %s: %s has no stage %q", name, dfPath, b.target)
+		return
+	}
+	if len(st.entrypoint) == 0 {
+		c.errorf("service %s: stage %q of %s has no ENTRYPOINT", name, b.target, dfPath)
+		return
+	}
+	bin := path.Base(st.entrypoint[0])
+	i := slices.IndexFunc(st.copies, func(cp copyFrom) bool { return path.Base(cp.src) == bin })
+	if i < 0 {
+		c.errorf("service %s: stage %q runs %s but copies no such binary from a build stage", name, b.target, st.entrypoint[0])
+		return
+	}
+	from := df.stages[st.copies[i].stage]
+	if from == nil {
+		c.errorf("service %s: stage %q copies %s from unknown stage %q", name, b.target, bin, st.copies[i].stage)
+		return
+	}
+	var built string // where the binary comes from
+	for _, gb := range from.goBuilds {
+		for _, pkg := range gb.pkgs {
+			if path.Base(pkg) == bin && path.Dir(st.copies[i].src) == path.Clean(gb.out) {
+				built = path.Clean(pkg)
+			}
+		}
+	}
+	for _, mv := range from.goInstalls {
+		mod, _, _ := strings.Cut(mv, "@")
+		if path.Base(mod) == bin {
+			built = mv
+		}
+	}
+	switch {
+	case built == "":
+		c.errorf("service %s: stage %q runs %s, which stage %q neither builds nor installs", name, b.target, bin, st.copies[i].stage)
+	case slices.Contains(goServices, name) && built != "services/"+name:
+		c.errorf("service %s: runs the binary of %s, want services/%s", name, built, name)
+	}
+}
+
+// checkDockerfile checks what a Dockerfile builds, once per file.
+func (c *checker) checkDockerfile(dfPath, ctx string, df *dockerfile) {
+	if c.checked[dfPath] {
+		return
+	}
+	c.checked[dfPath] = true
+	var built []string
+	for sn, st := range df.stages {
+		for k := range st.env {
+			if strings.HasPrefix(k, "GRIDCRAWL_") && c.vars[k] == "" {
+				c.errorf("%s: stage %s sets %s, which no code reads", dfPath, sn, k)
+			}
+		}
+		for _, gb := range st.goBuilds {
+			if len(gb.pkgs) == 0 {
+				c.errorf("%s: stage %s: go build names no ./package", dfPath, sn)
+			}
+			for _, pkg := range gb.pkgs {
+				dir := path.Join(ctx, pkg)
+				if !c.isMainPackage(dir) {
+					c.errorf("%s: go build %s: %s is not a directory with package main", dfPath, pkg, dir)
+				}
+				built = append(built, path.Clean(dir))
+			}
+		}
+		for _, mv := range st.goInstalls {
+			c.checkPinned(dfPath, mv)
+		}
+	}
+	// Every gridcrawl binary is built.
+	entries, _ := fs.ReadDir(c.fsys, path.Join(ctx, "services"))
+	for _, e := range entries {
+		dir := path.Join(ctx, "services", e.Name())
+		if e.IsDir() && c.isMainPackage(dir) && !slices.Contains(built, dir) {
+			c.errorf("%s does not build the main package %s", dfPath, dir)
+		}
+	}
+	if v, ok := df.args["GO_VERSION"]; ok {
+		gomod, err := fs.ReadFile(c.fsys, path.Join(ctx, "go.mod"))
+		m := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindSubmatch(gomod)
+		switch {
+		case err != nil || m == nil:
+			c.errorf("read the go directive of go.mod: %v", err)
+		case v != string(m[1]):
+			c.errorf("%s: ARG GO_VERSION=%s, but go.mod wants go %s", dfPath, v, m[1])
+		}
+	}
+}
+
+// checkPinned checks that a go install of MinIO uses the version the local
+// scripts pin, so production runs what the tests ran against.
+func (c *checker) checkPinned(dfPath, mv string) {
+	mod, version, _ := strings.Cut(mv, "@")
+	if mod != "github.com/minio/minio" {
+		return
+	}
+	script, err := fs.ReadFile(c.fsys, "scripts/services/minio.sh")
+	if err != nil {
+		c.errorf("read the MinIO version pinned by scripts/services/minio.sh: %v", err)
+		return
+	}
+	pinned := "nothing"
+	if m := regexp.MustCompile(`(?m)^MINIO_VERSION=(\S+)`).FindSubmatch(script); m != nil {
+		pinned = string(m[1])
+	}
+	if pinned != version {
+		c.errorf("%s installs minio@%s, scripts/services/minio.sh pins %s", dfPath, version, pinned)
+	}
+}
+
+// isMainPackage reports whether dir holds non-test Go files of package main.
+func (c *checker) isMainPackage(dir string) bool {
+	entries, err := fs.ReadDir(c.fsys, dir)
+	if err != nil {
+		return false
+	}
+	found := false
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+			continue
+		}
+		src, err := fs.ReadFile(c.fsys, path.Join(dir, e.Name()))
+		if err != nil {
+			return false
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), e.Name(), src, parser.PackageClauseOnly)
+		if err != nil || f.Name.Name != "main" {
+			return false
+		}
+		found = true
+	}
+	return found
+}
+
+// checkEnv checks the variables a service sets.
+func (c *checker) checkEnv(name string, s *service) {
+	gridcrawl := slices.Contains(goServices, name)
+	for _, k := range slices.Sorted(maps.Keys(s.env)) {
+		switch {
+		case strings.HasPrefix(k, "GRIDCRAWL_"):
+			if c.vars[k] == "" {
+				c.errorf("service %s sets %s, which no code under services/ or pkg/ reads", name, k)
+			}
+		case gridcrawl:
+			c.errorf("service %s sets %s: gridcrawl services read only GRIDCRAWL_* variables", name, k)
+		}
+	}
+	if gridcrawl {
+		for _, k := range backendVars {
+			if _, ok := s.env[k]; !ok {
+				c.errorf("service %s does not set %s: it would fall back to an embedded backend in its own container", name, k)
+			}
+		}
+	}
+}
+
+func (c *checker) checkDependencies(p *project, name string, s *service) {
+	for _, d := range slices.Sorted(maps.Keys(s.dependsOn)) {
+		t := p.services[d]
+		switch {
+		case t == nil:
+			c.errorf("service %s depends on %s, which is not a service", name, d)
+		case s.dependsOn[d] != "service_healthy":
+			c.errorf("service %s depends on %s with condition %s, want service_healthy", name, d, s.dependsOn[d])
+		case len(t.healthcheck) == 0:
+			c.errorf("service %s waits for %s to be healthy, but %s has no healthcheck", name, d, d)
+		}
+	}
+}
+
+func (c *checker) checkVolumes(p *project, name string, s *service) {
+	for _, m := range s.volumes {
+		switch {
+		case m.source == "":
+			c.errorf("service %s: anonymous volume at %s does not survive docker compose down; name it", name, m.target)
+		case m.bind:
+			src := path.Clean(m.source)
+			if strings.HasPrefix(src, "/") || strings.HasPrefix(src, "~") || strings.HasPrefix(src, "..") {
+				c.errorf("service %s: bind mount %s is outside the repository", name, m.source)
+			} else if _, err := fs.Stat(c.fsys, src); err != nil {
+				c.errorf("service %s: bind mount source %s: %v", name, m.source, err)
+			}
+		case !p.volumes[m.source]:
+			c.errorf("service %s mounts volume %s, which is not declared under volumes", name, m.source)
+		}
+	}
+}
+
+// hostPort splits the host and port of an address, URL or host:port.
+func hostPort(s string) (host, port string) {
+	if _, rest, ok := strings.Cut(s, "://"); ok {
+		s = rest
+	}
+	if i := strings.LastIndexByte(s, '@'); i >= 0 {
+		s = s[i+1:]
+	}
+	s, _, _ = strings.Cut(s, "/")
+	host, port, _ = strings.Cut(s, ":")
+	return host, port
+}
+
+// checkBackends checks that a gridcrawl service's backend addresses name
+// services of the file on their usual ports, and that it waits for them.
+func (c *checker) checkBackends(p *project, name string, s *service) {
+	for _, tc := range []struct{ v, port string }{
+		{"GRIDCRAWL_AMQP_URL", "5672"},
+		{"GRIDCRAWL_ES_URL", "9200"},
+		{"GRIDCRAWL_S3_ENDPOINT", "9000"},
+	} {
+		v, ok := s.env[tc.v]
+		if !ok {
+			continue // reported by checkEnv
+		}
+		host, port := hostPort(v)
+		switch {
+		case p.services[host] == nil:
+			c.errorf("service %s: %s=%s names host %q, which is not a service", name, tc.v, v, host)
+		case port != tc.port:
+			c.errorf("service %s: %s=%s: port %q, want %s", name, tc.v, v, port, tc.port)
+		case s.dependsOn[host] == "":
+			c.errorf("service %s uses %s (%s) but does not depend on it", name, host, tc.v)
+		}
+	}
+}
+
+// checkBackendSettings checks the backends' own settings, and that the
+// credentials the gridcrawl services use are the ones the backends start
+// with.
+func (c *checker) checkBackendSettings(p *project) {
+	if es := p.services["elasticsearch"]; es != nil {
+		for k, want := range map[string]string{"discovery.type": "single-node", "xpack.security.enabled": "false"} {
+			if es.env[k] != want {
+				c.errorf("service elasticsearch: %s=%q, want %q", k, es.env[k], want)
+			}
+		}
+		if o := es.env["ES_JAVA_OPTS"]; !strings.Contains(o, "-Xms") || !strings.Contains(o, "-Xmx") {
+			c.errorf("service elasticsearch: ES_JAVA_OPTS=%q sets no heap (-Xms, -Xmx)", o)
+		}
+	}
+	if m := p.services["minio"]; m != nil && (!slices.Contains(m.command, "server") || !slices.Contains(m.command, "/data")) {
+		c.errorf("service minio: command %q, want server /data", m.command)
+	}
+	rabbit, minio := p.services["rabbitmq"], p.services["minio"]
+	for _, name := range goServices {
+		s := p.services[name]
+		if s == nil {
+			continue
+		}
+		if u, ok := s.env["GRIDCRAWL_AMQP_URL"]; ok && rabbit != nil {
+			creds := rabbit.env["RABBITMQ_DEFAULT_USER"] + ":" + rabbit.env["RABBITMQ_DEFAULT_PASS"] + "@"
+			if !strings.Contains(u, "://"+creds) {
+				c.errorf("service %s: GRIDCRAWL_AMQP_URL=%q does not use the credentials rabbitmq starts with (RABBITMQ_DEFAULT_USER, RABBITMQ_DEFAULT_PASS)", name, u)
+			}
+		}
+		if minio == nil {
+			continue
+		}
+		for k, mk := range map[string]string{"GRIDCRAWL_S3_ACCESS_KEY": "MINIO_ROOT_USER", "GRIDCRAWL_S3_SECRET_KEY": "MINIO_ROOT_PASSWORD"} {
+			if v, ok := s.env[k]; ok && v != minio.env[mk] {
+				c.errorf("service %s: %s=%q differs from minio's %s=%q", name, k, v, mk, minio.env[mk])
+			}
+		}
+	}
+}
+
+// checkMCP checks the API's address, published ports and token.
+func (c *checker) checkMCP(s *service) {
+	listen, ok := s.env["GRIDCRAWL_LISTEN"]
+	if !ok {
+		c.errorf("service mcp does not set GRIDCRAWL_LISTEN; its default listens on the container's loopback only")
+		return
+	}
+	i := strings.LastIndexByte(listen, ':')
+	if i < 0 {
+		c.errorf("service mcp: GRIDCRAWL_LISTEN=%q is not host:port", listen)
+		return
+	}
+	host, port := listen[:i], listen[i+1:]
+	if host != "" && host != "0.0.0.0" && host != "[::]" {
+		c.errorf("service mcp: GRIDCRAWL_LISTEN=%q: listen on 0.0.0.0, not on the container's %s", listen, host)
+	}
+	if len(s.ports) == 0 {
+		c.errorf("service mcp publishes no port")
+	}
+	for _, pm := range s.ports {
+		if pm.container != port {
+			c.errorf("service mcp maps container port %s, but GRIDCRAWL_LISTEN=%s listens on %s", pm.container, listen, port)
+		}
+	}
+	if hc := strings.Join(s.healthcheck, " "); !strings.Contains(hc, ":"+port+"/healthz") {
+		c.errorf("service mcp: healthcheck %q does not probe port %s", hc, port)
+	}
+	if tok := s.env["GRIDCRAWL_API_TOKEN"]; !strings.HasPrefix(tok, "${GRIDCRAWL_API_TOKEN:?") {
+		c.errorf("service mcp: GRIDCRAWL_API_TOKEN=%q, want ${GRIDCRAWL_API_TOKEN:?...} so that a missing token stops docker compose", tok)
+	}
+}
+
+// repoFS returns the repository root, the parent of this package.
+func repoFS() fs.FS { return os.DirFS("..") }
+
+func loadProject(t *testing.T, fsys fs.FS) *project {
+	t.Helper()
+	b, err := fs.ReadFile(fsys, composePath)
+	if err != nil {
+		t.Fatalf("read %s: %v", composePath, err)
+	}
+	p, err := parseCompose(b)
+	if err != nil {
+		t.Fatalf("parse %s: %v", composePath, err)
+	}
+	return p
+}
+
+// TestCompose checks docker-compose.yml and deploy/Dockerfile against the
+// code.
+func TestCompose(t *testing.T) {
+	fsys := repoFS()
+	p := loadProject(t, fsys)
+	for _, problem := range check(p, fsys) {
+		t.Error(problem)
+	}
+}
+
+// interpolated matches ${NAME...} and $NAME, but not the escaped $$.
+var interpolated = regexp.MustCompile(`(?:^|[^$])\$\{?([A-Za-z_][A-Za-z0-9_]*)`)
+
+// TestComposeInterpolation checks the host variables the compose file
+// reads: a GRIDCRAWL_* one must be a variable of the code (the same name
+// on the host and in the container), and secrets must be required.
+func TestComposeInterpolation(t *testing.T) {
+	b, err := fs.ReadFile(repoFS(), composePath)
+	if err != nil {
+		t.Fatalf("read %s: %v", composePath, err)
+	}
+	vars, err := codeVars(repoFS())
+	if err != nil {
+		t.Fatalf("codeVars: %v", err)
+	}
+	seen := map[string]bool{}
+	for _, m := range interpolated.FindAllSubmatch(b, -1) {
+		name := string(m[1])
+		seen[name] = true
+		if strings.HasPrefix(name, "GRIDCRAWL_") && vars[name] == "" {
+			t.Errorf("%s reads the host variable %s, a GRIDCRAWL_ name no code reads", composePath, name)
+		}
+	}
+	for _, secret := range []string{"GRIDCRAWL_API_TOKEN", "RABBITMQ_PASSWORD", "MINIO_ROOT_PASSWORD"} {
+		if !seen[secret] {
+			t.Errorf("%s does not read the secret %s from the host", composePath, secret)
+		}
+		if re := regexp.MustCompile(`\$\{` + secret + `(:-|-)`); re.Match(b) {
+			t.Errorf("%s gives the secret %s a default; require it with ${%s:?message}", composePath, secret, secret)
+		}
+	}
+}
+
+// overlay is fsys with some files replaced.
+type overlay struct {
+	fs.FS
+	files fstest.MapFS
+}
+
+func (o overlay) Open(name string) (fs.File, error) {
+	if _, ok := o.files[name]; ok {
+		return o.files.Open(name)
+	}
+	return o.FS.Open(name)
+}
+
+// TestCheckFindsMistakes makes one mistake at a time and expects check to
+// report it: the checks of TestCompose can fail.
+func TestCheckFindsMistakes(t *testing.T) {
+	dockerfile, err := fs.ReadFile(repoFS(), "deploy/Dockerfile")
+	if err != nil {
+		t.Fatalf("read deploy/Dockerfile: %v", err)
+	}
+	editDockerfile := func(old, new string) fs.FS {
+		if !bytes.Contains(dockerfile, []byte(old)) {
+			t.Fatalf("deploy/Dockerfile does not contain %q to replace", old)
+		}
+		b := bytes.Replace(dockerfile, []byte(old), []byte(new), 1)
+		return overlay{repoFS(), fstest.MapFS{"deploy/Dockerfile": {Data: b, ModTime: time.Now()}}}
+	}
+	tests := []struct {
+		name   string
+		edit   func(p *project)
+		fsys   func() fs.FS
+		report string // a problem must mention this
+	}{
+		{name: "variable no code reads", report: "GRIDCRAWL_NO_SUCH_SETTING",
+			edit: func(p *project) { p.services["loader"].env["GRIDCRAWL_NO_SUCH_SETTING"] = "1" }},
+		{name: "misspelled variable", report: "GRIDCRAWL_LOADER_WORKER",
+			edit: func(p *project) { p.services["loader"].env["GRIDCRAWL_LOADER_WORKER"] = "8" }},
+		{name: "variable without the prefix", report: "LOADER_WORKERS",
+			edit: func(p *project) { p.services["loader"].env["LOADER_WORKERS"] = "8" }},
+		{name: "backend not configured", report: "GRIDCRAWL_ES_URL",
+			edit: func(p *project) { delete(p.services["crawler"].env, "GRIDCRAWL_ES_URL") }},
+		{name: "container name on a scaled service", report: "container_name",
+			edit: func(p *project) { p.services["crawler"].containerName = "crawler" }},
+		{name: "host port on a scaled service", report: "host port",
+			edit: func(p *project) {
+				p.services["loader"].ports = append(p.services["loader"].ports, portMapping{host: "9100", container: "9100"})
+			}},
+		{name: "mcp port not the listen port", report: "container port 9090",
+			edit: func(p *project) { p.services["mcp"].ports[0].container = "9090" }},
+		{name: "mcp listens on loopback", report: "listen on 0.0.0.0",
+			edit: func(p *project) { p.services["mcp"].env["GRIDCRAWL_LISTEN"] = "127.0.0.1:8080" }},
+		{name: "token with a default", report: "GRIDCRAWL_API_TOKEN",
+			edit: func(p *project) { p.services["mcp"].env["GRIDCRAWL_API_TOKEN"] = "changeme" }},
+		{name: "dependency on a missing service", report: "redis",
+			edit: func(p *project) { p.services["loader"].dependsOn["redis"] = "service_healthy" }},
+		{name: "dependency only started", report: "service_healthy",
+			edit: func(p *project) { p.services["mcp"].dependsOn["rabbitmq"] = "service_started" }},
+		{name: "dependency without healthcheck", report: "no healthcheck",
+			edit: func(p *project) { p.services["rabbitmq"].healthcheck = nil }},
+		{name: "backend health probe changed", report: "/minio/health/live",
+			edit: func(p *project) { p.services["minio"].healthcheck = []string{"true"} }},
+		{name: "backend url names no service", report: `"rabbit"`,
+			edit: func(p *project) {
+				p.services["loader"].env["GRIDCRAWL_AMQP_URL"] = "amqp://u:p@rabbit:5672/"
+			}},
+		{name: "s3 secret differs from minio's", report: "MINIO_ROOT_PASSWORD",
+			edit: func(p *project) { p.services["crawler"].env["GRIDCRAWL_S3_SECRET_KEY"] = "other" }},
+		{name: "backend without dependency", report: "does not depend on it",
+			edit: func(p *project) { delete(p.services["crawler"].dependsOn, "elasticsearch") }},
+		{name: "required service missing", report: "service minio is missing",
+			edit: func(p *project) { delete(p.services, "minio") }},
+		{name: "unknown build target", report: `no stage "nope"`,
+			edit: func(p *project) { p.services["mcp"].build.target = "nope" }},
+		{name: "missing dockerfile", report: "deploy/Nope",
+			edit: func(p *project) { p.services["mcp"].build.dockerfile = "deploy/Nope" }},
+		{name: "service runs another binary", report: "want services/loader",
+			edit: func(p *project) { p.services["loader"].build.target = "crawler" }},
+		{name: "undeclared volume", report: "other-data",
+			edit: func(p *project) { p.services["minio"].volumes[0].source = "other-data" }},
+		{name: "missing bind mount file", report: "nope.conf",
+			edit: func(p *project) {
+				p.services["rabbitmq"].volumes = append(p.services["rabbitmq"].volumes, mount{source: "./deploy/rabbitmq/nope.conf", target: "/x", bind: true})
+			}},
+		{name: "elasticsearch security on", report: "xpack.security.enabled",
+			edit: func(p *project) { p.services["elasticsearch"].env["xpack.security.enabled"] = "true" }},
+		{name: "go build of a missing package", report: "services/gird",
+			fsys: func() fs.FS { return editDockerfile("./services/grid", "./services/gird") }},
+		{name: "binary not built", report: "stage \"crawler\" runs crawler",
+			fsys: func() fs.FS { return editDockerfile(" ./services/crawler", "") }},
+		{name: "go build of a library package", report: "services/internal/mcp is not",
+			fsys: func() fs.FS { return editDockerfile("./services/mcp ", "./services/mcp ./services/internal/mcp ") }},
+		{name: "dockerfile variable no code reads", report: "GRIDCRAWL_NOPE",
+			fsys: func() fs.FS {
+				return editDockerfile("ENV GRIDCRAWL_LISTEN=0.0.0.0:8080", "ENV GRIDCRAWL_LISTEN=0.0.0.0:8080 GRIDCRAWL_NOPE=1")
+			}},
+		{name: "minio version not the scripts' one", report: "scripts/services/minio.sh pins",
+			fsys: func() fs.FS {
+				return editDockerfile("github.com/minio/minio@", "github.com/minio/minio@v0.0.0-20990101000000-000000000000 github.com/minio/minio@")
+			}},
+		{name: "go version not go.mod's", report: "GO_VERSION=1.25",
+			fsys: func() fs.FS { return editDockerfile("ARG GO_VERSION=1.26", "ARG GO_VERSION=1.25") }},
+	}
+	// Only problems the mistake adds count: the files as they are may have
+	// some of their own, reported by TestCompose.
+	baseline := check(loadProject(t, repoFS()), repoFS())
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fsys := repoFS()
+			if tc.fsys != nil {
+				fsys = tc.fsys()
+			}
+			p := loadProject(t, fsys)
+			if tc.edit != nil {
+				tc.edit(p)
+			}
+			added := slices.DeleteFunc(check(p, fsys), func(s string) bool { return slices.Contains(baseline, s) })
+			if !slices.ContainsFunc(added, func(s string) bool { return strings.Contains(s, tc.report) }) {
+				t.Errorf("check after %q adds the problems %q, want one mentioning %q", tc.name, added, tc.report)
+			}
+		})
+	}
+}
+
+// TestParseCompose checks the syntaxes the checks accept.
+func TestParseCompose(t *testing.T) {
+	const file = `
+x-env: &env
+  GRIDCRAWL_A: "1"
+services:
+  short:
+    image: example
+    environment:
+      - GRIDCRAWL_B=2
+      - GRIDCRAWL_C
+    ports: ["8080", "9000:9001", "127.0.0.1:7000:7001/tcp", "${P:-80}:81", 5000]
+    depends_on: [long]
+    volumes: ["data:/data", "./x:/x:ro", "/anon"]
+    healthcheck:
+      test: curl -f http://localhost/
+  long:
+    build: .
+    environment:
+      <<: *env
+      GRIDCRAWL_D:
+    ports:
+      - target: 82
+        published: "8082"
+    depends_on:
+      short:
+        condition: service_healthy
+    volumes:
+      - type: bind
+        source: ./y
+        target: /y
+    healthcheck:
+      test: ["CMD", "wget", "http://localhost/"]
+volumes:
+  data:
+`
+	p, err := parseCompose([]byte(file))
+	if err != nil {
+		t.Fatalf("parseCompose: %v", err)
+	}
+	short, long := p.services["short"], p.services["long"]
+	for _, tc := range []struct {
+		name      string
+		got, want any
+	}{
+		{"list environment", short.env, map[string]string{"GRIDCRAWL_B": "2", "GRIDCRAWL_C": ""}},
+		{"merged environment", long.env, map[string]string{"GRIDCRAWL_A": "1", "GRIDCRAWL_D": ""}},
+		{"short ports", short.ports, []portMapping{{"", "8080"}, {"9000", "9001"}, {"7000", "7001"}, {"${P:-80}", "81"}, {"", "5000"}}},
+		{"long ports", long.ports, []portMapping{{"8082", "82"}}},
+		{"list depends_on", short.dependsOn, map[string]string{"long": "service_started"}},
+		{"map depends_on", long.dependsOn, map[string]string{"short": "service_healthy"}},
+		{"short volumes", short.volumes, []mount{{"data", "/data", false}, {"./x", "/x", true}, {"", "/anon", false}}},
+		{"long volumes", long.volumes, []mount{{"./y", "/y", true}}},
+		{"shell healthcheck", short.healthcheck, []string{"curl -f http://localhost/"}},
+		{"exec healthcheck", long.healthcheck, []string{"wget", "http://localhost/"}},
+		{"build path", *long.build, build{context: ".", dockerfile: "Dockerfile"}},
+		{"extensions", p.extensions, []string{"x-env"}},
+	} {
+		if !reflect.DeepEqual(tc.got, tc.want) {
+			t.Errorf("%s: parseCompose = %#v, want %#v", tc.name, tc.got, tc.want)
+		}
+	}
+	if _, err := parseCompose([]byte("services:\n  a:\n    image: x\n    depend_on: [b]\n")); err == nil {
+		t.Errorf("parseCompose of a misspelled key (depend_on) = nil error, want an error")
+	}
+}
+
+// dockerignore matches paths against the patterns of a .dockerignore file
+// (the subset this repository uses: names, globs, a leading **/).
+type dockerignore []string
+
+func (d dockerignore) excludes(p string) bool {
+	segs := strings.Split(p, "/")
+	for _, pat := range d {
+		anyDepth := strings.HasPrefix(pat, "**/")
+		pat = strings.TrimSuffix(strings.TrimPrefix(pat, "**/"), "/")
+		for start := range segs {
+			if start > 0 && !anyDepth {
+				break
+			}
+			// A pattern matches a path or any of its parent directories.
+			for end := start + 1; end <= len(segs); end++ {
+				if ok, _ := path.Match(pat, strings.Join(segs[start:end], "/")); ok {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// TestDockerignoreKeepsSources checks that the build context keeps every
+// file the Go build of the images needs.
+func TestDockerignoreKeepsSources(t *testing.T) {
+	b, err := os.ReadFile("Dockerfile.dockerignore")
+	if err != nil {
+		t.Fatalf("read Dockerfile.dockerignore: %v", err)
+	}
+	var ign dockerignore
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			if strings.HasPrefix(line, "!") {
+				t.Fatalf("Dockerfile.dockerignore: exceptions (%q) are not supported by this test", line)
+			}
+			ign = append(ign, line)
+		}
+	}
+	for _, tc := range []struct {
+		path string
+		want bool
+	}{
+		{".git/config", true},
+		{"bin/mcp", true},
+		{"pkg/warc/warc_test.go", true},
+		{"pkg/warc/testdata/x.warc", true},
+		{"deploy/Dockerfile", true},
+		{"pkg/warc/warc.go", false},
+		{"go.mod", false},
+		{"services/internal/data/x.go", false},
+	} {
+		if got := ign.excludes(tc.path); got != tc.want {
+			t.Errorf("excludes(%q) = %v, want %v", tc.path, got, tc.want)
+		}
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to list the build's files: %v", err)
+	}
+	cmd := exec.CommandContext(t.Context(), goTool, "list", "-deps", "-json=Dir,Module,GoFiles,EmbedFiles", "./services/...")
+	cmd.Dir = ".."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	root, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root = path.Dir(root)
+	dec := json.NewDecoder(bytes.NewReader(out))
+	files := []string{"go.mod", "go.sum"}
+	for dec.More() {
+		var pkg struct {
+			Dir                 string
+			Module              *struct{ Main bool }
+			GoFiles, EmbedFiles []string
+		}
+		if err := dec.Decode(&pkg); err != nil {
+			t.Fatalf("decode go list output: %v", err)
+		}
+		if pkg.Module == nil || !pkg.Module.Main {
+			continue
+		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(pkg.Dir, root), "/")
+		for _, f := range slices.Concat(pkg.GoFiles, pkg.EmbedFiles) {
+			files = append(files, path.Join(rel, f))
+		}
+	}
+	if len(files) < 10 {
+		t.Fatalf("go list found only %q", files)
+	}
+	for _, f := range files {
+		if ign.excludes(f) {
+			t.Errorf("Dockerfile.dockerignore leaves %s out of the build context, but the build needs it", f)
+		}
+	}
+}
