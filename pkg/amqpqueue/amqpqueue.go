@@ -1,0 +1,530 @@
+// Package amqpqueue is gridcrawl's queue.Queue on RabbitMQ, through
+// github.com/rabbitmq/amqp091-go.
+//
+// Topology. Every queue q is a durable quorum queue (x-queue-type=quorum,
+// no other argument), declared on the first Publish or Consume. Quorum
+// queues are replicated when the broker is a cluster, and they count how
+// often each message was handed back unsettled (the x-delivery-count header),
+// which bounds redeliveries below. Its dead-letter queue
+// queue.DeadLetterQueue(q) = q+".dead" is declared the same way. Delayed
+// retries wait in delay queues q+".delay."+bucket (for the buckets 100ms,
+// 500ms, 1s, 2s, 5s, 10s, 30s, 1m, 5m, 15m, 1h and 4h), durable quorum queues
+// declared on first use with x-message-ttl = the bucket,
+// x-dead-letter-exchange = "" and x-dead-letter-routing-key = q, so that the
+// broker moves an expired message back into q, and
+// x-dead-letter-strategy = at-least-once (with x-overflow = reject-publish,
+// which that strategy requires), so that it keeps the message until q has
+// it. A retry's delay is rounded up to the next bucket: a message never comes
+// back early, and every message of a delay queue has the same TTL, so none
+// waits behind a later one. A delay beyond 4h waits 4h at a time: the message
+// carries its due time (HeaderDue) and a consumer that receives it early
+// puts it back into a delay queue instead of handing it out.
+//
+// Publishing. Messages are persistent (delivery mode 2) and published with
+// mandatory set on channels in confirm mode; Publish returns once the broker
+// has confirmed every message, and a message the broker returns as
+// unroutable (or nacks) is an error. If the connection drops, Publish waits
+// for the reconnection and publishes again the messages whose confirms had
+// not arrived, until its context is done: a message may then be enqueued
+// twice (at least once).
+//
+// Consuming. Each Consume has its own channel, with basic.qos set to its
+// prefetch and manual acks. Retry publishes the message, with HeaderAttempt
+// incremented, to its delay queue (or straight back to q for a delay <= 0)
+// and then acks the delivery; DeadLetter publishes it to q+".dead" with
+// queue.HeaderReason, queue.HeaderSourceQueue, HeaderAttempts and the
+// original headers, and then acks it. Both wait for the broker's confirm
+// before acking, so a failure in between leaves a duplicate rather than a
+// loss.
+//
+// Bounded redelivery. A message that is delivered and handed back unsettled
+// (its consumer stopped, its connection dropped, its process died) counts one
+// more delivery in the quorum queue's x-delivery-count header. A consumer
+// that receives a message whose count exceeds Options.MaxRedeliveries
+// dead-letters it with ReasonRedeliveries instead of handing it out, so a
+// message that kills its consumers cannot loop forever. (The broker's own
+// x-delivery-limit is not used because the broker would dead-letter without
+// queue.HeaderReason.)
+//
+// Reconnection. One goroutine owns the connection: when it drops, it
+// reconnects with exponential backoff and jitter. Declarations are made again
+// on the new connection as queues are next used, consumers open a new
+// channel and consume again, deliveries of the old channel fail to settle
+// (the broker has already handed them back), and waiting publishes resume.
+//
+// Len is the sum of the ready messages of q and of its delay queues, read by
+// passive declarations (a queue that does not exist counts 0).
+package amqpqueue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/url"
+	"sync"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/gridcrawl/gridcrawl/pkg/queue"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxAttempts     = 5
+	DefaultMaxRedeliveries = 10
+	DefaultConnectionName  = "gridcrawl"
+	DefaultReconnectMin    = 100 * time.Millisecond
+	DefaultReconnectMax    = 5 * time.Second
+	DefaultDialTimeout     = 10 * time.Second
+	DefaultHeartbeat       = 10 * time.Second
+)
+
+// confirmWindow bounds the messages a publishing channel has sent and not
+// yet seen confirmed; it is also the capacity of the channel's returns
+// buffer, so the client library never blocks delivering a return.
+const confirmWindow = 256
+
+// maxIdlePublishers bounds the idle publishing channels kept open.
+const maxIdlePublishers = 16
+
+// Options configure a Queue.
+type Options struct {
+	// URL is the broker's AMQP URL, such as amqp://guest:guest@127.0.0.1:5672/.
+	URL string
+	// MaxAttempts is the number of deliveries a message gets before Retry
+	// dead-letters it with queue.ReasonMaxAttempts; 0 means
+	// DefaultMaxAttempts.
+	MaxAttempts int
+	// MaxRedeliveries bounds how often a message may be handed back
+	// unsettled before it is dead-lettered with ReasonRedeliveries; 0 means
+	// DefaultMaxRedeliveries, a negative value means no bound.
+	MaxRedeliveries int
+	// Logger receives connection events and errors the queue handles
+	// itself; nil discards them.
+	Logger *slog.Logger
+	// ConnectionName is the connection_name client property, shown by
+	// rabbitmqctl and the management UI; "" means DefaultConnectionName.
+	ConnectionName string
+	// ReconnectMin and ReconnectMax bound the backoff between connection
+	// attempts; 0 means DefaultReconnectMin and DefaultReconnectMax.
+	ReconnectMin, ReconnectMax time.Duration
+	// DialTimeout bounds one TCP connection attempt; 0 means DefaultDialTimeout.
+	DialTimeout time.Duration
+	// Heartbeat is the AMQP heartbeat interval, which detects a dead
+	// connection; 0 means DefaultHeartbeat.
+	Heartbeat time.Duration
+}
+
+// withDefaults returns o with its zero fields set to their defaults, or an
+// error for invalid fields.
+func (o Options) withDefaults() (Options, error) {
+	if o.URL == "" {
+		return o, errors.New("empty URL")
+	}
+	if _, err := amqp.ParseURI(o.URL); err != nil {
+		return o, fmt.Errorf("parse URL %q: %w", redact(o.URL), err)
+	}
+	if o.MaxAttempts < 0 {
+		return o, fmt.Errorf("MaxAttempts %d: want >= 0", o.MaxAttempts)
+	}
+	if o.ReconnectMin < 0 || o.ReconnectMax < 0 || o.DialTimeout < 0 || o.Heartbeat < 0 {
+		return o, errors.New("negative duration in options")
+	}
+	def := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	if o.MaxAttempts == 0 {
+		o.MaxAttempts = DefaultMaxAttempts
+	}
+	if o.MaxRedeliveries == 0 {
+		o.MaxRedeliveries = DefaultMaxRedeliveries
+	}
+	if o.ConnectionName == "" {
+		o.ConnectionName = DefaultConnectionName
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	def(&o.ReconnectMin, DefaultReconnectMin)
+	def(&o.ReconnectMax, DefaultReconnectMax)
+	def(&o.DialTimeout, DefaultDialTimeout)
+	def(&o.Heartbeat, DefaultHeartbeat)
+	if o.ReconnectMax < o.ReconnectMin {
+		o.ReconnectMax = o.ReconnectMin
+	}
+	return o, nil
+}
+
+// redact returns u without its password, for messages.
+func redact(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return p.Redacted()
+}
+
+// link is one connection to the broker.
+type link struct {
+	conn *amqp.Connection
+	gen  uint64
+	// lost is closed once the owner has seen the connection drop.
+	lost chan struct{}
+}
+
+// Queue is a queue.Queue on a RabbitMQ broker. It is safe for concurrent use
+// and must be closed.
+type Queue struct {
+	opts Options
+	log  *slog.Logger
+	// done is closed by Close.
+	done chan struct{}
+	// owner is the goroutine that keeps the connection up.
+	owner sync.WaitGroup
+	// consumers are the goroutines of the open consumers.
+	consumers sync.WaitGroup
+
+	mu     sync.Mutex
+	closed bool
+	link   *link // nil while disconnected
+	// linked is closed when a link is up; a new one is made when it drops.
+	linked   chan struct{}
+	gen      uint64
+	declared map[string]bool // queues declared on the current link
+	idle     []*publisher    // idle publishing channels of the current link
+	cancels  map[*consumer]context.CancelFunc
+
+	// opsMu guards ops, the channel that Len reads counts on.
+	opsMu sync.Mutex
+	ops   *amqp.Channel
+}
+
+var _ queue.Queue = (*Queue)(nil)
+
+// Open connects to the broker at opts.URL. While the broker cannot be reached
+// it keeps trying, with backoff, until ctx is done; errors that a new attempt
+// cannot fix (a bad URL, refused credentials) fail at once.
+func Open(ctx context.Context, opts Options) (*Queue, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("open amqp queue: %w", err)
+	}
+	q := &Queue{
+		opts:     opts,
+		log:      opts.Logger,
+		done:     make(chan struct{}),
+		linked:   make(chan struct{}),
+		declared: map[string]bool{},
+		cancels:  map[*consumer]context.CancelFunc{},
+	}
+	backoff := opts.ReconnectMin
+	for {
+		conn, err := q.dial()
+		if err == nil {
+			q.up(conn)
+			break
+		}
+		if permanent(err) {
+			return nil, fmt.Errorf("connect to %q: %w", redact(opts.URL), err)
+		}
+		q.log.Warn("amqp connect failed", "url", redact(opts.URL), "err", err)
+		if !sleep(ctx, jitter(backoff), nil) {
+			return nil, fmt.Errorf("connect to %q: %w (last error: %w)", redact(opts.URL), ctx.Err(), err)
+		}
+		backoff = min(2*backoff, opts.ReconnectMax)
+	}
+	q.owner.Add(1)
+	go q.keepConnected()
+	return q, nil
+}
+
+// dial opens one connection.
+func (q *Queue) dial() (*amqp.Connection, error) {
+	props := amqp.NewConnectionProperties()
+	props.SetClientConnectionName(q.opts.ConnectionName)
+	return amqp.DialConfig(q.opts.URL, amqp.Config{
+		Heartbeat:  q.opts.Heartbeat,
+		Locale:     "en_US",
+		Properties: props,
+		Dial:       amqp.DefaultDial(q.opts.DialTimeout),
+	})
+}
+
+// permanent reports whether a connection error will not go away by trying
+// again: the broker refused the credentials or the virtual host.
+func permanent(err error) bool {
+	var ae *amqp.Error
+	return errors.As(err, &ae) && ae.Code == amqp.AccessRefused
+}
+
+// up makes conn the current connection.
+func (q *Queue) up(conn *amqp.Connection) *link {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.gen++
+	l := &link{conn: conn, gen: q.gen, lost: make(chan struct{})}
+	q.link = l
+	q.declared = map[string]bool{}
+	q.idle = nil
+	close(q.linked)
+	return l
+}
+
+// keepConnected watches the current connection and reconnects when it drops,
+// until Close.
+func (q *Queue) keepConnected() {
+	defer q.owner.Done()
+	q.mu.Lock()
+	l := q.link
+	q.mu.Unlock()
+	for {
+		closes := l.conn.NotifyClose(make(chan *amqp.Error, 1))
+		blocks := l.conn.NotifyBlocked(make(chan amqp.Blocking, 4))
+	watch:
+		for {
+			select {
+			case <-q.done:
+				return
+			case b, ok := <-blocks:
+				if ok {
+					q.log.Warn("amqp connection flow control", "blocked", b.Active, "reason", b.Reason)
+					continue
+				}
+				blocks = nil
+			case err := <-closes:
+				q.log.Warn("amqp connection lost", "err", err)
+				break watch
+			}
+		}
+		q.mu.Lock()
+		q.link = nil
+		q.linked = make(chan struct{})
+		q.idle = nil
+		q.mu.Unlock()
+		close(l.lost)
+
+		backoff := q.opts.ReconnectMin
+		for {
+			conn, err := q.dial()
+			if err == nil {
+				q.mu.Lock()
+				closed := q.closed
+				q.mu.Unlock()
+				if closed {
+					_ = conn.Close()
+					return
+				}
+				l = q.up(conn)
+				q.log.Info("amqp reconnected", "url", redact(q.opts.URL))
+				break
+			}
+			q.log.Warn("amqp reconnect failed", "url", redact(q.opts.URL), "err", err)
+			if !sleep(context.Background(), jitter(backoff), q.done) {
+				return
+			}
+			backoff = min(2*backoff, q.opts.ReconnectMax)
+		}
+	}
+}
+
+// jitter returns d plus up to a quarter of d, so that clients that lost the
+// same broker do not come back in lockstep.
+func jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return d + rand.N(d/4+1)
+}
+
+// sleep waits d; it returns false if ctx or stop ended the wait first.
+func sleep(ctx context.Context, d time.Duration, stop <-chan struct{}) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-stop:
+		return false
+	}
+}
+
+// current returns the live connection, waiting for one while disconnected.
+func (q *Queue) current(ctx context.Context) (*link, error) {
+	for {
+		q.mu.Lock()
+		if q.closed {
+			q.mu.Unlock()
+			return nil, queue.ErrClosed
+		}
+		l, linked := q.link, q.linked
+		q.mu.Unlock()
+		wait := linked
+		if l != nil {
+			if !l.conn.IsClosed() {
+				return l, nil
+			}
+			wait = l.lost
+		}
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-q.done:
+			return nil, queue.ErrClosed
+		}
+	}
+}
+
+// isClosed reports whether Close was called.
+func (q *Queue) isClosed() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.closed
+}
+
+// declare declares t on ch unless it was declared on link l already.
+func (q *Queue) declare(l *link, ch *amqp.Channel, t target) error {
+	q.mu.Lock()
+	done := q.link == l && q.declared[t.name]
+	q.mu.Unlock()
+	if done {
+		return nil
+	}
+	if _, err := ch.QueueDeclare(t.name, true, false, false, false, t.args); err != nil {
+		return fmt.Errorf("declare queue %q: %w", t.name, err)
+	}
+	q.mu.Lock()
+	if q.link == l {
+		q.declared[t.name] = true
+	}
+	q.mu.Unlock()
+	return nil
+}
+
+// forget drops name from the declared queues, so that its next use declares
+// it again (after the broker returned a message as unroutable to it).
+func (q *Queue) forget(name string) {
+	q.mu.Lock()
+	delete(q.declared, name)
+	q.mu.Unlock()
+}
+
+// connectionLost reports whether err came from l having dropped (and so a
+// retry on a new connection may succeed), as opposed to a channel error such
+// as a refused declaration.
+func connectionLost(l *link, err error) bool {
+	if l.conn.IsClosed() {
+		return true
+	}
+	var ae *amqp.Error
+	if errors.As(err, &ae) {
+		switch ae.Code {
+		case amqp.NotFound, amqp.AccessRefused, amqp.PreconditionFailed, amqp.ResourceLocked, amqp.NotAllowed, amqp.SyntaxError, amqp.CommandInvalid, amqp.NotImplemented:
+			return false
+		}
+		return true
+	}
+	return errors.Is(err, amqp.ErrClosed)
+}
+
+// Len returns the ready messages of name and of its delay queues.
+func (q *Queue) Len(ctx context.Context, name string) (int, error) {
+	if err := checkName(name); err != nil {
+		return 0, fmt.Errorf("len: %w", err)
+	}
+	names := append([]string{name}, delayQueueNames(name)...)
+	for {
+		l, err := q.current(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("len of %q: %w", name, err)
+		}
+		n, err := q.count(l, names)
+		if err == nil {
+			return n, nil
+		}
+		if !connectionLost(l, err) {
+			return 0, fmt.Errorf("len of %q: %w", name, err)
+		}
+		if !sleep(ctx, jitter(q.opts.ReconnectMin), q.done) {
+			if q.isClosed() {
+				return 0, fmt.Errorf("len of %q: %w", name, queue.ErrClosed)
+			}
+			return 0, fmt.Errorf("len of %q: %w", name, ctx.Err())
+		}
+	}
+}
+
+// count sums the ready messages of the named queues on l; a queue that does
+// not exist counts 0.
+func (q *Queue) count(l *link, names []string) (int, error) {
+	q.opsMu.Lock()
+	defer q.opsMu.Unlock()
+	total := 0
+	for _, name := range names {
+		if q.ops == nil || q.ops.IsClosed() {
+			ch, err := l.conn.Channel()
+			if err != nil {
+				return 0, fmt.Errorf("open channel: %w", err)
+			}
+			q.ops = ch
+		}
+		info, err := q.ops.QueueDeclarePassive(name, true, false, false, false, nil)
+		var ae *amqp.Error
+		switch {
+		case err == nil:
+			total += info.Messages
+		case errors.As(err, &ae) && ae.Code == amqp.NotFound && !l.conn.IsClosed():
+			// The broker closed the channel; the next name opens another.
+		default:
+			return 0, fmt.Errorf("inspect queue %q: %w", name, err)
+		}
+	}
+	return total, nil
+}
+
+// Close stops the consumers (their unsettled deliveries go back to their
+// queues), then closes the channels and the connection. Operations on a
+// closed Queue fail with queue.ErrClosed.
+func (q *Queue) Close() error {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return nil
+	}
+	q.closed = true
+	close(q.done)
+	for _, cancel := range q.cancels {
+		cancel()
+	}
+	q.mu.Unlock()
+
+	q.consumers.Wait()
+	q.owner.Wait()
+
+	q.mu.Lock()
+	l, idle := q.link, q.idle
+	q.link, q.idle = nil, nil
+	q.mu.Unlock()
+	for _, p := range idle {
+		_ = p.ch.Close()
+	}
+	q.opsMu.Lock()
+	if q.ops != nil {
+		_ = q.ops.Close()
+		q.ops = nil
+	}
+	q.opsMu.Unlock()
+	if l != nil && !l.conn.IsClosed() {
+		if err := l.conn.Close(); err != nil && !errors.Is(err, amqp.ErrClosed) {
+			return fmt.Errorf("close amqp connection: %w", err)
+		}
+	}
+	return nil
+}

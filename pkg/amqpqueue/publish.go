@@ -1,0 +1,216 @@
+package amqpqueue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/gridcrawl/gridcrawl/pkg/queue"
+)
+
+// publisher is a channel in confirm mode.
+type publisher struct {
+	l  *link
+	ch *amqp.Channel
+	// returns receives the messages the broker returns as unroutable. Its
+	// capacity is confirmWindow, and a publisher never has more messages
+	// unconfirmed, so the client library never blocks on it.
+	returns chan amqp.Return
+	// closes receives the error that closed the channel, if any.
+	closes chan *amqp.Error
+}
+
+// Publish durably enqueues msgs on name, declaring it if needed. It returns
+// once the broker has confirmed every message, retrying across reconnections
+// until ctx is done.
+func (q *Queue) Publish(ctx context.Context, name string, msgs ...queue.Message) error {
+	if err := checkName(name); err != nil {
+		return fmt.Errorf("publish: %w", err)
+	}
+	if q.isClosed() {
+		return fmt.Errorf("publish to %q: %w", name, queue.ErrClosed)
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	now := time.Now()
+	pubs := make([]amqp.Publishing, len(msgs))
+	for i, m := range msgs {
+		h, err := publishHeaders(m.Headers)
+		if err != nil {
+			return fmt.Errorf("publish to %q: message %d: %w", name, i, err)
+		}
+		pubs[i] = amqp.Publishing{Headers: h, DeliveryMode: amqp.Persistent, Timestamp: now, Body: m.Body}
+	}
+	return q.publish(ctx, mainTarget(name), pubs)
+}
+
+// publish declares t and publishes pubs to it, waiting for every confirm and
+// publishing again, after a reconnection, what was not confirmed.
+func (q *Queue) publish(ctx context.Context, t target, pubs []amqp.Publishing) error {
+	for {
+		p, err := q.publisher(ctx)
+		if err == nil {
+			var rest []amqp.Publishing
+			rest, err = q.publishOn(ctx, p, t, pubs)
+			if err == nil {
+				q.release(p)
+				return nil
+			}
+			_ = p.ch.Close()
+			if errors.Is(err, queue.ErrClosed) || ctx.Err() != nil || !connectionLost(p.l, err) {
+				return err
+			}
+			if len(rest) < len(pubs) {
+				q.log.Info("amqp publish interrupted; publishing unconfirmed messages again", "queue", t.name, "unconfirmed", len(rest), "err", err)
+			}
+			pubs = rest
+		} else if !errors.Is(err, errRetry) {
+			return fmt.Errorf("publish to %q: %w", t.name, err)
+		}
+		if !sleep(ctx, jitter(q.opts.ReconnectMin), q.done) {
+			if q.isClosed() {
+				return fmt.Errorf("publish to %q: %w", t.name, queue.ErrClosed)
+			}
+			return fmt.Errorf("publish to %q: %w", t.name, ctx.Err())
+		}
+	}
+}
+
+// errRetry marks a failure to open a channel that a new attempt may fix.
+var errRetry = errors.New("connection lost")
+
+// publisher returns an idle publishing channel of the current connection, or
+// opens one.
+func (q *Queue) publisher(ctx context.Context) (*publisher, error) {
+	l, err := q.current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	q.mu.Lock()
+	if q.link == l && len(q.idle) > 0 {
+		p := q.idle[len(q.idle)-1]
+		q.idle = q.idle[:len(q.idle)-1]
+		q.mu.Unlock()
+		return p, nil
+	}
+	q.mu.Unlock()
+	ch, err := l.conn.Channel()
+	if err != nil {
+		if connectionLost(l, err) {
+			return nil, fmt.Errorf("open channel: %w: %w", errRetry, err)
+		}
+		return nil, fmt.Errorf("open channel: %w", err)
+	}
+	p := &publisher{
+		l:       l,
+		ch:      ch,
+		returns: ch.NotifyReturn(make(chan amqp.Return, confirmWindow)),
+		closes:  ch.NotifyClose(make(chan *amqp.Error, 1)),
+	}
+	if err := ch.Confirm(false); err != nil {
+		_ = ch.Close()
+		if connectionLost(l, err) {
+			return nil, fmt.Errorf("confirm mode: %w: %w", errRetry, err)
+		}
+		return nil, fmt.Errorf("confirm mode: %w", err)
+	}
+	return p, nil
+}
+
+// release keeps p for the next publish, or closes it.
+func (q *Queue) release(p *publisher) {
+	q.mu.Lock()
+	keep := !q.closed && q.link == p.l && len(q.idle) < maxIdlePublishers && !p.ch.IsClosed()
+	if keep {
+		q.idle = append(q.idle, p)
+	}
+	q.mu.Unlock()
+	if !keep {
+		_ = p.ch.Close()
+	}
+}
+
+// publishOn publishes pubs to t on p, confirmWindow messages at a time. On
+// error it returns the messages whose fate is unknown (not confirmed).
+func (q *Queue) publishOn(ctx context.Context, p *publisher, t target, pubs []amqp.Publishing) ([]amqp.Publishing, error) {
+	if err := q.declare(p.l, p.ch, t); err != nil {
+		return pubs, q.channelError(p, err)
+	}
+	for start := 0; start < len(pubs); start += confirmWindow {
+		window := pubs[start:min(start+confirmWindow, len(pubs))]
+		after := pubs[start+len(window):]
+		dcs := make([]*amqp.DeferredConfirmation, 0, len(window))
+		for i := range window {
+			dc, err := p.ch.PublishWithDeferredConfirmWithContext(ctx, "", t.name, true, false, window[i])
+			if err != nil {
+				return pubs[start:], q.channelError(p, fmt.Errorf("publish to %q: %w", t.name, err))
+			}
+			dcs = append(dcs, dc)
+		}
+		var unconfirmed []amqp.Publishing
+		nacked := 0
+		for i, dc := range dcs {
+			select {
+			case <-dc.Done():
+			case <-ctx.Done():
+				return pubs[start:], fmt.Errorf("publish to %q: wait for confirms: %w", t.name, ctx.Err())
+			case <-q.done:
+				return pubs[start:], fmt.Errorf("publish to %q: %w", t.name, queue.ErrClosed)
+			}
+			switch {
+			case dc.Acked():
+			case p.ch.IsClosed(): // the library nacks what was pending when the channel closed
+				unconfirmed = append(unconfirmed, window[i])
+			default:
+				nacked++
+			}
+		}
+		if len(unconfirmed) > 0 {
+			rest := append(unconfirmed, after...)
+			return rest, q.channelError(p, fmt.Errorf("publish to %q: channel closed with %d messages unconfirmed: %w", t.name, len(unconfirmed), amqp.ErrClosed))
+		}
+		// The broker sends a mandatory message's return before its confirm.
+		returned, reply := 0, ""
+	drain:
+		for {
+			select {
+			case r, ok := <-p.returns:
+				if !ok {
+					break drain
+				}
+				returned++
+				reply = fmt.Sprintf("%d %s", r.ReplyCode, r.ReplyText)
+			default:
+				break drain
+			}
+		}
+		if returned > 0 {
+			q.forget(t.name)
+			return nil, fmt.Errorf("publish to %q: broker returned %d of %d messages as unroutable (%s)", t.name, returned, len(window), reply)
+		}
+		if nacked > 0 {
+			return nil, fmt.Errorf("publish to %q: broker nacked %d of %d messages", t.name, nacked, len(window))
+		}
+	}
+	return nil, nil
+}
+
+// channelError returns the error that closed p's channel, if the broker
+// closed it, wrapped around err; otherwise err.
+func (q *Queue) channelError(p *publisher, err error) error {
+	if !p.ch.IsClosed() {
+		return err
+	}
+	select {
+	case e, ok := <-p.closes:
+		if ok && e != nil {
+			return fmt.Errorf("%v: channel closed by broker: %w", err, e)
+		}
+	default:
+	}
+	return err
+}
