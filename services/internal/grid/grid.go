@@ -39,7 +39,7 @@ func LoadConfig() (Config, error) {
 
 // Validate checks every part of c.
 func (c *Config) Validate() error {
-	return errors.Join(c.Backends.Validate(), c.MCP.Validate(true), c.Loader.Validate(), c.Crawler.Validate())
+	return errors.Join(c.Backends.Validate(), c.MCP.Validate(c.Backends.Embedded()), c.Loader.Validate(), c.Crawler.Validate())
 }
 
 // Grid is a running all-in-one grid.
@@ -56,7 +56,7 @@ func Open(cfg Config, log *slog.Logger, ln net.Listener) (*Grid, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	set, err := wire.Open(cfg.Backends, log)
+	set, err := wire.Open(context.Background(), cfg.Backends, log)
 	if err != nil {
 		return nil, err
 	}

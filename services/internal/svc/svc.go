@@ -46,7 +46,7 @@ func Main(ctx context.Context, name string, stderr io.Writer, cfg any, common fu
 		log.Error("invalid configuration", "err", err)
 		return 2
 	}
-	set, err := wire.Open(c.Backends, log)
+	set, err := wire.Open(ctx, c.Backends, log)
 	if err != nil {
 		log.Error("open backends", "err", err)
 		return 1

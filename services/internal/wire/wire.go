@@ -3,6 +3,7 @@
 package wire
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,8 +11,11 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/gridcrawl/gridcrawl/pkg/amqpqueue"
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
+	"github.com/gridcrawl/gridcrawl/pkg/esindex"
 	"github.com/gridcrawl/gridcrawl/pkg/fsassets"
+	"github.com/gridcrawl/gridcrawl/pkg/minioassets"
 	"github.com/gridcrawl/gridcrawl/pkg/profiles"
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
 	"github.com/gridcrawl/gridcrawl/pkg/search"
@@ -20,12 +24,30 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 )
 
-// Backends selects and configures the backends. With no real backend URL
-// set, everything is embedded under DataDir.
+// Backends selects and configures the backends. Each real backend is chosen
+// by setting its URL; what is left unset is embedded under DataDir.
 type Backends struct {
 	DataDir          string `env:"GRIDCRAWL_DATA" envDefault:"./data"`
 	QueueMaxAttempts int    `env:"GRIDCRAWL_QUEUE_MAX_ATTEMPTS" envDefault:"5"`
+
+	AMQPURL string `env:"GRIDCRAWL_AMQP_URL"`
+
+	ESURL    string `env:"GRIDCRAWL_ES_URL"`
+	ESPrefix string `env:"GRIDCRAWL_ES_PREFIX" envDefault:"gridcrawl"`
+
+	S3Endpoint  string `env:"GRIDCRAWL_S3_ENDPOINT"`
+	S3AccessKey string `env:"GRIDCRAWL_S3_ACCESS_KEY"`
+	S3SecretKey string `env:"GRIDCRAWL_S3_SECRET_KEY"`
+	S3Bucket    string `env:"GRIDCRAWL_S3_BUCKET" envDefault:"gridcrawl"`
+	S3Secure    bool   `env:"GRIDCRAWL_S3_SECURE"`
+	S3Region    string `env:"GRIDCRAWL_S3_REGION"`
 }
+
+// Embedded reports whether every backend is embedded.
+func (b *Backends) Embedded() bool { return b.AMQPURL == "" && b.ESURL == "" && b.S3Endpoint == "" }
+
+// usesDataDir reports whether any backend is embedded.
+func (b *Backends) usesDataDir() bool { return b.AMQPURL == "" || b.ESURL == "" || b.S3Endpoint == "" }
 
 // Validate checks b.
 func (b *Backends) Validate() error {
@@ -34,6 +56,9 @@ func (b *Backends) Validate() error {
 	}
 	if b.QueueMaxAttempts < 1 {
 		return errors.New("GRIDCRAWL_QUEUE_MAX_ATTEMPTS must be at least 1")
+	}
+	if b.S3Endpoint != "" && (b.S3AccessKey == "" || b.S3SecretKey == "" || b.S3Bucket == "") {
+		return errors.New("GRIDCRAWL_S3_ACCESS_KEY, GRIDCRAWL_S3_SECRET_KEY and GRIDCRAWL_S3_BUCKET are required with GRIDCRAWL_S3_ENDPOINT")
 	}
 	return nil
 }
@@ -48,7 +73,7 @@ type Set struct {
 	Profiles profiles.Store
 	Search   search.Index
 	Assets   assets.Store
-	// Embedded is true when the backends live in DataDir in this process.
+	// Embedded is true when every backend lives in DataDir in this process.
 	Embedded bool
 
 	closers []func() error
@@ -56,44 +81,73 @@ type Set struct {
 }
 
 // Open opens the configured backends.
-func Open(b Backends, log *slog.Logger) (*Set, error) {
-	if err := os.MkdirAll(b.DataDir, 0o755); err != nil {
-		return nil, fmt.Errorf("create data directory: %w", err)
+func Open(ctx context.Context, b Backends, log *slog.Logger) (*Set, error) {
+	s := &Set{Embedded: b.Embedded()}
+	if b.usesDataDir() {
+		if err := os.MkdirAll(b.DataDir, 0o755); err != nil {
+			return nil, fmt.Errorf("create data directory: %w", err)
+		}
+		lock, err := lockDir(b.DataDir)
+		if err != nil {
+			return nil, err
+		}
+		s.lock = lock
 	}
-	lock, err := lockDir(b.DataDir)
-	if err != nil {
-		return nil, err
-	}
-	s := &Set{Embedded: true, lock: lock}
 	fail := func(err error) (*Set, error) {
 		_ = s.Close()
 		return nil, err
 	}
-	q, err := sqlitequeue.Open(filepath.Join(b.DataDir, "queue.db"), sqlitequeue.Options{MaxAttempts: b.QueueMaxAttempts, Logger: log})
-	if err != nil {
-		return fail(fmt.Errorf("open embedded queue: %w", err))
+	if b.AMQPURL != "" {
+		q, err := amqpqueue.Open(ctx, amqpqueue.Options{URL: b.AMQPURL, MaxAttempts: b.QueueMaxAttempts, Logger: log})
+		if err != nil {
+			return fail(fmt.Errorf("open rabbitmq queue: %w", err))
+		}
+		s.Queue, s.closers = q, append(s.closers, q.Close)
+	} else {
+		q, err := sqlitequeue.Open(filepath.Join(b.DataDir, "queue.db"), sqlitequeue.Options{MaxAttempts: b.QueueMaxAttempts, Logger: log})
+		if err != nil {
+			return fail(fmt.Errorf("open embedded queue: %w", err))
+		}
+		s.Queue, s.closers = q, append(s.closers, q.Close)
 	}
-	s.Queue, s.closers = q, append(s.closers, q.Close)
-	tx, err := sqlitestore.OpenTxIndex(filepath.Join(b.DataDir, "transactions.db"))
-	if err != nil {
-		return fail(fmt.Errorf("open embedded transaction index: %w", err))
+	if b.ESURL != "" {
+		es, err := esindex.Open(ctx, esindex.Options{URL: b.ESURL, Prefix: b.ESPrefix, Logger: log})
+		if err != nil {
+			return fail(fmt.Errorf("open elasticsearch: %w", err))
+		}
+		s.Tx, s.Profiles, s.Search = es.TxIndex(), es.Profiles(), es.Search()
+		s.closers = append(s.closers, func() error { es.Close(); return nil })
+	} else {
+		tx, err := sqlitestore.OpenTxIndex(filepath.Join(b.DataDir, "transactions.db"))
+		if err != nil {
+			return fail(fmt.Errorf("open embedded transaction index: %w", err))
+		}
+		s.Tx, s.closers = tx, append(s.closers, tx.Close)
+		ps, err := sqlitestore.OpenProfiles(filepath.Join(b.DataDir, "profiles.db"))
+		if err != nil {
+			return fail(fmt.Errorf("open embedded profile store: %w", err))
+		}
+		s.Profiles, s.closers = ps, append(s.closers, ps.Close)
+		si, err := sqlitestore.OpenSearch(filepath.Join(b.DataDir, "search.db"))
+		if err != nil {
+			return fail(fmt.Errorf("open embedded search index: %w", err))
+		}
+		s.Search, s.closers = si, append(s.closers, si.Close)
 	}
-	s.Tx, s.closers = tx, append(s.closers, tx.Close)
-	ps, err := sqlitestore.OpenProfiles(filepath.Join(b.DataDir, "profiles.db"))
-	if err != nil {
-		return fail(fmt.Errorf("open embedded profile store: %w", err))
+	if b.S3Endpoint != "" {
+		as, err := minioassets.Open(ctx, minioassets.Options{Endpoint: b.S3Endpoint, AccessKey: b.S3AccessKey, SecretKey: b.S3SecretKey,
+			Bucket: b.S3Bucket, Secure: b.S3Secure, Region: b.S3Region, Logger: log})
+		if err != nil {
+			return fail(fmt.Errorf("open minio assets: %w", err))
+		}
+		s.Assets, s.closers = as, append(s.closers, as.Close)
+	} else {
+		as, err := fsassets.Open(filepath.Join(b.DataDir, "assets"))
+		if err != nil {
+			return fail(fmt.Errorf("open embedded asset store: %w", err))
+		}
+		s.Assets, s.closers = as, append(s.closers, as.Close)
 	}
-	s.Profiles, s.closers = ps, append(s.closers, ps.Close)
-	si, err := sqlitestore.OpenSearch(filepath.Join(b.DataDir, "search.db"))
-	if err != nil {
-		return fail(fmt.Errorf("open embedded search index: %w", err))
-	}
-	s.Search, s.closers = si, append(s.closers, si.Close)
-	as, err := fsassets.Open(filepath.Join(b.DataDir, "assets"))
-	if err != nil {
-		return fail(fmt.Errorf("open embedded asset store: %w", err))
-	}
-	s.Assets, s.closers = as, append(s.closers, as.Close)
 	return s, nil
 }
 
