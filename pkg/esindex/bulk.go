@@ -1,0 +1,152 @@
+package esindex
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/elastic/go-elasticsearch/v8/esapi"
+)
+
+// maxBulkBytes bounds the body of one bulk request; larger batches are sent
+// in several requests, well below Elasticsearch's default
+// http.max_content_length of 100 MB.
+const maxBulkBytes = 8 << 20
+
+// maxMgetIDs bounds the ids of one mget request.
+const maxMgetIDs = 1000
+
+// bulkAction is the action line of one bulk operation.
+type bulkAction struct {
+	Index         string `json:"_index"`
+	ID            string `json:"_id"`
+	IfSeqNo       *int64 `json:"if_seq_no,omitempty"`
+	IfPrimaryTerm *int64 `json:"if_primary_term,omitempty"`
+}
+
+// bulkOp is one operation of a bulk request: op is "create", "index" or
+// "delete"; source is the document, nil for delete.
+type bulkOp struct {
+	op     string
+	action bulkAction
+	source []byte
+}
+
+// bulkItem is the result of one bulk operation.
+type bulkItem struct {
+	Status int      `json:"status"`
+	Error  *esError `json:"error"`
+	// SeqNo and PrimaryTerm are set for successful writes.
+	SeqNo       int64 `json:"_seq_no"`
+	PrimaryTerm int64 `json:"_primary_term"`
+}
+
+// err returns the item's error, nil if it succeeded.
+func (it bulkItem) err() error {
+	if it.Status >= 200 && it.Status <= 299 {
+		return nil
+	}
+	if it.Error == nil {
+		return &StatusError{Status: it.Status}
+	}
+	return it.Error.statusError(it.Status)
+}
+
+// bulk sends ops and returns one item per op, in order. Elasticsearch runs
+// the operations of one shard in the order of the request.
+func (c *Client) bulk(ctx context.Context, ops []bulkOp) ([]bulkItem, error) {
+	items := make([]bulkItem, 0, len(ops))
+	var body bytes.Buffer
+	n := 0
+	flush := func() error {
+		if n == 0 {
+			return nil
+		}
+		var res struct {
+			Items []map[string]bulkItem `json:"items"`
+		}
+		req := esapi.BulkRequest{
+			Body:       bytes.NewReader(body.Bytes()),
+			Refresh:    c.writeRefresh(),
+			FilterPath: []string{"items.*.status", "items.*.error", "items.*._seq_no", "items.*._primary_term"},
+		}
+		if err := c.do(ctx, req, &res); err != nil {
+			return err
+		}
+		if len(res.Items) != n {
+			return fmt.Errorf("bulk of %d operations answered %d items", n, len(res.Items))
+		}
+		for _, m := range res.Items {
+			if len(m) != 1 {
+				return fmt.Errorf("bulk item with %d results", len(m))
+			}
+			for _, it := range m {
+				items = append(items, it)
+			}
+		}
+		body.Reset()
+		n = 0
+		return nil
+	}
+	for _, op := range ops {
+		line, err := json.Marshal(map[string]bulkAction{op.op: op.action})
+		if err != nil {
+			return nil, err
+		}
+		if n > 0 && body.Len()+len(line)+len(op.source)+2 > maxBulkBytes {
+			if err := flush(); err != nil {
+				return nil, err
+			}
+		}
+		body.Write(line)
+		body.WriteByte('\n')
+		if op.source != nil {
+			body.Write(op.source)
+			body.WriteByte('\n')
+		}
+		n++
+	}
+	if err := flush(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+// mgetDoc is one document of an mget answer.
+type mgetDoc struct {
+	ID          string          `json:"_id"`
+	Found       bool            `json:"found"`
+	SeqNo       int64           `json:"_seq_no"`
+	PrimaryTerm int64           `json:"_primary_term"`
+	Source      json.RawMessage `json:"_source"`
+	Error       *esError        `json:"error"`
+}
+
+// mget returns the documents of index with ids that exist, realtime, keyed
+// by id.
+func (c *Client) mget(ctx context.Context, index string, ids []string) (map[string]mgetDoc, error) {
+	out := make(map[string]mgetDoc, len(ids))
+	for start := 0; start < len(ids); start += maxMgetIDs {
+		chunk := ids[start:min(start+maxMgetIDs, len(ids))]
+		body, err := json.Marshal(map[string][]string{"ids": chunk})
+		if err != nil {
+			return nil, err
+		}
+		var res struct {
+			Docs []mgetDoc `json:"docs"`
+		}
+		if err := c.do(ctx, esapi.MgetRequest{Index: index, Body: bytes.NewReader(body)}, &res); err != nil {
+			return nil, err
+		}
+		for _, d := range res.Docs {
+			if d.Error != nil {
+				return nil, fmt.Errorf("get %q: %w", d.ID, d.Error.statusError(500))
+			}
+			if d.Found {
+				out[d.ID] = d
+			}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,418 @@
+// Package esindex keeps the transaction index, the crawl profiles and the
+// search index in Elasticsearch 8: the grid-mode implementations of
+// txindex.Index, profiles.Store and search.Index.
+//
+// One Client holds one HTTP client and three indices, created at Open with
+// explicit, strict mappings: "<prefix>-transactions", "<prefix>-profiles"
+// and "<prefix>-documents". Only core Elasticsearch features are used (no
+// scripts, no update- or delete-by-query), so the bare integ-test
+// distribution serves it.
+//
+// # Visibility
+//
+// Gets (get, mget) are realtime in Elasticsearch; searches, aggregations and
+// _count see only what the last refresh made visible. The interfaces promise
+// that whatever a call reports done is visible to every following read, so
+// Options.Refresh chooses who pays for the refresh; see Refresh.
+//
+// # Termination
+//
+// A crawl is finished when none of its records is in a non-terminal status.
+// TerminationQuery returns the body of a plain _count request that answers
+// this from outside gridcrawl.
+package esindex
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/elastic/go-elasticsearch/v8"
+	"github.com/elastic/go-elasticsearch/v8/esapi"
+)
+
+// DefaultPrefix is the index name prefix when Options.Prefix is empty.
+const DefaultPrefix = "gridcrawl"
+
+// Refresh says how writes become visible to searches, aggregations and
+// counts. Every policy keeps the interfaces' visibility contracts, also
+// across processes; they differ in who pays for the refresh.
+type Refresh string
+
+// Refresh policies.
+const (
+	// RefreshOnRead (the default) leaves writes alone and refreshes an index
+	// (POST <index>/_refresh) before every read that is not a get: Counts,
+	// CountHost, Stale, List, profile List, Search and Count. A write costs
+	// one request and makes no segment of its own; a refresh of an index that
+	// has not changed costs next to nothing. Writes far outnumber such reads
+	// in a crawl (a page is one Transition, its new URLs one Create; Counts
+	// and CountHost are read only for crawls with page limits), so this is
+	// the policy with the fewest requests and refreshes per page.
+	RefreshOnRead Refresh = "on-read"
+	// RefreshWaitFor sends writes with refresh=wait_for: no extra request and
+	// no extra segment, but every write waits for the next scheduled refresh
+	// (index.refresh_interval, 1 s by default), which slows each caller.
+	RefreshWaitFor Refresh = "wait-for"
+	// RefreshOnWrite sends writes with refresh=true: no extra request and no
+	// wait, but one new segment per write request, which Elasticsearch must
+	// merge away again.
+	RefreshOnWrite Refresh = "on-write"
+)
+
+// Options configure a Client.
+type Options struct {
+	// URL is the Elasticsearch endpoint, such as http://127.0.0.1:9200.
+	URL string
+	// Prefix starts the name of every index; DefaultPrefix when empty. It
+	// must be lower case.
+	Prefix string
+	// Logger receives start-up and retry messages; slog.Default() when nil.
+	Logger *slog.Logger
+	// Refresh is the refresh policy; RefreshOnRead when empty.
+	Refresh Refresh
+	// Replicas is the number of replicas of indices that Open creates. Zero
+	// suits a single node; a cluster wants at least one.
+	Replicas int
+	// Shards is the number of primary shards of the documents index that
+	// Open creates; 1 when zero. The transactions and profiles indices have
+	// one shard: a crawl's records are counted, sorted and paged together,
+	// and one shard makes every refreshed view of them a consistent
+	// snapshot (see TerminationQuery).
+	Shards int
+	// Transport is the HTTP transport; a pooled http.Transport when nil.
+	Transport http.RoundTripper
+}
+
+// Client is one connection to Elasticsearch and the three gridcrawl indices
+// on it. It is safe for concurrent use.
+type Client struct {
+	es      *elasticsearch.Client
+	log     *slog.Logger
+	refresh Refresh
+	tr      *http.Transport // owned, closed by Close; nil when given
+
+	txIndex, profilesIndex, docsIndex string
+
+	tx       *TxIndex
+	profiles *Profiles
+	search   *Search
+}
+
+// Open connects to Elasticsearch and creates the indices that are absent,
+// with their mappings and settings. For indices that exist it puts the
+// mappings again, which adds fields that a newer gridcrawl maps and fails on
+// a conflicting mapping; settings of existing indices are left alone.
+func Open(ctx context.Context, opts Options) (*Client, error) {
+	if opts.URL == "" {
+		return nil, errors.New("open elasticsearch: empty url")
+	}
+	if opts.Prefix == "" {
+		opts.Prefix = DefaultPrefix
+	}
+	if opts.Prefix != strings.ToLower(opts.Prefix) || strings.ContainsAny(opts.Prefix, ` "*\<|,>/?#:`) {
+		return nil, fmt.Errorf("open elasticsearch %q: invalid index prefix %q", opts.URL, opts.Prefix)
+	}
+	switch opts.Refresh {
+	case "":
+		opts.Refresh = RefreshOnRead
+	case RefreshOnRead, RefreshWaitFor, RefreshOnWrite:
+	default:
+		return nil, fmt.Errorf("open elasticsearch %q: unknown refresh policy %q", opts.URL, opts.Refresh)
+	}
+	if opts.Replicas < 0 || opts.Shards < 0 {
+		return nil, fmt.Errorf("open elasticsearch %q: negative shards or replicas", opts.URL)
+	}
+	if opts.Shards == 0 {
+		opts.Shards = 1
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	c := &Client{
+		log:           opts.Logger,
+		refresh:       opts.Refresh,
+		txIndex:       opts.Prefix + "-transactions",
+		profilesIndex: opts.Prefix + "-profiles",
+		docsIndex:     opts.Prefix + "-documents",
+	}
+	rt := opts.Transport
+	if rt == nil {
+		c.tr = &http.Transport{
+			Proxy:               http.ProxyFromEnvironment,
+			DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			MaxIdleConns:        256,
+			MaxIdleConnsPerHost: 64,
+			IdleConnTimeout:     90 * time.Second,
+		}
+		rt = c.tr
+	}
+	es, err := elasticsearch.NewClient(elasticsearch.Config{
+		Addresses: []string{opts.URL},
+		Transport: rt,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open elasticsearch %q: %w", opts.URL, err)
+	}
+	c.es = es
+	for _, ix := range []struct {
+		name   string
+		shards int
+		props  map[string]any
+	}{
+		{c.txIndex, 1, txMapping},
+		{c.profilesIndex, 1, profilesMapping},
+		{c.docsIndex, opts.Shards, docsMapping},
+	} {
+		if err := c.ensureIndex(ctx, ix.name, ix.shards, opts.Replicas, ix.props); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("open elasticsearch %q: %w", opts.URL, err)
+		}
+	}
+	c.tx = &TxIndex{c: c}
+	c.profiles = &Profiles{c: c}
+	c.search = &Search{c: c}
+	return c, nil
+}
+
+// TxIndex returns the transaction index.
+func (c *Client) TxIndex() *TxIndex { return c.tx }
+
+// Profiles returns the crawl profile store.
+func (c *Client) Profiles() *Profiles { return c.profiles }
+
+// Search returns the search index.
+func (c *Client) Search() *Search { return c.search }
+
+// IndexNames returns the names of the transactions, profiles and documents
+// indices.
+func (c *Client) IndexNames() (transactions, profiles, documents string) {
+	return c.txIndex, c.profilesIndex, c.docsIndex
+}
+
+// DeleteIndices deletes the three indices with everything in them. Absent
+// indices are not an error. It is meant for tests.
+func (c *Client) DeleteIndices(ctx context.Context) error {
+	ignore := true
+	req := esapi.IndicesDeleteRequest{
+		Index:             []string{c.txIndex, c.profilesIndex, c.docsIndex},
+		IgnoreUnavailable: &ignore,
+	}
+	if err := c.do(ctx, req, nil); err != nil {
+		return fmt.Errorf("delete indices %s, %s, %s: %w", c.txIndex, c.profilesIndex, c.docsIndex, err)
+	}
+	return nil
+}
+
+// Close releases idle connections. The indices of c must not be used after.
+func (c *Client) Close() {
+	if c.tr != nil {
+		c.tr.CloseIdleConnections()
+	}
+}
+
+func (c *Client) ensureIndex(ctx context.Context, name string, shards, replicas int, props map[string]any) error {
+	mapping := map[string]any{"dynamic": "strict", "properties": props}
+	body, err := json.Marshal(map[string]any{
+		"settings": map[string]any{"index": map[string]any{
+			"number_of_shards":   shards,
+			"number_of_replicas": replicas,
+		}},
+		"mappings": mapping,
+	})
+	if err != nil {
+		return fmt.Errorf("create index %q: %w", name, err)
+	}
+	err = c.do(ctx, esapi.IndicesCreateRequest{Index: name, Body: bytes.NewReader(body)}, nil)
+	if err == nil {
+		c.log.Info("created elasticsearch index", "index", name)
+		return nil
+	}
+	if se := (*StatusError)(nil); !errors.As(err, &se) || se.Type != "resource_already_exists_exception" {
+		return fmt.Errorf("create index %q: %w", name, err)
+	}
+	body, err = json.Marshal(mapping)
+	if err != nil {
+		return fmt.Errorf("put mapping of index %q: %w", name, err)
+	}
+	if err := c.do(ctx, esapi.IndicesPutMappingRequest{Index: []string{name}, Body: bytes.NewReader(body)}, nil); err != nil {
+		return fmt.Errorf("put mapping of index %q: %w", name, err)
+	}
+	return nil
+}
+
+// writeRefresh is the refresh parameter of write requests.
+func (c *Client) writeRefresh() string {
+	switch c.refresh {
+	case RefreshWaitFor:
+		return "wait_for"
+	case RefreshOnWrite:
+		return "true"
+	}
+	return ""
+}
+
+// readRefresh makes every write acknowledged so far visible to the searches
+// of index that follow, when the policy leaves that to readers.
+func (c *Client) readRefresh(ctx context.Context, index string) error {
+	if c.refresh != RefreshOnRead {
+		return nil
+	}
+	if err := c.do(ctx, esapi.IndicesRefreshRequest{Index: []string{index}}, nil); err != nil {
+		return fmt.Errorf("refresh index %q: %w", index, err)
+	}
+	return nil
+}
+
+// StatusError is an error answer of Elasticsearch.
+type StatusError struct {
+	// Status is the HTTP status code.
+	Status int
+	// Type and Reason come from the error object of the answer, when it has
+	// one.
+	Type, Reason string
+}
+
+func (e *StatusError) Error() string {
+	if e.Type == "" {
+		return fmt.Sprintf("elasticsearch status %d", e.Status)
+	}
+	return fmt.Sprintf("elasticsearch status %d: %s: %s", e.Status, e.Type, e.Reason)
+}
+
+// isStatus reports whether err is a StatusError with status code.
+func isStatus(err error, code int) bool {
+	var se *StatusError
+	return errors.As(err, &se) && se.Status == code
+}
+
+// esError is the error object of Elasticsearch answers and bulk items.
+type esError struct {
+	Type     string `json:"type"`
+	Reason   string `json:"reason"`
+	CausedBy *struct {
+		Type   string `json:"type"`
+		Reason string `json:"reason"`
+	} `json:"caused_by"`
+}
+
+func (e *esError) statusError(status int) *StatusError {
+	se := &StatusError{Status: status, Type: e.Type, Reason: e.Reason}
+	if e.CausedBy != nil {
+		se.Reason += " (" + e.CausedBy.Type + ": " + e.CausedBy.Reason + ")"
+	}
+	return se
+}
+
+// maxErrorBody bounds how much of an error answer is read.
+const maxErrorBody = 64 << 10
+
+// do runs req and decodes a 2xx answer into out when out is not nil. Other
+// answers are returned as *StatusError.
+func (c *Client) do(ctx context.Context, req esapi.Request, out any) error {
+	res, err := req.Do(ctx, c.es)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// Drain so that the connection is reused.
+		_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, maxErrorBody))
+		_ = res.Body.Close()
+	}()
+	if res.StatusCode < 200 || res.StatusCode > 299 {
+		b, _ := io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
+		var e struct {
+			Error json.RawMessage `json:"error"`
+		}
+		se := &StatusError{Status: res.StatusCode}
+		if json.Unmarshal(b, &e) == nil && len(e.Error) > 0 {
+			var obj esError
+			if json.Unmarshal(e.Error, &obj) == nil {
+				se = obj.statusError(res.StatusCode)
+			} else {
+				se.Reason = string(e.Error)
+			}
+		}
+		return se
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.NewDecoder(res.Body).Decode(out); err != nil {
+		return fmt.Errorf("decode answer: %w", err)
+	}
+	return nil
+}
+
+// Field mappings. Keywords that hold outside input (URLs, errors) have
+// ignore_above, so that an absurd value is stored but not indexed instead
+// of failing the write (Lucene refuses terms over 32 KiB).
+var (
+	keyword     = map[string]any{"type": "keyword"}
+	longKeyword = map[string]any{"type": "keyword", "ignore_above": 8192}
+	date        = map[string]any{"type": "date"}
+	integer     = map[string]any{"type": "integer"}
+	long        = map[string]any{"type": "long"}
+	text        = map[string]any{"type": "text"}
+	storedOnly  = map[string]any{"type": "object", "enabled": false}
+	assetRef    = map[string]any{"properties": map[string]any{
+		"key":    map[string]any{"type": "keyword", "ignore_above": 1024},
+		"offset": long,
+		"length": long,
+	}}
+
+	txMapping = map[string]any{
+		"key":         keyword,
+		"crawl_id":    keyword,
+		"url":         longKeyword,
+		"host":        keyword,
+		"chg":         keyword,
+		"depth":       integer,
+		"hops":        integer,
+		"referrer":    longKeyword,
+		"status":      keyword,
+		"status_time": date,
+		"attempts":    integer,
+		"error": map[string]any{"type": "keyword", "ignore_above": 1024,
+			"fields": map[string]any{"text": text}},
+		"http_status": integer,
+		"asset":       assetRef,
+		"created_at":  date,
+	}
+
+	profilesMapping = map[string]any{
+		"crawl_id":    keyword,
+		"profile":     storedOnly,
+		"state":       keyword,
+		"created_at":  date,
+		"finished_at": date,
+	}
+
+	// The title boost is applied by the query, not the mapping.
+	docsMapping = map[string]any{
+		"id":           keyword,
+		"crawl_id":     keyword,
+		"url":          map[string]any{"type": "keyword", "ignore_above": 8192, "fields": map[string]any{"text": text}},
+		"host":         keyword,
+		"title":        text,
+		"description":  text,
+		"language":     keyword,
+		"headings":     text,
+		"text":         text,
+		"links":        storedOnly,
+		"content_type": keyword,
+		"status_code":  integer,
+		"depth":        integer,
+		"fetch_time":   date,
+		"asset":        assetRef,
+		"noindex":      map[string]any{"type": "boolean"},
+	}
+)

@@ -1,0 +1,621 @@
+package esindex
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/profiles"
+	"github.com/gridcrawl/gridcrawl/pkg/profiles/profilestest"
+	"github.com/gridcrawl/gridcrawl/pkg/search"
+	"github.com/gridcrawl/gridcrawl/pkg/search/searchtest"
+	"github.com/gridcrawl/gridcrawl/pkg/txindex"
+	"github.com/gridcrawl/gridcrawl/pkg/txindex/txindextest"
+)
+
+// esURL returns the Elasticsearch of the tests, from GRIDCRAWL_ES_URL. Without
+// it the test is skipped, or fails in CI (CI=true) and when
+// GRIDCRAWL_REQUIRE_BACKENDS=1.
+func esURL(t testing.TB) string {
+	t.Helper()
+	raw := os.Getenv("GRIDCRAWL_ES_URL")
+	if raw == "" {
+		if os.Getenv("CI") == "true" || os.Getenv("GRIDCRAWL_REQUIRE_BACKENDS") == "1" {
+			t.Fatal("GRIDCRAWL_ES_URL is not set; start Elasticsearch with scripts/services/elasticsearch.sh and export its env")
+		}
+		t.Skip("GRIDCRAWL_ES_URL is not set")
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatalf("GRIDCRAWL_ES_URL %q: %v", raw, err)
+	}
+	host := u.Hostname()
+	if ip := net.ParseIP(host); !(host == "localhost" || ip != nil && ip.IsLoopback()) {
+		t.Fatalf("GRIDCRAWL_ES_URL %q is not on loopback; tests only talk to loopback", raw)
+	}
+	return raw
+}
+
+// testPrefix returns an index prefix no other test or run uses.
+func testPrefix() string { return "gctest-" + strings.ToLower(rand.Text()[:12]) }
+
+// open opens a client on a fresh prefix whose indices are deleted when t
+// ends.
+func open(t testing.TB, refresh Refresh) *Client {
+	t.Helper()
+	return openPrefix(t, Options{URL: esURL(t), Prefix: testPrefix(), Refresh: refresh}, true)
+}
+
+// openPrefix opens a client with opts, closed when t ends; with cleanup the
+// indices are deleted then too.
+func openPrefix(t testing.TB, opts Options, cleanup bool) *Client {
+	t.Helper()
+	opts.Logger = slog.New(slog.DiscardHandler)
+	c, err := Open(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("Open(%q, prefix %q) error: %v", opts.URL, opts.Prefix, err)
+	}
+	t.Cleanup(func() {
+		if cleanup {
+			if err := c.DeleteIndices(context.Background()); err != nil {
+				t.Errorf("DeleteIndices: %v", err)
+			}
+		}
+		c.Close()
+	})
+	return c
+}
+
+// policies are the refresh policies the conformance suites run with: the
+// default, and the one that refreshes on write. RefreshWaitFor makes every
+// write wait for the scheduled refresh, which is slow, so only the
+// transaction suite runs with it (TestTxIndexConformanceWaitFor).
+var policies = []Refresh{RefreshOnRead, RefreshOnWrite}
+
+func TestTxIndexConformance(t *testing.T) {
+	for _, p := range policies {
+		t.Run(string(p), func(t *testing.T) { runTxSuite(t, p) })
+	}
+}
+
+// TestTxIndexConformanceWaitFor runs the transaction suite with writes that
+// wait for the scheduled refresh instead of forcing one.
+func TestTxIndexConformanceWaitFor(t *testing.T) {
+	if testing.Short() {
+		t.Skip("each write waits for a scheduled refresh")
+	}
+	runTxSuite(t, RefreshWaitFor)
+}
+
+func runTxSuite(t *testing.T, p Refresh) {
+	c := open(t, p)
+	txindextest.Run(t, txindextest.Harness{
+		New: func(t *testing.T) txindex.Index { return c.TxIndex() },
+		Reopen: func(t *testing.T, x txindex.Index) txindex.Index {
+			old := x.(*TxIndex).c
+			return openPrefix(t, Options{URL: esURL(t), Prefix: strings.TrimSuffix(old.txIndex, "-transactions"), Refresh: p}, false).TxIndex()
+		},
+	})
+}
+
+func TestProfilesConformance(t *testing.T) {
+	for _, p := range policies {
+		t.Run(string(p), func(t *testing.T) {
+			c := open(t, p)
+			profilestest.Run(t, profilestest.Harness{
+				New: func(t *testing.T) profiles.Store { return c.Profiles() },
+				Reopen: func(t *testing.T, x profiles.Store) profiles.Store {
+					old := x.(*Profiles).c
+					return openPrefix(t, Options{URL: esURL(t), Prefix: strings.TrimSuffix(old.profilesIndex, "-profiles"), Refresh: p}, false).Profiles()
+				},
+			})
+		})
+	}
+}
+
+func TestSearchConformance(t *testing.T) {
+	for _, p := range policies {
+		t.Run(string(p), func(t *testing.T) {
+			c := open(t, p)
+			searchtest.Run(t, searchtest.Harness{
+				New: func(t *testing.T) search.Index { return c.Search() },
+				Reopen: func(t *testing.T, x search.Index) search.Index {
+					old := x.(*Search).c
+					return openPrefix(t, Options{URL: esURL(t), Prefix: strings.TrimSuffix(old.docsIndex, "-documents"), Refresh: p}, false).Search()
+				},
+			})
+		})
+	}
+}
+
+// raw sends one HTTP request to Elasticsearch, as curl would, and returns
+// the status and body.
+func raw(t *testing.T, method, path, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, strings.TrimSuffix(esURL(t), "/")+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatalf("%s %s: read: %v", method, path, err)
+	}
+	return res.StatusCode, string(b)
+}
+
+func TestOpenIdempotent(t *testing.T) {
+	url := esURL(t)
+	prefix := testPrefix()
+	// Concurrent first opens race to create the indices; all must succeed.
+	const n = 4
+	errs := make([]error, n)
+	clients := make([]*Client, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			clients[i], errs[i] = Open(t.Context(), Options{URL: url, Prefix: prefix, Logger: slog.New(slog.DiscardHandler)})
+		})
+	}
+	wg.Wait()
+	t.Cleanup(func() {
+		for _, c := range clients {
+			if c != nil {
+				_ = c.DeleteIndices(context.Background())
+				c.Close()
+			}
+		}
+	})
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("concurrent Open %d of prefix %q error: %v", i, prefix, err)
+		}
+	}
+	// Data survives another Open.
+	rec := txindex.Record{Key: "k1", CrawlID: "c1", URL: "http://a.example/", Host: "a.example",
+		Status: contracts.ToBeLoaded, StatusTime: time.Now().UTC().Truncate(time.Millisecond), CreatedAt: time.Now().UTC().Truncate(time.Millisecond)}
+	if _, err := clients[0].TxIndex().Create(t.Context(), []txindex.Record{rec}); err != nil {
+		t.Fatalf("Create error: %v", err)
+	}
+	again := openPrefix(t, Options{URL: url, Prefix: prefix}, false)
+	got, err := again.TxIndex().Get(t.Context(), rec.Key)
+	if err != nil {
+		t.Fatalf("Get(%q) after a second Open error: %v", rec.Key, err)
+	}
+	if diff := cmp.Diff(rec, got, cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })); diff != "" {
+		t.Errorf("Get(%q) after a second Open (-want +got):\n%s", rec.Key, diff)
+	}
+
+	tx, prof, docs := again.IndexNames()
+	for _, tc := range []struct {
+		index string
+		props map[string]any
+	}{{tx, txMapping}, {prof, profilesMapping}, {docs, docsMapping}} {
+		status, body := raw(t, http.MethodGet, "/"+tc.index+"/_mapping", "")
+		if status != http.StatusOK {
+			t.Fatalf("GET %s/_mapping = %d %s", tc.index, status, body)
+		}
+		var m map[string]struct {
+			Mappings struct {
+				Dynamic    string         `json:"dynamic"`
+				Properties map[string]any `json:"properties"`
+			} `json:"mappings"`
+		}
+		if err := json.Unmarshal([]byte(body), &m); err != nil {
+			t.Fatalf("decode mapping of %s: %v", tc.index, err)
+		}
+		got := m[tc.index].Mappings
+		if got.Dynamic != "strict" {
+			t.Errorf("mapping of %s: dynamic = %q, want strict", tc.index, got.Dynamic)
+		}
+		var gotFields, wantFields []string
+		for f := range got.Properties {
+			gotFields = append(gotFields, f)
+		}
+		for f := range tc.props {
+			wantFields = append(wantFields, f)
+		}
+		slices.Sort(gotFields)
+		slices.Sort(wantFields)
+		if diff := cmp.Diff(wantFields, gotFields); diff != "" {
+			t.Errorf("mapped fields of %s (-want +got):\n%s", tc.index, diff)
+		}
+	}
+
+	// Strict: a document with an unmapped field is refused.
+	status, body := raw(t, http.MethodPut, "/"+tx+"/_doc/x?refresh=false", `{"key":"x","surprise":1}`)
+	if status != http.StatusBadRequest || !strings.Contains(body, "strict_dynamic_mapping_exception") {
+		t.Errorf("PUT of an unmapped field = %d %s, want 400 strict_dynamic_mapping_exception", status, body)
+	}
+}
+
+func TestOpenConflictingMapping(t *testing.T) {
+	url := esURL(t)
+	prefix := testPrefix()
+	t.Cleanup(func() {
+		req, _ := http.NewRequest(http.MethodDelete, strings.TrimSuffix(url, "/")+"/"+prefix+"-*", nil)
+		if res, err := http.DefaultClient.Do(req); err == nil {
+			res.Body.Close()
+		}
+	})
+	// An index of the same name whose status is a number.
+	status, body := raw(t, http.MethodPut, "/"+prefix+"-transactions", `{"mappings":{"properties":{"status":{"type":"long"}}}}`)
+	if status != http.StatusOK {
+		t.Fatalf("create index = %d %s", status, body)
+	}
+	c, err := Open(t.Context(), Options{URL: url, Prefix: prefix, Logger: slog.New(slog.DiscardHandler)})
+	if err == nil {
+		c.Close()
+		t.Fatalf("Open over an index with a conflicting mapping = nil error, want an error")
+	}
+}
+
+func TestOpenInvalidOptions(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts Options
+	}{
+		{"no url", Options{}},
+		{"upper case prefix", Options{URL: "http://127.0.0.1:9", Prefix: "Grid"}},
+		{"prefix with a comma", Options{URL: "http://127.0.0.1:9", Prefix: "a,b"}},
+		{"unknown refresh", Options{URL: "http://127.0.0.1:9", Refresh: "sometimes"}},
+		{"negative replicas", Options{URL: "http://127.0.0.1:9", Replicas: -1}},
+	} {
+		if c, err := Open(t.Context(), tc.opts); err == nil {
+			c.Close()
+			t.Errorf("%s: Open(%+v) = nil error, want an error", tc.name, tc.opts)
+		}
+	}
+}
+
+// TestTransitionConcurrent checks the optimistic concurrency of Transition
+// beyond the suite: many callers on one record, with moves and with lease
+// renewals, which must all apply one after the other without lost updates.
+func TestTransitionConcurrent(t *testing.T) {
+	x := open(t, RefreshOnRead).TxIndex()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	crawl := "tc-" + rand.Text()
+	const n = 8
+	for _, tc := range []struct {
+		name        string
+		from, to    contracts.Status
+		wantApplied int
+	}{
+		{"move", contracts.ToBeParsed, contracts.ToBeIndexed, 1},
+		{"renew", contracts.ToBeLoaded, contracts.ToBeLoaded, n},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := txindex.Record{Key: txindex.Key(crawl, tc.name), CrawlID: crawl, URL: "http://a.example/" + tc.name,
+				Host: "a.example", Status: tc.from, StatusTime: now, CreatedAt: now}
+			if _, err := x.Create(t.Context(), []txindex.Record{r}); err != nil {
+				t.Fatalf("Create error: %v", err)
+			}
+			applied := make([]bool, n)
+			errs := make([]error, n)
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Go(func() {
+					got, err := x.Transition(t.Context(), []txindex.Transition{{Key: r.Key, From: tc.from, To: tc.to, AddAttempt: true}})
+					errs[i] = err
+					if err == nil {
+						applied[i] = got[0]
+					}
+				})
+			}
+			wg.Wait()
+			count := 0
+			for i := range n {
+				if errs[i] != nil {
+					t.Fatalf("Transition in goroutine %d error: %v", i, errs[i])
+				}
+				if applied[i] {
+					count++
+				}
+			}
+			if count != tc.wantApplied {
+				t.Errorf("%d concurrent Transitions %s→%s: %d applied, want %d", n, tc.from, tc.to, count, tc.wantApplied)
+			}
+			got, err := x.Get(t.Context(), r.Key)
+			if err != nil {
+				t.Fatalf("Get error: %v", err)
+			}
+			if got.Status != tc.to || got.Attempts != tc.wantApplied {
+				t.Errorf("Get(%q) = status %q attempts %d, want %q %d", r.Key, got.Status, got.Attempts, tc.to, tc.wantApplied)
+			}
+		})
+	}
+}
+
+func TestTerminationQuery(t *testing.T) {
+	c := open(t, RefreshOnRead)
+	x := c.TxIndex()
+	txName, _, _ := c.IndexNames()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	// A crawl id that needs escaping in JSON, and a neighbour that must not
+	// count.
+	crawl, other := `tq-"quoted" \ `+rand.Text(), "tq-"+rand.Text()
+	var recs []txindex.Record
+	for i, s := range contracts.Statuses {
+		for _, id := range []string{crawl, other} {
+			u := fmt.Sprintf("http://h.example/%d", i)
+			recs = append(recs, txindex.Record{Key: txindex.Key(id, u), CrawlID: id, URL: u, Host: "h.example",
+				Status: s, StatusTime: now, CreatedAt: now})
+		}
+	}
+	if _, err := x.Create(t.Context(), recs); err != nil {
+		t.Fatalf("Create error: %v", err)
+	}
+	count := func() int64 {
+		t.Helper()
+		if status, body := raw(t, http.MethodPost, "/"+txName+"/_refresh", ""); status != http.StatusOK {
+			t.Fatalf("POST _refresh = %d %s", status, body)
+		}
+		status, body := raw(t, http.MethodPost, "/"+txName+"/_count", TerminationQuery(crawl))
+		if status != http.StatusOK {
+			t.Fatalf("POST _count %s = %d %s", TerminationQuery(crawl), status, body)
+		}
+		var res struct {
+			Count int64 `json:"count"`
+		}
+		if err := json.Unmarshal([]byte(body), &res); err != nil {
+			t.Fatalf("decode _count answer %q: %v", body, err)
+		}
+		return res.Count
+	}
+	if got := count(); got != 3 {
+		t.Errorf("termination count with one record in each status = %d, want 3", got)
+	}
+	var ts []txindex.Transition
+	for _, r := range recs {
+		if r.CrawlID == crawl && !r.Status.Terminal() {
+			ts = append(ts, txindex.Transition{Key: r.Key, From: r.Status, To: contracts.Indexed})
+		}
+	}
+	for i, tr := range ts {
+		if _, err := x.Transition(t.Context(), []txindex.Transition{tr}); err != nil {
+			t.Fatalf("Transition error: %v", err)
+		}
+		if got, want := count(), int64(len(ts)-i-1); got != want {
+			t.Errorf("termination count after %d transitions = %d, want %d", i+1, got, want)
+		}
+	}
+	// The other crawl is not finished.
+	status, body := raw(t, http.MethodPost, "/"+txName+"/_count", TerminationQuery(other))
+	if status != http.StatusOK || !strings.Contains(body, `"count":3`) {
+		t.Errorf("termination count of the other crawl = %d %s, want count 3", status, body)
+	}
+}
+
+func TestTerminationQueryJSON(t *testing.T) {
+	for _, id := range []string{"", "c1", `a"b\c`, "\x00\u2028ü"} {
+		var q struct {
+			Query struct {
+				Bool struct {
+					Filter []map[string]map[string]any `json:"filter"`
+				} `json:"bool"`
+			} `json:"query"`
+		}
+		if err := json.Unmarshal([]byte(TerminationQuery(id)), &q); err != nil {
+			t.Fatalf("TerminationQuery(%q) is not JSON: %v", id, err)
+		}
+		got := q.Query.Bool.Filter
+		want := []map[string]map[string]any{
+			{"term": {"crawl_id": id}},
+			{"terms": {"status": []any{"to-be-loaded", "to-be-parsed", "to-be-indexed"}}},
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("TerminationQuery(%q) filters (-want +got):\n%s", id, diff)
+		}
+	}
+}
+
+func TestQueryString(t *testing.T) {
+	for _, tc := range []struct {
+		name, q, want string
+	}{
+		{"empty", "", ""},
+		{"words", "Hello  world", `"Hello" "world"`},
+		{"syntax", `-a +b (c) "d" e* f~2 g:h`, `"a" "b" "c" "d" "e" "f" "2" "g" "h"`},
+		{"operators are words", "a OR b", `"a" "OR" "b"`},
+		{"only syntax", `"()*-+~\`, ""},
+		{"marks alone", "\u0301", ""},
+		{"unicode", "狐狸 renard ﬁ", `"狐狸" "renard" "ﬁ"`},
+		{"invalid utf-8", "\xff\xfe ok", `"ok"`},
+		{"too long a word", strings.Repeat("x", 300) + " ok", `"ok"`},
+	} {
+		if got := QueryString(tc.q); got != tc.want {
+			t.Errorf("%s: QueryString(%q) = %q, want %q", tc.name, tc.q, got, tc.want)
+		}
+	}
+	if got := QueryString(strings.Repeat("w ", 100)); strings.Count(got, `"w"`) != MaxTerms {
+		t.Errorf("QueryString(100 words) kept %d words, want %d", strings.Count(got, `"w"`), MaxTerms)
+	}
+}
+
+func FuzzQueryString(f *testing.F) {
+	for _, s := range []string{"", "a b", `"(`, "-x", "狐狸", "\xff", "a\u0301b", `\"`, "NEAR(a b, 3)"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, q string) {
+		got := QueryString(q)
+		if got == "" {
+			return
+		}
+		words := strings.Split(got, " ")
+		if len(words) > MaxTerms {
+			t.Fatalf("QueryString(%q) has %d words, more than %d", q, len(words), MaxTerms)
+		}
+		for _, w := range words {
+			if len(w) < 3 || w[0] != '"' || w[len(w)-1] != '"' {
+				t.Fatalf("QueryString(%q) = %q: %q is not a quoted word", q, got, w)
+			}
+			inner := w[1 : len(w)-1]
+			if strings.ContainsAny(inner, "\"\\ \t\n") || !strings.Contains(q, inner) {
+				t.Fatalf("QueryString(%q) = %q: word %q has syntax or is not from the input", q, got, inner)
+			}
+		}
+	})
+}
+
+// benchRecords returns n records of a fresh crawl.
+func benchRecords(n int, status contracts.Status) []txindex.Record {
+	crawl := "bench-" + rand.Text()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	recs := make([]txindex.Record, n)
+	for i := range recs {
+		u := fmt.Sprintf("http://h%d.example/page/%d", i%10, i)
+		recs[i] = txindex.Record{Key: txindex.Key(crawl, u), CrawlID: crawl, URL: u, Host: fmt.Sprintf("h%d.example", i%10),
+			Group: fmt.Sprintf("h%d.example", i%10), Depth: 2, Status: status, StatusTime: now, CreatedAt: now,
+			Referrer: "http://h0.example/"}
+	}
+	return recs
+}
+
+// benchPolicies are the refresh policies the benchmarks compare.
+var benchPolicies = []Refresh{RefreshOnRead, RefreshOnWrite, RefreshWaitFor}
+
+// BenchmarkCreate creates batches of 100 new records.
+func BenchmarkCreate(b *testing.B) {
+	for _, p := range benchPolicies {
+		b.Run(string(p), func(b *testing.B) {
+			x := open(b, p).TxIndex()
+			for b.Loop() {
+				if _, err := x.Create(b.Context(), benchRecords(100, contracts.ToBeLoaded)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(100*b.N)/b.Elapsed().Seconds(), "records/s")
+		})
+	}
+}
+
+// BenchmarkTransition moves batches of 100 records from to-be-loaded to
+// to-be-parsed.
+func BenchmarkTransition(b *testing.B) {
+	for _, p := range benchPolicies {
+		b.Run(string(p), func(b *testing.B) {
+			x := open(b, p).TxIndex()
+			var batches [][]txindex.Transition
+			for range b.N {
+				recs := benchRecords(100, contracts.ToBeLoaded)
+				if _, err := x.Create(b.Context(), recs); err != nil {
+					b.Fatal(err)
+				}
+				ts := make([]txindex.Transition, len(recs))
+				for i, r := range recs {
+					ts[i] = txindex.Transition{Key: r.Key, From: contracts.ToBeLoaded, To: contracts.ToBeParsed, HTTPStatus: 200,
+						Asset: &contracts.AssetRef{Key: "warc/x.warc.gz", Offset: int64(i) * 1000, Length: 1000}}
+				}
+				batches = append(batches, ts)
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				applied, err := x.Transition(b.Context(), batches[i])
+				if err != nil {
+					b.Fatal(err)
+				}
+				if !applied[0] {
+					b.Fatal("transition not applied")
+				}
+			}
+			b.ReportMetric(float64(100*b.N)/b.Elapsed().Seconds(), "records/s")
+		})
+	}
+}
+
+// BenchmarkUpsert stores batches of 50 documents of about 5 kB of text.
+func BenchmarkUpsert(b *testing.B) {
+	words := strings.Fields("the quick brown fox jumps over the lazy dog while crawler fetches pages politely from many hosts across web")
+	var text bytes.Buffer
+	for i := 0; text.Len() < 5000; i++ {
+		text.WriteString(words[(i*7)%len(words)])
+		text.WriteByte(' ')
+	}
+	for _, p := range benchPolicies {
+		b.Run(string(p), func(b *testing.B) {
+			s := open(b, p).Search()
+			crawl := "bench-" + rand.Text()
+			n := 0
+			for b.Loop() {
+				docs := make([]contracts.Document, 50)
+				for i := range docs {
+					n++
+					docs[i] = contracts.Document{ID: fmt.Sprintf("d%d", n), CrawlID: crawl, URL: fmt.Sprintf("https://example.com/%d", n),
+						Host: "example.com", Title: "Page " + words[n%len(words)], Headings: []string{"One", "Two"},
+						Text: text.String(), ContentType: "text/html", StatusCode: 200, FetchTime: time.Now(),
+						Links: []contracts.Link{{URL: "https://example.com/a"}, {URL: "https://example.com/b"}}}
+				}
+				if err := s.Upsert(b.Context(), docs); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(50*b.N)/b.Elapsed().Seconds(), "docs/s")
+		})
+	}
+}
+
+// BenchmarkPage does the transaction-index work of one crawled page from
+// several goroutines at once, as loader and crawler replicas do: the loader
+// moves the page to to-be-parsed, the crawler creates its 10 outlinks and
+// moves it to to-be-indexed, the indexer moves it to indexed, and the
+// frontier reads the crawl's counts (as it does for crawls with a page
+// limit). The pages are outlinks created by earlier pages.
+func BenchmarkPage(b *testing.B) {
+	for _, p := range benchPolicies {
+		b.Run(string(p), func(b *testing.B) {
+			x := open(b, p).TxIndex()
+			b.SetParallelism(4)
+			b.RunParallel(func(pb *testing.PB) {
+				queue := benchRecords(1, contracts.ToBeLoaded)
+				if _, err := x.Create(b.Context(), queue); err != nil {
+					b.Fatal(err)
+				}
+				for pb.Next() {
+					page := queue[0]
+					queue = queue[1:]
+					steps := [][2]contracts.Status{{contracts.ToBeLoaded, contracts.ToBeParsed}, {contracts.ToBeParsed, contracts.ToBeIndexed}, {contracts.ToBeIndexed, contracts.Indexed}}
+					for i, st := range steps {
+						if i == 1 {
+							links := benchRecords(10, contracts.ToBeLoaded)
+							if _, err := x.Create(b.Context(), links); err != nil {
+								b.Fatal(err)
+							}
+							queue = append(queue, links...)
+						}
+						applied, err := x.Transition(b.Context(), []txindex.Transition{{Key: page.Key, From: st[0], To: st[1]}})
+						if err != nil || !applied[0] {
+							b.Fatalf("Transition = %v, %v", applied, err)
+						}
+					}
+					if _, err := x.Counts(b.Context(), page.CrawlID); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pages/s")
+		})
+	}
+}

@@ -1,0 +1,172 @@
+package esindex
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/elastic/go-elasticsearch/v8/esapi"
+
+	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/profiles"
+)
+
+// Profiles is the crawl store (profiles.Store) in the index
+// "<prefix>-profiles", one document per crawl with the crawl id as document
+// id. The profile itself is stored, not indexed.
+type Profiles struct {
+	c *Client
+}
+
+var _ profiles.Store = (*Profiles)(nil)
+
+// Put stores a new crawl with op_type create, or fails with
+// profiles.ErrExists.
+func (p *Profiles) Put(ctx context.Context, c profiles.Crawl) error {
+	if c.ID == "" {
+		return errors.New("put crawl: empty id")
+	}
+	src, err := json.Marshal(c)
+	if err != nil {
+		return fmt.Errorf("put crawl %q: %w", c.ID, err)
+	}
+	req := esapi.IndexRequest{
+		Index:      p.c.profilesIndex,
+		DocumentID: c.ID,
+		Body:       bytes.NewReader(src),
+		OpType:     "create",
+		Refresh:    p.c.writeRefresh(),
+	}
+	if err := p.c.do(ctx, req, nil); err != nil {
+		if isStatus(err, http.StatusConflict) {
+			return fmt.Errorf("put crawl %q: %w", c.ID, profiles.ErrExists)
+		}
+		return fmt.Errorf("put crawl %q: %w", c.ID, err)
+	}
+	return nil
+}
+
+// Get returns the crawl with id, or profiles.ErrNotFound. It is realtime.
+func (p *Profiles) Get(ctx context.Context, id string) (profiles.Crawl, error) {
+	c, _, err := p.get(ctx, id)
+	if err != nil {
+		return profiles.Crawl{}, fmt.Errorf("get crawl %q: %w", id, err)
+	}
+	return c, nil
+}
+
+// get returns the crawl with id and its mget document (for the sequence
+// number), or profiles.ErrNotFound.
+func (p *Profiles) get(ctx context.Context, id string) (profiles.Crawl, mgetDoc, error) {
+	if id == "" {
+		return profiles.Crawl{}, mgetDoc{}, profiles.ErrNotFound
+	}
+	docs, err := p.c.mget(ctx, p.c.profilesIndex, []string{id})
+	if err != nil {
+		return profiles.Crawl{}, mgetDoc{}, err
+	}
+	d, ok := docs[id]
+	if !ok {
+		return profiles.Crawl{}, mgetDoc{}, profiles.ErrNotFound
+	}
+	var c profiles.Crawl
+	if err := json.Unmarshal(d.Source, &c); err != nil {
+		return profiles.Crawl{}, mgetDoc{}, fmt.Errorf("decode: %w", err)
+	}
+	return c, d, nil
+}
+
+// listPage is the page size of List's searches.
+const listPage = 1000
+
+// List returns all crawls, newest first (by creation time, then id
+// descending).
+func (p *Profiles) List(ctx context.Context) ([]profiles.Crawl, error) {
+	if err := p.c.readRefresh(ctx, p.c.profilesIndex); err != nil {
+		return nil, fmt.Errorf("list crawls: %w", err)
+	}
+	var out []profiles.Crawl
+	var searchAfter []any
+	for {
+		req := map[string]any{
+			"size":             listPage,
+			"track_total_hits": false,
+			"query":            map[string]any{"match_all": map[string]any{}},
+			"sort":             []any{map[string]any{"created_at": "desc"}, map[string]any{"crawl_id": "desc"}},
+		}
+		if searchAfter != nil {
+			req["search_after"] = searchAfter
+		}
+		body, err := json.Marshal(req)
+		if err != nil {
+			return nil, fmt.Errorf("list crawls: %w", err)
+		}
+		var res struct {
+			Hits struct {
+				Hits []struct {
+					Source profiles.Crawl `json:"_source"`
+					Sort   []any          `json:"sort"`
+				} `json:"hits"`
+			} `json:"hits"`
+		}
+		sreq := esapi.SearchRequest{
+			Index:      []string{p.c.profilesIndex},
+			Body:       bytes.NewReader(body),
+			FilterPath: []string{"hits.hits._source", "hits.hits.sort"},
+		}
+		if err := p.c.do(ctx, sreq, &res); err != nil {
+			return nil, fmt.Errorf("list crawls: %w", err)
+		}
+		for _, h := range res.Hits.Hits {
+			out = append(out, h.Source)
+		}
+		if len(res.Hits.Hits) < listPage {
+			return out, nil
+		}
+		searchAfter = res.Hits.Hits[len(res.Hits.Hits)-1].Sort
+	}
+}
+
+// SetState sets a crawl's state and finished time (nil clears it), or fails
+// with profiles.ErrNotFound. It reads the crawl and writes it back
+// conditioned on the sequence number it read, and starts again when another
+// writer came first.
+func (p *Profiles) SetState(ctx context.Context, id string, state contracts.CrawlState, finishedAt *time.Time) error {
+	for attempt := 0; ; attempt++ {
+		if attempt == maxTransitionRounds {
+			return fmt.Errorf("set state of crawl %q: still changing concurrently after %d attempts", id, attempt)
+		}
+		c, d, err := p.get(ctx, id)
+		if err != nil {
+			return fmt.Errorf("set state of crawl %q: %w", id, err)
+		}
+		c.State, c.FinishedAt = state, finishedAt
+		src, err := json.Marshal(c)
+		if err != nil {
+			return fmt.Errorf("set state of crawl %q: %w", id, err)
+		}
+		seq, term := int(d.SeqNo), int(d.PrimaryTerm)
+		req := esapi.IndexRequest{
+			Index:         p.c.profilesIndex,
+			DocumentID:    id,
+			Body:          bytes.NewReader(src),
+			IfSeqNo:       &seq,
+			IfPrimaryTerm: &term,
+			Refresh:       p.c.writeRefresh(),
+		}
+		err = p.c.do(ctx, req, nil)
+		if err == nil {
+			return nil
+		}
+		if !isStatus(err, http.StatusConflict) {
+			return fmt.Errorf("set state of crawl %q: %w", id, err)
+		}
+	}
+}
+
+// Close does nothing: the Client owns the connection.
+func (p *Profiles) Close() error { return nil }

@@ -1,0 +1,251 @@
+package esindex
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/elastic/go-elasticsearch/v8/esapi"
+
+	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/search"
+)
+
+// Search limits.
+const (
+	// DefaultLimit is the page size of a query whose Limit is not positive.
+	DefaultLimit = 10
+	// MaxLimit caps the page size of a query.
+	MaxLimit = 1000
+	// MaxTerms caps the number of words of a query that are searched for.
+	MaxTerms = 32
+	// maxTermBytes drops absurdly long words, which cannot match anyway.
+	maxTermBytes = 256
+	// snippetChars is the length of a snippet, in characters.
+	snippetChars = 160
+	// maxHighlightChars is how much of a text the highlighter analyzes for
+	// the snippet; beyond it the snippet comes from the text's start.
+	maxHighlightChars = 1_000_000
+)
+
+// searchFields are the fields a query searches, with their weights: a word
+// in the title counts ten times a word in the text.
+var searchFields = []string{"title^10", "headings^5", "description^4", "text", "url.text^2"}
+
+// hitFields are the stored fields a hit is made of.
+var hitFields = []string{"id", "crawl_id", "url", "title", "description", "content_type", "language", "fetch_time"}
+
+// Search is the full-text document index (search.Index) in the index
+// "<prefix>-documents", one document per page with the document id (the
+// page's record key) as document id. Text is analyzed by Elasticsearch's
+// standard analyzer; ranking is BM25 over weighted fields.
+type Search struct {
+	c *Client
+}
+
+var _ search.Index = (*Search)(nil)
+
+// Upsert stores docs with one bulk request, each replacing any document
+// with its ID; of two versions of one document in docs the later wins. A
+// document marked NoIndex is not stored, and removes a stored document with
+// its ID. The documents are searchable when Upsert returns (see Refresh).
+func (s *Search) Upsert(ctx context.Context, docs []contracts.Document) error {
+	if len(docs) == 0 {
+		return nil
+	}
+	ops := make([]bulkOp, len(docs))
+	for i, d := range docs {
+		if d.ID == "" {
+			return fmt.Errorf("upsert document of %q: empty id", d.URL)
+		}
+		ops[i].action = bulkAction{Index: s.c.docsIndex, ID: d.ID}
+		if d.NoIndex {
+			ops[i].op = "delete"
+			continue
+		}
+		src, err := json.Marshal(d)
+		if err != nil {
+			return fmt.Errorf("upsert document %q: %w", d.ID, err)
+		}
+		ops[i].op, ops[i].source = "index", src
+	}
+	items, err := s.c.bulk(ctx, ops)
+	if err != nil {
+		return fmt.Errorf("upsert %d documents: %w", len(docs), err)
+	}
+	for i, it := range items {
+		if ops[i].op == "delete" && it.Status == http.StatusNotFound {
+			continue // nothing to remove
+		}
+		if err := it.err(); err != nil {
+			return fmt.Errorf("upsert document %q: %w", docs[i].ID, err)
+		}
+	}
+	return nil
+}
+
+// Get returns the document with id, or search.ErrNotFound. It is realtime.
+func (s *Search) Get(ctx context.Context, id string) (contracts.Document, error) {
+	if id == "" {
+		return contracts.Document{}, fmt.Errorf("get document %q: %w", id, search.ErrNotFound)
+	}
+	docs, err := s.c.mget(ctx, s.c.docsIndex, []string{id})
+	if err != nil {
+		return contracts.Document{}, fmt.Errorf("get document %q: %w", id, err)
+	}
+	raw, ok := docs[id]
+	if !ok {
+		return contracts.Document{}, fmt.Errorf("get document %q: %w", id, search.ErrNotFound)
+	}
+	var d contracts.Document
+	if err := json.Unmarshal(raw.Source, &d); err != nil {
+		return contracts.Document{}, fmt.Errorf("get document %q: decode: %w", id, err)
+	}
+	return d, nil
+}
+
+// Search returns one page of the documents that contain every word of q.Q,
+// best first (ties by id). Words are letters and digits; everything else in
+// q.Q separates words and has no meaning, so no input is a syntax error. A
+// query without words finds nothing. Limit defaults to DefaultLimit and is
+// capped at MaxLimit; hits beyond the 10000th are not served. Snippets are
+// plain text from the page text around the first match, or its start.
+func (s *Search) Search(ctx context.Context, q search.Query) (search.Result, error) {
+	qs := QueryString(q.Q)
+	if qs == "" {
+		return search.Result{Hits: []contracts.SearchHit{}}, nil
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = DefaultLimit
+	}
+	limit = min(limit, MaxLimit)
+	offset := min(max(q.Offset, 0), maxPage)
+	size := min(limit, maxPage-offset)
+
+	if err := s.c.readRefresh(ctx, s.c.docsIndex); err != nil {
+		return search.Result{}, fmt.Errorf("search %q: %w", q.Q, err)
+	}
+	boolQ := map[string]any{"must": []any{map[string]any{"simple_query_string": map[string]any{
+		"query":            qs,
+		"fields":           searchFields,
+		"default_operator": "and",
+		// Only the quotes around each word mean something.
+		"flags":   "PHRASE|WHITESPACE",
+		"lenient": true,
+	}}}}
+	if q.CrawlID != "" {
+		boolQ["filter"] = []any{term("crawl_id", q.CrawlID)}
+	}
+	body, err := json.Marshal(map[string]any{
+		"from":             offset,
+		"size":             size,
+		"track_total_hits": true,
+		"query":            map[string]any{"bool": boolQ},
+		"sort":             []any{"_score", map[string]any{"id": "asc"}},
+		"_source":          hitFields,
+		"highlight": map[string]any{
+			"pre_tags":            []string{""},
+			"post_tags":           []string{""},
+			"encoder":             "default",
+			"max_analyzed_offset": maxHighlightChars,
+			"fields": map[string]any{"text": map[string]any{
+				"fragment_size":       snippetChars,
+				"number_of_fragments": 1,
+				"no_match_size":       snippetChars,
+			}},
+		},
+	})
+	if err != nil {
+		return search.Result{}, fmt.Errorf("search %q: %w", q.Q, err)
+	}
+	var res struct {
+		Hits struct {
+			Total struct {
+				Value int64 `json:"value"`
+			} `json:"total"`
+			Hits []struct {
+				Score     float64             `json:"_score"`
+				Source    contracts.SearchHit `json:"_source"`
+				Highlight struct {
+					Text []string `json:"text"`
+				} `json:"highlight"`
+			} `json:"hits"`
+		} `json:"hits"`
+	}
+	req := esapi.SearchRequest{
+		Index: []string{s.c.docsIndex},
+		Body:  bytes.NewReader(body),
+		FilterPath: []string{"hits.total.value", "hits.hits._score", "hits.hits._source",
+			"hits.hits.highlight"},
+	}
+	if err := s.c.do(ctx, req, &res); err != nil {
+		return search.Result{}, fmt.Errorf("search %q: %w", q.Q, err)
+	}
+	out := search.Result{Total: res.Hits.Total.Value, Hits: make([]contracts.SearchHit, 0, len(res.Hits.Hits))}
+	for _, h := range res.Hits.Hits {
+		hit := h.Source
+		hit.Score = h.Score
+		if len(h.Highlight.Text) > 0 {
+			hit.Snippet = strings.Join(strings.Fields(h.Highlight.Text[0]), " ")
+		}
+		out.Hits = append(out.Hits, hit)
+	}
+	return out, nil
+}
+
+// Count returns the number of documents of crawlID, or of all crawls when
+// crawlID is empty.
+func (s *Search) Count(ctx context.Context, crawlID string) (int64, error) {
+	if err := s.c.readRefresh(ctx, s.c.docsIndex); err != nil {
+		return 0, fmt.Errorf("count documents of crawl %q: %w", crawlID, err)
+	}
+	var filters []any
+	if crawlID != "" {
+		filters = append(filters, term("crawl_id", crawlID))
+	}
+	n, err := s.c.count(ctx, s.c.docsIndex, filters...)
+	if err != nil {
+		return 0, fmt.Errorf("count documents of crawl %q: %w", crawlID, err)
+	}
+	return n, nil
+}
+
+// Close does nothing: the Client owns the connection.
+func (s *Search) Close() error { return nil }
+
+// QueryString turns user input into a simple_query_string query that cannot
+// be a syntax error nor mean anything but "all these words": each word (a
+// run of letters, digits and combining marks holding at least one letter or
+// digit) becomes a quoted phrase, and the phrases are ANDed by the query's
+// default operator. At most MaxTerms words are kept. It returns "" when q
+// has no word. The rules are those of the embedded index (sqlitestore), so
+// both backends find the same documents for the same input.
+func QueryString(q string) string {
+	var b strings.Builder
+	n := 0
+	for _, w := range strings.FieldsFunc(q, func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsNumber(r) && !unicode.IsMark(r)
+	}) {
+		if len(w) > maxTermBytes || !utf8.ValidString(w) ||
+			strings.IndexFunc(w, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsNumber(r) }) < 0 {
+			continue
+		}
+		if n > 0 {
+			b.WriteByte(' ')
+		}
+		// A word holds no '"' nor '\', so quoting needs no escaping.
+		b.WriteByte('"')
+		b.WriteString(w)
+		b.WriteByte('"')
+		if n++; n == MaxTerms {
+			break
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,448 @@
+package esindex
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"time"
+
+	"github.com/elastic/go-elasticsearch/v8/esapi"
+
+	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/txindex"
+)
+
+// maxTransitionRounds bounds how often Transition re-reads records that
+// changed concurrently. Each round but the last has a winner per contended
+// record, so this is only reached by more concurrent lease renewals of one
+// record than rounds.
+const maxTransitionRounds = 64
+
+// maxPage is the largest page of one search request (Elasticsearch's
+// default index.max_result_window).
+const maxPage = 10000
+
+// TxIndex is the transaction index (txindex.Index) in the index
+// "<prefix>-transactions", one document per record with the record key as
+// document id.
+type TxIndex struct {
+	c *Client
+}
+
+var _ txindex.Index = (*TxIndex)(nil)
+
+// Create writes each record whose key is absent with one bulk request of
+// create operations, and reports per record whether it was created: the
+// op_type create makes Elasticsearch refuse (409) a document whose id
+// exists, atomically. Of two records of one batch with the same key, the
+// first is created.
+func (x *TxIndex) Create(ctx context.Context, recs []txindex.Record) ([]bool, error) {
+	created := make([]bool, len(recs))
+	if len(recs) == 0 {
+		return created, nil
+	}
+	seen := make(map[string]bool, len(recs))
+	ops := make([]bulkOp, 0, len(recs))
+	pos := make([]int, 0, len(recs)) // record index of each op
+	for i, r := range recs {
+		if r.Key == "" || r.CrawlID == "" || !r.Status.Valid() {
+			return nil, fmt.Errorf("create record %q: key, crawl id and a valid status are required", r.Key)
+		}
+		if seen[r.Key] {
+			continue
+		}
+		seen[r.Key] = true
+		src, err := json.Marshal(r)
+		if err != nil {
+			return nil, fmt.Errorf("create record %q: %w", r.Key, err)
+		}
+		ops = append(ops, bulkOp{op: "create", action: bulkAction{Index: x.c.txIndex, ID: r.Key}, source: src})
+		pos = append(pos, i)
+	}
+	items, err := x.c.bulk(ctx, ops)
+	if err != nil {
+		return nil, fmt.Errorf("create %d records: %w", len(recs), err)
+	}
+	for j, it := range items {
+		switch {
+		case it.Status == http.StatusConflict:
+		case it.err() != nil:
+			return nil, fmt.Errorf("create record %q: %w", recs[pos[j]].Key, it.err())
+		default:
+			created[pos[j]] = true
+		}
+	}
+	return created, nil
+}
+
+// Get returns the record with key, or txindex.ErrNotFound. It is realtime.
+func (x *TxIndex) Get(ctx context.Context, key string) (txindex.Record, error) {
+	docs, err := x.c.mget(ctx, x.c.txIndex, []string{key})
+	if err != nil {
+		return txindex.Record{}, fmt.Errorf("get record %q: %w", key, err)
+	}
+	d, ok := docs[key]
+	if !ok {
+		return txindex.Record{}, fmt.Errorf("get record %q: %w", key, txindex.ErrNotFound)
+	}
+	var r txindex.Record
+	if err := json.Unmarshal(d.Source, &r); err != nil {
+		return txindex.Record{}, fmt.Errorf("get record %q: decode: %w", key, err)
+	}
+	return r, nil
+}
+
+// GetMany returns the records that exist among keys, keyed by key, with
+// realtime mget requests of up to 1000 keys.
+func (x *TxIndex) GetMany(ctx context.Context, keys []string) (map[string]txindex.Record, error) {
+	out := make(map[string]txindex.Record, len(keys))
+	if len(keys) == 0 {
+		return out, nil
+	}
+	docs, err := x.c.mget(ctx, x.c.txIndex, keys)
+	if err != nil {
+		return nil, fmt.Errorf("get %d records: %w", len(keys), err)
+	}
+	for k, d := range docs {
+		var r txindex.Record
+		if err := json.Unmarshal(d.Source, &r); err != nil {
+			return nil, fmt.Errorf("get record %q: decode: %w", k, err)
+		}
+		out[k] = r
+	}
+	return out, nil
+}
+
+// Transition applies each transition whose record is in its From status,
+// in order, and reports per transition whether it applied.
+//
+// It reads the records (realtime mget) and writes the changed ones with one
+// bulk request of index operations conditioned on the sequence number and
+// primary term it read (optimistic concurrency, no scripts). A record that
+// changed in between fails its condition (409); Transition reads it again
+// and re-checks its transitions against what it finds, so a transition is
+// reported applied only when this call's write won. StatusTime of applied
+// transitions is now, at millisecond precision.
+func (x *TxIndex) Transition(ctx context.Context, ts []txindex.Transition) ([]bool, error) {
+	applied := make([]bool, len(ts))
+	if len(ts) == 0 {
+		return applied, nil
+	}
+	byKey := make(map[string][]int, len(ts))
+	var pending []string
+	for i, t := range ts {
+		if !t.To.Valid() {
+			return nil, fmt.Errorf("transition record %q: invalid status %q", t.Key, t.To)
+		}
+		if _, ok := byKey[t.Key]; !ok {
+			pending = append(pending, t.Key)
+		}
+		byKey[t.Key] = append(byKey[t.Key], i)
+	}
+	for round := 0; len(pending) > 0; round++ {
+		if round == maxTransitionRounds {
+			return nil, fmt.Errorf("transition %d records: still changing concurrently after %d rounds", len(pending), round)
+		}
+		if round > 0 {
+			// Spread the retries of contending callers.
+			d := time.Duration(rand.Int64N(int64(min(round, 10)) * int64(time.Millisecond)))
+			select {
+			case <-ctx.Done():
+				return nil, fmt.Errorf("transition records: %w", ctx.Err())
+			case <-time.After(d):
+			}
+		}
+		docs, err := x.c.mget(ctx, x.c.txIndex, pending)
+		if err != nil {
+			return nil, fmt.Errorf("transition %d records: %w", len(pending), err)
+		}
+		now := time.Now().UTC().Truncate(time.Millisecond)
+		var ops []bulkOp
+		var opKeys []string
+		// result holds the outcome per transition if this round's write of
+		// its record wins.
+		result := map[int]bool{}
+		for _, k := range pending {
+			d, ok := docs[k]
+			if !ok {
+				continue // no record: nothing applies
+			}
+			var r txindex.Record
+			if err := json.Unmarshal(d.Source, &r); err != nil {
+				return nil, fmt.Errorf("transition record %q: decode: %w", k, err)
+			}
+			changed := false
+			for _, i := range byKey[k] {
+				t := ts[i]
+				if r.Status != t.From {
+					continue
+				}
+				apply(&r, t, now)
+				result[i], changed = true, true
+			}
+			if !changed {
+				continue
+			}
+			src, err := json.Marshal(r)
+			if err != nil {
+				return nil, fmt.Errorf("transition record %q: %w", k, err)
+			}
+			seq, term := d.SeqNo, d.PrimaryTerm
+			ops = append(ops, bulkOp{op: "index", source: src, action: bulkAction{
+				Index: x.c.txIndex, ID: k, IfSeqNo: &seq, IfPrimaryTerm: &term,
+			}})
+			opKeys = append(opKeys, k)
+		}
+		pending = pending[:0:0]
+		if len(ops) == 0 {
+			break
+		}
+		items, err := x.c.bulk(ctx, ops)
+		if err != nil {
+			return nil, fmt.Errorf("transition %d records: %w", len(ops), err)
+		}
+		for j, it := range items {
+			k := opKeys[j]
+			switch {
+			case it.Status == http.StatusConflict:
+				pending = append(pending, k)
+			case it.err() != nil:
+				return nil, fmt.Errorf("transition record %q: %w", k, it.err())
+			default:
+				for _, i := range byKey[k] {
+					applied[i] = result[i]
+				}
+			}
+		}
+	}
+	return applied, nil
+}
+
+// apply changes r by t at time now.
+func apply(r *txindex.Record, t txindex.Transition, now time.Time) {
+	r.Status = t.To
+	r.StatusTime = now
+	if t.Error != "" {
+		r.Error = t.Error
+	}
+	if t.HTTPStatus != 0 {
+		r.HTTPStatus = t.HTTPStatus
+	}
+	if t.Asset != nil {
+		r.Asset = *t.Asset
+	}
+	if t.AddAttempt {
+		r.Attempts++
+	}
+}
+
+// term returns a term query of field for value.
+func term(field, value string) map[string]any {
+	return map[string]any{"term": map[string]any{field: value}}
+}
+
+// inFlight lists the non-terminal statuses.
+func inFlight() []contracts.Status {
+	var out []contracts.Status
+	for _, s := range contracts.Statuses {
+		if !s.Terminal() {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Counts returns the number of records of crawlID per status, from a terms
+// aggregation on status.
+func (x *TxIndex) Counts(ctx context.Context, crawlID string) (map[contracts.Status]int64, error) {
+	if err := x.c.readRefresh(ctx, x.c.txIndex); err != nil {
+		return nil, fmt.Errorf("count records of crawl %q: %w", crawlID, err)
+	}
+	body, err := json.Marshal(map[string]any{
+		"size":             0,
+		"track_total_hits": false,
+		"query":            map[string]any{"bool": map[string]any{"filter": []any{term("crawl_id", crawlID)}}},
+		"aggs": map[string]any{"status": map[string]any{
+			"terms": map[string]any{"field": "status", "size": 2 * len(contracts.Statuses)},
+		}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("count records of crawl %q: %w", crawlID, err)
+	}
+	var res struct {
+		Aggregations struct {
+			Status struct {
+				Buckets []struct {
+					Key      contracts.Status `json:"key"`
+					DocCount int64            `json:"doc_count"`
+				} `json:"buckets"`
+			} `json:"status"`
+		} `json:"aggregations"`
+	}
+	req := esapi.SearchRequest{Index: []string{x.c.txIndex}, Body: bytes.NewReader(body), FilterPath: []string{"aggregations"}}
+	if err := x.c.do(ctx, req, &res); err != nil {
+		return nil, fmt.Errorf("count records of crawl %q: %w", crawlID, err)
+	}
+	out := make(map[contracts.Status]int64, len(res.Aggregations.Status.Buckets))
+	for _, b := range res.Aggregations.Status.Buckets {
+		out[b.Key] = b.DocCount
+	}
+	return out, nil
+}
+
+// CountHost returns the number of records of crawlID whose host is host.
+func (x *TxIndex) CountHost(ctx context.Context, crawlID, host string) (int64, error) {
+	if err := x.c.readRefresh(ctx, x.c.txIndex); err != nil {
+		return 0, fmt.Errorf("count records of host %q: %w", host, err)
+	}
+	n, err := x.c.count(ctx, x.c.txIndex, term("crawl_id", crawlID), term("host", host))
+	if err != nil {
+		return 0, fmt.Errorf("count records of host %q: %w", host, err)
+	}
+	return n, nil
+}
+
+// count returns the number of documents of index that match every filter.
+func (c *Client) count(ctx context.Context, index string, filters ...any) (int64, error) {
+	q := map[string]any{"match_all": map[string]any{}}
+	if len(filters) > 0 {
+		q = map[string]any{"bool": map[string]any{"filter": filters}}
+	}
+	body, err := json.Marshal(map[string]any{"query": q})
+	if err != nil {
+		return 0, err
+	}
+	var res struct {
+		Count int64 `json:"count"`
+	}
+	if err := c.do(ctx, esapi.CountRequest{Index: []string{index}, Body: bytes.NewReader(body)}, &res); err != nil {
+		return 0, err
+	}
+	return res.Count, nil
+}
+
+// Stale returns up to limit records in a non-terminal status whose status
+// time is before before, oldest first. Elasticsearch keeps times at
+// millisecond precision, so before counts from its millisecond.
+func (x *TxIndex) Stale(ctx context.Context, before time.Time, limit int) ([]txindex.Record, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	if err := x.c.readRefresh(ctx, x.c.txIndex); err != nil {
+		return nil, fmt.Errorf("list stale records: %w", err)
+	}
+	query := map[string]any{"bool": map[string]any{"filter": []any{
+		map[string]any{"terms": map[string]any{"status": inFlight()}},
+		map[string]any{"range": map[string]any{"status_time": map[string]any{
+			"lt": before.UnixMilli(), "format": "epoch_millis",
+		}}},
+	}}}
+	sort := []any{map[string]any{"status_time": "asc"}, map[string]any{"key": "asc"}}
+	recs, err := x.search(ctx, query, sort, nil, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list stale records: %w", err)
+	}
+	return recs, nil
+}
+
+// List returns up to limit records of crawlID after the key after, in key
+// order; status filters when not empty.
+func (x *TxIndex) List(ctx context.Context, crawlID string, status contracts.Status, after string, limit int) ([]txindex.Record, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	if err := x.c.readRefresh(ctx, x.c.txIndex); err != nil {
+		return nil, fmt.Errorf("list records of crawl %q: %w", crawlID, err)
+	}
+	filters := []any{term("crawl_id", crawlID)}
+	if status != "" {
+		filters = append(filters, term("status", string(status)))
+	}
+	var searchAfter []any
+	if after != "" {
+		searchAfter = []any{after}
+	}
+	query := map[string]any{"bool": map[string]any{"filter": filters}}
+	recs, err := x.search(ctx, query, []any{map[string]any{"key": "asc"}}, searchAfter, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list records of crawl %q: %w", crawlID, err)
+	}
+	return recs, nil
+}
+
+// search returns up to limit records that match query in sort order, from
+// searchAfter on, in pages of up to maxPage.
+func (x *TxIndex) search(ctx context.Context, query any, sort, searchAfter []any, limit int) ([]txindex.Record, error) {
+	var out []txindex.Record
+	for len(out) < limit {
+		size := min(limit-len(out), maxPage)
+		req := map[string]any{
+			"size":             size,
+			"track_total_hits": false,
+			"query":            query,
+			"sort":             sort,
+		}
+		if searchAfter != nil {
+			req["search_after"] = searchAfter
+		}
+		body, err := json.Marshal(req)
+		if err != nil {
+			return nil, err
+		}
+		var res struct {
+			Hits struct {
+				Hits []struct {
+					Source txindex.Record `json:"_source"`
+					Sort   []any          `json:"sort"`
+				} `json:"hits"`
+			} `json:"hits"`
+		}
+		sreq := esapi.SearchRequest{
+			Index:      []string{x.c.txIndex},
+			Body:       bytes.NewReader(body),
+			FilterPath: []string{"hits.hits._source", "hits.hits.sort"},
+		}
+		if err := x.c.do(ctx, sreq, &res); err != nil {
+			return nil, err
+		}
+		for _, h := range res.Hits.Hits {
+			out = append(out, h.Source)
+		}
+		if len(res.Hits.Hits) < size {
+			break
+		}
+		searchAfter = res.Hits.Hits[len(res.Hits.Hits)-1].Sort
+	}
+	return out, nil
+}
+
+// Close does nothing: the Client owns the connection.
+func (x *TxIndex) Close() error { return nil }
+
+// TerminationQuery returns the JSON body of a _count request to the
+// transactions index whose count is 0 exactly when the crawl crawlID has no
+// record in a non-terminal status (to-be-loaded, to-be-parsed,
+// to-be-indexed), that is when the crawl is finished:
+//
+//	curl -s -X POST 'http://127.0.0.1:9200/gridcrawl-transactions/_refresh'
+//	curl -s -H 'Content-Type: application/json' \
+//	  'http://127.0.0.1:9200/gridcrawl-transactions/_count' -d "$(body)"
+//
+// The refresh makes every acknowledged write visible, so the count is exact.
+// Without it the count may lag behind by up to index.refresh_interval, but
+// it is never 0 early: the index has one shard, a refresh exposes a prefix
+// of its writes, and gridcrawl writes the new records a page discovers
+// before the page leaves to-be-parsed.
+func TerminationQuery(crawlID string) string {
+	b, err := json.Marshal(map[string]any{"query": map[string]any{"bool": map[string]any{"filter": []any{
+		term("crawl_id", crawlID),
+		map[string]any{"terms": map[string]any{"status": inFlight()}},
+	}}}})
+	if err != nil {
+		panic(err) // strings and string slices always marshal
+	}
+	return string(b)
+}
