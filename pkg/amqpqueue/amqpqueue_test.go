@@ -105,14 +105,20 @@ func deleteQueues(t testing.TB, url string, names []string) {
 // queues when t ends.
 func uniqueName(t testing.TB, url string) string {
 	t.Helper()
+	base := strings.NewReplacer("/", ".", " ", "_").Replace(t.Name())
+	n := "amqpqueue-test." + base + "." + randomHex(t)
+	t.Cleanup(func() { deleteQueues(t, url, []string{n, queue.DeadLetterQueue(n)}) })
+	return n
+}
+
+// randomHex returns 8 random hex digits.
+func randomHex(t testing.TB) string {
+	t.Helper()
 	var b [4]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		t.Fatalf("rand.Read() = %v", err)
 	}
-	base := strings.NewReplacer("/", ".", " ", "_").Replace(t.Name())
-	n := "amqpqueue-test." + base + "." + hex.EncodeToString(b[:])
-	t.Cleanup(func() { deleteQueues(t, url, []string{n, queue.DeadLetterQueue(n)}) })
-	return n
+	return hex.EncodeToString(b[:])
 }
 
 func TestConformance(t *testing.T) {

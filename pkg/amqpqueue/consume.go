@@ -144,8 +144,8 @@ func (c *consumer) open(l *link) (*session, error) {
 // run hands deliveries out until ctx is done, opening a new session whenever
 // the current one is lost. s is the first session, or nil.
 func (c *consumer) run(ctx context.Context, cancel context.CancelFunc, s *session) {
-	defer close(c.out)
 	defer c.stop(cancel)
+	defer close(c.out) // before stop, so that Close returns with it closed
 	backoff := c.q.opts.ReconnectMin
 	for {
 		if s == nil {
