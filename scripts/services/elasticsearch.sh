@@ -222,6 +222,7 @@ cmd_start() {
 	# -d daemonizes once the node has started (or fails with its error on stderr); -p writes the pid file.
 	# The launcher waits for the node, so it is bounded by the same timeout as `check`.
 	(
+		exec 9>&- # the lock must not outlive this script
 		cd "$ES_RUN"
 		timeout --kill-after=10 "$ES_TIMEOUT" "${prefix[@]}" env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$ES_DIR" LANG=C.UTF-8 \
 			ES_JAVA_HOME="$jh" ES_PATH_CONF="$ES_HOME/config" ES_TMPDIR="$ES_TMP" \

@@ -153,12 +153,30 @@ log_tail() {
 	done
 }
 
-# usage_and_dispatch "$@": common entry point; each script defines cmd_install, cmd_start, cmd_check,
-# cmd_stop and cmd_env.
+# take_lock serializes install, start and stop of one backend across concurrent callers (two test
+# binaries, or up.sh and a test restarting the broker) with flock on file descriptor 9. Daemons must be
+# started with 9>&- so that they do not inherit the lock.
+take_lock() {
+	need_cmd flock
+	mkdir -p "$SERVICES_DIR/locks"
+	exec 9>"$SERVICES_DIR/locks/$GC_NAME.lock"
+	if ! flock -n 9; then
+		log "waiting for another $GC_NAME install/start/stop to finish"
+		flock -w 1800 9 || die "timed out waiting for $SERVICES_DIR/locks/$GC_NAME.lock"
+	fi
+}
+
+# dispatch "$@": common entry point; each script defines cmd_install, cmd_start, cmd_check, cmd_stop,
+# cmd_env and cmd_status.
 dispatch() {
 	local cmd="${1:-}"
 	case "$cmd" in
-	install | start | check | stop | env | status)
+	install | start | stop)
+		shift
+		take_lock
+		"cmd_$cmd" "$@"
+		;;
+	check | env | status)
 		shift
 		"cmd_$cmd" "$@"
 		;;

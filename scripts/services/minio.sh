@@ -105,6 +105,7 @@ cmd_start() {
 	local pid
 	echo "=== $(date -u +%FT%TZ) start ===" >>"$MINIO_LOG"
 	(
+		exec 9>&- # the lock must not outlive this script
 		cd "$MINIO_DIR"
 		exec env MINIO_ROOT_USER="$MINIO_USER" MINIO_ROOT_PASSWORD="$MINIO_PASSWORD" \
 			MINIO_REGION="$MINIO_REGION" MINIO_UPDATE=off MINIO_BROWSER=on \

@@ -2,6 +2,7 @@
 # Local RabbitMQ for gridcrawl development and tests, without Docker.
 #
 #   scripts/services/rabbitmq.sh {install|start|check|stop|env|status}
+#   scripts/services/rabbitmq.sh ctl rabbitmqctl list_queues   # any CLI tool, aimed at our node
 #
 # install  apt-get install Debian's rabbitmq-server (if missing), without letting the package start its
 #          own system service (a temporary policy-rc.d forbids it; on systemd hosts the unit we just
@@ -142,6 +143,7 @@ cmd_start() {
 	log "starting node $RMQ_NODENAME (data $RMQ_DIR/mnesia, log $RMQ_NODE_LOG)"
 	local pid i
 	(
+		exec 9>&- # the lock must not outlive this script
 		rmq_env
 		cd "$RMQ_DIR"
 		# RUNNING_UNDER_SYSTEMD makes the script exec erl directly, so $! is the Erlang VM itself.
@@ -235,4 +237,21 @@ cmd_env() {
 	echo "GRIDCRAWL_AMQP_URL=amqp://guest:guest@$RMQ_HOST:$RMQ_PORT/"
 }
 
+# ctl TOOL ARGS... runs rabbitmqctl, rabbitmq-diagnostics, rabbitmq-plugins or rabbitmq-queues against our
+# node (Debian's /usr/sbin wrappers target the package's own node and cookie instead).
+cmd_ctl() {
+	local tool="${1:-}"
+	case "$tool" in
+	rabbitmqctl | rabbitmq-diagnostics | rabbitmq-plugins | rabbitmq-queues) shift ;;
+	*) die "usage: $0 ctl {rabbitmqctl|rabbitmq-diagnostics|rabbitmq-plugins|rabbitmq-queues} ARGS..." ;;
+	esac
+	installed || die "rabbitmq-server is not installed; run: $0 install"
+	rmq_env
+	exec "$RMQ_SBIN/$tool" "$@"
+}
+
+if [ "${1:-}" = ctl ]; then
+	shift
+	cmd_ctl "$@"
+fi
 dispatch "$@"
