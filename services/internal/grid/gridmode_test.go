@@ -1,0 +1,436 @@
+package grid
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/txindex"
+	"github.com/gridcrawl/gridcrawl/pkg/warc"
+	"github.com/gridcrawl/gridcrawl/pkg/websim"
+	"github.com/gridcrawl/gridcrawl/services/internal/wire"
+)
+
+// realBackends returns the environment of the real backends, or skips (or,
+// in CI, fails) when they are not configured. scripts/test.sh starts them.
+func realBackends(t *testing.T) []string {
+	t.Helper()
+	var env []string
+	for _, k := range []string{"GRIDCRAWL_AMQP_URL", "GRIDCRAWL_ES_URL", "GRIDCRAWL_S3_ENDPOINT", "GRIDCRAWL_S3_ACCESS_KEY", "GRIDCRAWL_S3_SECRET_KEY"} {
+		v := os.Getenv(k)
+		if v == "" {
+			if os.Getenv("CI") == "true" || os.Getenv("GRIDCRAWL_REQUIRE_BACKENDS") == "1" {
+				t.Fatalf("%s is not set: the real backends must run in CI (scripts/services/up.sh)", k)
+			}
+			t.Skipf("%s not set: run scripts/services/up.sh", k)
+		}
+		env = append(env, k+"="+v)
+	}
+	if testing.Short() {
+		t.Skip("starts the grid as separate processes")
+	}
+	return env
+}
+
+func randSuffix() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// gridCluster is MCP, loaders and crawlers as separate processes.
+type gridCluster struct {
+	t     *testing.T
+	bins  string
+	env   []string
+	api   string
+	token string
+	procs map[string]*exec.Cmd
+	logs  string
+}
+
+func buildServices(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command("go", "build", "-o", dir+"/",
+		"github.com/gridcrawl/gridcrawl/services/mcp", "github.com/gridcrawl/gridcrawl/services/loader", "github.com/gridcrawl/gridcrawl/services/crawler")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build services: %v\n%s", err, out)
+	}
+	return dir
+}
+
+func newCluster(t *testing.T, backendEnv []string, resolve string) *gridCluster {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	suffix := randSuffix()
+	c := &gridCluster{t: t, bins: buildServices(t), token: "test-token-" + suffix, procs: map[string]*exec.Cmd{}, logs: t.TempDir(), api: "http://" + addr}
+	c.env = append(append([]string{}, backendEnv...),
+		"GRIDCRAWL_ES_PREFIX=gridtest-"+suffix, "GRIDCRAWL_S3_BUCKET=gridtest-"+suffix,
+		"GRIDCRAWL_API_TOKEN="+c.token, "GRIDCRAWL_LISTEN="+addr,
+		"GRIDCRAWL_ALLOW_NETS=127.0.0.0/8", "GRIDCRAWL_RESOLVE="+resolve,
+		"GRIDCRAWL_RECOVERY_LEASE=5s", "GRIDCRAWL_RECOVERY_INTERVAL=1s", "GRIDCRAWL_WARC_FLUSH_INTERVAL=50ms",
+		"GRIDCRAWL_DATA="+t.TempDir(), "GRIDCRAWL_LOG_LEVEL=debug")
+	t.Cleanup(func() {
+		for name := range c.procs {
+			c.stop(name, syscall.SIGKILL)
+		}
+		if t.Failed() {
+			for _, f := range []string{"mcp", "loader-1", "crawler-1"} {
+				b, _ := os.ReadFile(filepath.Join(c.logs, f+".log"))
+				lines := strings.Split(string(b), "\n")
+				t.Logf("last lines of %s:\n%s", f, strings.Join(lines[max(0, len(lines)-15):], "\n"))
+			}
+		}
+	})
+	return c
+}
+
+// start runs service (mcp, loader, crawler) under name.
+func (c *gridCluster) start(name, service string) {
+	c.t.Helper()
+	logf, err := os.OpenFile(filepath.Join(c.logs, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(c.bins, service))
+	cmd.Env = append(os.Environ(), c.env...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	go func() { _ = cmd.Wait(); logf.Close() }()
+	c.procs[name] = cmd
+	if service == "mcp" {
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			resp, err := http.Get(c.api + "/healthz")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					return
+				}
+			}
+			if time.Now().After(deadline) {
+				c.t.Fatalf("mcp did not answer /healthz")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+func (c *gridCluster) stop(name string, sig syscall.Signal) {
+	cmd := c.procs[name]
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(sig)
+	deadline := time.Now().Add(20 * time.Second)
+	for cmd.ProcessState == nil && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	delete(c.procs, name)
+}
+
+func (c *gridCluster) startAll() {
+	c.start("mcp", "mcp")
+	c.start("loader-1", "loader")
+	c.start("loader-2", "loader")
+	c.start("crawler-1", "crawler")
+	c.start("crawler-2", "crawler")
+}
+
+func (c *gridCluster) do(method, path string, body, out any) int {
+	c.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, c.api+path, rd)
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0 // MCP may be down during a fault test
+	}
+	defer resp.Body.Close()
+	if out != nil {
+		_ = json.NewDecoder(resp.Body).Decode(out)
+	}
+	return resp.StatusCode
+}
+
+// esPendingCount runs the plain termination query of README.md.
+func esPendingCount(t *testing.T, esURL, prefix, crawlID string) int64 {
+	t.Helper()
+	q := fmt.Sprintf(`{"query":{"bool":{"filter":[{"term":{"crawl_id":%q}},{"terms":{"status":["to-be-loaded","to-be-parsed","to-be-indexed"]}}]}}}`, crawlID)
+	resp, err := http.Post(esURL+"/"+prefix+"-transactions/_count", "application/json", strings.NewReader(q))
+	if err != nil {
+		t.Fatalf("es _count: %v", err)
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Count int64 `json:"count"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&r) != nil {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("es _count = %d: %s", resp.StatusCode, b)
+	}
+	return r.Count
+}
+
+func (c *gridCluster) envValue(k string) string {
+	for _, kv := range c.env {
+		if v, ok := strings.CutPrefix(kv, k+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// openBackends opens the cluster's real backends in the test process.
+func (c *gridCluster) openBackends(t *testing.T) *wire.Set {
+	t.Helper()
+	for _, kv := range c.env {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	cfg, err := LoadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := wire.Open(t.Context(), cfg.Backends, discardLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { set.Close() })
+	return set
+}
+
+func TestGridModeEndToEnd(t *testing.T) {
+	env := realBackends(t)
+	site := websim.NewTestSite()
+	if err := site.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(site.Close)
+	const depth = 4
+	exp := site.Expect(depth)
+	c := newCluster(t, env, site.Resolve())
+	c.startAll()
+
+	p := contracts.Profile{StartURLs: []string{site.StartURL()}, MaxDepth: depth, Scope: contracts.ScopeDomain,
+		Politeness: contracts.Politeness{MinDelayMS: 5, MaxDelayMS: 50, DelayFactor: 1}}
+	var created contracts.CreateCrawlResponse
+	if code := c.do(http.MethodPost, "/api/v1/crawls", p, &created); code != http.StatusCreated {
+		t.Fatalf("POST crawl = %d", code)
+	}
+	esURL, prefix := c.envValue("GRIDCRAWL_ES_URL"), c.envValue("GRIDCRAWL_ES_PREFIX")
+	var st contracts.CrawlStatus
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		c.do(http.MethodGet, "/api/v1/crawls/"+created.CrawlID, nil, &st)
+		pending := esPendingCount(t, esURL, prefix, created.CrawlID)
+		if st.Documents < st.Counts[contracts.Indexed] {
+			t.Fatalf("%d indexed but %d documents", st.Counts[contracts.Indexed], st.Documents)
+		}
+		if st.State == contracts.CrawlFinished {
+			if pending != 0 {
+				t.Fatalf("MCP reports finished while the _count query finds %d pending records", pending)
+			}
+			break
+		}
+		if pending == 0 {
+			// The query may only say zero once MCP says finished too.
+			var again contracts.CrawlStatus
+			c.do(http.MethodGet, "/api/v1/crawls/"+created.CrawlID, nil, &again)
+			if again.State != contracts.CrawlFinished {
+				t.Fatalf("_count query finds 0 pending while MCP reports %s: %v", again.State, again.Counts)
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("crawl not finished: %v", st.Counts)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	set := c.openBackends(t)
+	ctx := t.Context()
+	id := created.CrawlID
+	if got, want := st.Counts[contracts.Indexed], int64(len(exp.Indexed)); got != want {
+		t.Errorf("indexed = %d, want %d", got, want)
+	}
+	if got, want := st.Documents, int64(len(exp.Indexed)); got != want {
+		t.Errorf("documents = %d, want %d", got, want)
+	}
+	for _, u := range exp.Indexed {
+		r, err := set.Tx.Get(ctx, txindex.Key(id, u))
+		if err != nil || r.Status != contracts.Indexed {
+			t.Errorf("record %s = %q, %v; want indexed", u, r.Status, err)
+			continue
+		}
+		rc, err := set.Assets.Get(ctx, r.Asset.Key, r.Asset.Offset, r.Asset.Length)
+		if err != nil {
+			t.Errorf("WARC record of %s: %v", u, err)
+			continue
+		}
+		rec, err := warc.ReadRecord(rc, 64<<20)
+		rc.Close()
+		if err != nil || rec.Header.Get("WARC-Type") != "response" || rec.Header.Get("WARC-Target-URI") != u {
+			t.Errorf("WARC record of %s: type %q uri %q err %v", u, rec.Header.Get("WARC-Type"), rec.Header.Get("WARC-Target-URI"), err)
+			continue
+		}
+		if code, _, _, err := warc.ParseHTTPResponse(rec.Block); err != nil || code != http.StatusOK {
+			t.Errorf("HTTP response in WARC record of %s: %d, %v", u, code, err)
+		}
+	}
+	for _, u := range exp.Redirected {
+		if r, err := set.Tx.Get(ctx, txindex.Key(id, u)); err != nil || r.Status != contracts.Redirected {
+			t.Errorf("record %s = %q, %v; want redirected", u, r.Status, err)
+		}
+	}
+	for _, u := range exp.Failed {
+		if r, err := set.Tx.Get(ctx, txindex.Key(id, u)); err != nil || r.Status != contracts.Failed {
+			t.Errorf("record %s = %q, %v; want failed", u, r.Status, err)
+		}
+	}
+	requested := map[string]int{}
+	for _, r := range site.Requests() {
+		requested[r.URL]++
+	}
+	for _, u := range exp.NeverFetched {
+		if requested[u] > 0 {
+			t.Errorf("%s fetched %d times, must never be", u, requested[u])
+		}
+	}
+}
+
+// TestGridModeFaults kills one process at a time with SIGKILL mid-crawl
+// (a loader, a crawler, MCP), restarts it, and checks that each crawl still
+// finishes with every page of the web indexed exactly once.
+func TestGridModeFaults(t *testing.T) {
+	env := realBackends(t)
+	for _, victim := range []string{"loader-1", "crawler-1", "mcp"} {
+		t.Run(victim, func(t *testing.T) {
+			faultCrawl(t, env, func(c *gridCluster) {
+				service := strings.TrimSuffix(strings.TrimSuffix(victim, "-1"), "-2")
+				c.stop(victim, syscall.SIGKILL)
+				c.start(victim, service)
+			})
+		})
+	}
+}
+
+// TestGridModeBrokerRestart restarts RabbitMQ mid-crawl. It disrupts every
+// other user of the broker, so scripts/test.sh runs it on its own.
+func TestGridModeBrokerRestart(t *testing.T) {
+	env := realBackends(t)
+	if os.Getenv("GRIDCRAWL_RESTART_BROKER") != "1" {
+		t.Skip("set GRIDCRAWL_RESTART_BROKER=1 (scripts/test.sh runs it alone)")
+	}
+	script, err := filepath.Abs("../../../scripts/services/rabbitmq.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	faultCrawl(t, env, func(c *gridCluster) {
+		for _, step := range []string{"stop", "start", "check"} {
+			out, err := exec.Command(script, step).CombinedOutput()
+			if err != nil {
+				t.Fatalf("rabbitmq.sh %s: %v\n%s", step, err, out)
+			}
+		}
+	})
+}
+
+func faultCrawl(t *testing.T, env []string, fault func(*gridCluster)) {
+	t.Helper()
+	web := websim.NewWeb(websim.WebConfig{Hosts: 10, PagesPerHost: 30, LinksPerPage: 6, CrossHostLinks: 2, Seed: 11})
+	if err := web.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(web.Close)
+	starts := web.StartURLs()[:3]
+	want := expectedWeb(web, starts, contracts.MaxDepthLimit)
+	c := newCluster(t, env, web.Resolve())
+	c.startAll()
+	p := contracts.Profile{StartURLs: starts, MaxDepth: contracts.MaxDepthLimit, Scope: contracts.ScopeDomain,
+		Politeness: contracts.Politeness{MinDelayMS: 80, MaxDelayMS: 80, DelayFactor: 1}}
+	var created contracts.CreateCrawlResponse
+	if code := c.do(http.MethodPost, "/api/v1/crawls", p, &created); code != http.StatusCreated {
+		t.Fatalf("POST crawl = %d", code)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		var st contracts.CrawlStatus
+		c.do(http.MethodGet, "/api/v1/crawls/"+created.CrawlID, nil, &st)
+		if st.State == contracts.CrawlFinished {
+			t.Fatalf("crawl finished before the fault; make the web slower")
+		}
+		if st.Counts[contracts.Indexed] >= int64(len(want)/4) {
+			t.Logf("fault at %v", st.Counts)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no progress: %v", st.Counts)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	fault(c)
+	var st contracts.CrawlStatus
+	deadline = time.Now().Add(4 * time.Minute)
+	for st.State != contracts.CrawlFinished {
+		if time.Now().After(deadline) {
+			t.Fatalf("crawl not finished after the fault: %v", st.Counts)
+		}
+		time.Sleep(100 * time.Millisecond)
+		c.do(http.MethodGet, "/api/v1/crawls/"+created.CrawlID, nil, &st)
+	}
+	set := c.openBackends(t)
+	ctx := context.Background()
+	var got []string
+	after := ""
+	for {
+		recs, err := set.Tx.List(ctx, created.CrawlID, "", after, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) == 0 {
+			break
+		}
+		for _, r := range recs {
+			if r.Status != contracts.Indexed {
+				t.Errorf("record %s = %s (%s), want indexed", r.URL, r.Status, r.Error)
+			}
+			got = append(got, r.URL)
+		}
+		after = recs[len(recs)-1].Key
+	}
+	sort.Strings(got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("crawled URLs differ from the web (-want +got):\n%s", diff)
+	}
+	if n, err := set.Search.Count(ctx, created.CrawlID); err != nil || n != int64(len(want)) {
+		t.Errorf("documents = %d (%v), want %d", n, err, len(want))
+	}
+}
