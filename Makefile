@@ -4,7 +4,7 @@ BIN     := bin
 DATA    ?= ./data
 PKGS    := ./...
 
-.PHONY: run demo test test-short build lint bench fuzz clean
+.PHONY: run demo test build lint bench clean services-up services-down
 
 ## run: the whole grid in one process on embedded backends (data in $(DATA))
 run: build
@@ -33,3 +33,11 @@ bench: build
 
 clean:
 	rm -rf $(BIN)
+
+## services-up: install (if missing) and start local RabbitMQ, Elasticsearch and MinIO (no Docker)
+services-up:
+	scripts/services/up.sh
+
+## services-down: stop the local backends started by services-up
+services-down:
+	scripts/services/down.sh

@@ -1,8 +1,34 @@
 #!/usr/bin/env bash
-# Runs every test of the repository with the race detector. Used by
+# Runs every test of the repository, with the race detector, including the
+# tests against real RabbitMQ, Elasticsearch and MinIO: backends that are not
+# running are installed and started through scripts/services/up.sh (no
+# Docker) and stopped again at the end; ones already running are reused and
+# left running. A backend that cannot start fails the run. Used by
 # `make test` and therefore by CI (.ci/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
 test -z "$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 go vet ./...
-go test -race -count=1 -timeout 30m ./... 2>&1 | tee /tmp/gridcrawl-test.log
+
+# Which backends answer already? Those are not ours to stop.
+answering() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+started=()
+for b in rabbitmq:5672 elasticsearch:9200 minio:9000; do
+	answering "${b#*:}" || started+=("${b%%:*}")
+done
+cleanup() {
+	if [ "${#started[@]}" -gt 0 ]; then
+		scripts/services/down.sh "${started[@]}" >&2 || true
+	fi
+}
+trap cleanup EXIT
+
+env_lines=$(scripts/services/up.sh)
+eval "$env_lines"
+export GRIDCRAWL_REQUIRE_BACKENDS=1
+
+go test -race -count=1 -timeout 40m ./...
+# Restarting the broker disrupts every other user of it: these run alone.
+GRIDCRAWL_RESTART_BROKER=1 GRIDCRAWL_AMQP_RESTART_TEST=1 \
+	go test -race -count=1 -timeout 15m -run 'BrokerRestart' ./services/internal/grid ./pkg/amqpqueue
