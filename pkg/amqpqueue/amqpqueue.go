@@ -423,6 +423,9 @@ func connectionLost(l *link, err error) bool {
 	if l.conn.IsClosed() {
 		return true
 	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, queue.ErrClosed) {
+		return false
+	}
 	var ae *amqp.Error
 	if errors.As(err, &ae) {
 		switch ae.Code {
@@ -431,7 +434,8 @@ func connectionLost(l *link, err error) bool {
 		}
 		return true
 	}
-	return errors.Is(err, amqp.ErrClosed)
+	// A failed socket write: the client library is closing the connection.
+	return true
 }
 
 // Len returns the ready messages of name and of its delay queues.

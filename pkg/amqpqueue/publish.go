@@ -64,9 +64,7 @@ func (q *Queue) publish(ctx context.Context, t target, pubs []amqp.Publishing) e
 			if errors.Is(err, queue.ErrClosed) || ctx.Err() != nil || !connectionLost(p.l, err) {
 				return err
 			}
-			if len(rest) < len(pubs) {
-				q.log.Info("amqp publish interrupted; publishing unconfirmed messages again", "queue", t.name, "unconfirmed", len(rest), "err", err)
-			}
+			q.log.Info("amqp publish interrupted; publishing unconfirmed messages again", "queue", t.name, "unconfirmed", len(rest), "err", err)
 			pubs = rest
 		} else if !errors.Is(err, errRetry) {
 			return fmt.Errorf("publish to %q: %w", t.name, err)

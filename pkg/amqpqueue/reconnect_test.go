@@ -192,6 +192,50 @@ func TestReconnectThroughOutage(t *testing.T) {
 	})
 }
 
+// TestRepublishUnconfirmed loses the connection after the broker has
+// enqueued a batch but before its confirms reached the Queue: Publish must
+// publish the whole batch again on the new connection.
+func TestRepublishUnconfirmed(t *testing.T) {
+	brokerURL := brokerURL(t)
+	p := newProxy(t, brokerURL)
+	logger, logs := testLogger(t)
+	q := mustOpen(t, Options{URL: p.url, Logger: logger, ReconnectMin: 20 * time.Millisecond, ReconnectMax: 200 * time.Millisecond})
+	defer q.Close()
+	direct := mustOpen(t, Options{URL: brokerURL})
+	defer direct.Close()
+	name := uniqueName(t, brokerURL)
+	publish(t, q, name, queue.Message{Body: []byte("declares the queue")})
+
+	const n = 20
+	var msgs []queue.Message
+	for i := range n {
+		msgs = append(msgs, queue.Message{Body: fmt.Appendf(nil, "m%d", i)})
+	}
+	p.stall()
+	pubDone := make(chan error, 1)
+	go func() { pubDone <- q.Publish(t.Context(), name, msgs...) }()
+	eventuallyLen(t, direct, name, 1+n) // the broker has every message
+	select {
+	case err := <-pubDone:
+		t.Fatalf("Publish() without confirms = %v, want it to block", err)
+	default:
+	}
+	p.cut()
+	p.restore()
+	select {
+	case err := <-pubDone:
+		if err != nil {
+			t.Fatalf("Publish() across the lost connection = %v, want nil", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Publish() across the lost connection not done within 30s")
+	}
+	eventuallyLen(t, direct, name, 1+2*n) // every message twice: at least once
+	if !strings.Contains(logs.String(), "unconfirmed=20") {
+		t.Errorf("log does not say that 20 messages were published again:\n%s", logs.String())
+	}
+}
+
 // TestPublishDuringOutageHonoursContext checks that a Publish blocked by an
 // outage returns when its context ends.
 func TestPublishDuringOutageHonoursContext(t *testing.T) {
@@ -328,6 +372,9 @@ type proxy struct {
 	down  bool
 	conns map[net.Conn]bool
 	wg    sync.WaitGroup
+	// stalled, while not nil, holds back what the broker sends until it is
+	// closed (by restore) or the connections are cut.
+	stalled chan struct{}
 }
 
 func newProxy(t *testing.T, brokerURL string) *proxy {
@@ -390,7 +437,7 @@ func (p *proxy) pipe(c net.Conn) {
 	defer p.drop(u)
 	done := make(chan struct{}, 2)
 	go func() { io.Copy(u, c); done <- struct{}{} }()
-	go func() { io.Copy(c, u); done <- struct{}{} }()
+	go func() { p.copyDown(c, u); done <- struct{}{} }()
 	<-done
 	c.Close()
 	u.Close()
@@ -404,6 +451,39 @@ func (p *proxy) drop(c net.Conn) {
 	c.Close()
 }
 
+// copyDown copies what the broker sends to the client, holding it back
+// while the proxy is stalled.
+func (p *proxy) copyDown(c, u net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := u.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			stalled := p.stalled
+			p.mu.Unlock()
+			if stalled != nil {
+				<-stalled
+			}
+			if _, err := c.Write(buf[:n]); err != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// stall holds back everything the broker sends (replies, confirms,
+// deliveries, heartbeats) while letting the client's traffic through.
+func (p *proxy) stall() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stalled == nil {
+		p.stalled = make(chan struct{})
+	}
+}
+
 // cut closes every connection and refuses new ones until restore.
 func (p *proxy) cut() {
 	p.mu.Lock()
@@ -414,9 +494,13 @@ func (p *proxy) cut() {
 	}
 }
 
-// restore accepts connections again.
+// restore accepts connections again and ends a stall.
 func (p *proxy) restore() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.down = false
+	if p.stalled != nil {
+		close(p.stalled)
+		p.stalled = nil
+	}
 }
