@@ -174,16 +174,35 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64, co
 		return fmt.Errorf("put asset %q: %w", key, err)
 	}
 	opts := minio.PutObjectOptions{ContentType: contentType, PartSize: knownPartSize}
-	if size < 0 {
+	// A reader that fails cancels the upload: the client would otherwise
+	// retry the request with a reader it cannot rewind.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	switch {
+	case size < 0:
 		opts.PartSize = unknownPartSize
-	} else {
-		r = &exactReader{r: r, left: size}
+	case size == 0:
+		// The upload reads nothing: probe now.
+		if err := (&exactReader{r: r}).probe(); err != io.EOF {
+			return fmt.Errorf("put asset %q: %w", key, err)
+		}
+	default:
+		r = &exactReader{r: r, left: size, fail: cancel}
 	}
 	if _, err := s.client.PutObject(ctx, s.bucket, key, r, size, opts); err != nil {
+		var rerr readerError
+		if errors.As(context.Cause(ctx), &rerr) {
+			err = rerr.err
+		}
 		return fmt.Errorf("put asset %q: %w", key, err)
 	}
 	return nil
 }
+
+// readerError is the cause of an upload cancelled by its reader.
+type readerError struct{ err error }
+
+func (e readerError) Error() string { return e.err.Error() }
 
 // errTooLong reports a reader that yields more bytes than announced.
 var errTooLong = errors.New("reader gave more bytes than announced")
@@ -195,9 +214,19 @@ var errTooLong = errors.New("reader gave more bytes than announced")
 type exactReader struct {
 	r    io.Reader
 	left int64
+	// fail, if set, is told of every error but io.EOF.
+	fail func(error)
 }
 
 func (e *exactReader) Read(p []byte) (int, error) {
+	n, err := e.read(p)
+	if err != nil && err != io.EOF && e.fail != nil {
+		e.fail(readerError{err})
+	}
+	return n, err
+}
+
+func (e *exactReader) read(p []byte) (int, error) {
 	if e.left <= 0 {
 		return 0, e.probe()
 	}

@@ -189,8 +189,11 @@ func TestWARCRecordsByRange(t *testing.T) {
 				if err != nil {
 					t.Fatalf("ReadRecord of record %d at %d+%d: %v", i, sp.offset, sp.length, err)
 				}
-				if diff := cmp.Diff(records[i], got); diff != "" {
-					t.Errorf("record %d read back at %d+%d (-want +got):\n%s", i, sp.offset, sp.length, diff)
+				if id, want := warc.RecordID(got), warc.RecordID(records[i]); id != want {
+					t.Errorf("record %d read back at %d+%d has id %s, want %s", i, sp.offset, sp.length, id, want)
+				}
+				if !bytes.Equal(got.Block, records[i].Block) {
+					t.Errorf("record %d read back at %d+%d has block %q, want %q", i, sp.offset, sp.length, got.Block, records[i].Block)
 				}
 			}
 			// The last record to the end of the object.
@@ -251,18 +254,21 @@ func TestGetEdges(t *testing.T) {
 
 func TestPutSizeMismatch(t *testing.T) {
 	s := openStore(t, serverOptions(t))
+	errBoom := errors.New("boom")
 	for _, tc := range []struct {
-		name string
-		data string
-		size int64
+		name    string
+		r       io.Reader
+		size    int64
+		wantErr error
 	}{
-		{"short reader", "abc", 5},
-		{"long reader", "abcdef", 3},
-		{"long reader, empty announced", "x", 0},
+		{"short reader", strings.NewReader("abc"), 5, io.ErrUnexpectedEOF},
+		{"long reader", strings.NewReader("abcdef"), 3, errTooLong},
+		{"long reader, empty announced", strings.NewReader("x"), 0, errTooLong},
+		{"failing reader", io.MultiReader(strings.NewReader("abc"), iotest.ErrReader(errBoom)), 6, errBoom},
 	} {
 		key := "mismatch/" + strings.NewReplacer(" ", "-", ",", "").Replace(tc.name)
-		if err := s.Put(t.Context(), key, strings.NewReader(tc.data), tc.size, ""); err == nil {
-			t.Errorf("%s: Put(%q, %d bytes, size %d) = nil, want an error", tc.name, key, len(tc.data), tc.size)
+		if err := s.Put(t.Context(), key, tc.r, tc.size, ""); !errors.Is(err, tc.wantErr) {
+			t.Errorf("%s: Put(%q, size %d) error = %v, want %v", tc.name, key, tc.size, err, tc.wantErr)
 		}
 		if _, err := get(t, s, key, 0, -1); !errors.Is(err, assets.ErrNotFound) {
 			t.Errorf("%s: Get(%q) after a failed Put: error %v, want ErrNotFound", tc.name, key, err)
@@ -439,9 +445,16 @@ func TestExactReader(t *testing.T) {
 		{"long empty", strings.NewReader("a"), 0, "", errTooLong},
 		{"reader error", iotest.ErrReader(iotest.ErrTimeout), 6, "", iotest.ErrTimeout},
 	} {
-		got, err := io.ReadAll(&exactReader{r: tc.r, left: tc.size})
+		var failed []error
+		got, err := io.ReadAll(&exactReader{r: tc.r, left: tc.size, fail: func(err error) { failed = append(failed, err) }})
 		if string(got) != tc.want || !errors.Is(err, tc.wantErr) {
 			t.Errorf("%s: ReadAll(exactReader(size %d)) = %q, %v, want %q, %v", tc.name, tc.size, got, err, tc.want, tc.wantErr)
+		}
+		var rerr readerError
+		if tc.wantErr == nil && len(failed) != 0 {
+			t.Errorf("%s: exactReader called fail(%v) on a good read", tc.name, failed)
+		} else if tc.wantErr != nil && (len(failed) != 1 || !errors.As(failed[0], &rerr) || !errors.Is(rerr.err, tc.wantErr)) {
+			t.Errorf("%s: exactReader called fail with %v, want once with readerError{%v}", tc.name, failed, tc.wantErr)
 		}
 	}
 }
