@@ -61,7 +61,7 @@ func (q *Queue) publish(ctx context.Context, t target, pubs []amqp.Publishing) e
 				return nil
 			}
 			_ = p.ch.Close()
-			if errors.Is(err, queue.ErrClosed) || ctx.Err() != nil || !connectionLost(p.l, err) {
+			if errors.Is(err, errRefused) || errors.Is(err, queue.ErrClosed) || ctx.Err() != nil || !connectionLost(p.l, err) {
 				return err
 			}
 			q.log.Info("amqp publish interrupted; publishing unconfirmed messages again", "queue", t.name, "unconfirmed", len(rest), "err", err)
@@ -80,6 +80,10 @@ func (q *Queue) publish(ctx context.Context, t target, pubs []amqp.Publishing) e
 
 // errRetry marks a failure to open a channel that a new attempt may fix.
 var errRetry = errors.New("connection lost")
+
+// errRefused marks messages that the broker returned or nacked: publishing
+// them again would not help.
+var errRefused = errors.New("broker refused messages")
 
 // publisher returns an idle publishing channel of the current connection, or
 // opens one.
@@ -188,10 +192,10 @@ func (q *Queue) publishOn(ctx context.Context, p *publisher, t target, pubs []am
 		}
 		if returned > 0 {
 			q.forget(t.name)
-			return nil, fmt.Errorf("publish to %q: broker returned %d of %d messages as unroutable (%s)", t.name, returned, len(window), reply)
+			return nil, fmt.Errorf("publish to %q: %w: %d of %d returned as unroutable (%s)", t.name, errRefused, returned, len(window), reply)
 		}
 		if nacked > 0 {
-			return nil, fmt.Errorf("publish to %q: broker nacked %d of %d messages", t.name, nacked, len(window))
+			return nil, fmt.Errorf("publish to %q: %w: %d of %d nacked", t.name, errRefused, nacked, len(window))
 		}
 	}
 	return nil, nil
