@@ -21,9 +21,10 @@
 // puts it back into a delay queue instead of handing it out.
 //
 // Publishing. Messages are persistent (delivery mode 2) and published with
-// mandatory set on channels in confirm mode; Publish returns once the broker
-// has confirmed every message, and a message the broker returns as
-// unroutable (or nacks) is an error. If the connection drops, Publish waits
+// mandatory set on channels in confirm mode, 256 at a time before waiting
+// for their confirms; Publish returns once the broker has confirmed every
+// message, and a message the broker returns as unroutable (or nacks) is an
+// error. If the connection drops, Publish waits
 // for the reconnection and publishes again the messages whose confirms had
 // not arrived, until its context is done: a message may then be enqueued
 // twice (at least once).
@@ -100,7 +101,9 @@ type Options struct {
 	MaxAttempts int
 	// MaxRedeliveries bounds how often a message may be handed back
 	// unsettled before it is dead-lettered with ReasonRedeliveries; 0 means
-	// DefaultMaxRedeliveries, a negative value means no bound.
+	// DefaultMaxRedeliveries, a negative value means no bound. (RabbitMQ 4
+	// gives quorum queues a default x-delivery-limit of 20 and then drops
+	// the message: keep this bound below the broker's.)
 	MaxRedeliveries int
 	// Logger receives connection events and errors the queue handles
 	// itself; nil discards them.

@@ -25,7 +25,9 @@ type publisher struct {
 
 // Publish durably enqueues msgs on name, declaring it if needed. It returns
 // once the broker has confirmed every message, retrying across reconnections
-// until ctx is done.
+// until ctx is done. Headers reserved for the broker (x-death,
+// x-delivery-count, x-first-death-*, x-last-death-*) or for this package
+// (HeaderAttempt, HeaderDue) are refused.
 func (q *Queue) Publish(ctx context.Context, name string, msgs ...queue.Message) error {
 	if err := checkName(name); err != nil {
 		return fmt.Errorf("publish: %w", err)
