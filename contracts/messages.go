@@ -33,10 +33,23 @@ type LoaderURL struct {
 	Depth int    `json:"depth"`
 	// Hops counts the redirects that led to URL.
 	Hops int `json:"hops,omitempty"`
+	// Group is the crawl host group of URL when it differs from the
+	// contract's.
+	Group string `json:"chg,omitempty"`
 }
 
-// LoaderContract asks a loader to fetch URLs of one crawl and one crawl host
-// group. It is published to loader_pending.
+// GroupOf returns the crawl host group of u within c.
+func (c *LoaderContract) GroupOf(u LoaderURL) string {
+	if u.Group != "" {
+		return u.Group
+	}
+	return c.Group
+}
+
+// LoaderContract asks a loader to fetch URLs of one crawl. It is published to
+// loader_pending. Its URLs are ordered by crawl host group; Group names the
+// group of the URLs that carry none. Batching the new URLs of many pages
+// into one contract keeps broker traffic far below one message per page.
 type LoaderContract struct {
 	V       int    `json:"v"`
 	CrawlID string `json:"crawl_id"`
@@ -44,7 +57,7 @@ type LoaderContract struct {
 	// otherwise services read the immutable profile of CrawlID from the
 	// profile store, once per crawl.
 	Profile *Profile    `json:"profile,omitempty"`
-	Group   string      `json:"chg"`
+	Group   string      `json:"chg,omitempty"`
 	URLs    []LoaderURL `json:"urls"`
 }
 

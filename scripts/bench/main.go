@@ -61,7 +61,8 @@ func run(hosts, pages, links, cross, pageBytes, depth, delay int, latency time.D
 	args := []string{"crawl", "--json", "--data", filepath.Join(data, "grid"), "--depth", strconv.Itoa(depth),
 		"--min-delay-ms", strconv.Itoa(delay), "--urls-file", urlsFile}
 	cmd := exec.Command(gridBin, args...)
-	cmd.Env = append(os.Environ(), "GRIDCRAWL_ALLOW_NETS=127.0.0.0/8", "GRIDCRAWL_RESOLVE="+web.Resolve())
+	cmd.Env = append(os.Environ(), "GRIDCRAWL_ALLOW_NETS=127.0.0.0/8", "GRIDCRAWL_RESOLVE="+web.Resolve(),
+		"GRIDCRAWL_AMQP_URL=", "GRIDCRAWL_ES_URL=", "GRIDCRAWL_S3_ENDPOINT=") // the embedded grid
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, os.Stderr
 	var self0 syscall.Rusage

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
@@ -19,7 +21,7 @@ import (
 )
 
 // MaxURLsPerContract bounds the URLs carried by one loader contract.
-const MaxURLsPerContract = 100
+const MaxURLsPerContract = 500
 
 // Grouper maps a host to its crawl host group id.
 type Grouper func(host string) string
@@ -268,32 +270,33 @@ func (f *Frontier) Publish(ctx context.Context, crawlID string, p contracts.Prof
 	return nil
 }
 
-// LoaderMessages builds loader contract messages for records of one crawl.
+// LoaderMessages builds loader contract messages for records of one crawl:
+// their URLs ordered by crawl host group, at most MaxURLsPerContract per
+// contract.
 func LoaderMessages(crawlID string, p contracts.Profile, recs []txindex.Record) ([]queue.Message, error) {
 	if len(recs) == 0 {
 		return nil, nil
 	}
 	inline := contracts.InlineProfile(p)
-	var order []string
-	byGroup := map[string][]contracts.LoaderURL{}
-	for _, r := range recs {
-		if _, ok := byGroup[r.Group]; !ok {
-			order = append(order, r.Group)
-		}
-		byGroup[r.Group] = append(byGroup[r.Group], contracts.LoaderURL{URL: r.URL, Depth: r.Depth, Hops: r.Hops})
-	}
+	recs = slices.Clone(recs)
+	slices.SortStableFunc(recs, func(a, b txindex.Record) int { return strings.Compare(a.Group, b.Group) })
 	var msgs []queue.Message
-	for _, g := range order {
-		urls := byGroup[g]
-		for len(urls) > 0 {
-			n := min(len(urls), MaxURLsPerContract)
-			body, err := json.Marshal(contracts.LoaderContract{V: contracts.Version, CrawlID: crawlID, Profile: inline, Group: g, URLs: urls[:n]})
-			if err != nil {
-				return nil, fmt.Errorf("encode loader contract: %w", err)
+	for len(recs) > 0 {
+		n := min(len(recs), MaxURLsPerContract)
+		c := contracts.LoaderContract{V: contracts.Version, CrawlID: crawlID, Profile: inline, Group: recs[0].Group}
+		for _, r := range recs[:n] {
+			u := contracts.LoaderURL{URL: r.URL, Depth: r.Depth, Hops: r.Hops}
+			if r.Group != c.Group {
+				u.Group = r.Group
 			}
-			msgs = append(msgs, queue.Message{Body: body})
-			urls = urls[n:]
+			c.URLs = append(c.URLs, u)
 		}
+		body, err := json.Marshal(c)
+		if err != nil {
+			return nil, fmt.Errorf("encode loader contract: %w", err)
+		}
+		msgs = append(msgs, queue.Message{Body: body})
+		recs = recs[n:]
 	}
 	return msgs, nil
 }

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,8 +24,16 @@ import (
 )
 
 // testConfig returns a grid configuration for crawling loopback test sites.
+// embeddedEnv clears the real backends' variables (scripts/test.sh exports
+// them) so that a grid runs on embedded backends.
+var embeddedEnv = []string{"GRIDCRAWL_AMQP_URL=", "GRIDCRAWL_ES_URL=", "GRIDCRAWL_S3_ENDPOINT="}
+
 func testConfig(t testing.TB, dataDir, resolve string) Config {
 	t.Helper()
+	for _, kv := range embeddedEnv {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
 	t.Setenv("GRIDCRAWL_DATA", dataDir)
 	t.Setenv("GRIDCRAWL_ALLOW_NETS", "127.0.0.0/8")
 	t.Setenv("GRIDCRAWL_RESOLVE", resolve)

@@ -127,6 +127,7 @@ func TestRestartMidCrawl(t *testing.T) {
 	bin := buildGrid(t)
 	data := t.TempDir()
 	env := []string{
+		"GRIDCRAWL_AMQP_URL=", "GRIDCRAWL_ES_URL=", "GRIDCRAWL_S3_ENDPOINT=",
 		"GRIDCRAWL_ALLOW_NETS=127.0.0.0/8", "GRIDCRAWL_RESOLVE=" + web.Resolve(),
 		"GRIDCRAWL_RECOVERY_LEASE=3s", "GRIDCRAWL_RECOVERY_INTERVAL=500ms", "GRIDCRAWL_WARC_FLUSH_INTERVAL=50ms",
 		"GRIDCRAWL_LOG_LEVEL=debug",

@@ -244,7 +244,7 @@ func (l *Loader) accept(ctx context.Context, d queue.Delivery) {
 		l.deadLetter(ctx, d, "undecodable loader contract: "+err.Error())
 		return
 	}
-	if c.V != contracts.Version || c.CrawlID == "" || len(c.URLs) == 0 || c.Group == "" {
+	if c.V != contracts.Version || c.CrawlID == "" || len(c.URLs) == 0 {
 		l.deadLetter(ctx, d, fmt.Sprintf("invalid loader contract: v=%d crawl_id=%q chg=%q urls=%d", c.V, c.CrawlID, c.Group, len(c.URLs)))
 		return
 	}
@@ -263,7 +263,16 @@ func (l *Loader) accept(ctx context.Context, d queue.Delivery) {
 	dl := &delivery{d: d}
 	dl.remaining.Store(int32(len(c.URLs)))
 	for _, u := range c.URLs {
-		t := &task{dl: dl, crawlID: c.CrawlID, profile: p, inline: c.Profile, group: c.Group, url: u.URL, depth: u.Depth, hops: u.Hops}
+		g := c.GroupOf(u)
+		if g == "" {
+			pu, err := url.Parse(u.URL)
+			if err != nil {
+				g = u.URL
+			} else {
+				g = frontier.HostGrouper(urlnorm.Host(pu))
+			}
+		}
+		t := &task{dl: dl, crawlID: c.CrawlID, profile: p, inline: c.Profile, group: g, url: u.URL, depth: u.Depth, hops: u.Hops}
 		select {
 		case l.sched.add <- t:
 		case <-ctx.Done():
