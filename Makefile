@@ -27,9 +27,11 @@ lint:
 	@test -z "$$(gofmt -l .)" || (echo "gofmt needed:"; gofmt -l .; exit 1)
 	$(GO) vet $(PKGS)
 
-## bench: crawl a simulated web of 1,000 hosts on the embedded grid and report figures
+## bench: crawl a simulated web of 1,000 hosts on the embedded grid, then on the grid
+## (mcp, 2 loaders, 2 crawlers as processes on RabbitMQ, Elasticsearch and MinIO)
 bench: build
 	$(GO) run ./scripts/bench -hosts 1000
+	scripts/bench-grid.sh
 
 clean:
 	rm -rf $(BIN)

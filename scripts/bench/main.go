@@ -31,8 +31,28 @@ func main() {
 	depth := flag.Int("depth", 4, "crawl depth")
 	delay := flag.Int("min-delay-ms", 100, "politeness: least milliseconds between fetches of one host")
 	latency := flag.Duration("latency", 0, "simulated server latency per response")
-	gridBin := flag.String("grid", "bin/grid", "grid binary")
+	gridBin := flag.String("grid", "bin/grid", "grid binary (embedded mode)")
+	gridMode := flag.Bool("grid-mode", false, "run mcp, loaders and crawlers as processes on the real backends of the environment")
+	binDir := flag.String("bin", "bin", "directory of the mcp, loader and crawler binaries (grid mode)")
+	loaders := flag.Int("loaders", 2, "loader processes (grid mode)")
+	crawlers := flag.Int("crawlers", 2, "crawler processes (grid mode)")
 	flag.Parse()
+	if *gridMode {
+		web := websim.NewWeb(websim.WebConfig{Hosts: *hosts, PagesPerHost: *pages, LinksPerPage: *links, CrossHostLinks: *cross, PageBytes: *bytesPer, Latency: *latency, Seed: 1})
+		if err := web.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		fmt.Printf("simulated web: %d hosts x %d pages, %d links/page (%d cross-host), %d B/page, min delay %d ms, depth %d\n",
+			*hosts, *pages, *links, *cross, *bytesPer, *delay, *depth)
+		err := gridBench(web, *depth, *delay, *loaders, *crawlers, *binDir)
+		web.Close()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(*hosts, *pages, *links, *cross, *bytesPer, *depth, *delay, *latency, *gridBin); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)

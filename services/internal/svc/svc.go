@@ -56,11 +56,12 @@ func Main(ctx context.Context, name string, stderr io.Writer, cfg any, common fu
 		log.Info("service starting")
 		err = r.Run(ctx)
 	}
+	published := set.Published()
 	err = errors.Join(err, set.Close())
 	if err != nil && !errors.Is(err, context.Canceled) {
-		log.Error("service stopped", "err", err)
+		log.Error("service stopped", "published", published, "err", err)
 		return 1
 	}
-	log.Info("service stopped")
+	log.Info("service stopped", "published", published)
 	return 0
 }

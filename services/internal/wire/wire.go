@@ -148,6 +148,7 @@ func Open(ctx context.Context, b Backends, log *slog.Logger) (*Set, error) {
 		}
 		s.Assets, s.closers = as, append(s.closers, as.Close)
 	}
+	s.Queue = &countingQueue{Queue: s.Queue}
 	return s, nil
 }
 

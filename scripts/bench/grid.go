@@ -1,0 +1,244 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/minioassets"
+	"github.com/gridcrawl/gridcrawl/pkg/websim"
+)
+
+// gridBench runs MCP, loaders and crawlers as processes on the real
+// backends named by the environment (scripts/services/up.sh) and crawls the
+// simulated web.
+func gridBench(web *websim.Web, depth, delay, loaders, crawlers int, binDir string) error {
+	for _, k := range []string{"GRIDCRAWL_AMQP_URL", "GRIDCRAWL_ES_URL", "GRIDCRAWL_S3_ENDPOINT"} {
+		if os.Getenv(k) == "" {
+			return fmt.Errorf("%s is not set: run eval \"$(scripts/services/up.sh)\" first", k)
+		}
+	}
+	var rb [4]byte
+	_, _ = rand.Read(rb[:])
+	suffix := hex.EncodeToString(rb[:])
+	prefix, bucket, token := "gridbench-"+suffix, "gridbench-"+suffix, "bench-"+suffix
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	logs, err := os.MkdirTemp("", "gridcrawl-bench-logs-")
+	if err != nil {
+		return err
+	}
+	env := append(os.Environ(), "GRIDCRAWL_ES_PREFIX="+prefix, "GRIDCRAWL_S3_BUCKET="+bucket, "GRIDCRAWL_API_TOKEN="+token,
+		"GRIDCRAWL_LISTEN="+addr, "GRIDCRAWL_ALLOW_NETS=127.0.0.0/8", "GRIDCRAWL_RESOLVE="+web.Resolve(), "GRIDCRAWL_DATA="+logs)
+	type proc struct {
+		name string
+		cmd  *exec.Cmd
+		log  string
+	}
+	var procs []*proc
+	start := func(name, bin string) error {
+		p := &proc{name: name, log: filepath.Join(logs, name+".log")}
+		f, err := os.Create(p.log)
+		if err != nil {
+			return err
+		}
+		p.cmd = exec.Command(filepath.Join(binDir, bin))
+		p.cmd.Env, p.cmd.Stdout, p.cmd.Stderr = env, f, f
+		if err := p.cmd.Start(); err != nil {
+			return fmt.Errorf("start %s: %w", name, err)
+		}
+		procs = append(procs, p)
+		return nil
+	}
+	defer func() {
+		for _, p := range procs {
+			if p.cmd.ProcessState == nil {
+				_ = p.cmd.Process.Kill()
+				_ = p.cmd.Wait()
+			}
+		}
+	}()
+	if err := start("mcp", "mcp"); err != nil {
+		return err
+	}
+	for i := range loaders {
+		if err := start(fmt.Sprintf("loader-%d", i+1), "loader"); err != nil {
+			return err
+		}
+	}
+	for i := range crawlers {
+		if err := start(fmt.Sprintf("crawler-%d", i+1), "crawler"); err != nil {
+			return err
+		}
+	}
+	api := "http://" + addr
+	call := func(method, path string, body, out any) (int, error) {
+		var rd io.Reader
+		if body != nil {
+			b, _ := json.Marshal(body)
+			rd = bytes.NewReader(b)
+		}
+		req, _ := http.NewRequest(method, api+path, rd)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		defer resp.Body.Close()
+		if out != nil {
+			if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+				return resp.StatusCode, err
+			}
+		}
+		return resp.StatusCode, nil
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if code, _ := call(http.MethodGet, "/healthz", nil, nil); code == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			return errors.New("mcp did not come up")
+		}
+	}
+	// Let every loader and crawler connect before the clock starts.
+	time.Sleep(2 * time.Second)
+	p := contracts.Profile{StartURLs: web.StartURLs(), MaxDepth: depth, Scope: contracts.ScopeDomain,
+		Politeness: contracts.Politeness{MinDelayMS: delay, MaxDelayMS: max(delay, 1), DelayFactor: 1}}
+	t0 := time.Now()
+	var created contracts.CreateCrawlResponse
+	if code, err := call(http.MethodPost, "/api/v1/crawls", p, &created); err != nil || code != http.StatusCreated {
+		return fmt.Errorf("submit crawl: %d %v", code, err)
+	}
+	var st contracts.CrawlStatus
+	for st.State != contracts.CrawlFinished {
+		time.Sleep(200 * time.Millisecond)
+		if _, err := call(http.MethodGet, "/api/v1/crawls/"+created.CrawlID, nil, &st); err != nil {
+			return fmt.Errorf("crawl status: %w", err)
+		}
+		if time.Since(t0) > 30*time.Minute {
+			return fmt.Errorf("crawl not finished after 30 minutes: %v", st.Counts)
+		}
+	}
+	wall := time.Since(t0)
+	for _, p := range procs {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	pages := st.Counts[contracts.Indexed] + st.Counts[contracts.Failed] + st.Counts[contracts.Redirected]
+	fmt.Printf("grid: mcp, %d loaders, %d crawlers on RabbitMQ, Elasticsearch and MinIO\n", loaders, crawlers)
+	fmt.Printf("crawl %s: %s, %d records, %d indexed, %d documents\n", st.CrawlID, st.State, st.Total, st.Counts[contracts.Indexed], st.Documents)
+	fmt.Printf("wall %.2fs  pages/s %.0f\n", wall.Seconds(), float64(pages)/wall.Seconds())
+	var published int64
+	var cpuTotal float64
+	for _, p := range procs {
+		_ = p.cmd.Wait()
+		ru := p.cmd.ProcessState.SysUsage().(*syscall.Rusage)
+		cpu := tv(ru.Utime) + tv(ru.Stime)
+		cpuTotal += cpu
+		n, err := publishedIn(p.log)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p.name, err)
+		}
+		published += n
+		fmt.Printf("  %-10s cpu %6.2fs  cpu-ms/page %.3f  peak rss %4d MiB  published %d\n", p.name, cpu, 1000*cpu/float64(pages), ru.Maxrss/1024, n)
+	}
+	fmt.Printf("all services: cpu-ms/page %.3f\n", 1000*cpuTotal/float64(pages))
+	fmt.Printf("broker messages per page: %.3f (%d published)\n", float64(published)/float64(pages), published)
+	docs, reqs, err := esWrites(os.Getenv("GRIDCRAWL_ES_URL"), prefix)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("elasticsearch documents written per page: %.3f (%d, %d new URLs); per page beyond one per new URL: %.3f\n",
+		float64(docs)/float64(pages), docs, st.Total, float64(docs-st.Total)/float64(pages))
+	_ = reqs
+	objs, err := countObjects(bucket)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("asset objects per page: %.4f (%d objects)\n", float64(objs)/float64(pages), objs)
+	fmt.Printf("(indices %s-*, bucket %s are left for inspection)\n", prefix, bucket)
+	return nil
+}
+
+// publishedIn reads the "published" count a service logs when it stops.
+func publishedIn(path string) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var l struct {
+			Msg       string `json:"msg"`
+			Published *int64 `json:"published"`
+		}
+		if json.Unmarshal(sc.Bytes(), &l) == nil && l.Msg == "service stopped" && l.Published != nil {
+			return *l.Published, nil
+		}
+	}
+	return 0, errors.New("no shutdown report in the log")
+}
+
+// esWrites returns the documents indexed into the benchmark's indices.
+func esWrites(esURL, prefix string) (docs, requests int64, err error) {
+	resp, err := http.Get(esURL + "/" + prefix + "-*/_stats/indexing")
+	if err != nil {
+		return 0, 0, fmt.Errorf("elasticsearch stats: %w", err)
+	}
+	defer resp.Body.Close()
+	var s struct {
+		All struct {
+			Primaries struct {
+				Indexing struct {
+					IndexTotal  int64 `json:"index_total"`
+					DeleteTotal int64 `json:"delete_total"`
+				} `json:"indexing"`
+			} `json:"primaries"`
+		} `json:"_all"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
+		return 0, 0, fmt.Errorf("decode elasticsearch stats: %w", err)
+	}
+	return s.All.Primaries.Indexing.IndexTotal + s.All.Primaries.Indexing.DeleteTotal, 0, nil
+}
+
+func countObjects(bucket string) (int, error) {
+	ctx := context.Background()
+	st, err := minioassets.Open(ctx, minioassets.Options{Endpoint: os.Getenv("GRIDCRAWL_S3_ENDPOINT"),
+		AccessKey: os.Getenv("GRIDCRAWL_S3_ACCESS_KEY"), SecretKey: os.Getenv("GRIDCRAWL_S3_SECRET_KEY"), Bucket: bucket})
+	if err != nil {
+		return 0, err
+	}
+	defer st.Close()
+	keys, err := st.List(ctx, "")
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, k := range keys {
+		if strings.HasPrefix(k, "warc/") {
+			n++
+		}
+	}
+	return n, nil
+}
