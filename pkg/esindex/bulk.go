@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"time"
 
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 )
@@ -53,51 +55,70 @@ func (it bulkItem) err() error {
 	return it.Error.statusError(it.Status)
 }
 
+// Retries of bulk operations that Elasticsearch rejected for load (429).
+const (
+	maxBulkRetries   = 6
+	bulkRetryBackoff = 50 * time.Millisecond
+)
+
 // bulk sends ops and returns one item per op, in order. Elasticsearch runs
-// the operations of one shard in the order of the request.
+// the operations of one shard in the order of the request. Operations
+// rejected for load (status 429, nothing written) are sent again with
+// backoff, a few times; callers must not send two operations on one
+// document, whose order a retry could swap.
 func (c *Client) bulk(ctx context.Context, ops []bulkOp) ([]bulkItem, error) {
-	items := make([]bulkItem, 0, len(ops))
-	var body bytes.Buffer
-	n := 0
-	flush := func() error {
-		if n == 0 {
-			return nil
-		}
-		var res struct {
-			Items []map[string]bulkItem `json:"items"`
-		}
-		req := esapi.BulkRequest{
-			Body:       bytes.NewReader(body.Bytes()),
-			Refresh:    c.writeRefresh(),
-			FilterPath: []string{"items.*.status", "items.*.error", "items.*._seq_no", "items.*._primary_term"},
-		}
-		if err := c.do(ctx, req, &res); err != nil {
-			return err
-		}
-		if len(res.Items) != n {
-			return fmt.Errorf("bulk of %d operations answered %d items", n, len(res.Items))
-		}
-		for _, m := range res.Items {
-			if len(m) != 1 {
-				return fmt.Errorf("bulk item with %d results", len(m))
-			}
-			for _, it := range m {
-				items = append(items, it)
-			}
-		}
-		body.Reset()
-		n = 0
-		return nil
+	items := make([]bulkItem, len(ops))
+	todo := make([]int, len(ops))
+	for i := range todo {
+		todo[i] = i
 	}
-	for _, op := range ops {
-		line, err := json.Marshal(map[string]bulkAction{op.op: op.action})
-		if err != nil {
-			return nil, err
-		}
-		if n > 0 && body.Len()+len(line)+len(op.source)+2 > maxBulkBytes {
-			if err := flush(); err != nil {
+	for attempt := 0; ; attempt++ {
+		var retry []int
+		for start := 0; start < len(todo); {
+			body, n, err := bulkBody(ops, todo[start:])
+			if err != nil {
 				return nil, err
 			}
+			res, err := c.sendBulk(ctx, body, n)
+			if err != nil {
+				return nil, err
+			}
+			for j, it := range res {
+				i := todo[start+j]
+				items[i] = it
+				if it.Status == http.StatusTooManyRequests && attempt < maxBulkRetries {
+					retry = append(retry, i)
+				}
+			}
+			start += n
+		}
+		if len(retry) == 0 {
+			return items, nil
+		}
+		c.log.Warn("elasticsearch rejected bulk operations, retrying", "operations", len(retry), "attempt", attempt+1)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(bulkRetryBackoff << attempt):
+		}
+		todo = retry
+	}
+}
+
+// bulkBody returns the body of a bulk request with the first operations
+// of ops that idx lists, as many as fit maxBulkBytes (at least one), and
+// their number.
+func bulkBody(ops []bulkOp, idx []int) ([]byte, int, error) {
+	var body bytes.Buffer
+	n := 0
+	for _, i := range idx {
+		op := ops[i]
+		line, err := json.Marshal(map[string]bulkAction{op.op: op.action})
+		if err != nil {
+			return nil, 0, err
+		}
+		if n > 0 && body.Len()+len(line)+len(op.source)+2 > maxBulkBytes {
+			break
 		}
 		body.Write(line)
 		body.WriteByte('\n')
@@ -107,8 +128,33 @@ func (c *Client) bulk(ctx context.Context, ops []bulkOp) ([]bulkItem, error) {
 		}
 		n++
 	}
-	if err := flush(); err != nil {
+	return body.Bytes(), n, nil
+}
+
+// sendBulk sends one bulk request of n operations and returns their items.
+func (c *Client) sendBulk(ctx context.Context, body []byte, n int) ([]bulkItem, error) {
+	var res struct {
+		Items []map[string]bulkItem `json:"items"`
+	}
+	req := esapi.BulkRequest{
+		Body:       bytes.NewReader(body),
+		Refresh:    c.writeRefresh(),
+		FilterPath: []string{"items.*.status", "items.*.error", "items.*._seq_no", "items.*._primary_term"},
+	}
+	if err := c.do(ctx, req, &res); err != nil {
 		return nil, err
+	}
+	if len(res.Items) != n {
+		return nil, fmt.Errorf("bulk of %d operations answered %d items", n, len(res.Items))
+	}
+	items := make([]bulkItem, 0, n)
+	for _, m := range res.Items {
+		if len(m) != 1 {
+			return nil, fmt.Errorf("bulk item with %d results", len(m))
+		}
+		for _, it := range m {
+			items = append(items, it)
+		}
 	}
 	return items, nil
 }

@@ -56,7 +56,8 @@ const (
 	// has not changed costs next to nothing. Writes far outnumber such reads
 	// in a crawl (a page is one Transition, its new URLs one Create; Counts
 	// and CountHost are read only for crawls with page limits), so this is
-	// the policy with the fewest requests and refreshes per page.
+	// the policy with the fewest requests and refreshes per page. Concurrent
+	// readers of one Client share a refresh.
 	RefreshOnRead Refresh = "on-read"
 	// RefreshWaitFor sends writes with refresh=wait_for: no extra request and
 	// no extra segment, but every write waits for the next scheduled refresh
@@ -101,6 +102,7 @@ type Client struct {
 	tr      *http.Transport // owned, closed by Close; nil when given
 
 	txIndex, profilesIndex, docsIndex string
+	refreshers                        map[string]*refresher
 
 	tx       *TxIndex
 	profiles *Profiles
@@ -143,6 +145,9 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 		txIndex:       opts.Prefix + "-transactions",
 		profilesIndex: opts.Prefix + "-profiles",
 		docsIndex:     opts.Prefix + "-documents",
+	}
+	c.refreshers = map[string]*refresher{
+		c.txIndex: newRefresher(), c.profilesIndex: newRefresher(), c.docsIndex: newRefresher(),
 	}
 	rt := opts.Transport
 	if rt == nil {
@@ -261,12 +266,16 @@ func (c *Client) writeRefresh() string {
 }
 
 // readRefresh makes every write acknowledged so far visible to the searches
-// of index that follow, when the policy leaves that to readers.
+// of index that follow, when the policy leaves that to readers. Concurrent
+// readers share refreshes.
 func (c *Client) readRefresh(ctx context.Context, index string) error {
 	if c.refresh != RefreshOnRead {
 		return nil
 	}
-	if err := c.do(ctx, esapi.IndicesRefreshRequest{Index: []string{index}}, nil); err != nil {
+	err := c.refreshers[index].refresh(ctx, func(ctx context.Context) error {
+		return c.do(ctx, esapi.IndicesRefreshRequest{Index: []string{index}}, nil)
+	})
+	if err != nil {
 		return fmt.Errorf("refresh index %q: %w", index, err)
 	}
 	return nil
@@ -356,8 +365,9 @@ func (c *Client) do(ctx context.Context, req esapi.Request, out any) error {
 // ignore_above, so that an absurd value is stored but not indexed instead
 // of failing the write (Lucene refuses terms over 32 KiB).
 var (
-	keyword     = map[string]any{"type": "keyword"}
-	longKeyword = map[string]any{"type": "keyword", "ignore_above": 8192}
+	keyword = map[string]any{"type": "keyword"}
+	// Lucene's limit is 32766 bytes: 8191 characters of up to 4 bytes.
+	longKeyword = map[string]any{"type": "keyword", "ignore_above": 8191}
 	date        = map[string]any{"type": "date"}
 	integer     = map[string]any{"type": "integer"}
 	long        = map[string]any{"type": "long"}
@@ -400,7 +410,7 @@ var (
 	docsMapping = map[string]any{
 		"id":           keyword,
 		"crawl_id":     keyword,
-		"url":          map[string]any{"type": "keyword", "ignore_above": 8192, "fields": map[string]any{"text": text}},
+		"url":          map[string]any{"type": "keyword", "ignore_above": 8191, "fields": map[string]any{"text": text}},
 		"host":         keyword,
 		"title":        text,
 		"description":  text,

@@ -58,21 +58,29 @@ func (s *Search) Upsert(ctx context.Context, docs []contracts.Document) error {
 	if len(docs) == 0 {
 		return nil
 	}
-	ops := make([]bulkOp, len(docs))
+	// One operation per document id, the last version: a retried operation
+	// must not overtake a later one on the same document.
+	last := make(map[string]int, len(docs))
 	for i, d := range docs {
 		if d.ID == "" {
 			return fmt.Errorf("upsert document of %q: empty id", d.URL)
 		}
-		ops[i].action = bulkAction{Index: s.c.docsIndex, ID: d.ID}
-		if d.NoIndex {
-			ops[i].op = "delete"
+		last[d.ID] = i
+	}
+	ops := make([]bulkOp, 0, len(last))
+	for i, d := range docs {
+		if last[d.ID] != i {
 			continue
 		}
-		src, err := json.Marshal(d)
-		if err != nil {
-			return fmt.Errorf("upsert document %q: %w", d.ID, err)
+		op := bulkOp{op: "delete", action: bulkAction{Index: s.c.docsIndex, ID: d.ID}}
+		if !d.NoIndex {
+			src, err := json.Marshal(d)
+			if err != nil {
+				return fmt.Errorf("upsert document %q: %w", d.ID, err)
+			}
+			op.op, op.source = "index", src
 		}
-		ops[i].op, ops[i].source = "index", src
+		ops = append(ops, op)
 	}
 	items, err := s.c.bulk(ctx, ops)
 	if err != nil {
@@ -83,7 +91,7 @@ func (s *Search) Upsert(ctx context.Context, docs []contracts.Document) error {
 			continue // nothing to remove
 		}
 		if err := it.err(); err != nil {
-			return fmt.Errorf("upsert document %q: %w", docs[i].ID, err)
+			return fmt.Errorf("upsert document %q: %w", ops[i].action.ID, err)
 		}
 	}
 	return nil
