@@ -175,4 +175,3 @@ func TestBulkSplitsLargeBatches(t *testing.T) {
 		t.Errorf("bulk requests carried %d operations, want %d", len(got), len(recs))
 	}
 }
-
