@@ -62,8 +62,13 @@ type gridCluster struct {
 	env   []string
 	api   string
 	token string
-	procs map[string]*exec.Cmd
+	procs map[string]*clusterProc
 	logs  string
+}
+
+type clusterProc struct {
+	cmd  *exec.Cmd
+	done chan struct{} // closed once the process has been waited for
 }
 
 func buildServices(t *testing.T) string {
@@ -86,7 +91,7 @@ func newCluster(t *testing.T, backendEnv []string, resolve string) *gridCluster 
 	addr := ln.Addr().String()
 	ln.Close()
 	suffix := randSuffix()
-	c := &gridCluster{t: t, bins: buildServices(t), token: "test-token-" + suffix, procs: map[string]*exec.Cmd{}, logs: t.TempDir(), api: "http://" + addr}
+	c := &gridCluster{t: t, bins: buildServices(t), token: "test-token-" + suffix, procs: map[string]*clusterProc{}, logs: t.TempDir(), api: "http://" + addr}
 	c.env = append(append([]string{}, backendEnv...),
 		"GRIDCRAWL_ES_PREFIX=gridtest-"+suffix, "GRIDCRAWL_S3_BUCKET=gridtest-"+suffix,
 		"GRIDCRAWL_API_TOKEN="+c.token, "GRIDCRAWL_LISTEN="+addr,
@@ -121,8 +126,13 @@ func (c *gridCluster) start(name, service string) {
 	if err := cmd.Start(); err != nil {
 		c.t.Fatal(err)
 	}
-	go func() { _ = cmd.Wait(); logf.Close() }()
-	c.procs[name] = cmd
+	p := &clusterProc{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		logf.Close()
+		close(p.done)
+	}()
+	c.procs[name] = p
 	if service == "mcp" {
 		deadline := time.Now().Add(60 * time.Second)
 		for {
@@ -142,14 +152,16 @@ func (c *gridCluster) start(name, service string) {
 }
 
 func (c *gridCluster) stop(name string, sig syscall.Signal) {
-	cmd := c.procs[name]
-	if cmd == nil {
+	p := c.procs[name]
+	if p == nil {
 		return
 	}
-	_ = cmd.Process.Signal(sig)
-	deadline := time.Now().Add(20 * time.Second)
-	for cmd.ProcessState == nil && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
+	_ = p.cmd.Process.Signal(sig)
+	select {
+	case <-p.done:
+	case <-time.After(20 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
 	}
 	delete(c.procs, name)
 }
