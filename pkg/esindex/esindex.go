@@ -15,6 +15,15 @@
 // that whatever a call reports done is visible to every following read, so
 // Options.Refresh chooses who pays for the refresh; see Refresh.
 //
+// The default, RefreshOnRead, was chosen by measurement (BenchmarkCreate,
+// BenchmarkTransition, BenchmarkUpsert, BenchmarkPage on one local node):
+// a bulk Create of 100 records took 6 ms with it, 23 ms with refresh=true
+// and about 1 s with refresh=wait_for (the refresh interval); a Transition
+// of 100 records 12, 36 and 1000 ms; an Upsert of 50 documents 9, 18 and
+// 1000 ms; the whole transaction-index work of a page (three transitions,
+// a Create of its outlinks and a Counts) from 8 goroutines 65, 12 and 2
+// pages/s. Each write is one request with every policy.
+//
 // # Termination
 //
 // A crawl is finished when none of its records is in a non-terminal status.

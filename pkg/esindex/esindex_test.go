@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -617,5 +618,31 @@ func BenchmarkPage(b *testing.B) {
 			})
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pages/s")
 		})
+	}
+}
+
+// TestIDsNoDocumentCanHave checks that keys Elasticsearch refuses as ids
+// read as absent instead of failing the request.
+func TestIDsNoDocumentCanHave(t *testing.T) {
+	c := open(t, RefreshOnRead)
+	x := c.TxIndex()
+	for _, key := range []string{"", strings.Repeat("k", maxIDBytes+1)} {
+		if _, err := x.Get(t.Context(), key); !errors.Is(err, txindex.ErrNotFound) {
+			t.Errorf("Get(%.10q…) error = %v, want ErrNotFound", key, err)
+		}
+		got, err := x.GetMany(t.Context(), []string{key})
+		if err != nil || len(got) != 0 {
+			t.Errorf("GetMany(%.10q…) = %v, %v, want empty, nil", key, got, err)
+		}
+		applied, err := x.Transition(t.Context(), []txindex.Transition{{Key: key, From: contracts.ToBeLoaded, To: contracts.Failed}})
+		if err != nil || !slices.Equal(applied, []bool{false}) {
+			t.Errorf("Transition(%.10q…) = %v, %v, want [false], nil", key, applied, err)
+		}
+		if _, err := c.Profiles().Get(t.Context(), key); !errors.Is(err, profiles.ErrNotFound) {
+			t.Errorf("Profiles.Get(%.10q…) error = %v, want ErrNotFound", key, err)
+		}
+		if _, err := c.Search().Get(t.Context(), key); !errors.Is(err, search.ErrNotFound) {
+			t.Errorf("Search.Get(%.10q…) error = %v, want ErrNotFound", key, err)
+		}
 	}
 }
