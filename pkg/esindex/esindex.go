@@ -299,6 +299,7 @@ type StatusError struct {
 	Type, Reason string
 }
 
+// Error describes the answer.
 func (e *StatusError) Error() string {
 	if e.Type == "" {
 		return fmt.Sprintf("elasticsearch status %d", e.Status)
