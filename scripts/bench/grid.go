@@ -123,6 +123,7 @@ func gridBench(web *websim.Web, depth, delay, loaders, crawlers int, binDir stri
 	time.Sleep(2 * time.Second)
 	p := contracts.Profile{StartURLs: web.StartURLs(), MaxDepth: depth, Scope: contracts.ScopeDomain,
 		Politeness: contracts.Politeness{MinDelayMS: delay, MaxDelayMS: max(delay, 1), DelayFactor: 1}}
+	backendCPU0 := backendCPU()
 	t0 := time.Now()
 	var created contracts.CreateCrawlResponse
 	if code, err := call(http.MethodPost, "/api/v1/crawls", p, &created); err != nil || code != http.StatusCreated {
@@ -130,7 +131,7 @@ func gridBench(web *websim.Web, depth, delay, loaders, crawlers int, binDir stri
 	}
 	var st contracts.CrawlStatus
 	for st.State != contracts.CrawlFinished {
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(500 * time.Millisecond)
 		if _, err := call(http.MethodGet, "/api/v1/crawls/"+created.CrawlID, nil, &st); err != nil {
 			return fmt.Errorf("crawl status: %w", err)
 		}
@@ -168,7 +169,11 @@ func gridBench(web *websim.Web, depth, delay, loaders, crawlers int, binDir stri
 	}
 	fmt.Printf("elasticsearch documents written per page: %.3f (%d, %d new URLs); per page beyond one per new URL: %.3f\n",
 		float64(docs)/float64(pages), docs, st.Total, float64(docs-st.Total)/float64(pages))
-	_ = reqs
+	fmt.Printf("elasticsearch bulk write requests per page: %.3f (%d)\n", float64(reqs)/float64(pages), reqs)
+	backendCPU1 := backendCPU()
+	for name, c := range backendCPU1 {
+		fmt.Printf("  backend %-9s cpu %6.2fs during the crawl\n", name, c-backendCPU0[name])
+	}
 	objs, err := countObjects(bucket)
 	if err != nil {
 		return err
@@ -201,7 +206,7 @@ func publishedIn(path string) (int64, error) {
 
 // esWrites returns the documents indexed into the benchmark's indices.
 func esWrites(esURL, prefix string) (docs, requests int64, err error) {
-	resp, err := http.Get(esURL + "/" + prefix + "-*/_stats/indexing")
+	resp, err := http.Get(esURL + "/" + prefix + "-*/_stats/indexing,bulk")
 	if err != nil {
 		return 0, 0, fmt.Errorf("elasticsearch stats: %w", err)
 	}
@@ -213,13 +218,16 @@ func esWrites(esURL, prefix string) (docs, requests int64, err error) {
 					IndexTotal  int64 `json:"index_total"`
 					DeleteTotal int64 `json:"delete_total"`
 				} `json:"indexing"`
+				Bulk struct {
+					TotalOperations int64 `json:"total_operations"`
+				} `json:"bulk"`
 			} `json:"primaries"`
 		} `json:"_all"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
 		return 0, 0, fmt.Errorf("decode elasticsearch stats: %w", err)
 	}
-	return s.All.Primaries.Indexing.IndexTotal + s.All.Primaries.Indexing.DeleteTotal, 0, nil
+	return s.All.Primaries.Indexing.IndexTotal + s.All.Primaries.Indexing.DeleteTotal, s.All.Primaries.Bulk.TotalOperations, nil
 }
 
 func countObjects(bucket string) (int, error) {
@@ -241,4 +249,37 @@ func countObjects(bucket string) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// backendCPU returns the CPU seconds used so far by the local backend
+// processes (Elasticsearch's java, RabbitMQ's beam.smp, minio), by name.
+func backendCPU() map[string]float64 {
+	out := map[string]float64{}
+	names := map[string]string{"java": "elastic", "beam.smp": "rabbitmq", "minio": "minio"}
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		comm, err := os.ReadFile(filepath.Join("/proc", d.Name(), "comm"))
+		if err != nil {
+			continue
+		}
+		name, ok := names[strings.TrimSpace(string(comm))]
+		if !ok {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// Fields after the parenthesised command: utime and stime are 14 and 15.
+		rest := string(stat[strings.LastIndexByte(string(stat), ')')+2:])
+		f := strings.Fields(rest)
+		if len(f) < 13 {
+			continue
+		}
+		var ut, st float64
+		fmt.Sscan(f[11], &ut)
+		fmt.Sscan(f[12], &st)
+		out[name] += (ut + st) / 100 // clock ticks (USER_HZ = 100 on Linux)
+	}
+	return out
 }

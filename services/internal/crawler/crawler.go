@@ -212,6 +212,16 @@ func (c *Crawler) Process(ctx context.Context, k contracts.CrawlerContract, prof
 		want = contracts.ToBeIndexed
 	}
 	cancelled := c.cancels.Cancelled(ctx, k.CrawlID)
+	var todo []contracts.CrawlerPage
+	for i, p := range k.Pages {
+		if r, ok := recs[keys[i]]; ok && r.Status == want && !cancelled {
+			todo = append(todo, p)
+		}
+	}
+	spans, err := c.readSpans(ctx, todo)
+	if err != nil {
+		return err
+	}
 	var pages []*parsed
 	for i, p := range k.Pages {
 		r, ok := recs[keys[i]]
@@ -222,7 +232,7 @@ func (c *Crawler) Process(ctx context.Context, k contracts.CrawlerContract, prof
 			pages = append(pages, &parsed{page: p, key: keys[i], final: contracts.Failed, reason: "cancelled"})
 			continue
 		}
-		pp, err := c.parse(ctx, k, scope, p, keys[i])
+		pp, err := c.parse(ctx, k, scope, p, keys[i], spans)
 		if err != nil {
 			return err
 		}
@@ -268,9 +278,9 @@ func (c *Crawler) Process(ctx context.Context, k contracts.CrawlerContract, prof
 
 // parse loads and parses one page. Only backend failures are errors; a page
 // that cannot be parsed becomes a failed record.
-func (c *Crawler) parse(ctx context.Context, k contracts.CrawlerContract, scope *frontier.Scope, p contracts.CrawlerPage, key string) (*parsed, error) {
+func (c *Crawler) parse(ctx context.Context, k contracts.CrawlerContract, scope *frontier.Scope, p contracts.CrawlerPage, key string, spans map[string]span) (*parsed, error) {
 	out := &parsed{page: p, key: key, final: contracts.ToBeIndexed}
-	status, header, body, truncated, err := c.load(ctx, p.Asset)
+	status, header, body, truncated, err := c.load(ctx, p.Asset, spans)
 	if err != nil {
 		if errors.Is(err, assets.ErrNotFound) {
 			out.final, out.reason = contracts.Failed, "asset missing: "+p.Asset.Key
@@ -360,15 +370,74 @@ type badRecordError struct{ msg string }
 
 func (e *badRecordError) Error() string { return e.msg }
 
-// load reads the WARC response record at ref and returns the HTTP status,
-// headers and decoded body, capped at MaxBodyBytes (a gzip bomb is cut there).
-func (c *Crawler) load(ctx context.Context, ref contracts.AssetRef) (int, http.Header, []byte, bool, error) {
-	rc, err := c.deps.Assets.Get(ctx, ref.Key, ref.Offset, ref.Length)
-	if err != nil {
-		return 0, nil, nil, false, fmt.Errorf("get asset %q: %w", ref.Key, err)
+// span is a byte range of one asset object read at once.
+type span struct {
+	off  int64
+	data []byte
+}
+
+// maxSpanBytes bounds one combined read of a WARC segment.
+const maxSpanBytes = 64 << 20
+
+// readSpans reads, per asset object, the byte range covering the records
+// of pages in one request: a contract's pages come from one WARC segment,
+// so this is one read per contract instead of one per page. Objects whose
+// range is too large are left to per-page reads.
+func (c *Crawler) readSpans(ctx context.Context, pages []contracts.CrawlerPage) (map[string]span, error) {
+	type bounds struct{ lo, hi int64 }
+	byKey := map[string]*bounds{}
+	count := map[string]int{}
+	for _, p := range pages {
+		a := p.Asset
+		if a.Key == "" || a.Length <= 0 {
+			continue
+		}
+		b := byKey[a.Key]
+		if b == nil {
+			b = &bounds{lo: a.Offset, hi: a.Offset + a.Length}
+			byKey[a.Key] = b
+		}
+		b.lo, b.hi = min(b.lo, a.Offset), max(b.hi, a.Offset+a.Length)
+		count[a.Key]++
 	}
-	defer rc.Close()
-	rec, err := warc.ReadRecord(rc, c.cfg.MaxBodyBytes+1<<20)
+	out := map[string]span{}
+	for key, b := range byKey {
+		if count[key] < 2 || b.hi-b.lo > maxSpanBytes {
+			continue
+		}
+		rc, err := c.deps.Assets.Get(ctx, key, b.lo, b.hi-b.lo)
+		if errors.Is(err, assets.ErrNotFound) {
+			continue // each page reports the missing asset on its own
+		}
+		if err != nil {
+			return nil, fmt.Errorf("get asset %q: %w", key, err)
+		}
+		data, err := io.ReadAll(io.LimitReader(rc, b.hi-b.lo))
+		rc.Close()
+		if err != nil {
+			return nil, fmt.Errorf("read asset %q: %w", key, err)
+		}
+		out[key] = span{off: b.lo, data: data}
+	}
+	return out, nil
+}
+
+// load reads the WARC response record at ref (from spans when it holds it)
+// and returns the HTTP status, headers and decoded body, capped at
+// MaxBodyBytes (a gzip bomb is cut there).
+func (c *Crawler) load(ctx context.Context, ref contracts.AssetRef, spans map[string]span) (int, http.Header, []byte, bool, error) {
+	var r io.Reader
+	if sp, ok := spans[ref.Key]; ok && ref.Offset >= sp.off && ref.Offset+ref.Length <= sp.off+int64(len(sp.data)) {
+		r = bytes.NewReader(sp.data[ref.Offset-sp.off : ref.Offset-sp.off+ref.Length])
+	} else {
+		rc, err := c.deps.Assets.Get(ctx, ref.Key, ref.Offset, ref.Length)
+		if err != nil {
+			return 0, nil, nil, false, fmt.Errorf("get asset %q: %w", ref.Key, err)
+		}
+		defer rc.Close()
+		r = rc
+	}
+	rec, err := warc.ReadRecord(r, c.cfg.MaxBodyBytes+1<<20)
 	if err != nil {
 		return 0, nil, nil, false, &badRecordError{"read warc record: " + err.Error()}
 	}
