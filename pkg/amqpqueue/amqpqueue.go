@@ -99,6 +99,10 @@ type Options struct {
 	// dead-letters it with queue.ReasonMaxAttempts; 0 means
 	// DefaultMaxAttempts.
 	MaxAttempts int
+	// SingleActive names the queues declared with single active consumer
+	// (one consumer receives at a time; the broker fails over to another
+	// when it goes away). Nil: none.
+	SingleActive func(queue string) bool
 	// MaxRedeliveries bounds how often a message may be handed back
 	// unsettled before it is dead-lettered with ReasonRedeliveries; 0 means
 	// DefaultMaxRedeliveries, a negative value means no bound. (RabbitMQ 4

@@ -274,7 +274,7 @@ func TestTopology(t *testing.T) {
 		target target
 		ok     bool
 	}{
-		{"main as quorum", mainTarget(name), true},
+		{"main as quorum", q.mainTarget(name), true},
 		{"delay queue of 2s", delayTarget(name, bucket{2 * time.Second, "2s"}), true},
 		{"main as classic", target{name, amqp.Table{amqp.QueueTypeArg: amqp.QueueTypeClassic}}, false},
 		{"delay queue with another TTL", target{delayQueueName(name, bucket{2 * time.Second, "2s"}), amqp.Table{amqp.QueueTypeArg: amqp.QueueTypeQuorum, amqp.QueueMessageTTLArg: int64(1000)}}, false},
@@ -505,4 +505,39 @@ func TestStaleDeliveryAfterClose(t *testing.T) {
 	defer q2.Close()
 	eventuallyLen(t, q2, name, 1)
 	eventuallyLen(t, q2, queue.DeadLetterQueue(name), 0)
+}
+
+// TestSingleActiveConsumer checks that a queue named by Options.SingleActive
+// delivers to one consumer only, and fails over when that consumer stops.
+func TestSingleActiveConsumer(t *testing.T) {
+	url := brokerURL(t)
+	name := uniqueName(t, url)
+	opts := Options{URL: url, SingleActive: func(q string) bool { return q == name }}
+	opts.Logger, _ = testLogger(t)
+	a, b := mustOpen(t, opts), mustOpen(t, opts)
+	chA, stopA := consume(t, a, name, 10)
+	time.Sleep(200 * time.Millisecond) // a registers first and becomes the active consumer
+	chB, _ := consume(t, b, name, 10)
+	for i := range 6 {
+		if err := a.Publish(t.Context(), name, queue.Message{Body: []byte{byte('0' + i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 6 {
+		ack(t, receive(t, chA))
+	}
+	select {
+	case d := <-chB:
+		t.Fatalf("standby consumer received %q while the active one runs", d.Body())
+	case <-time.After(queuetest.QuietWindow):
+	}
+	stopA()
+	if err := a.Publish(t.Context(), name, queue.Message{Body: []byte("after")}); err != nil {
+		t.Fatal(err)
+	}
+	if d := receive(t, chB); string(d.Body()) != "after" {
+		t.Errorf("standby received %q after failover, want %q", d.Body(), "after")
+	} else {
+		ack(t, d)
+	}
 }

@@ -129,7 +129,7 @@ func (c *consumer) open(l *link) (*session, error) {
 		_ = ch.Close()
 		return nil, fmt.Errorf("set prefetch %d: %w", c.prefetch, err)
 	}
-	if err := c.q.declare(l, ch, mainTarget(c.queue)); err != nil {
+	if err := c.q.declare(l, ch, c.q.mainTarget(c.queue)); err != nil {
 		_ = ch.Close()
 		return nil, err
 	}
@@ -277,7 +277,7 @@ func (d *delivery) Retry(ctx context.Context, delay time.Duration) error {
 		return d.deadLetter(ctx, "retry", queue.ReasonMaxAttempts, nil)
 	}
 	pub := d.publishing(amqp.Table{HeaderAttempt: int64(next)})
-	t := mainTarget(d.c.queue)
+	t := d.c.q.mainTarget(d.c.queue)
 	if delay > 0 {
 		b, fits := bucketFor(delay)
 		if !fits {
@@ -305,7 +305,7 @@ func (d *delivery) deadLetter(ctx context.Context, action, reason string, extra 
 	}
 	maps.Copy(h, extra)
 	pub := d.publishing(h)
-	t := mainTarget(queue.DeadLetterQueue(d.c.queue))
+	t := d.c.q.mainTarget(queue.DeadLetterQueue(d.c.queue))
 	return d.settle(ctx, action, func(ctx context.Context) error {
 		return d.c.q.publish(ctx, t, []amqp.Publishing{pub})
 	})

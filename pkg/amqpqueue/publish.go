@@ -47,7 +47,7 @@ func (q *Queue) Publish(ctx context.Context, name string, msgs ...queue.Message)
 		}
 		pubs[i] = amqp.Publishing{Headers: h, DeliveryMode: amqp.Persistent, Timestamp: now, Body: m.Body}
 	}
-	return q.publish(ctx, mainTarget(name), pubs)
+	return q.publish(ctx, q.mainTarget(name), pubs)
 }
 
 // publish declares t and publishes pubs to it, waiting for every confirm and

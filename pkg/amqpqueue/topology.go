@@ -102,9 +102,16 @@ type target struct {
 
 // mainTarget returns the declaration of a queue that consumers read: a
 // durable quorum queue with no broker-side dead-lettering, so that every
-// dead letter goes through DeadLetter and carries its reason.
-func mainTarget(name string) target {
-	return target{name: name, args: amqp.Table{amqp.QueueTypeArg: amqp.QueueTypeQuorum}}
+// dead letter goes through DeadLetter and carries its reason. Queues that
+// Options.SingleActive names also get x-single-active-consumer: the broker
+// delivers to one consumer at a time and fails over to the next when it
+// goes away, which gives each such queue exactly one owner.
+func (q *Queue) mainTarget(name string) target {
+	args := amqp.Table{amqp.QueueTypeArg: amqp.QueueTypeQuorum}
+	if q.opts.SingleActive != nil && q.opts.SingleActive(name) {
+		args["x-single-active-consumer"] = true
+	}
+	return target{name: name, args: args}
 }
 
 // delayTarget returns the declaration of the delay queue of b for queue: a

@@ -99,6 +99,10 @@ type Outcome struct {
 	RetryAfter string
 	// CrawlDelay is the robots.txt Crawl-delay that applies to the host, or 0.
 	CrawlDelay time.Duration
+	// Policy, when set, decides this delay instead of the group's policy: the
+	// politeness settings of the crawl whose URL was fetched. The group's
+	// backoff state carries over between policies.
+	Policy *DelayPolicy
 }
 
 // trouble reports whether o is server feedback that raises the backoff.

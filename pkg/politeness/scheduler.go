@@ -606,7 +606,11 @@ func (s *Scheduler) Release(l Lease, o Outcome) bool {
 		return false
 	}
 	g.token = 0
-	g.dec = g.set.delay.Decide(&g.backoff, o, time.Unix(0, now), s.rnd())
+	pol := g.set.delay
+	if o.Policy != nil {
+		pol = *o.Policy
+	}
+	g.dec = pol.Decide(&g.backoff, o, time.Unix(0, now), s.rnd())
 	g.next = addSat(now, int64(g.dec.Delay))
 	g.fetches++
 	g.lastFetch = o.Duration

@@ -431,3 +431,30 @@ func TestNextWaitsOnRealClock(t *testing.T) {
 		t.Errorf("second item handed out %v after release, before the 20ms delay", since)
 	}
 }
+
+func TestReleaseWithOutcomePolicy(t *testing.T) {
+	now := time.Unix(1000, 0)
+	s, err := New(Config{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Add(Item{URL: "http://a.test/1", Group: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Add(Item{URL: "http://a.test/2", Group: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	l, ok := s.TryNext()
+	if !ok {
+		t.Fatal("no lease")
+	}
+	pol := DelayPolicy{Factor: 0, Min: 7 * time.Second, Max: 7 * time.Second}
+	s.Release(l, Outcome{Duration: time.Millisecond, Status: 200, Policy: &pol})
+	if _, ok := s.TryNext(); ok {
+		t.Fatal("group handed out before the crawl's delay")
+	}
+	now = now.Add(7 * time.Second)
+	if _, ok := s.TryNext(); !ok {
+		t.Fatal("group not ready after the crawl's 7s delay")
+	}
+}
