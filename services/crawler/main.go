@@ -27,7 +27,12 @@ func main() {
 			if err := cfg.Crawler.Validate(); err != nil {
 				return nil, err
 			}
-			return crawler.New(cfg.Crawler, crawler.Deps{Queue: set.Queue, Tx: set.Tx, Assets: set.Assets, Profiles: set.Profiles, Logger: log}), nil
+			group, err := cfg.Frontier.Grouper()
+			if err != nil {
+				return nil, err
+			}
+			return crawler.New(cfg.Crawler, crawler.Deps{Queue: set.Queue, Tx: set.Tx, Assets: set.Assets, Profiles: set.Profiles,
+				Group: group, Shards: cfg.Frontier.Shards, Logger: log}), nil
 		})
 	stop()
 	os.Exit(code)

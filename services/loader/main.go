@@ -27,7 +27,12 @@ func main() {
 			if err := cfg.Loader.Validate(); err != nil {
 				return nil, err
 			}
-			return loader.New(cfg.Loader, loader.Deps{Queue: set.Queue, Tx: set.Tx, Assets: set.Assets, Profiles: set.Profiles, Logger: log})
+			group, err := cfg.Frontier.Grouper()
+			if err != nil {
+				return nil, err
+			}
+			return loader.New(cfg.Loader, loader.Deps{Queue: set.Queue, Tx: set.Tx, Assets: set.Assets, Profiles: set.Profiles,
+				Group: group, Shards: cfg.Frontier.Shards, Logger: log})
 		})
 	stop()
 	os.Exit(code)

@@ -27,7 +27,12 @@ func main() {
 			if err := cfg.MCP.Validate(set.Embedded); err != nil {
 				return nil, err
 			}
-			return mcp.New(cfg.MCP, mcp.Deps{Queue: set.Queue, Tx: set.Tx, Profiles: set.Profiles, Search: set.Search, Embedded: set.Embedded, Logger: log}), nil
+			group, err := cfg.Frontier.Grouper()
+			if err != nil {
+				return nil, err
+			}
+			return mcp.New(cfg.MCP, mcp.Deps{Queue: set.Queue, Tx: set.Tx, Profiles: set.Profiles, Search: set.Search,
+				Group: group, Shards: cfg.Frontier.Shards, Embedded: set.Embedded, Logger: log}), nil
 		})
 	stop()
 	os.Exit(code)

@@ -70,7 +70,9 @@ type Deps struct {
 	Assets   assets.Store
 	Profiles profiles.Store
 	Group    frontier.Grouper
-	Logger   *slog.Logger
+	// Shards is the number of loader queue shards; 0 means 1.
+	Shards int
+	Logger *slog.Logger
 }
 
 // Crawler is the crawler service.
@@ -94,7 +96,7 @@ func New(cfg Config, deps Deps) *Crawler {
 	}
 	return &Crawler{
 		cfg: cfg, deps: deps, log: log,
-		frontier: &frontier.Frontier{Tx: deps.Tx, Queue: deps.Queue, Group: deps.Group},
+		frontier: &frontier.Frontier{Tx: deps.Tx, Queue: deps.Queue, Group: deps.Group, Shards: deps.Shards},
 		cancels:  frontier.NewCancelCache(deps.Profiles),
 		profs:    frontier.NewProfileCache(deps.Profiles),
 		scopes:   map[string]*frontier.Scope{},

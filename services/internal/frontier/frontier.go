@@ -121,7 +121,9 @@ type Frontier struct {
 	Tx    txindex.Index
 	Queue queue.Queue
 	Group Grouper
-	Now   func() time.Time
+	// Shards is the number of loader queue shards (see Config); 0 means 1.
+	Shards int
+	Now    func() time.Time
 }
 
 // Enqueue creates records for the candidates that are absent and publishes
@@ -254,18 +256,32 @@ func (f *Frontier) limit(ctx context.Context, crawlID string, p contracts.Profil
 	return out, nil
 }
 
-// Publish sends loader contracts for records, grouped by crawl host group,
-// at most MaxURLsPerContract URLs each.
+// Publish sends loader contracts for records to the loader queue shard of
+// their crawl host group, at most MaxURLsPerContract URLs each.
 func (f *Frontier) Publish(ctx context.Context, crawlID string, p contracts.Profile, recs []txindex.Record) error {
-	msgs, err := LoaderMessages(crawlID, p, recs)
-	if err != nil {
-		return err
-	}
-	if len(msgs) == 0 {
+	if len(recs) == 0 {
 		return nil
 	}
-	if err := f.Queue.Publish(ctx, contracts.QueueLoader, msgs...); err != nil {
-		return fmt.Errorf("publish loader contracts: %w", err)
+	n := max(f.Shards, 1)
+	byShard := make([][]txindex.Record, n)
+	for _, r := range recs {
+		if r.Group == "" {
+			return fmt.Errorf("publish %s: %w", r.URL, errNoGroup)
+		}
+		i := ShardOf(r.Group, n)
+		byShard[i] = append(byShard[i], r)
+	}
+	for i, rs := range byShard {
+		msgs, err := LoaderMessages(crawlID, p, rs)
+		if err != nil {
+			return err
+		}
+		if len(msgs) == 0 {
+			continue
+		}
+		if err := f.Queue.Publish(ctx, ShardQueue(i, n), msgs...); err != nil {
+			return fmt.Errorf("publish loader contracts: %w", err)
+		}
 	}
 	return nil
 }

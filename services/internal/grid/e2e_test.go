@@ -21,6 +21,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/search"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/pkg/websim"
+	"github.com/gridcrawl/gridcrawl/services/internal/frontier"
 )
 
 // testConfig returns a grid configuration for crawling loopback test sites.
@@ -300,13 +301,14 @@ func TestUndecodableContractsAreDeadLetteredAndServicesKeepRunning(t *testing.T)
 	t.Cleanup(site.Close)
 	g, api := startGrid(t, testConfig(t, t.TempDir(), site.Resolve()))
 	ctx := t.Context()
-	for _, q := range []string{contracts.QueueLoader, contracts.QueueCrawler, contracts.QueueIndex} {
+	loaderQueue := frontier.ShardQueue(3, g.cfgShards())
+	for _, q := range []string{loaderQueue, contracts.QueueCrawler, contracts.QueueIndex} {
 		bad := []queue.Message{{Body: []byte("{not json")}, {Body: []byte(`{"v":99}`)}}
 		if err := g.Backends.Queue.Publish(ctx, q, bad...); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, q := range []string{contracts.QueueLoader, contracts.QueueCrawler, contracts.QueueIndex} {
+	for _, q := range []string{loaderQueue, contracts.QueueCrawler, contracts.QueueIndex} {
 		dlq := queue.DeadLetterQueue(q)
 		deadline := time.Now().Add(30 * time.Second)
 		for {
@@ -333,7 +335,7 @@ func TestUndecodableContractsAreDeadLetteredAndServicesKeepRunning(t *testing.T)
 		t.Fatalf("crawl after poison = %s with %d documents", st.State, st.Documents)
 	}
 	// Dead letters keep the reason.
-	ch, err := g.Backends.Queue.Consume(ctx, queue.DeadLetterQueue(contracts.QueueLoader), queue.ConsumeOptions{Prefetch: 2})
+	ch, err := g.Backends.Queue.Consume(ctx, queue.DeadLetterQueue(loaderQueue), queue.ConsumeOptions{Prefetch: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

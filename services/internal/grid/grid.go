@@ -13,6 +13,7 @@ import (
 	"github.com/caarlos0/env/v10"
 
 	"github.com/gridcrawl/gridcrawl/services/internal/crawler"
+	"github.com/gridcrawl/gridcrawl/services/internal/frontier"
 	"github.com/gridcrawl/gridcrawl/services/internal/loader"
 	"github.com/gridcrawl/gridcrawl/services/internal/mcp"
 	"github.com/gridcrawl/gridcrawl/services/internal/wire"
@@ -22,6 +23,7 @@ import (
 // environment variables.
 type Config struct {
 	Backends wire.Backends
+	Frontier frontier.Config
 	MCP      mcp.Config
 	Loader   loader.Config
 	Crawler  crawler.Config
@@ -39,12 +41,13 @@ func LoadConfig() (Config, error) {
 
 // Validate checks every part of c.
 func (c *Config) Validate() error {
-	return errors.Join(c.Backends.Validate(), c.MCP.Validate(c.Backends.Embedded()), c.Loader.Validate(), c.Crawler.Validate())
+	return errors.Join(c.Backends.Validate(), c.Frontier.Validate(), c.MCP.Validate(c.Backends.Embedded()), c.Loader.Validate(), c.Crawler.Validate())
 }
 
 // Grid is a running all-in-one grid.
 type Grid struct {
 	Backends *wire.Set
+	shards   int
 	MCP      *mcp.MCP
 	Loader   *loader.Loader
 	Crawler  *crawler.Crawler
@@ -56,21 +59,29 @@ func Open(cfg Config, log *slog.Logger, ln net.Listener) (*Grid, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	group, err := cfg.Frontier.Grouper()
+	if err != nil {
+		return nil, err
+	}
+	shards := cfg.Frontier.Shards
 	set, err := wire.Open(context.Background(), cfg.Backends, log)
 	if err != nil {
 		return nil, err
 	}
-	l, err := loader.New(cfg.Loader, loader.Deps{Queue: set.Queue, Tx: set.Tx, Assets: set.Assets, Profiles: set.Profiles, Logger: log.With("service", "loader")})
+	l, err := loader.New(cfg.Loader, loader.Deps{Queue: set.Queue, Tx: set.Tx, Assets: set.Assets, Profiles: set.Profiles,
+		Group: group, Shards: shards, Logger: log.With("service", "loader")})
 	if err != nil {
 		_ = set.Close()
 		return nil, err
 	}
 	return &Grid{
 		Backends: set,
+		shards:   shards,
 		MCP: mcp.New(cfg.MCP, mcp.Deps{Queue: set.Queue, Tx: set.Tx, Profiles: set.Profiles, Search: set.Search,
-			Embedded: set.Embedded, Logger: log.With("service", "mcp"), Listener: ln}),
-		Loader:  l,
-		Crawler: crawler.New(cfg.Crawler, crawler.Deps{Queue: set.Queue, Tx: set.Tx, Assets: set.Assets, Profiles: set.Profiles, Logger: log.With("service", "crawler")}),
+			Group: group, Shards: shards, Embedded: set.Embedded, Logger: log.With("service", "mcp"), Listener: ln}),
+		Loader: l,
+		Crawler: crawler.New(cfg.Crawler, crawler.Deps{Queue: set.Queue, Tx: set.Tx, Assets: set.Assets, Profiles: set.Profiles,
+			Group: group, Shards: shards, Logger: log.With("service", "crawler")}),
 	}, nil
 }
 
@@ -90,3 +101,5 @@ func (g *Grid) Run(ctx context.Context) error {
 	wg.Wait()
 	return errors.Join(errors.Join(errs...), g.Backends.Close())
 }
+
+func (g *Grid) cfgShards() int { return g.shards }

@@ -24,7 +24,7 @@ type exchange struct {
 	truncated   bool
 	status      int
 	contentType string
-	retryAfter  time.Duration
+	retryAfter  string // the Retry-After header, for the politeness scheduler
 }
 
 // fetch GETs u once, without following redirects, and keeps at most
@@ -60,11 +60,7 @@ func (l *Loader) fetch(ctx context.Context, t *task, u *url.URL) (*exchange, err
 	}
 	ex.status = resp.StatusCode
 	ex.contentType = resp.Header.Get("Content-Type")
-	if ra := resp.Header.Get("Retry-After"); ra != "" {
-		if s, err := strconv.Atoi(ra); err == nil && s >= 0 {
-			ex.retryAfter = min(time.Duration(s)*time.Second, 10*time.Minute)
-		}
-	}
+	ex.retryAfter = resp.Header.Get("Retry-After")
 	ex.request = dumpRequest(req)
 	ex.response = dumpResponse(resp, body)
 	return ex, nil

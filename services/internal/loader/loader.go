@@ -26,6 +26,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
 	"github.com/gridcrawl/gridcrawl/pkg/netguard"
+	"github.com/gridcrawl/gridcrawl/pkg/politeness"
 	"github.com/gridcrawl/gridcrawl/pkg/profiles"
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
 	"github.com/gridcrawl/gridcrawl/pkg/robots"
@@ -84,13 +85,18 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// Deps are the loader's backends.
+// Deps are the loader's backends and frontier settings.
 type Deps struct {
 	Queue    queue.Queue
 	Tx       txindex.Index
 	Assets   assets.Store
 	Profiles profiles.Store
-	Logger   *slog.Logger
+	// Group computes the crawl host group of URLs whose contract names none.
+	Group frontier.Grouper
+	// Shards is the number of loader queue shards to consume (see
+	// frontier.Config); 0 means 1.
+	Shards int
+	Logger *slog.Logger
 }
 
 // Loader is the loader service.
@@ -100,7 +106,9 @@ type Loader struct {
 	log     *slog.Logger
 	client  *http.Client
 	robots  *robots.Cache
-	sched   *hostSched
+	sched   *politeness.Scheduler
+	polMu   sync.Mutex
+	pols    map[*contracts.Profile]*politeness.DelayPolicy
 	cancels *frontier.CancelCache
 	profs   *frontier.ProfileCache
 
@@ -148,12 +156,18 @@ func New(cfg Config, deps Deps) (*Loader, error) {
 			Transport:     transport,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-		sched:   newHostSched(time.Now),
+		pols:    map[*contracts.Profile]*politeness.DelayPolicy{},
 		cancels: frontier.NewCancelCache(deps.Profiles),
 		profs:   frontier.NewProfileCache(deps.Profiles),
 		seg:     warc.NewSegment(cfg.Gzip),
 		flushCh: make(chan struct{}, 1),
 	}
+	// A group is busy for at most one fetch plus its robots.txt fetch.
+	sched, err := politeness.New(politeness.Config{BusyTimeout: 2*cfg.FetchTimeout + 30*time.Second, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("create politeness scheduler: %w", err)
+	}
+	l.sched = sched
 	robotsClient := &http.Client{
 		Transport: transport,
 		CheckRedirect: func(_ *http.Request, via []*http.Request) error {
@@ -175,25 +189,32 @@ func (l *Loader) Fetched() int64 { return l.fetched.Load() }
 // Run consumes loader_pending until ctx is cancelled. In-flight contracts are
 // not acked on shutdown; the queue delivers them again.
 func (l *Loader) Run(ctx context.Context) error {
-	deliveries, err := l.deps.Queue.Consume(ctx, contracts.QueueLoader, queue.ConsumeOptions{Prefetch: l.cfg.Prefetch})
-	if err != nil {
-		return fmt.Errorf("consume %s: %w", contracts.QueueLoader, err)
+	shards := frontier.ShardQueues(max(l.deps.Shards, 1))
+	prefetch := max(1, l.cfg.Prefetch/len(shards))
+	var intake sync.WaitGroup
+	for _, name := range shards {
+		deliveries, err := l.deps.Queue.Consume(ctx, name, queue.ConsumeOptions{Prefetch: prefetch})
+		if err != nil {
+			return fmt.Errorf("consume %s: %w", name, err)
+		}
+		intake.Go(func() {
+			for d := range deliveries {
+				l.accept(ctx, d)
+			}
+		})
 	}
 	var wg sync.WaitGroup
-	schedCtx, stopSched := context.WithCancel(ctx)
-	wg.Go(func() { l.sched.run(schedCtx) })
+	workCtx, stopWork := context.WithCancel(ctx)
 	for range l.cfg.Workers {
-		wg.Go(func() { l.work(schedCtx) })
+		wg.Go(func() { l.work(workCtx) })
 	}
 	flushDone := make(chan struct{})
 	go func() {
 		defer close(flushDone)
-		l.flushLoop(schedCtx)
+		l.flushLoop(workCtx)
 	}()
-	for d := range deliveries {
-		l.accept(ctx, d)
-	}
-	stopSched()
+	intake.Wait()
+	stopWork()
 	wg.Wait()
 	<-flushDone
 	return nil
@@ -263,22 +284,47 @@ func (l *Loader) accept(ctx context.Context, d queue.Delivery) {
 	dl := &delivery{d: d}
 	dl.remaining.Store(int32(len(c.URLs)))
 	for _, u := range c.URLs {
+		host := u.URL
+		if pu, err := url.Parse(u.URL); err == nil {
+			host = urlnorm.Host(pu)
+		}
 		g := c.GroupOf(u)
 		if g == "" {
-			pu, err := url.Parse(u.URL)
-			if err != nil {
-				g = u.URL
-			} else {
-				g = frontier.HostGrouper(urlnorm.Host(pu))
-			}
+			g = l.group(host)
 		}
 		t := &task{dl: dl, crawlID: c.CrawlID, profile: p, inline: c.Profile, group: g, url: u.URL, depth: u.Depth, hops: u.Hops}
-		select {
-		case l.sched.add <- t:
-		case <-ctx.Done():
-			return
-		}
+		l.schedule(ctx, t, host)
 	}
+}
+
+func (l *Loader) group(host string) string {
+	if l.deps.Group != nil {
+		return l.deps.Group(host)
+	}
+	return frontier.HostGrouper(host)
+}
+
+// schedule hands t to the politeness scheduler.
+func (l *Loader) schedule(ctx context.Context, t *task, host string) {
+	if err := l.sched.Add(politeness.Item{URL: t.url, Host: host, Group: t.group, NotBefore: t.notBefore, Payload: t}); err != nil {
+		t.dl.done(ctx, l.log, fmt.Errorf("schedule %s: %w", t.url, err))
+	}
+}
+
+// policy returns the delay policy of a crawl's profile.
+func (l *Loader) policy(p *contracts.Profile) *politeness.DelayPolicy {
+	l.polMu.Lock()
+	defer l.polMu.Unlock()
+	if pol, ok := l.pols[p]; ok {
+		return pol
+	}
+	pol := politeness.DelayPolicyFor(p.Politeness)
+	pol.CrawlDelayCap = l.cfg.CrawlDelayCap
+	if len(l.pols) > 1024 {
+		clear(l.pols)
+	}
+	l.pols[p] = &pol
+	return &pol
 }
 
 func (l *Loader) deadLetter(ctx context.Context, d queue.Delivery, reason string) {
@@ -290,18 +336,14 @@ func (l *Loader) deadLetter(ctx context.Context, d queue.Delivery, reason string
 
 func (l *Loader) work(ctx context.Context) {
 	for {
-		var t *task
-		select {
-		case <-ctx.Done():
-			return
-		case t = <-l.sched.work:
-		}
-		delay := l.process(ctx, t)
-		select {
-		case l.sched.release <- release{group: t.group, delay: delay}:
-		case <-ctx.Done():
+		lease, err := l.sched.Next(ctx)
+		if err != nil {
 			return
 		}
+		t := lease.Item.Payload.(*task)
+		o := l.process(ctx, t)
+		o.Policy = l.policy(t.profile)
+		l.sched.Release(lease, o)
 	}
 }
 
@@ -316,11 +358,13 @@ type result struct {
 	repub  *contracts.CrawlerPage
 }
 
-// process handles one task and returns the politeness delay for its group.
-func (l *Loader) process(ctx context.Context, t *task) time.Duration {
+// process handles one task and returns what the politeness scheduler needs
+// to know of it. A task that fetched nothing reports a zero Duration.
+func (l *Loader) process(ctx context.Context, t *task) politeness.Outcome {
+	var none politeness.Outcome
 	if l.cancels.Cancelled(ctx, t.crawlID) {
 		l.finish(&result{t: t, status: contracts.Failed, reason: "cancelled"})
-		return 0
+		return none
 	}
 	rec, err := l.deps.Tx.Get(ctx, txindex.Key(t.crawlID, t.url))
 	if err != nil {
@@ -328,62 +372,62 @@ func (l *Loader) process(ctx context.Context, t *task) time.Duration {
 			l.log.Warn("get record", "url", t.url, "crawl_id", t.crawlID, "err", err)
 		}
 		t.dl.done(ctx, l.log, err)
-		return 0
+		return none
 	}
 	switch {
 	case rec.Status == contracts.ToBeParsed && rec.Asset.Key != "":
 		// Fetched before but the crawler contract may be lost: publish again.
 		l.finish(&result{t: t, skip: true, repub: &contracts.CrawlerPage{URL: t.url, Depth: rec.Depth, Hops: rec.Hops, Asset: rec.Asset, StatusCode: rec.HTTPStatus, FetchedAt: rec.StatusTime}})
-		return 0
+		return none
 	case rec.Status != contracts.ToBeLoaded:
 		l.finish(&result{t: t, skip: true})
-		return 0
+		return none
 	}
 	u, err := url.Parse(t.url)
 	if err != nil {
 		l.finish(&result{t: t, status: contracts.Failed, reason: "invalid url"})
-		return 0
+		return none
 	}
-	minDelay, maxDelay := t.profile.Politeness.Delay()
-	delay := minDelay
+	var o politeness.Outcome
 	if t.profile.Politeness.Robots != contracts.RobotsIgnore {
 		rules, err := l.robots.Get(ctx, u.Scheme, urlnorm.HostPort(u))
 		if err != nil {
 			t.dl.done(ctx, l.log, err)
-			return 0
+			return none
 		}
 		if cd, ok := rules.CrawlDelay(t.profile.UserAgent); ok {
-			delay = max(delay, min(cd, l.cfg.CrawlDelayCap))
+			o.CrawlDelay = cd // a long Crawl-delay slows the group; it never fails URLs
 		}
 		if !rules.Allowed(t.profile.UserAgent, u.RequestURI()) {
 			l.finish(&result{t: t, status: contracts.Failed, reason: "robots.txt disallowed"})
-			return delay
+			return o
 		}
 	}
 	start := time.Now()
 	ex, err := l.fetch(ctx, t, u)
-	took := time.Since(start)
-	delay = max(delay, min(time.Duration(t.profile.Politeness.DelayFactor*float64(took)), maxDelay))
+	o.Duration = time.Since(start)
 	l.fetched.Add(1)
 	if err != nil {
 		if ctx.Err() != nil {
 			t.dl.done(ctx, l.log, ctx.Err())
-			return 0
+			return none
 		}
+		o.Err, o.ErrKind = err, politeness.ClassifyError(err)
 		if errors.Is(err, netguard.ErrForbidden) {
 			l.finish(&result{t: t, status: contracts.Failed, reason: "address not allowed"})
-			return delay
+			return o
 		}
 		if t.attempt+1 < l.cfg.FetchAttempts {
 			l.retry(ctx, t)
-			return max(delay, l.cfg.RetryDelay)
+			return o
 		}
 		l.finish(&result{t: t, status: contracts.Failed, reason: "fetch: " + err.Error()})
-		return delay
+		return o
 	}
+	o.Status, o.RetryAfter = ex.status, ex.retryAfter
 	if (ex.status == http.StatusTooManyRequests || ex.status == http.StatusServiceUnavailable) && t.attempt+1 < l.cfg.FetchAttempts {
 		l.retry(ctx, t)
-		return max(delay, l.cfg.RetryDelay, ex.retryAfter)
+		return o
 	}
 	r := &result{t: t, inSeg: true, page: contracts.CrawlerPage{
 		URL: t.url, Depth: t.depth, Hops: t.hops, StatusCode: ex.status, ContentType: ex.contentType, FetchedAt: ex.date,
@@ -395,18 +439,19 @@ func (l *Loader) process(ctx context.Context, t *task) time.Duration {
 		r.status, r.reason = contracts.Failed, fmt.Sprintf("http %d", ex.status)
 	}
 	l.appendExchange(r, ex)
-	return delay
+	return o
 }
 
+// retry schedules t again after a growing delay; its group's own backoff
+// (from the outcome) slows every URL of the group meanwhile.
 func (l *Loader) retry(ctx context.Context, t *task) {
 	t.attempt++
 	t.notBefore = time.Now().Add(l.cfg.RetryDelay * time.Duration(t.attempt))
-	go func() {
-		select {
-		case l.sched.add <- t:
-		case <-ctx.Done():
-		}
-	}()
+	host := t.url
+	if pu, err := url.Parse(t.url); err == nil {
+		host = urlnorm.Host(pu)
+	}
+	l.schedule(ctx, t, host)
 }
 
 // finish queues a result that needs no WARC record.

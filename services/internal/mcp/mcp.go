@@ -60,6 +60,8 @@ type Deps struct {
 	Profiles profiles.Store
 	Search   search.Index
 	Group    frontier.Grouper
+	// Shards is the number of loader queue shards; 0 means 1.
+	Shards int
 	// Embedded lets loopback clients use the API without a token.
 	Embedded bool
 	Logger   *slog.Logger
@@ -88,7 +90,7 @@ func New(cfg Config, deps Deps) *MCP {
 	}
 	return &MCP{
 		cfg: cfg, deps: deps, log: log,
-		frontier: &frontier.Frontier{Tx: deps.Tx, Queue: deps.Queue, Group: deps.Group},
+		frontier: &frontier.Frontier{Tx: deps.Tx, Queue: deps.Queue, Group: deps.Group, Shards: deps.Shards},
 		ready:    make(chan struct{}),
 	}
 }

@@ -11,12 +11,14 @@ import (
 
 	"github.com/caarlos0/env/v10"
 
+	"github.com/gridcrawl/gridcrawl/services/internal/frontier"
 	"github.com/gridcrawl/gridcrawl/services/internal/wire"
 )
 
 // Common is the configuration every service reads.
 type Common struct {
 	Backends wire.Backends
+	Frontier frontier.Config
 	LogLevel string `env:"GRIDCRAWL_LOG_LEVEL" envDefault:"info"`
 }
 
@@ -42,7 +44,7 @@ func Main(ctx context.Context, name string, stderr io.Writer, cfg any, common fu
 		return 2
 	}
 	log = slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: lvl})).With("service", name)
-	if err := c.Backends.Validate(); err != nil {
+	if err := errors.Join(c.Backends.Validate(), c.Frontier.Validate()); err != nil {
 		log.Error("invalid configuration", "err", err)
 		return 2
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/sqlitequeue"
 	"github.com/gridcrawl/gridcrawl/pkg/sqlitestore"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
+	"github.com/gridcrawl/gridcrawl/services/internal/frontier"
 )
 
 // Backends selects and configures the backends. Each real backend is chosen
@@ -98,7 +99,8 @@ func Open(ctx context.Context, b Backends, log *slog.Logger) (*Set, error) {
 		return nil, err
 	}
 	if b.AMQPURL != "" {
-		q, err := amqpqueue.Open(ctx, amqpqueue.Options{URL: b.AMQPURL, MaxAttempts: b.QueueMaxAttempts, Logger: log})
+		q, err := amqpqueue.Open(ctx, amqpqueue.Options{URL: b.AMQPURL, MaxAttempts: b.QueueMaxAttempts, Logger: log,
+			SingleActive: frontier.IsShardQueue}) // each loader shard has one owner
 		if err != nil {
 			return fail(fmt.Errorf("open rabbitmq queue: %w", err))
 		}
