@@ -87,7 +87,8 @@ func ValidateName(what, name string) error {
 
 // Request is one request to enqueue.
 type Request struct {
-	// FP is the fingerprint: any non-empty string of at most MaxFPBytes.
+	// FP is the fingerprint: any non-empty UTF-8 string of at most
+	// MaxFPBytes.
 	FP string
 	// QData is JSON kept with the request in the queue, byte for byte; nil
 	// (or JSON null) for none.
@@ -106,6 +107,8 @@ func (r Request) Validate() error {
 		return fmt.Errorf("%w: fp is empty", ErrInvalid)
 	case len(r.FP) > MaxFPBytes:
 		return fmt.Errorf("%w: fp is longer than %d bytes", ErrInvalid, MaxFPBytes)
+	case !utf8.ValidString(r.FP):
+		return fmt.Errorf("%w: fp is not valid UTF-8", ErrInvalid)
 	case r.P < 0 || r.P > MaxPriority:
 		return fmt.Errorf("%w: p %d is not between 0 and %d", ErrInvalid, r.P, MaxPriority)
 	case r.QData != nil && !json.Valid(r.QData):
