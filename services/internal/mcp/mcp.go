@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gridcrawl/gridcrawl/pkg/hcf"
 	"github.com/gridcrawl/gridcrawl/pkg/profiles"
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
 	"github.com/gridcrawl/gridcrawl/pkg/search"
@@ -60,6 +61,8 @@ type Deps struct {
 	Profiles profiles.Store
 	Search   search.Index
 	Group    frontier.Grouper
+	// HCF is the store of the Hub Crawl Frontier API (/hcf/).
+	HCF hcf.Store
 	// Shards is the number of loader queue shards; 0 means 1.
 	Shards int
 	// Embedded lets loopback clients use the API without a token.
