@@ -15,6 +15,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
 	"github.com/gridcrawl/gridcrawl/pkg/esindex"
 	"github.com/gridcrawl/gridcrawl/pkg/fsassets"
+	"github.com/gridcrawl/gridcrawl/pkg/hcf"
 	"github.com/gridcrawl/gridcrawl/pkg/minioassets"
 	"github.com/gridcrawl/gridcrawl/pkg/profiles"
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
@@ -74,6 +75,8 @@ type Set struct {
 	Profiles profiles.Store
 	Search   search.Index
 	Assets   assets.Store
+	// HCF is the store of the Hub Crawl Frontier API.
+	HCF hcf.Store
 	// Embedded is true when every backend lives in DataDir in this process.
 	Embedded bool
 
@@ -117,7 +120,7 @@ func Open(ctx context.Context, b Backends, log *slog.Logger) (*Set, error) {
 		if err != nil {
 			return fail(fmt.Errorf("open elasticsearch: %w", err))
 		}
-		s.Tx, s.Profiles, s.Search = es.TxIndex(), es.Profiles(), es.Search()
+		s.Tx, s.Profiles, s.Search, s.HCF = es.TxIndex(), es.Profiles(), es.Search(), es.HCF()
 		s.closers = append(s.closers, func() error { es.Close(); return nil })
 	} else {
 		tx, err := sqlitestore.OpenTxIndex(filepath.Join(b.DataDir, "transactions.db"))
@@ -135,6 +138,11 @@ func Open(ctx context.Context, b Backends, log *slog.Logger) (*Set, error) {
 			return fail(fmt.Errorf("open embedded search index: %w", err))
 		}
 		s.Search, s.closers = si, append(s.closers, si.Close)
+		hs, err := sqlitestore.OpenHCF(filepath.Join(b.DataDir, "hcf.db"))
+		if err != nil {
+			return fail(fmt.Errorf("open embedded hub crawl frontier: %w", err))
+		}
+		s.HCF, s.closers = hs, append(s.closers, hs.Close)
 	}
 	if b.S3Endpoint != "" {
 		as, err := minioassets.Open(ctx, minioassets.Options{Endpoint: b.S3Endpoint, AccessKey: b.S3AccessKey, SecretKey: b.S3SecretKey,
