@@ -1,6 +1,9 @@
 package contracts
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Status is the state of one URL in the transaction index.
 type Status string
@@ -99,4 +102,36 @@ type ErrorResponse struct {
 	Error string `json:"error"`
 	// Field names the invalid field of the request, when there is one.
 	Field string `json:"field,omitempty"`
+}
+
+// FrontierTotals counts crawl host groups by state and the URLs they hold,
+// summed over the loaders that reported.
+type FrontierTotals struct {
+	Groups       int `json:"groups"`
+	Ready        int `json:"ready"`
+	Waiting      int `json:"waiting"`
+	Busy         int `json:"busy"`
+	Inactive     int `json:"inactive"`
+	Retired      int `json:"retired"`
+	Idle         int `json:"idle"`
+	Queued       int `json:"queued"`
+	RetiredItems int `json:"retired_items"`
+}
+
+// FrontierLoader is the politeness report of one live loader: its
+// scheduler's counts and its groups with the most queued URLs, each with its
+// state, next eligible time, delay and why, queue length, session balance,
+// spend and budget, last and average cost, recent status codes and errors.
+type FrontierLoader struct {
+	LoaderID string          `json:"loader_id"`
+	Time     time.Time       `json:"time"`
+	Report   json.RawMessage `json:"report"`
+}
+
+// FrontierReport is the body of GET /api/v1/frontier.
+type FrontierReport struct {
+	V       int              `json:"v"`
+	Time    time.Time        `json:"time"`
+	Totals  FrontierTotals   `json:"totals"`
+	Loaders []FrontierLoader `json:"loaders"`
 }

@@ -31,7 +31,7 @@ func main() {
 			if err != nil {
 				return nil, err
 			}
-			return mcp.New(cfg.MCP, mcp.Deps{Queue: set.Queue, Tx: set.Tx, Profiles: set.Profiles, Search: set.Search, HCF: set.HCF,
+			return mcp.New(cfg.MCP, mcp.Deps{Queue: set.Queue, Tx: set.Tx, Profiles: set.Profiles, Search: set.Search, Assets: set.Assets, HCF: set.HCF,
 				Group: group, Shards: cfg.Frontier.Shards, Embedded: set.Embedded, Logger: log}), nil
 		})
 	stop()

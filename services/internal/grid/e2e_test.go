@@ -39,6 +39,7 @@ func testConfig(t testing.TB, dataDir, resolve string) Config {
 	t.Setenv("GRIDCRAWL_ALLOW_NETS", "127.0.0.0/8")
 	t.Setenv("GRIDCRAWL_RESOLVE", resolve)
 	t.Setenv("GRIDCRAWL_WARC_FLUSH_INTERVAL", "20ms")
+	t.Setenv("GRIDCRAWL_FRONTIER_REPORT_INTERVAL", "200ms")
 	cfg, err := LoadConfig()
 	if err != nil {
 		t.Fatal(err)
@@ -253,6 +254,40 @@ func TestEndToEndTestSite(t *testing.T) {
 	keys, err := g.Backends.Assets.List(ctx, "warc/")
 	if err != nil || len(keys) == 0 {
 		t.Errorf("asset list = %v, %v; want WARC segments", keys, err)
+	}
+	// The frontier report shows the loader's groups with their politeness.
+	var rep contracts.FrontierReport
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if code := apiDo(t, http.MethodGet, api+"/api/v1/frontier", nil, &rep); code != http.StatusOK {
+			t.Fatalf("GET /api/v1/frontier = %d", code)
+		}
+		if len(rep.Loaders) == 1 && rep.Totals.Groups >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("frontier report = %+v, want one loader with the site's groups", rep.Totals)
+		}
+	}
+	var groups struct {
+		Groups []struct {
+			Group   string `json:"chg"`
+			Fetches int64  `json:"fetches"`
+			Delay   int64  `json:"delay"`
+			Why     string `json:"why"`
+		} `json:"groups"`
+	}
+	if err := json.Unmarshal(rep.Loaders[0].Report, &groups); err != nil {
+		t.Fatal(err)
+	}
+	fetched := map[string]int64{}
+	for _, g := range groups.Groups {
+		fetched[g.Group] = g.Fetches
+		if g.Fetches > 0 && g.Why == "" {
+			t.Errorf("group %s reports no reason for its delay", g.Group)
+		}
+	}
+	if fetched["www.example.test"] == 0 || fetched["other.test"] != 0 {
+		t.Errorf("frontier report fetches = %v, want www.example.test > 0 and no other.test", fetched)
 	}
 	var list contracts.CrawlList
 	if code := apiDo(t, http.MethodGet, api+"/api/v1/crawls", nil, &list); code != http.StatusOK || len(list.Crawls) != 1 {

@@ -77,7 +77,7 @@ func Open(cfg Config, log *slog.Logger, ln net.Listener) (*Grid, error) {
 	return &Grid{
 		Backends: set,
 		shards:   shards,
-		MCP: mcp.New(cfg.MCP, mcp.Deps{Queue: set.Queue, Tx: set.Tx, Profiles: set.Profiles, Search: set.Search, HCF: set.HCF,
+		MCP: mcp.New(cfg.MCP, mcp.Deps{Queue: set.Queue, Tx: set.Tx, Profiles: set.Profiles, Search: set.Search, Assets: set.Assets, HCF: set.HCF,
 			Group: group, Shards: shards, Embedded: set.Embedded, Logger: log.With("service", "mcp"), Listener: ln}),
 		Loader: l,
 		Crawler: crawler.New(cfg.Crawler, crawler.Deps{Queue: set.Queue, Tx: set.Tx, Assets: set.Assets, Profiles: set.Profiles,

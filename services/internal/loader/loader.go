@@ -52,6 +52,8 @@ type Config struct {
 	FlushInterval time.Duration `env:"GRIDCRAWL_WARC_FLUSH_INTERVAL" envDefault:"250ms"`
 	Gzip          bool          `env:"GRIDCRAWL_WARC_GZIP" envDefault:"true"`
 	RobotsTTL     time.Duration `env:"GRIDCRAWL_ROBOTS_TTL" envDefault:"24h"`
+	// ReportInterval is how often the loader stores its frontier report.
+	ReportInterval time.Duration `env:"GRIDCRAWL_FRONTIER_REPORT_INTERVAL" envDefault:"5s"`
 }
 
 // Validate checks c and fills in derived defaults.
@@ -71,6 +73,8 @@ func (c *Config) Validate() error {
 		return errors.New("GRIDCRAWL_WARC_SEGMENT_BYTES must be at least 65536")
 	case c.FlushInterval <= 0:
 		return errors.New("GRIDCRAWL_WARC_FLUSH_INTERVAL must be positive")
+	case c.ReportInterval < 100*time.Millisecond:
+		return errors.New("GRIDCRAWL_FRONTIER_REPORT_INTERVAL must be at least 100ms")
 	}
 	if _, err := netguard.ParseNets(c.AllowNets); err != nil {
 		return fmt.Errorf("GRIDCRAWL_ALLOW_NETS: %w", err)
@@ -213,6 +217,7 @@ func (l *Loader) Run(ctx context.Context) error {
 		defer close(flushDone)
 		l.flushLoop(workCtx)
 	}()
+	wg.Go(func() { l.reportLoop(workCtx) })
 	intake.Wait()
 	stopWork()
 	wg.Wait()

@@ -35,6 +35,7 @@ func (m *MCP) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/crawls/{id}", m.getCrawl)
 	mux.HandleFunc("DELETE /api/v1/crawls/{id}", m.cancelCrawl)
 	mux.HandleFunc("GET /api/v1/search", m.search)
+	mux.HandleFunc("GET /api/v1/frontier", m.frontierReport)
 	mux.Handle("/hcf/", m.hcfHandler())
 	return m.auth(mux)
 }

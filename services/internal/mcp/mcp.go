@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gridcrawl/gridcrawl/pkg/assets"
 	"github.com/gridcrawl/gridcrawl/pkg/hcf"
 	"github.com/gridcrawl/gridcrawl/pkg/profiles"
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
@@ -60,7 +61,9 @@ type Deps struct {
 	Tx       txindex.Index
 	Profiles profiles.Store
 	Search   search.Index
-	Group    frontier.Grouper
+	// Assets holds the loaders' frontier reports.
+	Assets assets.Store
+	Group  frontier.Grouper
 	// HCF is the store of the Hub Crawl Frontier API (/hcf/).
 	HCF hcf.Store
 	// Shards is the number of loader queue shards; 0 means 1.

@@ -1,0 +1,45 @@
+package loader
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/gridcrawl/gridcrawl/contracts"
+)
+
+// ReportPrefix is where loaders store their frontier reports in the asset
+// store, one object per loader, for MCP's GET /api/v1/frontier.
+const ReportPrefix = "reports/frontier/"
+
+// reportGroups bounds the groups of one report.
+const reportGroups = 200
+
+// reportLoop stores the scheduler's report every ReportInterval.
+func (l *Loader) reportLoop(ctx context.Context) {
+	t := time.NewTicker(l.cfg.ReportInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := l.writeReport(ctx); err != nil && ctx.Err() == nil {
+			l.log.Warn("write frontier report", "err", err)
+		}
+	}
+}
+
+func (l *Loader) writeReport(ctx context.Context) error {
+	rep, err := json.Marshal(l.sched.Snapshot(reportGroups))
+	if err != nil {
+		return err
+	}
+	body, err := json.Marshal(contracts.FrontierLoader{LoaderID: l.cfg.ID, Time: time.Now().UTC(), Report: rep})
+	if err != nil {
+		return err
+	}
+	return l.deps.Assets.Put(ctx, ReportPrefix+l.cfg.ID+".json", bytes.NewReader(body), int64(len(body)), "application/json")
+}

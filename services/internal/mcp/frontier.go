@@ -1,0 +1,74 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/gridcrawl/gridcrawl/contracts"
+)
+
+// reportPrefix is where loaders store their frontier reports (see
+// loader.ReportPrefix; MCP does not import the loader).
+const reportPrefix = "reports/frontier/"
+
+// reportMaxAge drops the reports of loaders that stopped reporting.
+const reportMaxAge = time.Minute
+
+// Frontier merges the frontier reports of the live loaders.
+func (m *MCP) Frontier(ctx context.Context) (contracts.FrontierReport, error) {
+	out := contracts.FrontierReport{V: contracts.Version, Time: time.Now().UTC(), Loaders: []contracts.FrontierLoader{}}
+	if m.deps.Assets == nil {
+		return out, nil
+	}
+	keys, err := m.deps.Assets.List(ctx, reportPrefix)
+	if err != nil {
+		return out, fmt.Errorf("list frontier reports: %w", err)
+	}
+	for _, k := range keys {
+		rc, err := m.deps.Assets.Get(ctx, k, 0, -1)
+		if err != nil {
+			continue // replaced or removed meanwhile
+		}
+		b, err := io.ReadAll(io.LimitReader(rc, 16<<20))
+		rc.Close()
+		if err != nil {
+			return out, fmt.Errorf("read frontier report %q: %w", k, err)
+		}
+		var l contracts.FrontierLoader
+		if err := json.Unmarshal(b, &l); err != nil || time.Since(l.Time) > reportMaxAge {
+			continue
+		}
+		var r struct {
+			Counts contracts.FrontierTotals `json:"counts"`
+		}
+		if err := json.Unmarshal(l.Report, &r); err != nil {
+			continue
+		}
+		t := &out.Totals
+		t.Groups += r.Counts.Groups
+		t.Ready += r.Counts.Ready
+		t.Waiting += r.Counts.Waiting
+		t.Busy += r.Counts.Busy
+		t.Inactive += r.Counts.Inactive
+		t.Retired += r.Counts.Retired
+		t.Idle += r.Counts.Idle
+		t.Queued += r.Counts.Queued
+		t.RetiredItems += r.Counts.RetiredItems
+		out.Loaders = append(out.Loaders, l)
+	}
+	return out, nil
+}
+
+func (m *MCP) frontierReport(w http.ResponseWriter, r *http.Request) {
+	rep, err := m.Frontier(r.Context())
+	if err != nil {
+		m.log.Error("frontier report", "err", err)
+		writeError(w, http.StatusInternalServerError, "could not read the frontier reports", "")
+		return
+	}
+	writeJSON(w, http.StatusOK, rep)
+}
