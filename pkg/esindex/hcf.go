@@ -167,8 +167,9 @@ func (h *HCF) ensureIndex(ctx context.Context, name string, props map[string]any
 	return nil
 }
 
-// deleteIndices deletes both indices; for tests.
-func (h *HCF) deleteIndices(ctx context.Context) error {
+// DeleteIndices deletes both indices with everything in them. Absent
+// indices are not an error. It is meant for tests.
+func (h *HCF) DeleteIndices(ctx context.Context) error {
 	ignore := true
 	req := esapi.IndicesDeleteRequest{Index: []string{h.fpIndex, h.bIndex}, IgnoreUnavailable: &ignore}
 	if err := h.c.do(ctx, req, nil); err != nil {

@@ -14,7 +14,7 @@ func newTestHCF(t *testing.T, c *Client, now func() time.Time) *HCF {
 	t.Helper()
 	h := c.newHCF(testPrefix()+"-hcf", now)
 	t.Cleanup(func() {
-		if err := h.deleteIndices(context.Background()); err != nil {
+		if err := h.DeleteIndices(context.Background()); err != nil {
 			t.Errorf("delete hcf indices: %v", err)
 		}
 	})

@@ -53,7 +53,10 @@ func (e *LineError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e
 // returned wrapped.
 func scanLines(r io.Reader, lim Limits, fn func(n int, line []byte) error) error {
 	lim = lim.withDefaults()
-	sc := bufio.NewScanner(r)
+	// A read error ends the input in the middle of a line; the error of that
+	// line is the read error, not the truncated JSON.
+	er := &errReader{r: r}
+	sc := bufio.NewScanner(er)
 	sc.Buffer(make([]byte, 0, min(64<<10, lim.MaxLineBytes+1)), lim.MaxLineBytes+1)
 	n := 0
 	for sc.Scan() {
@@ -70,6 +73,9 @@ func scanLines(r io.Reader, lim Limits, fn func(n int, line []byte) error) error
 			continue
 		}
 		if err := fn(n, line); err != nil {
+			if er.err != nil {
+				return fmt.Errorf("read line %d: %w", n, er.err)
+			}
 			return err
 		}
 	}
@@ -80,6 +86,20 @@ func scanLines(r io.Reader, lim Limits, fn func(n int, line []byte) error) error
 		return fmt.Errorf("read line %d: %w", n+1, err)
 	}
 	return nil
+}
+
+// errReader remembers the first error of r other than io.EOF.
+type errReader struct {
+	r   io.Reader
+	err error
+}
+
+func (e *errReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil && err != io.EOF && e.err == nil {
+		e.err = err
+	}
+	return n, err
 }
 
 // wireRequest is one line of an Add body. Keys match as encoding/json
