@@ -18,10 +18,17 @@ const (
 	// Redirected marks a 3xx response whose target was handed to the frontier.
 	Redirected Status = "redirected"
 	Failed     Status = "failed"
+	// Retired parks a URL whose crawl host group spent its total budget. It
+	// is neither pending nor terminal: it does not keep a crawl from
+	// finishing, and raising the budget puts it back to to-be-loaded.
+	Retired Status = "retired"
 )
 
 // Statuses lists every status in pipeline order.
-var Statuses = []Status{ToBeLoaded, ToBeParsed, ToBeIndexed, Indexed, Redirected, Failed}
+var Statuses = []Status{ToBeLoaded, ToBeParsed, ToBeIndexed, Indexed, Redirected, Failed, Retired}
+
+// Pending reports whether s keeps a crawl from finishing.
+func (s Status) Pending() bool { return s == ToBeLoaded || s == ToBeParsed || s == ToBeIndexed }
 
 // Terminal reports whether s is a final status.
 func (s Status) Terminal() bool { return s == Indexed || s == Redirected || s == Failed }
@@ -44,6 +51,9 @@ const (
 	CrawlRunning   CrawlState = "running"
 	CrawlFinished  CrawlState = "finished"
 	CrawlCancelled CrawlState = "cancelled"
+	// CrawlPaused: the crawl's loaders hold its URLs (POST .../pause), or it
+	// ran out of work with pause_at_finish set.
+	CrawlPaused CrawlState = "paused"
 )
 
 // CreateCrawlResponse is the body of a successful POST /api/v1/crawls.
@@ -55,15 +65,17 @@ type CreateCrawlResponse struct {
 
 // CrawlStatus is the body of GET /api/v1/crawls/{id}.
 type CrawlStatus struct {
-	V         int              `json:"v"`
-	CrawlID   string           `json:"crawl_id"`
-	State     CrawlState       `json:"state"`
-	Profile   Profile          `json:"profile"`
-	Counts    map[Status]int64 `json:"counts"`
-	Total     int64            `json:"total"`
-	Pending   int64            `json:"pending"`
-	Documents int64            `json:"documents"`
-	CreatedAt time.Time        `json:"created_at"`
+	V       int              `json:"v"`
+	CrawlID string           `json:"crawl_id"`
+	State   CrawlState       `json:"state"`
+	Profile Profile          `json:"profile"`
+	Counts  map[Status]int64 `json:"counts"`
+	Total   int64            `json:"total"`
+	Pending int64            `json:"pending"`
+	// Retired counts URLs parked by exhausted group budgets.
+	Retired   int64     `json:"retired"`
+	Documents int64     `json:"documents"`
+	CreatedAt time.Time `json:"created_at"`
 	// FinishedAt is set once the crawl has been observed finished.
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
 }

@@ -60,6 +60,52 @@ type Profile struct {
 	UserAgent         string     `json:"user_agent,omitempty"`
 	Politeness        Politeness `json:"politeness"`
 	Priority          int        `json:"priority,omitempty"`
+	// Budget sets Heritrix-style queue budgets per crawl host group.
+	Budget *Budget `json:"budget,omitempty"`
+	// Version counts the changes made to the profile mid-crawl (PATCH); 0 as
+	// submitted.
+	Version int `json:"version,omitempty"`
+}
+
+// Cost policies a budget may name.
+const (
+	CostZero         = "zero"
+	CostUnit         = "unit"
+	CostWag          = "wag"
+	CostAntiCalendar = "anti-calendar"
+)
+
+// Budget is a crawl's per-group budget (Heritrix's queue budgets, seed 003).
+type Budget struct {
+	// BalanceReplenish is the session balance: after spending it a group
+	// yields to the others and gets a fresh balance. 0 means 3000.
+	BalanceReplenish int64 `json:"balance_replenish,omitempty"`
+	// TotalBudget is a group's lifetime budget: once spent, the group is
+	// retired and its URLs are parked as "retired". 0 means no limit.
+	TotalBudget int64 `json:"total_budget,omitempty"`
+	// CostPolicy prices each URL: "zero", "unit" (default), "wag" or
+	// "anti-calendar".
+	CostPolicy string `json:"cost_policy,omitempty"`
+	// PauseAtFinish pauses the crawl when it runs out of work instead of
+	// finishing it, so that budgets can be raised.
+	PauseAtFinish bool `json:"pause_at_finish,omitempty"`
+	// Overrides set other budgets for the groups of some domains.
+	Overrides []BudgetOverride `json:"overrides,omitempty"`
+}
+
+// BudgetOverride replaces the budget for groups whose host is Domain or
+// under it.
+type BudgetOverride struct {
+	Domain           string `json:"domain"`
+	BalanceReplenish int64  `json:"balance_replenish,omitempty"`
+	TotalBudget      int64  `json:"total_budget,omitempty"`
+}
+
+// ProfilePatch is the body of PATCH /api/v1/crawls/{id}: the settings that
+// may change mid-crawl. Absent fields keep their value.
+type ProfilePatch struct {
+	Politeness *Politeness `json:"politeness,omitempty"`
+	Budget     *Budget     `json:"budget,omitempty"`
 }
 
 // Profile limits and defaults.
@@ -163,6 +209,30 @@ func (p Profile) Validate() error {
 	}
 	if p.Priority < 0 || p.Priority > MaxPriority {
 		return &FieldError{"priority", fmt.Sprintf("must be between 0 and %d", MaxPriority)}
+	}
+	if p.Version < 0 {
+		return &FieldError{"version", "must not be negative"}
+	}
+	if b := p.Budget; b != nil {
+		if b.BalanceReplenish < 0 {
+			return &FieldError{"budget.balance_replenish", "must not be negative"}
+		}
+		if b.TotalBudget < 0 {
+			return &FieldError{"budget.total_budget", "must not be negative"}
+		}
+		switch b.CostPolicy {
+		case "", CostZero, CostUnit, CostWag, CostAntiCalendar:
+		default:
+			return &FieldError{"budget.cost_policy", `must be "zero", "unit", "wag" or "anti-calendar"`}
+		}
+		for i, o := range b.Overrides {
+			if o.Domain == "" || strings.ContainsAny(o.Domain, "/: ") {
+				return &FieldError{fmt.Sprintf("budget.overrides[%d].domain", i), "must be a host or domain name"}
+			}
+			if o.BalanceReplenish < 0 || o.TotalBudget < 0 {
+				return &FieldError{fmt.Sprintf("budget.overrides[%d]", i), "budgets must not be negative"}
+			}
+		}
 	}
 	return nil
 }

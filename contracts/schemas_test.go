@@ -235,6 +235,8 @@ func TestSchemaMatchesGoFields(t *testing.T) {
 		{"search response", "search_response", nil, contracts.SearchResponse{}, nil},
 		{"search hit", "search_response", []string{"$defs", "hit"}, contracts.SearchHit{}, nil},
 		{"error response", "error_response", nil, contracts.ErrorResponse{}, nil},
+		{"budget", "profile", []string{"$defs", "budget"}, contracts.Budget{}, nil},
+		{"budget override", "profile", []string{"$defs", "budget_override"}, contracts.BudgetOverride{}, nil},
 	}
 	covered := map[reflect.Type]bool{}
 	for _, tt := range tests {

@@ -249,3 +249,58 @@ func TestOverrides(t *testing.T) {
 		t.Error("SetOverrides(empty domain) = nil, want an error")
 	}
 }
+
+func TestDrainRetired(t *testing.T) {
+	now := time.Unix(1000, 0)
+	s, err := New(Config{Now: func() time.Time { return now }, Delay: &DelayPolicy{}, Budget: &Budget{BalanceReplenish: 100, TotalBudget: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if err := s.Add(Item{URL: fmt.Sprintf("http://trap.test/%d", i), Group: "trap", Payload: i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Add(Item{URL: "http://ok.test/", Group: "ok", Payload: 99}); err != nil {
+		t.Fatal(err)
+	}
+	handed := 0
+	for range 3 {
+		l, ok := s.TryNext()
+		if !ok {
+			break
+		}
+		if l.Item.Group == "trap" {
+			handed++
+		}
+		s.Release(l, Outcome{Status: 200})
+	}
+	if handed != 2 {
+		t.Fatalf("trap handed out %d times before retirement, want 2 (its total budget)", handed)
+	}
+	got := s.DrainRetired(10)
+	if len(got) != 3 {
+		t.Fatalf("DrainRetired = %d items, want the trap's 3 remaining", len(got))
+	}
+	for _, it := range got {
+		if it.Group != "trap" || it.Payload.(int) < 2 {
+			t.Errorf("drained %+v", it)
+		}
+	}
+	if c := s.Counts(); c.RetiredItems != 0 || c.Retired != 1 {
+		t.Errorf("counts after drain = %+v, want the group still retired with no items", c)
+	}
+	// A new item of the retired group is retired too, until the budget grows.
+	_ = s.Add(Item{URL: "http://trap.test/new", Group: "trap"})
+	if len(s.DrainRetired(10)) != 1 {
+		t.Errorf("new item of a retired group not drained")
+	}
+	s.SetBudget("trap", Budget{BalanceReplenish: 100, TotalBudget: 10})
+	_ = s.Add(Item{URL: "http://trap.test/again", Group: "trap"})
+	if len(s.DrainRetired(10)) != 0 {
+		t.Errorf("item drained after the budget was raised")
+	}
+	if l, ok := s.TryNext(); !ok || l.Item.URL != "http://trap.test/again" {
+		t.Errorf("after raising the budget TryNext = %v, %v; want the trap's new item", l.Item.URL, ok)
+	}
+}

@@ -77,6 +77,9 @@ type Item struct {
 	NotBefore time.Time
 	// Payload is returned unchanged in the lease.
 	Payload any
+	// Cost, when set, prices this item instead of the group's cost policy
+	// (the policy of the crawl the URL belongs to).
+	Cost CostPolicy
 }
 
 // Lease is an item handed out by Next or TryNext. Its group is busy until
@@ -290,7 +293,11 @@ func (s *Scheduler) Add(it Item) error {
 		}
 		s.lastAdd = g // items often come in batches of one group
 	}
-	cost := clampCost(g.set.cost.Cost(it.URL, it.Via))
+	pol := g.set.cost
+	if it.Cost != nil {
+		pol = it.Cost
+	}
+	cost := clampCost(pol.Cost(it.URL, it.Via))
 	e := entry{url: it.URL, payload: it.Payload, host: g.hostIndex(host)}
 	at := now
 	if !it.NotBefore.IsZero() {
@@ -795,4 +802,38 @@ func (s *Scheduler) States() States {
 	slices.Sort(st.Retired)
 	slices.Sort(st.Idle)
 	return st
+}
+
+// DrainRetired removes up to limit items of retired groups and returns them
+// with Group, Host and Payload set. A caller that parks retired URLs
+// elsewhere (the loader marks them retired in the transaction index) keeps
+// the scheduler's memory bounded by the work it can actually do. Retired
+// groups keep their state and spend, so items added to them later are
+// retired too until their budget is raised.
+func (s *Scheduler) DrainRetired(limit int) []Item {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.retired == 0 {
+		return nil
+	}
+	var out []Item
+	for _, g := range s.groups {
+		if g.st != stRetired {
+			continue
+		}
+		for g.q.n > 0 && len(out) < limit {
+			var e entry
+			if g.q.hasDue() {
+				e, _ = g.q.pop()
+			} else {
+				e = g.q.popFuture().e
+			}
+			s.retired--
+			out = append(out, Item{URL: e.url, Host: g.hosts[e.host], Group: g.id, Payload: e.payload})
+		}
+		if len(out) >= limit {
+			break
+		}
+	}
+	return out
 }
