@@ -136,18 +136,30 @@ func (p *Profiles) List(ctx context.Context) ([]profiles.Crawl, error) {
 // conditioned on the sequence number it read, and starts again when another
 // writer came first.
 func (p *Profiles) SetState(ctx context.Context, id string, state contracts.CrawlState, finishedAt *time.Time) error {
+	return p.update(ctx, "set state", id, func(c *profiles.Crawl) { c.State, c.FinishedAt = state, finishedAt })
+}
+
+// SetProfile replaces the profile of crawl id, with the same optimistic
+// concurrency as SetState.
+func (p *Profiles) SetProfile(ctx context.Context, id string, prof contracts.Profile) error {
+	return p.update(ctx, "set profile", id, func(c *profiles.Crawl) { c.Profile = prof })
+}
+
+// update applies change to crawl id with get and a conditional index,
+// retrying when the crawl changed concurrently.
+func (p *Profiles) update(ctx context.Context, action, id string, change func(*profiles.Crawl)) error {
 	for attempt := 0; ; attempt++ {
 		if attempt == maxTransitionRounds {
-			return fmt.Errorf("set state of crawl %q: still changing concurrently after %d attempts", id, attempt)
+			return fmt.Errorf("%s of crawl %q: still changing concurrently after %d attempts", action, id, attempt)
 		}
 		c, d, err := p.get(ctx, id)
 		if err != nil {
-			return fmt.Errorf("set state of crawl %q: %w", id, err)
+			return fmt.Errorf("%s of crawl %q: %w", action, id, err)
 		}
-		c.State, c.FinishedAt = state, finishedAt
+		change(&c)
 		src, err := json.Marshal(c)
 		if err != nil {
-			return fmt.Errorf("set state of crawl %q: %w", id, err)
+			return fmt.Errorf("%s of crawl %q: %w", action, id, err)
 		}
 		seq, term := int(d.SeqNo), int(d.PrimaryTerm)
 		req := esapi.IndexRequest{
@@ -163,7 +175,7 @@ func (p *Profiles) SetState(ctx context.Context, id string, state contracts.Craw
 			return nil
 		}
 		if !isStatus(err, http.StatusConflict) {
-			return fmt.Errorf("set state of crawl %q: %w", id, err)
+			return fmt.Errorf("%s of crawl %q: %w", action, id, err)
 		}
 	}
 }

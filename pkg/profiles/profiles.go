@@ -34,5 +34,8 @@ type Store interface {
 	List(ctx context.Context) ([]Crawl, error)
 	// SetState changes a crawl's state and finished time; ErrNotFound if absent.
 	SetState(ctx context.Context, id string, state contracts.CrawlState, finishedAt *time.Time) error
+	// SetProfile replaces a crawl's profile (settings changed mid-crawl);
+	// ErrNotFound if absent.
+	SetProfile(ctx context.Context, id string, p contracts.Profile) error
 	Close() error
 }

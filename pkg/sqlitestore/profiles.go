@@ -123,6 +123,26 @@ func (p *Profiles) SetState(ctx context.Context, id string, state contracts.Craw
 	return nil
 }
 
+// SetProfile replaces the profile of crawl id.
+func (p *Profiles) SetProfile(ctx context.Context, id string, prof contracts.Profile) error {
+	b, err := json.Marshal(prof)
+	if err != nil {
+		return fmt.Errorf("set profile of crawl %q: %w", id, err)
+	}
+	res, err := p.st.w.ExecContext(ctx, `UPDATE crawls SET profile = ? WHERE id = ?`, string(b), id)
+	if err != nil {
+		return fmt.Errorf("set profile of crawl %q: %w", id, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("set profile of crawl %q: %w", id, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("set profile of crawl %q: %w", id, profiles.ErrNotFound)
+	}
+	return nil
+}
+
 // Close closes the database. It is safe to call more than once.
 func (p *Profiles) Close() error { return p.st.close() }
 

@@ -36,6 +36,7 @@ func Run(t *testing.T, h Harness) {
 		{"PutExisting", testPutExisting},
 		{"ListNewestFirst", testList},
 		{"SetState", testSetState},
+		{"SetProfile", testSetProfile},
 		{"Reopen", testReopen},
 	}
 	for _, tc := range tests {
@@ -172,6 +173,32 @@ func testSetState(t *testing.T, h Harness) {
 	}
 	if _, err := s.Get(t.Context(), missing); !errors.Is(err, profiles.ErrNotFound) {
 		t.Errorf("Get(%q) after SetState error = %v, want ErrNotFound", missing, err)
+	}
+}
+
+func testSetProfile(t *testing.T, h Harness) {
+	s := h.New(t)
+	c := crawl(time.Now())
+	mustPut(t, s, c)
+	finished := time.Now().Truncate(time.Millisecond)
+	if err := s.SetState(t.Context(), c.ID, contracts.CrawlPaused, &finished); err != nil {
+		t.Fatalf("SetState error: %v", err)
+	}
+	p := c.Profile
+	p.Version++
+	p.Politeness.MinDelayMS = 1234
+	p.Budget = &contracts.Budget{TotalBudget: 7, Overrides: []contracts.BudgetOverride{{Domain: "example.org", TotalBudget: 9}}}
+	if err := s.SetProfile(t.Context(), c.ID, p); err != nil {
+		t.Fatalf("SetProfile(%q) error: %v", c.ID, err)
+	}
+	want := c
+	want.Profile, want.State, want.FinishedAt = p, contracts.CrawlPaused, &finished
+	if diff := cmp.Diff(want, mustGet(t, s, c.ID), cmpTime); diff != "" {
+		t.Errorf("Get(%q) after SetProfile (-want +got):\n%s", c.ID, diff)
+	}
+	missing := "pt-missing-" + rand.Text()
+	if err := s.SetProfile(t.Context(), missing, p); !errors.Is(err, profiles.ErrNotFound) {
+		t.Errorf("SetProfile(%q) error = %v, want ErrNotFound", missing, err)
 	}
 }
 
