@@ -30,7 +30,7 @@ import (
 // hcfBackend makes fresh frontier stores of one kind.
 type hcfBackend struct {
 	name string
-	new  func(t *testing.T, now func() time.Time) hcf.Store
+	new  func(t testing.TB, now func() time.Time) hcf.Store
 }
 
 // hcfBackends are the embedded store, and the Elasticsearch one when
@@ -38,7 +38,7 @@ type hcfBackend struct {
 // GRIDCRAWL_REQUIRE_BACKENDS=1).
 func hcfBackends() []hcfBackend {
 	return []hcfBackend{
-		{"embedded", func(t *testing.T, now func() time.Time) hcf.Store {
+		{"embedded", func(t testing.TB, now func() time.Time) hcf.Store {
 			t.Helper()
 			s, err := sqlitestore.OpenHCFClock(filepath.Join(t.TempDir(), "hcf.db"), now)
 			if err != nil {
@@ -47,7 +47,7 @@ func hcfBackends() []hcfBackend {
 			t.Cleanup(func() { _ = s.Close() })
 			return s
 		}},
-		{"elasticsearch", func(t *testing.T, now func() time.Time) hcf.Store {
+		{"elasticsearch", func(t testing.TB, now func() time.Time) hcf.Store {
 			t.Helper()
 			c, err := esindex.Open(context.Background(), esindex.Options{URL: testESURL(t),
 				Prefix: "gctest-" + strings.ToLower(rand.Text()[:12]), Logger: slog.New(slog.DiscardHandler)})
@@ -71,7 +71,7 @@ func hcfBackends() []hcfBackend {
 
 // testESURL returns GRIDCRAWL_ES_URL; without it the test is skipped, or
 // fails in CI and when GRIDCRAWL_REQUIRE_BACKENDS=1.
-func testESURL(t *testing.T) string {
+func testESURL(t testing.TB) string {
 	t.Helper()
 	raw := os.Getenv("GRIDCRAWL_ES_URL")
 	if raw == "" {
@@ -92,7 +92,7 @@ func testESURL(t *testing.T) string {
 
 // hcfServer serves MCP's API over store; token "" means embedded mode
 // without a token, which loopback clients may use.
-func hcfServer(t *testing.T, store hcf.Store, token string) string {
+func hcfServer(t testing.TB, store hcf.Store, token string) string {
 	t.Helper()
 	m := New(Config{Token: token}, Deps{HCF: store, Embedded: token == ""})
 	srv := httptest.NewServer(m.Handler())
