@@ -391,7 +391,7 @@ func TestTerminationQuery(t *testing.T) {
 	}
 	var ts []txindex.Transition
 	for _, r := range recs {
-		if r.CrawlID == crawl && !r.Status.Terminal() {
+		if r.CrawlID == crawl && r.Status.Pending() {
 			ts = append(ts, txindex.Transition{Key: r.Key, From: r.Status, To: contracts.Indexed})
 		}
 	}

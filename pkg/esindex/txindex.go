@@ -244,11 +244,11 @@ func term(field, value string) map[string]any {
 	return map[string]any{"term": map[string]any{field: value}}
 }
 
-// inFlight lists the non-terminal statuses.
+// inFlight lists the pending statuses (retired is not).
 func inFlight() []contracts.Status {
 	var out []contracts.Status
 	for _, s := range contracts.Statuses {
-		if !s.Terminal() {
+		if s.Pending() {
 			out = append(out, s)
 		}
 	}

@@ -13,13 +13,13 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 )
 
-// inFlightSQL is the SQL list of the non-terminal statuses. The partial index
+// inFlightSQL is the SQL list of the pending statuses (retired is not). The partial index
 // for Stale and the Stale query must spell it identically for SQLite to use
 // the index.
 var inFlightSQL = func() string {
 	var q []string
 	for _, s := range contracts.Statuses {
-		if !s.Terminal() {
+		if s.Pending() {
 			q = append(q, "'"+string(s)+"'")
 		}
 	}

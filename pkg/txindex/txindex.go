@@ -81,8 +81,9 @@ type Index interface {
 	Counts(ctx context.Context, crawlID string) (map[contracts.Status]int64, error)
 	// CountHost returns the number of records of crawlID whose host is host.
 	CountHost(ctx context.Context, crawlID, host string) (int64, error)
-	// Stale returns up to limit records in a non-terminal status whose status
-	// time is before before, oldest first.
+	// Stale returns up to limit records in a pending status (to-be-loaded,
+	// to-be-parsed, to-be-indexed; not retired) whose status time is before
+	// before, oldest first.
 	Stale(ctx context.Context, before time.Time, limit int) ([]Record, error)
 	// List returns up to limit records of crawlID after the key after, in key
 	// order; status filters when not empty.

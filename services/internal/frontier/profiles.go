@@ -4,25 +4,35 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/profiles"
 )
 
 // ProfileCache resolves the profile of a contract: the one carried inline,
-// or the crawl's immutable profile from the store, read once per crawl.
+// or the crawl's profile from the store, read again at most every
+// profileTTL so that settings changed mid-crawl (PATCH) take effect.
 type ProfileCache struct {
 	store profiles.Store
 	mu    sync.Mutex
-	byID  map[string]*contracts.Profile
+	byID  map[string]cachedProfile
 }
+
+type cachedProfile struct {
+	p  *contracts.Profile
+	at time.Time
+}
+
+// profileTTL bounds how long a stored profile is cached.
+const profileTTL = 2 * time.Second
 
 // maxCachedProfiles bounds the cache; it is cleared when full.
 const maxCachedProfiles = 1024
 
 // NewProfileCache returns a cache over s.
 func NewProfileCache(s profiles.Store) *ProfileCache {
-	return &ProfileCache{store: s, byID: map[string]*contracts.Profile{}}
+	return &ProfileCache{store: s, byID: map[string]cachedProfile{}}
 }
 
 // Resolve returns inline when it is set, else the stored profile of crawlID.
@@ -32,10 +42,10 @@ func (c *ProfileCache) Resolve(ctx context.Context, crawlID string, inline *cont
 		return inline, nil
 	}
 	c.mu.Lock()
-	p, ok := c.byID[crawlID]
+	e, ok := c.byID[crawlID]
 	c.mu.Unlock()
-	if ok {
-		return p, nil
+	if ok && time.Since(e.at) < profileTTL {
+		return e.p, nil
 	}
 	if c.store == nil {
 		return nil, fmt.Errorf("profile of crawl %q: %w", crawlID, profiles.ErrNotFound)
@@ -44,12 +54,15 @@ func (c *ProfileCache) Resolve(ctx context.Context, crawlID string, inline *cont
 	if err != nil {
 		return nil, fmt.Errorf("profile of crawl %q: %w", crawlID, err)
 	}
-	p = &cr.Profile
+	p := &cr.Profile
+	if ok && e.p.Version == p.Version {
+		p = e.p // unchanged: keep the pointer, which callers key caches by
+	}
 	c.mu.Lock()
 	if len(c.byID) >= maxCachedProfiles {
 		clear(c.byID)
 	}
-	c.byID[crawlID] = p
+	c.byID[crawlID] = cachedProfile{p: p, at: time.Now()}
 	c.mu.Unlock()
 	return p, nil
 }

@@ -113,6 +113,8 @@ type Loader struct {
 	sched   *politeness.Scheduler
 	polMu   sync.Mutex
 	pols    map[*contracts.Profile]*politeness.DelayPolicy
+	budgets map[string]budgetKey
+	costs   map[string]politeness.CostPolicy
 	cancels *frontier.CancelCache
 	profs   *frontier.ProfileCache
 
@@ -161,6 +163,8 @@ func New(cfg Config, deps Deps) (*Loader, error) {
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 		pols:    map[*contracts.Profile]*politeness.DelayPolicy{},
+		budgets: map[string]budgetKey{},
+		costs:   map[string]politeness.CostPolicy{},
 		cancels: frontier.NewCancelCache(deps.Profiles),
 		profs:   frontier.NewProfileCache(deps.Profiles),
 		seg:     warc.NewSegment(cfg.Gzip),
@@ -218,6 +222,7 @@ func (l *Loader) Run(ctx context.Context) error {
 		l.flushLoop(workCtx)
 	}()
 	wg.Go(func() { l.reportLoop(workCtx) })
+	wg.Go(func() { l.retireLoop(workCtx) })
 	intake.Wait()
 	stopWork()
 	wg.Wait()
@@ -298,6 +303,7 @@ func (l *Loader) accept(ctx context.Context, d queue.Delivery) {
 			g = l.group(host)
 		}
 		t := &task{dl: dl, crawlID: c.CrawlID, profile: p, inline: c.Profile, group: g, url: u.URL, depth: u.Depth, hops: u.Hops}
+		l.applyBudget(c.CrawlID, g, host, p)
 		l.schedule(ctx, t, host)
 	}
 }
@@ -311,7 +317,8 @@ func (l *Loader) group(host string) string {
 
 // schedule hands t to the politeness scheduler.
 func (l *Loader) schedule(ctx context.Context, t *task, host string) {
-	if err := l.sched.Add(politeness.Item{URL: t.url, Host: host, Group: t.group, NotBefore: t.notBefore, Payload: t}); err != nil {
+	it := politeness.Item{URL: t.url, Host: host, Group: t.group, NotBefore: t.notBefore, Payload: t, Cost: l.costPolicy(t.profile)}
+	if err := l.sched.Add(it); err != nil {
 		t.dl.done(ctx, l.log, fmt.Errorf("schedule %s: %w", t.url, err))
 	}
 }
@@ -367,8 +374,18 @@ type result struct {
 // to know of it. A task that fetched nothing reports a zero Duration.
 func (l *Loader) process(ctx context.Context, t *task) politeness.Outcome {
 	var none politeness.Outcome
-	if l.cancels.Cancelled(ctx, t.crawlID) {
+	switch l.cancels.State(ctx, t.crawlID) {
+	case contracts.CrawlCancelled:
 		l.finish(&result{t: t, status: contracts.Failed, reason: "cancelled"})
+		return none
+	case contracts.CrawlPaused:
+		// Hold the URL until the crawl resumes; its contract stays unacked.
+		t.notBefore = time.Now().Add(time.Second)
+		host := t.url
+		if pu, err := url.Parse(t.url); err == nil {
+			host = urlnorm.Host(pu)
+		}
+		l.schedule(ctx, t, host)
 		return none
 	}
 	rec, err := l.deps.Tx.Get(ctx, txindex.Key(t.crawlID, t.url))

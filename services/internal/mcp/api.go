@@ -34,6 +34,9 @@ func (m *MCP) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/crawls", m.listCrawls)
 	mux.HandleFunc("GET /api/v1/crawls/{id}", m.getCrawl)
 	mux.HandleFunc("DELETE /api/v1/crawls/{id}", m.cancelCrawl)
+	mux.HandleFunc("PATCH /api/v1/crawls/{id}", m.patchCrawl)
+	mux.HandleFunc("POST /api/v1/crawls/{id}/pause", m.pauseCrawl)
+	mux.HandleFunc("POST /api/v1/crawls/{id}/resume", m.resumeCrawl)
 	mux.HandleFunc("GET /api/v1/search", m.search)
 	mux.HandleFunc("GET /api/v1/frontier", m.frontierReport)
 	mux.Handle("/hcf/", m.hcfHandler())
@@ -198,17 +201,24 @@ func (m *MCP) status(ctx context.Context, c profiles.Crawl) (contracts.CrawlStat
 		n := counts[s]
 		st.Counts[s] = n
 		st.Total += n
-		if !s.Terminal() {
+		if s.Pending() {
 			st.Pending += n
 		}
 	}
+	st.Retired = counts[contracts.Retired]
 	if c.State == contracts.CrawlRunning && st.Total > 0 && st.Pending == 0 {
-		now := time.Now().UTC()
-		if err := m.deps.Profiles.SetState(ctx, c.ID, contracts.CrawlFinished, &now); err != nil {
-			return st, fmt.Errorf("mark crawl finished: %w", err)
+		// Out of work: finished, or paused when the profile asks to pause at
+		// finish (so that budgets can be raised and retired URLs crawled).
+		next := contracts.CrawlFinished
+		if b := c.Profile.Budget; b != nil && b.PauseAtFinish {
+			next = contracts.CrawlPaused
 		}
-		st.State, st.FinishedAt = contracts.CrawlFinished, &now
-		m.log.Info("crawl finished", "crawl_id", c.ID, "records", st.Total, "documents", docs)
+		now := time.Now().UTC()
+		if err := m.deps.Profiles.SetState(ctx, c.ID, next, &now); err != nil {
+			return st, fmt.Errorf("mark crawl %s: %w", next, err)
+		}
+		st.State, st.FinishedAt = next, &now
+		m.log.Info("crawl out of work", "crawl_id", c.ID, "state", next, "records", st.Total, "retired", st.Retired, "documents", docs)
 	}
 	return st, nil
 }
@@ -334,4 +344,141 @@ func (m *MCP) search(w http.ResponseWriter, r *http.Request) {
 		hits = []contracts.SearchHit{}
 	}
 	writeJSON(w, http.StatusOK, contracts.SearchResponse{V: contracts.Version, Query: query, Total: res.Total, Offset: offset, Hits: hits})
+}
+
+// Patch changes a crawl's politeness and budget settings mid-crawl. The new
+// profile version reaches the loaders with the next contracts (and their
+// profile caches within seconds); URLs parked as retired are put back to
+// to-be-loaded and republished, so that the loaders re-evaluate their groups
+// under the new budgets: those still over budget are retired again.
+func (m *MCP) Patch(ctx context.Context, id string, patch contracts.ProfilePatch) (contracts.Profile, int, error) {
+	c, err := m.deps.Profiles.Get(ctx, id)
+	if err != nil {
+		return contracts.Profile{}, 0, err
+	}
+	if c.State == contracts.CrawlFinished || c.State == contracts.CrawlCancelled {
+		return c.Profile, 0, fmt.Errorf("crawl %s is %s: %w", id, c.State, errConflict)
+	}
+	p := c.Profile
+	if patch.Politeness != nil {
+		p.Politeness = *patch.Politeness
+	}
+	if patch.Budget != nil {
+		p.Budget = patch.Budget
+	}
+	p.Version++
+	p = p.WithDefaults()
+	if err := p.Validate(); err != nil {
+		return c.Profile, 0, err
+	}
+	if err := m.deps.Profiles.SetProfile(ctx, id, p); err != nil {
+		return c.Profile, 0, fmt.Errorf("store profile: %w", err)
+	}
+	n, err := m.unretire(ctx, id, p)
+	if err != nil {
+		return p, n, err
+	}
+	m.log.Info("crawl settings changed", "crawl_id", id, "version", p.Version, "unretired", n)
+	return p, n, nil
+}
+
+// unretire moves the crawl's retired records back to to-be-loaded and
+// publishes them.
+func (m *MCP) unretire(ctx context.Context, id string, p contracts.Profile) (int, error) {
+	n := 0
+	for {
+		recs, err := m.deps.Tx.List(ctx, id, contracts.Retired, "", 1000)
+		if err != nil {
+			return n, fmt.Errorf("list retired records: %w", err)
+		}
+		if len(recs) == 0 {
+			return n, nil
+		}
+		ts := make([]txindex.Transition, len(recs))
+		for i, r := range recs {
+			ts[i] = txindex.Transition{Key: r.Key, From: contracts.Retired, To: contracts.ToBeLoaded}
+		}
+		applied, err := m.deps.Tx.Transition(ctx, ts)
+		if err != nil {
+			return n, fmt.Errorf("unretire records: %w", err)
+		}
+		var back []txindex.Record
+		for i, r := range recs {
+			if applied[i] {
+				back = append(back, r)
+			}
+		}
+		if err := m.frontier.Publish(ctx, id, p, back); err != nil {
+			return n, err
+		}
+		n += len(back)
+	}
+}
+
+var errConflict = errors.New("conflict")
+
+func (m *MCP) patchCrawl(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var patch contracts.ProfilePatch
+	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&patch); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid patch: "+err.Error(), "")
+		return
+	}
+	_, n, err := m.Patch(r.Context(), id, patch)
+	var fe *contracts.FieldError
+	switch {
+	case errors.Is(err, profiles.ErrNotFound):
+		writeError(w, http.StatusNotFound, "no such crawl", "")
+		return
+	case errors.Is(err, errConflict):
+		writeError(w, http.StatusConflict, err.Error(), "")
+		return
+	case errors.As(err, &fe):
+		writeError(w, http.StatusBadRequest, fe.Error(), fe.Field)
+		return
+	case err != nil:
+		m.log.Error("patch crawl", "crawl_id", id, "unretired", n, "err", err)
+		writeError(w, http.StatusInternalServerError, "could not change the crawl", "")
+		return
+	}
+	m.getCrawl(w, r)
+}
+
+// SetPaused pauses a running crawl or resumes a paused one.
+func (m *MCP) SetPaused(ctx context.Context, id string, paused bool) error {
+	c, err := m.deps.Profiles.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	from, to := contracts.CrawlRunning, contracts.CrawlPaused
+	if !paused {
+		from, to = to, from
+	}
+	if c.State == to {
+		return nil
+	}
+	if c.State != from {
+		return fmt.Errorf("crawl %s is %s: %w", id, c.State, errConflict)
+	}
+	return m.deps.Profiles.SetState(ctx, id, to, nil)
+}
+
+func (m *MCP) pauseCrawl(w http.ResponseWriter, r *http.Request)  { m.setPaused(w, r, true) }
+func (m *MCP) resumeCrawl(w http.ResponseWriter, r *http.Request) { m.setPaused(w, r, false) }
+
+func (m *MCP) setPaused(w http.ResponseWriter, r *http.Request, paused bool) {
+	err := m.SetPaused(r.Context(), r.PathValue("id"), paused)
+	switch {
+	case errors.Is(err, profiles.ErrNotFound):
+		writeError(w, http.StatusNotFound, "no such crawl", "")
+	case errors.Is(err, errConflict):
+		writeError(w, http.StatusConflict, err.Error(), "")
+	case err != nil:
+		m.log.Error("pause or resume crawl", "crawl_id", r.PathValue("id"), "err", err)
+		writeError(w, http.StatusInternalServerError, "could not change the crawl", "")
+	default:
+		m.getCrawl(w, r)
+	}
 }
