@@ -112,7 +112,12 @@ func run(hosts, pages, links, cross, pageBytes, depth, delay int, latency time.D
 		hosts, pages, links, cross, pageBytes, delay, depth)
 	fmt.Printf("crawl %s: %s, %d records, %d indexed, %d failed, %d documents, %d http requests served\n",
 		st.CrawlID, st.State, st.Total, st.Counts[contracts.Indexed], st.Counts[contracts.Failed], st.Documents, web.Requests())
-	fmt.Printf("wall %.2fs  pages/s %.0f\n", wall.Seconds(), float64(fetched)/wall.Seconds())
+	rate := float64(fetched) / wall.Seconds()
+	fmt.Printf("wall %.2fs  pages/s %.0f\n", wall.Seconds(), rate)
+	// With every host busy all the time, politeness allows at most one fetch
+	// per host every delay + latency.
+	bound := float64(hosts) / (time.Duration(delay)*time.Millisecond + latency).Seconds()
+	fmt.Printf("politeness bound hosts/(delay+latency) = %.0f pages/s; achieved %.1f%% of it\n", bound, 100*rate/bound)
 	fmt.Printf("grid cpu %.2fs  cpu-ms/page %.3f  peak rss %d MiB\n", cpu, 1000*cpu/float64(fetched), ru.Maxrss/1024)
 	fmt.Printf("web server cpu %.2fs (same machine, not counted above)\n", webCPU)
 	return nil
