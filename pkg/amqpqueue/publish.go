@@ -39,15 +39,39 @@ func (q *Queue) Publish(ctx context.Context, name string, msgs ...queue.Message)
 		return nil
 	}
 	now := time.Now()
-	pubs := make([]amqp.Publishing, len(msgs))
+	var pubs []amqp.Publishing
+	delayed := map[bucket][]amqp.Publishing{}
 	for i, m := range msgs {
 		h, err := publishHeaders(m.Headers)
 		if err != nil {
 			return fmt.Errorf("publish to %q: message %d: %w", name, i, err)
 		}
-		pubs[i] = amqp.Publishing{Headers: h, DeliveryMode: amqp.Persistent, Timestamp: now, Body: m.Body}
+		p := amqp.Publishing{Headers: h, DeliveryMode: amqp.Persistent, Timestamp: now, Body: m.Body}
+		if m.Delay <= 0 {
+			pubs = append(pubs, p)
+			continue
+		}
+		// A delayed message waits in a delay queue that dead-letters into
+		// name, as retries do; beyond the longest bucket it carries its due time.
+		b, fits := bucketFor(m.Delay)
+		if !fits {
+			if p.Headers == nil {
+				p.Headers = amqp.Table{}
+			}
+			p.Headers[HeaderDue] = now.Add(m.Delay).UnixMilli()
+		}
+		delayed[b] = append(delayed[b], p)
 	}
-	return q.publish(ctx, q.mainTarget(name), pubs)
+	main := q.mainTarget(name)
+	if err := q.publish(ctx, main, pubs); err != nil {
+		return err
+	}
+	for b, ps := range delayed {
+		if err := q.publish(ctx, delayTarget(name, b), ps); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // publish declares t and publishes pubs to it, waiting for every confirm and

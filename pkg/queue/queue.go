@@ -47,6 +47,10 @@ func DeadLetterQueue(q string) string { return q + ".dead" }
 type Message struct {
 	Body    []byte
 	Headers map[string]string
+	// Delay, when positive, makes the message deliverable only after it has
+	// passed (implementations may round it up, never down). Len counts a
+	// delayed message from the moment Publish returns.
+	Delay time.Duration
 }
 
 // Delivery is one delivered message. Exactly one of Ack, Retry or DeadLetter

@@ -74,6 +74,7 @@ var schema = []string{
 // Prepared statements, by index into Queue.stmts.
 const (
 	stInsert = iota
+	stInsertDelayed
 	stClaim
 	stDelete
 	stRelease
@@ -86,7 +87,8 @@ const (
 )
 
 var stmtSQL = [numStmts]string{
-	stInsert: `INSERT INTO messages (queue, body, headers) VALUES (?, ?, ?)`,
+	stInsert:        `INSERT INTO messages (queue, body, headers) VALUES (?, ?, ?)`,
+	stInsertDelayed: `INSERT INTO messages (queue, body, headers, state, ready_at) VALUES (?, ?, ?, 2, ?)`,
 	stClaim: `UPDATE messages SET state = 1, token = ?1
 		WHERE id IN (SELECT id FROM messages WHERE state = 0 AND queue = ?2 ORDER BY id LIMIT ?3)
 		RETURNING id, body, headers, attempt, redelivered`,
@@ -310,10 +312,24 @@ func (q *Queue) Publish(ctx context.Context, name string, msgs ...queue.Message)
 		}
 		headers[i] = h
 	}
+	now := time.Now()
+	ready, earliest := 0, int64(0)
 	err := q.write(ctx, len(msgs) > 1, func(w *wtx) error {
-		ins := w.stmt(stInsert)
+		ready, earliest = 0, 0
+		ins, insDelayed := w.stmt(stInsert), w.stmt(stInsertDelayed)
 		for i, m := range msgs {
-			if _, err := ins.ExecContext(w.ctx, name, blob(m.Body), headers[i]); err != nil {
+			var err error
+			if m.Delay > 0 {
+				at := now.Add(m.Delay).UnixNano()
+				if earliest == 0 || at < earliest {
+					earliest = at
+				}
+				_, err = insDelayed.ExecContext(w.ctx, name, blob(m.Body), headers[i], at)
+			} else {
+				ready++
+				_, err = ins.ExecContext(w.ctx, name, blob(m.Body), headers[i])
+			}
+			if err != nil {
 				return err
 			}
 		}
@@ -322,7 +338,12 @@ func (q *Queue) Publish(ctx context.Context, name string, msgs ...queue.Message)
 	if err != nil {
 		return fmt.Errorf("publish %d messages to %q: %w", len(msgs), name, err)
 	}
-	q.notify(name, len(msgs))
+	if earliest != 0 {
+		q.schedule(name, earliest)
+	}
+	if ready > 0 {
+		q.notify(name, ready)
+	}
 	return nil
 }
 

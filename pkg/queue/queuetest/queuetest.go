@@ -78,6 +78,7 @@ func Run(t *testing.T, h Harness) {
 		{"CloseClosesConsumers", testCloseClosesConsumers},
 		{"QueuesAreSeparate", testQueuesAreSeparate},
 		{"RetryWithDelay", testRetryDelay},
+		{"PublishDelayed", testPublishDelayed},
 		{"MaxAttemptsDeadLetters", testMaxAttempts},
 		{"DeadLetter", testDeadLetter},
 		{"DoubleSettle", testDoubleSettle},
@@ -611,6 +612,33 @@ func testRetryDelay(t *testing.T, h Harness) {
 		}
 		ack(t, d3)
 	}
+	expectNone(t, ch)
+}
+
+// testPublishDelayed checks Message.Delay: a delayed message is counted by
+// Len, is not delivered before its delay, and does not hold up the
+// undelayed messages published with it.
+func testPublishDelayed(t *testing.T, h Harness) {
+	const delay = 600 * time.Millisecond
+	e := newEnv(t, h)
+	name := e.name()
+	start := time.Now()
+	e.publish(name, queue.Message{Body: []byte("later"), Headers: map[string]string{"k": "v"}, Delay: delay}, queue.Message{Body: []byte("now")})
+	e.eventuallyLen(name, 2)
+	ch, _ := e.consume(name, 2)
+	first := receive(t, ch)
+	if string(first.Body()) != "now" {
+		t.Fatalf("first delivery = %q, want the undelayed %q", first.Body(), "now")
+	}
+	ack(t, first)
+	second := receive(t, ch)
+	if elapsed := time.Since(start); elapsed < delay-timingSlack {
+		t.Errorf("delayed message delivered after %v, want not before %v", elapsed, delay)
+	}
+	if string(second.Body()) != "later" || second.Headers()["k"] != "v" || second.Attempt() != 1 {
+		t.Errorf("delayed delivery = %q %v attempt %d", second.Body(), second.Headers(), second.Attempt())
+	}
+	ack(t, second)
 	expectNone(t, ch)
 }
 
