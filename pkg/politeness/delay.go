@@ -99,6 +99,10 @@ type Outcome struct {
 	RetryAfter string
 	// CrawlDelay is the robots.txt Crawl-delay that applies to the host, or 0.
 	CrawlDelay time.Duration
+	// Unfetched reports that the lease fetched nothing (the item was only
+	// held back, say because its crawl is paused): its cost is refunded and
+	// the group owes no delay.
+	Unfetched bool
 	// Policy, when set, decides this delay instead of the group's policy: the
 	// politeness settings of the crawl whose URL was fetched. The group's
 	// backoff state carries over between policies.

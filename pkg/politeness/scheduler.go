@@ -613,6 +613,14 @@ func (s *Scheduler) Release(l Lease, o Outcome) bool {
 		return false
 	}
 	g.token = 0
+	if o.Unfetched {
+		// Nothing was fetched: refund the item's cost, and no delay.
+		g.balance += int64(l.Cost)
+		g.spent -= int64(l.Cost)
+		s.place(g, now)
+		s.notifyLocked()
+		return true
+	}
 	pol := g.set.delay
 	if o.Policy != nil {
 		pol = *o.Policy
@@ -836,4 +844,16 @@ func (s *Scheduler) DrainRetired(limit int) []Item {
 		}
 	}
 	return out
+}
+
+// Queued returns how many items group holds and the delay last decided for
+// it (0 for an unknown or never-fetched group), cheaply enough to ask for
+// every added item.
+func (s *Scheduler) Queued(group string) (int, time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if g := s.groups[group]; g != nil {
+		return g.q.n, g.dec.Delay
+	}
+	return 0, 0
 }

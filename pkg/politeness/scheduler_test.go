@@ -458,3 +458,34 @@ func TestReleaseWithOutcomePolicy(t *testing.T) {
 		t.Fatal("group not ready after the crawl's 7s delay")
 	}
 }
+
+func TestReleaseUnfetchedRefundsAndOwesNoDelay(t *testing.T) {
+	now := time.Unix(1000, 0)
+	s, err := New(Config{Now: func() time.Time { return now }, Delay: &DelayPolicy{Min: time.Hour, Max: time.Hour},
+		Budget: &Budget{BalanceReplenish: 100, TotalBudget: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		_ = s.Add(Item{URL: fmt.Sprintf("http://a.test/%d", i), Group: "a"})
+	}
+	for i := range 5 { // held back five times: free, and no delay
+		l, ok := s.TryNext()
+		if !ok {
+			t.Fatalf("hold %d: group not ready", i)
+		}
+		s.Release(l, Outcome{Unfetched: true})
+		_ = s.Add(Item{URL: l.Item.URL, Group: "a"})
+	}
+	if r, _ := s.Group("a"); r.Spent != 0 {
+		t.Errorf("spent after unfetched releases = %d, want 0", r.Spent)
+	}
+	l, ok := s.TryNext()
+	if !ok {
+		t.Fatal("group not ready after unfetched releases")
+	}
+	s.Release(l, Outcome{Status: 200})
+	if _, ok := s.TryNext(); ok {
+		t.Error("group ready right after a real fetch with a one-hour delay")
+	}
+}

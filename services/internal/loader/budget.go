@@ -24,12 +24,22 @@ func (l *Loader) applyBudget(crawlID, group, host string, p *contracts.Profile) 
 	}
 	k := budgetKey{crawlID, p.Version}
 	l.polMu.Lock()
+	// Contracts built before a PATCH may arrive after it: a profile version
+	// older than one already seen for the crawl never overrides it.
+	if newest, ok := l.versions[crawlID]; ok && p.Version < newest {
+		l.polMu.Unlock()
+		return
+	}
+	l.versions[crawlID] = p.Version
 	if l.budgets[group] == k {
 		l.polMu.Unlock()
 		return
 	}
 	if len(l.budgets) > 100000 {
 		clear(l.budgets)
+	}
+	if len(l.versions) > 10000 {
+		clear(l.versions)
 	}
 	l.budgets[group] = k
 	l.polMu.Unlock()

@@ -52,6 +52,9 @@ type Config struct {
 	FlushInterval time.Duration `env:"GRIDCRAWL_WARC_FLUSH_INTERVAL" envDefault:"250ms"`
 	Gzip          bool          `env:"GRIDCRAWL_WARC_GZIP" envDefault:"true"`
 	RobotsTTL     time.Duration `env:"GRIDCRAWL_ROBOTS_TTL" envDefault:"24h"`
+	// GroupQueue bounds the URLs one crawl host group holds in the loader;
+	// more are parked in the broker (see park.go).
+	GroupQueue int `env:"GRIDCRAWL_LOADER_GROUP_QUEUE" envDefault:"100"`
 	// ReportInterval is how often the loader stores its frontier report.
 	ReportInterval time.Duration `env:"GRIDCRAWL_FRONTIER_REPORT_INTERVAL" envDefault:"5s"`
 }
@@ -73,6 +76,8 @@ func (c *Config) Validate() error {
 		return errors.New("GRIDCRAWL_WARC_SEGMENT_BYTES must be at least 65536")
 	case c.FlushInterval <= 0:
 		return errors.New("GRIDCRAWL_WARC_FLUSH_INTERVAL must be positive")
+	case c.GroupQueue < 1:
+		return errors.New("GRIDCRAWL_LOADER_GROUP_QUEUE must be at least 1")
 	case c.ReportInterval < 100*time.Millisecond:
 		return errors.New("GRIDCRAWL_FRONTIER_REPORT_INTERVAL must be at least 100ms")
 	}
@@ -105,18 +110,19 @@ type Deps struct {
 
 // Loader is the loader service.
 type Loader struct {
-	cfg     Config
-	deps    Deps
-	log     *slog.Logger
-	client  *http.Client
-	robots  *robots.Cache
-	sched   *politeness.Scheduler
-	polMu   sync.Mutex
-	pols    map[*contracts.Profile]*politeness.DelayPolicy
-	budgets map[string]budgetKey
-	costs   map[string]politeness.CostPolicy
-	cancels *frontier.CancelCache
-	profs   *frontier.ProfileCache
+	cfg      Config
+	deps     Deps
+	log      *slog.Logger
+	client   *http.Client
+	robots   *robots.Cache
+	sched    *politeness.Scheduler
+	polMu    sync.Mutex
+	pols     map[*contracts.Profile]*politeness.DelayPolicy
+	budgets  map[string]budgetKey
+	versions map[string]int // newest profile version seen per crawl
+	costs    map[string]politeness.CostPolicy
+	cancels  *frontier.CancelCache
+	profs    *frontier.ProfileCache
 
 	segMu   sync.Mutex
 	seg     *warc.Segment
@@ -125,7 +131,14 @@ type Loader struct {
 	segSeq  int
 	flushCh chan struct{}
 
-	fetched atomic.Int64
+	fetched    atomic.Int64
+	parkedURLs atomic.Int64
+
+	// holders maps a crawl host group to the one unsettled contract whose
+	// URLs of the group the loader holds; other contracts park theirs, so a
+	// group occupies at most one prefetch slot.
+	holdMu  sync.Mutex
+	holders map[string]*delivery
 }
 
 // New returns a loader; cfg must have been validated.
@@ -162,13 +175,15 @@ func New(cfg Config, deps Deps) (*Loader, error) {
 			Transport:     transport,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-		pols:    map[*contracts.Profile]*politeness.DelayPolicy{},
-		budgets: map[string]budgetKey{},
-		costs:   map[string]politeness.CostPolicy{},
-		cancels: frontier.NewCancelCache(deps.Profiles),
-		profs:   frontier.NewProfileCache(deps.Profiles),
-		seg:     warc.NewSegment(cfg.Gzip),
-		flushCh: make(chan struct{}, 1),
+		pols:     map[*contracts.Profile]*politeness.DelayPolicy{},
+		budgets:  map[string]budgetKey{},
+		versions: map[string]int{},
+		holders:  map[string]*delivery{},
+		costs:    map[string]politeness.CostPolicy{},
+		cancels:  frontier.NewCancelCache(deps.Profiles),
+		profs:    frontier.NewProfileCache(deps.Profiles),
+		seg:      warc.NewSegment(cfg.Gzip),
+		flushCh:  make(chan struct{}, 1),
 	}
 	// A group is busy for at most one fetch plus its robots.txt fetch.
 	sched, err := politeness.New(politeness.Config{BusyTimeout: 2*cfg.FetchTimeout + 30*time.Second, Logger: log})
@@ -235,6 +250,8 @@ type delivery struct {
 	d         queue.Delivery
 	remaining atomic.Int32
 	failed    atomic.Bool
+	// settled runs once the delivery is settled (may be nil).
+	settled func()
 }
 
 func (dl *delivery) done(ctx context.Context, log *slog.Logger, err error) {
@@ -252,6 +269,9 @@ func (dl *delivery) done(ctx context.Context, log *slog.Logger, err error) {
 	}
 	if serr != nil && ctx.Err() == nil {
 		log.Warn("settle loader contract", "queue", contracts.QueueLoader, "err", serr)
+	}
+	if dl.settled != nil {
+		dl.settled()
 	}
 }
 
@@ -293,6 +313,13 @@ func (l *Loader) accept(ctx context.Context, d queue.Delivery) {
 	}
 	dl := &delivery{d: d}
 	dl.remaining.Store(int32(len(c.URLs)))
+	type kept struct {
+		t    *task
+		host string
+	}
+	var keep []kept
+	park := &parked{c: &c}
+	added := map[string]int{}
 	for _, u := range c.URLs {
 		host := u.URL
 		if pu, err := url.Parse(u.URL); err == nil {
@@ -304,9 +331,50 @@ func (l *Loader) accept(ctx context.Context, d queue.Delivery) {
 		}
 		t := &task{dl: dl, crawlID: c.CrawlID, profile: p, inline: c.Profile, group: g, url: u.URL, depth: u.Depth, hops: u.Hops}
 		l.applyBudget(c.CrawlID, g, host, p)
-		l.schedule(ctx, t, host)
+		queued, delay := l.sched.Queued(g)
+		l.holdMu.Lock()
+		h := l.holders[g]
+		l.holdMu.Unlock()
+		if (h != nil && h != dl) || queued+added[g] >= l.groupLimit(delay) {
+			park.add(u, g, queued+added[g], delay)
+			continue
+		}
+		added[g]++
+		keep = append(keep, kept{t, host})
+	}
+	if len(added) > 0 {
+		l.holdMu.Lock()
+		for g := range added {
+			l.holders[g] = dl
+		}
+		l.holdMu.Unlock()
+		dl.settled = func() {
+			l.holdMu.Lock()
+			for g := range added {
+				if l.holders[g] == dl {
+					delete(l.holders, g)
+				}
+			}
+			l.holdMu.Unlock()
+		}
+	}
+	if !l.park(ctx, park) {
+		for _, u := range park.urls { // could not park: hold them after all
+			t := &task{dl: dl, crawlID: c.CrawlID, profile: p, inline: c.Profile, group: u.Group, url: u.URL, depth: u.Depth, hops: u.Hops}
+			keep = append(keep, kept{t, politeness.HostOf(u.URL)})
+		}
+		park.urls = nil
+	}
+	for _, k := range keep {
+		l.schedule(ctx, k.t, k.host)
+	}
+	for range park.urls {
+		dl.done(ctx, l.log, nil)
 	}
 }
+
+// Parked returns the number of URLs parked in the broker so far.
+func (l *Loader) Parked() int64 { return l.parkedURLs.Load() }
 
 func (l *Loader) group(host string) string {
 	if l.deps.Group != nil {
@@ -373,7 +441,7 @@ type result struct {
 // process handles one task and returns what the politeness scheduler needs
 // to know of it. A task that fetched nothing reports a zero Duration.
 func (l *Loader) process(ctx context.Context, t *task) politeness.Outcome {
-	var none politeness.Outcome
+	none := politeness.Outcome{Unfetched: true} // nothing fetched: no cost, no delay
 	switch l.cancels.State(ctx, t.crawlID) {
 	case contracts.CrawlCancelled:
 		l.finish(&result{t: t, status: contracts.Failed, reason: "cancelled"})
@@ -386,7 +454,7 @@ func (l *Loader) process(ctx context.Context, t *task) politeness.Outcome {
 			host = urlnorm.Host(pu)
 		}
 		l.schedule(ctx, t, host)
-		return none
+		return politeness.Outcome{Unfetched: true}
 	}
 	rec, err := l.deps.Tx.Get(ctx, txindex.Key(t.crawlID, t.url))
 	if err != nil {
