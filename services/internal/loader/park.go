@@ -82,3 +82,7 @@ func (l *Loader) park(ctx context.Context, p *parked) bool {
 	l.parkedURLs.Add(int64(len(p.urls)))
 	return true
 }
+
+// QueuedOf returns how many URLs of group the loader holds, and the group's
+// last delay.
+func (l *Loader) QueuedOf(group string) (int, time.Duration) { return l.sched.Queued(group) }
