@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/gridcrawl/gridcrawl/services/internal/loader"
 	"github.com/gridcrawl/gridcrawl/services/internal/svc"
@@ -32,8 +33,17 @@ func main() {
 				return nil, err
 			}
 			return loader.New(cfg.Loader, loader.Deps{Queue: set.Queue, Tx: set.Tx, Assets: set.Assets, Profiles: set.Profiles,
-				Group: group, Shards: cfg.Frontier.Shards, Logger: log})
+				Group: group, Shards: cfg.Frontier.Shards, Stagger: stagger(set.Embedded), Logger: log})
 		})
 	stop()
 	os.Exit(code)
+}
+
+// stagger spreads the loader shards over loaders that start together; an
+// embedded queue has one loader, which takes every shard at once.
+func stagger(embedded bool) time.Duration {
+	if embedded {
+		return 0
+	}
+	return 2 * time.Second
 }

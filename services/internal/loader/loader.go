@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"os"
@@ -105,7 +106,12 @@ type Deps struct {
 	// Shards is the number of loader queue shards to consume (see
 	// frontier.Config); 0 means 1.
 	Shards int
-	Logger *slog.Logger
+	// Stagger delays the subscription to a random half of the shards. On a
+	// broker that gives a single-active-consumer queue to its first
+	// subscriber, loaders started together then share the shards instead of
+	// the first one owning them all; the others stay standbys for failover.
+	Stagger time.Duration
+	Logger  *slog.Logger
 }
 
 // Loader is the loader service.
@@ -214,8 +220,9 @@ func (l *Loader) Fetched() int64 { return l.fetched.Load() }
 func (l *Loader) Run(ctx context.Context) error {
 	shards := frontier.ShardQueues(max(l.deps.Shards, 1))
 	prefetch := max(1, l.cfg.Prefetch/len(shards))
+	rand.Shuffle(len(shards), func(i, j int) { shards[i], shards[j] = shards[j], shards[i] })
 	var intake sync.WaitGroup
-	for _, name := range shards {
+	consume := func(name string) error {
 		deliveries, err := l.deps.Queue.Consume(ctx, name, queue.ConsumeOptions{Prefetch: prefetch})
 		if err != nil {
 			return fmt.Errorf("consume %s: %w", name, err)
@@ -225,6 +232,27 @@ func (l *Loader) Run(ctx context.Context) error {
 				l.accept(ctx, d)
 			}
 		})
+		return nil
+	}
+	first, later := shards, []string(nil)
+	if l.deps.Stagger > 0 && len(shards) > 1 {
+		first, later = shards[:len(shards)/2], shards[len(shards)/2:]
+	}
+	for _, name := range first {
+		if err := consume(name); err != nil {
+			return err
+		}
+	}
+	if len(later) > 0 {
+		select {
+		case <-ctx.Done():
+		case <-time.After(l.deps.Stagger):
+			for _, name := range later {
+				if err := consume(name); err != nil {
+					return err
+				}
+			}
+		}
 	}
 	var wg sync.WaitGroup
 	workCtx, stopWork := context.WithCancel(ctx)
@@ -335,7 +363,11 @@ func (l *Loader) accept(ctx context.Context, d queue.Delivery) {
 		l.holdMu.Lock()
 		h := l.holders[g]
 		l.holdMu.Unlock()
-		if (h != nil && h != dl) || queued+added[g] >= l.groupLimit(delay) {
+		// Park when the group holds all it may, or when another contract
+		// already holds its URLs and these would wait long behind them: only
+		// slow groups are parked, fast ones keep their URLs in memory.
+		wait := time.Duration(queued+added[g]) * delay
+		if queued+added[g] >= l.groupLimit(delay) || (h != nil && h != dl && wait > holdWait) {
 			park.add(u, g, queued+added[g], delay)
 			continue
 		}

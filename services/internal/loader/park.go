@@ -22,6 +22,9 @@ const (
 	parkHorizon  = 2 * time.Minute
 	minParkDelay = time.Second
 	maxParkDelay = 5 * time.Minute // below the recovery lease, which parking renews
+	// holdWait: a second contract's URLs of a group are held only when the
+	// group's queue drains within it; slower groups park them.
+	holdWait = 5 * time.Second
 )
 
 // groupLimit returns how many URLs a group with the given delay may hold.
