@@ -318,3 +318,23 @@ func (d *Dialer) dial(ctx context.Context, network string, ip netip.Addr, port s
 	}
 	return conn, nil
 }
+
+// Lookup returns the address host is dialled at first: its override, or
+// its first resolved address. Crawl host groups by IP use it, so that they
+// agree with where the loader connects.
+func (d *Dialer) Lookup(ctx context.Context, host string) (netip.Addr, error) {
+	if a, ok := d.override(host); ok {
+		return a, nil
+	}
+	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+		return a, nil
+	}
+	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("look up %q: %w", host, err)
+	}
+	if len(addrs) == 0 {
+		return netip.Addr{}, fmt.Errorf("look up %q: no address", host)
+	}
+	return addrs[0].Unmap(), nil
+}

@@ -1,11 +1,15 @@
 package frontier
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"sync"
+	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/netguard"
 	"github.com/gridcrawl/gridcrawl/pkg/politeness"
 )
 
@@ -21,6 +25,13 @@ type Config struct {
 	// crawl host group always goes to the same one, and each shard has one
 	// active loader at a time.
 	Shards int `env:"GRIDCRAWL_LOADER_SHARDS" envDefault:"16"`
+	// ByIP groups hosts that resolve to the same IP address (aliases still
+	// come first). The address is the one the loader dials: a
+	// GRIDCRAWL_RESOLVE override, or the first resolved address.
+	ByIP bool `env:"GRIDCRAWL_CHG_BY_IP"`
+	// Resolve is the loader's host override list (see loader.Config), read
+	// here so that grouping by IP agrees with dialling.
+	Resolve string `env:"GRIDCRAWL_RESOLVE"`
 }
 
 // MaxShards bounds Config.Shards.
@@ -43,8 +54,56 @@ func (c *Config) Grouper() (Grouper, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse crawl host group aliases: %w", err)
 	}
-	g := politeness.NewGrouper(a, nil)
-	return g.Lookup, nil
+	if !c.ByIP {
+		return politeness.NewGrouper(a, nil).Lookup, nil
+	}
+	overrides, err := netguard.ParseOverrides(c.Resolve)
+	if err != nil {
+		return nil, fmt.Errorf("parse GRIDCRAWL_RESOLVE: %w", err)
+	}
+	d := &netguard.Dialer{Overrides: overrides}
+	g := politeness.NewGrouper(a, d.Lookup)
+	return newCachedGrouper(func(host string) string {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		id, err := g.Group(ctx, host)
+		if err != nil {
+			return politeness.NormalizeHost(host) // unresolvable: its own group
+		}
+		return id
+	}), nil
+}
+
+// groupCacheSize and groupCacheTTL bound the cache of grouping by IP, which
+// otherwise costs a DNS lookup per discovered link.
+const (
+	groupCacheSize = 100000
+	groupCacheTTL  = 10 * time.Minute
+)
+
+func newCachedGrouper(group Grouper) Grouper {
+	type entry struct {
+		id string
+		at time.Time
+	}
+	var mu sync.Mutex
+	cache := map[string]entry{}
+	return func(host string) string {
+		mu.Lock()
+		e, ok := cache[host]
+		mu.Unlock()
+		if ok && time.Since(e.at) < groupCacheTTL {
+			return e.id
+		}
+		id := group(host)
+		mu.Lock()
+		if len(cache) >= groupCacheSize {
+			clear(cache)
+		}
+		cache[host] = entry{id, time.Now()}
+		mu.Unlock()
+		return id
+	}
 }
 
 // ShardQueue returns the loader queue of shard i of n.
