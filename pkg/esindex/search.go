@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 
@@ -23,9 +21,7 @@ const (
 	// MaxLimit caps the page size of a query.
 	MaxLimit = 1000
 	// MaxTerms caps the number of words of a query that are searched for.
-	MaxTerms = 32
-	// maxTermBytes drops absurdly long words, which cannot match anyway.
-	maxTermBytes = 256
+	MaxTerms = search.MaxTerms
 	// snippetChars is the length of a snippet, in characters.
 	snippetChars = 160
 	// maxHighlightChars is how much of a text the highlighter analyzes for
@@ -234,26 +230,4 @@ func (s *Search) Close() error { return nil }
 // default operator. At most MaxTerms words are kept. It returns "" when q
 // has no word. The rules are those of the embedded index (sqlitestore), so
 // both backends find the same documents for the same input.
-func QueryString(q string) string {
-	var b strings.Builder
-	n := 0
-	for _, w := range strings.FieldsFunc(q, func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsNumber(r) && !unicode.IsMark(r)
-	}) {
-		if len(w) > maxTermBytes || !utf8.ValidString(w) ||
-			strings.IndexFunc(w, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsNumber(r) }) < 0 {
-			continue
-		}
-		if n > 0 {
-			b.WriteByte(' ')
-		}
-		// A word holds no '"' nor '\', so quoting needs no escaping.
-		b.WriteByte('"')
-		b.WriteString(w)
-		b.WriteByte('"')
-		if n++; n == MaxTerms {
-			break
-		}
-	}
-	return b.String()
-}
+func QueryString(q string) string { return search.Quoted(q) }

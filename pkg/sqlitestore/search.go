@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/search"
@@ -21,9 +19,7 @@ const (
 	// MaxLimit caps the page size of a query.
 	MaxLimit = 1000
 	// MaxTerms caps the number of words of a query that are searched for.
-	MaxTerms = 32
-	// maxTermBytes drops absurdly long words, which cannot match anyway.
-	maxTermBytes = 256
+	MaxTerms = search.MaxTerms
 )
 
 // searchSchemaVersion is stored in PRAGMA user_version.
@@ -278,26 +274,4 @@ func (s *Search) Close() error {
 // error: each word (a run of letters, digits and combining marks holding at
 // least one letter or digit) becomes a quoted string, and the strings are
 // ANDed. At most MaxTerms words are kept. It returns "" when q has no word.
-func MatchExpr(q string) string {
-	var b strings.Builder
-	n := 0
-	for _, w := range strings.FieldsFunc(q, func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsNumber(r) && !unicode.IsMark(r)
-	}) {
-		if len(w) > maxTermBytes || !utf8.ValidString(w) ||
-			strings.IndexFunc(w, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsNumber(r) }) < 0 {
-			continue
-		}
-		if n > 0 {
-			b.WriteByte(' ')
-		}
-		// A word holds no '"', so quoting needs no escaping.
-		b.WriteByte('"')
-		b.WriteString(w)
-		b.WriteByte('"')
-		if n++; n == MaxTerms {
-			break
-		}
-	}
-	return b.String()
-}
+func MatchExpr(q string) string { return search.Quoted(q) }

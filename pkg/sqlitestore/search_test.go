@@ -27,7 +27,7 @@ func TestMatchExpr(t *testing.T) {
 		{"empty", "", ""},
 		{"invalid utf-8", "a\xffb", `"a" "b"`},
 		{"nul", "a\x00b", `"a" "b"`},
-		{"too long word dropped", strings.Repeat("x", maxTermBytes+1) + " y", `"y"`},
+		{"too long word dropped", strings.Repeat("x", search.MaxTermBytes+1) + " y", `"y"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
