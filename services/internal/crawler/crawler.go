@@ -21,7 +21,6 @@ import (
 	"path"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
@@ -138,7 +137,7 @@ func (c *Crawler) handle(ctx context.Context, d queue.Delivery) {
 	}
 	if err != nil {
 		c.log.Warn("resolve profile", "crawl_id", k.CrawlID, "err", err)
-		if err := d.Retry(ctx, retryDelay(d.Attempt())); err != nil && ctx.Err() == nil {
+		if err := d.Retry(ctx, frontier.RetryDelay(d.Attempt())); err != nil && ctx.Err() == nil {
 			c.log.Error("retry crawler contract", "crawl_id", k.CrawlID, "err", err)
 		}
 		return
@@ -153,7 +152,7 @@ func (c *Crawler) handle(ctx context.Context, d queue.Delivery) {
 			return // shutting down: the delivery goes back to the queue
 		}
 		c.log.Warn("process crawler contract", "crawl_id", k.CrawlID, "attempt", d.Attempt(), "err", err)
-		if err := d.Retry(ctx, retryDelay(d.Attempt())); err != nil {
+		if err := d.Retry(ctx, frontier.RetryDelay(d.Attempt())); err != nil {
 			c.log.Error("retry crawler contract", "crawl_id", k.CrawlID, "err", err)
 		}
 		return
@@ -213,28 +212,28 @@ func (c *Crawler) Process(ctx context.Context, k contracts.CrawlerContract, prof
 	if k.Reindex {
 		want = contracts.ToBeIndexed
 	}
-	cancelled := c.cancels.Cancelled(ctx, k.CrawlID)
+	// Only pages in the wanted status are this contract's work; the others
+	// were handled by an earlier delivery.
 	var todo []contracts.CrawlerPage
+	var todoKeys []string
 	for i, p := range k.Pages {
-		if r, ok := recs[keys[i]]; ok && r.Status == want && !cancelled {
-			todo = append(todo, p)
+		if r, ok := recs[keys[i]]; ok && r.Status == want {
+			todo, todoKeys = append(todo, p), append(todoKeys, keys[i])
 		}
+	}
+	var pages []*parsed
+	if c.cancels.Cancelled(ctx, k.CrawlID) {
+		for i, p := range todo {
+			pages = append(pages, &parsed{page: p, key: todoKeys[i], final: contracts.Failed, reason: "cancelled"})
+		}
+		todo = nil
 	}
 	spans, err := c.readSpans(ctx, todo)
 	if err != nil {
 		return err
 	}
-	var pages []*parsed
-	for i, p := range k.Pages {
-		r, ok := recs[keys[i]]
-		if !ok || r.Status != want {
-			continue
-		}
-		if cancelled {
-			pages = append(pages, &parsed{page: p, key: keys[i], final: contracts.Failed, reason: "cancelled"})
-			continue
-		}
-		pp, err := c.parse(ctx, k, scope, p, keys[i], spans)
+	for i, p := range todo {
+		pp, err := c.parse(ctx, k, scope, p, todoKeys[i], spans)
 		if err != nil {
 			return err
 		}
@@ -282,7 +281,7 @@ func (c *Crawler) Process(ctx context.Context, k contracts.CrawlerContract, prof
 // that cannot be parsed becomes a failed record.
 func (c *Crawler) parse(ctx context.Context, k contracts.CrawlerContract, scope *frontier.Scope, p contracts.CrawlerPage, key string, spans map[string]span) (*parsed, error) {
 	out := &parsed{page: p, key: key, final: contracts.ToBeIndexed}
-	status, header, body, truncated, err := c.load(ctx, p.Asset, spans)
+	status, header, body, err := c.load(ctx, p.Asset, spans)
 	if err != nil {
 		if errors.Is(err, assets.ErrNotFound) {
 			out.final, out.reason = contracts.Failed, "asset missing: "+p.Asset.Key
@@ -345,7 +344,6 @@ func (c *Crawler) parse(ctx context.Context, k contracts.CrawlerContract, scope 
 		Text: res.Text, Links: res.Links, ContentType: ctype, StatusCode: status, Depth: p.Depth,
 		FetchTime: p.FetchedAt, Asset: p.Asset,
 	}
-	_ = truncated
 	if res.NoIndex || !scope.Index(p.URL) {
 		out.final, out.reason = contracts.Failed, "excluded from index (noindex or index filter)"
 	} else {
@@ -427,48 +425,43 @@ func (c *Crawler) readSpans(ctx context.Context, pages []contracts.CrawlerPage) 
 // load reads the WARC response record at ref (from spans when it holds it)
 // and returns the HTTP status, headers and decoded body, capped at
 // MaxBodyBytes (a gzip bomb is cut there).
-func (c *Crawler) load(ctx context.Context, ref contracts.AssetRef, spans map[string]span) (int, http.Header, []byte, bool, error) {
+func (c *Crawler) load(ctx context.Context, ref contracts.AssetRef, spans map[string]span) (int, http.Header, []byte, error) {
 	var r io.Reader
 	if sp, ok := spans[ref.Key]; ok && ref.Offset >= sp.off && ref.Offset+ref.Length <= sp.off+int64(len(sp.data)) {
 		r = bytes.NewReader(sp.data[ref.Offset-sp.off : ref.Offset-sp.off+ref.Length])
 	} else {
 		rc, err := c.deps.Assets.Get(ctx, ref.Key, ref.Offset, ref.Length)
 		if err != nil {
-			return 0, nil, nil, false, fmt.Errorf("get asset %q: %w", ref.Key, err)
+			return 0, nil, nil, fmt.Errorf("get asset %q: %w", ref.Key, err)
 		}
 		defer rc.Close()
 		r = rc
 	}
 	rec, err := warc.ReadRecord(r, c.cfg.MaxBodyBytes+1<<20)
 	if err != nil {
-		return 0, nil, nil, false, &badRecordError{"read warc record: " + err.Error()}
+		return 0, nil, nil, &badRecordError{"read warc record: " + err.Error()}
 	}
 	status, header, body, err := warc.ParseHTTPResponse(rec.Block)
 	if err != nil {
-		return 0, nil, nil, false, &badRecordError{"parse http response: " + err.Error()}
+		return 0, nil, nil, &badRecordError{"parse http response: " + err.Error()}
 	}
-	truncated := rec.Header.Get("WARC-Truncated") != ""
 	if strings.EqualFold(strings.TrimSpace(header.Get("Content-Encoding")), "gzip") {
 		zr, err := gzip.NewReader(bytes.NewReader(body))
 		if err != nil {
-			return 0, nil, nil, false, &badRecordError{"gzip body: " + err.Error()}
+			return 0, nil, nil, &badRecordError{"gzip body: " + err.Error()}
 		}
 		dec, err := io.ReadAll(io.LimitReader(zr, c.cfg.MaxBodyBytes+1))
 		if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
-			return 0, nil, nil, false, &badRecordError{"gunzip body: " + err.Error()}
+			return 0, nil, nil, &badRecordError{"gunzip body: " + err.Error()}
 		}
 		if int64(len(dec)) > c.cfg.MaxBodyBytes {
-			dec, truncated = dec[:c.cfg.MaxBodyBytes], true
+			dec = dec[:c.cfg.MaxBodyBytes]
 		}
 		body = dec
 	}
-	return status, header, body, truncated, nil
+	return status, header, body, nil
 }
 
 func looksHTML(b []byte) bool {
 	return http.DetectContentType(b) == "text/html; charset=utf-8"
-}
-
-func retryDelay(attempt int) time.Duration {
-	return min(time.Duration(attempt)*2*time.Second, 30*time.Second)
 }

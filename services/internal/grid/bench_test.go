@@ -21,18 +21,18 @@ func BenchmarkCrawlWeb(b *testing.B) {
 	start := time.Now()
 	for b.Loop() {
 		b.StopTimer()
-		cfg := benchConfig(b, web.Resolve())
-		_, api := startGridB(b, cfg)
+		cfg := testConfig(b, b.TempDir(), web.Resolve())
+		_, api := startGrid(b, cfg)
 		b.StartTimer()
 		p := contracts.Profile{StartURLs: web.StartURLs(), MaxDepth: 20, Scope: contracts.ScopeDomain,
 			Politeness: contracts.Politeness{MinDelayMS: 100, MaxDelayMS: 100, DelayFactor: 1}}
 		var created contracts.CreateCrawlResponse
-		if code := apiDoB(b, http.MethodPost, api+"/api/v1/crawls", p, &created); code != http.StatusCreated {
+		if code := apiDo(b, http.MethodPost, api+"/api/v1/crawls", p, &created); code != http.StatusCreated {
 			b.Fatalf("POST crawl = %d", code)
 		}
 		for {
 			var st contracts.CrawlStatus
-			apiDoB(b, http.MethodGet, api+"/api/v1/crawls/"+created.CrawlID, nil, &st)
+			apiDo(b, http.MethodGet, api+"/api/v1/crawls/"+created.CrawlID, nil, &st)
 			if st.State != contracts.CrawlRunning {
 				pages += int(st.Total)
 				break

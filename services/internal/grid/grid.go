@@ -47,7 +47,6 @@ func (c *Config) Validate() error {
 // Grid is a running all-in-one grid.
 type Grid struct {
 	Backends *wire.Set
-	shards   int
 	MCP      *mcp.MCP
 	Loader   *loader.Loader
 	Crawler  *crawler.Crawler
@@ -76,7 +75,6 @@ func Open(cfg Config, log *slog.Logger, ln net.Listener) (*Grid, error) {
 	}
 	return &Grid{
 		Backends: set,
-		shards:   shards,
 		MCP: mcp.New(cfg.MCP, mcp.Deps{Queue: set.Queue, Tx: set.Tx, Profiles: set.Profiles, Search: set.Search, Assets: set.Assets, HCF: set.HCF,
 			Group: group, Shards: shards, Embedded: set.Embedded, Logger: log.With("service", "mcp"), Listener: ln}),
 		Loader: l,
@@ -101,5 +99,3 @@ func (g *Grid) Run(ctx context.Context) error {
 	wg.Wait()
 	return errors.Join(errors.Join(errs...), g.Backends.Close())
 }
-
-func (g *Grid) cfgShards() int { return g.shards }

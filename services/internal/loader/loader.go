@@ -311,6 +311,7 @@ type task struct {
 	inline    *contracts.Profile // as carried by the contract, forwarded as is
 	group     string
 	url       string
+	host      string
 	depth     int
 	hops      int
 	attempt   int
@@ -334,18 +335,14 @@ func (l *Loader) accept(ctx context.Context, d queue.Delivery) {
 	}
 	if err != nil {
 		l.log.Warn("resolve profile", "crawl_id", c.CrawlID, "err", err)
-		if err := d.Retry(ctx, retryDelay(d.Attempt())); err != nil && ctx.Err() == nil {
+		if err := d.Retry(ctx, frontier.RetryDelay(d.Attempt())); err != nil && ctx.Err() == nil {
 			l.log.Error("retry loader contract", "crawl_id", c.CrawlID, "err", err)
 		}
 		return
 	}
 	dl := &delivery{d: d}
 	dl.remaining.Store(int32(len(c.URLs)))
-	type kept struct {
-		t    *task
-		host string
-	}
-	var keep []kept
+	var keep []*task
 	park := &parked{c: &c}
 	added := map[string]int{}
 	for _, u := range c.URLs {
@@ -357,7 +354,7 @@ func (l *Loader) accept(ctx context.Context, d queue.Delivery) {
 		if g == "" {
 			g = l.group(host)
 		}
-		t := &task{dl: dl, crawlID: c.CrawlID, profile: p, inline: c.Profile, group: g, url: u.URL, depth: u.Depth, hops: u.Hops}
+		t := &task{dl: dl, crawlID: c.CrawlID, profile: p, inline: c.Profile, group: g, url: u.URL, host: host, depth: u.Depth, hops: u.Hops}
 		l.applyBudget(c.CrawlID, g, host, p)
 		queued, delay := l.sched.Queued(g)
 		l.holdMu.Lock()
@@ -368,11 +365,11 @@ func (l *Loader) accept(ctx context.Context, d queue.Delivery) {
 		// slow groups are parked, fast ones keep their URLs in memory.
 		wait := time.Duration(queued+added[g]) * delay
 		if queued+added[g] >= l.groupLimit(delay) || (h != nil && h != dl && wait > holdWait) {
-			park.add(u, g, queued+added[g], delay)
+			park.add(t, queued+added[g], delay)
 			continue
 		}
 		added[g]++
-		keep = append(keep, kept{t, host})
+		keep = append(keep, t)
 	}
 	if len(added) > 0 {
 		l.holdMu.Lock()
@@ -391,16 +388,13 @@ func (l *Loader) accept(ctx context.Context, d queue.Delivery) {
 		}
 	}
 	if !l.park(ctx, park) {
-		for _, u := range park.urls { // could not park: hold them after all
-			t := &task{dl: dl, crawlID: c.CrawlID, profile: p, inline: c.Profile, group: u.Group, url: u.URL, depth: u.Depth, hops: u.Hops}
-			keep = append(keep, kept{t, politeness.HostOf(u.URL)})
-		}
-		park.urls = nil
+		keep = append(keep, park.tasks...) // could not park: hold them after all
+		park.tasks = nil
 	}
-	for _, k := range keep {
-		l.schedule(ctx, k.t, k.host)
+	for _, t := range keep {
+		l.schedule(ctx, t)
 	}
-	for range park.urls {
+	for range park.tasks {
 		dl.done(ctx, l.log, nil)
 	}
 }
@@ -416,8 +410,8 @@ func (l *Loader) group(host string) string {
 }
 
 // schedule hands t to the politeness scheduler.
-func (l *Loader) schedule(ctx context.Context, t *task, host string) {
-	it := politeness.Item{URL: t.url, Host: host, Group: t.group, NotBefore: t.notBefore, Payload: t, Cost: l.costPolicy(t.profile)}
+func (l *Loader) schedule(ctx context.Context, t *task) {
+	it := politeness.Item{URL: t.url, Host: t.host, Group: t.group, NotBefore: t.notBefore, Payload: t, Cost: l.costPolicy(t.profile)}
 	if err := l.sched.Add(it); err != nil {
 		t.dl.done(ctx, l.log, fmt.Errorf("schedule %s: %w", t.url, err))
 	}
@@ -481,11 +475,7 @@ func (l *Loader) process(ctx context.Context, t *task) politeness.Outcome {
 	case contracts.CrawlPaused:
 		// Hold the URL until the crawl resumes; its contract stays unacked.
 		t.notBefore = time.Now().Add(time.Second)
-		host := t.url
-		if pu, err := url.Parse(t.url); err == nil {
-			host = urlnorm.Host(pu)
-		}
-		l.schedule(ctx, t, host)
+		l.schedule(ctx, t)
 		return politeness.Outcome{Unfetched: true}
 	}
 	rec, err := l.deps.Tx.Get(ctx, txindex.Key(t.crawlID, t.url))
@@ -569,11 +559,7 @@ func (l *Loader) process(ctx context.Context, t *task) politeness.Outcome {
 func (l *Loader) retry(ctx context.Context, t *task) {
 	t.attempt++
 	t.notBefore = time.Now().Add(l.cfg.RetryDelay * time.Duration(t.attempt))
-	host := t.url
-	if pu, err := url.Parse(t.url); err == nil {
-		host = urlnorm.Host(pu)
-	}
-	l.schedule(ctx, t, host)
+	l.schedule(ctx, t)
 }
 
 // finish queues a result that needs no WARC record.
@@ -581,7 +567,6 @@ func (l *Loader) finish(r *result) {
 	l.segMu.Lock()
 	l.pending = append(l.pending, r)
 	l.segMu.Unlock()
-	l.kick(false)
 }
 
 func (l *Loader) appendExchange(r *result, ex *exchange) {
@@ -602,11 +587,7 @@ func (l *Loader) appendExchange(r *result, ex *exchange) {
 	l.pending = append(l.pending, r)
 	full := l.seg.Len() >= l.cfg.SegmentBytes
 	l.segMu.Unlock()
-	l.kick(full)
-}
-
-func (l *Loader) kick(now bool) {
-	if now {
+	if full { // store it now rather than at the next tick
 		select {
 		case l.flushCh <- struct{}{}:
 		default:
@@ -731,15 +712,11 @@ func (l *Loader) record(ctx context.Context, pending []*result) error {
 	var msgs []queue.Message
 	for _, id := range order {
 		b := byCrawl[id]
-		for pages := b.pages; len(pages) > 0; {
-			n := min(len(pages), 100)
-			body, err := json.Marshal(contracts.CrawlerContract{V: contracts.Version, CrawlID: id, Profile: b.inline, Pages: pages[:n]})
-			if err != nil {
-				return fmt.Errorf("encode crawler contract: %w", err)
-			}
-			msgs = append(msgs, queue.Message{Body: body})
-			pages = pages[n:]
+		m, err := frontier.CrawlerMessages(id, b.inline, b.pages, false)
+		if err != nil {
+			return err
 		}
+		msgs = append(msgs, m...)
 	}
 	if len(msgs) == 0 {
 		return nil
@@ -748,8 +725,4 @@ func (l *Loader) record(ctx context.Context, pending []*result) error {
 		return fmt.Errorf("publish crawler contracts: %w", err)
 	}
 	return nil
-}
-
-func retryDelay(attempt int) time.Duration {
-	return min(time.Duration(attempt)*2*time.Second, 30*time.Second)
 }

@@ -38,15 +38,12 @@ func (l *Loader) groupLimit(delay time.Duration) int {
 // parked collects the URLs of one contract that are parked.
 type parked struct {
 	c     *contracts.LoaderContract
-	urls  []contracts.LoaderURL
+	tasks []*task
 	delay time.Duration
 }
 
-func (p *parked) add(u contracts.LoaderURL, group string, queued int, delay time.Duration) {
-	if u.Group == "" {
-		u.Group = group
-	}
-	p.urls = append(p.urls, u)
+func (p *parked) add(t *task, queued int, delay time.Duration) {
+	p.tasks = append(p.tasks, t)
 	wait := time.Duration(queued) * max(delay, 100*time.Millisecond)
 	p.delay = max(p.delay, min(max(wait, minParkDelay), maxParkDelay))
 }
@@ -56,16 +53,16 @@ func (p *parked) add(u contracts.LoaderURL, group string, queued int, delay time
 // meanwhile. It reports whether the URLs are parked; if not, the caller
 // keeps them.
 func (l *Loader) park(ctx context.Context, p *parked) bool {
-	if len(p.urls) == 0 {
+	if len(p.tasks) == 0 {
 		return true
 	}
 	n := max(l.deps.Shards, 1)
 	byShard := map[string][]contracts.LoaderURL{}
 	var ts []txindex.Transition
-	for _, u := range p.urls {
-		q := frontier.ShardQueue(frontier.ShardOf(u.Group, n), n)
-		byShard[q] = append(byShard[q], u)
-		ts = append(ts, txindex.Transition{Key: txindex.Key(p.c.CrawlID, u.URL), From: contracts.ToBeLoaded, To: contracts.ToBeLoaded})
+	for _, t := range p.tasks {
+		q := frontier.ShardQueue(frontier.ShardOf(t.group, n), n)
+		byShard[q] = append(byShard[q], contracts.LoaderURL{URL: t.url, Depth: t.depth, Hops: t.hops, Group: t.group})
+		ts = append(ts, txindex.Transition{Key: txindex.Key(p.c.CrawlID, t.url), From: contracts.ToBeLoaded, To: contracts.ToBeLoaded})
 	}
 	for q, urls := range byShard {
 		body, err := json.Marshal(contracts.LoaderContract{V: contracts.Version, CrawlID: p.c.CrawlID, Profile: p.c.Profile, URLs: urls})
@@ -82,7 +79,7 @@ func (l *Loader) park(ctx context.Context, p *parked) bool {
 	if _, err := l.deps.Tx.Transition(ctx, ts); err != nil && ctx.Err() == nil {
 		l.log.Warn("renew lease of parked urls", "urls", len(ts), "err", err)
 	}
-	l.parkedURLs.Add(int64(len(p.urls)))
+	l.parkedURLs.Add(int64(len(p.tasks)))
 	return true
 }
 

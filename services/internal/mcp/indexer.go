@@ -9,6 +9,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
+	"github.com/gridcrawl/gridcrawl/services/internal/frontier"
 )
 
 // Timing of documents that arrive before their page is to-be-indexed.
@@ -158,8 +159,7 @@ func (m *MCP) fail(ctx context.Context, pend []*pendingIndex, err error) {
 	}
 	m.log.Error("index documents", "err", err)
 	for _, p := range pend {
-		delay := min(time.Duration(p.d.Attempt())*2*time.Second, 30*time.Second)
-		if serr := p.d.Retry(ctx, delay); serr != nil {
+		if serr := p.d.Retry(ctx, frontier.RetryDelay(p.d.Attempt())); serr != nil {
 			m.log.Error("retry index contract", "queue", contracts.QueueIndex, "err", serr)
 		}
 	}

@@ -2,13 +2,12 @@ package mcp
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
-	"github.com/gridcrawl/gridcrawl/pkg/queue"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
+	"github.com/gridcrawl/gridcrawl/services/internal/frontier"
 )
 
 // runSweep periodically republishes the work of records that have sat in a
@@ -110,21 +109,16 @@ func (m *MCP) republish(ctx context.Context, crawlID string, p contracts.Profile
 	if err := m.frontier.Publish(ctx, crawlID, p, load); err != nil {
 		return err
 	}
-	var msgs []queue.Message
-	for _, b := range []struct {
-		pages   []contracts.CrawlerPage
-		reindex bool
-	}{{parse, false}, {reindex, true}} {
-		for pages := b.pages; len(pages) > 0; {
-			n := min(len(pages), 100)
-			body, err := json.Marshal(contracts.CrawlerContract{V: contracts.Version, CrawlID: crawlID, Profile: contracts.InlineProfile(p), Pages: pages[:n], Reindex: b.reindex})
-			if err != nil {
-				return fmt.Errorf("encode crawler contract: %w", err)
-			}
-			msgs = append(msgs, queue.Message{Body: body})
-			pages = pages[n:]
-		}
+	inline := contracts.InlineProfile(p)
+	msgs, err := frontier.CrawlerMessages(crawlID, inline, parse, false)
+	if err != nil {
+		return err
 	}
+	more, err := frontier.CrawlerMessages(crawlID, inline, reindex, true)
+	if err != nil {
+		return err
+	}
+	msgs = append(msgs, more...)
 	if len(msgs) > 0 {
 		if err := m.deps.Queue.Publish(ctx, contracts.QueueCrawler, msgs...); err != nil {
 			return fmt.Errorf("republish crawler contracts: %w", err)
