@@ -2,7 +2,13 @@
 // addressed by key.
 //
 // Contract: Put is atomic (readers see the whole object or none) and durable
-// when it returns; putting an existing key replaces it.
+// when it returns; putting an existing key replaces it. Writers that must
+// never replace an object (the loader's WARC segments) choose keys no other
+// writer uses.
+//
+// A store may also implement Appender, for objects that grow in place (a
+// local file does; an S3 object does not). Callers test for it with a type
+// assertion and fall back to one Put per object.
 package assets
 
 import (
@@ -22,4 +28,19 @@ type Store interface {
 	// List returns the keys under prefix in lexical order.
 	List(ctx context.Context, prefix string) ([]string, error)
 	Close() error
+}
+
+// Appender is an optional capability of a Store: objects that grow at their
+// end.
+//
+// Contract: Append writes the size bytes of r at the end of the object key,
+// creating it when absent, and returns the offset at which they start (the
+// object's size before the call). When it returns nil the bytes are durable
+// (synced to stable storage). Bytes once appended never change: a Get of a
+// range returned by an earlier Append keeps reading the same bytes while the
+// object grows. A failed Append leaves the object as it was before the call.
+// Each key has a single writer: concurrent Appends to one key are the
+// caller's error.
+type Appender interface {
+	Append(ctx context.Context, key string, r io.Reader, size int64) (offset int64, err error)
 }

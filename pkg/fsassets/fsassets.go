@@ -10,6 +10,10 @@
 // every shorter prefix ending in a slash names a directory, a key cannot
 // also be a directory of other keys ("a" and "a/b" cannot both exist); Put
 // reports such a conflict as an error.
+//
+// Store is also an assets.Appender: Append writes at the end of the file,
+// syncs it, and cuts the file back to its old size if the write fails, so
+// ranges returned earlier stay readable while the file grows.
 package fsassets
 
 import (
@@ -45,7 +49,10 @@ type Store struct {
 	dir string
 }
 
-var _ assets.Store = (*Store)(nil)
+var (
+	_ assets.Store    = (*Store)(nil)
+	_ assets.Appender = (*Store)(nil)
+)
 
 // Open returns the store in dir, creating the directory if needed.
 func Open(dir string) (*Store, error) {
@@ -153,6 +160,73 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64, co
 		return fmt.Errorf("put asset %q: %w", key, err)
 	}
 	return nil
+}
+
+// Append writes the size bytes of r at the end of the object key, creating
+// it (and syncing its directory) when absent, syncs the file and returns the
+// offset the bytes start at. size must be known (>= 0). On error the file
+// is truncated back to its previous size.
+func (s *Store) Append(ctx context.Context, key string, r io.Reader, size int64) (offset int64, err error) {
+	if err := ValidateKey(key); err != nil {
+		return 0, fmt.Errorf("append asset: %w", err)
+	}
+	if size < 0 {
+		return 0, fmt.Errorf("append asset %q: size must be known", key)
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("append asset %q: %w", key, err)
+	}
+	dst := s.path(key)
+	dir := filepath.Dir(dst)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return 0, fmt.Errorf("append asset %q: %w", key, conflict(err))
+	}
+	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return 0, fmt.Errorf("append asset %q: %w", key, conflict(err))
+	}
+	defer func() {
+		if cerr := f.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("append asset %q: %w", key, cerr)
+		}
+	}()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("append asset %q: %w", key, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return 0, fmt.Errorf("append asset %q: not a regular file", key)
+	}
+	offset = fi.Size()
+	created := offset == 0
+	n, err := io.Copy(&offsetWriter{f: f, off: offset}, ctxReader{ctx, io.LimitReader(r, size+1)})
+	if err == nil && n != size {
+		err = fmt.Errorf("reader gave %d bytes, announced %d", n, size)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if err == nil && created {
+		err = syncDir(dir)
+	}
+	if err != nil {
+		_ = f.Truncate(offset) // an object created by this call stays empty
+		return 0, fmt.Errorf("append asset %q: %w", key, err)
+	}
+	return offset, nil
+}
+
+// offsetWriter writes at increasing offsets of f (WriteAt, so that a file
+// opened without O_APPEND still knows where the write starts).
+type offsetWriter struct {
+	f   *os.File
+	off int64
+}
+
+func (w *offsetWriter) Write(p []byte) (int, error) {
+	n, err := w.f.WriteAt(p, w.off)
+	w.off += int64(n)
+	return n, err
 }
 
 // conflict explains the errors of a key that collides with a directory of

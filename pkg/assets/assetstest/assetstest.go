@@ -30,7 +30,8 @@ type Harness struct {
 	Reopen func(t *testing.T, x assets.Store) assets.Store
 }
 
-// Run runs the conformance suite against h.
+// Run runs the conformance suite against h. Stores that implement
+// assets.Appender also run the Append tests; the others skip them.
 func Run(t *testing.T, h Harness) {
 	tests := []struct {
 		name string
@@ -44,6 +45,8 @@ func Run(t *testing.T, h Harness) {
 		{"List", testList},
 		{"Large", testLarge},
 		{"Reopen", testReopen},
+		{"Append", testAppend},
+		{"AppendReopen", testAppendReopen},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.f(t, h) })
@@ -278,5 +281,88 @@ func testReopen(t *testing.T, h Harness) {
 	keys, err := s.List(t.Context(), p)
 	if err != nil || !cmp.Equal(keys, []string{p + "x/kept"}) {
 		t.Errorf("List(%q) after reopen = %q, %v, want [%q]", p, keys, err, p+"x/kept")
+	}
+}
+
+// appender returns s as an assets.Appender, or skips t.
+func appender(t *testing.T, s assets.Store) assets.Appender {
+	t.Helper()
+	a, ok := s.(assets.Appender)
+	if !ok {
+		t.Skip("store does not implement assets.Appender")
+	}
+	return a
+}
+
+func mustAppend(t *testing.T, a assets.Appender, key string, b []byte) int64 {
+	t.Helper()
+	off, err := a.Append(t.Context(), key, bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatalf("Append(%q, %d bytes) error: %v", key, len(b), err)
+	}
+	return off
+}
+
+// testAppend checks that appends return the previous size as offset, that
+// every range returned stays readable while the object grows, and that a
+// failed append leaves the object unchanged.
+func testAppend(t *testing.T, h Harness) {
+	s := h.New(t)
+	a := appender(t, s)
+	key := prefix() + "seg/open.warc.gz"
+	var all []byte
+	type span struct{ off, n int64 }
+	var spans []span
+	for i, n := range []int{1, 700, 70_000, 3} {
+		b := data(n, uint64(10+i))
+		off := mustAppend(t, a, key, b)
+		if off != int64(len(all)) {
+			t.Fatalf("Append #%d offset = %d, want %d (the size before)", i, off, len(all))
+		}
+		all = append(all, b...)
+		spans = append(spans, span{off, int64(n)})
+		for j, sp := range spans {
+			if got := mustGet(t, s, key, sp.off, sp.n); !bytes.Equal(got, all[sp.off:sp.off+sp.n]) {
+				t.Fatalf("after append #%d, Get(%q, %d, %d) of append #%d = %d bytes, not the bytes appended", i, key, sp.off, sp.n, j, len(got))
+			}
+		}
+	}
+	if got := mustGet(t, s, key, 0, -1); !bytes.Equal(got, all) {
+		t.Errorf("Get(%q) = %d bytes, want the %d bytes appended", key, len(got), len(all))
+	}
+	// A reader that gives fewer bytes than announced fails the append.
+	if _, err := a.Append(t.Context(), key, bytes.NewReader([]byte("short")), 10); err == nil {
+		t.Errorf("Append(%q) of 5 bytes announced as 10: no error", key)
+	}
+	if got := mustGet(t, s, key, 0, -1); !bytes.Equal(got, all) {
+		t.Errorf("after a failed append, Get(%q) = %d bytes, want the %d bytes appended before", key, len(got), len(all))
+	}
+	if off := mustAppend(t, a, key, []byte("end")); off != int64(len(all)) {
+		t.Errorf("Append after a failed one: offset %d, want %d", off, len(all))
+	}
+	keys, err := s.List(t.Context(), strings.TrimSuffix(key, "open.warc.gz"))
+	if err != nil || !cmp.Equal(keys, []string{key}) {
+		t.Errorf("List = %q, %v, want [%q]", keys, err, key)
+	}
+}
+
+// testAppendReopen checks that appended bytes survive a restart and that
+// appending continues at the end.
+func testAppendReopen(t *testing.T, h Harness) {
+	if h.Reopen == nil {
+		t.Skip("harness has no Reopen")
+	}
+	s := h.New(t)
+	a := appender(t, s)
+	key := prefix() + "kept.warc"
+	b1, b2 := data(5000, 21), data(100, 22)
+	mustAppend(t, a, key, b1)
+	s = h.Reopen(t, s)
+	a = appender(t, s)
+	if off := mustAppend(t, a, key, b2); off != int64(len(b1)) {
+		t.Errorf("Append after reopen: offset %d, want %d", off, len(b1))
+	}
+	if got := mustGet(t, s, key, 0, -1); !bytes.Equal(got, append(b1, b2...)) {
+		t.Errorf("Get after reopen = %d bytes, want %d", len(got), len(b1)+len(b2))
 	}
 }
