@@ -3,6 +3,7 @@ package robots
 import (
 	"container/list"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -45,6 +46,8 @@ type entry struct {
 	key     string
 	rules   *Rules
 	expires time.Time
+	// unreachable is why rules stand for an unreachable file, or nil.
+	unreachable error
 	// good is the last copy obtained from a definite answer (2xx, 3xx or
 	// 4xx), kept to stand in while the server is unreachable.
 	good *Rules
@@ -52,7 +55,7 @@ type entry struct {
 
 type call struct {
 	done  chan struct{}
-	rules *Rules
+	res   Result
 	ok    bool // false: the fetching caller's context ended; try again
 	// waiters counts the callers waiting on this call (read by tests).
 	waiters int
@@ -81,6 +84,26 @@ func NewCache(fetch Fetcher, cfg CacheConfig) *Cache {
 	}
 }
 
+// ErrUnreachable is wrapped by Result.Unreachable: robots.txt could not be
+// had (a network error, a 5xx or 429 status), so nothing may be fetched
+// (RFC 9309 §2.3.1.4).
+var ErrUnreachable = errors.New("robots.txt unreachable")
+
+// Result is what Lookup knows of an origin's robots.txt.
+type Result struct {
+	// Rules are the rules to obey; never nil.
+	Rules *Rules
+	// Unreachable, when not nil, wraps ErrUnreachable and the fetch's error
+	// or status: Rules is DisallowAll because the file could not be had.
+	// It is nil when Rules come from an answer or stand in from the last
+	// good copy, so a URL Rules disallow is truly disallowed.
+	Unreachable error
+	// Fetched reports that this call fetched robots.txt itself (a request
+	// was sent on its behalf); false when the rules were cached or another
+	// caller's fetch was shared.
+	Fetched bool
+}
+
 // Get returns the rules for scheme://hostport, fetching /robots.txt when
 // they are not cached or have expired. Status codes follow RFC 9309 §2.3.1:
 //   - 2xx: the body is parsed;
@@ -90,6 +113,13 @@ func NewCache(fetch Fetcher, cfg CacheConfig) *Cache {
 //
 // The error is non-nil only if ctx ends before the rules are known.
 func (c *Cache) Get(ctx context.Context, scheme, hostport string) (*Rules, error) {
+	res, err := c.Lookup(ctx, scheme, hostport)
+	return res.Rules, err
+}
+
+// Lookup is Get that also tells why the rules are DisallowAll when the file
+// is unreachable, and whether this call fetched it.
+func (c *Cache) Lookup(ctx context.Context, scheme, hostport string) (Result, error) {
 	key := originKey(scheme, hostport)
 	for {
 		c.mu.Lock()
@@ -99,7 +129,7 @@ func (c *Cache) Get(ctx context.Context, scheme, hostport string) (*Rules, error
 			if c.cfg.Now().Before(e.expires) {
 				c.lru.MoveToFront(el)
 				c.mu.Unlock()
-				return e.rules, nil
+				return Result{Rules: e.rules, Unreachable: e.unreachable}, nil
 			}
 			good = e.good
 		}
@@ -109,11 +139,13 @@ func (c *Cache) Get(ctx context.Context, scheme, hostport string) (*Rules, error
 			select {
 			case <-cl.done:
 				if cl.ok {
-					return cl.rules, nil
+					res := cl.res
+					res.Fetched = false
+					return res, nil
 				}
 				continue // the fetching caller gave up; fetch ourselves
 			case <-ctx.Done():
-				return nil, fmt.Errorf("get robots.txt of %q: %w", key, context.Cause(ctx))
+				return Result{}, fmt.Errorf("get robots.txt of %q: %w", key, context.Cause(ctx))
 			}
 		}
 		cl := &call{done: make(chan struct{})}
@@ -122,9 +154,9 @@ func (c *Cache) Get(ctx context.Context, scheme, hostport string) (*Rules, error
 
 		c.load(ctx, key, good, cl)
 		if !cl.ok {
-			return nil, fmt.Errorf("get robots.txt of %q: %w", key, context.Cause(ctx))
+			return Result{}, fmt.Errorf("get robots.txt of %q: %w", key, context.Cause(ctx))
 		}
-		return cl.rules, nil
+		return cl.res, nil
 	}
 }
 
@@ -156,6 +188,7 @@ func (c *Cache) load(ctx context.Context, key string, good *Rules, cl *call) {
 
 	status, body, err := c.fetch(ctx, key+"/robots.txt")
 	var rules *Rules
+	var unreachable error
 	ttl := c.cfg.TTL
 	definite := true
 	switch {
@@ -169,8 +202,13 @@ func (c *Cache) load(ctx context.Context, key string, good *Rules, cl *call) {
 		definite = false
 		ttl = c.cfg.ErrorTTL
 		rules = DisallowAll
-		if good != nil {
+		switch {
+		case good != nil:
 			rules = good
+		case err != nil:
+			unreachable = fmt.Errorf("%w: %w", ErrUnreachable, err)
+		default:
+			unreachable = fmt.Errorf("%w: http %d", ErrUnreachable, status)
 		}
 	}
 	if definite {
@@ -178,7 +216,7 @@ func (c *Cache) load(ctx context.Context, key string, good *Rules, cl *call) {
 	}
 
 	c.mu.Lock()
-	e := &entry{key: key, rules: rules, expires: c.cfg.Now().Add(ttl), good: good}
+	e := &entry{key: key, rules: rules, unreachable: unreachable, expires: c.cfg.Now().Add(ttl), good: good}
 	if el, ok := c.entries[key]; ok {
 		el.Value = e
 		c.lru.MoveToFront(el)
@@ -191,5 +229,5 @@ func (c *Cache) load(ctx context.Context, key string, good *Rules, cl *call) {
 		}
 	}
 	c.mu.Unlock()
-	cl.rules, cl.ok = rules, true
+	cl.res, cl.ok = Result{Rules: rules, Unreachable: unreachable, Fetched: true}, true
 }

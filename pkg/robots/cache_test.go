@@ -375,3 +375,78 @@ func TestCacheConcurrentHosts(t *testing.T) {
 		t.Errorf("entries = %d, want at most 10", got)
 	}
 }
+
+// TestCacheLookupTellsWhy checks that an unreachable robots.txt is reported
+// with its cause (not as rules that disallow), that a good copy standing in
+// is not, and that only the call that fetched reports Fetched.
+func TestCacheLookupTellsWhy(t *testing.T) {
+	refused := errors.New("dial tcp 127.0.0.1:1: connect: connection refused")
+	tests := []struct {
+		name      string
+		origin    fakeOrigin
+		wantWhy   string // "" means Unreachable is nil
+		wantRules *Rules // nil means parsed rules
+	}{
+		{"network error", fakeOrigin{err: refused}, "robots.txt unreachable: dial tcp 127.0.0.1:1: connect: connection refused", DisallowAll},
+		{"503", fakeOrigin{status: 503}, "robots.txt unreachable: http 503", DisallowAll},
+		{"429", fakeOrigin{status: 429}, "robots.txt unreachable: http 429", DisallowAll},
+		{"404", fakeOrigin{status: 404}, "", AllowAll},
+		{"200", fakeOrigin{status: 200, body: "User-agent: *\nDisallow: /\n"}, "", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeFetcher()
+			f.set("http://a.test/robots.txt", tc.origin)
+			c := NewCache(f.fetch, CacheConfig{})
+			for i, wantFetched := range []bool{true, false} {
+				res, err := c.Lookup(t.Context(), "http", "a.test")
+				if err != nil {
+					t.Fatalf("Lookup #%d: %v", i, err)
+				}
+				why := ""
+				if res.Unreachable != nil {
+					why = res.Unreachable.Error()
+					if !errors.Is(res.Unreachable, ErrUnreachable) {
+						t.Errorf("Lookup #%d: Unreachable %v does not wrap ErrUnreachable", i, res.Unreachable)
+					}
+				}
+				if why != tc.wantWhy {
+					t.Errorf("Lookup #%d: Unreachable = %q, want %q", i, why, tc.wantWhy)
+				}
+				if tc.origin.err != nil && !errors.Is(res.Unreachable, refused) {
+					t.Errorf("Lookup #%d: Unreachable %v does not wrap the fetch error", i, res.Unreachable)
+				}
+				if tc.wantRules != nil && res.Rules != tc.wantRules {
+					t.Errorf("Lookup #%d: Rules = %p, want %p", i, res.Rules, tc.wantRules)
+				}
+				if res.Fetched != wantFetched {
+					t.Errorf("Lookup #%d: Fetched = %v, want %v", i, res.Fetched, wantFetched)
+				}
+			}
+		})
+	}
+}
+
+// TestCacheLookupGoodCopyIsNotUnreachable checks that rules standing in from
+// the last good copy carry no unreachable reason: what they disallow is
+// truly disallowed.
+func TestCacheLookupGoodCopyIsNotUnreachable(t *testing.T) {
+	const url = "http://a.test/robots.txt"
+	f := newFakeFetcher()
+	f.set(url, fakeOrigin{status: 200, body: "User-agent: *\nDisallow: /private\n"})
+	clock := &fakeClock{now: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
+	c := NewCache(f.fetch, CacheConfig{Now: clock.Now, TTL: time.Hour})
+	if _, err := c.Lookup(t.Context(), "http", "a.test"); err != nil {
+		t.Fatal(err)
+	}
+	f.set(url, fakeOrigin{status: 503})
+	clock.advance(2 * time.Hour)
+	res, err := c.Lookup(t.Context(), "http", "a.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Unreachable != nil || !res.Fetched || res.Rules.Allowed(ua, "/private") || !res.Rules.Allowed(ua, "/public") {
+		t.Errorf("Lookup with a good copy while 503 = {Unreachable: %v, Fetched: %v}, /private allowed %v, /public allowed %v; want nil, true, false, true",
+			res.Unreachable, res.Fetched, res.Rules.Allowed(ua, "/private"), res.Rules.Allowed(ua, "/public"))
+	}
+}
