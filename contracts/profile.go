@@ -5,6 +5,8 @@
 package contracts
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -33,6 +35,12 @@ const (
 )
 
 // Politeness holds a crawl's default politeness settings.
+//
+// Decoded from JSON, defaults apply field by field: an absent field takes its
+// default and an explicit value, 0 included, is kept (see UnmarshalJSON). A
+// Go value is taken as it is, except that the zero Politeness means "not
+// given" (all defaults, see Profile.WithDefaults) and an empty Robots means
+// "obey".
 type Politeness struct {
 	// MinDelayMS is the least time between two fetches from one host group.
 	MinDelayMS int `json:"min_delay_ms"`
@@ -44,8 +52,112 @@ type Politeness struct {
 	Robots string `json:"robots"`
 }
 
+// DefaultPoliteness returns the politeness of a profile that gives none.
+func DefaultPoliteness() Politeness {
+	return Politeness{MinDelayMS: DefaultMinDelayMS, MaxDelayMS: DefaultMaxDelayMS, DelayFactor: DefaultFactor, Robots: RobotsObey}
+}
+
+// politenessFields is a politeness object as sent: nil fields were absent
+// (or null).
+type politenessFields struct {
+	MinDelayMS  *int     `json:"min_delay_ms"`
+	MaxDelayMS  *int     `json:"max_delay_ms"`
+	DelayFactor *float64 `json:"delay_factor"`
+	Robots      *string  `json:"robots"`
+}
+
+// UnmarshalJSON decodes a politeness object, rejecting unknown fields, and
+// fills its absent fields with their defaults: min_delay_ms 500 (or
+// max_delay_ms when that is smaller), max_delay_ms 10000 (or min_delay_ms
+// when that is larger), delay_factor 2, robots "obey" (also for ""). So
+// {"min_delay_ms":300} keeps the adaptive delay, {"delay_factor":0} turns it
+// off, and defaults never contradict a field that was given. A null object
+// is ignored.
+func (p *Politeness) UnmarshalJSON(b []byte) error {
+	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
+		return nil
+	}
+	var f politenessFields
+	if err := decodeStrict(b, &f); err != nil {
+		return err
+	}
+	*p = f.withDefaults()
+	return nil
+}
+
+// withDefaults returns the politeness f gives, with its absent fields
+// defaulted (see Politeness.UnmarshalJSON).
+func (f politenessFields) withDefaults() Politeness {
+	p := DefaultPoliteness()
+	switch {
+	case f.MinDelayMS != nil && f.MaxDelayMS != nil:
+		p.MinDelayMS, p.MaxDelayMS = *f.MinDelayMS, *f.MaxDelayMS
+	case f.MinDelayMS != nil:
+		p.MinDelayMS = *f.MinDelayMS
+		p.MaxDelayMS = max(DefaultMaxDelayMS, p.MinDelayMS)
+	case f.MaxDelayMS != nil:
+		p.MaxDelayMS = *f.MaxDelayMS
+		p.MinDelayMS = max(min(DefaultMinDelayMS, p.MaxDelayMS), 0)
+	}
+	if f.DelayFactor != nil {
+		p.DelayFactor = *f.DelayFactor
+	}
+	if f.Robots != nil && *f.Robots != "" {
+		p.Robots = *f.Robots
+	}
+	return p
+}
+
+// PolitenessPatch is the politeness of a PATCH body (ProfilePatch). Unlike
+// a profile's politeness, absent (nil) fields keep the crawl's current
+// value, field by field, instead of taking the defaults.
+type PolitenessPatch struct {
+	MinDelayMS  *int     `json:"min_delay_ms,omitempty"`
+	MaxDelayMS  *int     `json:"max_delay_ms,omitempty"`
+	DelayFactor *float64 `json:"delay_factor,omitempty"`
+	Robots      *string  `json:"robots,omitempty"`
+}
+
+// Apply returns cur with the fields pp gives replaced; a nil pp changes
+// nothing. The result still needs Profile.WithDefaults and Validate (a
+// raised min_delay_ms above the current max_delay_ms is an error, not a
+// silent raise of the maximum).
+func (pp *PolitenessPatch) Apply(cur Politeness) Politeness {
+	if pp == nil {
+		return cur
+	}
+	if pp.MinDelayMS != nil {
+		cur.MinDelayMS = *pp.MinDelayMS
+	}
+	if pp.MaxDelayMS != nil {
+		cur.MaxDelayMS = *pp.MaxDelayMS
+	}
+	if pp.DelayFactor != nil {
+		cur.DelayFactor = *pp.DelayFactor
+	}
+	if pp.Robots != nil {
+		cur.Robots = *pp.Robots
+	}
+	return cur
+}
+
+// decodeStrict decodes one JSON value from b into v, rejecting unknown
+// fields: a type with its own UnmarshalJSON does not inherit the caller's
+// json.Decoder.DisallowUnknownFields.
+func decodeStrict(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
 // Profile is a crawl profile as submitted to MCP. Once accepted it is
 // immutable and travels inside every loader and crawler contract of its crawl.
+//
+// The defaults of absent fields are the constants below (DefaultMaxDepth,
+// DefaultScope, DefaultPoliteness...), the same for the API and for `grid
+// crawl`. Decoding JSON applies those of max_depth and politeness, whose
+// zero values are meaningful (see UnmarshalJSON); WithDefaults applies the
+// others, whose zero values mean "not given".
 type Profile struct {
 	Name              string     `json:"name,omitempty"`
 	StartURLs         []string   `json:"start_urls"`
@@ -58,7 +170,7 @@ type Profile struct {
 	MaxPages          int        `json:"max_pages,omitempty"`
 	MaxPagesPerHost   int        `json:"max_pages_per_host,omitempty"`
 	UserAgent         string     `json:"user_agent,omitempty"`
-	Politeness        Politeness `json:"politeness"`
+	Politeness        Politeness `json:"politeness,omitzero"`
 	Priority          int        `json:"priority,omitempty"`
 	// Budget sets Heritrix-style queue budgets per crawl host group.
 	Budget *Budget `json:"budget,omitempty"`
@@ -75,6 +187,23 @@ const (
 	CostAntiCalendar = "anti-calendar"
 )
 
+// UnmarshalJSON decodes a profile, rejecting unknown fields, with
+// max_depth DefaultMaxDepth when absent (an explicit 0 fetches only the
+// start URLs) and politeness defaulted field by field (see
+// Politeness.UnmarshalJSON). A null profile is ignored.
+func (p *Profile) UnmarshalJSON(b []byte) error {
+	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
+		return nil
+	}
+	type profile Profile // without methods, so that decoding does not recurse
+	v := profile{MaxDepth: DefaultMaxDepth}
+	if err := decodeStrict(b, &v); err != nil {
+		return err
+	}
+	*p = Profile(v)
+	return nil
+}
+
 // Budget is a crawl's per-group budget (Heritrix's queue budgets, seed 003).
 type Budget struct {
 	// BalanceReplenish is the session balance: after spending it a group
@@ -89,6 +218,12 @@ type Budget struct {
 	// PauseAtFinish pauses the crawl when it runs out of work instead of
 	// finishing it, so that budgets can be raised.
 	PauseAtFinish bool `json:"pause_at_finish,omitempty"`
+	// HoldQueues crawls site-first (Heritrix's hold-queues): a new crawl
+	// host group starts inactive and is activated only when the active ones
+	// cannot keep the loader's fetchers busy, so that sites are finished one
+	// after another instead of all at once. A PATCH that sets it holds the
+	// groups that have not been fetched from yet.
+	HoldQueues bool `json:"hold_queues,omitempty"`
 	// Overrides set other budgets for the groups of some domains.
 	Overrides []BudgetOverride `json:"overrides,omitempty"`
 }
@@ -102,17 +237,25 @@ type BudgetOverride struct {
 }
 
 // ProfilePatch is the body of PATCH /api/v1/crawls/{id}: the settings that
-// may change mid-crawl. Absent fields keep their value.
+// may change mid-crawl. Absent fields keep their value: politeness field by
+// field (PolitenessPatch), while a budget given replaces the crawl's budget
+// as a whole.
 type ProfilePatch struct {
-	Politeness *Politeness `json:"politeness,omitempty"`
-	Budget     *Budget     `json:"budget,omitempty"`
+	Politeness *PolitenessPatch `json:"politeness,omitempty"`
+	Budget     *Budget          `json:"budget,omitempty"`
 }
 
-// Profile limits and defaults.
+// Profile limits and defaults. The defaults are those of the API and of
+// `grid crawl` alike: one place defines them.
 const (
-	MaxStartURLs      = 10000
-	MaxDepthLimit     = 100
-	MaxPriority       = 9
+	MaxStartURLs  = 10000
+	MaxDepthLimit = 100
+	MaxPriority   = 9
+	// DefaultMaxDepth follows links up to three hops from the start URLs:
+	// a site's home page, its sections and their pages.
+	DefaultMaxDepth = 3
+	// DefaultScope keeps a crawl on the hosts of its start URLs.
+	DefaultScope      = ScopeHost
 	DefaultUserAgent  = "gridcrawl/1.0 (+https://github.com/gridcrawl/gridcrawl)"
 	DefaultMinDelayMS = 500
 	DefaultMaxDelayMS = 10000
@@ -130,24 +273,24 @@ type FieldError struct {
 
 func (e *FieldError) Error() string { return fmt.Sprintf("invalid %s: %s", e.Field, e.Reason) }
 
-// WithDefaults returns p with unset optional fields filled in.
+// WithDefaults returns p with the defaults of the fields whose zero value
+// means "not given": scope, user agent, a zero Politeness (all of
+// DefaultPoliteness) and an empty robots policy ("obey"). Other politeness
+// values are kept as they are, zeros included: JSON decoding has already
+// defaulted the absent ones. MaxDepth is never changed: 0 is a valid depth
+// (JSON decoding defaults an absent max_depth).
 func (p Profile) WithDefaults() Profile {
 	if p.Scope == "" {
-		p.Scope = ScopeHost
+		p.Scope = DefaultScope
 	}
 	if p.UserAgent == "" {
 		p.UserAgent = DefaultUserAgent
 	}
+	if p.Politeness == (Politeness{}) {
+		p.Politeness = DefaultPoliteness()
+	}
 	if p.Politeness.Robots == "" {
 		p.Politeness.Robots = RobotsObey
-	}
-	if p.Politeness.MinDelayMS == 0 && p.Politeness.MaxDelayMS == 0 && p.Politeness.DelayFactor == 0 {
-		p.Politeness.MinDelayMS = DefaultMinDelayMS
-		p.Politeness.MaxDelayMS = DefaultMaxDelayMS
-		p.Politeness.DelayFactor = DefaultFactor
-	}
-	if p.Politeness.MaxDelayMS == 0 {
-		p.Politeness.MaxDelayMS = max(DefaultMaxDelayMS, p.Politeness.MinDelayMS)
 	}
 	return p
 }

@@ -163,17 +163,15 @@ func TestProfileWithDefaults(t *testing.T) {
 			StartURLs: urls, Scope: contracts.ScopeHost, UserAgent: contracts.DefaultUserAgent, Politeness: defaults,
 		}},
 		{"full profile unchanged", fullProfile(), fullProfile()},
-		{"min delay above default max raises max", contracts.Profile{StartURLs: urls, Politeness: contracts.Politeness{MinDelayMS: 20000}}, contracts.Profile{
+		// A Go Politeness is taken as it is: only the zero value means
+		// "not given" (JSON decoding defaults absent fields one by one,
+		// TestProfileDecodeDefaults).
+		{"go politeness kept, empty robots obeys", contracts.Profile{StartURLs: urls, Politeness: contracts.Politeness{MinDelayMS: 100}}, contracts.Profile{
 			StartURLs: urls, Scope: contracts.ScopeHost, UserAgent: contracts.DefaultUserAgent,
-			Politeness: contracts.Politeness{MinDelayMS: 20000, MaxDelayMS: 20000, Robots: contracts.RobotsObey},
+			Politeness: contracts.Politeness{MinDelayMS: 100, Robots: contracts.RobotsObey},
 		}},
-		{"min delay below default max keeps default max", contracts.Profile{StartURLs: urls, Politeness: contracts.Politeness{MinDelayMS: 100}}, contracts.Profile{
-			StartURLs: urls, Scope: contracts.ScopeHost, UserAgent: contracts.DefaultUserAgent,
-			Politeness: contracts.Politeness{MinDelayMS: 100, MaxDelayMS: contracts.DefaultMaxDelayMS, Robots: contracts.RobotsObey},
-		}},
-		{"factor only", contracts.Profile{StartURLs: urls, Politeness: contracts.Politeness{DelayFactor: 3}}, contracts.Profile{
-			StartURLs: urls, Scope: contracts.ScopeHost, UserAgent: contracts.DefaultUserAgent,
-			Politeness: contracts.Politeness{MaxDelayMS: contracts.DefaultMaxDelayMS, DelayFactor: 3, Robots: contracts.RobotsObey},
+		{"max depth 0 kept", contracts.Profile{StartURLs: urls, MaxDepth: 0, Politeness: defaults}, contracts.Profile{
+			StartURLs: urls, Scope: contracts.ScopeHost, UserAgent: contracts.DefaultUserAgent, Politeness: defaults,
 		}},
 	}
 	for _, tt := range tests {
@@ -186,6 +184,125 @@ func TestProfileWithDefaults(t *testing.T) {
 				t.Errorf("WithDefaults is not idempotent on %+v (-once +twice):\n%s", got, diff)
 			}
 		})
+	}
+}
+
+// decodeProfile decodes body as MCP does: strictly, then WithDefaults.
+func decodeProfile(t *testing.T, body string) contracts.Profile {
+	t.Helper()
+	var p contracts.Profile
+	if err := decodeStrict([]byte(body), &p); err != nil {
+		t.Fatalf("decode %s: %v", body, err)
+	}
+	return p.WithDefaults()
+}
+
+// TestProfileDecodeDefaults: defaults apply field by field; an absent field
+// takes its default and an explicit value, 0 included, is kept (defect 9:
+// {"min_delay_ms":300} used to turn the adaptive delay off).
+func TestProfileDecodeDefaults(t *testing.T) {
+	pol := func(minMS, maxMS int, factor float64) contracts.Politeness {
+		return contracts.Politeness{MinDelayMS: minMS, MaxDelayMS: maxMS, DelayFactor: factor, Robots: contracts.RobotsObey}
+	}
+	tests := []struct {
+		name      string
+		body      string // members after start_urls
+		wantDepth int
+		wantPol   contracts.Politeness
+	}{
+		{"absent", ``, 3, pol(500, 10000, 2)},
+		{"null", `,"politeness":null,"max_depth":null`, 3, pol(500, 10000, 2)},
+		{"empty politeness", `,"politeness":{}`, 3, pol(500, 10000, 2)},
+		{"min delay only keeps factor and max", `,"politeness":{"min_delay_ms":300}`, 3, pol(300, 10000, 2)},
+		{"min delay above default max raises max", `,"politeness":{"min_delay_ms":20000}`, 3, pol(20000, 20000, 2)},
+		{"max delay below default min lowers min", `,"politeness":{"max_delay_ms":100}`, 3, pol(100, 100, 2)},
+		{"factor 0 kept", `,"politeness":{"delay_factor":0}`, 3, pol(500, 10000, 0)},
+		{"factor only", `,"politeness":{"delay_factor":3}`, 3, pol(500, 10000, 3)},
+		{"explicit zeros kept", `,"politeness":{"min_delay_ms":0,"max_delay_ms":0,"delay_factor":0}`, 3, pol(0, 0, 0)},
+		{"explicit zeros and empty robots kept", `,"politeness":{"min_delay_ms":0,"max_delay_ms":0,"delay_factor":0,"robots":""}`, 3, pol(0, 0, 0)},
+		{"robots ignore", `,"politeness":{"robots":"ignore"}`, 3, contracts.Politeness{MinDelayMS: 500, MaxDelayMS: 10000, DelayFactor: 2, Robots: contracts.RobotsIgnore}},
+		{"depth 0 kept", `,"max_depth":0`, 0, pol(500, 10000, 2)},
+		{"depth 7", `,"max_depth":7`, 7, pol(500, 10000, 2)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := `{"start_urls":["https://example.com/"]` + tt.body + `}`
+			got := decodeProfile(t, body)
+			want := contracts.Profile{
+				StartURLs: []string{"https://example.com/"}, MaxDepth: tt.wantDepth, Scope: contracts.DefaultScope,
+				UserAgent: contracts.DefaultUserAgent, Politeness: tt.wantPol,
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("decode %s mismatch (-want +got):\n%s", body, diff)
+			}
+			if err := got.Validate(); err != nil {
+				t.Errorf("Validate(decode %s) = %v", body, err)
+			}
+			// What MCP stores and sends on decodes to itself.
+			data, err := json.Marshal(got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if again := decodeProfile(t, string(data)); !cmp.Equal(again, got) {
+				t.Errorf("decode(marshal(%+v)) = %+v", got, again)
+			}
+		})
+	}
+	// Only two given delays can contradict each other, explicit 0 included.
+	for _, body := range []string{
+		`{"start_urls":["https://example.com/"],"politeness":{"min_delay_ms":300,"max_delay_ms":0}}`,
+		`{"start_urls":["https://example.com/"],"politeness":{"min_delay_ms":300,"max_delay_ms":299}}`,
+	} {
+		var fe *contracts.FieldError
+		if err := decodeProfile(t, body).Validate(); !errors.As(err, &fe) || fe.Field != "politeness.max_delay_ms" {
+			t.Errorf("Validate(decode %s) = %v, want a FieldError for politeness.max_delay_ms", body, err)
+		}
+	}
+	if p := decodeProfile(t, `{"start_urls":["https://example.com/"]}`); p.Scope != contracts.ScopeHost || p.MaxDepth != contracts.DefaultMaxDepth ||
+		p.Politeness != contracts.DefaultPoliteness() {
+		t.Errorf("absent fields = scope %q depth %d politeness %+v, want the documented defaults", p.Scope, p.MaxDepth, p.Politeness)
+	}
+}
+
+// TestProfilePatchPoliteness: in a PATCH, absent politeness fields keep the
+// crawl's current values, field by field.
+func TestProfilePatchPoliteness(t *testing.T) {
+	cur := contracts.Politeness{MinDelayMS: 250, MaxDelayMS: 5000, DelayFactor: 1.5, Robots: contracts.RobotsIgnore}
+	tests := []struct {
+		name string
+		body string
+		want contracts.Politeness
+	}{
+		{"no politeness", `{}`, cur},
+		{"null politeness", `{"politeness":null}`, cur},
+		{"empty politeness", `{"politeness":{}}`, cur},
+		{"min delay only", `{"politeness":{"min_delay_ms":300}}`, contracts.Politeness{MinDelayMS: 300, MaxDelayMS: 5000, DelayFactor: 1.5, Robots: contracts.RobotsIgnore}},
+		{"factor 0", `{"politeness":{"delay_factor":0}}`, contracts.Politeness{MinDelayMS: 250, MaxDelayMS: 5000, DelayFactor: 0, Robots: contracts.RobotsIgnore}},
+		{"robots obey", `{"politeness":{"robots":"obey"}}`, contracts.Politeness{MinDelayMS: 250, MaxDelayMS: 5000, DelayFactor: 1.5, Robots: contracts.RobotsObey}},
+		{"every field", `{"politeness":{"min_delay_ms":1,"max_delay_ms":2,"delay_factor":3,"robots":"obey"}}`, contracts.Politeness{MinDelayMS: 1, MaxDelayMS: 2, DelayFactor: 3, Robots: contracts.RobotsObey}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var patch contracts.ProfilePatch
+			if err := decodeStrict([]byte(tt.body), &patch); err != nil {
+				t.Fatalf("decode %s: %v", tt.body, err)
+			}
+			if got := patch.Politeness.Apply(cur); got != tt.want {
+				t.Errorf("decode %s then Apply(%+v) = %+v, want %+v", tt.body, cur, got, tt.want)
+			}
+		})
+	}
+	var patch contracts.ProfilePatch
+	if err := decodeStrict([]byte(`{"politeness":{"min_delay":1}}`), &patch); err == nil {
+		t.Error("decode of an unknown politeness field in a patch succeeded, want an error")
+	}
+	// Raising the minimum above the current maximum is an error, not a
+	// silent raise of the maximum.
+	p := validProfile()
+	p.Politeness = (&contracts.PolitenessPatch{MinDelayMS: ptr(20000)}).Apply(p.Politeness)
+	var fe *contracts.FieldError
+	if err := p.WithDefaults().Validate(); !errors.As(err, &fe) || fe.Field != "politeness.max_delay_ms" {
+		t.Errorf("Validate(min raised above max) = %v, want a FieldError for politeness.max_delay_ms", err)
 	}
 }
 

@@ -97,8 +97,12 @@ func TestGoValuesValidate(t *testing.T) {
 		{"profile minimal as Go writes it", "profile", minimal},
 		{"profile minimal with defaults", "profile", minimal.WithDefaults()},
 		{"profile full with defaults", "profile", fullProfile().WithDefaults()},
-		{"profile min delay only", "profile", contracts.Profile{StartURLs: []string{"http://a"}, Politeness: contracts.Politeness{MinDelayMS: 20000}}},
-		{"profile min delay only with defaults", "profile", contracts.Profile{StartURLs: []string{"http://a"}, Politeness: contracts.Politeness{MinDelayMS: 20000}}.WithDefaults()},
+		{"profile zero delays", "profile", contracts.Profile{StartURLs: []string{"http://a"}, Politeness: contracts.Politeness{Robots: contracts.RobotsObey}}},
+		{"profile zero delays with defaults", "profile", contracts.Profile{StartURLs: []string{"http://a"}, Politeness: contracts.Politeness{Robots: contracts.RobotsObey}}.WithDefaults()},
+		{"profile with every budget field", "profile", contracts.Profile{StartURLs: []string{"http://a"}, Budget: &contracts.Budget{
+			BalanceReplenish: 10, TotalBudget: 100, CostPolicy: contracts.CostWag, PauseAtFinish: true, HoldQueues: true,
+			Overrides: []contracts.BudgetOverride{{Domain: "example.org", BalanceReplenish: 5, TotalBudget: 50}},
+		}}},
 		{"loader contract", "loader_contract", contracts.LoaderContract{
 			V: contracts.Version, CrawlID: "c-1", Profile: ptr(fullProfile()), Group: "example.com",
 			URLs: []contracts.LoaderURL{{URL: "https://example.com/", Depth: 0}, {URL: "https://example.com/r", Depth: 3, Hops: 2}},

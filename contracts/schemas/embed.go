@@ -34,9 +34,10 @@ const (
 	// expression, like the filters of contracts.Profile.
 	FormatRE2 = "gridcrawl-re2"
 	// FormatDelayRange marks a politeness object whose min_delay_ms must not
-	// exceed its max_delay_ms once defaults are applied: a max_delay_ms of 0
-	// or absent defaults to at least min_delay_ms, so only a nonzero
-	// max_delay_ms below min_delay_ms is wrong.
+	// exceed its max_delay_ms once defaults are applied. Defaults apply field
+	// by field and never contradict the other field (an absent max_delay_ms
+	// is at least min_delay_ms, an absent min_delay_ms at most
+	// max_delay_ms), so only two given values, 0 included, can be wrong.
 	FormatDelayRange = "gridcrawl-delay-range"
 )
 
@@ -80,24 +81,24 @@ func checkDelayRange(v any) error {
 	if !ok {
 		return nil
 	}
+	if obj["min_delay_ms"] == nil || obj["max_delay_ms"] == nil {
+		return nil // absent or null: defaulted to agree with the other
+	}
 	lo, okLo := number(obj["min_delay_ms"])
 	hi, okHi := number(obj["max_delay_ms"])
 	if !okLo || !okHi {
 		return nil // wrong types and out-of-range numbers fail other keywords
 	}
-	if hi == 0 || lo <= hi {
+	if lo <= hi {
 		return nil
 	}
 	return fmt.Errorf("min_delay_ms %v is greater than max_delay_ms %v", lo, hi)
 }
 
-// number returns v as a float64; absent and null count as 0, like the zero
-// value encoding/json leaves in a Go field. Float comparison is exact for
-// every value the schema's bounds allow.
+// number returns v as a float64. Float comparison is exact for every value
+// the schema's bounds allow.
 func number(v any) (float64, bool) {
 	switch n := v.(type) {
-	case nil:
-		return 0, true
 	case float64:
 		return n, true
 	case json.Number:

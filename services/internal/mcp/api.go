@@ -361,7 +361,7 @@ func (m *MCP) Patch(ctx context.Context, id string, patch contracts.ProfilePatch
 	}
 	p := c.Profile
 	if patch.Politeness != nil {
-		p.Politeness = *patch.Politeness
+		p.Politeness = patch.Politeness.Apply(p.Politeness) // absent fields keep their value
 	}
 	if patch.Budget != nil {
 		p.Budget = patch.Budget
