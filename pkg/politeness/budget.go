@@ -23,9 +23,17 @@ const NoLimit = -1
 //     it keeps its items and accepts new ones but is not scheduled, and its
 //     items are counted apart (Counts.RetiredItems). TotalBudget < 0 (NoLimit)
 //     means no limit; 0 retires the group before its first fetch.
+//   - HoldQueues (Heritrix's hold-queues, for site-first crawls) makes a new
+//     group start inactive: it is activated only when no group is ready, that
+//     is when the active groups cannot keep the fetchers busy, and then
+//     stays active until its items run out (or its session balance, when
+//     BalanceReplenish rotates groups). Setting it with SetBudget holds a
+//     group that has not handed out an item yet; clearing it releases held
+//     groups to the ready FIFO.
 type Budget struct {
 	BalanceReplenish int64 `json:"balance_replenish"`
 	TotalBudget      int64 `json:"total_budget"`
+	HoldQueues       bool  `json:"hold_queues"`
 }
 
 // DefaultBudget is Heritrix's default: a session balance of 3000 and no

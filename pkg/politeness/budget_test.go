@@ -304,3 +304,123 @@ func TestDrainRetired(t *testing.T) {
 		t.Errorf("after raising the budget TryNext = %v, %v; want the trap's new item", l.Item.URL, ok)
 	}
 }
+
+// runSlots hands out items to slots fetchers at a time (delay 0, fake
+// clock): each round leases up to slots items, then releases them all. It
+// returns the groups in hand-out order.
+func runSlots(t *testing.T, s *Scheduler, slots int) []string {
+	t.Helper()
+	var order []string
+	for {
+		var ls []Lease
+		for len(ls) < slots {
+			l, ok := s.TryNext()
+			if !ok {
+				break
+			}
+			ls = append(ls, l)
+			order = append(order, l.Item.Group)
+		}
+		if len(ls) == 0 {
+			return order
+		}
+		for _, l := range ls {
+			mustRelease(t, s, l, Outcome{Status: 200})
+		}
+	}
+}
+
+// maxOpen returns the most groups that were started (some item handed out)
+// and not finished (some item still to come) at once in order: 1 for groups
+// crawled strictly one after another, the number of groups when they are
+// all interleaved.
+func maxOpen(order []string) int {
+	last := map[string]int{}
+	for i, g := range order {
+		last[g] = i
+	}
+	open, most := map[string]bool{}, 0
+	for i, g := range order {
+		open[g] = true
+		most = max(most, len(open))
+		if last[g] == i {
+			delete(open, g)
+		}
+	}
+	return most
+}
+
+// TestHoldQueuesPerGroupSiteFirst: with 2 fetch slots and 5 groups of 4
+// items, groups whose budget holds queues are finished two at a time, one
+// pair after another, instead of all five interleaved; the budget reaches
+// them by default budget, by override and by SetBudget before the group's
+// first item (as the loader sets a crawl's budget).
+func TestHoldQueuesPerGroupSiteFirst(t *testing.T) {
+	hosts := []string{"a", "b", "c", "d", "e"}
+	hold := &Budget{BalanceReplenish: NoLimit, TotalBudget: NoLimit, HoldQueues: true}
+	tests := []struct {
+		name     string
+		cfg      Config
+		setup    func(s *Scheduler)
+		wantOpen int
+	}{
+		{"no hold interleaves", Config{Budget: noBudget}, func(*Scheduler) {}, 5},
+		{"default budget", Config{Budget: hold}, func(*Scheduler) {}, 2},
+		{"scheduler-wide config", Config{Budget: noBudget, HoldQueues: true}, func(*Scheduler) {}, 2},
+		{"per-group budgets", Config{Budget: noBudget}, func(s *Scheduler) {
+			for _, h := range hosts {
+				s.SetBudget(h, *hold)
+			}
+		}, 2},
+		{"overrides", Config{Budget: noBudget, Overrides: []Override{
+			{Domain: "a", Budget: hold}, {Domain: "b", Budget: hold}, {Domain: "c", Budget: hold}, {Domain: "d", Budget: hold}, {Domain: "e", Budget: hold},
+		}}, func(*Scheduler) {}, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := tt.cfg
+			cfg.Delay, cfg.Cost = fixedDelay(0), ZeroCost{}
+			s := newTestScheduler(t, newFakeClock(), cfg)
+			tt.setup(s)
+			for _, h := range hosts {
+				addN(t, s, h, 4)
+			}
+			order := runSlots(t, s, 2)
+			if len(order) != 20 {
+				t.Fatalf("handed out %d items, want 20: %v", len(order), order)
+			}
+			if got := maxOpen(order); got != tt.wantOpen {
+				t.Errorf("groups open at once = %d, want %d; order %v", got, tt.wantOpen, order)
+			}
+		})
+	}
+}
+
+// TestHoldQueuesSetBudget: a budget that turns HoldQueues on holds groups
+// not started yet and leaves a started one active; turning it off releases
+// the held groups.
+func TestHoldQueuesSetBudget(t *testing.T) {
+	s := newTestScheduler(t, newFakeClock(), Config{Delay: fixedDelay(0), Budget: noBudget, Cost: ZeroCost{}})
+	for _, h := range []string{"a", "b", "c"} {
+		addN(t, s, h, 2)
+	}
+	l := mustNext(t, s, "https://a/1")
+	mustRelease(t, s, l, Outcome{Status: 200})
+	checkStates(t, s, "before", States{Ready: []string{"b", "c", "a"}})
+	s.SetBudget("", Budget{BalanceReplenish: NoLimit, TotalBudget: NoLimit, HoldQueues: true})
+	checkStates(t, s, "held", States{Ready: []string{"a"}, Inactive: []string{"b", "c"}})
+	if got := drainShort(t, s); !cmp.Equal(got, []string{"a/2", "b/1", "b/2", "c/1", "c/2"}) {
+		t.Errorf("hand-outs after hold = %v, want a first, then b, then c", got)
+	}
+
+	s = newTestScheduler(t, newFakeClock(), Config{Delay: fixedDelay(0), Budget: noBudget, Cost: ZeroCost{}, HoldQueues: true})
+	for _, h := range []string{"a", "b"} {
+		addN(t, s, h, 2)
+	}
+	checkStates(t, s, "held by config", States{Inactive: []string{"a", "b"}})
+	s.SetBudget("b", *noBudget)
+	checkStates(t, s, "b released", States{Ready: []string{"b"}, Inactive: []string{"a"}})
+	if r, _ := s.Group("a"); !r.Budget.HoldQueues {
+		t.Errorf("Group(a).Budget = %+v, want HoldQueues", r.Budget)
+	}
+}

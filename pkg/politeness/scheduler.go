@@ -117,8 +117,10 @@ type Config struct {
 	Budget *Budget
 	// Cost is the default cost policy; nil means UnitCost.
 	Cost CostPolicy
-	// HoldQueues makes new groups start inactive: they are activated only
-	// when no group is ready (Heritrix's hold-queues, for site-first crawls).
+	// HoldQueues sets Budget.HoldQueues in the default budget: new groups
+	// start inactive and are activated only when no group is ready
+	// (Heritrix's hold-queues, for site-first crawls). Overrides and
+	// per-group budgets (SetBudget) say it for their groups.
 	HoldQueues bool
 	// Overrides replace settings for some domains.
 	Overrides []Override
@@ -134,7 +136,6 @@ type Scheduler struct {
 	rnd         func() float64
 	log         *slog.Logger
 	busyTimeout int64
-	hold        bool
 	grouper     *Grouper
 
 	mu        sync.Mutex
@@ -212,6 +213,9 @@ func New(cfg Config) (*Scheduler, error) {
 	if cfg.Cost != nil {
 		def.cost = cfg.Cost
 	}
+	if cfg.HoldQueues {
+		def.budget.HoldQueues = true
+	}
 	if cfg.BusyTimeout < 0 {
 		return nil, fmt.Errorf("new scheduler: busy timeout %v must not be negative", cfg.BusyTimeout)
 	}
@@ -224,7 +228,6 @@ func New(cfg Config) (*Scheduler, error) {
 		rnd:         cfg.Rand,
 		log:         cfg.Logger,
 		busyTimeout: int64(cfg.BusyTimeout),
-		hold:        cfg.HoldQueues,
 		grouper:     cfg.Grouper,
 		overrides:   slices.Clone(cfg.Overrides),
 		pol:         pol,
@@ -332,8 +335,9 @@ func clampCost(c int) int32 {
 }
 
 func (s *Scheduler) newGroup(id, host string) *group {
-	g := &group{id: id, hosts: []string{host}, heapIdx: -1, st: stIdle, held: s.hold}
+	g := &group{id: id, hosts: []string{host}, heapIdx: -1, st: stIdle}
 	g.set = s.pol.resolve(id, host)
+	g.held = g.set.budget.HoldQueues
 	if g.set.budget.sessionLimited() {
 		g.balance = g.set.budget.BalanceReplenish
 	}
@@ -646,11 +650,14 @@ func (s *Scheduler) Release(l Lease, o Outcome) bool {
 }
 
 // SetBudget sets the budget of one group, or with group "" the default
-// budget of groups without an override or a budget of their own. As in
+// budget of groups without an override or a budget of their own. A budget
+// set before the group's first item applies from its creation. As in
 // Heritrix, every retired group is then re-evaluated: one whose spend is now
 // below its total budget leaves retirement through the inactive FIFO (with a
 // fresh balance when activated), and a group whose spend reached its lowered
-// budget is retired (a busy one when it is released).
+// budget is retired (a busy one when it is released). A budget that turns
+// HoldQueues on holds the groups that have not handed out an item yet; one
+// that turns it off releases the groups still held.
 func (s *Scheduler) SetBudget(group string, b Budget) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -680,7 +687,9 @@ func (s *Scheduler) reresolve(pol *policy) {
 	s.pol = pol
 	now := s.nowNS()
 	for _, g := range s.groups {
+		wasHold := g.set.budget.HoldQueues
 		g.set = pol.resolve(g.id, g.hosts[0])
+		s.rehold(g, wasHold, now)
 		over := g.set.budget.overTotal(g.spent)
 		switch {
 		case g.st == stRetired && !over:
@@ -694,6 +703,26 @@ func (s *Scheduler) reresolve(pol *policy) {
 		}
 	}
 	s.notifyLocked()
+}
+
+// rehold applies a change of g's HoldQueues setting: a group turned on that
+// has never handed out an item is held (site-first applies to groups not
+// started yet; an active group stays active), and a held group turned off is
+// released.
+func (s *Scheduler) rehold(g *group, wasHold bool, now int64) {
+	hold := g.set.budget.HoldQueues
+	switch {
+	case hold && !wasHold && !g.held && g.costCount == 0 && g.st != stBusy && g.st != stRetired:
+		g.held = true
+		if g.st == stReady {
+			s.place(g, now) // its ready FIFO entry goes stale
+		}
+	case !hold && wasHold && g.held:
+		g.held = false
+		if g.st == stInactive && !(g.set.budget.sessionLimited() && g.balance <= 0) {
+			s.place(g, now)
+		}
+	}
 }
 
 // SetAliases replaces the aliases of the scheduler's Grouper (shared with
