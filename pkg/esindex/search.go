@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -218,6 +219,31 @@ func (s *Search) Count(ctx context.Context, crawlID string) (int64, error) {
 		return 0, fmt.Errorf("count documents of crawl %q: %w", crawlID, err)
 	}
 	return n, nil
+}
+
+// Writes returns the document's Elasticsearch _version, which every index
+// operation on it raises by one: the number of times it was stored. It is
+// realtime. It returns search.ErrNotFound when no document with id exists.
+func (s *Search) Writes(ctx context.Context, id string) (int64, error) {
+	if id == "" || len(id) > maxIDBytes {
+		return 0, fmt.Errorf("count writes of document %q: %w", id, search.ErrNotFound)
+	}
+	var res struct {
+		Found   bool  `json:"found"`
+		Version int64 `json:"_version"`
+	}
+	err := s.c.do(ctx, esapi.GetRequest{Index: s.c.docsIndex, DocumentID: id, Source: []string{"false"}}, &res)
+	var se *StatusError
+	if errors.As(err, &se) && se.Status == http.StatusNotFound {
+		return 0, fmt.Errorf("count writes of document %q: %w", id, search.ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("count writes of document %q: %w", id, err)
+	}
+	if !res.Found {
+		return 0, fmt.Errorf("count writes of document %q: %w", id, search.ErrNotFound)
+	}
+	return res.Version, nil
 }
 
 // Close does nothing: the Client owns the connection.

@@ -44,6 +44,12 @@ var searchSchema = []string{
 		meta         TEXT NOT NULL
 	)`,
 	`CREATE INDEX IF NOT EXISTS docs_crawl ON docs (crawl_id)`,
+	// doc_writes counts the stores of each document id (Writes). It is a
+	// table of its own so that databases made before it need no migration.
+	`CREATE TABLE IF NOT EXISTS doc_writes (
+		id TEXT PRIMARY KEY,
+		n  INTEGER NOT NULL
+	) WITHOUT ROWID`,
 	`CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5 (
 		title, description, headings, body, url,
 		content = 'docs', content_rowid = 'rid',
@@ -78,7 +84,7 @@ type Search struct {
 	st *store
 	wr *writer
 
-	upsert, del *sql.Stmt
+	upsert, del, count *sql.Stmt
 }
 
 var _ search.Index = (*Search)(nil)
@@ -102,6 +108,11 @@ func OpenSearch(path string) (*Search, error) {
 		_ = st.close()
 		return nil, fmt.Errorf("open search %q: prepare: %w", path, err)
 	}
+	if s.count, err = st.w.Prepare(`INSERT INTO doc_writes (id, n) VALUES (?, 1)
+		ON CONFLICT (id) DO UPDATE SET n = n + 1`); err != nil {
+		_ = st.close()
+		return nil, fmt.Errorf("open search %q: prepare: %w", path, err)
+	}
 	s.wr = newWriter(st.w)
 	return s, nil
 }
@@ -116,6 +127,11 @@ func (s *Search) Upsert(ctx context.Context, docs []contracts.Document) error {
 	type row struct {
 		id   string
 		args []any
+		last bool // the last version of id in docs, the one Writes counts
+	}
+	last := make(map[string]int, len(docs))
+	for i, d := range docs {
+		last[d.ID] = i
 	}
 	rows := make([]row, len(docs))
 	for i, d := range docs {
@@ -123,6 +139,7 @@ func (s *Search) Upsert(ctx context.Context, docs []contracts.Document) error {
 			return fmt.Errorf("upsert document of %q: empty id", d.URL)
 		}
 		rows[i].id = d.ID
+		rows[i].last = last[d.ID] == i
 		if d.NoIndex {
 			continue
 		}
@@ -136,15 +153,16 @@ func (s *Search) Upsert(ctx context.Context, docs []contracts.Document) error {
 			d.URL, d.ContentType, d.Language, nanos(d.FetchTime), string(meta)}
 	}
 	return s.wr.do(ctx, func(tx *sql.Tx) error {
-		up, del := tx.Stmt(s.upsert), tx.Stmt(s.del)
+		up, del, count := tx.Stmt(s.upsert), tx.Stmt(s.del), tx.Stmt(s.count)
 		defer up.Close()
 		defer del.Close()
+		defer count.Close()
 		for _, r := range rows {
 			var err error
 			if r.args == nil {
 				_, err = del.Exec(r.id)
-			} else {
-				_, err = up.Exec(r.args...)
+			} else if _, err = up.Exec(r.args...); err == nil && r.last {
+				_, err = count.Exec(r.id)
 			}
 			if err != nil {
 				return fmt.Errorf("upsert document %q: %w", r.id, err)
@@ -261,12 +279,27 @@ func (s *Search) Count(ctx context.Context, crawlID string) (int64, error) {
 	return n, nil
 }
 
+// Writes returns how many times the document with id has been stored, or
+// search.ErrNotFound when none is stored.
+func (s *Search) Writes(ctx context.Context, id string) (int64, error) {
+	var n int64
+	err := s.st.r.QueryRowContext(ctx, `SELECT w.n FROM docs d JOIN doc_writes w ON w.id = d.id WHERE d.id = ?`, id).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("count writes of document %q: %w", id, search.ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("count writes of document %q: %w", id, err)
+	}
+	return n, nil
+}
+
 // Close stops the writer and closes the database. It is safe to call more
 // than once.
 func (s *Search) Close() error {
 	s.wr.close()
 	_ = s.upsert.Close()
 	_ = s.del.Close()
+	_ = s.count.Close()
 	return s.st.close()
 }
 

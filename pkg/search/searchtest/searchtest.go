@@ -47,6 +47,7 @@ func Run(t *testing.T, h Harness) {
 		{"SyntaxCharacters", testSyntax},
 		{"NoIndexNotStored", testNoIndex},
 		{"Reopen", testReopen},
+		{"WritesCounted", testWrites},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.f(t, h) })
@@ -441,5 +442,51 @@ func testReopen(t *testing.T, h Harness) {
 	mustUpsert(t, x, d)
 	if res := mustSearch(t, x, search.Query{Q: w, Limit: 10}); res.Total != 0 {
 		t.Errorf("Search(%q) after replacing the document = Total %d, want 0", w, res.Total)
+	}
+}
+
+// testWrites checks that Writes counts every store of a document, including
+// stores of identical content that leave the index unchanged.
+func testWrites(t *testing.T, h Harness) {
+	x := h.New(t)
+	crawl := newCrawlID()
+	writes := func(id string) int64 {
+		t.Helper()
+		n, err := x.Writes(t.Context(), id)
+		if err != nil {
+			t.Fatalf("Writes(%q) error: %v", id, err)
+		}
+		return n
+	}
+	d, other := doc(crawl, "counted", filler), doc(crawl, "other", filler)
+	if _, err := x.Writes(t.Context(), d.ID); !errors.Is(err, search.ErrNotFound) {
+		t.Errorf("Writes(%q) of an unknown document: error %v, want ErrNotFound", d.ID, err)
+	}
+	mustUpsert(t, x, d, other)
+	if n := writes(d.ID); n != 1 {
+		t.Errorf("Writes after one Upsert = %d, want 1", n)
+	}
+	mustUpsert(t, x, d)
+	mustUpsert(t, x, d)
+	if n := writes(d.ID); n != 3 {
+		t.Errorf("Writes after three Upserts of the same document = %d, want 3", n)
+	}
+	d2 := d
+	d2.Title = "counted again"
+	mustUpsert(t, x, d, d2) // two versions in one batch: one store
+	if n := writes(d.ID); n != 4 {
+		t.Errorf("Writes after a batch with two versions = %d, want 4", n)
+	}
+	if n := writes(other.ID); n != 1 {
+		t.Errorf("Writes of a document stored once, beside one stored often = %d, want 1", n)
+	}
+	if n := mustCount(t, x, crawl); n != 2 {
+		t.Errorf("Count = %d, want 2", n)
+	}
+	gone := other
+	gone.NoIndex = true
+	mustUpsert(t, x, gone)
+	if _, err := x.Writes(t.Context(), other.ID); !errors.Is(err, search.ErrNotFound) {
+		t.Errorf("Writes(%q) of a removed document: error %v, want ErrNotFound", other.ID, err)
 	}
 }
