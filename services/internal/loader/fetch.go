@@ -3,6 +3,7 @@ package loader
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -10,13 +11,180 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/netguard"
+	"github.com/gridcrawl/gridcrawl/pkg/politeness"
+	"github.com/gridcrawl/gridcrawl/pkg/robots"
+	"github.com/gridcrawl/gridcrawl/pkg/txindex"
+	"github.com/gridcrawl/gridcrawl/pkg/urlnorm"
 )
+
+// Fetcher: one leased task becomes exactly one outcome. A lease makes at
+// most one request, a page or its origin's robots.txt, so that the group's
+// delay follows every request.
+
+// verdict says what became of a task.
+type verdict uint8
+
+const (
+	// vFetched: the page was fetched (ex); recorded as to-be-parsed, or
+	// failed for an HTTP error status.
+	vFetched verdict = iota
+	// vFailed: the URL fails for reason, without an exchange.
+	vFailed
+	// vRetired: the group's budget is spent; the URL is parked as retired.
+	vRetired
+	// vSkip: the record is no longer to-be-loaded; only settle.
+	vSkip
+	// vRepublish: fetched before; publish its crawler contract (repub) again.
+	vRepublish
+	// vRetry: a retryable failure; fetch again later, one attempt more.
+	vRetry
+	// vAgain: the lease went to fetching robots.txt; schedule the task again.
+	vAgain
+	// vPaused: the crawl is paused; park the URL.
+	vPaused
+	// vAbandon: no outcome could be had (index error, shutdown); the
+	// contract is retried.
+	vAbandon
+)
+
+// outcome is what the fetcher made of one task.
+type outcome struct {
+	verdict verdict
+	reason  string                 // vFailed, vRetired; vFetched with an HTTP error
+	err     error                  // vAbandon
+	ex      *exchange              // vFetched
+	robots  *exchange              // a robots.txt exchange to archive, any verdict
+	repub   *contracts.CrawlerPage // vRepublish
+	// pol is the outcome for the politeness scheduler.
+	pol politeness.Outcome
+}
+
+// nothing is a politeness outcome for a lease that made no request: no
+// cost, no delay.
+var nothing = politeness.Outcome{Unfetched: true}
+
+// fetchTask turns a leased task into its outcome.
+func (l *Loader) fetchTask(ctx context.Context, t *task) outcome {
+	if o, decided := l.admit(ctx, t); decided {
+		return o
+	}
+	u, err := url.Parse(t.url)
+	if err != nil {
+		return outcome{verdict: vFailed, reason: "invalid url", pol: nothing}
+	}
+	crawlDelay, o, decided := l.checkRobots(ctx, t, u)
+	if decided {
+		return o
+	}
+	return l.get(ctx, t, u, crawlDelay)
+}
+
+// admit decides the tasks that need no request: those of cancelled or
+// paused crawls, and those whose record is no longer to-be-loaded.
+func (l *Loader) admit(ctx context.Context, t *task) (outcome, bool) {
+	switch l.cancels.State(ctx, t.crawlID) {
+	case contracts.CrawlCancelled:
+		return outcome{verdict: vFailed, reason: "cancelled", pol: nothing}, true
+	case contracts.CrawlPaused:
+		return outcome{verdict: vPaused, pol: nothing}, true
+	}
+	rec, err := l.deps.Tx.Get(ctx, txindex.Key(t.crawlID, t.url))
+	switch {
+	case err != nil:
+		return outcome{verdict: vAbandon, err: fmt.Errorf("get record: %w", err), pol: nothing}, true
+	case rec.Status == contracts.ToBeParsed && rec.Asset.Key != "":
+		// Fetched before but the crawler contract may be lost: publish again.
+		page := &contracts.CrawlerPage{URL: t.url, Depth: rec.Depth, Hops: rec.Hops, Asset: rec.Asset, StatusCode: rec.HTTPStatus, FetchedAt: rec.StatusTime}
+		return outcome{verdict: vRepublish, repub: page, pol: nothing}, true
+	case rec.Status != contracts.ToBeLoaded:
+		return outcome{verdict: vSkip, pol: nothing}, true
+	}
+	return outcome{}, false
+}
+
+// checkRobots applies the origin's robots.txt. When the lease had to fetch
+// it, that was the lease's request: the outcome is vAgain with the
+// robots.txt exchange. Otherwise it decides a disallowed or unreachable
+// URL, or returns the Crawl-delay for the page's request.
+func (l *Loader) checkRobots(ctx context.Context, t *task, u *url.URL) (time.Duration, outcome, bool) {
+	if t.profile.Politeness.Robots == contracts.RobotsIgnore {
+		return 0, outcome{}, false
+	}
+	rc := &robotsCapture{}
+	res, err := l.robots.Lookup(context.WithValue(ctx, robotsCaptureKey{}, rc), u.Scheme, urlnorm.HostPort(u))
+	if err != nil {
+		return 0, outcome{verdict: vAbandon, err: err, pol: nothing}, true
+	}
+	cd, _ := res.Rules.CrawlDelay(t.profile.UserAgent) // a long Crawl-delay slows the group; it never fails URLs
+	switch {
+	case res.Fetched && rc.sent:
+		return 0, outcome{verdict: vAgain, robots: rc.ex, pol: rc.outcome(cd)}, true
+	case res.Unreachable != nil:
+		return 0, outcome{verdict: vFailed, reason: robotsUnreachable(res.Unreachable), pol: nothing}, true
+	case !res.Rules.Allowed(t.profile.UserAgent, u.RequestURI()):
+		return 0, outcome{verdict: vFailed, reason: "robots.txt disallowed", pol: politeness.Outcome{Unfetched: true, CrawlDelay: cd}}, true
+	}
+	return cd, outcome{}, false
+}
+
+// robotsUnreachable is the reason of a URL whose robots.txt could not be
+// had: the SSRF guard's refusal, or the network error or status, briefly.
+func robotsUnreachable(err error) string {
+	var errno syscall.Errno
+	var dns *net.DNSError
+	switch {
+	case errors.Is(err, netguard.ErrForbidden):
+		return "address not allowed"
+	case errors.As(err, &dns):
+		return "robots.txt unreachable: dns: " + dns.Err
+	case errors.As(err, &errno):
+		return "robots.txt unreachable: " + errno.Error()
+	case errors.Is(err, context.DeadlineExceeded) || politeness.ClassifyError(err) == politeness.ErrorTimeout:
+		return "robots.txt unreachable: timeout"
+	}
+	return err.Error()
+}
+
+// get requests the page and decides its outcome.
+func (l *Loader) get(ctx context.Context, t *task, u *url.URL, crawlDelay time.Duration) outcome {
+	start := time.Now()
+	ex, err := l.httpGet(ctx, t, u)
+	l.fetched.Add(1)
+	o := outcome{pol: politeness.Outcome{Duration: time.Since(start), CrawlDelay: crawlDelay}}
+	if err != nil {
+		o.pol.Err, o.pol.ErrKind = err, politeness.ClassifyError(err)
+	} else {
+		o.pol.Status, o.pol.RetryAfter = ex.status, ex.retryAfter
+	}
+	lastAttempt := t.attempt+1 >= l.cfg.FetchAttempts
+	switch {
+	case err != nil && ctx.Err() != nil:
+		o.verdict, o.err, o.pol = vAbandon, ctx.Err(), nothing
+	case errors.Is(err, netguard.ErrForbidden):
+		o.verdict, o.reason = vFailed, "address not allowed"
+	case err != nil && !lastAttempt:
+		o.verdict = vRetry
+	case err != nil:
+		o.verdict, o.reason = vFailed, "fetch: "+err.Error()
+	case (ex.status == http.StatusTooManyRequests || ex.status == http.StatusServiceUnavailable) && !lastAttempt:
+		o.verdict = vRetry
+	default:
+		o.verdict, o.ex = vFetched, ex
+		if ex.status < 200 || ex.status >= 400 {
+			o.reason = fmt.Sprintf("http %d", ex.status)
+		}
+	}
+	return o
+}
 
 // exchange is one HTTP request and its raw response, as it goes into WARC.
 type exchange struct {
+	url         string
 	date        time.Time
 	ip          string
 	request     []byte // request line and headers as sent
@@ -27,18 +195,13 @@ type exchange struct {
 	retryAfter  string // the Retry-After header, for the politeness scheduler
 }
 
-// fetch GETs u once, without following redirects, and keeps at most
+// httpGet GETs u once, without following redirects, and keeps at most
 // MaxBodyBytes of the body exactly as the server sent it.
-func (l *Loader) fetch(ctx context.Context, t *task, u *url.URL) (*exchange, error) {
+func (l *Loader) httpGet(ctx context.Context, t *task, u *url.URL) (*exchange, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.FetchTimeout)
 	defer cancel()
-	ex := &exchange{}
-	trace := &httptrace.ClientTrace{GotConn: func(ci httptrace.GotConnInfo) {
-		if a, ok := ci.Conn.RemoteAddr().(*net.TCPAddr); ok {
-			ex.ip = a.IP.String()
-		}
-	}}
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodGet, u.String(), nil)
+	ex := &exchange{url: t.url}
+	req, err := http.NewRequestWithContext(withPeerIP(ctx, ex), http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("build request: %w", err)
 	}
@@ -58,12 +221,26 @@ func (l *Loader) fetch(ctx context.Context, t *task, u *url.URL) (*exchange, err
 	if int64(len(body)) > l.cfg.MaxBodyBytes {
 		body, ex.truncated = body[:l.cfg.MaxBodyBytes], true
 	}
+	ex.fill(req, resp, body)
+	return ex, nil
+}
+
+// withPeerIP makes the requests of ctx note the address they connect to.
+func withPeerIP(ctx context.Context, ex *exchange) context.Context {
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(ci httptrace.GotConnInfo) {
+		if a, ok := ci.Conn.RemoteAddr().(*net.TCPAddr); ok {
+			ex.ip = a.IP.String()
+		}
+	}})
+}
+
+// fill sets ex from a response and its (possibly truncated) body.
+func (ex *exchange) fill(req *http.Request, resp *http.Response, body []byte) {
 	ex.status = resp.StatusCode
 	ex.contentType = resp.Header.Get("Content-Type")
 	ex.retryAfter = resp.Header.Get("Retry-After")
 	ex.request = dumpRequest(req)
 	ex.response = dumpResponse(resp, body)
-	return ex, nil
 }
 
 func dumpRequest(req *http.Request) []byte {
@@ -88,24 +265,64 @@ func dumpResponse(resp *http.Response, body []byte) []byte {
 	return b.Bytes()
 }
 
-const maxRobotsBytes = 500 << 10
+// robotsCapture receives what the robots.txt fetch of one lease did: the
+// cache calls the fetcher with the context of the Lookup that fetches.
+type robotsCapture struct {
+	sent     bool // a request went out (the address was allowed)
+	ex       *exchange
+	duration time.Duration
+	err      error
+}
 
-func fetchRobots(ctx context.Context, c *http.Client, robotsURL string) (int, []byte, error) {
+type robotsCaptureKey struct{}
+
+// outcome is the politeness outcome of the robots.txt request.
+func (rc *robotsCapture) outcome(crawlDelay time.Duration) politeness.Outcome {
+	o := politeness.Outcome{Duration: rc.duration, CrawlDelay: crawlDelay, Err: rc.err, ErrKind: politeness.ClassifyError(rc.err)}
+	if rc.ex != nil {
+		o.Status, o.RetryAfter = rc.ex.status, rc.ex.retryAfter
+	}
+	return o
+}
+
+const maxRobotsBytes = robots.MaxSize
+
+// fetchRobots is the robots.Cache's fetcher: it GETs robotsURL (following
+// up to five redirects), and notes the request and the final exchange in
+// the lease's robotsCapture for politeness and the WARC segment.
+func (l *Loader) fetchRobots(ctx context.Context, c *http.Client, robotsURL string) (int, []byte, error) {
+	rc, _ := ctx.Value(robotsCaptureKey{}).(*robotsCapture)
+	if rc == nil {
+		rc = &robotsCapture{}
+	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, robotsURL, nil)
+	ex := &exchange{url: robotsURL}
+	req, err := http.NewRequestWithContext(withPeerIP(ctx, ex), http.MethodGet, robotsURL, nil)
 	if err != nil {
 		return 0, nil, fmt.Errorf("build robots request: %w", err)
 	}
 	req.Header.Set("User-Agent", contracts.DefaultUserAgent)
+	start := time.Now()
+	ex.date = start.UTC()
 	resp, err := c.Do(req)
+	rc.sent = !errors.Is(err, netguard.ErrForbidden)
+	if rc.sent {
+		l.fetched.Add(1)
+	}
 	if err != nil {
+		rc.duration, rc.err = time.Since(start), err
 		return 0, nil, err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxRobotsBytes))
+	rc.duration = time.Since(start)
 	if err != nil {
+		rc.err = err
 		return 0, nil, fmt.Errorf("read robots.txt: %w", err)
 	}
+	ex.url = resp.Request.URL.String()
+	ex.fill(resp.Request, resp, body)
+	rc.ex = ex
 	return resp.StatusCode, body, nil
 }

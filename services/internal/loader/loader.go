@@ -3,23 +3,39 @@
 // records into segment objects in the asset store, moves each URL to
 // to-be-parsed (or failed) and publishes crawler contracts.
 //
+// A URL goes through four stages, one file each, in the order data flows:
+//
+//   - intake (intake.go): decodes a contract, groups its URLs by crawl host
+//     group, and holds them in the scheduler or parks them (publishes them
+//     back, delayed, to their shard, and settles them).
+//   - scheduler (schedule.go, state.go): pkg/politeness hands out one URL per
+//     group at a time; the loader maps each crawl's profile onto its delay
+//     and budget API, and persists each group's delay lower bound per shard
+//     so that politeness survives a failover.
+//   - fetcher (fetch.go): turns one leased task into exactly one outcome:
+//     fetched, failed (with a true reason), retry, again (robots.txt was
+//     fetched: that lease's one request), paused, skip, republish or
+//     abandon.
+//   - recorder (record.go): owns the WARC segment, the transactions, the
+//     crawler contracts and every settlement of a loader contract.
+//
 // A contract is acked only when every URL it carries has a durable outcome:
 // the WARC segment is stored, the transaction index updated and the crawler
-// contracts confirmed.
+// contracts confirmed. On shutdown the loader stops intake, lets in-flight
+// fetches finish (bounded by ShutdownTimeout), flushes their outcomes and
+// settles their contracts; the rest go back to the queue.
 package loader
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
+	mrand "math/rand/v2"
 	"net/http"
-	"net/url"
 	"os"
-	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,13 +48,14 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
 	"github.com/gridcrawl/gridcrawl/pkg/robots"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
-	"github.com/gridcrawl/gridcrawl/pkg/urlnorm"
-	"github.com/gridcrawl/gridcrawl/pkg/warc"
 	"github.com/gridcrawl/gridcrawl/services/internal/frontier"
 )
 
 // Config configures a loader. Every field is an environment variable.
 type Config struct {
+	// ID names the loader in WARC metadata and its frontier report. WARC
+	// segment keys add a per-process component, so a fixed ID never makes
+	// a restarted loader overwrite a segment.
 	ID            string        `env:"GRIDCRAWL_LOADER_ID"`
 	Workers       int           `env:"GRIDCRAWL_LOADER_WORKERS" envDefault:"32"`
 	Prefetch      int           `env:"GRIDCRAWL_LOADER_PREFETCH" envDefault:"2048"`
@@ -49,13 +66,25 @@ type Config struct {
 	CrawlDelayCap time.Duration `env:"GRIDCRAWL_CRAWL_DELAY_CAP" envDefault:"30s"`
 	AllowNets     string        `env:"GRIDCRAWL_ALLOW_NETS"`
 	Resolve       string        `env:"GRIDCRAWL_RESOLVE"`
+	// SegmentBytes and SegmentAge rotate WARC segments: a segment takes no
+	// more records once it is this large or this old. Only stores that can
+	// append (the embedded one) keep a segment open across flushes; on the
+	// others every flush stores one object.
 	SegmentBytes  int64         `env:"GRIDCRAWL_WARC_SEGMENT_BYTES" envDefault:"33554432"`
+	SegmentAge    time.Duration `env:"GRIDCRAWL_WARC_SEGMENT_AGE" envDefault:"10m"`
 	FlushInterval time.Duration `env:"GRIDCRAWL_WARC_FLUSH_INTERVAL" envDefault:"250ms"`
 	Gzip          bool          `env:"GRIDCRAWL_WARC_GZIP" envDefault:"true"`
 	RobotsTTL     time.Duration `env:"GRIDCRAWL_ROBOTS_TTL" envDefault:"24h"`
 	// GroupQueue bounds the URLs one crawl host group holds in the loader;
-	// more are parked in the broker (see park.go).
+	// more are parked in the broker (see intake.go).
 	GroupQueue int `env:"GRIDCRAWL_LOADER_GROUP_QUEUE" envDefault:"100"`
+	// PausedDelay is how long the URLs of a paused crawl are parked in the
+	// broker before the loader looks at them again: a paused crawl holds no
+	// unsettled contract.
+	PausedDelay time.Duration `env:"GRIDCRAWL_LOADER_PAUSED_DELAY" envDefault:"30s"`
+	// ShutdownTimeout bounds how long a stopping loader finishes in-flight
+	// fetches and flushes their outcomes.
+	ShutdownTimeout time.Duration `env:"GRIDCRAWL_LOADER_SHUTDOWN_TIMEOUT" envDefault:"15s"`
 	// ReportInterval is how often the loader stores its frontier report.
 	ReportInterval time.Duration `env:"GRIDCRAWL_FRONTIER_REPORT_INTERVAL" envDefault:"5s"`
 }
@@ -75,10 +104,16 @@ func (c *Config) Validate() error {
 		return errors.New("GRIDCRAWL_FETCH_ATTEMPTS must be at least 1")
 	case c.SegmentBytes < 1<<16:
 		return errors.New("GRIDCRAWL_WARC_SEGMENT_BYTES must be at least 65536")
+	case c.SegmentAge <= 0:
+		return errors.New("GRIDCRAWL_WARC_SEGMENT_AGE must be positive")
 	case c.FlushInterval <= 0:
 		return errors.New("GRIDCRAWL_WARC_FLUSH_INTERVAL must be positive")
 	case c.GroupQueue < 1:
 		return errors.New("GRIDCRAWL_LOADER_GROUP_QUEUE must be at least 1")
+	case c.PausedDelay < time.Second:
+		return errors.New("GRIDCRAWL_LOADER_PAUSED_DELAY must be at least 1s")
+	case c.ShutdownTimeout <= 0:
+		return errors.New("GRIDCRAWL_LOADER_SHUTDOWN_TIMEOUT must be positive")
 	case c.ReportInterval < 100*time.Millisecond:
 		return errors.New("GRIDCRAWL_FRONTIER_REPORT_INTERVAL must be at least 100ms")
 	}
@@ -90,16 +125,18 @@ func (c *Config) Validate() error {
 	}
 	if c.ID == "" {
 		h, _ := os.Hostname()
-		c.ID = fmt.Sprintf("loader-%s-%d-%s", h, os.Getpid(), strconv.FormatInt(time.Now().UnixNano(), 36))
+		c.ID = fmt.Sprintf("loader-%s-%d", h, os.Getpid())
 	}
 	return nil
 }
 
 // Deps are the loader's backends and frontier settings.
 type Deps struct {
-	Queue    queue.Queue
-	Tx       txindex.Index
-	Assets   assets.Store
+	Queue  queue.Queue
+	Tx     txindex.Index
+	Assets assets.Store
+	// Profiles resolves crawls whose contracts carry no profile, and tells
+	// whether a crawl is paused or cancelled.
 	Profiles profiles.Store
 	// Group computes the crawl host group of URLs whose contract names none.
 	Group frontier.Grouper
@@ -116,35 +153,33 @@ type Deps struct {
 
 // Loader is the loader service.
 type Loader struct {
-	cfg      Config
-	deps     Deps
-	log      *slog.Logger
-	client   *http.Client
-	robots   *robots.Cache
-	sched    *politeness.Scheduler
-	polMu    sync.Mutex
-	pols     map[*contracts.Profile]*politeness.DelayPolicy
-	budgets  map[string]budgetKey
-	versions map[string]int // newest profile version seen per crawl
-	costs    map[string]politeness.CostPolicy
-	cancels  *frontier.CancelCache
-	profs    *frontier.ProfileCache
+	cfg    Config
+	deps   Deps
+	log    *slog.Logger
+	shards int
+	// run names this process in WARC segment keys (start time and random
+	// text), so that no two processes ever write one key.
+	run string
 
-	segMu   sync.Mutex
-	seg     *warc.Segment
-	spare   *warc.Segment // a stored segment kept for reuse of its buffers
-	pending []*result
-	segSeq  int
-	flushCh chan struct{}
+	client  *http.Client
+	robots  *robots.Cache
+	cancels *frontier.CancelCache
+	profs   *frontier.ProfileCache
 
-	fetched    atomic.Int64
-	parkedURLs atomic.Int64
+	sched *politeness.Scheduler
+	pol   policies
+	state *politenessState
 
 	// holders maps a crawl host group to the one unsettled contract whose
 	// URLs of the group the loader holds; other contracts park theirs, so a
 	// group occupies at most one prefetch slot.
 	holdMu  sync.Mutex
 	holders map[string]*delivery
+
+	rec *recorder
+
+	fetched    atomic.Int64
+	parkedURLs atomic.Int64
 }
 
 // New returns a loader; cfg must have been validated.
@@ -173,30 +208,29 @@ func New(cfg Config, deps Deps) (*Loader, error) {
 		MaxResponseHeaderBytes: 64 << 10,
 		ForceAttemptHTTP2:      true,
 	}
+	// A group is busy for one request: a page or its robots.txt.
+	sched, err := politeness.New(politeness.Config{BusyTimeout: cfg.FetchTimeout + 30*time.Second, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("create politeness scheduler: %w", err)
+	}
 	l := &Loader{
-		cfg:  cfg,
-		deps: deps,
-		log:  log,
+		cfg:    cfg,
+		deps:   deps,
+		log:    log,
+		shards: max(deps.Shards, 1),
+		run:    time.Now().UTC().Format("20060102150405") + "-" + strings.ToLower(rand.Text()[:8]),
 		client: &http.Client{
 			Transport:     transport,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-		pols:     map[*contracts.Profile]*politeness.DelayPolicy{},
-		budgets:  map[string]budgetKey{},
-		versions: map[string]int{},
-		holders:  map[string]*delivery{},
-		costs:    map[string]politeness.CostPolicy{},
-		cancels:  frontier.NewCancelCache(deps.Profiles),
-		profs:    frontier.NewProfileCache(deps.Profiles),
-		seg:      warc.NewSegment(cfg.Gzip),
-		flushCh:  make(chan struct{}, 1),
+		cancels: frontier.NewCancelCache(deps.Profiles),
+		profs:   frontier.NewProfileCache(deps.Profiles),
+		sched:   sched,
+		pol:     newPolicies(cfg.CrawlDelayCap),
+		holders: map[string]*delivery{},
 	}
-	// A group is busy for at most one fetch plus its robots.txt fetch.
-	sched, err := politeness.New(politeness.Config{BusyTimeout: 2*cfg.FetchTimeout + 30*time.Second, Logger: log})
-	if err != nil {
-		return nil, fmt.Errorf("create politeness scheduler: %w", err)
-	}
-	l.sched = sched
+	l.state = newPolitenessState(deps.Assets, l.shards, log)
+	l.rec = newRecorder(l)
 	robotsClient := &http.Client{
 		Transport: transport,
 		CheckRedirect: func(_ *http.Request, via []*http.Request) error {
@@ -207,70 +241,124 @@ func New(cfg Config, deps Deps) (*Loader, error) {
 		},
 	}
 	l.robots = robots.NewCache(func(ctx context.Context, robotsURL string) (int, []byte, error) {
-		return fetchRobots(ctx, robotsClient, robotsURL)
+		return l.fetchRobots(ctx, robotsClient, robotsURL)
 	}, robots.CacheConfig{TTL: cfg.RobotsTTL})
 	return l, nil
 }
 
-// Fetched returns the number of fetches made so far.
+// Fetched returns the number of requests made so far, robots.txt included.
 func (l *Loader) Fetched() int64 { return l.fetched.Load() }
 
-// Run consumes loader_pending until ctx is cancelled. In-flight contracts are
-// not acked on shutdown; the queue delivers them again.
+// Parked returns the number of URLs parked in the broker so far.
+func (l *Loader) Parked() int64 { return l.parkedURLs.Load() }
+
+// QueuedOf returns how many URLs of group the loader holds, and the group's
+// last delay.
+func (l *Loader) QueuedOf(group string) (int, time.Duration) { return l.sched.Queued(group) }
+
+// StateWrites returns how many times the loader stored a shard's politeness
+// state.
+func (l *Loader) StateWrites() int64 { return l.state.writes.Load() }
+
+// Run consumes the loader queue shards until ctx is cancelled. It then stops
+// taking deliveries, lets in-flight fetches finish, stores and records their
+// outcomes and settles their contracts (within ShutdownTimeout), and
+// returns; contracts it has not settled go back to the queue.
 func (l *Loader) Run(ctx context.Context) error {
-	shards := frontier.ShardQueues(max(l.deps.Shards, 1))
-	prefetch := max(1, l.cfg.Prefetch/len(shards))
-	rand.Shuffle(len(shards), func(i, j int) { shards[i], shards[j] = shards[j], shards[i] })
+	// Consumers outlive ctx until the final flush: a consumer that stops
+	// hands its unsettled deliveries back, and then they could not be acked.
+	consumeCtx, stopConsuming := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopConsuming()
+	// drain is the context of work already taken: it ends ShutdownTimeout
+	// after ctx.
+	drain, stopDrain := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopDrain()
+	stopTimer := context.AfterFunc(ctx, func() { time.AfterFunc(l.cfg.ShutdownTimeout, stopDrain) })
+	defer stopTimer()
+
 	var intake sync.WaitGroup
-	consume := func(name string) error {
-		deliveries, err := l.deps.Queue.Consume(ctx, name, queue.ConsumeOptions{Prefetch: prefetch})
+	if err := l.consume(ctx, consumeCtx, &intake); err != nil {
+		intake.Wait()
+		return err
+	}
+	var wg sync.WaitGroup
+	for range l.cfg.Workers {
+		wg.Go(func() { l.work(ctx, drain) })
+	}
+	flushed := make(chan struct{})
+	go func() {
+		defer close(flushed)
+		l.rec.flushLoop(ctx, drain)
+	}()
+	var loops sync.WaitGroup
+	loops.Go(func() { l.reportLoop(ctx) })
+	loops.Go(func() { l.retireLoop(ctx) })
+
+	intake.Wait() // returns once ctx is done
+	wg.Wait()
+	<-flushed
+	l.rec.flush(drain) // what the workers finished after the last tick
+	loops.Wait()
+	return nil
+}
+
+// consume subscribes to every shard (a random half after Stagger) and runs
+// one intake goroutine per shard, which stops at ctx's end.
+func (l *Loader) consume(ctx, consumeCtx context.Context, intake *sync.WaitGroup) error {
+	shards := make([]int, l.shards)
+	for i := range shards {
+		shards[i] = i
+	}
+	mrand.Shuffle(len(shards), func(i, j int) { shards[i], shards[j] = shards[j], shards[i] })
+	prefetch := max(1, l.cfg.Prefetch/l.shards)
+	subscribe := func(shard int) error {
+		name := frontier.ShardQueue(shard, l.shards)
+		deliveries, err := l.deps.Queue.Consume(consumeCtx, name, queue.ConsumeOptions{Prefetch: prefetch})
 		if err != nil {
 			return fmt.Errorf("consume %s: %w", name, err)
 		}
-		intake.Go(func() {
-			for d := range deliveries {
-				l.accept(ctx, d)
-			}
-		})
+		intake.Go(func() { l.intake(ctx, shard, deliveries) })
 		return nil
 	}
-	first, later := shards, []string(nil)
+	first, later := shards, []int(nil)
 	if l.deps.Stagger > 0 && len(shards) > 1 {
 		first, later = shards[:len(shards)/2], shards[len(shards)/2:]
 	}
-	for _, name := range first {
-		if err := consume(name); err != nil {
+	for _, s := range first {
+		if err := subscribe(s); err != nil {
 			return err
 		}
 	}
-	if len(later) > 0 {
-		select {
-		case <-ctx.Done():
-		case <-time.After(l.deps.Stagger):
-			for _, name := range later {
-				if err := consume(name); err != nil {
-					return err
-				}
-			}
+	if len(later) == 0 {
+		return nil
+	}
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-time.After(l.deps.Stagger):
+	}
+	for _, s := range later {
+		if err := subscribe(s); err != nil {
+			return err
 		}
 	}
-	var wg sync.WaitGroup
-	workCtx, stopWork := context.WithCancel(ctx)
-	for range l.cfg.Workers {
-		wg.Go(func() { l.work(workCtx) })
-	}
-	flushDone := make(chan struct{})
-	go func() {
-		defer close(flushDone)
-		l.flushLoop(workCtx)
-	}()
-	wg.Go(func() { l.reportLoop(workCtx) })
-	wg.Go(func() { l.retireLoop(workCtx) })
-	intake.Wait()
-	stopWork()
-	wg.Wait()
-	<-flushDone
 	return nil
+}
+
+// work runs one worker: lease a task, fetch it (one outcome), release its
+// group with that outcome, and hand the outcome on. It takes no lease once
+// ctx is done; the task in hand finishes under drain.
+func (l *Loader) work(ctx, drain context.Context) {
+	for {
+		lease, err := l.sched.Next(ctx)
+		if err != nil {
+			return
+		}
+		t := lease.Item.Payload.(*task)
+		o := l.fetchTask(drain, t)
+		l.release(drain, lease, t, o)
+		l.rec.take(drain, t, o)
+	}
 }
 
 // delivery tracks the URLs of one contract until all have an outcome.
@@ -282,6 +370,15 @@ type delivery struct {
 	settled func()
 }
 
+func newDelivery(d queue.Delivery, urls int) *delivery {
+	dl := &delivery{d: d}
+	dl.remaining.Store(int32(urls))
+	return dl
+}
+
+// done reports the outcome of one of the delivery's URLs; the last one
+// settles the delivery: acked if every URL's outcome is durable, otherwise
+// retried.
 func (dl *delivery) done(ctx context.Context, log *slog.Logger, err error) {
 	if err != nil {
 		dl.failed.Store(true)
@@ -310,419 +407,11 @@ type task struct {
 	profile   *contracts.Profile
 	inline    *contracts.Profile // as carried by the contract, forwarded as is
 	group     string
+	shard     int
 	url       string
 	host      string
 	depth     int
 	hops      int
 	attempt   int
 	notBefore time.Time
-}
-
-func (l *Loader) accept(ctx context.Context, d queue.Delivery) {
-	var c contracts.LoaderContract
-	if err := json.Unmarshal(d.Body(), &c); err != nil {
-		l.deadLetter(ctx, d, "undecodable loader contract: "+err.Error())
-		return
-	}
-	if c.V != contracts.Version || c.CrawlID == "" || len(c.URLs) == 0 {
-		l.deadLetter(ctx, d, fmt.Sprintf("invalid loader contract: v=%d crawl_id=%q chg=%q urls=%d", c.V, c.CrawlID, c.Group, len(c.URLs)))
-		return
-	}
-	p, err := l.profs.Resolve(ctx, c.CrawlID, c.Profile)
-	if errors.Is(err, profiles.ErrNotFound) {
-		l.deadLetter(ctx, d, "loader contract of unknown crawl "+c.CrawlID)
-		return
-	}
-	if err != nil {
-		l.log.Warn("resolve profile", "crawl_id", c.CrawlID, "err", err)
-		if err := d.Retry(ctx, frontier.RetryDelay(d.Attempt())); err != nil && ctx.Err() == nil {
-			l.log.Error("retry loader contract", "crawl_id", c.CrawlID, "err", err)
-		}
-		return
-	}
-	dl := &delivery{d: d}
-	dl.remaining.Store(int32(len(c.URLs)))
-	var keep []*task
-	park := &parked{c: &c}
-	added := map[string]int{}
-	for _, u := range c.URLs {
-		host := u.URL
-		if pu, err := url.Parse(u.URL); err == nil {
-			host = urlnorm.Host(pu)
-		}
-		g := c.GroupOf(u)
-		if g == "" {
-			g = l.group(host)
-		}
-		t := &task{dl: dl, crawlID: c.CrawlID, profile: p, inline: c.Profile, group: g, url: u.URL, host: host, depth: u.Depth, hops: u.Hops}
-		l.applyBudget(c.CrawlID, g, host, p)
-		queued, delay := l.sched.Queued(g)
-		l.holdMu.Lock()
-		h := l.holders[g]
-		l.holdMu.Unlock()
-		// Park when the group holds all it may, or when another contract
-		// already holds its URLs and these would wait long behind them: only
-		// slow groups are parked, fast ones keep their URLs in memory.
-		wait := time.Duration(queued+added[g]) * delay
-		if queued+added[g] >= l.groupLimit(delay) || (h != nil && h != dl && wait > holdWait) {
-			park.add(t, queued+added[g], delay)
-			continue
-		}
-		added[g]++
-		keep = append(keep, t)
-	}
-	if len(added) > 0 {
-		l.holdMu.Lock()
-		for g := range added {
-			l.holders[g] = dl
-		}
-		l.holdMu.Unlock()
-		dl.settled = func() {
-			l.holdMu.Lock()
-			for g := range added {
-				if l.holders[g] == dl {
-					delete(l.holders, g)
-				}
-			}
-			l.holdMu.Unlock()
-		}
-	}
-	if !l.park(ctx, park) {
-		keep = append(keep, park.tasks...) // could not park: hold them after all
-		park.tasks = nil
-	}
-	for _, t := range keep {
-		l.schedule(ctx, t)
-	}
-	for range park.tasks {
-		dl.done(ctx, l.log, nil)
-	}
-}
-
-// Parked returns the number of URLs parked in the broker so far.
-func (l *Loader) Parked() int64 { return l.parkedURLs.Load() }
-
-func (l *Loader) group(host string) string {
-	if l.deps.Group != nil {
-		return l.deps.Group(host)
-	}
-	return frontier.HostGrouper(host)
-}
-
-// schedule hands t to the politeness scheduler.
-func (l *Loader) schedule(ctx context.Context, t *task) {
-	it := politeness.Item{URL: t.url, Host: t.host, Group: t.group, NotBefore: t.notBefore, Payload: t, Cost: l.costPolicy(t.profile)}
-	if err := l.sched.Add(it); err != nil {
-		t.dl.done(ctx, l.log, fmt.Errorf("schedule %s: %w", t.url, err))
-	}
-}
-
-// policy returns the delay policy of a crawl's profile.
-func (l *Loader) policy(p *contracts.Profile) *politeness.DelayPolicy {
-	l.polMu.Lock()
-	defer l.polMu.Unlock()
-	if pol, ok := l.pols[p]; ok {
-		return pol
-	}
-	pol := politeness.DelayPolicyFor(p.Politeness)
-	pol.CrawlDelayCap = l.cfg.CrawlDelayCap
-	if len(l.pols) > 1024 {
-		clear(l.pols)
-	}
-	l.pols[p] = &pol
-	return &pol
-}
-
-func (l *Loader) deadLetter(ctx context.Context, d queue.Delivery, reason string) {
-	l.log.Warn("dead-letter contract", "queue", contracts.QueueLoader, "reason", reason)
-	if err := d.DeadLetter(ctx, reason); err != nil {
-		l.log.Error("dead-letter contract", "queue", contracts.QueueLoader, "err", err)
-	}
-}
-
-func (l *Loader) work(ctx context.Context) {
-	for {
-		lease, err := l.sched.Next(ctx)
-		if err != nil {
-			return
-		}
-		t := lease.Item.Payload.(*task)
-		o := l.process(ctx, t)
-		o.Policy = l.policy(t.profile)
-		l.sched.Release(lease, o)
-	}
-}
-
-// result is the outcome of one task, waiting for its segment to be flushed.
-type result struct {
-	t      *task
-	status contracts.Status // ToBeParsed or Failed; "" means nothing to record
-	reason string
-	page   contracts.CrawlerPage
-	inSeg  bool // page.Asset.Offset/Length refer to the current segment
-	skip   bool // no transition: only settle (and maybe republish)
-	repub  *contracts.CrawlerPage
-}
-
-// process handles one task and returns what the politeness scheduler needs
-// to know of it. A task that fetched nothing reports a zero Duration.
-func (l *Loader) process(ctx context.Context, t *task) politeness.Outcome {
-	none := politeness.Outcome{Unfetched: true} // nothing fetched: no cost, no delay
-	switch l.cancels.State(ctx, t.crawlID) {
-	case contracts.CrawlCancelled:
-		l.finish(&result{t: t, status: contracts.Failed, reason: "cancelled"})
-		return none
-	case contracts.CrawlPaused:
-		// Hold the URL until the crawl resumes; its contract stays unacked.
-		t.notBefore = time.Now().Add(time.Second)
-		l.schedule(ctx, t)
-		return politeness.Outcome{Unfetched: true}
-	}
-	rec, err := l.deps.Tx.Get(ctx, txindex.Key(t.crawlID, t.url))
-	if err != nil {
-		if ctx.Err() == nil {
-			l.log.Warn("get record", "url", t.url, "crawl_id", t.crawlID, "err", err)
-		}
-		t.dl.done(ctx, l.log, err)
-		return none
-	}
-	switch {
-	case rec.Status == contracts.ToBeParsed && rec.Asset.Key != "":
-		// Fetched before but the crawler contract may be lost: publish again.
-		l.finish(&result{t: t, skip: true, repub: &contracts.CrawlerPage{URL: t.url, Depth: rec.Depth, Hops: rec.Hops, Asset: rec.Asset, StatusCode: rec.HTTPStatus, FetchedAt: rec.StatusTime}})
-		return none
-	case rec.Status != contracts.ToBeLoaded:
-		l.finish(&result{t: t, skip: true})
-		return none
-	}
-	u, err := url.Parse(t.url)
-	if err != nil {
-		l.finish(&result{t: t, status: contracts.Failed, reason: "invalid url"})
-		return none
-	}
-	var o politeness.Outcome
-	if t.profile.Politeness.Robots != contracts.RobotsIgnore {
-		rules, err := l.robots.Get(ctx, u.Scheme, urlnorm.HostPort(u))
-		if err != nil {
-			t.dl.done(ctx, l.log, err)
-			return none
-		}
-		if cd, ok := rules.CrawlDelay(t.profile.UserAgent); ok {
-			o.CrawlDelay = cd // a long Crawl-delay slows the group; it never fails URLs
-		}
-		if !rules.Allowed(t.profile.UserAgent, u.RequestURI()) {
-			l.finish(&result{t: t, status: contracts.Failed, reason: "robots.txt disallowed"})
-			return o
-		}
-	}
-	start := time.Now()
-	ex, err := l.fetch(ctx, t, u)
-	o.Duration = time.Since(start)
-	l.fetched.Add(1)
-	if err != nil {
-		if ctx.Err() != nil {
-			t.dl.done(ctx, l.log, ctx.Err())
-			return none
-		}
-		o.Err, o.ErrKind = err, politeness.ClassifyError(err)
-		if errors.Is(err, netguard.ErrForbidden) {
-			l.finish(&result{t: t, status: contracts.Failed, reason: "address not allowed"})
-			return o
-		}
-		if t.attempt+1 < l.cfg.FetchAttempts {
-			l.retry(ctx, t)
-			return o
-		}
-		l.finish(&result{t: t, status: contracts.Failed, reason: "fetch: " + err.Error()})
-		return o
-	}
-	o.Status, o.RetryAfter = ex.status, ex.retryAfter
-	if (ex.status == http.StatusTooManyRequests || ex.status == http.StatusServiceUnavailable) && t.attempt+1 < l.cfg.FetchAttempts {
-		l.retry(ctx, t)
-		return o
-	}
-	r := &result{t: t, inSeg: true, page: contracts.CrawlerPage{
-		URL: t.url, Depth: t.depth, Hops: t.hops, StatusCode: ex.status, ContentType: ex.contentType, FetchedAt: ex.date,
-	}}
-	switch {
-	case ex.status >= 200 && ex.status < 400:
-		r.status = contracts.ToBeParsed
-	default:
-		r.status, r.reason = contracts.Failed, fmt.Sprintf("http %d", ex.status)
-	}
-	l.appendExchange(r, ex)
-	return o
-}
-
-// retry schedules t again after a growing delay; its group's own backoff
-// (from the outcome) slows every URL of the group meanwhile.
-func (l *Loader) retry(ctx context.Context, t *task) {
-	t.attempt++
-	t.notBefore = time.Now().Add(l.cfg.RetryDelay * time.Duration(t.attempt))
-	l.schedule(ctx, t)
-}
-
-// finish queues a result that needs no WARC record.
-func (l *Loader) finish(r *result) {
-	l.segMu.Lock()
-	l.pending = append(l.pending, r)
-	l.segMu.Unlock()
-}
-
-func (l *Loader) appendExchange(r *result, ex *exchange) {
-	l.segMu.Lock()
-	if l.seg.Count() == 0 {
-		_, _, _ = l.seg.Append(warc.NewWarcinfoRecord(time.Now(), map[string]string{"software": "gridcrawl", "format": "WARC File Format 1.1", "operator-loader": l.cfg.ID}))
-	}
-	req := warc.NewRequestRecord(r.t.url, ex.date, ex.request)
-	resp := warc.NewResponseRecord(r.t.url, ex.date, ex.ip, ex.response, ex.truncated, warc.RecordID(req))
-	_, _, err1 := l.seg.Append(req)
-	off, n, err2 := l.seg.Append(resp)
-	if err := errors.Join(err1, err2); err != nil {
-		r.inSeg = false
-		r.status, r.reason = contracts.Failed, "warc: "+err.Error()
-	} else {
-		r.page.Asset = contracts.AssetRef{Offset: off, Length: n}
-	}
-	l.pending = append(l.pending, r)
-	full := l.seg.Len() >= l.cfg.SegmentBytes
-	l.segMu.Unlock()
-	if full { // store it now rather than at the next tick
-		select {
-		case l.flushCh <- struct{}{}:
-		default:
-		}
-	}
-}
-
-// flushLoop stores the current segment and records its results, either when
-// it is full or every FlushInterval.
-func (l *Loader) flushLoop(ctx context.Context) {
-	tick := time.NewTicker(l.cfg.FlushInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		case <-l.flushCh:
-		}
-		l.flush(ctx)
-	}
-}
-
-func (l *Loader) flush(ctx context.Context) {
-	l.segMu.Lock()
-	if len(l.pending) == 0 {
-		l.segMu.Unlock()
-		return
-	}
-	seg, pending := l.seg, l.pending
-	next := l.spare
-	if next == nil {
-		next = warc.NewSegment(l.cfg.Gzip)
-	}
-	l.seg, l.spare, l.pending = next, nil, nil
-	l.segSeq++
-	seq := l.segSeq
-	l.segMu.Unlock()
-
-	var err error
-	if seg.Count() > 0 {
-		now := time.Now().UTC()
-		key := fmt.Sprintf("warc/%s/%s-%06d.warc", now.Format("2006/01/02"), l.cfg.ID, seq)
-		ctype := "application/warc"
-		if l.cfg.Gzip {
-			key += ".gz"
-			ctype = "application/warc+gzip"
-		}
-		err = l.deps.Assets.Put(ctx, key, bytes.NewReader(seg.Bytes()), seg.Len(), ctype)
-		if err != nil {
-			err = fmt.Errorf("put segment %q: %w", key, err)
-		}
-		for _, r := range pending {
-			if r.inSeg {
-				r.page.Asset.Key = key
-			}
-		}
-	}
-	if err == nil {
-		err = l.record(ctx, pending)
-	}
-	if seg.Len() <= 4*l.cfg.SegmentBytes {
-		seg.Reset()
-		l.segMu.Lock()
-		l.spare = seg
-		l.segMu.Unlock()
-	}
-	if err != nil && ctx.Err() == nil {
-		l.log.Error("flush segment", "err", err)
-	}
-	for _, r := range pending {
-		r.t.dl.done(ctx, l.log, err)
-	}
-}
-
-// record applies the transitions of pending and publishes crawler contracts
-// for the pages that moved to to-be-parsed.
-func (l *Loader) record(ctx context.Context, pending []*result) error {
-	var ts []txindex.Transition
-	var idx []int
-	for i, r := range pending {
-		if r.skip {
-			continue
-		}
-		tr := txindex.Transition{Key: txindex.Key(r.t.crawlID, r.t.url), From: contracts.ToBeLoaded, To: r.status, Error: r.reason, HTTPStatus: r.page.StatusCode}
-		if r.inSeg {
-			a := r.page.Asset
-			tr.Asset = &a
-		}
-		ts = append(ts, tr)
-		idx = append(idx, i)
-	}
-	applied, err := l.deps.Tx.Transition(ctx, ts)
-	if err != nil {
-		return fmt.Errorf("record fetch outcomes: %w", err)
-	}
-	type batch struct {
-		inline *contracts.Profile
-		pages  []contracts.CrawlerPage
-	}
-	byCrawl := map[string]*batch{}
-	var order []string
-	add := func(r *result, p contracts.CrawlerPage) {
-		b := byCrawl[r.t.crawlID]
-		if b == nil {
-			b = &batch{inline: r.t.inline}
-			byCrawl[r.t.crawlID] = b
-			order = append(order, r.t.crawlID)
-		}
-		b.pages = append(b.pages, p)
-	}
-	for j, i := range idx {
-		if applied[j] && pending[i].status == contracts.ToBeParsed {
-			add(pending[i], pending[i].page)
-		}
-	}
-	for _, r := range pending {
-		if r.repub != nil {
-			add(r, *r.repub)
-		}
-	}
-	var msgs []queue.Message
-	for _, id := range order {
-		b := byCrawl[id]
-		m, err := frontier.CrawlerMessages(id, b.inline, b.pages, false)
-		if err != nil {
-			return err
-		}
-		msgs = append(msgs, m...)
-	}
-	if len(msgs) == 0 {
-		return nil
-	}
-	if err := l.deps.Queue.Publish(ctx, contracts.QueueCrawler, msgs...); err != nil {
-		return fmt.Errorf("publish crawler contracts: %w", err)
-	}
-	return nil
 }

@@ -1,0 +1,249 @@
+package loader
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/profiles"
+	"github.com/gridcrawl/gridcrawl/pkg/queue"
+	"github.com/gridcrawl/gridcrawl/pkg/txindex"
+	"github.com/gridcrawl/gridcrawl/pkg/urlnorm"
+	"github.com/gridcrawl/gridcrawl/services/internal/frontier"
+)
+
+// Intake: a contract's URLs are decoded, grouped, and then held in the
+// scheduler or parked in the broker.
+//
+// A loader keeps only the work it can do soon: a crawl host group holds at
+// most as many URLs as it can fetch within parkHorizon (and at most
+// Config.GroupQueue). Further URLs of the group are parked: published back
+// to the group's shard as a delayed contract, and settled. So a group with
+// a huge backlog holds neither memory nor the prefetch slots of its shard,
+// and never holds up the other groups (no head-of-line blocking). The URLs
+// of a paused crawl are parked the same way, for Config.PausedDelay.
+const (
+	parkHorizon  = 2 * time.Minute
+	minParkDelay = time.Second
+	maxParkDelay = 5 * time.Minute // below the recovery lease, which parking renews
+	// holdWait: a second contract's URLs of a group are held only when the
+	// group's queue drains within it; slower groups park them.
+	holdWait = 5 * time.Second
+)
+
+// intake takes the deliveries of one shard until ctx is done. Deliveries
+// still in the channel then stay unsettled and go back to the queue when
+// the loader stops consuming.
+func (l *Loader) intake(ctx context.Context, shard int, deliveries <-chan queue.Delivery) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case d, ok := <-deliveries:
+			if !ok {
+				return
+			}
+			// The shard may just have failed over to this loader: know its
+			// groups' delays before scheduling any of them.
+			l.state.activate(ctx, shard)
+			l.accept(ctx, shard, d)
+		}
+	}
+}
+
+// accept decodes one contract and holds or parks its URLs.
+func (l *Loader) accept(ctx context.Context, shard int, d queue.Delivery) {
+	c, p, ok := l.decode(ctx, d)
+	if !ok {
+		return
+	}
+	dl := newDelivery(d, len(c.URLs))
+	tasks := l.tasks(c, p, dl, shard)
+	if l.cancels.State(ctx, c.CrawlID) == contracts.CrawlPaused {
+		l.parkAll(ctx, dl, tasks, l.cfg.PausedDelay)
+		return
+	}
+	keep, park := l.split(dl, tasks)
+	if err := l.park(ctx, park.tasks, park.delay); err != nil {
+		keep = append(keep, park.tasks...) // could not park: hold them after all
+		park.tasks = nil
+	}
+	for _, t := range keep {
+		l.schedule(ctx, t)
+	}
+	for range park.tasks {
+		dl.done(ctx, l.log, nil)
+	}
+}
+
+// decode returns the contract of d and its crawl's profile; when it cannot,
+// it settles d itself (dead-letter, or retry when the profile store fails)
+// and reports false.
+func (l *Loader) decode(ctx context.Context, d queue.Delivery) (*contracts.LoaderContract, *contracts.Profile, bool) {
+	var c contracts.LoaderContract
+	var p *contracts.Profile
+	err := json.Unmarshal(d.Body(), &c)
+	switch {
+	case err != nil:
+		l.deadLetter(ctx, d, "undecodable loader contract: "+err.Error())
+		return nil, nil, false
+	case c.V != contracts.Version || c.CrawlID == "" || len(c.URLs) == 0:
+		l.deadLetter(ctx, d, fmt.Sprintf("invalid loader contract: v=%d crawl_id=%q chg=%q urls=%d", c.V, c.CrawlID, c.Group, len(c.URLs)))
+		return nil, nil, false
+	}
+	p, err = l.profs.Resolve(ctx, c.CrawlID, c.Profile)
+	switch {
+	case errors.Is(err, profiles.ErrNotFound):
+		l.deadLetter(ctx, d, "loader contract of unknown crawl "+c.CrawlID)
+		return nil, nil, false
+	case err != nil:
+		l.log.Warn("resolve profile", "crawl_id", c.CrawlID, "err", err)
+		if err := d.Retry(ctx, frontier.RetryDelay(d.Attempt())); err != nil && ctx.Err() == nil {
+			l.log.Error("retry loader contract", "crawl_id", c.CrawlID, "err", err)
+		}
+		return nil, nil, false
+	}
+	return &c, p, true
+}
+
+func (l *Loader) deadLetter(ctx context.Context, d queue.Delivery, reason string) {
+	l.log.Warn("dead-letter contract", "queue", contracts.QueueLoader, "reason", reason)
+	if err := d.DeadLetter(ctx, reason); err != nil {
+		l.log.Error("dead-letter contract", "queue", contracts.QueueLoader, "err", err)
+	}
+}
+
+// tasks makes one task per URL of c, grouped and priced.
+func (l *Loader) tasks(c *contracts.LoaderContract, p *contracts.Profile, dl *delivery, shard int) []*task {
+	ts := make([]*task, 0, len(c.URLs))
+	for _, u := range c.URLs {
+		host := u.URL
+		if pu, err := url.Parse(u.URL); err == nil {
+			host = urlnorm.Host(pu)
+		}
+		g := c.GroupOf(u)
+		if g == "" {
+			g = l.group(host)
+		}
+		ts = append(ts, &task{dl: dl, crawlID: c.CrawlID, profile: p, inline: c.Profile, group: g, shard: shard,
+			url: u.URL, host: host, depth: u.Depth, hops: u.Hops})
+	}
+	return ts
+}
+
+func (l *Loader) group(host string) string {
+	if l.deps.Group != nil {
+		return l.deps.Group(host)
+	}
+	return frontier.HostGrouper(host)
+}
+
+// parkSet collects the URLs of one contract to park, and their delay.
+type parkSet struct {
+	tasks []*task
+	delay time.Duration
+}
+
+// split decides, URL by URL, which tasks of a contract the loader holds and
+// which it parks: it parks when the group holds all it may, or when another
+// contract already holds the group's URLs and these would wait long behind
+// them. Only slow groups are parked; fast ones keep their URLs in memory.
+// It makes dl the holder of the groups it keeps URLs of.
+func (l *Loader) split(dl *delivery, tasks []*task) (keep []*task, park parkSet) {
+	added := map[string]int{}
+	for _, t := range tasks {
+		l.applyBudget(t)
+		queued, delay := l.sched.Queued(t.group)
+		l.holdMu.Lock()
+		h := l.holders[t.group]
+		l.holdMu.Unlock()
+		n := queued + added[t.group]
+		if n >= l.groupLimit(delay) || (h != nil && h != dl && time.Duration(n)*delay > holdWait) {
+			park.tasks = append(park.tasks, t)
+			wait := time.Duration(n) * max(delay, 100*time.Millisecond)
+			park.delay = max(park.delay, min(max(wait, minParkDelay), maxParkDelay))
+			continue
+		}
+		added[t.group]++
+		keep = append(keep, t)
+	}
+	if len(added) == 0 {
+		return keep, park
+	}
+	l.holdMu.Lock()
+	for g := range added {
+		l.holders[g] = dl
+	}
+	l.holdMu.Unlock()
+	dl.settled = func() {
+		l.holdMu.Lock()
+		for g := range added {
+			if l.holders[g] == dl {
+				delete(l.holders, g)
+			}
+		}
+		l.holdMu.Unlock()
+	}
+	return keep, park
+}
+
+// groupLimit returns how many URLs a group with the given delay may hold.
+func (l *Loader) groupLimit(delay time.Duration) int {
+	if delay <= 0 {
+		return l.cfg.GroupQueue
+	}
+	return max(1, min(l.cfg.GroupQueue, int(parkHorizon/delay)))
+}
+
+// parkAll parks every task of one delivery and settles them; the ones that
+// cannot be parked fail the delivery, which is then retried.
+func (l *Loader) parkAll(ctx context.Context, dl *delivery, tasks []*task, delay time.Duration) {
+	err := l.park(ctx, tasks, delay)
+	for range tasks {
+		dl.done(ctx, l.log, err)
+	}
+}
+
+// park publishes tasks (of one crawl) to their groups' shards with a delay,
+// encoded and routed as the frontier does, and renews their records' lease
+// so that the recovery sweep does not republish them meanwhile. It does not
+// settle them.
+func (l *Loader) park(ctx context.Context, tasks []*task, delay time.Duration) error {
+	if len(tasks) == 0 {
+		return nil
+	}
+	t0 := tasks[0]
+	byShard := map[int][]txindex.Record{}
+	ts := make([]txindex.Transition, 0, len(tasks))
+	for _, t := range tasks {
+		s := frontier.ShardOf(t.group, l.shards)
+		byShard[s] = append(byShard[s], txindex.Record{URL: t.url, Depth: t.depth, Hops: t.hops, Group: t.group})
+		ts = append(ts, txindex.Transition{Key: txindex.Key(t.crawlID, t.url), From: contracts.ToBeLoaded, To: contracts.ToBeLoaded})
+	}
+	for s, recs := range byShard {
+		q := frontier.ShardQueue(s, l.shards)
+		msgs, err := frontier.LoaderMessages(t0.crawlID, *t0.profile, recs)
+		if err == nil {
+			for i := range msgs {
+				msgs[i].Delay = delay
+			}
+			err = l.deps.Queue.Publish(ctx, q, msgs...)
+		}
+		if err != nil {
+			// URLs published to other shards are duplicates, which is harmless.
+			if ctx.Err() == nil {
+				l.log.Warn("park urls", "queue", q, "crawl_id", t0.crawlID, "urls", len(recs), "err", err)
+			}
+			return fmt.Errorf("park urls on %s: %w", q, err)
+		}
+	}
+	if _, err := l.deps.Tx.Transition(ctx, ts); err != nil && ctx.Err() == nil {
+		l.log.Warn("renew lease of parked urls", "crawl_id", t0.crawlID, "urls", len(ts), "err", err)
+	}
+	l.parkedURLs.Add(int64(len(tasks)))
+	return nil
+}

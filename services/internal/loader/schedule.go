@@ -1,0 +1,203 @@
+package loader
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/politeness"
+)
+
+// Scheduler: pkg/politeness hands out one task per crawl host group at a
+// time and decides each group's delay. A crawl's profile reaches it through
+// politeness' own API: its politeness settings as a DelayPolicy passed with
+// every outcome, its cost policy with every item, and its budget (with the
+// per-domain overrides resolved by politeness.BudgetFor) as the group's
+// budget.
+
+// policies caches what the loader derives from profiles. Groups shared by
+// several crawls take the budget of the crawl whose URL arrived last with a
+// new profile version.
+type policies struct {
+	crawlDelayCap time.Duration
+
+	mu       sync.Mutex
+	delay    map[*contracts.Profile]*politeness.DelayPolicy
+	costs    map[string]politeness.CostPolicy
+	budgets  map[string]budgetKey // by group: the profile its budget came from
+	versions map[string]int       // newest profile version seen per crawl
+}
+
+// budgetKey identifies the profile version a group's budget was set from.
+type budgetKey struct {
+	crawlID string
+	version int
+}
+
+func newPolicies(crawlDelayCap time.Duration) policies {
+	return policies{
+		crawlDelayCap: crawlDelayCap,
+		delay:         map[*contracts.Profile]*politeness.DelayPolicy{},
+		costs:         map[string]politeness.CostPolicy{},
+		budgets:       map[string]budgetKey{},
+		versions:      map[string]int{},
+	}
+}
+
+// delayPolicy returns the delay policy of a crawl's profile.
+func (p *policies) delayPolicy(prof *contracts.Profile) *politeness.DelayPolicy {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if pol, ok := p.delay[prof]; ok {
+		return pol
+	}
+	pol := politeness.DelayPolicyFor(prof.Politeness)
+	pol.CrawlDelayCap = p.crawlDelayCap
+	if len(p.delay) > 1024 {
+		clear(p.delay)
+	}
+	p.delay[prof] = &pol
+	return &pol
+}
+
+// costPolicy returns the cost policy of prof's budget; nil means the
+// scheduler's default (unit).
+func (p *policies) costPolicy(prof *contracts.Profile) politeness.CostPolicy {
+	if prof.Budget == nil || prof.Budget.CostPolicy == "" {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c, ok := p.costs[prof.Budget.CostPolicy]; ok {
+		return c
+	}
+	c, err := politeness.ParseCostPolicy(prof.Budget.CostPolicy)
+	if err != nil {
+		return nil // validated by MCP; an unknown name prices as unit
+	}
+	p.costs[prof.Budget.CostPolicy] = c
+	return c
+}
+
+// budgetChange reports whether group must take the budget of crawlID's
+// profile version: true the first time a group sees that version, never
+// for a version older than one already seen for the crawl (contracts built
+// before a PATCH may arrive after it).
+func (p *policies) budgetChange(crawlID string, version int, group string) bool {
+	k := budgetKey{crawlID, version}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if newest, ok := p.versions[crawlID]; ok && version < newest {
+		return false
+	}
+	p.versions[crawlID] = version
+	if p.budgets[group] == k {
+		return false
+	}
+	if len(p.budgets) > 100000 {
+		clear(p.budgets)
+	}
+	if len(p.versions) > 10000 {
+		clear(p.versions)
+	}
+	p.budgets[group] = k
+	return true
+}
+
+// applyBudget gives t's group the budget of t's profile, when it has one.
+func (l *Loader) applyBudget(t *task) {
+	if t.profile.Budget == nil || !l.pol.budgetChange(t.crawlID, t.profile.Version, t.group) {
+		return
+	}
+	l.sched.SetBudget(t.group, budgetOf(t.profile.Budget, t.group, t.host))
+}
+
+// budgetOf maps a profile's budget onto politeness: its defaults (0 means
+// politeness' default) and its per-domain overrides as politeness
+// overrides, resolved for the group by politeness itself.
+func budgetOf(b *contracts.Budget, group, host string) politeness.Budget {
+	def := politeness.DefaultBudget()
+	if b.BalanceReplenish > 0 {
+		def.BalanceReplenish = b.BalanceReplenish
+	}
+	if b.TotalBudget > 0 {
+		def.TotalBudget = b.TotalBudget
+	}
+	def.HoldQueues = b.HoldQueues // site-first crawls (seed 003)
+	if len(b.Overrides) == 0 {
+		return def
+	}
+	overrides := make([]politeness.Override, 0, len(b.Overrides))
+	for _, o := range b.Overrides {
+		ob := def
+		if o.BalanceReplenish > 0 {
+			ob.BalanceReplenish = o.BalanceReplenish
+		}
+		ob.TotalBudget = politeness.NoLimit
+		if o.TotalBudget > 0 {
+			ob.TotalBudget = o.TotalBudget
+		}
+		overrides = append(overrides, politeness.Override{Domain: o.Domain, Budget: &ob})
+	}
+	return politeness.BudgetFor(def, overrides, group, host)
+}
+
+// schedule hands t to the politeness scheduler, not before t.notBefore nor
+// before its group may be fetched after a failover (see state.go).
+func (l *Loader) schedule(ctx context.Context, t *task) {
+	pol := l.pol.delayPolicy(t.profile)
+	if hold := l.state.holdUntil(t.shard, t.group, pol.Min); hold.After(t.notBefore) {
+		t.notBefore = hold
+	}
+	it := politeness.Item{URL: t.url, Host: t.host, Group: t.group, NotBefore: t.notBefore, Payload: t, Cost: l.pol.costPolicy(t.profile)}
+	if err := l.sched.Add(it); err != nil {
+		t.dl.done(ctx, l.log, fmt.Errorf("schedule %s: %w", t.url, err))
+	}
+}
+
+// release ends a lease with its outcome. A newly learnt Crawl-delay is
+// stored before the group is released, so no second request to the group
+// can come before a failover would know of it; a backoff is stored right
+// after (it is at least BackoffBase away).
+func (l *Loader) release(ctx context.Context, lease politeness.Lease, t *task, o outcome) {
+	pol := l.pol.delayPolicy(t.profile)
+	o.pol.Policy = pol
+	if o.pol.Unfetched {
+		l.sched.Release(lease, o.pol)
+		return
+	}
+	trouble := troubled(o.pol)
+	if !trouble {
+		l.state.learn(ctx, t.shard, t.group, pol, o.pol.CrawlDelay, false, 0)
+	}
+	if l.sched.Release(lease, o.pol) && trouble {
+		_, delay := l.sched.Queued(t.group)
+		l.state.learn(ctx, t.shard, t.group, pol, o.pol.CrawlDelay, true, delay)
+	}
+}
+
+// troubled reports whether o raises the group's backoff (as
+// politeness.DelayPolicy.Decide counts trouble).
+func troubled(o politeness.Outcome) bool {
+	return o.Status == 429 || o.Status == 503 || o.ErrKind == politeness.ErrorTimeout || o.ErrKind == politeness.ErrorReset
+}
+
+// retireLoop parks the URLs of retired groups as retired records, so that
+// they neither hold memory nor keep their crawl from finishing; raising the
+// budget (PATCH) puts them back to to-be-loaded.
+func (l *Loader) retireLoop(ctx context.Context) {
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, it := range l.sched.DrainRetired(10000) {
+			l.rec.take(ctx, it.Payload.(*task), outcome{verdict: vRetired, reason: "crawl host group budget spent"})
+		}
+	}
+}
