@@ -414,4 +414,7 @@ type task struct {
 	hops      int
 	attempt   int
 	notBefore time.Time
+	// prepaid: the task's group was charged for it by the lease that
+	// fetched robots.txt in its stead, so its next lease costs nothing.
+	prepaid bool
 }

@@ -77,11 +77,13 @@ func (r *recorder) take(ctx context.Context, t *task, o outcome) {
 	}
 	switch o.verdict {
 	case vAgain:
+		t.prepaid = true // robots.txt is paid as the page: budgets count pages
 		l.schedule(ctx, t)
 	case vRetry:
 		// The group's own backoff (from the outcome) slows every URL of the
 		// group meanwhile.
 		t.attempt++
+		t.prepaid = false
 		t.notBefore = time.Now().Add(l.cfg.RetryDelay * time.Duration(t.attempt))
 		l.schedule(ctx, t)
 	case vPaused:

@@ -152,6 +152,9 @@ func (l *Loader) schedule(ctx context.Context, t *task) {
 		t.notBefore = hold
 	}
 	it := politeness.Item{URL: t.url, Host: t.host, Group: t.group, NotBefore: t.notBefore, Payload: t, Cost: l.pol.costPolicy(t.profile)}
+	if t.prepaid {
+		it.Cost = politeness.ZeroCost{}
+	}
 	if err := l.sched.Add(it); err != nil {
 		t.dl.done(ctx, l.log, fmt.Errorf("schedule %s: %w", t.url, err))
 	}
