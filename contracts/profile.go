@@ -57,15 +57,6 @@ func DefaultPoliteness() Politeness {
 	return Politeness{MinDelayMS: DefaultMinDelayMS, MaxDelayMS: DefaultMaxDelayMS, DelayFactor: DefaultFactor, Robots: RobotsObey}
 }
 
-// politenessFields is a politeness object as sent: nil fields were absent
-// (or null).
-type politenessFields struct {
-	MinDelayMS  *int     `json:"min_delay_ms"`
-	MaxDelayMS  *int     `json:"max_delay_ms"`
-	DelayFactor *float64 `json:"delay_factor"`
-	Robots      *string  `json:"robots"`
-}
-
 // UnmarshalJSON decodes a politeness object, rejecting unknown fields, and
 // fills its absent fields with their defaults: min_delay_ms 500 (or
 // max_delay_ms when that is smaller), max_delay_ms 10000 (or min_delay_ms
@@ -77,17 +68,19 @@ func (p *Politeness) UnmarshalJSON(b []byte) error {
 	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
 		return nil
 	}
-	var f politenessFields
+	var f PolitenessPatch
 	if err := decodeStrict(b, &f); err != nil {
 		return err
 	}
-	*p = f.withDefaults()
+	*p = f.WithDefaults()
 	return nil
 }
 
-// withDefaults returns the politeness f gives, with its absent fields
-// defaulted (see Politeness.UnmarshalJSON).
-func (f politenessFields) withDefaults() Politeness {
+// WithDefaults returns the politeness of a profile that gives only f's
+// non-nil fields: the others take their defaults as in
+// Politeness.UnmarshalJSON. Clients that build a profile in Go from some
+// settings (grid crawl's flags) use it to default like the API.
+func (f PolitenessPatch) WithDefaults() Politeness {
 	p := DefaultPoliteness()
 	switch {
 	case f.MinDelayMS != nil && f.MaxDelayMS != nil:
@@ -108,9 +101,10 @@ func (f politenessFields) withDefaults() Politeness {
 	return p
 }
 
-// PolitenessPatch is the politeness of a PATCH body (ProfilePatch). Unlike
-// a profile's politeness, absent (nil) fields keep the crawl's current
-// value, field by field, instead of taking the defaults.
+// PolitenessPatch is a politeness object as sent, with nil for absent (or
+// null) fields. In a PATCH body (ProfilePatch) absent fields keep the
+// crawl's current value, field by field (Apply); in a profile they take
+// their defaults (WithDefaults).
 type PolitenessPatch struct {
 	MinDelayMS  *int     `json:"min_delay_ms,omitempty"`
 	MaxDelayMS  *int     `json:"max_delay_ms,omitempty"`

@@ -12,6 +12,6 @@ trap 'kill $site 2>/dev/null; wait $site 2>/dev/null || true' EXIT
 for _ in $(seq 50); do [ -s "$envfile" ] && grep -q GRIDCRAWL_DEMO_START_URL= "$envfile" && break; sleep 0.1; done
 set -a; . "$envfile"; set +a
 echo "demo site: $GRIDCRAWL_DEMO_START_URL (data in $data)"
-GRIDCRAWL_ALLOW_NETS=127.0.0.0/8 bin/grid crawl --data "$data" --depth 4 --min-delay-ms 20 "$GRIDCRAWL_DEMO_START_URL"
+GRIDCRAWL_ALLOW_NETS=127.0.0.0/8 bin/grid crawl --data "$data" --depth 4 --scope domain --min-delay-ms 20 "$GRIDCRAWL_DEMO_START_URL"
 bin/grid status --data "$data"
 bin/grid search --data "$data" --limit 5 gridcrawl

@@ -171,11 +171,17 @@ func DefaultDelayPolicy() DelayPolicy {
 }
 
 // DelayPolicyFor returns DefaultDelayPolicy with a crawl profile's factor,
-// minimum and maximum (after contracts.Profile.WithDefaults).
+// minimum and maximum (after contracts.Profile.WithDefaults). A profile's
+// max_delay_ms of 0 is an explicit cap of 0 (so its min_delay_ms is 0 too),
+// while a DelayPolicy's Max of 0 means no cap: the factor term is dropped
+// instead, which caps it at 0.
 func DelayPolicyFor(p contracts.Politeness) DelayPolicy {
 	d := DefaultDelayPolicy()
 	d.Factor = p.DelayFactor
 	d.Min, d.Max = p.Delay()
+	if d.Max == 0 {
+		d.Factor = 0
+	}
 	return d
 }
 

@@ -321,6 +321,12 @@ func TestDelayPolicyForProfile(t *testing.T) {
 	if p.CrawlDelayCap != DefaultDelayPolicy().CrawlDelayCap {
 		t.Errorf("DelayPolicyFor kept CrawlDelayCap %v, want the default", p.CrawlDelayCap)
 	}
+	// A profile's explicit max_delay_ms 0 caps the factor term at 0, where a
+	// DelayPolicy's Max 0 would mean no cap.
+	zero := DelayPolicyFor(contracts.Politeness{DelayFactor: 2, Robots: contracts.RobotsObey})
+	if d := zero.Decide(&Backoff{}, Outcome{Status: 200, Duration: time.Second}, t0, 0); d.Delay != 0 {
+		t.Errorf("DelayPolicyFor(max 0, factor 2).Decide(1s fetch) = %v, want 0", d.Delay)
+	}
 }
 
 func TestDelayPolicyValidate(t *testing.T) {

@@ -140,21 +140,58 @@ func cmdUp(ctx context.Context, args []string, stderr io.Writer) error {
 	return g.Run(ctx)
 }
 
-func cmdCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// crawlOpts are grid crawl's flags.
+type crawlOpts struct {
+	data, scope, urlsFile     *string
+	depth, maxPages, minDelay *int
+	asJSON                    *bool
+}
+
+// newCrawlFlags defines grid crawl's flags. The profile flags show the
+// profile's defaults, which are defined once, in contracts, for the API
+// and the command line alike.
+func newCrawlFlags(stderr io.Writer) (*flag.FlagSet, *crawlOpts) {
 	fs := newFlags("crawl", stderr)
-	data := fs.String("data", "", "data directory (default $GRIDCRAWL_DATA or ./data)")
-	depth := fs.Int("depth", 3, "maximum link depth from the start URLs")
-	asJSON := fs.Bool("json", false, "print the final crawl status as JSON on the last line")
-	scope := fs.String("scope", "domain", "host, domain or any")
-	maxPages := fs.Int("max-pages", 0, "stop discovering URLs after this many (0: no limit)")
-	minDelay := fs.Int("min-delay-ms", contracts.DefaultMinDelayMS, "politeness: least milliseconds between fetches from one host")
-	urlsFile := fs.String("urls-file", "", "read more start URLs from this file, one per line")
+	o := &crawlOpts{
+		data:     fs.String("data", "", "data directory (default $GRIDCRAWL_DATA or ./data)"),
+		depth:    fs.Int("depth", contracts.DefaultMaxDepth, "maximum link depth from the start URLs"),
+		asJSON:   fs.Bool("json", false, "print the final crawl status as JSON on the last line"),
+		scope:    fs.String("scope", string(contracts.DefaultScope), "host, domain or any"),
+		maxPages: fs.Int("max-pages", 0, "stop discovering URLs after this many (0: no limit)"),
+		minDelay: fs.Int("min-delay-ms", contracts.DefaultMinDelayMS, "politeness: least milliseconds between fetches from one host"),
+		urlsFile: fs.String("urls-file", "", "read more start URLs from this file, one per line"),
+	}
+	return fs, o
+}
+
+// profile returns the crawl profile of the parsed flags fs and starts. Only
+// the flags given on the command line are set; MCP defaults the rest, so
+// that the crawl is the one the API starts for the same settings.
+func (o *crawlOpts) profile(fs *flag.FlagSet, starts []string) contracts.Profile {
+	p := contracts.Profile{StartURLs: starts, MaxDepth: contracts.DefaultMaxDepth}
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "depth":
+			p.MaxDepth = *o.depth
+		case "scope":
+			p.Scope = contracts.Scope(*o.scope)
+		case "max-pages":
+			p.MaxPages = *o.maxPages
+		case "min-delay-ms":
+			p.Politeness = contracts.PolitenessPatch{MinDelayMS: o.minDelay}.WithDefaults()
+		}
+	})
+	return p
+}
+
+func cmdCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, o := newCrawlFlags(stderr)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	starts := fs.Args()
-	if *urlsFile != "" {
-		b, err := os.ReadFile(*urlsFile)
+	if *o.urlsFile != "" {
+		b, err := os.ReadFile(*o.urlsFile)
 		if err != nil {
 			return fmt.Errorf("read start urls: %w", err)
 		}
@@ -163,7 +200,7 @@ func cmdCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(starts) == 0 {
 		return usageError{errors.New("at least one start URL is required")}
 	}
-	cfg, err := loadConfig(*data)
+	cfg, err := loadConfig(*o.data)
 	if err != nil {
 		return err
 	}
@@ -180,9 +217,7 @@ func cmdCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		ln.Close()
 		return err
 	}
-	p := contracts.Profile{StartURLs: starts, MaxDepth: *depth, Scope: contracts.Scope(*scope), MaxPages: *maxPages,
-		Politeness: contracts.Politeness{MinDelayMS: *minDelay, MaxDelayMS: max(*minDelay, contracts.DefaultMaxDelayMS), DelayFactor: contracts.DefaultFactor}}
-	body, _ := json.Marshal(p)
+	body, _ := json.Marshal(o.profile(fs, starts))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	runErr := make(chan error, 1)
@@ -210,7 +245,7 @@ func cmdCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			if err := stop(nil); err != nil && !errors.Is(err, context.Canceled) {
 				return err
 			}
-			if *asJSON {
+			if *o.asJSON {
 				return json.NewEncoder(stdout).Encode(st)
 			}
 			fmt.Fprintf(stdout, "crawl %s %s: %d indexed, %d redirected, %d failed, %d documents\n", st.CrawlID, st.State,
