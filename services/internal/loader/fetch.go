@@ -70,12 +70,9 @@ var nothing = politeness.Outcome{Unfetched: true}
 
 // fetchTask turns a leased task into its outcome.
 func (l *Loader) fetchTask(ctx context.Context, t *task) outcome {
-	if o, decided := l.admit(ctx, t); decided {
+	u, o, decided := l.admit(ctx, t)
+	if decided {
 		return o
-	}
-	u, err := url.Parse(t.url)
-	if err != nil {
-		return outcome{verdict: vFailed, reason: "invalid url", pol: nothing}
 	}
 	crawlDelay, o, decided := l.checkRobots(ctx, t, u)
 	if decided {
@@ -85,26 +82,36 @@ func (l *Loader) fetchTask(ctx context.Context, t *task) outcome {
 }
 
 // admit decides the tasks that need no request: those of cancelled or
-// paused crawls, and those whose record is no longer to-be-loaded.
-func (l *Loader) admit(ctx context.Context, t *task) (outcome, bool) {
-	switch l.cancels.State(ctx, t.crawlID) {
-	case contracts.CrawlCancelled:
-		return outcome{verdict: vFailed, reason: "cancelled", pol: nothing}, true
-	case contracts.CrawlPaused:
-		return outcome{verdict: vPaused, pol: nothing}, true
+// paused crawls, those whose record is no longer to-be-loaded, and invalid
+// URLs. It returns the parsed URL of the others.
+func (l *Loader) admit(ctx context.Context, t *task) (*url.URL, outcome, bool) {
+	o := outcome{pol: nothing}
+	var rec txindex.Record
+	var err error
+	state := l.cancels.State(ctx, t.crawlID)
+	if state != contracts.CrawlCancelled && state != contracts.CrawlPaused {
+		rec, err = l.deps.Tx.Get(ctx, txindex.Key(t.crawlID, t.url))
 	}
-	rec, err := l.deps.Tx.Get(ctx, txindex.Key(t.crawlID, t.url))
+	var u *url.URL
 	switch {
+	case state == contracts.CrawlCancelled:
+		o.verdict, o.reason = vFailed, "cancelled"
+	case state == contracts.CrawlPaused:
+		o.verdict = vPaused
 	case err != nil:
-		return outcome{verdict: vAbandon, err: fmt.Errorf("get record: %w", err), pol: nothing}, true
+		o.verdict, o.err = vAbandon, fmt.Errorf("get record: %w", err)
 	case rec.Status == contracts.ToBeParsed && rec.Asset.Key != "":
 		// Fetched before but the crawler contract may be lost: publish again.
-		page := &contracts.CrawlerPage{URL: t.url, Depth: rec.Depth, Hops: rec.Hops, Asset: rec.Asset, StatusCode: rec.HTTPStatus, FetchedAt: rec.StatusTime}
-		return outcome{verdict: vRepublish, repub: page, pol: nothing}, true
+		o.verdict = vRepublish
+		o.repub = &contracts.CrawlerPage{URL: t.url, Depth: rec.Depth, Hops: rec.Hops, Asset: rec.Asset, StatusCode: rec.HTTPStatus, FetchedAt: rec.StatusTime}
 	case rec.Status != contracts.ToBeLoaded:
-		return outcome{verdict: vSkip, pol: nothing}, true
+		o.verdict = vSkip
+	default:
+		if u, err = url.Parse(t.url); err != nil {
+			o.verdict, o.reason = vFailed, "invalid url"
+		}
 	}
-	return outcome{}, false
+	return u, o, u == nil
 }
 
 // checkRobots applies the origin's robots.txt. When the lease had to fetch
@@ -117,19 +124,24 @@ func (l *Loader) checkRobots(ctx context.Context, t *task, u *url.URL) (time.Dur
 	}
 	rc := &robotsCapture{}
 	res, err := l.robots.Lookup(context.WithValue(ctx, robotsCaptureKey{}, rc), u.Scheme, urlnorm.HostPort(u))
-	if err != nil {
-		return 0, outcome{verdict: vAbandon, err: err, pol: nothing}, true
+	var cd time.Duration
+	if err == nil {
+		cd, _ = res.Rules.CrawlDelay(t.profile.UserAgent) // a long Crawl-delay slows the group; it never fails URLs
 	}
-	cd, _ := res.Rules.CrawlDelay(t.profile.UserAgent) // a long Crawl-delay slows the group; it never fails URLs
+	o := outcome{pol: nothing}
 	switch {
+	case err != nil:
+		o.verdict, o.err = vAbandon, err
 	case res.Fetched && rc.sent:
-		return 0, outcome{verdict: vAgain, robots: rc.ex, pol: rc.outcome(cd)}, true
+		o = outcome{verdict: vAgain, robots: rc.ex, pol: rc.outcome(cd)}
 	case res.Unreachable != nil:
-		return 0, outcome{verdict: vFailed, reason: robotsUnreachable(res.Unreachable), pol: nothing}, true
+		o.verdict, o.reason = vFailed, robotsUnreachable(res.Unreachable)
 	case !res.Rules.Allowed(t.profile.UserAgent, u.RequestURI()):
-		return 0, outcome{verdict: vFailed, reason: "robots.txt disallowed", pol: politeness.Outcome{Unfetched: true, CrawlDelay: cd}}, true
+		o.verdict, o.reason = vFailed, "robots.txt disallowed"
+	default:
+		return cd, outcome{}, false
 	}
-	return cd, outcome{}, false
+	return 0, o, true
 }
 
 // robotsUnreachable is the reason of a URL whose robots.txt could not be

@@ -86,28 +86,30 @@ func (l *Loader) accept(ctx context.Context, shard int, d queue.Delivery) {
 func (l *Loader) decode(ctx context.Context, d queue.Delivery) (*contracts.LoaderContract, *contracts.Profile, bool) {
 	var c contracts.LoaderContract
 	var p *contracts.Profile
+	var reason string // why d is dead-lettered
 	err := json.Unmarshal(d.Body(), &c)
 	switch {
 	case err != nil:
-		l.deadLetter(ctx, d, "undecodable loader contract: "+err.Error())
-		return nil, nil, false
+		reason = "undecodable loader contract: " + err.Error()
 	case c.V != contracts.Version || c.CrawlID == "" || len(c.URLs) == 0:
-		l.deadLetter(ctx, d, fmt.Sprintf("invalid loader contract: v=%d crawl_id=%q chg=%q urls=%d", c.V, c.CrawlID, c.Group, len(c.URLs)))
-		return nil, nil, false
+		reason = fmt.Sprintf("invalid loader contract: v=%d crawl_id=%q chg=%q urls=%d", c.V, c.CrawlID, c.Group, len(c.URLs))
+	default:
+		if p, err = l.profs.Resolve(ctx, c.CrawlID, c.Profile); errors.Is(err, profiles.ErrNotFound) {
+			reason = "loader contract of unknown crawl " + c.CrawlID
+		}
 	}
-	p, err = l.profs.Resolve(ctx, c.CrawlID, c.Profile)
 	switch {
-	case errors.Is(err, profiles.ErrNotFound):
-		l.deadLetter(ctx, d, "loader contract of unknown crawl "+c.CrawlID)
-		return nil, nil, false
+	case reason != "":
+		l.deadLetter(ctx, d, reason)
 	case err != nil:
 		l.log.Warn("resolve profile", "crawl_id", c.CrawlID, "err", err)
 		if err := d.Retry(ctx, frontier.RetryDelay(d.Attempt())); err != nil && ctx.Err() == nil {
 			l.log.Error("retry loader contract", "crawl_id", c.CrawlID, "err", err)
 		}
-		return nil, nil, false
+	default:
+		return &c, p, true
 	}
-	return &c, p, true
+	return nil, nil, false
 }
 
 func (l *Loader) deadLetter(ctx context.Context, d queue.Delivery, reason string) {
