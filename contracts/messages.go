@@ -9,6 +9,11 @@ const (
 	QueueIndex   = "index_pending"
 )
 
+// ReasonExcluded is the error of a record whose page was parsed and its
+// links followed, but which is not indexed: the page asked not to be (meta
+// robots noindex) or the profile's index filters exclude it.
+const ReasonExcluded = "excluded from index (noindex or index filter)"
+
 // MaxInlineProfileBytes bounds the profile text carried inside contracts.
 const MaxInlineProfileBytes = 2048
 

@@ -15,7 +15,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 )
 
-// maxTransitionRounds bounds how often Transition re-reads records that
+// maxTransitionRounds bounds how often modify re-reads records that
 // changed concurrently. Each round but the last has a winner per contended
 // record, so this is only reached by more concurrent lease renewals of one
 // record than rounds.
@@ -117,84 +117,139 @@ func (x *TxIndex) GetMany(ctx context.Context, keys []string) (map[string]txinde
 }
 
 // Transition applies each transition whose record is in its From status,
-// in order, and reports per transition whether it applied.
-//
-// It reads the records (realtime mget) and writes the changed ones with one
-// bulk request of index operations conditioned on the sequence number and
-// primary term it read (optimistic concurrency, no scripts). A record that
-// changed in between fails its condition (409); Transition reads it again
-// and re-checks its transitions against what it finds, so a transition is
-// reported applied only when this call's write won. StatusTime of applied
-// transitions is now, at millisecond precision.
+// in order, and reports per transition whether it applied. StatusTime of
+// applied transitions is now, at millisecond precision. See modify for how
+// concurrent changes are resolved: a transition is reported applied only
+// when this call's write won.
 func (x *TxIndex) Transition(ctx context.Context, ts []txindex.Transition) ([]bool, error) {
 	applied := make([]bool, len(ts))
 	if len(ts) == 0 {
 		return applied, nil
 	}
 	byKey := make(map[string][]int, len(ts))
-	var pending []string
+	var keys []string
 	for i, t := range ts {
 		if !t.To.Valid() {
 			return nil, fmt.Errorf("transition record %q: invalid status %q", t.Key, t.To)
 		}
 		if _, ok := byKey[t.Key]; !ok {
-			pending = append(pending, t.Key)
+			keys = append(keys, t.Key)
 		}
 		byKey[t.Key] = append(byKey[t.Key], i)
 	}
+	// result holds the outcome per transition of the last version of its
+	// record that modify saw, which is the one written if any was.
+	result := make([]bool, len(ts))
+	won, err := x.modify(ctx, keys, func(r *txindex.Record, now time.Time) bool {
+		changed := false
+		for _, i := range byKey[r.Key] {
+			t := ts[i]
+			result[i] = r.Status == t.From && (t.IfDepth == nil || r.Depth == *t.IfDepth)
+			if result[i] {
+				apply(r, t, now)
+				changed = true
+			}
+		}
+		return changed
+	})
+	if err != nil {
+		return nil, fmt.Errorf("transition records: %w", err)
+	}
+	for k, is := range byKey {
+		if _, ok := won[k]; ok {
+			for _, i := range is {
+				applied[i] = result[i]
+			}
+		}
+	}
+	return applied, nil
+}
+
+// LowerDepth applies each lowering whose record has a greater depth
+// (txindex.Lower), each record atomically through modify, and returns the
+// changed records.
+func (x *TxIndex) LowerDepth(ctx context.Context, ls []txindex.Lowering) (map[string]txindex.Record, error) {
+	if len(ls) == 0 {
+		return map[string]txindex.Record{}, nil
+	}
+	byKey := make(map[string][]txindex.Lowering, len(ls))
+	var keys []string
+	for _, l := range ls {
+		if _, ok := byKey[l.Key]; !ok {
+			keys = append(keys, l.Key)
+		}
+		byKey[l.Key] = append(byKey[l.Key], l)
+	}
+	won, err := x.modify(ctx, keys, func(r *txindex.Record, now time.Time) bool {
+		changed := false
+		for _, l := range byKey[r.Key] {
+			if txindex.Lower(r, l, now) {
+				changed = true
+			}
+		}
+		return changed
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lower depth of %d records: %w", len(keys), err)
+	}
+	return won, nil
+}
+
+// modify changes the records of keys with fn and returns those it wrote,
+// as written. fn changes the record it is given and reports whether it did;
+// it is not called for absent keys.
+//
+// modify reads the records (realtime mget) and writes the changed ones with
+// one bulk request of index operations conditioned on the sequence number
+// and primary term it read (optimistic concurrency, no scripts). A record
+// that changed in between fails its condition (409); modify reads it again
+// and calls fn again on what it finds, so the last call of fn for a key is
+// on the version written, if any. now is the same for the records of one
+// round, at millisecond precision.
+func (x *TxIndex) modify(ctx context.Context, keys []string, fn func(r *txindex.Record, now time.Time) bool) (map[string]txindex.Record, error) {
+	won := map[string]txindex.Record{}
+	pending := keys
 	for round := 0; len(pending) > 0; round++ {
 		if round == maxTransitionRounds {
-			return nil, fmt.Errorf("transition %d records: still changing concurrently after %d rounds", len(pending), round)
+			return nil, fmt.Errorf("%d records still changing concurrently after %d rounds", len(pending), round)
 		}
 		if round > 0 {
 			// Spread the retries of contending callers.
 			d := time.Duration(rand.Int64N(int64(min(round, 10)) * int64(time.Millisecond)))
 			select {
 			case <-ctx.Done():
-				return nil, fmt.Errorf("transition records: %w", ctx.Err())
+				return nil, ctx.Err()
 			case <-time.After(d):
 			}
 		}
 		docs, err := x.c.mget(ctx, x.c.txIndex, pending)
 		if err != nil {
-			return nil, fmt.Errorf("transition %d records: %w", len(pending), err)
+			return nil, err
 		}
 		now := time.Now().UTC().Truncate(time.Millisecond)
 		var ops []bulkOp
-		var opKeys []string
-		// result holds the outcome per transition if this round's write of
-		// its record wins.
-		result := map[int]bool{}
+		var opRecs []txindex.Record
 		for _, k := range pending {
 			d, ok := docs[k]
 			if !ok {
-				continue // no record: nothing applies
+				continue // no record: nothing to change
 			}
 			var r txindex.Record
 			if err := json.Unmarshal(d.Source, &r); err != nil {
-				return nil, fmt.Errorf("transition record %q: decode: %w", k, err)
+				return nil, fmt.Errorf("record %q: decode: %w", k, err)
 			}
-			changed := false
-			for _, i := range byKey[k] {
-				t := ts[i]
-				if r.Status != t.From {
-					continue
-				}
-				apply(&r, t, now)
-				result[i], changed = true, true
-			}
-			if !changed {
+			if !fn(&r, now) {
 				continue
 			}
 			src, err := json.Marshal(r)
 			if err != nil {
-				return nil, fmt.Errorf("transition record %q: %w", k, err)
+				return nil, fmt.Errorf("record %q: %w", k, err)
 			}
 			seq, term := d.SeqNo, d.PrimaryTerm
 			ops = append(ops, bulkOp{op: "index", source: src, action: bulkAction{
 				Index: x.c.txIndex, ID: k, IfSeqNo: &seq, IfPrimaryTerm: &term,
 			}})
-			opKeys = append(opKeys, k)
+			opRecs = append(opRecs, r)
 		}
 		pending = pending[:0:0]
 		if len(ops) == 0 {
@@ -202,23 +257,21 @@ func (x *TxIndex) Transition(ctx context.Context, ts []txindex.Transition) ([]bo
 		}
 		items, err := x.c.bulk(ctx, ops)
 		if err != nil {
-			return nil, fmt.Errorf("transition %d records: %w", len(ops), err)
+			return nil, err
 		}
 		for j, it := range items {
-			k := opKeys[j]
+			r := opRecs[j]
 			switch {
 			case it.Status == http.StatusConflict:
-				pending = append(pending, k)
+				pending = append(pending, r.Key)
 			case it.err() != nil:
-				return nil, fmt.Errorf("transition record %q: %w", k, it.err())
+				return nil, fmt.Errorf("record %q: %w", r.Key, it.err())
 			default:
-				for _, i := range byKey[k] {
-					applied[i] = result[i]
-				}
+				won[r.Key] = r
 			}
 		}
 	}
-	return applied, nil
+	return won, nil
 }
 
 // apply changes r by t at time now.

@@ -76,6 +76,7 @@ type TxIndex struct {
 	wr *writer
 
 	existing, insert, transition, addCount    *sql.Stmt
+	lockedGetMany, lower                      *sql.Stmt
 	get, getMany, counts, countHost, stale    *sql.Stmt
 	listByKey, listByStatus, listCrawl, total *sql.Stmt
 }
@@ -103,7 +104,9 @@ func OpenTxIndex(path string) (*TxIndex, error) {
 			error = coalesce(?, error), http_status = coalesce(?, http_status),
 			asset_key = coalesce(?, asset_key), asset_offset = coalesce(?, asset_offset),
 			asset_length = coalesce(?, asset_length), attempts = attempts + ?
-			WHERE key = ? AND status = ? RETURNING crawl_id`},
+			WHERE key = ? AND status = ? AND (? IS NULL OR depth = ?) RETURNING crawl_id`},
+		{&x.lockedGetMany, st.w, `SELECT ` + recordCols + ` FROM records WHERE key IN (SELECT value FROM json_each(?))`},
+		{&x.lower, st.w, `UPDATE records SET depth = ?, hops = ?, status = ?, status_time = ? WHERE key = ?`},
 		{&x.addCount, st.w, `INSERT INTO counts (crawl_id, status, n) VALUES (?, ?, ?)
 			ON CONFLICT (crawl_id, status) DO UPDATE SET n = n + excluded.n`},
 		{&x.get, st.r, `SELECT ` + recordCols + ` FROM records WHERE key = ?`},
@@ -268,9 +271,13 @@ func (x *TxIndex) Transition(ctx context.Context, ts []txindex.Transition) ([]bo
 			if t.AddAttempt {
 				add = 1
 			}
+			var ifDepth any
+			if t.IfDepth != nil {
+				ifDepth = *t.IfDepth
+			}
 			var crawlID string
 			err := up.QueryRow(string(t.To), now, errText, httpStatus, assetKey, assetOff, assetLen, add,
-				t.Key, string(t.From)).Scan(&crawlID)
+				t.Key, string(t.From), ifDepth, ifDepth).Scan(&crawlID)
 			if errors.Is(err, sql.ErrNoRows) {
 				applied[i] = false
 				continue
@@ -290,6 +297,69 @@ func (x *TxIndex) Transition(ctx context.Context, ts []txindex.Transition) ([]bo
 		return nil, err
 	}
 	return applied, nil
+}
+
+// LowerDepth applies, in one transaction, each lowering whose record has a
+// greater depth (txindex.Lower), and returns the changed records. The write
+// lock, held from the read of the records to the commit, makes each
+// read-modify-write atomic.
+func (x *TxIndex) LowerDepth(ctx context.Context, ls []txindex.Lowering) (map[string]txindex.Record, error) {
+	if len(ls) == 0 {
+		return map[string]txindex.Record{}, nil
+	}
+	keys := make([]string, len(ls))
+	for i, l := range ls {
+		keys[i] = l.Key
+	}
+	keysJSON, err := json.Marshal(keys)
+	if err != nil {
+		return nil, fmt.Errorf("lower depth of %d records: %w", len(ls), err)
+	}
+	var out map[string]txindex.Record
+	err = x.wr.do(ctx, func(tx *sql.Tx) error {
+		out = map[string]txindex.Record{}
+		get := tx.Stmt(x.lockedGetMany)
+		defer get.Close()
+		rows, err := get.Query(string(keysJSON))
+		if err != nil {
+			return fmt.Errorf("lower depth of %d records: %w", len(ls), err)
+		}
+		recs, err := scanRecords(rows)
+		if err != nil {
+			return fmt.Errorf("lower depth of %d records: %w", len(ls), err)
+		}
+		byKey := make(map[string]txindex.Record, len(recs))
+		for _, r := range recs {
+			byKey[r.Key] = r
+		}
+		now := fromNanos(time.Now().UnixNano()) // as stored
+		up := tx.Stmt(x.lower)
+		defer up.Close()
+		deltas := map[countKey]int64{}
+		for _, l := range ls {
+			r, ok := byKey[l.Key]
+			if !ok {
+				continue
+			}
+			from := r.Status
+			if !txindex.Lower(&r, l, now) {
+				continue
+			}
+			if _, err := up.Exec(r.Depth, r.Hops, string(r.Status), nanos(r.StatusTime), r.Key); err != nil {
+				return fmt.Errorf("lower depth of record %q: %w", r.Key, err)
+			}
+			if from != r.Status {
+				deltas[countKey{r.CrawlID, from}]--
+				deltas[countKey{r.CrawlID, r.Status}]++
+			}
+			byKey[l.Key], out[l.Key] = r, r
+		}
+		return x.addCounts(tx, deltas)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // Get returns the record with key, or txindex.ErrNotFound.
@@ -435,7 +505,7 @@ func (x *TxIndex) list(ctx context.Context, crawlID string, status contracts.Sta
 // than once.
 func (x *TxIndex) Close() error {
 	x.wr.close()
-	for _, s := range []*sql.Stmt{x.existing, x.insert, x.transition, x.addCount, x.get, x.getMany,
+	for _, s := range []*sql.Stmt{x.existing, x.insert, x.transition, x.addCount, x.lockedGetMany, x.lower, x.get, x.getMany,
 		x.counts, x.countHost, x.stale, x.listByKey, x.listByStatus, x.listCrawl, x.total} {
 		if s != nil {
 			_ = s.Close()

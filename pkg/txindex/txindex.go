@@ -7,6 +7,8 @@
 //     concurrent Creates of one key, exactly one reports created.
 //   - Transition is checked and idempotent: it applies only when the record is
 //     in the From status, and otherwise reports not applied without error.
+//   - LowerDepth is checked and idempotent: it applies only when the record's
+//     depth is greater than the new one, so depths only ever decrease.
 //   - Everything a call reports as done is durable and visible to every
 //     following read, Counts included.
 package txindex
@@ -62,6 +64,50 @@ type Transition struct {
 	Asset      *contracts.AssetRef
 	// AddAttempt increments the record's attempt count.
 	AddAttempt bool
+	// IfDepth, when not nil, is a second condition: the record's depth must
+	// be *IfDepth. The crawler's outcome of a page parsed at a depth that
+	// has since been lowered does not apply: the page is parsed again.
+	IfDepth *int
+}
+
+// Lowering lowers the depth of one record whose URL was found again on a
+// shorter path from the start URLs.
+type Lowering struct {
+	Key   string
+	Depth int
+	// Hops counts the redirects at the end of the shorter path.
+	Hops int
+}
+
+// Reparse reports whether a record whose depth is lowered goes back to
+// to-be-parsed: the crawler has already extracted its links, at a greater
+// depth, and must extract them again at the new one. Those are the records
+// it parsed (to-be-indexed, indexed, redirected) and the pages it parsed but
+// did not index (failed with contracts.ReasonExcluded, whose links were
+// followed). A to-be-parsed record stays as it is; the caller must make sure
+// it is parsed (again) at its new depth.
+func Reparse(r Record) bool {
+	switch r.Status {
+	case contracts.ToBeIndexed, contracts.Indexed, contracts.Redirected:
+		return true
+	case contracts.Failed:
+		return r.Error == contracts.ReasonExcluded
+	}
+	return false
+}
+
+// Lower applies l to r when it lowers r's depth, and reports whether it did.
+// A record that Reparse selects moves to to-be-parsed at now. It is the
+// rule every implementation of LowerDepth follows.
+func Lower(r *Record, l Lowering, now time.Time) bool {
+	if l.Depth >= r.Depth {
+		return false
+	}
+	if Reparse(*r) {
+		r.Status, r.StatusTime = contracts.ToBeParsed, now
+	}
+	r.Depth, r.Hops = l.Depth, l.Hops
+	return true
 }
 
 // Index is the transaction index.
@@ -77,6 +123,12 @@ type Index interface {
 	// and reports, per transition, whether it applied. StatusTime is set to now
 	// for applied transitions (also when From == To, which renews a lease).
 	Transition(ctx context.Context, ts []Transition) (applied []bool, err error)
+	// LowerDepth applies, each atomically, the lowerings whose record exists
+	// with a greater depth (see Lower: depth and hops are set, and a record
+	// already parsed goes back to to-be-parsed with status time now). Of
+	// several lowerings of one key the smallest depth applies. It returns
+	// the records it changed, as they are now, keyed by key.
+	LowerDepth(ctx context.Context, ls []Lowering) (map[string]Record, error)
 	// Counts returns the number of records of crawlID per status.
 	Counts(ctx context.Context, crawlID string) (map[contracts.Status]int64, error)
 	// CountHost returns the number of records of crawlID whose host is host.

@@ -50,6 +50,9 @@ func Run(t *testing.T, h Harness) {
 		{"TransitionSetsOutcome", testTransitionOutcome},
 		{"TransitionRenewsLease", testTransitionRenew},
 		{"TransitionConcurrentSameKey", testTransitionConcurrent},
+		{"TransitionIfDepth", testTransitionIfDepth},
+		{"LowerDepth", testLowerDepth},
+		{"LowerDepthConcurrentSameKey", testLowerDepthConcurrent},
 		{"Counts", testCounts},
 		{"CountHost", testCountHost},
 		{"Stale", testStale},
@@ -425,6 +428,173 @@ func testTransitionConcurrent(t *testing.T, h Harness) {
 	}
 	if r := mustGet(t, x, a.Key); r.Attempts != 1 || r.Status != contracts.Indexed {
 		t.Errorf("Get(%q) = status %q attempts %d, want %q 1", a.Key, r.Status, r.Attempts, contracts.Indexed)
+	}
+}
+
+func testTransitionIfDepth(t *testing.T, h Harness) {
+	x := h.New(t)
+	crawl := newCrawlID(t)
+	a := rec(crawl, "http://a.example/", contracts.ToBeParsed, time.Now().Add(-time.Hour))
+	a.Depth = 3
+	mustCreate(t, x, a)
+	other, same := 4, 3
+	got, err := x.Transition(t.Context(), []txindex.Transition{{Key: a.Key, From: contracts.ToBeParsed, To: contracts.ToBeIndexed, IfDepth: &other}})
+	if err != nil || !slices.Equal(got, []bool{false}) {
+		t.Errorf("Transition(IfDepth %d) of a record at depth %d = %v, %v, want [false], nil", other, a.Depth, got, err)
+	}
+	if r := mustGet(t, x, a.Key); r.Status != contracts.ToBeParsed {
+		t.Errorf("Get(%q).Status = %q after a transition at another depth, want %q", a.Key, r.Status, contracts.ToBeParsed)
+	}
+	got, err = x.Transition(t.Context(), []txindex.Transition{{Key: a.Key, From: contracts.ToBeParsed, To: contracts.ToBeIndexed, IfDepth: &same}})
+	if err != nil || !slices.Equal(got, []bool{true}) {
+		t.Errorf("Transition(IfDepth %d) of a record at depth %d = %v, %v, want [true], nil", same, a.Depth, got, err)
+	}
+	if r := mustGet(t, x, a.Key); r.Status != contracts.ToBeIndexed {
+		t.Errorf("Get(%q).Status = %q, want %q", a.Key, r.Status, contracts.ToBeIndexed)
+	}
+}
+
+func testLowerDepth(t *testing.T, h Harness) {
+	x := h.New(t)
+	crawl := newCrawlID(t)
+	old := time.Now().Add(-time.Hour)
+	// One record at depth 5 per status, and what lowering it does.
+	cases := []struct {
+		status  contracts.Status
+		errText string
+		reparse bool
+	}{
+		{contracts.ToBeLoaded, "", false},
+		{contracts.ToBeParsed, "", false},
+		{contracts.ToBeIndexed, "", true},
+		{contracts.Indexed, "", true},
+		{contracts.Redirected, "to http://elsewhere.example/", true},
+		{contracts.Failed, "http 404", false},
+		{contracts.Failed, contracts.ReasonExcluded, true},
+		{contracts.Retired, "", false},
+	}
+	var recs []txindex.Record
+	wantCounts := map[contracts.Status]int64{}
+	for i, c := range cases {
+		r := rec(crawl, fmt.Sprintf("http://h%d.example/", i), c.status, old)
+		r.Depth, r.Hops, r.Error = 5, 2, c.errText
+		recs = append(recs, r)
+		wantCounts[c.status]++
+	}
+	mustCreate(t, x, recs...)
+	missing := txindex.Key(crawl, "http://missing.example/")
+
+	// Not lower: nothing changes.
+	var ls []txindex.Lowering
+	for _, r := range recs {
+		ls = append(ls, txindex.Lowering{Key: r.Key, Depth: 5}, txindex.Lowering{Key: r.Key, Depth: 6, Hops: 1})
+	}
+	ls = append(ls, txindex.Lowering{Key: missing, Depth: 0})
+	got, err := x.LowerDepth(t.Context(), ls)
+	if err != nil || len(got) != 0 {
+		t.Errorf("LowerDepth(not lower) = %v, %v, want nothing changed", got, err)
+	}
+	for _, r := range recs {
+		if diff := cmp.Diff(r, mustGet(t, x, r.Key), cmpTime); diff != "" {
+			t.Errorf("after LowerDepth(not lower): record changed (-want +got):\n%s", diff)
+		}
+	}
+	if _, err := x.Get(t.Context(), missing); !errors.Is(err, txindex.ErrNotFound) {
+		t.Errorf("Get(%q) after lowering an unknown key: error %v, want ErrNotFound", missing, err)
+	}
+
+	// Lower, twice per key in one call: the smaller depth applies.
+	start := at(time.Now()).Add(-time.Millisecond)
+	ls = ls[:0]
+	for _, r := range recs {
+		ls = append(ls, txindex.Lowering{Key: r.Key, Depth: 3, Hops: 1}, txindex.Lowering{Key: r.Key, Depth: 2}, txindex.Lowering{Key: r.Key, Depth: 4})
+	}
+	got, err = x.LowerDepth(t.Context(), ls)
+	if err != nil {
+		t.Fatalf("LowerDepth error: %v", err)
+	}
+	for i, c := range cases {
+		want := recs[i]
+		want.Depth, want.Hops = 2, 0
+		if c.reparse {
+			want.Status = contracts.ToBeParsed
+			wantCounts[c.status]--
+			wantCounts[contracts.ToBeParsed]++
+		}
+		r := mustGet(t, x, want.Key)
+		if diff := cmp.Diff(want, r, cmpTime, cmpopts.IgnoreFields(txindex.Record{}, "StatusTime")); diff != "" {
+			t.Errorf("%s %q: after LowerDepth (-want +got):\n%s", c.status, c.errText, diff)
+		}
+		if c.reparse && r.StatusTime.Before(start) {
+			t.Errorf("%s %q: StatusTime = %v after reopening, want at or after %v", c.status, c.errText, r.StatusTime, start)
+		}
+		if !c.reparse && !r.StatusTime.Equal(want.StatusTime) {
+			t.Errorf("%s %q: StatusTime = %v, want unchanged %v", c.status, c.errText, r.StatusTime, want.StatusTime)
+		}
+		if diff := cmp.Diff(r, got[want.Key], cmpTime); diff != "" {
+			t.Errorf("%s %q: LowerDepth returned (-stored +returned):\n%s", c.status, c.errText, diff)
+		}
+	}
+	if len(got) != len(recs) {
+		t.Errorf("LowerDepth changed %d records, want %d", len(got), len(recs))
+	}
+	counts, err := x.Counts(t.Context(), crawl)
+	if err != nil {
+		t.Fatalf("Counts error: %v", err)
+	}
+	if diff := cmp.Diff(nonZero(wantCounts), nonZero(counts)); diff != "" {
+		t.Errorf("Counts after LowerDepth (-want +got):\n%s", diff)
+	}
+
+	// Redelivery: the same lowering again changes nothing.
+	got, err = x.LowerDepth(t.Context(), ls)
+	if err != nil || len(got) != 0 {
+		t.Errorf("repeated LowerDepth = %v, %v, want nothing changed", got, err)
+	}
+}
+
+func testLowerDepthConcurrent(t *testing.T, h Harness) {
+	x := h.New(t)
+	crawl := newCrawlID(t)
+	a := rec(crawl, "http://a.example/", contracts.Indexed, time.Now())
+	a.Depth = 20
+	mustCreate(t, x, a)
+	const n = 8
+	var wg sync.WaitGroup
+	changed := make([]*txindex.Record, n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			got, err := x.LowerDepth(t.Context(), []txindex.Lowering{{Key: a.Key, Depth: 10 + i}})
+			errs[i] = err
+			if r, ok := got[a.Key]; ok {
+				changed[i] = &r
+			}
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("LowerDepth in goroutine %d error: %v", i, err)
+		}
+	}
+	if changed[0] == nil {
+		t.Errorf("LowerDepth to the smallest depth reported no change")
+	}
+	for i, r := range changed {
+		if r != nil && r.Depth != 10+i {
+			t.Errorf("LowerDepth to %d returned depth %d", 10+i, r.Depth)
+		}
+	}
+	if r := mustGet(t, x, a.Key); r.Depth != 10 || r.Status != contracts.ToBeParsed {
+		t.Errorf("Get(%q) = depth %d status %q, want 10 %q", a.Key, r.Depth, r.Status, contracts.ToBeParsed)
+	}
+	counts, err := x.Counts(t.Context(), crawl)
+	if err != nil {
+		t.Fatalf("Counts error: %v", err)
+	}
+	if diff := cmp.Diff(map[contracts.Status]int64{contracts.ToBeParsed: 1}, nonZero(counts)); diff != "" {
+		t.Errorf("Counts after concurrent LowerDepth (-want +got):\n%s", diff)
 	}
 }
 

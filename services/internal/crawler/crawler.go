@@ -4,6 +4,13 @@
 // document to index_pending, extract and filter the links with the profile,
 // write the unseen ones as to-be-loaded and publish their loader contracts,
 // and only then move the page to to-be-indexed.
+//
+// A page is parsed at its record's depth, not its contract's: the frontier
+// lowers the depth of a URL found again on a shorter path, and sends a page
+// already parsed back to to-be-parsed, so that its links are followed as
+// deep as their shortest path allows. A page lowered while it is being
+// parsed keeps its status (the transition is conditioned on the depth) and
+// is parsed again.
 package crawler
 
 import (
@@ -213,11 +220,13 @@ func (c *Crawler) Process(ctx context.Context, k contracts.CrawlerContract, prof
 		want = contracts.ToBeIndexed
 	}
 	// Only pages in the wanted status are this contract's work; the others
-	// were handled by an earlier delivery.
+	// were handled by an earlier delivery. The record's depth is the page's:
+	// it may have been lowered since the contract was written.
 	var todo []contracts.CrawlerPage
 	var todoKeys []string
 	for i, p := range k.Pages {
 		if r, ok := recs[keys[i]]; ok && r.Status == want {
+			p.Depth, p.Hops = r.Depth, r.Hops
 			todo, todoKeys = append(todo, p), append(todoKeys, keys[i])
 		}
 	}
@@ -267,9 +276,11 @@ func (c *Crawler) Process(ctx context.Context, k contracts.CrawlerContract, prof
 	if _, err := c.frontier.Enqueue(ctx, k.CrawlID, profile, cands); err != nil {
 		return fmt.Errorf("enqueue links: %w", err)
 	}
+	// A page whose depth was lowered while it was parsed stays to-be-parsed:
+	// whoever lowered it published it again, to be parsed at its new depth.
 	ts := make([]txindex.Transition, len(pages))
 	for i, p := range pages {
-		ts[i] = txindex.Transition{Key: p.key, From: contracts.ToBeParsed, To: p.final, Error: p.reason}
+		ts[i] = txindex.Transition{Key: p.key, From: contracts.ToBeParsed, To: p.final, Error: p.reason, IfDepth: &p.page.Depth}
 	}
 	if _, err := c.deps.Tx.Transition(ctx, ts); err != nil {
 		return fmt.Errorf("record parsed pages: %w", err)
@@ -345,7 +356,7 @@ func (c *Crawler) parse(ctx context.Context, k contracts.CrawlerContract, scope 
 		FetchTime: p.FetchedAt, Asset: p.Asset,
 	}
 	if res.NoIndex || !scope.Index(p.URL) {
-		out.final, out.reason = contracts.Failed, "excluded from index (noindex or index filter)"
+		out.final, out.reason = contracts.Failed, contracts.ReasonExcluded
 	} else {
 		out.doc = doc
 	}

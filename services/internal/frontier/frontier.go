@@ -127,28 +127,43 @@ type Frontier struct {
 }
 
 // Enqueue creates records for the candidates that are absent and publishes
-// loader contracts for them, grouped by crawl host group. Candidates whose
-// record already exists are republished only when the record is still
-// to-be-loaded and was found by the same referrer: that is the redelivery of
-// a page whose follow-up contracts may not have been published.
-// It returns the number of records created.
+// loader contracts for them, grouped by crawl host group.
+//
+// A candidate whose record exists at a greater depth was found on a shorter
+// path: the record's depth is lowered (txindex.Index.LowerDepth), so that a
+// page is always as deep as its shortest path from the start URLs. A
+// lowered record that the crawler has already parsed goes back to
+// to-be-parsed, and a crawler contract is published for every lowered
+// to-be-parsed record, so that its links are extracted again at the new
+// depth and their own depths lowered in turn; depths only decrease, so this
+// ends. A lowered record still to be loaded needs nothing more: the crawler
+// parses every page at its record's depth.
+//
+// Otherwise, candidates whose record already exists are republished only
+// when the record is still to-be-loaded and was found by the same referrer:
+// that is the redelivery of a page whose follow-up contracts may not have
+// been published. It returns the number of records created.
 func (f *Frontier) Enqueue(ctx context.Context, crawlID string, p contracts.Profile, cands []Candidate) (int, error) {
 	if len(cands) == 0 {
 		return 0, nil
 	}
 	now := f.now()
 	recs := make([]txindex.Record, 0, len(cands))
-	seen := make(map[string]bool, len(cands))
+	seen := make(map[string]int, len(cands)) // key → index in recs
 	for _, c := range cands {
 		u, err := url.Parse(c.URL)
 		if err != nil {
 			continue
 		}
 		key := txindex.Key(crawlID, c.URL)
-		if seen[key] {
+		if i, ok := seen[key]; ok {
+			// Of the same URL found twice, the nearer finding counts.
+			if c.Depth < recs[i].Depth {
+				recs[i].Depth, recs[i].Hops, recs[i].Referrer = c.Depth, c.Hops, c.Referrer
+			}
 			continue
 		}
-		seen[key] = true
+		seen[key] = len(recs)
 		host := urlnorm.Host(u)
 		recs = append(recs, txindex.Record{
 			Key: key, CrawlID: crawlID, URL: c.URL, Host: host, Group: f.group(host),
@@ -165,35 +180,83 @@ func (f *Frontier) Enqueue(ctx context.Context, crawlID string, p contracts.Prof
 		return 0, fmt.Errorf("create records: %w", err)
 	}
 	var publish []txindex.Record
-	var recheck []string
+	var found []txindex.Record // candidates whose record exists
 	n := 0
 	for i, r := range recs {
 		if created[i] {
 			publish = append(publish, r)
 			n++
-		} else if r.Referrer != "" {
-			recheck = append(recheck, r.Key)
+		} else {
+			found = append(found, r)
 		}
 	}
-	if len(recheck) > 0 {
-		existing, err := f.Tx.GetMany(ctx, recheck)
+	if len(found) > 0 {
+		republish, err := f.revisit(ctx, crawlID, p, found)
 		if err != nil {
-			return n, fmt.Errorf("get existing records: %w", err)
+			return n, err
 		}
-		byKey := make(map[string]txindex.Record, len(recs))
-		for _, r := range recs {
-			byKey[r.Key] = r
-		}
-		for _, k := range recheck {
-			if e, ok := existing[k]; ok && e.Status == contracts.ToBeLoaded && e.Referrer == byKey[k].Referrer {
-				publish = append(publish, e)
-			}
-		}
+		publish = append(publish, republish...)
 	}
 	if err := f.Publish(ctx, crawlID, p, publish); err != nil {
 		return n, err
 	}
 	return n, nil
+}
+
+// revisit handles candidates whose record exists: it lowers the depth of
+// records found nearer and publishes crawler contracts for those that must
+// be parsed at their new depth, and returns the records whose loader
+// contracts must be published again (see Enqueue). Only records found
+// again are read, in one request.
+func (f *Frontier) revisit(ctx context.Context, crawlID string, p contracts.Profile, found []txindex.Record) ([]txindex.Record, error) {
+	keys := make([]string, len(found))
+	for i, c := range found {
+		keys[i] = c.Key
+	}
+	existing, err := f.Tx.GetMany(ctx, keys)
+	if err != nil {
+		return nil, fmt.Errorf("get existing records: %w", err)
+	}
+	var lower []txindex.Lowering
+	for _, c := range found {
+		if e, ok := existing[c.Key]; ok && c.Depth < e.Depth {
+			lower = append(lower, txindex.Lowering{Key: c.Key, Depth: c.Depth, Hops: c.Hops})
+		}
+	}
+	if len(lower) > 0 {
+		lowered, err := f.Tx.LowerDepth(ctx, lower)
+		if err != nil {
+			return nil, fmt.Errorf("lower depths: %w", err)
+		}
+		var pages []contracts.CrawlerPage
+		for _, l := range lower {
+			r, ok := lowered[l.Key]
+			if !ok {
+				continue
+			}
+			existing[l.Key] = r
+			if r.Status == contracts.ToBeParsed {
+				pages = append(pages, contracts.CrawlerPage{URL: r.URL, Depth: r.Depth, Hops: r.Hops, Asset: r.Asset,
+					StatusCode: r.HTTPStatus, FetchedAt: r.StatusTime})
+			}
+		}
+		msgs, err := CrawlerMessages(crawlID, contracts.InlineProfile(p), pages, false)
+		if err != nil {
+			return nil, err
+		}
+		if len(msgs) > 0 {
+			if err := f.Queue.Publish(ctx, contracts.QueueCrawler, msgs...); err != nil {
+				return nil, fmt.Errorf("publish crawler contracts of lowered pages: %w", err)
+			}
+		}
+	}
+	var republish []txindex.Record
+	for _, c := range found {
+		if e, ok := existing[c.Key]; ok && c.Referrer != "" && e.Status == contracts.ToBeLoaded && e.Referrer == c.Referrer {
+			republish = append(republish, e)
+		}
+	}
+	return republish, nil
 }
 
 // limit drops candidates beyond the profile's page limits. Limits count
