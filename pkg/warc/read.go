@@ -166,7 +166,10 @@ func readRecord(br *bufio.Reader, maxBlock int64) (Record, error) {
 			if len(h) == 0 {
 				return Record{}, fmt.Errorf("read warc record: continuation line first: %w", ErrMalformed)
 			}
-			value = append(append(value, ' '), bytes.TrimSpace(line)...)
+			if len(value) > 0 {
+				value = append(value, ' ')
+			}
+			value = append(value, bytes.TrimSpace(line)...)
 			continue
 		}
 		name, v, ok := bytes.Cut(line, []byte(":"))
