@@ -12,6 +12,9 @@
 // server may refuse more (MinIO refuses "..", "//" and a leading slash), and
 // on MinIO, as in the local directory store, a key cannot also be a
 // "directory" of other keys.
+//
+// Store does not implement assets.Appender: S3 objects are immutable, so
+// writers that grow a segment store one object per flush instead.
 package minioassets
 
 import (
