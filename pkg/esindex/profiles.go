@@ -131,23 +131,35 @@ func (p *Profiles) List(ctx context.Context) ([]profiles.Crawl, error) {
 	}
 }
 
-// SetState sets a crawl's state and finished time (nil clears it), or fails
-// with profiles.ErrNotFound. It reads the crawl and writes it back
-// conditioned on the sequence number it read, and starts again when another
-// writer came first.
-func (p *Profiles) SetState(ctx context.Context, id string, state contracts.CrawlState, finishedAt *time.Time) error {
-	return p.update(ctx, "set state", id, func(c *profiles.Crawl) { c.State, c.FinishedAt = state, finishedAt })
+// Transition changes crawl id's state from from to to, or fails with
+// profiles.ErrConflict (the crawl is in another state) or
+// profiles.ErrNotFound. The check and the write are one compare-and-set: the
+// crawl is written back conditioned on the sequence number and primary term
+// it was read with, and read again when another writer came first.
+func (p *Profiles) Transition(ctx context.Context, id string, from, to contracts.CrawlState, at time.Time) error {
+	var finished *time.Time
+	if to == contracts.CrawlFinished || to == contracts.CrawlCancelled {
+		finished = &at
+	}
+	return p.update(ctx, "change state", id, func(c *profiles.Crawl) error {
+		if c.State != from {
+			return fmt.Errorf("from %s to %s: it is %s: %w", from, to, c.State, profiles.ErrConflict)
+		}
+		c.State, c.FinishedAt = to, finished
+		return nil
+	})
 }
 
 // SetProfile replaces the profile of crawl id, with the same optimistic
-// concurrency as SetState.
+// concurrency as Transition.
 func (p *Profiles) SetProfile(ctx context.Context, id string, prof contracts.Profile) error {
-	return p.update(ctx, "set profile", id, func(c *profiles.Crawl) { c.Profile = prof })
+	return p.update(ctx, "set profile", id, func(c *profiles.Crawl) error { c.Profile = prof; return nil })
 }
 
 // update applies change to crawl id with get and a conditional index,
-// retrying when the crawl changed concurrently.
-func (p *Profiles) update(ctx context.Context, action, id string, change func(*profiles.Crawl)) error {
+// retrying when the crawl changed concurrently. An error of change is
+// returned without writing.
+func (p *Profiles) update(ctx context.Context, action, id string, change func(*profiles.Crawl) error) error {
 	for attempt := 0; ; attempt++ {
 		if attempt == maxTransitionRounds {
 			return fmt.Errorf("%s of crawl %q: still changing concurrently after %d attempts", action, id, attempt)
@@ -156,7 +168,9 @@ func (p *Profiles) update(ctx context.Context, action, id string, change func(*p
 		if err != nil {
 			return fmt.Errorf("%s of crawl %q: %w", action, id, err)
 		}
-		change(&c)
+		if err := change(&c); err != nil {
+			return fmt.Errorf("%s of crawl %q: %w", action, id, err)
+		}
 		src, err := json.Marshal(c)
 		if err != nil {
 			return fmt.Errorf("%s of crawl %q: %w", action, id, err)

@@ -105,22 +105,35 @@ func (p *Profiles) List(ctx context.Context) ([]profiles.Crawl, error) {
 	return out, nil
 }
 
-// SetState sets a crawl's state and finished time (nil clears it), or fails
-// with profiles.ErrNotFound.
-func (p *Profiles) SetState(ctx context.Context, id string, state contracts.CrawlState, finishedAt *time.Time) error {
-	res, err := p.st.w.ExecContext(ctx, `UPDATE crawls SET state = ?, finished_at = ? WHERE id = ?`,
-		string(state), nullNanos(finishedAt), id)
+// Transition changes crawl id's state from from to to in one conditional
+// UPDATE, or fails with profiles.ErrConflict (the crawl is in another state)
+// or profiles.ErrNotFound.
+func (p *Profiles) Transition(ctx context.Context, id string, from, to contracts.CrawlState, at time.Time) error {
+	var finished *time.Time
+	if to == contracts.CrawlFinished || to == contracts.CrawlCancelled {
+		finished = &at
+	}
+	res, err := p.st.w.ExecContext(ctx, `UPDATE crawls SET state = ?, finished_at = ? WHERE id = ? AND state = ?`,
+		string(to), nullNanos(finished), id, string(from))
 	if err != nil {
-		return fmt.Errorf("set state of crawl %q: %w", id, err)
+		return fmt.Errorf("change state of crawl %q: %w", id, err)
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return fmt.Errorf("set state of crawl %q: %w", id, err)
+		return fmt.Errorf("change state of crawl %q: %w", id, err)
 	}
-	if n == 0 {
-		return fmt.Errorf("set state of crawl %q: %w", id, profiles.ErrNotFound)
+	if n == 1 {
+		return nil
 	}
-	return nil
+	var state string
+	err = p.st.w.QueryRowContext(ctx, `SELECT state FROM crawls WHERE id = ?`, id).Scan(&state)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("change state of crawl %q: %w", id, profiles.ErrNotFound)
+	case err != nil:
+		return fmt.Errorf("change state of crawl %q: %w", id, err)
+	}
+	return fmt.Errorf("change state of crawl %q from %s to %s: it is %s: %w", id, from, to, state, profiles.ErrConflict)
 }
 
 // SetProfile replaces the profile of crawl id.

@@ -8,6 +8,7 @@ package profilestest
 import (
 	"crypto/rand"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -35,7 +36,9 @@ func Run(t *testing.T, h Harness) {
 		{"PutGet", testPutGet},
 		{"PutExisting", testPutExisting},
 		{"ListNewestFirst", testList},
-		{"SetState", testSetState},
+		{"Transition", testTransition},
+		{"TransitionConflict", testTransitionConflict},
+		{"TransitionConcurrent", testTransitionConcurrent},
 		{"SetProfile", testSetProfile},
 		{"Reopen", testReopen},
 	}
@@ -144,35 +147,110 @@ func testList(t *testing.T, h Harness) {
 	}
 }
 
-func testSetState(t *testing.T, h Harness) {
+func mustTransition(t *testing.T, s profiles.Store, id string, from, to contracts.CrawlState, at time.Time) {
+	t.Helper()
+	if err := s.Transition(t.Context(), id, from, to, at); err != nil {
+		t.Fatalf("Transition(%q, %s, %s) error: %v", id, from, to, err)
+	}
+}
+
+func testTransition(t *testing.T, h Harness) {
 	s := h.New(t)
 	c := crawl(time.Now())
 	mustPut(t, s, c)
-	finished := time.Now().Add(time.Minute).Truncate(time.Millisecond)
+	at := time.Now().Add(time.Minute).Truncate(time.Millisecond)
 	for _, step := range []struct {
 		name     string
-		state    contracts.CrawlState
+		from, to contracts.CrawlState
 		finished *time.Time
 	}{
-		{"finish", contracts.CrawlFinished, &finished},
-		{"resume clears finished time", contracts.CrawlRunning, nil},
-		{"cancel", contracts.CrawlCancelled, &finished},
+		{"pause", contracts.CrawlRunning, contracts.CrawlPaused, nil},
+		{"resume", contracts.CrawlPaused, contracts.CrawlRunning, nil},
+		{"finish sets the finished time", contracts.CrawlRunning, contracts.CrawlFinished, &at},
 	} {
-		if err := s.SetState(t.Context(), c.ID, step.state, step.finished); err != nil {
-			t.Fatalf("%s: SetState(%q) error: %v", step.name, c.ID, err)
+		if err := s.Transition(t.Context(), c.ID, step.from, step.to, at); err != nil {
+			t.Fatalf("%s: Transition(%q, %s, %s) error: %v", step.name, c.ID, step.from, step.to, err)
 		}
 		want := c
-		want.State, want.FinishedAt = step.state, step.finished
+		want.State, want.FinishedAt = step.to, step.finished
 		if diff := cmp.Diff(want, mustGet(t, s, c.ID), cmpTime); diff != "" {
 			t.Errorf("%s: Get(%q) (-want +got):\n%s", step.name, c.ID, diff)
 		}
 	}
+	cancelled := crawl(time.Now())
+	mustPut(t, s, cancelled)
+	mustTransition(t, s, cancelled.ID, contracts.CrawlRunning, contracts.CrawlPaused, at)
+	mustTransition(t, s, cancelled.ID, contracts.CrawlPaused, contracts.CrawlCancelled, at)
+	want := cancelled
+	want.State, want.FinishedAt = contracts.CrawlCancelled, &at
+	if diff := cmp.Diff(want, mustGet(t, s, cancelled.ID), cmpTime); diff != "" {
+		t.Errorf("cancel a paused crawl: Get(%q) (-want +got):\n%s", cancelled.ID, diff)
+	}
 	missing := "pt-missing-" + rand.Text()
-	if err := s.SetState(t.Context(), missing, contracts.CrawlFinished, &finished); !errors.Is(err, profiles.ErrNotFound) {
-		t.Errorf("SetState(%q) error = %v, want ErrNotFound", missing, err)
+	if err := s.Transition(t.Context(), missing, contracts.CrawlRunning, contracts.CrawlFinished, at); !errors.Is(err, profiles.ErrNotFound) {
+		t.Errorf("Transition(%q) error = %v, want ErrNotFound", missing, err)
 	}
 	if _, err := s.Get(t.Context(), missing); !errors.Is(err, profiles.ErrNotFound) {
-		t.Errorf("Get(%q) after SetState error = %v, want ErrNotFound", missing, err)
+		t.Errorf("Get(%q) after Transition error = %v, want ErrNotFound", missing, err)
+	}
+}
+
+// testTransitionConflict checks that a transition from a state the crawl is
+// not in changes nothing.
+func testTransitionConflict(t *testing.T, h Harness) {
+	s := h.New(t)
+	c := crawl(time.Now())
+	mustPut(t, s, c)
+	at := time.Now().Truncate(time.Millisecond)
+	mustTransition(t, s, c.ID, contracts.CrawlRunning, contracts.CrawlFinished, at)
+	want := c
+	want.State, want.FinishedAt = contracts.CrawlFinished, &at
+	for _, tr := range []struct{ from, to contracts.CrawlState }{
+		{contracts.CrawlRunning, contracts.CrawlPaused},
+		{contracts.CrawlRunning, contracts.CrawlFinished},
+		{contracts.CrawlPaused, contracts.CrawlRunning},
+		{contracts.CrawlCancelled, contracts.CrawlRunning},
+	} {
+		err := s.Transition(t.Context(), c.ID, tr.from, tr.to, at.Add(time.Hour))
+		if !errors.Is(err, profiles.ErrConflict) {
+			t.Errorf("Transition(%q, %s, %s) of a finished crawl error = %v, want ErrConflict", c.ID, tr.from, tr.to, err)
+		}
+		if diff := cmp.Diff(want, mustGet(t, s, c.ID), cmpTime); diff != "" {
+			t.Errorf("Get(%q) after a refused Transition(%s, %s) (-want +got):\n%s", c.ID, tr.from, tr.to, diff)
+		}
+	}
+}
+
+// testTransitionConcurrent races transitions of one crawl from the same
+// state: exactly one applies, the others fail with ErrConflict.
+func testTransitionConcurrent(t *testing.T, h Harness) {
+	s := h.New(t)
+	c := crawl(time.Now())
+	mustPut(t, s, c)
+	to := []contracts.CrawlState{contracts.CrawlPaused, contracts.CrawlFinished, contracts.CrawlCancelled}
+	const n = 12
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { errs[i] = s.Transition(t.Context(), c.ID, contracts.CrawlRunning, to[i%len(to)], time.Now()) })
+	}
+	wg.Wait()
+	won := -1
+	for i, err := range errs {
+		switch {
+		case err == nil && won >= 0:
+			t.Errorf("transitions %d and %d both applied", won, i)
+		case err == nil:
+			won = i
+		case !errors.Is(err, profiles.ErrConflict):
+			t.Errorf("transition %d error = %v, want nil or ErrConflict", i, err)
+		}
+	}
+	if won < 0 {
+		t.Fatal("no transition applied")
+	}
+	if got := mustGet(t, s, c.ID); got.State != to[won%len(to)] {
+		t.Errorf("state after the race = %s, want %s (the winner's)", got.State, to[won%len(to)])
 	}
 }
 
@@ -180,10 +258,7 @@ func testSetProfile(t *testing.T, h Harness) {
 	s := h.New(t)
 	c := crawl(time.Now())
 	mustPut(t, s, c)
-	finished := time.Now().Truncate(time.Millisecond)
-	if err := s.SetState(t.Context(), c.ID, contracts.CrawlPaused, &finished); err != nil {
-		t.Fatalf("SetState error: %v", err)
-	}
+	mustTransition(t, s, c.ID, contracts.CrawlRunning, contracts.CrawlPaused, time.Now())
 	p := c.Profile
 	p.Version++
 	p.Politeness.MinDelayMS = 1234
@@ -192,9 +267,15 @@ func testSetProfile(t *testing.T, h Harness) {
 		t.Fatalf("SetProfile(%q) error: %v", c.ID, err)
 	}
 	want := c
-	want.Profile, want.State, want.FinishedAt = p, contracts.CrawlPaused, &finished
+	want.Profile, want.State = p, contracts.CrawlPaused
 	if diff := cmp.Diff(want, mustGet(t, s, c.ID), cmpTime); diff != "" {
 		t.Errorf("Get(%q) after SetProfile (-want +got):\n%s", c.ID, diff)
+	}
+	// A transition keeps the profile.
+	mustTransition(t, s, c.ID, contracts.CrawlPaused, contracts.CrawlRunning, time.Now())
+	want.State = contracts.CrawlRunning
+	if diff := cmp.Diff(want, mustGet(t, s, c.ID), cmpTime); diff != "" {
+		t.Errorf("Get(%q) after SetProfile and Transition (-want +got):\n%s", c.ID, diff)
 	}
 	missing := "pt-missing-" + rand.Text()
 	if err := s.SetProfile(t.Context(), missing, p); !errors.Is(err, profiles.ErrNotFound) {
@@ -211,9 +292,7 @@ func testReopen(t *testing.T, h Harness) {
 	mustPut(t, s, a)
 	mustPut(t, s, b)
 	finished := time.Now().Truncate(time.Millisecond)
-	if err := s.SetState(t.Context(), a.ID, contracts.CrawlFinished, &finished); err != nil {
-		t.Fatalf("SetState error: %v", err)
-	}
+	mustTransition(t, s, a.ID, contracts.CrawlRunning, contracts.CrawlFinished, finished)
 	a.State, a.FinishedAt = contracts.CrawlFinished, &finished
 
 	s = h.Reopen(t, s)

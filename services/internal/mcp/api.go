@@ -12,6 +12,8 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -176,8 +178,8 @@ func (m *MCP) createCrawl(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, contracts.CreateCrawlResponse{V: contracts.Version, CrawlID: id, State: contracts.CrawlRunning})
 }
 
-// Status computes a crawl's status from the transaction index. A crawl is
-// finished when it has records and none of them is in a non-terminal status.
+// Status reads a crawl's state and counts its records and documents. It only
+// reads: whether a crawl finished is decided by the work (CheckFinished).
 func (m *MCP) Status(ctx context.Context, id string) (contracts.CrawlStatus, error) {
 	c, err := m.deps.Profiles.Get(ctx, id)
 	if err != nil {
@@ -206,20 +208,6 @@ func (m *MCP) status(ctx context.Context, c profiles.Crawl) (contracts.CrawlStat
 		}
 	}
 	st.Retired = counts[contracts.Retired]
-	if c.State == contracts.CrawlRunning && st.Total > 0 && st.Pending == 0 {
-		// Out of work: finished, or paused when the profile asks to pause at
-		// finish (so that budgets can be raised and retired URLs crawled).
-		next := contracts.CrawlFinished
-		if b := c.Profile.Budget; b != nil && b.PauseAtFinish {
-			next = contracts.CrawlPaused
-		}
-		now := time.Now().UTC()
-		if err := m.deps.Profiles.SetState(ctx, c.ID, next, &now); err != nil {
-			return st, fmt.Errorf("mark crawl %s: %w", next, err)
-		}
-		st.State, st.FinishedAt = next, &now
-		m.log.Info("crawl out of work", "crawl_id", c.ID, "state", next, "records", st.Total, "retired", st.Retired, "documents", docs)
-	}
 	return st, nil
 }
 
@@ -257,18 +245,18 @@ func (m *MCP) listCrawls(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// Cancel marks a crawl cancelled and fails its non-terminal records.
+// Cancel cancels a running or paused crawl and fails its pending records;
+// cancelling a cancelled crawl fails what is still pending again. It fails
+// with errConflict for a finished crawl, and with profiles.ErrNotFound.
 func (m *MCP) Cancel(ctx context.Context, id string) error {
-	c, err := m.deps.Profiles.Get(ctx, id)
-	if err != nil {
+	if _, _, err := m.apply(ctx, id, verbCancel, "cancelled through the api"); err != nil {
 		return err
 	}
-	if c.State == contracts.CrawlRunning {
-		now := time.Now().UTC()
-		if err := m.deps.Profiles.SetState(ctx, id, contracts.CrawlCancelled, &now); err != nil {
-			return fmt.Errorf("mark crawl cancelled: %w", err)
-		}
-	}
+	return m.failPending(ctx, id)
+}
+
+// failPending fails the pending records of a cancelled crawl.
+func (m *MCP) failPending(ctx context.Context, id string) error {
 	for _, s := range []contracts.Status{contracts.ToBeLoaded, contracts.ToBeParsed, contracts.ToBeIndexed} {
 		after := ""
 		for {
@@ -293,23 +281,29 @@ func (m *MCP) Cancel(ctx context.Context, id string) error {
 }
 
 func (m *MCP) cancelCrawl(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	err := m.Cancel(r.Context(), id)
-	if errors.Is(err, profiles.ErrNotFound) {
+	m.answer(w, r, "cancel crawl", m.Cancel(r.Context(), r.PathValue("id")))
+}
+
+// answer writes the crawl's status after a verb, or the verb's error: 404
+// for an unknown crawl, 409 for a verb refused in the crawl's state, 400 for
+// an invalid request.
+func (m *MCP) answer(w http.ResponseWriter, r *http.Request, action string, err error) {
+	var fe *contracts.FieldError
+	switch {
+	case errors.Is(err, profiles.ErrNotFound):
 		writeError(w, http.StatusNotFound, "no such crawl", "")
-		return
+	case errors.Is(err, errConflict):
+		writeError(w, http.StatusConflict, err.Error(), "")
+	case errors.Is(err, errNothingToChange):
+		writeError(w, http.StatusBadRequest, err.Error(), "")
+	case errors.As(err, &fe):
+		writeError(w, http.StatusBadRequest, fe.Error(), fe.Field)
+	case err != nil:
+		m.log.Error(action, "crawl_id", r.PathValue("id"), "err", err)
+		writeError(w, http.StatusInternalServerError, "could not "+action, "")
+	default:
+		m.getCrawl(w, r)
 	}
-	if err != nil {
-		m.log.Error("cancel crawl", "crawl_id", id, "err", err)
-		writeError(w, http.StatusInternalServerError, "could not cancel the crawl", "")
-		return
-	}
-	st, err := m.Status(r.Context(), id)
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, "could not compute crawl status", "")
-		return
-	}
-	writeJSON(w, http.StatusOK, st)
 }
 
 func (m *MCP) search(w http.ResponseWriter, r *http.Request) {
@@ -352,12 +346,20 @@ func (m *MCP) search(w http.ResponseWriter, r *http.Request) {
 // to-be-loaded and republished, so that the loaders re-evaluate their groups
 // under the new budgets: those still over budget are retired again.
 func (m *MCP) Patch(ctx context.Context, id string, patch contracts.ProfilePatch) (contracts.Profile, int, error) {
+	if reflect.ValueOf(patch).IsZero() {
+		return contracts.Profile{}, 0, errNothingToChange
+	}
+	// No finish check of this crawl between the new settings and the URLs
+	// they put back to work.
+	mu := m.crawlLock(id)
+	mu.Lock()
+	defer mu.Unlock()
 	c, err := m.deps.Profiles.Get(ctx, id)
 	if err != nil {
 		return contracts.Profile{}, 0, err
 	}
-	if c.State == contracts.CrawlFinished || c.State == contracts.CrawlCancelled {
-		return c.Profile, 0, fmt.Errorf("crawl %s is %s: %w", id, c.State, errConflict)
+	if !slices.Contains(verbRules[verbPatch].accept, c.State) {
+		return c.Profile, 0, fmt.Errorf("patch crawl %s: it is %s: %w", id, c.State, errConflict)
 	}
 	p := c.Profile
 	if patch.Politeness != nil {
@@ -366,11 +368,14 @@ func (m *MCP) Patch(ctx context.Context, id string, patch contracts.ProfilePatch
 	if patch.Budget != nil {
 		p.Budget = patch.Budget
 	}
-	p.Version++
 	p = p.WithDefaults()
 	if err := p.Validate(); err != nil {
 		return c.Profile, 0, err
 	}
+	if reflect.DeepEqual(p, c.Profile) {
+		return c.Profile, 0, nil // the settings are already these: no new version
+	}
+	p.Version++
 	if err := m.deps.Profiles.SetProfile(ctx, id, p); err != nil {
 		return c.Profile, 0, fmt.Errorf("store profile: %w", err)
 	}
@@ -415,7 +420,19 @@ func (m *MCP) unretire(ctx context.Context, id string, p contracts.Profile) (int
 	}
 }
 
-var errConflict = errors.New("conflict")
+// errNothingToChange is the error of an empty PATCH.
+var errNothingToChange = errors.New("nothing to change: the patch sets none of " + patchFields())
+
+// patchFields lists the JSON names of the fields of a profile patch.
+func patchFields() string {
+	t := reflect.TypeFor[contracts.ProfilePatch]()
+	names := make([]string, 0, t.NumField())
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		names = append(names, name)
+	}
+	return strings.Join(names, ", ")
+}
 
 func (m *MCP) patchCrawl(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
@@ -427,58 +444,28 @@ func (m *MCP) patchCrawl(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, n, err := m.Patch(r.Context(), id, patch)
-	var fe *contracts.FieldError
-	switch {
-	case errors.Is(err, profiles.ErrNotFound):
-		writeError(w, http.StatusNotFound, "no such crawl", "")
-		return
-	case errors.Is(err, errConflict):
-		writeError(w, http.StatusConflict, err.Error(), "")
-		return
-	case errors.As(err, &fe):
-		writeError(w, http.StatusBadRequest, fe.Error(), fe.Field)
-		return
-	case err != nil:
-		m.log.Error("patch crawl", "crawl_id", id, "unretired", n, "err", err)
-		writeError(w, http.StatusInternalServerError, "could not change the crawl", "")
-		return
+	if err != nil && n > 0 {
+		m.log.Warn("patch crawl: some retired urls put back", "crawl_id", id, "unretired", n)
 	}
-	m.getCrawl(w, r)
+	m.answer(w, r, "change the crawl", err)
 }
 
-// SetPaused pauses a running crawl or resumes a paused one.
+// SetPaused pauses a running crawl or resumes a paused one. Pausing a
+// paused crawl and resuming a running one succeed without a change; a
+// finished or cancelled crawl fails with errConflict.
 func (m *MCP) SetPaused(ctx context.Context, id string, paused bool) error {
-	c, err := m.deps.Profiles.Get(ctx, id)
-	if err != nil {
-		return err
+	v := verbResume
+	if paused {
+		v = verbPause
 	}
-	from, to := contracts.CrawlRunning, contracts.CrawlPaused
-	if !paused {
-		from, to = to, from
-	}
-	if c.State == to {
-		return nil
-	}
-	if c.State != from {
-		return fmt.Errorf("crawl %s is %s: %w", id, c.State, errConflict)
-	}
-	return m.deps.Profiles.SetState(ctx, id, to, nil)
+	_, _, err := m.apply(ctx, id, v, string(v)+"d through the api")
+	return err
 }
 
-func (m *MCP) pauseCrawl(w http.ResponseWriter, r *http.Request)  { m.setPaused(w, r, true) }
-func (m *MCP) resumeCrawl(w http.ResponseWriter, r *http.Request) { m.setPaused(w, r, false) }
+func (m *MCP) pauseCrawl(w http.ResponseWriter, r *http.Request) {
+	m.answer(w, r, "pause the crawl", m.SetPaused(r.Context(), r.PathValue("id"), true))
+}
 
-func (m *MCP) setPaused(w http.ResponseWriter, r *http.Request, paused bool) {
-	err := m.SetPaused(r.Context(), r.PathValue("id"), paused)
-	switch {
-	case errors.Is(err, profiles.ErrNotFound):
-		writeError(w, http.StatusNotFound, "no such crawl", "")
-	case errors.Is(err, errConflict):
-		writeError(w, http.StatusConflict, err.Error(), "")
-	case err != nil:
-		m.log.Error("pause or resume crawl", "crawl_id", r.PathValue("id"), "err", err)
-		writeError(w, http.StatusInternalServerError, "could not change the crawl", "")
-	default:
-		m.getCrawl(w, r)
-	}
+func (m *MCP) resumeCrawl(w http.ResponseWriter, r *http.Request) {
+	m.answer(w, r, "resume the crawl", m.SetPaused(r.Context(), r.PathValue("id"), false))
 }

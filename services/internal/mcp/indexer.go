@@ -24,6 +24,7 @@ const (
 // order), so the indexer can be faster than the crawler.
 type pendingIndex struct {
 	d       queue.Delivery
+	crawlID string
 	waiting map[string]bool // record keys still to move to indexed
 	since   time.Time
 }
@@ -32,7 +33,8 @@ type pendingIndex struct {
 // available at once (up to IndexerBatch), stores their documents, moves
 // their pages from to-be-indexed to indexed and only then acks. A document
 // is therefore searchable before its page counts as indexed, so a crawl is
-// never reported finished while a document is missing.
+// never reported finished while a document is missing. It nudges the finish
+// check for the crawls of the contracts it settled.
 func (m *MCP) runIndexer(ctx context.Context) error {
 	deliveries, err := m.deps.Queue.Consume(ctx, contracts.QueueIndex, queue.ConsumeOptions{Prefetch: m.cfg.IndexerPrefetch})
 	if err != nil {
@@ -85,7 +87,7 @@ func (m *MCP) indexBatch(ctx context.Context, batch []queue.Delivery) []*pending
 			}
 			continue
 		}
-		p := &pendingIndex{d: d, waiting: make(map[string]bool, len(k.Docs)), since: time.Now()}
+		p := &pendingIndex{d: d, crawlID: k.CrawlID, waiting: make(map[string]bool, len(k.Docs)), since: time.Now()}
 		for _, doc := range k.Docs {
 			p.waiting[doc.ID] = true
 		}
@@ -145,6 +147,9 @@ func (m *MCP) recheck(ctx context.Context, pend []*pendingIndex) []*pendingIndex
 		if len(p.waiting) == 0 || time.Since(p.since) > deferLimit {
 			if err := p.d.Ack(ctx); err != nil && ctx.Err() == nil {
 				m.log.Error("ack index contract", "queue", contracts.QueueIndex, "err", err)
+			}
+			if len(p.waiting) == 0 {
+				m.nudgeFinish(p.crawlID) // its last pages may be these
 			}
 			continue
 		}

@@ -1,7 +1,9 @@
 // Package mcp is the Master Connect Program: the coordinator of the grid. It
-// serves the HTTP API (crawl profiles, status and termination, search), runs
-// the indexer that consumes index_pending, and runs the recovery sweep that
-// republishes work whose record sat in a non-terminal status past its lease.
+// serves the HTTP API (crawl profiles, status and termination, search), owns
+// each crawl's state machine (lifecycle.go), runs the indexer that consumes
+// index_pending, the finish check that ends crawls out of work, and the
+// recovery sweep that republishes work whose record sat in a non-terminal
+// status past its lease.
 package mcp
 
 import (
@@ -30,9 +32,13 @@ type Config struct {
 	RecoveryLease    time.Duration `env:"GRIDCRAWL_RECOVERY_LEASE" envDefault:"10m"`
 	RecoveryInterval time.Duration `env:"GRIDCRAWL_RECOVERY_INTERVAL" envDefault:"30s"`
 	RecoveryAttempts int           `env:"GRIDCRAWL_RECOVERY_ATTEMPTS" envDefault:"5"`
-	IndexerPrefetch  int           `env:"GRIDCRAWL_INDEXER_PREFETCH" envDefault:"64"`
-	IndexerBatch     int           `env:"GRIDCRAWL_INDEXER_BATCH" envDefault:"256"`
-	MaxRedirects     int           `env:"GRIDCRAWL_MAX_REDIRECTS" envDefault:"10"`
+	// FinishCheckInterval is how often the running crawls are checked for
+	// being out of work; the indexer also nudges the check for the crawls it
+	// just indexed.
+	FinishCheckInterval time.Duration `env:"GRIDCRAWL_FINISH_CHECK_INTERVAL" envDefault:"1s"`
+	IndexerPrefetch     int           `env:"GRIDCRAWL_INDEXER_PREFETCH" envDefault:"64"`
+	IndexerBatch        int           `env:"GRIDCRAWL_INDEXER_BATCH" envDefault:"256"`
+	MaxRedirects        int           `env:"GRIDCRAWL_MAX_REDIRECTS" envDefault:"10"`
 }
 
 // Validate checks c.
@@ -44,6 +50,8 @@ func (c *Config) Validate(embedded bool) error {
 		return errors.New("GRIDCRAWL_RECOVERY_INTERVAL must be at least 100ms")
 	case c.RecoveryAttempts < 1:
 		return errors.New("GRIDCRAWL_RECOVERY_ATTEMPTS must be at least 1")
+	case c.FinishCheckInterval < 10*time.Millisecond:
+		return errors.New("GRIDCRAWL_FINISH_CHECK_INTERVAL must be at least 10ms")
 	case c.IndexerPrefetch < 1 || c.IndexerBatch < 1:
 		return errors.New("GRIDCRAWL_INDEXER_PREFETCH and GRIDCRAWL_INDEXER_BATCH must be at least 1")
 	case !embedded && c.Token == "":
@@ -86,6 +94,13 @@ type MCP struct {
 	addr net.Addr
 	// ready is closed once the HTTP listener is bound.
 	ready chan struct{}
+
+	locks sync.Map // crawl id → *sync.Mutex, see crawlLock
+	// nudged holds the crawls the indexer asks the finish check to look at;
+	// nudge wakes the check.
+	nudgeMu sync.Mutex
+	nudged  map[string]struct{}
+	nudge   chan struct{}
 }
 
 // New returns MCP; cfg must have been validated.
@@ -98,6 +113,8 @@ func New(cfg Config, deps Deps) *MCP {
 		cfg: cfg, deps: deps, log: log,
 		frontier: &frontier.Frontier{Tx: deps.Tx, Queue: deps.Queue, Group: deps.Group, Shards: deps.Shards},
 		ready:    make(chan struct{}),
+		nudged:   map[string]struct{}{},
+		nudge:    make(chan struct{}, 1),
 	}
 }
 
@@ -113,8 +130,8 @@ func (m *MCP) Addr(ctx context.Context) (net.Addr, error) {
 	}
 }
 
-// Run serves the API and runs the indexer and the recovery sweep until ctx
-// is cancelled or one of them fails.
+// Run serves the API and runs the indexer, the finish check and the
+// recovery sweep until ctx is cancelled or one of them fails.
 func (m *MCP) Run(ctx context.Context) error {
 	ln := m.deps.Listener
 	if ln == nil {
@@ -152,6 +169,7 @@ func (m *MCP) Run(ctx context.Context) error {
 		}
 	})
 	wg.Go(func() { m.runSweep(ctx) })
+	wg.Go(func() { m.runFinishCheck(ctx) })
 	var err error
 	select {
 	case <-ctx.Done():

@@ -2,10 +2,12 @@ package mcp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/profiles"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/services/internal/frontier"
 )
@@ -14,7 +16,7 @@ import (
 // non-terminal status for longer than the recovery lease: the transaction
 // index is the source of truth, so a contract lost with a killed process is
 // found here. A record is republished at most RecoveryAttempts times, then
-// it fails; either way it cannot be stranded.
+// it fails; either way it cannot be stranded. Paused crawls are left alone.
 func (m *MCP) runSweep(ctx context.Context) {
 	t := time.NewTicker(m.cfg.RecoveryInterval)
 	defer t.Stop()
@@ -34,9 +36,20 @@ func (m *MCP) runSweep(ctx context.Context) {
 	}
 }
 
-// Sweep runs one recovery pass and returns the number of records it acted on.
+// Sweep runs one recovery pass and returns the number of records it
+// republished or failed. What it does with a stale record depends on its
+// crawl's state, read once per crawl and pass:
+//   - running (and finished, which has none): the record's lease is renewed
+//     with one more attempt and its work republished; past RecoveryAttempts
+//     it fails as stalled.
+//   - paused: nothing is counted, failed or republished, the crawl's URLs
+//     wait for resume. Only the lease is renewed (no attempt), so that a
+//     paused crawl's old records do not hide other crawls' stale ones from
+//     the next query.
+//   - cancelled: the record fails as cancelled.
 func (m *MCP) Sweep(ctx context.Context) (int, error) {
 	total := 0
+	crawls := map[string]crawlOf{}
 	for {
 		recs, err := m.deps.Tx.Stale(ctx, time.Now().Add(-m.cfg.RecoveryLease), 500)
 		if err != nil {
@@ -45,51 +58,73 @@ func (m *MCP) Sweep(ctx context.Context) (int, error) {
 		if len(recs) == 0 {
 			return total, nil
 		}
-		if err := m.recover(ctx, recs); err != nil {
+		n, err := m.recover(ctx, recs, crawls)
+		total += n
+		if err != nil {
 			return total, err
 		}
-		total += len(recs)
 		if len(recs) < 500 {
 			return total, nil
 		}
 	}
 }
 
-func (m *MCP) recover(ctx context.Context, recs []txindex.Record) error {
-	ts := make([]txindex.Transition, len(recs))
-	for i, r := range recs {
-		ts[i] = txindex.Transition{Key: r.Key, From: r.Status, To: r.Status, AddAttempt: true}
-		if r.Attempts >= m.cfg.RecoveryAttempts {
-			ts[i].To, ts[i].Error = contracts.Failed, "stalled: recovery attempts exhausted"
+// crawlOf is a crawl as one sweep pass sees it; found is false for records
+// whose crawl is not stored.
+type crawlOf struct {
+	profiles.Crawl
+	found bool
+}
+
+func (m *MCP) recover(ctx context.Context, recs []txindex.Record, crawls map[string]crawlOf) (int, error) {
+	ts := make([]txindex.Transition, 0, len(recs))
+	var acted []txindex.Record
+	for _, r := range recs {
+		c, ok := crawls[r.CrawlID]
+		if !ok {
+			got, err := m.deps.Profiles.Get(ctx, r.CrawlID)
+			switch {
+			case errors.Is(err, profiles.ErrNotFound):
+				m.log.Warn("recovery: records of an unknown crawl", "crawl_id", r.CrawlID)
+			case err != nil:
+				return 0, fmt.Errorf("get crawl of stale records: %w", err)
+			}
+			c = crawlOf{Crawl: got, found: err == nil}
+			crawls[r.CrawlID] = c
 		}
+		t := txindex.Transition{Key: r.Key, From: r.Status, To: r.Status}
+		switch {
+		case c.State == contracts.CrawlPaused:
+			// Renew the lease only: no attempt, no failure, no republish.
+		case c.State == contracts.CrawlCancelled:
+			t.To, t.Error = contracts.Failed, "cancelled"
+		case r.Attempts >= m.cfg.RecoveryAttempts:
+			t.To, t.Error, t.AddAttempt = contracts.Failed, "stalled: recovery attempts exhausted", true
+		default:
+			t.AddAttempt = true
+		}
+		if c.State != contracts.CrawlPaused {
+			acted = append(acted, r)
+		}
+		ts = append(ts, t)
 	}
 	applied, err := m.deps.Tx.Transition(ctx, ts)
 	if err != nil {
-		return fmt.Errorf("renew stale records: %w", err)
+		return 0, fmt.Errorf("renew stale records: %w", err)
 	}
 	byCrawl := map[string][]txindex.Record{}
 	for i, r := range recs {
-		if applied[i] && ts[i].To == r.Status {
+		c := crawls[r.CrawlID]
+		if applied[i] && ts[i].AddAttempt && ts[i].To == r.Status && c.found {
 			byCrawl[r.CrawlID] = append(byCrawl[r.CrawlID], r)
 		}
 	}
 	for id, rs := range byCrawl {
-		c, err := m.deps.Profiles.Get(ctx, id)
-		if err != nil {
-			m.log.Warn("recovery: crawl of stale records", "crawl_id", id, "err", err)
-			continue
-		}
-		if c.State == contracts.CrawlCancelled {
-			if err := m.Cancel(ctx, id); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := m.republish(ctx, id, c.Profile, rs); err != nil {
-			return err
+		if err := m.republish(ctx, id, crawls[id].Profile, rs); err != nil {
+			return len(acted), err
 		}
 	}
-	return nil
+	return len(acted), nil
 }
 
 func (m *MCP) republish(ctx context.Context, crawlID string, p contracts.Profile, rs []txindex.Record) error {

@@ -1,0 +1,243 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/profiles"
+)
+
+// A crawl's state is one state machine owned by MCP:
+//
+//	running ──finish──────────▶ finished
+//	running ──pause at finish─▶ paused    (out of work, budget.pause_at_finish)
+//	running ──pause───────────▶ paused
+//	paused  ──resume──────────▶ running
+//	running, paused ──cancel──▶ cancelled
+//
+// finished and cancelled are final. Only these named transitions change the
+// state, each as a compare-and-set in the profile store (so that concurrent
+// changes cannot both apply) and each logged. Finish and pause at finish are
+// decided by the work (the finish check, nudged by the indexer), never by
+// reading a crawl's status.
+
+// transition is a named change of a crawl's state.
+type transition struct {
+	name string
+	from []contracts.CrawlState
+	to   contracts.CrawlState
+}
+
+var (
+	finishing       = transition{"finish", []contracts.CrawlState{contracts.CrawlRunning}, contracts.CrawlFinished}
+	pausingAtFinish = transition{"pause at finish", []contracts.CrawlState{contracts.CrawlRunning}, contracts.CrawlPaused}
+	pausing         = transition{"pause", []contracts.CrawlState{contracts.CrawlRunning}, contracts.CrawlPaused}
+	resuming        = transition{"resume", []contracts.CrawlState{contracts.CrawlPaused}, contracts.CrawlRunning}
+	cancelling      = transition{"cancel", []contracts.CrawlState{contracts.CrawlRunning, contracts.CrawlPaused}, contracts.CrawlCancelled}
+)
+
+// verb is an API request on one crawl that depends on its state.
+type verb string
+
+const (
+	verbCancel verb = "cancel" // DELETE /api/v1/crawls/{id}
+	verbPatch  verb = "patch"  // PATCH /api/v1/crawls/{id}
+	verbPause  verb = "pause"  // POST /api/v1/crawls/{id}/pause
+	verbResume verb = "resume" // POST /api/v1/crawls/{id}/resume
+)
+
+// verbRule is what a verb does: in the from states of its transition it
+// applies the transition, in its accept states it succeeds without changing
+// the state, and in every other state it is refused with 409 Conflict. GET
+// answers in every state and changes nothing.
+type verbRule struct {
+	t      *transition
+	accept []contracts.CrawlState
+}
+
+var verbRules = map[verb]verbRule{
+	// DELETE of a cancelled crawl is idempotent (and fails what is still
+	// pending); a finished crawl has nothing left to cancel.
+	verbCancel: {t: &cancelling, accept: []contracts.CrawlState{contracts.CrawlCancelled}},
+	// Settings change while the crawl can still use them.
+	verbPatch:  {accept: []contracts.CrawlState{contracts.CrawlRunning, contracts.CrawlPaused}},
+	verbPause:  {t: &pausing, accept: []contracts.CrawlState{contracts.CrawlPaused}},
+	verbResume: {t: &resuming, accept: []contracts.CrawlState{contracts.CrawlRunning}},
+}
+
+// errConflict is wrapped by the errors of verbs refused in the crawl's
+// state; the API answers them with 409.
+var errConflict = errors.New("conflict")
+
+// conflictRounds bounds how often a verb re-reads a crawl whose state
+// changed between its read and its compare-and-set.
+const conflictRounds = 8
+
+// apply runs verb v on crawl id and returns the crawl as it was when the
+// verb was decided, and the state it is in now. It fails with errConflict
+// when v is refused in the crawl's state, and with profiles.ErrNotFound.
+func (m *MCP) apply(ctx context.Context, id string, v verb, reason string) (profiles.Crawl, contracts.CrawlState, error) {
+	rule := verbRules[v]
+	for range conflictRounds {
+		c, err := m.deps.Profiles.Get(ctx, id)
+		if err != nil {
+			return c, "", err
+		}
+		if slices.Contains(rule.accept, c.State) {
+			return c, c.State, nil
+		}
+		if rule.t == nil || !slices.Contains(rule.t.from, c.State) {
+			return c, c.State, fmt.Errorf("%s crawl %s: it is %s: %w", v, id, c.State, errConflict)
+		}
+		err = m.transition(ctx, c, *rule.t, reason)
+		if errors.Is(err, profiles.ErrConflict) {
+			continue // changed meanwhile: decide again on the new state
+		}
+		return c, rule.t.to, err
+	}
+	return profiles.Crawl{}, "", fmt.Errorf("%s crawl %s: its state keeps changing: %w", v, id, errConflict)
+}
+
+// transition applies t to c, which must be in one of t's from states, as a
+// compare-and-set on c's state, and logs it. It fails with
+// profiles.ErrConflict when the stored state is no longer c's.
+func (m *MCP) transition(ctx context.Context, c profiles.Crawl, t transition, reason string) error {
+	if !slices.Contains(t.from, c.State) {
+		return fmt.Errorf("%s crawl %s: it is %s: %w", t.name, c.ID, c.State, profiles.ErrConflict)
+	}
+	if err := m.deps.Profiles.Transition(ctx, c.ID, c.State, t.to, time.Now().UTC()); err != nil {
+		return fmt.Errorf("%s crawl: %w", t.name, err)
+	}
+	m.log.Info("crawl state changed", "crawl_id", c.ID, "from", c.State, "to", t.to, "transition", t.name, "reason", reason)
+	return nil
+}
+
+// outOfWork is the termination rule over a crawl's record counts: a crawl is
+// out of work when it has records and every one of them is in a terminal
+// status (indexed, redirected, failed) or retired (parked by a spent budget,
+// counted apart). Any other status, to-be-loaded, to-be-parsed and
+// to-be-indexed as well as one this rule does not know, keeps it running.
+func outOfWork(counts map[contracts.Status]int64) bool {
+	var total int64
+	for s, n := range counts {
+		if n == 0 {
+			continue
+		}
+		if !s.Terminal() && s != contracts.Retired {
+			return false
+		}
+		total += n
+	}
+	return total > 0
+}
+
+// CheckFinished ends every running crawl that is out of work: finished, or
+// paused when its profile asks to pause at finish (so that budgets can be
+// raised and retired URLs crawled). It returns how many crawls it ended.
+func (m *MCP) CheckFinished(ctx context.Context) (int, error) {
+	cs, err := m.deps.Profiles.List(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("list crawls: %w", err)
+	}
+	ended := 0
+	var errs []error
+	for _, c := range cs {
+		if c.State != contracts.CrawlRunning {
+			continue
+		}
+		ok, err := m.checkFinished(ctx, c)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if ok {
+			ended++
+		}
+	}
+	return ended, errors.Join(errs...)
+}
+
+// checkFinished ends c when it is running and out of work, and reports
+// whether it did. A crawl whose settings are being changed (PATCH puts
+// retired URLs back) is left to the next check.
+func (m *MCP) checkFinished(ctx context.Context, c profiles.Crawl) (bool, error) {
+	mu := m.crawlLock(c.ID)
+	if !mu.TryLock() {
+		return false, nil
+	}
+	defer mu.Unlock()
+	counts, err := m.deps.Tx.Counts(ctx, c.ID)
+	if err != nil {
+		return false, fmt.Errorf("count records of crawl %s: %w", c.ID, err)
+	}
+	if !outOfWork(counts) {
+		return false, nil
+	}
+	t := finishing
+	if b := c.Profile.Budget; b != nil && b.PauseAtFinish {
+		t = pausingAtFinish
+	}
+	err = m.transition(ctx, c, t, fmt.Sprintf("no record pending (%d retired)", counts[contracts.Retired]))
+	if errors.Is(err, profiles.ErrConflict) {
+		return false, nil // paused or cancelled meanwhile
+	}
+	return err == nil, err
+}
+
+// crawlLock returns the lock that serializes, within this process, the
+// finish check of crawl id with the changes that put its records back to
+// work (PATCH): the check must not count a crawl out of work between the
+// new settings and the URLs they bring back. Transitions themselves need
+// no lock: they are compare-and-set in the store.
+func (m *MCP) crawlLock(id string) *sync.Mutex {
+	mu, _ := m.locks.LoadOrStore(id, new(sync.Mutex))
+	return mu.(*sync.Mutex)
+}
+
+// nudgeFinish asks the finish check to look at crawl id soon: the indexer
+// calls it for the crawls whose pages it just indexed, so that a crawl
+// finishes right after its last page rather than at the next tick.
+func (m *MCP) nudgeFinish(id string) {
+	m.nudgeMu.Lock()
+	m.nudged[id] = struct{}{}
+	m.nudgeMu.Unlock()
+	select {
+	case m.nudge <- struct{}{}:
+	default:
+	}
+}
+
+// runFinishCheck checks the running crawls every FinishCheckInterval, and
+// the nudged ones at once, until ctx is cancelled.
+func (m *MCP) runFinishCheck(ctx context.Context) {
+	tick := time.NewTicker(m.cfg.FinishCheckInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			if _, err := m.CheckFinished(ctx); err != nil && ctx.Err() == nil {
+				m.log.Error("finish check", "err", err)
+			}
+		case <-m.nudge:
+			m.nudgeMu.Lock()
+			ids := m.nudged
+			m.nudged = map[string]struct{}{}
+			m.nudgeMu.Unlock()
+			for id := range ids {
+				c, err := m.deps.Profiles.Get(ctx, id)
+				if err == nil && c.State == contracts.CrawlRunning {
+					_, err = m.checkFinished(ctx, c)
+				}
+				if err != nil && !errors.Is(err, profiles.ErrNotFound) && ctx.Err() == nil {
+					m.log.Error("finish check", "crawl_id", id, "err", err)
+				}
+			}
+		}
+	}
+}
