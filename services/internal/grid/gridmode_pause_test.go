@@ -1,0 +1,177 @@
+package grid
+
+import (
+	"net/http"
+	"net/url"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/websim"
+)
+
+// rabbitmqctl runs rabbitmqctl against the local test broker.
+func rabbitmqctl(t *testing.T, args ...string) string {
+	t.Helper()
+	script, err := filepath.Abs("../../../scripts/services/rabbitmq.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(script, append([]string{"ctl", "rabbitmqctl", "-q"}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("rabbitmqctl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// ownVhost gives the test a RabbitMQ virtual host of its own, so that the
+// cluster's queues hold only its messages (other tests on the same broker
+// use the default one), and returns env with GRIDCRAWL_AMQP_URL pointing
+// at it.
+func ownVhost(t *testing.T, env []string) ([]string, string) {
+	t.Helper()
+	vhost := "gridtest-" + randSuffix()
+	rabbitmqctl(t, "add_vhost", vhost)
+	t.Cleanup(func() { rabbitmqctl(t, "delete_vhost", vhost) })
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "GRIDCRAWL_AMQP_URL="); ok {
+			u, err := url.Parse(v)
+			if err != nil {
+				t.Fatalf("GRIDCRAWL_AMQP_URL: %v", err)
+			}
+			rabbitmqctl(t, "set_permissions", "-p", vhost, u.User.Username(), ".*", ".*", ".*")
+			u.Path = "/" + vhost
+			kv = "GRIDCRAWL_AMQP_URL=" + u.String()
+		}
+		out = append(out, kv)
+	}
+	return out, vhost
+}
+
+// unackedLoaderContracts returns the messages of vhost's loader queues
+// delivered to a consumer and not yet settled.
+func unackedLoaderContracts(t *testing.T, vhost string) int {
+	t.Helper()
+	n := 0
+	for _, line := range strings.Split(rabbitmqctl(t, "list_queues", "-p", vhost, "--no-table-headers", "name", "messages_unacknowledged"), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 || !strings.HasPrefix(f[0], contracts.QueueLoader) {
+			continue
+		}
+		v, err := strconv.Atoi(f[1])
+		if err != nil {
+			t.Fatalf("list_queues line %q: %v", line, err)
+		}
+		n += v
+	}
+	return n
+}
+
+// TestGridModePauseLongerThanLease pauses a crawl on RabbitMQ for longer than
+// the recovery lease times its attempts, then resumes it: no record may
+// fail meanwhile, the loaders may not hold the paused crawl's contracts
+// unacked, and after the resume the crawl finishes with the whole web.
+func TestGridModePauseLongerThanLease(t *testing.T) {
+	env := realBackends(t)
+	env, vhost := ownVhost(t, env)
+	web := websim.NewWeb(websim.WebConfig{Hosts: 4, PagesPerHost: 25, LinksPerPage: 4, CrossHostLinks: 1, Seed: 5})
+	if err := web.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(web.Close)
+	starts := web.StartURLs()[:2]
+	want := expectedWeb(web, starts, contracts.MaxDepthLimit)
+
+	const lease, attempts = 2 * time.Second, 2
+	c := newCluster(t, env, web.Resolve())
+	c.env = append(c.env, "GRIDCRAWL_RECOVERY_LEASE="+lease.String(), "GRIDCRAWL_RECOVERY_INTERVAL=500ms",
+		"GRIDCRAWL_RECOVERY_ATTEMPTS="+strconv.Itoa(attempts))
+	c.startAll()
+	p := contracts.Profile{StartURLs: starts, MaxDepth: contracts.MaxDepthLimit, Scope: contracts.ScopeDomain,
+		Politeness: contracts.Politeness{MinDelayMS: 150, MaxDelayMS: 150, DelayFactor: 1}}
+	var created contracts.CreateCrawlResponse
+	if code := c.do(http.MethodPost, "/api/v1/crawls", p, &created); code != http.StatusCreated {
+		t.Fatalf("POST crawl = %d", code)
+	}
+	id := created.CrawlID
+	var st contracts.CrawlStatus
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		c.do(http.MethodGet, "/api/v1/crawls/"+id, nil, &st)
+		if st.State != contracts.CrawlRunning {
+			t.Fatalf("crawl %s before the pause; make the web slower", st.State)
+		}
+		if st.Counts[contracts.Indexed] >= int64(len(want)/5) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no progress: %v", st.Counts)
+		}
+	}
+	if code := c.do(http.MethodPost, "/api/v1/crawls/"+id+"/pause", nil, nil); code/100 != 2 {
+		t.Fatalf("pause = %d", code)
+	}
+	t.Logf("paused at %v", st.Counts)
+
+	// Pause for longer than the sweep needs to give up on a record, and
+	// watch the broker: a contract held unacked in three samples in a row
+	// (over two seconds) is held, not being parked.
+	pause := lease*(attempts+1) + 4*time.Second
+	held := 0
+	for end := time.Now().Add(pause); time.Now().Before(end); time.Sleep(time.Second) {
+		n := unackedLoaderContracts(t, vhost)
+		if n == 0 {
+			held = 0
+			continue
+		}
+		if held++; held == 3 {
+			t.Errorf("loaders hold %d contracts of the paused crawl unacked for more than two seconds", n)
+		}
+	}
+	c.do(http.MethodGet, "/api/v1/crawls/"+id, nil, &st)
+	if st.State != contracts.CrawlPaused {
+		t.Errorf("state after a pause of %v = %s, want paused", pause, st.State)
+	}
+	if n := st.Counts[contracts.Failed]; n != 0 {
+		t.Errorf("%d records failed during the pause: %v", n, st.Counts)
+	}
+
+	if code := c.do(http.MethodPost, "/api/v1/crawls/"+id+"/resume", nil, nil); code/100 != 2 {
+		t.Fatalf("resume = %d", code)
+	}
+	for deadline := time.Now().Add(2 * time.Minute); st.State != contracts.CrawlFinished; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("crawl not finished after the resume: %s %v", st.State, st.Counts)
+		}
+		c.do(http.MethodGet, "/api/v1/crawls/"+id, nil, &st)
+	}
+	set := c.openBackends(t)
+	var got []string
+	for after := ""; ; {
+		recs, err := set.Tx.List(t.Context(), id, "", after, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) == 0 {
+			break
+		}
+		for _, r := range recs {
+			if r.Status != contracts.Indexed {
+				t.Errorf("record %s = %s (%s), want indexed", r.URL, r.Status, r.Error)
+			}
+			got = append(got, r.URL)
+		}
+		after = recs[len(recs)-1].Key
+	}
+	sort.Strings(got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("crawled URLs differ from the web (-want +got):\n%s", diff)
+	}
+}
