@@ -87,6 +87,10 @@ type CrawlerPage struct {
 // CrawlerContract asks a crawler to parse fetched pages of one crawl. It is
 // published to crawler_pending. With Reindex set the crawler only re-parses
 // pages that are already to-be-indexed and republishes their documents.
+// With Relink set the pages were parsed before, at a greater depth, and
+// found since on a shorter path: the crawler extracts and follows their
+// links again at their new depth and settles them as before, without
+// republishing their documents, which are indexed already.
 type CrawlerContract struct {
 	V       int    `json:"v"`
 	CrawlID string `json:"crawl_id"`
@@ -94,6 +98,7 @@ type CrawlerContract struct {
 	Profile *Profile      `json:"profile,omitempty"`
 	Pages   []CrawlerPage `json:"pages"`
 	Reindex bool          `json:"reindex,omitempty"`
+	Relink  bool          `json:"relink,omitempty"`
 }
 
 // Link is an outgoing link of a document.

@@ -117,6 +117,10 @@ func TestGoValuesValidate(t *testing.T) {
 				{URL: "https://example.com/gone", Asset: fullAsset(), StatusCode: 410, FetchedAt: fetched.In(time.FixedZone("X", -5*3600))},
 			},
 		}},
+		{"crawler contract relink", "crawler_contract", contracts.CrawlerContract{
+			V: contracts.Version, CrawlID: "c-1", Relink: true,
+			Pages: []contracts.CrawlerPage{{URL: "https://example.com/r", Depth: 1, Hops: 1, Asset: fullAsset(), StatusCode: 301, FetchedAt: fetched}},
+		}},
 		{"document full", "document", fullDocument()},
 		{"document minimal", "document", contracts.Document{ID: "x", CrawlID: "c", URL: "http://a/", Asset: contracts.AssetRef{Key: "k"}, FetchTime: fetched}},
 		{"index contract", "index_contract", contracts.IndexContract{

@@ -168,9 +168,10 @@ func (x *TxIndex) Transition(ctx context.Context, ts []txindex.Transition) ([]bo
 // LowerDepth applies each lowering whose record has a greater depth
 // (txindex.Lower), each record atomically through modify, and returns the
 // changed records.
-func (x *TxIndex) LowerDepth(ctx context.Context, ls []txindex.Lowering) (map[string]txindex.Record, error) {
+func (x *TxIndex) LowerDepth(ctx context.Context, ls []txindex.Lowering) (map[string]txindex.Lowered, error) {
+	out := map[string]txindex.Lowered{}
 	if len(ls) == 0 {
-		return map[string]txindex.Record{}, nil
+		return out, nil
 	}
 	byKey := make(map[string][]txindex.Lowering, len(ls))
 	var keys []string
@@ -180,7 +181,9 @@ func (x *TxIndex) LowerDepth(ctx context.Context, ls []txindex.Lowering) (map[st
 		}
 		byKey[l.Key] = append(byKey[l.Key], l)
 	}
+	from := map[string]contracts.Status{} // of the last version modify saw
 	won, err := x.modify(ctx, keys, func(r *txindex.Record, now time.Time) bool {
+		from[r.Key] = r.Status
 		changed := false
 		for _, l := range byKey[r.Key] {
 			if txindex.Lower(r, l, now) {
@@ -192,7 +195,10 @@ func (x *TxIndex) LowerDepth(ctx context.Context, ls []txindex.Lowering) (map[st
 	if err != nil {
 		return nil, fmt.Errorf("lower depth of %d records: %w", len(keys), err)
 	}
-	return won, nil
+	for k, r := range won {
+		out[k] = txindex.Lowered{Record: r, From: from[k]}
+	}
+	return out, nil
 }
 
 // modify changes the records of keys with fn and returns those it wrote,

@@ -303,9 +303,9 @@ func (x *TxIndex) Transition(ctx context.Context, ts []txindex.Transition) ([]bo
 // greater depth (txindex.Lower), and returns the changed records. The write
 // lock, held from the read of the records to the commit, makes each
 // read-modify-write atomic.
-func (x *TxIndex) LowerDepth(ctx context.Context, ls []txindex.Lowering) (map[string]txindex.Record, error) {
+func (x *TxIndex) LowerDepth(ctx context.Context, ls []txindex.Lowering) (map[string]txindex.Lowered, error) {
 	if len(ls) == 0 {
-		return map[string]txindex.Record{}, nil
+		return map[string]txindex.Lowered{}, nil
 	}
 	keys := make([]string, len(ls))
 	for i, l := range ls {
@@ -315,9 +315,9 @@ func (x *TxIndex) LowerDepth(ctx context.Context, ls []txindex.Lowering) (map[st
 	if err != nil {
 		return nil, fmt.Errorf("lower depth of %d records: %w", len(ls), err)
 	}
-	var out map[string]txindex.Record
+	var out map[string]txindex.Lowered
 	err = x.wr.do(ctx, func(tx *sql.Tx) error {
-		out = map[string]txindex.Record{}
+		out = map[string]txindex.Lowered{}
 		get := tx.Stmt(x.lockedGetMany)
 		defer get.Close()
 		rows, err := get.Query(string(keysJSON))
@@ -342,17 +342,20 @@ func (x *TxIndex) LowerDepth(ctx context.Context, ls []txindex.Lowering) (map[st
 				continue
 			}
 			from := r.Status
+			if prev, ok := out[l.Key]; ok {
+				from = prev.From // lowered before in this call
+			}
 			if !txindex.Lower(&r, l, now) {
 				continue
 			}
 			if _, err := up.Exec(r.Depth, r.Hops, string(r.Status), nanos(r.StatusTime), r.Key); err != nil {
 				return fmt.Errorf("lower depth of record %q: %w", r.Key, err)
 			}
-			if from != r.Status {
-				deltas[countKey{r.CrawlID, from}]--
+			if was := byKey[l.Key].Status; was != r.Status {
+				deltas[countKey{r.CrawlID, was}]--
 				deltas[countKey{r.CrawlID, r.Status}]++
 			}
-			byKey[l.Key], out[l.Key] = r, r
+			byKey[l.Key], out[l.Key] = r, txindex.Lowered{Record: r, From: from}
 		}
 		return x.addCounts(tx, deltas)
 	})

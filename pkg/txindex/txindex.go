@@ -79,6 +79,14 @@ type Lowering struct {
 	Hops int
 }
 
+// Lowered is a record whose depth LowerDepth lowered, as it is now.
+type Lowered struct {
+	Record
+	// From is the record's status before: a record in another status now
+	// was sent back to to-be-parsed.
+	From contracts.Status
+}
+
 // Reparse reports whether a record whose depth is lowered goes back to
 // to-be-parsed: the crawler has already extracted its links, at a greater
 // depth, and must extract them again at the new one. Those are the records
@@ -127,8 +135,8 @@ type Index interface {
 	// with a greater depth (see Lower: depth and hops are set, and a record
 	// already parsed goes back to to-be-parsed with status time now). Of
 	// several lowerings of one key the smallest depth applies. It returns
-	// the records it changed, as they are now, keyed by key.
-	LowerDepth(ctx context.Context, ls []Lowering) (map[string]Record, error)
+	// the records it changed, keyed by key.
+	LowerDepth(ctx context.Context, ls []Lowering) (map[string]Lowered, error)
 	// Counts returns the number of records of crawlID per status.
 	Counts(ctx context.Context, crawlID string) (map[contracts.Status]int64, error)
 	// CountHost returns the number of records of crawlID whose host is host.

@@ -531,8 +531,8 @@ func testLowerDepth(t *testing.T, h Harness) {
 		if !c.reparse && !r.StatusTime.Equal(want.StatusTime) {
 			t.Errorf("%s %q: StatusTime = %v, want unchanged %v", c.status, c.errText, r.StatusTime, want.StatusTime)
 		}
-		if diff := cmp.Diff(r, got[want.Key], cmpTime); diff != "" {
-			t.Errorf("%s %q: LowerDepth returned (-stored +returned):\n%s", c.status, c.errText, diff)
+		if diff := cmp.Diff(txindex.Lowered{Record: r, From: c.status}, got[want.Key], cmpTime); diff != "" {
+			t.Errorf("%s %q: LowerDepth returned (-want +got):\n%s", c.status, c.errText, diff)
 		}
 	}
 	if len(got) != len(recs) {
@@ -561,7 +561,7 @@ func testLowerDepthConcurrent(t *testing.T, h Harness) {
 	mustCreate(t, x, a)
 	const n = 8
 	var wg sync.WaitGroup
-	changed := make([]*txindex.Record, n)
+	changed := make([]*txindex.Lowered, n)
 	errs := make([]error, n)
 	for i := range n {
 		wg.Go(func() {
@@ -581,10 +581,17 @@ func testLowerDepthConcurrent(t *testing.T, h Harness) {
 	if changed[0] == nil {
 		t.Errorf("LowerDepth to the smallest depth reported no change")
 	}
+	reopened := 0
 	for i, r := range changed {
 		if r != nil && r.Depth != 10+i {
 			t.Errorf("LowerDepth to %d returned depth %d", 10+i, r.Depth)
 		}
+		if r != nil && r.From == contracts.Indexed {
+			reopened++
+		}
+	}
+	if reopened != 1 {
+		t.Errorf("%d concurrent LowerDepth calls report reopening the indexed record, want 1", reopened)
 	}
 	if r := mustGet(t, x, a.Key); r.Depth != 10 || r.Status != contracts.ToBeParsed {
 		t.Errorf("Get(%q) = depth %d status %q, want 10 %q", a.Key, r.Depth, r.Status, contracts.ToBeParsed)

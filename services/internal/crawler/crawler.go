@@ -7,10 +7,10 @@
 //
 // A page is parsed at its record's depth, not its contract's: the frontier
 // lowers the depth of a URL found again on a shorter path, and sends a page
-// already parsed back to to-be-parsed, so that its links are followed as
-// deep as their shortest path allows. A page lowered while it is being
-// parsed keeps its status (the transition is conditioned on the depth) and
-// is parsed again.
+// already parsed back to to-be-parsed with a relink contract, so that its
+// links are followed as deep as their shortest path allows. A page lowered
+// while it is being parsed keeps its status (the transition is conditioned
+// on the depth) and is parsed again.
 package crawler
 
 import (
@@ -133,8 +133,8 @@ func (c *Crawler) handle(ctx context.Context, d queue.Delivery) {
 		c.deadLetter(ctx, d, "undecodable crawler contract: "+err.Error())
 		return
 	}
-	if k.V != contracts.Version || k.CrawlID == "" || len(k.Pages) == 0 {
-		c.deadLetter(ctx, d, fmt.Sprintf("invalid crawler contract: v=%d crawl_id=%q pages=%d", k.V, k.CrawlID, len(k.Pages)))
+	if k.V != contracts.Version || k.CrawlID == "" || len(k.Pages) == 0 || (k.Reindex && k.Relink) {
+		c.deadLetter(ctx, d, fmt.Sprintf("invalid crawler contract: v=%d crawl_id=%q pages=%d reindex=%v relink=%v", k.V, k.CrawlID, len(k.Pages), k.Reindex, k.Relink))
 		return
 	}
 	p, err := c.profs.Resolve(ctx, k.CrawlID, k.Profile)
@@ -205,7 +205,9 @@ type parsed struct {
 
 // Process runs the seed 004 loop for the pages of k. It is idempotent: pages
 // not in to-be-parsed are skipped (or, with k.Reindex, only pages in
-// to-be-indexed are parsed again and their documents republished).
+// to-be-indexed are parsed again and their documents republished). With
+// k.Relink the pages' documents are indexed already: only their links are
+// followed, and a page that would go to to-be-indexed goes to indexed.
 func (c *Crawler) Process(ctx context.Context, k contracts.CrawlerContract, profile contracts.Profile, scope *frontier.Scope) error {
 	keys := make([]string, len(k.Pages))
 	for i, p := range k.Pages {
@@ -253,7 +255,7 @@ func (c *Crawler) Process(ctx context.Context, k contracts.CrawlerContract, prof
 	}
 	var docs []contracts.Document
 	for _, p := range pages {
-		if p.doc != nil {
+		if p.doc != nil && !k.Relink {
 			docs = append(docs, *p.doc)
 		}
 	}
@@ -280,7 +282,11 @@ func (c *Crawler) Process(ctx context.Context, k contracts.CrawlerContract, prof
 	// whoever lowered it published it again, to be parsed at its new depth.
 	ts := make([]txindex.Transition, len(pages))
 	for i, p := range pages {
-		ts[i] = txindex.Transition{Key: p.key, From: contracts.ToBeParsed, To: p.final, Error: p.reason, IfDepth: &p.page.Depth}
+		to := p.final
+		if k.Relink && to == contracts.ToBeIndexed {
+			to = contracts.Indexed
+		}
+		ts[i] = txindex.Transition{Key: p.key, From: contracts.ToBeParsed, To: to, Error: p.reason, IfDepth: &p.page.Depth}
 	}
 	if _, err := c.deps.Tx.Transition(ctx, ts); err != nil {
 		return fmt.Errorf("record parsed pages: %w", err)

@@ -16,10 +16,23 @@ const MaxPagesPerContract = 100
 // crawl, at most MaxPagesPerContract pages each. inline is the profile to
 // carry (nil: services read it by crawl id).
 func CrawlerMessages(crawlID string, inline *contracts.Profile, pages []contracts.CrawlerPage, reindex bool) ([]queue.Message, error) {
+	return crawlerMessages(contracts.CrawlerContract{V: contracts.Version, CrawlID: crawlID, Profile: inline, Reindex: reindex}, pages)
+}
+
+// RelinkMessages is CrawlerMessages for pages to relink (see
+// contracts.CrawlerContract.Relink).
+func RelinkMessages(crawlID string, inline *contracts.Profile, pages []contracts.CrawlerPage) ([]queue.Message, error) {
+	return crawlerMessages(contracts.CrawlerContract{V: contracts.Version, CrawlID: crawlID, Profile: inline, Relink: true}, pages)
+}
+
+// crawlerMessages builds contracts like c for pages, at most
+// MaxPagesPerContract each.
+func crawlerMessages(c contracts.CrawlerContract, pages []contracts.CrawlerPage) ([]queue.Message, error) {
 	var msgs []queue.Message
 	for len(pages) > 0 {
 		n := min(len(pages), MaxPagesPerContract)
-		body, err := json.Marshal(contracts.CrawlerContract{V: contracts.Version, CrawlID: crawlID, Profile: inline, Pages: pages[:n], Reindex: reindex})
+		c.Pages = pages[:n]
+		body, err := json.Marshal(c)
 		if err != nil {
 			return nil, fmt.Errorf("encode crawler contract: %w", err)
 		}

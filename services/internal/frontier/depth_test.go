@@ -2,10 +2,15 @@ package frontier
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/queue"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 )
 
@@ -70,19 +75,43 @@ func TestEnqueueLowersDepthOfURLsFoundNearer(t *testing.T) {
 			t.Errorf("%s after Enqueue = depth %d %s, want depth %d %s", path, r.Depth, r.Status, w.depth, w.status)
 		}
 	}
-	// One crawler contract carries the three pages to parse at depth 2; one
-	// loader contract the new URL.
-	if got, err := q.Len(ctx, contracts.QueueCrawler); err != nil || got != 1 {
-		t.Fatalf("crawler_pending holds %d messages (%v), want 1", got, err)
-	}
 	if got, err := q.Len(ctx, contracts.QueueLoader); err != nil || got != 1 {
-		t.Errorf("loader_pending holds %d messages (%v), want 1", got, err)
+		t.Errorf("loader_pending holds %d messages (%v), want 1 (the new URL)", got, err)
 	}
 	// The same page again (a redelivery) changes and publishes nothing more.
 	if n, err := f.Enqueue(ctx, "c", p, cands); err != nil || n != 0 {
 		t.Fatalf("second Enqueue = %d, %v; want 0 created", n, err)
 	}
-	if got, err := q.Len(ctx, contracts.QueueCrawler); err != nil || got != 1 {
-		t.Errorf("crawler_pending holds %d messages (%v) after a redelivery, want 1", got, err)
+	// The page being parsed is parsed again in full; the settled pages are
+	// relinked (their documents are indexed already).
+	got := map[string]bool{} // path → relink
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	ds, err := q.Consume(cctx, contracts.QueueCrawler, queue.ConsumeOptions{Prefetch: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for len(got) < 3 {
+		d, ok := <-ds
+		if !ok {
+			break
+		}
+		var k contracts.CrawlerContract
+		if err := json.Unmarshal(d.Body(), &k); err != nil {
+			t.Fatal(err)
+		}
+		for _, pg := range k.Pages {
+			if pg.Depth != 2 {
+				t.Errorf("crawler contract page %s at depth %d, want 2", pg.URL, pg.Depth)
+			}
+			got[strings.TrimPrefix(pg.URL, "http://a.test")] = k.Relink
+		}
+		_ = d.Ack(ctx)
+	}
+	if diff := cmp.Diff(map[string]bool{"/parsing": false, "/indexed": true, "/noindex": true}, got); diff != "" {
+		t.Errorf("crawler contracts (path → relink) (-want +got):\n%s", diff)
+	}
+	if n, err := q.Len(ctx, contracts.QueueCrawler); err != nil || n != 0 {
+		t.Errorf("crawler_pending holds %d more messages (%v), want none (a redelivery publishes nothing)", n, err)
 	}
 }

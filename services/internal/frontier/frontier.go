@@ -134,10 +134,13 @@ type Frontier struct {
 // page is always as deep as its shortest path from the start URLs. A
 // lowered record that the crawler has already parsed goes back to
 // to-be-parsed, and a crawler contract is published for every lowered
-// to-be-parsed record, so that its links are extracted again at the new
+// to-be-parsed record (a relink contract for pages that were settled, whose
+// documents are indexed), so that its links are extracted again at the new
 // depth and their own depths lowered in turn; depths only decrease, so this
-// ends. A lowered record still to be loaded needs nothing more: the crawler
-// parses every page at its record's depth.
+// ends. The page that found the shorter path is still to-be-parsed while
+// this happens, so the crawl cannot finish before the relinked pages are
+// settled again. A lowered record still to be loaded needs nothing more:
+// the crawler parses every page at its record's depth.
 //
 // Otherwise, candidates whose record already exists are republished only
 // when the record is still to-be-loaded and was found by the same referrer:
@@ -228,23 +231,37 @@ func (f *Frontier) revisit(ctx context.Context, crawlID string, p contracts.Prof
 		if err != nil {
 			return nil, fmt.Errorf("lower depths: %w", err)
 		}
-		var pages []contracts.CrawlerPage
+		// Pages parsed to an end (indexed, redirected, excluded) are only
+		// relinked; the others (not parsed yet, being parsed, or with a
+		// document on its way to the index) are parsed again in full.
+		var parse, relink []contracts.CrawlerPage
 		for _, l := range lower {
 			r, ok := lowered[l.Key]
 			if !ok {
 				continue
 			}
-			existing[l.Key] = r
-			if r.Status == contracts.ToBeParsed {
-				pages = append(pages, contracts.CrawlerPage{URL: r.URL, Depth: r.Depth, Hops: r.Hops, Asset: r.Asset,
-					StatusCode: r.HTTPStatus, FetchedAt: r.StatusTime})
+			existing[l.Key] = r.Record
+			if r.Status != contracts.ToBeParsed {
+				continue // to be loaded: parsed at its record's depth
+			}
+			page := contracts.CrawlerPage{URL: r.URL, Depth: r.Depth, Hops: r.Hops, Asset: r.Asset,
+				StatusCode: r.HTTPStatus, FetchedAt: r.StatusTime}
+			if r.From.Terminal() {
+				relink = append(relink, page)
+			} else {
+				parse = append(parse, page)
 			}
 		}
-		msgs, err := CrawlerMessages(crawlID, contracts.InlineProfile(p), pages, false)
+		inline := contracts.InlineProfile(p)
+		msgs, err := CrawlerMessages(crawlID, inline, parse, false)
 		if err != nil {
 			return nil, err
 		}
-		if len(msgs) > 0 {
+		rmsgs, err := RelinkMessages(crawlID, inline, relink)
+		if err != nil {
+			return nil, err
+		}
+		if msgs = append(msgs, rmsgs...); len(msgs) > 0 {
 			if err := f.Queue.Publish(ctx, contracts.QueueCrawler, msgs...); err != nil {
 				return nil, fmt.Errorf("publish crawler contracts of lowered pages: %w", err)
 			}
