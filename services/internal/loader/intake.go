@@ -49,7 +49,7 @@ func (l *Loader) intake(ctx context.Context, shard int, deliveries <-chan queue.
 			}
 			// The shard may just have failed over to this loader: know its
 			// groups' delays before scheduling any of them.
-			l.state.activate(ctx, shard)
+			l.state.activate(ctx, shard, d.Redelivered())
 			l.accept(ctx, shard, d)
 		}
 	}

@@ -265,6 +265,10 @@ func (l *Loader) StateWrites() int64 { return l.state.writes.Load() }
 // outcomes and settles their contracts (within ShutdownTimeout), and
 // returns; contracts it has not settled go back to the queue.
 func (l *Loader) Run(ctx context.Context) error {
+	// Work stops at ctx's end, or when every consumer has stopped (the queue
+	// was closed).
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
 	// Consumers outlive ctx until the final flush: a consumer that stops
 	// hands its unsettled deliveries back, and then they could not be acked.
 	consumeCtx, stopConsuming := context.WithCancel(context.WithoutCancel(ctx))
@@ -294,7 +298,8 @@ func (l *Loader) Run(ctx context.Context) error {
 	loops.Go(func() { l.reportLoop(ctx) })
 	loops.Go(func() { l.retireLoop(ctx) })
 
-	intake.Wait() // returns once ctx is done
+	intake.Wait() // returns once ctx is done or every consumer stopped
+	stop()
 	wg.Wait()
 	<-flushed
 	l.rec.flush(drain) // what the workers finished after the last tick

@@ -55,6 +55,9 @@ type politenessState struct {
 	log    *slog.Logger
 	shards []shardState
 	writes atomic.Int64
+	// retakeAfter: a redelivered contract of a shard activated longer ago
+	// than this activates it again (see activate).
+	retakeAfter time.Duration
 }
 
 type shardState struct {
@@ -70,18 +73,21 @@ type shardState struct {
 }
 
 func newPolitenessState(store assets.Store, n int, log *slog.Logger) *politenessState {
-	return &politenessState{store: store, n: n, log: log, shards: make([]shardState, n)}
+	return &politenessState{store: store, n: n, log: log, shards: make([]shardState, n), retakeAfter: time.Second}
 }
 
 func stateKey(shard, n int) string { return StatePrefix + frontier.ShardQueue(shard, n) + ".json" }
 
 // activate loads shard's state when the loader takes its first contract of
-// the shard; later calls return at once.
-func (ps *politenessState) activate(ctx context.Context, shard int) {
+// the shard, and again when a redelivered contract shows that the shard may
+// have been taken over in between (a consumer died or lost its connection
+// with the contract unsettled: this loader may have lost the shard and got
+// it back); the other calls return at once.
+func (ps *politenessState) activate(ctx context.Context, shard int, redelivered bool) {
 	s := &ps.shards[shard]
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.active {
+	if s.active && !(redelivered && time.Since(s.activated) > ps.retakeAfter) {
 		return
 	}
 	groups, err := ps.load(ctx, shard)
