@@ -76,7 +76,8 @@ type CrawlStatus struct {
 	Retired   int64     `json:"retired"`
 	Documents int64     `json:"documents"`
 	CreatedAt time.Time `json:"created_at"`
-	// FinishedAt is set once the crawl has been observed finished.
+	// FinishedAt is when the crawl finished or was cancelled; absent while
+	// it is running or paused.
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
 }
 

@@ -275,12 +275,20 @@ func TestGridModeEndToEnd(t *testing.T) {
 			break
 		}
 		if pending == 0 {
-			// The query may only say zero once MCP says finished too.
-			var again contracts.CrawlStatus
-			c.do(http.MethodGet, "/api/v1/crawls/"+created.CrawlID, nil, &again)
-			if again.State != contracts.CrawlFinished {
-				t.Fatalf("_count query finds 0 pending while MCP reports %s: %v", again.State, again.Counts)
+			// Zero pending is final: MCP's finish check (nudged by the
+			// indexer) marks the crawl finished, and nothing becomes pending
+			// again meanwhile.
+			for st.State != contracts.CrawlFinished {
+				if n := esPendingCount(t, esURL, prefix, created.CrawlID); n != 0 {
+					t.Fatalf("_count query found 0 pending records, then %d", n)
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("_count query finds 0 pending while MCP reports %s: %v", st.State, st.Counts)
+				}
+				time.Sleep(20 * time.Millisecond)
+				c.do(http.MethodGet, "/api/v1/crawls/"+created.CrawlID, nil, &st)
 			}
+			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("crawl not finished: %v", st.Counts)
