@@ -1,0 +1,146 @@
+package grid
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"sort"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gridcrawl/gridcrawl/contracts"
+)
+
+// startLoaderWithID starts a loader process under name with a fixed
+// GRIDCRAWL_LOADER_ID.
+func (c *gridCluster) startLoaderWithID(name, id string) {
+	c.t.Helper()
+	env := c.env
+	c.env = append(slices.Clip(env), "GRIDCRAWL_LOADER_ID="+id)
+	c.start(name, "loader")
+	c.env = env
+}
+
+// groupOwner returns the id of the loader whose frontier report holds group,
+// or "" when none does yet.
+func (c *gridCluster) groupOwner(group string) string {
+	c.t.Helper()
+	var rep contracts.FrontierReport
+	if code := c.do(http.MethodGet, "/api/v1/frontier", nil, &rep); code != http.StatusOK {
+		return ""
+	}
+	for _, l := range rep.Loaders {
+		var r struct {
+			Groups []struct {
+				Group    string `json:"chg"`
+				Enqueued int64  `json:"enqueued"`
+			} `json:"groups"`
+		}
+		if json.Unmarshal(l.Report, &r) != nil {
+			continue
+		}
+		for _, g := range r.Groups {
+			if g.Group == group && g.Enqueued > 0 {
+				return l.LoaderID
+			}
+		}
+	}
+	return ""
+}
+
+// TestGridModeFailoverKeepsCrawlDelay kills (SIGKILL) the loader that owns a
+// host group with a robots.txt Crawl-delay in the middle of its crawl. The
+// other loader takes the group over; the server's request log of the host
+// must show no two requests, robots.txt included, closer than the delay,
+// across the failover too, and the crawl finishes with every page indexed.
+func TestGridModeFailoverKeepsCrawlDelay(t *testing.T) {
+	env := realBackends(t)
+	env, _ = ownVhost(t, env)
+	const slow = "slow.polite.test"
+	const delay = time.Second
+	hosts := []string{slow, "fast.polite.test"}
+	site := newPoliteSite(t, hosts, map[string]string{slow: "User-agent: *\nCrawl-delay: 1\n"})
+
+	c := newCluster(t, env, "*.polite.test=127.0.0.1")
+	c.env = append(c.env, "GRIDCRAWL_FRONTIER_REPORT_INTERVAL=200ms")
+	c.start("mcp", "mcp")
+	ids := map[string]string{"failover-loader-a": "loader-1", "failover-loader-b": "loader-2"}
+	for id, name := range ids {
+		c.startLoaderWithID(name, id)
+	}
+	c.start("crawler-1", "crawler")
+
+	p := contracts.Profile{StartURLs: []string{site.url(slow, "/"), site.url("fast.polite.test", "/")}, MaxDepth: 2, Scope: contracts.ScopeDomain,
+		Politeness: contracts.Politeness{MinDelayMS: 100, MaxDelayMS: 100, DelayFactor: 1}}
+	var created contracts.CreateCrawlResponse
+	if code := c.do(http.MethodPost, "/api/v1/crawls", p, &created); code != http.StatusCreated {
+		t.Fatalf("POST crawl = %d", code)
+	}
+	slowRequests := func() []fetchRecord {
+		site.mu.Lock()
+		defer site.mu.Unlock()
+		var out []fetchRecord
+		for _, r := range site.records {
+			if r.host == slow {
+				out = append(out, r)
+			}
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i].start.Before(out[j].start) })
+		return out
+	}
+	owner := ""
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if owner == "" {
+			owner = c.groupOwner(slow)
+		}
+		if owner != "" && len(slowRequests()) >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after a minute: owner %q, %d requests to %s", owner, len(slowRequests()), slow)
+		}
+	}
+	// Kill right after a request to the group, when the owner's wait has
+	// just begun: a new owner that forgot it would fetch at once.
+	for n := len(slowRequests()); len(slowRequests()) == n; time.Sleep(2 * time.Millisecond) {
+	}
+	victim, ok := ids[owner]
+	if !ok {
+		t.Fatalf("group %s owned by unknown loader %q", slow, owner)
+	}
+	killedAt := time.Now()
+	c.stop(victim, syscall.SIGKILL)
+	t.Logf("killed %s (%s), the owner of %s, after %d of its requests", victim, owner, slow, len(slowRequests()))
+
+	var st contracts.CrawlStatus
+	for deadline := time.Now().Add(2 * time.Minute); st.State != contracts.CrawlFinished; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("crawl not finished after the failover: %s %v", st.State, st.Counts)
+		}
+		c.do(http.MethodGet, "/api/v1/crawls/"+created.CrawlID, nil, &st)
+	}
+	if want := int64(len(hosts) * (politePages + 1)); st.Counts[contracts.Indexed] != want {
+		t.Errorf("indexed = %d, want %d: %v", st.Counts[contracts.Indexed], want, st.Counts)
+	}
+	rs := slowRequests()
+	after := 0
+	for i := 1; i < len(rs); i++ {
+		if !rs[i].start.Before(killedAt) {
+			after++
+		}
+		gap := rs[i].start.Sub(rs[i-1].end)
+		if gap >= delay {
+			continue
+		}
+		where := "from one loader"
+		if rs[i-1].start.Before(killedAt) && !rs[i].start.Before(killedAt) {
+			where = "across the failover"
+		}
+		t.Errorf("%s%s came %v after %s%s (%s), want at least %v", slow, rs[i].path, gap.Round(time.Millisecond), slow, rs[i-1].path, where, delay)
+	}
+	if after == 0 {
+		t.Errorf("no request to %s after the kill: the failover was not exercised", slow)
+	}
+	t.Logf("%d requests to %s, %d after the kill", len(rs), slow, after)
+}
