@@ -282,6 +282,7 @@ func (l *Loader) Run(ctx context.Context) error {
 
 	var intake sync.WaitGroup
 	if err := l.consume(ctx, consumeCtx, &intake); err != nil {
+		stop()
 		intake.Wait()
 		return err
 	}
