@@ -1,0 +1,155 @@
+package grid
+
+import (
+	"net/http"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/warc"
+	"github.com/gridcrawl/gridcrawl/pkg/websim"
+)
+
+// segmentObject is what the object store says of one stored segment.
+type segmentObject struct {
+	size     int64
+	etag     string
+	modified time.Time
+}
+
+// warcObjects lists the cluster's WARC segment objects straight from MinIO.
+func (c *gridCluster) warcObjects(t *testing.T) map[string]segmentObject {
+	t.Helper()
+	mc, err := minio.New(c.envValue("GRIDCRAWL_S3_ENDPOINT"), &minio.Options{
+		Creds: credentials.NewStaticV4(c.envValue("GRIDCRAWL_S3_ACCESS_KEY"), c.envValue("GRIDCRAWL_S3_SECRET_KEY"), ""),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]segmentObject{}
+	for o := range mc.ListObjects(t.Context(), c.envValue("GRIDCRAWL_S3_BUCKET"), minio.ListObjectsOptions{Prefix: "warc/", Recursive: true}) {
+		if o.Err != nil {
+			t.Fatalf("list segments: %v", o.Err)
+		}
+		out[o.Key] = segmentObject{o.Size, o.ETag, o.LastModified}
+	}
+	return out
+}
+
+// TestGridModeFixedLoaderIDRestart restarts a loader with a fixed
+// GRIDCRAWL_LOADER_ID twice mid-crawl (SIGKILL, then SIGTERM) on MinIO. No
+// segment object may be written twice, and every indexed record's asset
+// reference must read back as the WARC response record of that record's URL.
+func TestGridModeFixedLoaderIDRestart(t *testing.T) {
+	env := realBackends(t)
+	env, _ = ownVhost(t, env)
+	web := websim.NewWeb(websim.WebConfig{Hosts: 6, PagesPerHost: 30, LinksPerPage: 5, CrossHostLinks: 2, Seed: 13})
+	if err := web.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(web.Close)
+	starts := web.StartURLs()[:3]
+	want := expectedWeb(web, starts, contracts.MaxDepthLimit)
+
+	c := newCluster(t, env, web.Resolve())
+	c.env = append(c.env, "GRIDCRAWL_WARC_SEGMENT_BYTES=65536") // many segments
+	c.start("mcp", "mcp")
+	c.startLoaderWithID("loader-1", "fixed-loader")
+	c.start("crawler-1", "crawler")
+	p := contracts.Profile{StartURLs: starts, MaxDepth: contracts.MaxDepthLimit, Scope: contracts.ScopeDomain,
+		Politeness: contracts.Politeness{MinDelayMS: 60, MaxDelayMS: 60, DelayFactor: 1}}
+	var created contracts.CreateCrawlResponse
+	if code := c.do(http.MethodPost, "/api/v1/crawls", p, &created); code != http.StatusCreated {
+		t.Fatalf("POST crawl = %d", code)
+	}
+	id := created.CrawlID
+
+	seen := map[string]segmentObject{}
+	for i, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
+		var st contracts.CrawlStatus
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+			c.do(http.MethodGet, "/api/v1/crawls/"+id, nil, &st)
+			if st.State != contracts.CrawlRunning {
+				t.Fatalf("crawl %s before restart %d; make the web slower", st.State, i+1)
+			}
+			if st.Counts[contracts.Indexed] >= int64(len(want)*(i+1)/4) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no progress: %v", st.Counts)
+			}
+		}
+		c.stop("loader-1", sig)
+		objs := c.warcObjects(t)
+		t.Logf("loader stopped with %v at %v: %d segments", sig, st.Counts, len(objs))
+		for k, o := range objs {
+			seen[k] = o
+		}
+		c.startLoaderWithID("loader-1", "fixed-loader")
+	}
+	var st contracts.CrawlStatus
+	for deadline := time.Now().Add(2 * time.Minute); st.State != contracts.CrawlFinished; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("crawl not finished after the restarts: %s %v", st.State, st.Counts)
+		}
+		c.do(http.MethodGet, "/api/v1/crawls/"+id, nil, &st)
+	}
+
+	final := c.warcObjects(t)
+	for k, before := range seen {
+		after, ok := final[k]
+		switch {
+		case !ok:
+			t.Errorf("segment %s vanished", k)
+		case after != before:
+			t.Errorf("segment %s written again: size %d etag %s at %v, then size %d etag %s at %v", k, before.size, before.etag, before.modified, after.size, after.etag, after.modified)
+		}
+	}
+
+	set := c.openBackends(t)
+	ctx := t.Context()
+	indexed := 0
+	for after := ""; ; {
+		recs, err := set.Tx.List(ctx, id, "", after, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) == 0 {
+			break
+		}
+		for _, r := range recs {
+			after = r.Key
+			if r.Status != contracts.Indexed {
+				t.Errorf("record %s = %s (%s), want indexed", r.URL, r.Status, r.Error)
+				continue
+			}
+			indexed++
+			if _, ok := final[r.Asset.Key]; !ok {
+				t.Errorf("record %s refers to segment %q, which is not stored", r.URL, r.Asset.Key)
+				continue
+			}
+			rc, err := set.Assets.Get(ctx, r.Asset.Key, r.Asset.Offset, r.Asset.Length)
+			if err != nil {
+				t.Errorf("WARC record of %s at %+v: %v", r.URL, r.Asset, err)
+				continue
+			}
+			rec, err := warc.ReadRecord(rc, 64<<20)
+			rc.Close()
+			if err != nil || rec.Header.Get("WARC-Type") != "response" || rec.Header.Get("WARC-Target-URI") != r.URL {
+				t.Errorf("WARC record of %s at %+v: type %q uri %q err %v", r.URL, r.Asset, rec.Header.Get("WARC-Type"), rec.Header.Get("WARC-Target-URI"), err)
+				continue
+			}
+			if code, _, _, err := warc.ParseHTTPResponse(rec.Block); err != nil || code != http.StatusOK {
+				t.Errorf("HTTP response in the WARC record of %s: %d, %v", r.URL, code, err)
+			}
+		}
+	}
+	if indexed != len(want) {
+		t.Errorf("indexed records = %d, want %d", indexed, len(want))
+	}
+	t.Logf("%d segments, %d of them stored before a restart", len(final), len(seen))
+}
