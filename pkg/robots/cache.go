@@ -54,9 +54,9 @@ type entry struct {
 }
 
 type call struct {
-	done  chan struct{}
-	res   Result
-	ok    bool // false: the fetching caller's context ended; try again
+	done chan struct{}
+	res  Result
+	ok   bool // false: the fetching caller's context ended; try again
 	// waiters counts the callers waiting on this call (read by tests).
 	waiters int
 }
