@@ -117,12 +117,15 @@ func TestRestartMidCrawl(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(web.Close)
-	// Depth assigned by discovery order can exceed the shortest-path depth
-	// on this cross-linked web, so the crawl is bounded by the web itself,
-	// not by a depth that concurrency could make bind differently.
-	const depth = contracts.MaxDepthLimit
+	// The depth limit binds, so a page recorded deeper than its shortest
+	// path (by discovery order), or a lowered page whose links are not
+	// followed again, shows as a missing URL.
+	const depth = 3
 	starts := web.StartURLs()[:4]
 	want := expectedWeb(web, starts, depth)
+	if all := expectedWeb(web, starts, contracts.MaxDepthLimit); len(all) == len(want) {
+		t.Fatalf("depth %d reaches the whole web (%d pages): the test needs a depth that binds", depth, len(all))
+	}
 
 	bin := buildGrid(t)
 	data := t.TempDir()
