@@ -128,7 +128,8 @@ type Index interface {
 	// GetMany returns the records that exist among keys, keyed by key.
 	GetMany(ctx context.Context, keys []string) (map[string]Record, error)
 	// Transition applies each transition whose record is in its From status
-	// and reports, per transition, whether it applied. StatusTime is set to now
+	// (and at its IfDepth, when set) and reports, per transition, whether it
+	// applied. StatusTime is set to now
 	// for applied transitions (also when From == To, which renews a lease).
 	Transition(ctx context.Context, ts []Transition) (applied []bool, err error)
 	// LowerDepth applies, each atomically, the lowerings whose record exists
