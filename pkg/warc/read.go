@@ -3,12 +3,13 @@ package warc
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/klauspost/compress/gzip"
 )
 
 const (

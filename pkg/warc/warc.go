@@ -10,7 +10,6 @@ package warc
 
 import (
 	"bytes"
-	"compress/gzip"
 	"crypto/sha1"
 	"encoding/base32"
 	"errors"
@@ -22,6 +21,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/klauspost/compress/gzip"
 )
 
 // Version is the version line written at the start of every record.
