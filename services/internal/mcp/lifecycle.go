@@ -72,7 +72,7 @@ var verbRules = map[verb]verbRule{
 
 // errConflict is wrapped by the errors of verbs refused in the crawl's
 // state; the API answers them with 409.
-var errConflict = errors.New("conflict")
+var errConflict = errors.New("not allowed in this state")
 
 // conflictRounds bounds how often a verb re-reads a crawl whose state
 // changed between its read and its compare-and-set.

@@ -344,6 +344,7 @@ func TestVerbsOverStates(t *testing.T) {
 		},
 	}
 	patch := map[string]any{"politeness": map[string]any{"min_delay_ms": 123, "max_delay_ms": 4567}}
+	same := map[string]any{"politeness": map[string]any{"min_delay_ms": contracts.DefaultPoliteness().MinDelayMS}}
 	type verbCase struct {
 		method, path string
 		body         any
@@ -353,8 +354,10 @@ func TestVerbsOverStates(t *testing.T) {
 		"DELETE":   {http.MethodDelete, "", nil},
 		"PATCH":    {http.MethodPatch, "", patch},
 		"PATCH {}": {http.MethodPatch, "", map[string]any{}},
-		"pause":    {http.MethodPost, "/pause", nil},
-		"resume":   {http.MethodPost, "/resume", nil},
+		// A patch that changes no setting: no new version.
+		"PATCH same": {http.MethodPatch, "", same},
+		"pause":      {http.MethodPost, "/pause", nil},
+		"resume":     {http.MethodPost, "/resume", nil},
 	}
 	type want struct {
 		code    int
@@ -365,24 +368,24 @@ func TestVerbsOverStates(t *testing.T) {
 	// verb in each state.
 	table := map[contracts.CrawlState]map[string]want{
 		running: {
-			"GET": {200, running, 0}, "DELETE": {200, cancelled, 0}, "PATCH": {200, running, 1}, "PATCH {}": {400, running, 0},
+			"GET": {200, running, 0}, "DELETE": {200, cancelled, 0}, "PATCH": {200, running, 1}, "PATCH {}": {400, running, 0}, "PATCH same": {200, running, 0},
 			"pause": {200, paused, 0}, "resume": {200, running, 0},
 		},
 		paused: {
-			"GET": {200, paused, 0}, "DELETE": {200, cancelled, 0}, "PATCH": {200, paused, 1}, "PATCH {}": {400, paused, 0},
+			"GET": {200, paused, 0}, "DELETE": {200, cancelled, 0}, "PATCH": {200, paused, 1}, "PATCH {}": {400, paused, 0}, "PATCH same": {200, paused, 0},
 			"pause": {200, paused, 0}, "resume": {200, running, 0},
 		},
 		finished: {
-			"GET": {200, finished, 0}, "DELETE": {409, finished, 0}, "PATCH": {409, finished, 0}, "PATCH {}": {400, finished, 0},
+			"GET": {200, finished, 0}, "DELETE": {409, finished, 0}, "PATCH": {409, finished, 0}, "PATCH {}": {400, finished, 0}, "PATCH same": {409, finished, 0},
 			"pause": {409, finished, 0}, "resume": {409, finished, 0},
 		},
 		cancelled: {
-			"GET": {200, cancelled, 0}, "DELETE": {200, cancelled, 0}, "PATCH": {409, cancelled, 0}, "PATCH {}": {400, cancelled, 0},
+			"GET": {200, cancelled, 0}, "DELETE": {200, cancelled, 0}, "PATCH": {409, cancelled, 0}, "PATCH {}": {400, cancelled, 0}, "PATCH same": {409, cancelled, 0},
 			"pause": {409, cancelled, 0}, "resume": {409, cancelled, 0},
 		},
 	}
 	for _, from := range []contracts.CrawlState{running, paused, finished, cancelled} {
-		for _, name := range []string{"GET", "DELETE", "PATCH", "PATCH {}", "pause", "resume"} {
+		for _, name := range []string{"GET", "DELETE", "PATCH", "PATCH {}", "PATCH same", "pause", "resume"} {
 			t.Run(fmt.Sprintf("%s %s", name, from), func(t *testing.T) {
 				w, v := table[from][name], verbs[name]
 				id := l.create(t, contracts.Profile{})
