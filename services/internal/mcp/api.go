@@ -344,7 +344,10 @@ func (m *MCP) search(w http.ResponseWriter, r *http.Request) {
 // profile version reaches the loaders with the next contracts (and their
 // profile caches within seconds); URLs parked as retired are put back to
 // to-be-loaded and republished, so that the loaders re-evaluate their groups
-// under the new budgets: those still over budget are retired again.
+// under the new budgets: those still over budget are retired again. An empty
+// patch fails with errNothingToChange, a finished or cancelled crawl with
+// errConflict; a patch that leaves the settings as they are changes nothing
+// (no new version).
 func (m *MCP) Patch(ctx context.Context, id string, patch contracts.ProfilePatch) (contracts.Profile, int, error) {
 	if reflect.ValueOf(patch).IsZero() {
 		return contracts.Profile{}, 0, errNothingToChange
