@@ -87,3 +87,10 @@ type Queue interface {
 	// Close releases the queue's resources. Open consumer channels are closed.
 	Close() error
 }
+
+// RetryDelay is the delay a consumer passes to Delivery.Retry for a message
+// whose processing failed on its attempt-th delivery: growing with the
+// attempts, at most 30 seconds.
+func RetryDelay(attempt int) time.Duration {
+	return min(time.Duration(attempt)*2*time.Second, 30*time.Second)
+}

@@ -32,12 +32,16 @@ import (
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
 	"github.com/gridcrawl/gridcrawl/pkg/extract"
+	"github.com/gridcrawl/gridcrawl/pkg/lru"
 	"github.com/gridcrawl/gridcrawl/pkg/profiles"
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/pkg/urlnorm"
 	"github.com/gridcrawl/gridcrawl/pkg/warc"
+	"github.com/gridcrawl/gridcrawl/services/internal/crawlcache"
 	"github.com/gridcrawl/gridcrawl/services/internal/frontier"
+	"github.com/gridcrawl/gridcrawl/services/internal/routing"
+	"github.com/gridcrawl/gridcrawl/services/internal/scope"
 )
 
 // Config configures a crawler. Every field is an environment variable.
@@ -75,7 +79,7 @@ type Deps struct {
 	Tx       txindex.Index
 	Assets   assets.Store
 	Profiles profiles.Store
-	Group    frontier.Grouper
+	Group    routing.Grouper
 	// Shards is the number of loader queue shards; 0 means 1.
 	Shards int
 	Logger *slog.Logger
@@ -87,11 +91,10 @@ type Crawler struct {
 	deps     Deps
 	log      *slog.Logger
 	frontier *frontier.Frontier
-	cancels  *frontier.CancelCache
-	profs    *frontier.ProfileCache
+	cancels  *crawlcache.States
+	profs    *crawlcache.Profiles
 
-	scopeMu sync.Mutex
-	scopes  map[string]*frontier.Scope
+	scopes *lru.Cache[string, *scope.Rules] // by crawl id
 }
 
 // New returns a crawler; cfg must have been validated.
@@ -103,9 +106,9 @@ func New(cfg Config, deps Deps) *Crawler {
 	return &Crawler{
 		cfg: cfg, deps: deps, log: log,
 		frontier: &frontier.Frontier{Tx: deps.Tx, Queue: deps.Queue, Group: deps.Group, Shards: deps.Shards},
-		cancels:  frontier.NewCancelCache(deps.Profiles),
-		profs:    frontier.NewProfileCache(deps.Profiles),
-		scopes:   map[string]*frontier.Scope{},
+		cancels:  crawlcache.NewStates(deps.Profiles),
+		profs:    crawlcache.NewProfiles(deps.Profiles),
+		scopes:   lru.New[string, *scope.Rules](1000, 0),
 	}
 }
 
@@ -144,7 +147,7 @@ func (c *Crawler) handle(ctx context.Context, d queue.Delivery) {
 	}
 	if err != nil {
 		c.log.Warn("resolve profile", "crawl_id", k.CrawlID, "err", err)
-		if err := d.Retry(ctx, frontier.RetryDelay(d.Attempt())); err != nil && ctx.Err() == nil {
+		if err := d.Retry(ctx, queue.RetryDelay(d.Attempt())); err != nil && ctx.Err() == nil {
 			c.log.Error("retry crawler contract", "crawl_id", k.CrawlID, "err", err)
 		}
 		return
@@ -159,7 +162,7 @@ func (c *Crawler) handle(ctx context.Context, d queue.Delivery) {
 			return // shutting down: the delivery goes back to the queue
 		}
 		c.log.Warn("process crawler contract", "crawl_id", k.CrawlID, "attempt", d.Attempt(), "err", err)
-		if err := d.Retry(ctx, frontier.RetryDelay(d.Attempt())); err != nil {
+		if err := d.Retry(ctx, queue.RetryDelay(d.Attempt())); err != nil {
 			c.log.Error("retry crawler contract", "crawl_id", k.CrawlID, "err", err)
 		}
 		return
@@ -176,21 +179,8 @@ func (c *Crawler) deadLetter(ctx context.Context, d queue.Delivery, reason strin
 	}
 }
 
-func (c *Crawler) scope(crawlID string, p contracts.Profile) (*frontier.Scope, error) {
-	c.scopeMu.Lock()
-	defer c.scopeMu.Unlock()
-	if s, ok := c.scopes[crawlID]; ok {
-		return s, nil
-	}
-	s, err := frontier.NewScope(p, c.cfg.MaxRedirects)
-	if err != nil {
-		return nil, err
-	}
-	if len(c.scopes) > 1000 {
-		clear(c.scopes)
-	}
-	c.scopes[crawlID] = s
-	return s, nil
+func (c *Crawler) scope(crawlID string, p contracts.Profile) (*scope.Rules, error) {
+	return c.scopes.GetOrLoad(crawlID, func() (*scope.Rules, error) { return scope.New(p, c.cfg.MaxRedirects) })
 }
 
 // parsed is the crawler's view of one page.
@@ -208,7 +198,7 @@ type parsed struct {
 // to-be-indexed are parsed again and their documents republished). With
 // k.Relink the pages' documents are indexed already: only their links are
 // followed, and a page that would go to to-be-indexed goes to indexed.
-func (c *Crawler) Process(ctx context.Context, k contracts.CrawlerContract, profile contracts.Profile, scope *frontier.Scope) error {
+func (c *Crawler) Process(ctx context.Context, k contracts.CrawlerContract, profile contracts.Profile, scope *scope.Rules) error {
 	keys := make([]string, len(k.Pages))
 	for i, p := range k.Pages {
 		keys[i] = txindex.Key(k.CrawlID, p.URL)
@@ -296,7 +286,7 @@ func (c *Crawler) Process(ctx context.Context, k contracts.CrawlerContract, prof
 
 // parse loads and parses one page. Only backend failures are errors; a page
 // that cannot be parsed becomes a failed record.
-func (c *Crawler) parse(ctx context.Context, k contracts.CrawlerContract, scope *frontier.Scope, p contracts.CrawlerPage, key string, spans map[string]span) (*parsed, error) {
+func (c *Crawler) parse(ctx context.Context, k contracts.CrawlerContract, scope *scope.Rules, p contracts.CrawlerPage, key string, spans map[string]span) (*parsed, error) {
 	out := &parsed{page: p, key: key, final: contracts.ToBeIndexed}
 	status, header, body, err := c.load(ctx, p.Asset, spans)
 	if err != nil {

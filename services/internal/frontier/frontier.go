@@ -1,33 +1,26 @@
 // Package frontier turns discovered URLs into transaction records and loader
-// contracts. MCP (start URLs), the crawler (links and redirect targets) and
-// the recovery sweep all go through it, so scope rules, dedupe and contract
-// batching are the same everywhere.
+// contracts: create-if-absent (dedupe), the profile's page limits, lowering
+// the depth of URLs found on a shorter path, and publication to the loader
+// queue shard of each URL's crawl host group. MCP (start URLs), the crawler
+// (links and redirect targets) and the recovery sweep all go through it, so
+// dedupe and publication are the same everywhere. Which URLs are in scope is
+// package scope's; routing is package routing's; encoding is contractmsg's.
 package frontier
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
-	"regexp"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/pkg/urlnorm"
+	"github.com/gridcrawl/gridcrawl/services/internal/contractmsg"
+	"github.com/gridcrawl/gridcrawl/services/internal/routing"
 )
-
-// MaxURLsPerContract bounds the URLs carried by one loader contract.
-const MaxURLsPerContract = 500
-
-// Grouper maps a host to its crawl host group id.
-type Grouper func(host string) string
-
-// HostGrouper groups by host, the default.
-func HostGrouper(host string) string { return host }
 
 // Candidate is a discovered URL, already normalized.
 type Candidate struct {
@@ -37,90 +30,14 @@ type Candidate struct {
 	Referrer string // record key of the page that found it
 }
 
-// Scope decides which URLs a crawl follows and indexes. It is compiled once
-// per profile and is safe for concurrent use.
-type Scope struct {
-	profile                 contracts.Profile
-	hosts, domains          map[string]bool
-	crawlMust, crawlMustNot *regexp.Regexp
-	indexMust, indexMustNot *regexp.Regexp
-	maxRedirects            int
-}
-
-// NewScope compiles the scope rules of p, which must be valid.
-func NewScope(p contracts.Profile, maxRedirects int) (*Scope, error) {
-	s := &Scope{profile: p, hosts: map[string]bool{}, domains: map[string]bool{}, maxRedirects: maxRedirects}
-	for _, raw := range p.StartURLs {
-		u, err := urlnorm.Parse(raw)
-		if err != nil {
-			return nil, fmt.Errorf("parse start url %q: %w", raw, err)
-		}
-		h := urlnorm.Host(u)
-		s.hosts[h] = true
-		s.domains[urlnorm.RegistrableDomain(h)] = true
-	}
-	var err error
-	compile := func(re string) *regexp.Regexp {
-		if re == "" || err != nil {
-			return nil
-		}
-		var r *regexp.Regexp
-		r, err = regexp.Compile(re)
-		return r
-	}
-	s.crawlMust, s.crawlMustNot = compile(p.CrawlMustMatch), compile(p.CrawlMustNotMatch)
-	s.indexMust, s.indexMustNot = compile(p.IndexMustMatch), compile(p.IndexMustNotMatch)
-	if err != nil {
-		return nil, fmt.Errorf("compile profile filters: %w", err)
-	}
-	return s, nil
-}
-
-// Follow reports whether a URL found at depth and after hops redirects is
-// in the crawl, and if not, why.
-func (s *Scope) Follow(u *url.URL, raw string, depth, hops int) (bool, string) {
-	if depth > s.profile.MaxDepth {
-		return false, "too deep"
-	}
-	if hops > s.maxRedirects {
-		return false, "too many redirects"
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return false, "scheme"
-	}
-	h := urlnorm.Host(u)
-	switch s.profile.Scope {
-	case contracts.ScopeHost:
-		if !s.hosts[h] {
-			return false, "out of scope"
-		}
-	case contracts.ScopeDomain:
-		if !s.domains[urlnorm.RegistrableDomain(h)] {
-			return false, "out of scope"
-		}
-	}
-	if s.crawlMust != nil && !s.crawlMust.MatchString(raw) {
-		return false, "crawl filter"
-	}
-	if s.crawlMustNot != nil && s.crawlMustNot.MatchString(raw) {
-		return false, "crawl filter"
-	}
-	return true, ""
-}
-
-// Index reports whether a page at raw may be indexed by the profile's filters.
-func (s *Scope) Index(raw string) bool {
-	if s.indexMust != nil && !s.indexMust.MatchString(raw) {
-		return false
-	}
-	return s.indexMustNot == nil || !s.indexMustNot.MatchString(raw)
-}
+// errNoGroup: a record must carry its crawl host group to be routed.
+var errNoGroup = errors.New("record without crawl host group")
 
 // Frontier writes discovered URLs and publishes their loader contracts.
 type Frontier struct {
 	Tx    txindex.Index
 	Queue queue.Queue
-	Group Grouper
+	Group routing.Grouper
 	// Shards is the number of loader queue shards (see Config); 0 means 1.
 	Shards int
 	Now    func() time.Time
@@ -253,11 +170,11 @@ func (f *Frontier) revisit(ctx context.Context, crawlID string, p contracts.Prof
 			}
 		}
 		inline := contracts.InlineProfile(p)
-		msgs, err := CrawlerMessages(crawlID, inline, parse, false)
+		msgs, err := contractmsg.Crawler(crawlID, inline, parse, false)
 		if err != nil {
 			return nil, err
 		}
-		rmsgs, err := RelinkMessages(crawlID, inline, relink)
+		rmsgs, err := contractmsg.Relink(crawlID, inline, relink)
 		if err != nil {
 			return nil, err
 		}
@@ -348,53 +265,22 @@ func (f *Frontier) Publish(ctx context.Context, crawlID string, p contracts.Prof
 		if r.Group == "" {
 			return fmt.Errorf("publish %s: %w", r.URL, errNoGroup)
 		}
-		i := ShardOf(r.Group, n)
+		i := routing.ShardOf(r.Group, n)
 		byShard[i] = append(byShard[i], r)
 	}
 	for i, rs := range byShard {
-		msgs, err := LoaderMessages(crawlID, p, rs)
+		msgs, err := contractmsg.Loader(crawlID, p, rs)
 		if err != nil {
 			return err
 		}
 		if len(msgs) == 0 {
 			continue
 		}
-		if err := f.Queue.Publish(ctx, ShardQueue(i, n), msgs...); err != nil {
+		if err := f.Queue.Publish(ctx, routing.ShardQueue(i, n), msgs...); err != nil {
 			return fmt.Errorf("publish loader contracts: %w", err)
 		}
 	}
 	return nil
-}
-
-// LoaderMessages builds loader contract messages for records of one crawl:
-// their URLs ordered by crawl host group, at most MaxURLsPerContract per
-// contract.
-func LoaderMessages(crawlID string, p contracts.Profile, recs []txindex.Record) ([]queue.Message, error) {
-	if len(recs) == 0 {
-		return nil, nil
-	}
-	inline := contracts.InlineProfile(p)
-	recs = slices.Clone(recs)
-	slices.SortStableFunc(recs, func(a, b txindex.Record) int { return strings.Compare(a.Group, b.Group) })
-	var msgs []queue.Message
-	for len(recs) > 0 {
-		n := min(len(recs), MaxURLsPerContract)
-		c := contracts.LoaderContract{V: contracts.Version, CrawlID: crawlID, Profile: inline, Group: recs[0].Group}
-		for _, r := range recs[:n] {
-			u := contracts.LoaderURL{URL: r.URL, Depth: r.Depth, Hops: r.Hops}
-			if r.Group != c.Group {
-				u.Group = r.Group
-			}
-			c.URLs = append(c.URLs, u)
-		}
-		body, err := json.Marshal(c)
-		if err != nil {
-			return nil, fmt.Errorf("encode loader contract: %w", err)
-		}
-		msgs = append(msgs, queue.Message{Body: body})
-		recs = recs[n:]
-	}
-	return msgs, nil
 }
 
 func (f *Frontier) now() time.Time {

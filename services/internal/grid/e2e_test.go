@@ -20,7 +20,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/search"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/pkg/websim"
-	"github.com/gridcrawl/gridcrawl/services/internal/frontier"
+	"github.com/gridcrawl/gridcrawl/services/internal/routing"
 )
 
 // testConfig returns a grid configuration for crawling loopback test sites.
@@ -336,7 +336,7 @@ func TestUndecodableContractsAreDeadLetteredAndServicesKeepRunning(t *testing.T)
 	cfg := testConfig(t, t.TempDir(), site.Resolve())
 	g, api := startGrid(t, cfg)
 	ctx := t.Context()
-	loaderQueue := frontier.ShardQueue(3, cfg.Frontier.Shards)
+	loaderQueue := routing.ShardQueue(3, cfg.Frontier.Shards)
 	for _, q := range []string{loaderQueue, contracts.QueueCrawler, contracts.QueueIndex} {
 		bad := []queue.Message{{Body: []byte("{not json")}, {Body: []byte(`{"v":99}`)}}
 		if err := g.Backends.Queue.Publish(ctx, q, bad...); err != nil {

@@ -13,9 +13,9 @@ import (
 	"github.com/caarlos0/env/v10"
 
 	"github.com/gridcrawl/gridcrawl/services/internal/crawler"
-	"github.com/gridcrawl/gridcrawl/services/internal/frontier"
 	"github.com/gridcrawl/gridcrawl/services/internal/loader"
 	"github.com/gridcrawl/gridcrawl/services/internal/mcp"
+	"github.com/gridcrawl/gridcrawl/services/internal/routing"
 	"github.com/gridcrawl/gridcrawl/services/internal/wire"
 )
 
@@ -23,7 +23,7 @@ import (
 // environment variables.
 type Config struct {
 	Backends wire.Backends
-	Frontier frontier.Config
+	Frontier routing.Config
 	MCP      mcp.Config
 	Loader   loader.Config
 	Crawler  crawler.Config

@@ -23,7 +23,8 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/sqlitestore"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/pkg/warc"
-	"github.com/gridcrawl/gridcrawl/services/internal/frontier"
+	"github.com/gridcrawl/gridcrawl/services/internal/contractmsg"
+	"github.com/gridcrawl/gridcrawl/services/internal/routing"
 )
 
 // backends are the embedded backends one test's loaders share, as the
@@ -137,15 +138,15 @@ func (b *backends) submit(t *testing.T, id string, state contracts.CrawlState, p
 	}
 	byShard := map[int][]txindex.Record{}
 	for _, r := range recs {
-		s := frontier.ShardOf(r.Group, b.shards)
+		s := routing.ShardOf(r.Group, b.shards)
 		byShard[s] = append(byShard[s], r)
 	}
 	for s, rs := range byShard {
-		msgs, err := frontier.LoaderMessages(id, p, rs)
+		msgs, err := contractmsg.Loader(id, p, rs)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := b.q.Publish(ctx, frontier.ShardQueue(s, b.shards), msgs...); err != nil {
+		if err := b.q.Publish(ctx, routing.ShardQueue(s, b.shards), msgs...); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -177,7 +178,7 @@ func (b *backends) waitLoaded(t *testing.T, id string, urls ...string) {
 func (b *backends) queued(t *testing.T) int {
 	t.Helper()
 	n := 0
-	for _, q := range frontier.ShardQueues(b.shards) {
+	for _, q := range routing.ShardQueues(b.shards) {
 		k, err := b.q.Len(t.Context(), q)
 		if err != nil {
 			t.Fatal(err)

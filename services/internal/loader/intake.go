@@ -13,7 +13,8 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/pkg/urlnorm"
-	"github.com/gridcrawl/gridcrawl/services/internal/frontier"
+	"github.com/gridcrawl/gridcrawl/services/internal/contractmsg"
+	"github.com/gridcrawl/gridcrawl/services/internal/routing"
 )
 
 // Intake: a contract's URLs are decoded, grouped, and then held in the
@@ -103,7 +104,7 @@ func (l *Loader) decode(ctx context.Context, d queue.Delivery) (*contracts.Loade
 		l.deadLetter(ctx, d, reason)
 	case err != nil:
 		l.log.Warn("resolve profile", "crawl_id", c.CrawlID, "err", err)
-		if err := d.Retry(ctx, frontier.RetryDelay(d.Attempt())); err != nil && ctx.Err() == nil {
+		if err := d.Retry(ctx, queue.RetryDelay(d.Attempt())); err != nil && ctx.Err() == nil {
 			l.log.Error("retry loader contract", "crawl_id", c.CrawlID, "err", err)
 		}
 	default:
@@ -141,7 +142,7 @@ func (l *Loader) group(host string) string {
 	if l.deps.Group != nil {
 		return l.deps.Group(host)
 	}
-	return frontier.HostGrouper(host)
+	return routing.HostGrouper(host)
 }
 
 // parkSet collects the URLs of one contract to park, and their delay.
@@ -222,13 +223,13 @@ func (l *Loader) park(ctx context.Context, tasks []*task, delay time.Duration) e
 	byShard := map[int][]txindex.Record{}
 	ts := make([]txindex.Transition, 0, len(tasks))
 	for _, t := range tasks {
-		s := frontier.ShardOf(t.group, l.shards)
+		s := routing.ShardOf(t.group, l.shards)
 		byShard[s] = append(byShard[s], txindex.Record{URL: t.url, Depth: t.depth, Hops: t.hops, Group: t.group})
 		ts = append(ts, txindex.Transition{Key: txindex.Key(t.crawlID, t.url), From: contracts.ToBeLoaded, To: contracts.ToBeLoaded})
 	}
 	for s, recs := range byShard {
-		q := frontier.ShardQueue(s, l.shards)
-		msgs, err := frontier.LoaderMessages(t0.crawlID, *t0.profile, recs)
+		q := routing.ShardQueue(s, l.shards)
+		msgs, err := contractmsg.Loader(t0.crawlID, *t0.profile, recs)
 		if err == nil {
 			for i := range msgs {
 				msgs[i].Delay = delay

@@ -48,7 +48,8 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
 	"github.com/gridcrawl/gridcrawl/pkg/robots"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
-	"github.com/gridcrawl/gridcrawl/services/internal/frontier"
+	"github.com/gridcrawl/gridcrawl/services/internal/crawlcache"
+	"github.com/gridcrawl/gridcrawl/services/internal/routing"
 )
 
 // Config configures a loader. Every field is an environment variable.
@@ -139,9 +140,9 @@ type Deps struct {
 	// whether a crawl is paused or cancelled.
 	Profiles profiles.Store
 	// Group computes the crawl host group of URLs whose contract names none.
-	Group frontier.Grouper
+	Group routing.Grouper
 	// Shards is the number of loader queue shards to consume (see
-	// frontier.Config); 0 means 1.
+	// routing.Config); 0 means 1.
 	Shards int
 	// Stagger delays the subscription to a random half of the shards. On a
 	// broker that gives a single-active-consumer queue to its first
@@ -163,8 +164,8 @@ type Loader struct {
 
 	client  *http.Client
 	robots  *robots.Cache
-	cancels *frontier.CancelCache
-	profs   *frontier.ProfileCache
+	cancels *crawlcache.States
+	profs   *crawlcache.Profiles
 
 	sched *politeness.Scheduler
 	pol   policies
@@ -223,8 +224,8 @@ func New(cfg Config, deps Deps) (*Loader, error) {
 			Transport:     transport,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-		cancels: frontier.NewCancelCache(deps.Profiles),
-		profs:   frontier.NewProfileCache(deps.Profiles),
+		cancels: crawlcache.NewStates(deps.Profiles),
+		profs:   crawlcache.NewProfiles(deps.Profiles),
 		sched:   sched,
 		pol:     newPolicies(cfg.CrawlDelayCap),
 		holders: map[string]*delivery{},
@@ -318,7 +319,7 @@ func (l *Loader) consume(ctx, consumeCtx context.Context, intake *sync.WaitGroup
 	mrand.Shuffle(len(shards), func(i, j int) { shards[i], shards[j] = shards[j], shards[i] })
 	prefetch := max(1, l.cfg.Prefetch/l.shards)
 	subscribe := func(shard int) error {
-		name := frontier.ShardQueue(shard, l.shards)
+		name := routing.ShardQueue(shard, l.shards)
 		deliveries, err := l.deps.Queue.Consume(consumeCtx, name, queue.ConsumeOptions{Prefetch: prefetch})
 		if err != nil {
 			return fmt.Errorf("consume %s: %w", name, err)

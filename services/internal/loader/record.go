@@ -13,7 +13,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/pkg/warc"
-	"github.com/gridcrawl/gridcrawl/services/internal/frontier"
+	"github.com/gridcrawl/gridcrawl/services/internal/contractmsg"
 )
 
 // Recorder: outcomes that need a durable record wait in the current WARC
@@ -347,7 +347,7 @@ func (c *crawlerPages) messages() ([]queue.Message, error) {
 	var msgs []queue.Message
 	for _, id := range c.order {
 		b := c.byCrawl[id]
-		m, err := frontier.CrawlerMessages(id, b.inline, b.pages, false)
+		m, err := contractmsg.Crawler(id, b.inline, b.pages, false)
 		if err != nil {
 			return nil, err
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/lru"
 	"github.com/gridcrawl/gridcrawl/pkg/politeness"
 )
 
@@ -23,11 +24,12 @@ import (
 type policies struct {
 	crawlDelayCap time.Duration
 
+	delay *lru.Cache[*contracts.Profile, *politeness.DelayPolicy]
+
 	mu       sync.Mutex
-	delay    map[*contracts.Profile]*politeness.DelayPolicy
-	costs    map[string]politeness.CostPolicy
-	budgets  map[string]budgetKey // by group: the profile its budget came from
-	versions map[string]int       // newest profile version seen per crawl
+	costs    map[string]politeness.CostPolicy // by cost policy name: a handful
+	budgets  *lru.Cache[string, budgetKey]    // by group: the profile its budget came from
+	versions *lru.Cache[string, int]          // newest profile version seen per crawl
 }
 
 // budgetKey identifies the profile version a group's budget was set from.
@@ -39,27 +41,21 @@ type budgetKey struct {
 func newPolicies(crawlDelayCap time.Duration) policies {
 	return policies{
 		crawlDelayCap: crawlDelayCap,
-		delay:         map[*contracts.Profile]*politeness.DelayPolicy{},
+		delay:         lru.New[*contracts.Profile, *politeness.DelayPolicy](1024, 0),
 		costs:         map[string]politeness.CostPolicy{},
-		budgets:       map[string]budgetKey{},
-		versions:      map[string]int{},
+		budgets:       lru.New[string, budgetKey](100000, 0),
+		versions:      lru.New[string, int](10000, 0),
 	}
 }
 
 // delayPolicy returns the delay policy of a crawl's profile.
 func (p *policies) delayPolicy(prof *contracts.Profile) *politeness.DelayPolicy {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if pol, ok := p.delay[prof]; ok {
-		return pol
-	}
-	pol := politeness.DelayPolicyFor(prof.Politeness)
-	pol.CrawlDelayCap = p.crawlDelayCap
-	if len(p.delay) > 1024 {
-		clear(p.delay)
-	}
-	p.delay[prof] = &pol
-	return &pol
+	pol, _ := p.delay.GetOrLoad(prof, func() (*politeness.DelayPolicy, error) {
+		pol := politeness.DelayPolicyFor(prof.Politeness)
+		pol.CrawlDelayCap = p.crawlDelayCap
+		return &pol, nil
+	})
+	return pol
 }
 
 // costPolicy returns the cost policy of prof's budget; nil means the
@@ -89,20 +85,14 @@ func (p *policies) budgetChange(crawlID string, version int, group string) bool 
 	k := budgetKey{crawlID, version}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if newest, ok := p.versions[crawlID]; ok && version < newest {
+	if newest, ok := p.versions.Get(crawlID); ok && version < newest {
 		return false
 	}
-	p.versions[crawlID] = version
-	if p.budgets[group] == k {
+	p.versions.Put(crawlID, version)
+	if old, ok := p.budgets.Get(group); ok && old == k {
 		return false
 	}
-	if len(p.budgets) > 100000 {
-		clear(p.budgets)
-	}
-	if len(p.versions) > 10000 {
-		clear(p.versions)
-	}
-	p.budgets[group] = k
+	p.budgets.Put(group, k)
 	return true
 }
 

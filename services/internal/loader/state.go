@@ -13,7 +13,7 @@ import (
 
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
 	"github.com/gridcrawl/gridcrawl/pkg/politeness"
-	"github.com/gridcrawl/gridcrawl/services/internal/frontier"
+	"github.com/gridcrawl/gridcrawl/services/internal/routing"
 )
 
 // Politeness across failover: each shard has one active loader, and when it
@@ -76,7 +76,7 @@ func newPolitenessState(store assets.Store, n int, log *slog.Logger) *politeness
 	return &politenessState{store: store, n: n, log: log, shards: make([]shardState, n), retakeAfter: time.Second}
 }
 
-func stateKey(shard, n int) string { return StatePrefix + frontier.ShardQueue(shard, n) + ".json" }
+func stateKey(shard, n int) string { return StatePrefix + routing.ShardQueue(shard, n) + ".json" }
 
 // activate loads shard's state when the loader takes its first contract of
 // the shard, and again when a redelivered contract shows that the shard may
@@ -92,7 +92,7 @@ func (ps *politenessState) activate(ctx context.Context, shard int, redelivered 
 	}
 	groups, err := ps.load(ctx, shard)
 	if err != nil && ctx.Err() == nil {
-		ps.log.Warn("load politeness state", "queue", frontier.ShardQueue(shard, ps.n), "err", err)
+		ps.log.Warn("load politeness state", "queue", routing.ShardQueue(shard, ps.n), "err", err)
 	}
 	s.active, s.activated, s.groups = true, time.Now(), groups
 	for _, b := range groups {
@@ -174,13 +174,13 @@ func (ps *politenessState) learn(ctx context.Context, shard int, group string, p
 	}
 	s.version++
 	v := s.version
-	body, err := json.Marshal(stateFile{Shard: frontier.ShardQueue(shard, ps.n), Updated: now.UTC(), Groups: s.groups})
+	body, err := json.Marshal(stateFile{Shard: routing.ShardQueue(shard, ps.n), Updated: now.UTC(), Groups: s.groups})
 	s.mu.Unlock()
 	if err == nil {
 		err = ps.save(ctx, shard, v, body)
 	}
 	if err != nil && ctx.Err() == nil {
-		ps.log.Warn("store politeness state", "queue", frontier.ShardQueue(shard, ps.n), "chg", group, "err", err)
+		ps.log.Warn("store politeness state", "queue", routing.ShardQueue(shard, ps.n), "chg", group, "err", err)
 	}
 }
 

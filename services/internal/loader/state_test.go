@@ -11,7 +11,7 @@ import (
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/politeness"
-	"github.com/gridcrawl/gridcrawl/services/internal/frontier"
+	"github.com/gridcrawl/gridcrawl/services/internal/routing"
 )
 
 // TestPolitenessStateWrites counts the asset writes of the politeness
@@ -44,7 +44,7 @@ func TestPolitenessStateWrites(t *testing.T) {
 				return
 			}
 			group, _, _ := net.SplitHostPort(strings.TrimPrefix(s.URL, "http://")) // as submit groups
-			rc, err := b.assets.Get(t.Context(), stateKey(frontier.ShardOf(group, b.shards), b.shards), 0, -1)
+			rc, err := b.assets.Get(t.Context(), stateKey(routing.ShardOf(group, b.shards), b.shards), 0, -1)
 			if err != nil {
 				t.Fatal(err)
 			}

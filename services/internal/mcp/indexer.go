@@ -9,7 +9,6 @@ import (
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
-	"github.com/gridcrawl/gridcrawl/services/internal/frontier"
 )
 
 // Timing of documents that arrive before their page is to-be-indexed.
@@ -164,7 +163,7 @@ func (m *MCP) fail(ctx context.Context, pend []*pendingIndex, err error) {
 	}
 	m.log.Error("index documents", "err", err)
 	for _, p := range pend {
-		if serr := p.d.Retry(ctx, frontier.RetryDelay(p.d.Attempt())); serr != nil {
+		if serr := p.d.Retry(ctx, queue.RetryDelay(p.d.Attempt())); serr != nil {
 			m.log.Error("retry index contract", "queue", contracts.QueueIndex, "err", serr)
 		}
 	}

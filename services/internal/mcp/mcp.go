@@ -23,6 +23,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/search"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/services/internal/frontier"
+	"github.com/gridcrawl/gridcrawl/services/internal/routing"
 )
 
 // Config configures MCP. Every field is an environment variable.
@@ -71,7 +72,7 @@ type Deps struct {
 	Search   search.Index
 	// Assets holds the loaders' frontier reports.
 	Assets assets.Store
-	Group  frontier.Grouper
+	Group  routing.Grouper
 	// HCF is the store of the Hub Crawl Frontier API (/hcf/).
 	HCF hcf.Store
 	// Shards is the number of loader queue shards; 0 means 1.

@@ -9,7 +9,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/profiles"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
-	"github.com/gridcrawl/gridcrawl/services/internal/frontier"
+	"github.com/gridcrawl/gridcrawl/services/internal/contractmsg"
 )
 
 // runSweep periodically republishes the work of records that have sat in a
@@ -145,11 +145,11 @@ func (m *MCP) republish(ctx context.Context, crawlID string, p contracts.Profile
 		return err
 	}
 	inline := contracts.InlineProfile(p)
-	msgs, err := frontier.CrawlerMessages(crawlID, inline, parse, false)
+	msgs, err := contractmsg.Crawler(crawlID, inline, parse, false)
 	if err != nil {
 		return err
 	}
-	more, err := frontier.CrawlerMessages(crawlID, inline, reindex, true)
+	more, err := contractmsg.Crawler(crawlID, inline, reindex, true)
 	if err != nil {
 		return err
 	}

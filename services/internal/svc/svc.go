@@ -11,14 +11,14 @@ import (
 
 	"github.com/caarlos0/env/v10"
 
-	"github.com/gridcrawl/gridcrawl/services/internal/frontier"
+	"github.com/gridcrawl/gridcrawl/services/internal/routing"
 	"github.com/gridcrawl/gridcrawl/services/internal/wire"
 )
 
 // Common is the configuration every service reads.
 type Common struct {
 	Backends wire.Backends
-	Frontier frontier.Config
+	Frontier routing.Config
 	LogLevel string `env:"GRIDCRAWL_LOG_LEVEL" envDefault:"info"`
 }
 

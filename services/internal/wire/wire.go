@@ -23,7 +23,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/sqlitequeue"
 	"github.com/gridcrawl/gridcrawl/pkg/sqlitestore"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
-	"github.com/gridcrawl/gridcrawl/services/internal/frontier"
+	"github.com/gridcrawl/gridcrawl/services/internal/routing"
 )
 
 // Backends selects and configures the backends. Each real backend is chosen
@@ -103,7 +103,7 @@ func Open(ctx context.Context, b Backends, log *slog.Logger) (*Set, error) {
 	}
 	if b.AMQPURL != "" {
 		q, err := amqpqueue.Open(ctx, amqpqueue.Options{URL: b.AMQPURL, MaxAttempts: b.QueueMaxAttempts, Logger: log,
-			SingleActive: frontier.IsShardQueue}) // each loader shard has one owner
+			SingleActive: routing.IsShardQueue}) // each loader shard has one owner
 		if err != nil {
 			return fail(fmt.Errorf("open rabbitmq queue: %w", err))
 		}

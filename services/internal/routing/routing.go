@@ -1,19 +1,22 @@
-package frontier
+// Package routing decides where a URL goes: which crawl host group its host
+// belongs to (by host, by configured aliases, or by IP address) and which
+// loader queue shard serves that group. MCP, loaders and crawlers must agree
+// on it, so its configuration is shared by all three.
+package routing
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/fnv"
-	"sync"
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/lru"
 	"github.com/gridcrawl/gridcrawl/pkg/netguard"
 	"github.com/gridcrawl/gridcrawl/pkg/politeness"
 )
 
-// Config is the frontier configuration that MCP, loaders and crawlers must
+// Config is the routing configuration that MCP, loaders and crawlers must
 // share: how hosts form crawl host groups and how groups map to loader
 // queue shards.
 type Config struct {
@@ -33,6 +36,12 @@ type Config struct {
 	// here so that grouping by IP agrees with dialling.
 	Resolve string `env:"GRIDCRAWL_RESOLVE"`
 }
+
+// Grouper maps a host to its crawl host group id.
+type Grouper func(host string) string
+
+// HostGrouper groups by host, the default.
+func HostGrouper(host string) string { return host }
 
 // MaxShards bounds Config.Shards.
 const MaxShards = 256
@@ -82,26 +91,13 @@ const (
 )
 
 func newCachedGrouper(group Grouper) Grouper {
-	type entry struct {
-		id string
-		at time.Time
-	}
-	var mu sync.Mutex
-	cache := map[string]entry{}
+	cache := lru.New[string, string](groupCacheSize, groupCacheTTL)
 	return func(host string) string {
-		mu.Lock()
-		e, ok := cache[host]
-		mu.Unlock()
-		if ok && time.Since(e.at) < groupCacheTTL {
-			return e.id
+		if id, ok := cache.Get(host); ok {
+			return id
 		}
 		id := group(host)
-		mu.Lock()
-		if len(cache) >= groupCacheSize {
-			clear(cache)
-		}
-		cache[host] = entry{id, time.Now()}
-		mu.Unlock()
+		cache.Put(host, id)
 		return id
 	}
 }
@@ -142,5 +138,3 @@ func IsShardQueue(name string) bool {
 	_, err := fmt.Sscanf(name, contracts.QueueLoader+".%02d", &i)
 	return err == nil && name == ShardQueue(i, MaxShards)
 }
-
-var errNoGroup = errors.New("record without crawl host group")
