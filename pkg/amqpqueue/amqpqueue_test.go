@@ -541,3 +541,30 @@ func TestSingleActiveConsumer(t *testing.T) {
 		ack(t, d)
 	}
 }
+
+// A quorum queue declared a moment ago may nack the first messages routed
+// to it; concurrent delayed publishes to a delay queue that does not exist
+// yet must all succeed anyway (seen as parked URLs refused on a fresh
+// broker).
+func TestConcurrentDelayedPublishToNewDelayQueue(t *testing.T) {
+	url := brokerURL(t)
+	q := mustOpen(t, Options{URL: url})
+	defer q.Close()
+	for round := range 3 {
+		name := uniqueName(t, url)
+		var wg sync.WaitGroup
+		errs := make(chan error, 20)
+		for range 20 {
+			wg.Go(func() {
+				if err := q.Publish(t.Context(), name, queue.Message{Body: []byte("x"), Delay: 30 * time.Second}); err != nil {
+					errs <- err
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Errorf("round %d: Publish(delay 30s) to a new delay queue = %v, want nil", round, err)
+		}
+	}
+}

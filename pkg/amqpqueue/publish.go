@@ -75,8 +75,11 @@ func (q *Queue) Publish(ctx context.Context, name string, msgs ...queue.Message)
 }
 
 // publish declares t and publishes pubs to it, waiting for every confirm and
-// publishing again, after a reconnection, what was not confirmed.
+// publishing again, after a reconnection, what was not confirmed, and after a
+// short wait, what the broker nacked (a quorum queue declared a moment ago
+// nacks until its leader is elected), at most maxNackRetries times.
 func (q *Queue) publish(ctx context.Context, t target, pubs []amqp.Publishing) error {
+	nacks := 0
 	for {
 		p, err := q.publisher(ctx)
 		if err == nil {
@@ -85,6 +88,16 @@ func (q *Queue) publish(ctx context.Context, t target, pubs []amqp.Publishing) e
 			if err == nil {
 				q.release(p)
 				return nil
+			}
+			if errors.Is(err, errNacked) && nacks < maxNackRetries && ctx.Err() == nil {
+				q.release(p)
+				nacks++
+				q.log.Info("amqp publish nacked; publishing the nacked messages again", "queue", t.name, "nacked", len(rest), "attempt", nacks)
+				pubs = rest
+				if !sleep(ctx, jitter(nackRetryBase<<(nacks-1)), q.done) {
+					return err
+				}
+				continue
 			}
 			_ = p.ch.Close()
 			if errors.Is(err, errRefused) || errors.Is(err, queue.ErrClosed) || ctx.Err() != nil || !connectionLost(p.l, err) {
@@ -107,9 +120,19 @@ func (q *Queue) publish(ctx context.Context, t target, pubs []amqp.Publishing) e
 // errRetry marks a failure to open a channel that a new attempt may fix.
 var errRetry = errors.New("connection lost")
 
-// errRefused marks messages that the broker returned or nacked: publishing
-// them again would not help.
+// errRefused marks messages that the broker returned or kept nacking:
+// publishing them again would not help.
 var errRefused = errors.New("broker refused messages")
+
+// errNacked marks messages the broker nacked: not enqueued, so publishing
+// them again cannot duplicate them.
+var errNacked = fmt.Errorf("%w: nacked", errRefused)
+
+// Retries of nacked messages: 50 ms, 100 ms, … 1.6 s, about 3 s in all.
+const (
+	maxNackRetries = 6
+	nackRetryBase  = 50 * time.Millisecond
+)
 
 // publisher returns an idle publishing channel of the current connection, or
 // opens one.
@@ -179,8 +202,7 @@ func (q *Queue) publishOn(ctx context.Context, p *publisher, t target, pubs []am
 			}
 			dcs = append(dcs, dc)
 		}
-		var unconfirmed []amqp.Publishing
-		nacked := 0
+		var unconfirmed, nacked []amqp.Publishing
 		for i, dc := range dcs {
 			select {
 			case <-dc.Done():
@@ -194,7 +216,7 @@ func (q *Queue) publishOn(ctx context.Context, p *publisher, t target, pubs []am
 			case p.ch.IsClosed(): // the library nacks what was pending when the channel closed
 				unconfirmed = append(unconfirmed, window[i])
 			default:
-				nacked++
+				nacked = append(nacked, window[i])
 			}
 		}
 		if len(unconfirmed) > 0 {
@@ -220,8 +242,9 @@ func (q *Queue) publishOn(ctx context.Context, p *publisher, t target, pubs []am
 			q.forget(t.name)
 			return nil, fmt.Errorf("publish to %q: %w: %d of %d returned as unroutable (%s)", t.name, errRefused, returned, len(window), reply)
 		}
-		if nacked > 0 {
-			return nil, fmt.Errorf("publish to %q: %w: %d of %d nacked", t.name, errRefused, nacked, len(window))
+		if len(nacked) > 0 {
+			rest := append(nacked, after...)
+			return rest, fmt.Errorf("publish to %q: %w: %d of %d nacked", t.name, errNacked, len(nacked), len(window))
 		}
 	}
 	return nil, nil
