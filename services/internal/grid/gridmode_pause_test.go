@@ -24,11 +24,18 @@ func rabbitmqctl(t *testing.T, args ...string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(script, append([]string{"ctl", "rabbitmqctl", "-q"}, args...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("rabbitmqctl %s: %v\n%s", strings.Join(args, " "), err, out)
+	// The CLI cannot reach a broker that is (re)starting: try a few times.
+	var out []byte
+	for attempt := 1; ; attempt++ {
+		out, err = exec.Command(script, append([]string{"ctl", "rabbitmqctl", "-q"}, args...)...).CombinedOutput()
+		if err == nil {
+			return string(out)
+		}
+		if attempt == 5 {
+			t.Fatalf("rabbitmqctl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		time.Sleep(3 * time.Second)
 	}
-	return string(out)
 }
 
 // ownVhost gives the test a RabbitMQ virtual host of its own, so that the
