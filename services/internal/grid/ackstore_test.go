@@ -166,7 +166,7 @@ func TestGridModeKillDuringSegmentStore(t *testing.T) {
 		if st.State != contracts.CrawlRunning {
 			t.Fatalf("crawl %s before the kill; make the web slower", st.State)
 		}
-		if st.Counts[contracts.Indexed] >= int64(len(want)/4) {
+		if fetchedRecords(st) >= int64(len(want)/4) {
 			break
 		}
 		if time.Now().After(deadline) {

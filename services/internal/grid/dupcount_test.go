@@ -55,6 +55,18 @@ func (f *countingFront) counts() map[string]int {
 	return out
 }
 
+// fetchedRecords counts the records of st past to-be-loaded: progress of the
+// loaders, which the indexer may trail by far on a busy machine.
+func fetchedRecords(st contracts.CrawlStatus) int64 {
+	var n int64
+	for status, c := range st.Counts {
+		if status != contracts.ToBeLoaded {
+			n += c
+		}
+	}
+	return n
+}
+
 // crawlSnapshot is the durable state of a crawl in a stopped grid's data
 // directory.
 type crawlSnapshot struct {

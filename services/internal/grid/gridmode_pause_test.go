@@ -103,7 +103,7 @@ func TestGridModePauseLongerThanLease(t *testing.T) {
 		"GRIDCRAWL_RECOVERY_ATTEMPTS="+strconv.Itoa(attempts))
 	c.startAll()
 	p := contracts.Profile{StartURLs: starts, MaxDepth: contracts.MaxDepthLimit, Scope: contracts.ScopeDomain,
-		Politeness: contracts.Politeness{MinDelayMS: 150, MaxDelayMS: 150, DelayFactor: 1}}
+		Politeness: contracts.Politeness{MinDelayMS: 200, MaxDelayMS: 200, DelayFactor: 1}}
 	var created contracts.CreateCrawlResponse
 	if code := c.do(http.MethodPost, "/api/v1/crawls", p, &created); code != http.StatusCreated {
 		t.Fatalf("POST crawl = %d", code)
@@ -115,7 +115,7 @@ func TestGridModePauseLongerThanLease(t *testing.T) {
 		if st.State != contracts.CrawlRunning {
 			t.Fatalf("crawl %s before the pause; make the web slower", st.State)
 		}
-		if st.Counts[contracts.Indexed] >= int64(len(want)/5) {
+		if fetchedRecords(st) >= int64(len(want)/5) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -126,6 +126,9 @@ func TestGridModePauseLongerThanLease(t *testing.T) {
 		t.Fatalf("pause = %d", code)
 	}
 	t.Logf("paused at %v", st.Counts)
+	if st.Counts[contracts.ToBeLoaded] == 0 {
+		t.Fatalf("nothing left to load at the pause; make the web slower")
+	}
 
 	// Pause for longer than the sweep needs to give up on a record, and
 	// watch the broker: a contract held unacked in three samples in a row

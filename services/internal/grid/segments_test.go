@@ -76,12 +76,15 @@ func TestGridModeFixedLoaderIDRestart(t *testing.T) {
 			if st.State != contracts.CrawlRunning {
 				t.Fatalf("crawl %s before restart %d; make the web slower", st.State, i+1)
 			}
-			if st.Counts[contracts.Indexed] >= int64(len(want)*(i+1)/4) {
+			if fetchedRecords(st) >= int64(len(want)*(i+1)/4) {
 				break
 			}
 			if time.Now().After(deadline) {
 				t.Fatalf("no progress: %v", st.Counts)
 			}
+		}
+		if st.Counts[contracts.ToBeLoaded] == 0 {
+			t.Fatalf("nothing left to load at restart %d; make the web slower", i+1)
 		}
 		c.stop("loader-1", sig)
 		objs := c.warcObjects(t)
