@@ -225,6 +225,11 @@ func (m *MCP) runFinishCheck(ctx context.Context) {
 				m.log.Error("finish check", "err", err)
 			}
 		case <-m.nudge:
+			// Gather the nudges of a short while: an indexer busy with a
+			// crawl nudges for every contract, and one check serves them all.
+			if !sleepCtx(ctx, min(nudgeGather, m.cfg.FinishCheckInterval)) {
+				return
+			}
 			m.nudgeMu.Lock()
 			ids := m.nudged
 			m.nudged = map[string]struct{}{}
@@ -239,5 +244,21 @@ func (m *MCP) runFinishCheck(ctx context.Context) {
 				}
 			}
 		}
+	}
+}
+
+// nudgeGather is how long the finish check gathers the indexer's nudges
+// before it looks at the nudged crawls.
+const nudgeGather = 100 * time.Millisecond
+
+// sleepCtx waits d; it returns false if ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
