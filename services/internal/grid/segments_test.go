@@ -61,7 +61,7 @@ func TestGridModeFixedLoaderIDRestart(t *testing.T) {
 	c.startLoaderWithID("loader-1", "fixed-loader")
 	c.start("crawler-1", "crawler")
 	p := contracts.Profile{StartURLs: starts, MaxDepth: contracts.MaxDepthLimit, Scope: contracts.ScopeDomain,
-		Politeness: contracts.Politeness{MinDelayMS: 60, MaxDelayMS: 60, DelayFactor: 1}}
+		Politeness: contracts.Politeness{MinDelayMS: 150, MaxDelayMS: 150, DelayFactor: 1}}
 	var created contracts.CreateCrawlResponse
 	if code := c.do(http.MethodPost, "/api/v1/crawls", p, &created); code != http.StatusCreated {
 		t.Fatalf("POST crawl = %d", code)
@@ -76,7 +76,7 @@ func TestGridModeFixedLoaderIDRestart(t *testing.T) {
 			if st.State != contracts.CrawlRunning {
 				t.Fatalf("crawl %s before restart %d; make the web slower", st.State, i+1)
 			}
-			if fetchedRecords(st) >= int64(len(want)*(i+1)/4) {
+			if fetchedRecords(st) >= int64(len(want)*(i+1)/5) {
 				break
 			}
 			if time.Now().After(deadline) {
