@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -19,20 +18,14 @@ import (
 
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
 	"github.com/gridcrawl/gridcrawl/pkg/queue/queuetest"
+	"github.com/gridcrawl/gridcrawl/pkg/testenv"
 )
 
 // brokerURL returns the broker of GRIDCRAWL_AMQP_URL. Without it the test is
 // skipped, or fails in CI and when GRIDCRAWL_REQUIRE_BACKENDS=1.
 func brokerURL(t testing.TB) string {
 	t.Helper()
-	u := os.Getenv("GRIDCRAWL_AMQP_URL")
-	if u == "" {
-		if os.Getenv("CI") == "true" || os.Getenv("GRIDCRAWL_REQUIRE_BACKENDS") == "1" {
-			t.Fatal("GRIDCRAWL_AMQP_URL not set (required in CI and with GRIDCRAWL_REQUIRE_BACKENDS=1)")
-		}
-		t.Skip("GRIDCRAWL_AMQP_URL not set")
-	}
-	return u
+	return testenv.Backend(t, "GRIDCRAWL_AMQP_URL")[0]
 }
 
 // logBuffer collects log lines; unlike t.Log it may be written to after the

@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -26,6 +25,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/profiles/profilestest"
 	"github.com/gridcrawl/gridcrawl/pkg/search"
 	"github.com/gridcrawl/gridcrawl/pkg/search/searchtest"
+	"github.com/gridcrawl/gridcrawl/pkg/testenv"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex/txindextest"
 )
@@ -35,13 +35,7 @@ import (
 // GRIDCRAWL_REQUIRE_BACKENDS=1.
 func esURL(t testing.TB) string {
 	t.Helper()
-	raw := os.Getenv("GRIDCRAWL_ES_URL")
-	if raw == "" {
-		if os.Getenv("CI") == "true" || os.Getenv("GRIDCRAWL_REQUIRE_BACKENDS") == "1" {
-			t.Fatal("GRIDCRAWL_ES_URL is not set; start Elasticsearch with scripts/services/elasticsearch.sh and export its env")
-		}
-		t.Skip("GRIDCRAWL_ES_URL is not set")
-	}
+	raw := testenv.Backend(t, "GRIDCRAWL_ES_URL")[0]
 	u, err := url.Parse(raw)
 	if err != nil {
 		t.Fatalf("GRIDCRAWL_ES_URL %q: %v", raw, err)

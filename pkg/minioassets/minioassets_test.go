@@ -21,6 +21,7 @@ import (
 
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
 	"github.com/gridcrawl/gridcrawl/pkg/assets/assetstest"
+	"github.com/gridcrawl/gridcrawl/pkg/testenv"
 	"github.com/gridcrawl/gridcrawl/pkg/warc"
 )
 
@@ -30,13 +31,7 @@ import (
 // test is skipped, or fails where backends are required.
 func serverOptions(t testing.TB) Options {
 	t.Helper()
-	endpoint := os.Getenv("GRIDCRAWL_S3_ENDPOINT")
-	if endpoint == "" {
-		if os.Getenv("CI") == "true" || os.Getenv("GRIDCRAWL_REQUIRE_BACKENDS") == "1" {
-			t.Fatal("GRIDCRAWL_S3_ENDPOINT is not set, and CI=true or GRIDCRAWL_REQUIRE_BACKENDS=1 requires a real MinIO (start one with scripts/services/up.sh)")
-		}
-		t.Skip("GRIDCRAWL_S3_ENDPOINT is not set; start MinIO with scripts/services/minio.sh and export its env")
-	}
+	endpoint := testenv.Backend(t, "GRIDCRAWL_S3_ENDPOINT")[0]
 	secure := false
 	if v := os.Getenv("GRIDCRAWL_S3_SECURE"); v != "" {
 		var err error

@@ -22,6 +22,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/testenv"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/pkg/warc"
 	"github.com/gridcrawl/gridcrawl/pkg/websim"
@@ -32,16 +33,10 @@ import (
 // in CI, fails) when they are not configured. scripts/test.sh starts them.
 func realBackends(t *testing.T) []string {
 	t.Helper()
+	vars := []string{"GRIDCRAWL_AMQP_URL", "GRIDCRAWL_ES_URL", "GRIDCRAWL_S3_ENDPOINT", "GRIDCRAWL_S3_ACCESS_KEY", "GRIDCRAWL_S3_SECRET_KEY"}
 	var env []string
-	for _, k := range []string{"GRIDCRAWL_AMQP_URL", "GRIDCRAWL_ES_URL", "GRIDCRAWL_S3_ENDPOINT", "GRIDCRAWL_S3_ACCESS_KEY", "GRIDCRAWL_S3_SECRET_KEY"} {
-		v := os.Getenv(k)
-		if v == "" {
-			if os.Getenv("CI") == "true" || os.Getenv("GRIDCRAWL_REQUIRE_BACKENDS") == "1" {
-				t.Fatalf("%s is not set: the real backends must run in CI (scripts/services/up.sh)", k)
-			}
-			t.Skipf("%s not set: run scripts/services/up.sh", k)
-		}
-		env = append(env, k+"="+v)
+	for i, v := range testenv.Backend(t, vars...) {
+		env = append(env, vars[i]+"="+v)
 	}
 	if testing.Short() {
 		t.Skip("starts the grid as separate processes")

@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,6 +24,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/hcf"
 	"github.com/gridcrawl/gridcrawl/pkg/hcf/hcftest"
 	"github.com/gridcrawl/gridcrawl/pkg/sqlitestore"
+	"github.com/gridcrawl/gridcrawl/pkg/testenv"
 )
 
 // hcfBackend makes fresh frontier stores of one kind.
@@ -73,13 +73,7 @@ func hcfBackends() []hcfBackend {
 // fails in CI and when GRIDCRAWL_REQUIRE_BACKENDS=1.
 func testESURL(t testing.TB) string {
 	t.Helper()
-	raw := os.Getenv("GRIDCRAWL_ES_URL")
-	if raw == "" {
-		if os.Getenv("CI") == "true" || os.Getenv("GRIDCRAWL_REQUIRE_BACKENDS") == "1" {
-			t.Fatal("GRIDCRAWL_ES_URL is not set; start Elasticsearch with scripts/services/elasticsearch.sh and export its env")
-		}
-		t.Skip("GRIDCRAWL_ES_URL is not set")
-	}
+	raw := testenv.Backend(t, "GRIDCRAWL_ES_URL")[0]
 	u, err := url.Parse(raw)
 	if err != nil {
 		t.Fatalf("GRIDCRAWL_ES_URL %q: %v", raw, err)

@@ -1,0 +1,36 @@
+// Package testenv tells tests which real backends (RabbitMQ, Elasticsearch,
+// MinIO) they may use. A backend is named by its environment variables, as
+// scripts/services/up.sh prints them. Where a variable is unset the test is
+// skipped, except in CI (CI=true) and with GRIDCRAWL_REQUIRE_BACKENDS=1
+// (make test), where it fails: a real backend that cannot start never
+// passes silently.
+package testenv
+
+import (
+	"os"
+	"testing"
+)
+
+// Required reports whether tests must fail rather than skip when a backend
+// is not configured.
+func Required() bool {
+	return os.Getenv("CI") == "true" || os.Getenv("GRIDCRAWL_REQUIRE_BACKENDS") == "1"
+}
+
+// Backend returns the values of the environment variables vars, in order.
+// If one is unset it skips t, or fails it when backends are Required.
+func Backend(t testing.TB, vars ...string) []string {
+	t.Helper()
+	out := make([]string, len(vars))
+	for i, k := range vars {
+		v := os.Getenv(k)
+		if v == "" {
+			if Required() {
+				t.Fatalf("%s is not set: the real backends must run here (CI=true or GRIDCRAWL_REQUIRE_BACKENDS=1); start them with scripts/services/up.sh and export what it prints", k)
+			}
+			t.Skipf("%s is not set; start the backends with scripts/services/up.sh and export what it prints", k)
+		}
+		out[i] = v
+	}
+	return out
+}
