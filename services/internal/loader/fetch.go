@@ -11,10 +11,12 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/lru"
 	"github.com/gridcrawl/gridcrawl/pkg/netguard"
 	"github.com/gridcrawl/gridcrawl/pkg/politeness"
 	"github.com/gridcrawl/gridcrawl/pkg/robots"
@@ -106,12 +108,51 @@ func (l *Loader) admit(ctx context.Context, t *task) (*url.URL, outcome, bool) {
 		o.repub = &contracts.CrawlerPage{URL: t.url, Depth: rec.Depth, Hops: rec.Hops, Asset: rec.Asset, StatusCode: rec.HTTPStatus, FetchedAt: rec.StatusTime}
 	case rec.Status != contracts.ToBeLoaded:
 		o.verdict = vSkip
+	case !l.claims.claim(t):
+		// Another task fetches this URL and its outcome is not recorded
+		// yet: this one only settles, like a record no longer to-be-loaded.
+		o.verdict = vSkip
 	default:
 		if u, err = url.Parse(t.url); err != nil {
 			o.verdict, o.reason = vFailed, "invalid url"
 		}
 	}
 	return u, o, u == nil
+}
+
+// claimTTL bounds a claim, should its release ever be missed: a later
+// duplicate is then fetched again rather than skipped for good.
+const claimTTL = 10 * time.Minute
+
+// claims maps the record key of each URL being fetched to its task, from
+// the task's admission to the settlement of its outcome.
+type claims struct {
+	mu sync.Mutex
+	by *lru.Cache[string, *task]
+}
+
+func newClaims() *claims { return &claims{by: lru.New[string, *task](100000, claimTTL)} }
+
+// claim makes t the task that fetches its URL, unless another task is.
+func (c *claims) claim(t *task) bool {
+	key := txindex.Key(t.crawlID, t.url)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if owner, ok := c.by.Get(key); ok && owner != t {
+		return false
+	}
+	c.by.Put(key, t)
+	return true
+}
+
+// release ends t's claim, if it holds one.
+func (c *claims) release(t *task) {
+	key := txindex.Key(t.crawlID, t.url)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if owner, ok := c.by.Get(key); ok && owner == t {
+		c.by.Delete(key)
+	}
 }
 
 // checkRobots applies the origin's robots.txt. When the lease had to fetch

@@ -165,7 +165,11 @@ type Loader struct {
 	client  *http.Client
 	robots  *robots.Cache
 	cancels *crawlcache.States
-	profs   *crawlcache.Profiles
+	// claims: the task whose fetch of a URL is not recorded yet, by record
+	// key, so that a duplicate of it (a republished or redelivered
+	// contract) is not fetched again meanwhile.
+	claims *claims
+	profs  *crawlcache.Profiles
 
 	sched *politeness.Scheduler
 	pol   policies
@@ -229,6 +233,7 @@ func New(cfg Config, deps Deps) (*Loader, error) {
 		sched:   sched,
 		pol:     newPolicies(cfg.CrawlDelayCap),
 		holders: map[string]*delivery{},
+		claims:  newClaims(),
 	}
 	l.state = newPolitenessState(deps.Assets, l.shards, log)
 	l.rec = newRecorder(l)

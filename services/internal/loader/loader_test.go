@@ -10,7 +10,10 @@ import (
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/pkg/warc"
+	"github.com/gridcrawl/gridcrawl/services/internal/contractmsg"
+	"github.com/gridcrawl/gridcrawl/services/internal/routing"
 )
 
 // TestPausedCrawlIsParkedNotHeld: the URLs of a paused crawl go back to the
@@ -248,5 +251,56 @@ func TestEmbeddedSegmentsRotate(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A URL that reaches the loader twice while its first fetch is not recorded
+// yet (a republished or redelivered contract) is fetched once.
+func TestDuplicateTaskFetchedOnce(t *testing.T) {
+	s := newSite(t, "")
+	urls := s.pages(2)
+	b := newBackends(t)
+	b.submit(t, "c", contracts.CrawlRunning, profile(urls...), urls[0])
+	// The same URL again, then a later one of the same group: when the
+	// later one is fetched, the group's queue has passed the duplicate.
+	again := txindex.Record{URL: urls[0], Group: b.record(t, "c", urls[0]).Group}
+	later := txindex.Record{Key: txindex.Key("c", urls[1]), CrawlID: "c", URL: urls[1], Host: again.Group, Group: again.Group,
+		Status: contracts.ToBeLoaded, StatusTime: time.Now().UTC(), CreatedAt: time.Now().UTC()}
+	if _, err := b.tx.Create(t.Context(), []txindex.Record{later}); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := contractmsg.Loader("c", profile(urls...), []txindex.Record{again, later})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.q.Publish(t.Context(), routing.ShardQueue(routing.ShardOf(again.Group, b.shards), b.shards), msgs...); err != nil {
+		t.Fatal(err)
+	}
+	_, stop := b.runLoader(t, config(t, map[string]string{"GRIDCRAWL_WARC_FLUSH_INTERVAL": "1h"}))
+	waitFor(t, "the later page requested", func() bool {
+		for _, h := range s.hits() {
+			if h.path == "/p1.html" {
+				return true
+			}
+		}
+		return false
+	})
+	stop()
+	n := 0
+	for _, h := range s.hits() {
+		if h.path == "/p0.html" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("/p0.html fetched %d times, want 1", n)
+	}
+	for _, u := range urls {
+		if r := b.record(t, "c", u); r.Status != contracts.ToBeParsed {
+			t.Errorf("record of %s: %s, want %s", u, r.Status, contracts.ToBeParsed)
+		}
+	}
+	if n := b.queued(t); n != 0 {
+		t.Errorf("loader queues hold %d contracts after shutdown, want 0 (acked)", n)
 	}
 }

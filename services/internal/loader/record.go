@@ -88,11 +88,13 @@ func (r *recorder) take(ctx context.Context, t *task, o outcome) {
 		l.schedule(ctx, t)
 	case vPaused:
 		t.notBefore = time.Time{}
+		l.claims.release(t)
 		t.dl.done(ctx, l.log, l.park(ctx, []*task{t}, l.cfg.PausedDelay))
 	case vAbandon:
 		if ctx.Err() == nil {
 			l.log.Warn("abandon url", "url", t.url, "crawl_id", t.crawlID, "err", o.err)
 		}
+		l.claims.release(t)
 		t.dl.done(ctx, l.log, o.err)
 	case vFetched:
 		r.addExchange(t, o)
@@ -238,6 +240,7 @@ func (r *recorder) flush(ctx context.Context) {
 		r.l.log.Error("flush segment", "err", err)
 	}
 	for _, res := range pending {
+		r.l.claims.release(res.t) // recorded, or its contract is retried
 		res.t.dl.done(ctx, r.l.log, err)
 	}
 }

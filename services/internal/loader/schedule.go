@@ -146,6 +146,7 @@ func (l *Loader) schedule(ctx context.Context, t *task) {
 		it.Cost = politeness.ZeroCost{}
 	}
 	if err := l.sched.Add(it); err != nil {
+		l.claims.release(t)
 		t.dl.done(ctx, l.log, fmt.Errorf("schedule %s: %w", t.url, err))
 	}
 }
