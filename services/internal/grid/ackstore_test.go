@@ -155,24 +155,8 @@ func TestGridModeKillDuringSegmentStore(t *testing.T) {
 	c.start("crawler-1", "crawler")
 	p := contracts.Profile{StartURLs: starts, MaxDepth: contracts.MaxDepthLimit, Scope: contracts.ScopeDomain,
 		Politeness: contracts.Politeness{MinDelayMS: 60, MaxDelayMS: 60, DelayFactor: 1}}
-	var created contracts.CreateCrawlResponse
-	if code := c.do(http.MethodPost, "/api/v1/crawls", p, &created); code != http.StatusCreated {
-		t.Fatalf("POST crawl = %d", code)
-	}
-	id := created.CrawlID
-	var st contracts.CrawlStatus
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
-		c.do(http.MethodGet, "/api/v1/crawls/"+id, nil, &st)
-		if st.State != contracts.CrawlRunning {
-			t.Fatalf("crawl %s before the kill; make the web slower", st.State)
-		}
-		if fetchedRecords(st) >= int64(len(want)/4) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no progress: %v", st.Counts)
-		}
-	}
+	id := c.startCrawl(p)
+	st := c.waitFetched(id, int64(len(want)/4), "the kill")
 	stall.arm()
 	var lost []string
 	for len(lost) == 0 {

@@ -5,13 +5,11 @@ import (
 	"net/url"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/websim"
@@ -104,24 +102,8 @@ func TestGridModePauseLongerThanLease(t *testing.T) {
 	c.startAll()
 	p := contracts.Profile{StartURLs: starts, MaxDepth: contracts.MaxDepthLimit, Scope: contracts.ScopeDomain,
 		Politeness: contracts.Politeness{MinDelayMS: 200, MaxDelayMS: 200, DelayFactor: 1}}
-	var created contracts.CreateCrawlResponse
-	if code := c.do(http.MethodPost, "/api/v1/crawls", p, &created); code != http.StatusCreated {
-		t.Fatalf("POST crawl = %d", code)
-	}
-	id := created.CrawlID
-	var st contracts.CrawlStatus
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
-		c.do(http.MethodGet, "/api/v1/crawls/"+id, nil, &st)
-		if st.State != contracts.CrawlRunning {
-			t.Fatalf("crawl %s before the pause; make the web slower", st.State)
-		}
-		if fetchedRecords(st) >= int64(len(want)/5) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no progress: %v", st.Counts)
-		}
-	}
+	id := c.startCrawl(p)
+	st := c.waitFetched(id, int64(len(want)/5), "the pause")
 	if code := c.do(http.MethodPost, "/api/v1/crawls/"+id+"/pause", nil, nil); code/100 != 2 {
 		t.Fatalf("pause = %d", code)
 	}
@@ -163,25 +145,5 @@ func TestGridModePauseLongerThanLease(t *testing.T) {
 		c.do(http.MethodGet, "/api/v1/crawls/"+id, nil, &st)
 	}
 	set := c.openBackends(t)
-	var got []string
-	for after := ""; ; {
-		recs, err := set.Tx.List(t.Context(), id, "", after, 1000)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(recs) == 0 {
-			break
-		}
-		for _, r := range recs {
-			if r.Status != contracts.Indexed {
-				t.Errorf("record %s = %s (%s), want indexed", r.URL, r.Status, r.Error)
-			}
-			got = append(got, r.URL)
-		}
-		after = recs[len(recs)-1].Key
-	}
-	sort.Strings(got)
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("crawled URLs differ from the web (-want +got):\n%s", diff)
-	}
+	allIndexed(t, set.Tx, id, want, nil)
 }

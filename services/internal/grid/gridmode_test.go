@@ -423,10 +423,50 @@ func faultCrawl(t *testing.T, env []string, fault func(*gridCluster)) {
 	}
 	set := c.openBackends(t)
 	ctx := context.Background()
+	allIndexed(t, set.Tx, created.CrawlID, want, nil)
+	if n, err := set.Search.Count(ctx, created.CrawlID); err != nil || n != int64(len(want)) {
+		t.Errorf("documents = %d (%v), want %d", n, err, len(want))
+	}
+}
+
+// startCrawl submits p to the cluster's MCP and returns the crawl id.
+func (c *gridCluster) startCrawl(p contracts.Profile) string {
+	c.t.Helper()
+	var created contracts.CreateCrawlResponse
+	if code := c.do(http.MethodPost, "/api/v1/crawls", p, &created); code != http.StatusCreated {
+		c.t.Fatalf("POST crawl = %d", code)
+	}
+	return created.CrawlID
+}
+
+// waitFetched polls crawl id until at least n of its records are past
+// to-be-loaded and returns its status then. It fails if the crawl stops
+// running first (the web is too fast for what comes next, named by before)
+// or makes no such progress within a minute.
+func (c *gridCluster) waitFetched(id string, n int64, before string) contracts.CrawlStatus {
+	c.t.Helper()
+	var st contracts.CrawlStatus
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		c.do(http.MethodGet, "/api/v1/crawls/"+id, nil, &st)
+		if st.State != contracts.CrawlRunning {
+			c.t.Fatalf("crawl %s before %s; make the web slower", st.State, before)
+		}
+		if fetchedRecords(st) >= n {
+			return st
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("no progress: %v", st.Counts)
+		}
+	}
+}
+
+// allIndexed checks that every record of crawl id is indexed, calls each
+// (when not nil) with it, and compares the crawled URLs with want, sorted.
+func allIndexed(t *testing.T, tx txindex.Index, id string, want []string, each func(txindex.Record)) {
+	t.Helper()
 	var got []string
-	after := ""
-	for {
-		recs, err := set.Tx.List(ctx, created.CrawlID, "", after, 1000)
+	for after := ""; ; {
+		recs, err := tx.List(t.Context(), id, "", after, 1000)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -434,18 +474,19 @@ func faultCrawl(t *testing.T, env []string, fault func(*gridCluster)) {
 			break
 		}
 		for _, r := range recs {
+			after = r.Key
+			got = append(got, r.URL)
 			if r.Status != contracts.Indexed {
 				t.Errorf("record %s = %s (%s), want indexed", r.URL, r.Status, r.Error)
+				continue
 			}
-			got = append(got, r.URL)
+			if each != nil {
+				each(r)
+			}
 		}
-		after = recs[len(recs)-1].Key
 	}
 	sort.Strings(got)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("crawled URLs differ from the web (-want +got):\n%s", diff)
-	}
-	if n, err := set.Search.Count(ctx, created.CrawlID); err != nil || n != int64(len(want)) {
-		t.Errorf("documents = %d (%v), want %d", n, err, len(want))
 	}
 }

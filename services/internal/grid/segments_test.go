@@ -1,6 +1,7 @@
 package grid
 
 import (
+	"fmt"
 	"net/http"
 	"syscall"
 	"testing"
@@ -62,27 +63,11 @@ func TestGridModeFixedLoaderIDRestart(t *testing.T) {
 	c.start("crawler-1", "crawler")
 	p := contracts.Profile{StartURLs: starts, MaxDepth: contracts.MaxDepthLimit, Scope: contracts.ScopeDomain,
 		Politeness: contracts.Politeness{MinDelayMS: 150, MaxDelayMS: 150, DelayFactor: 1}}
-	var created contracts.CreateCrawlResponse
-	if code := c.do(http.MethodPost, "/api/v1/crawls", p, &created); code != http.StatusCreated {
-		t.Fatalf("POST crawl = %d", code)
-	}
-	id := created.CrawlID
+	id := c.startCrawl(p)
 
 	seen := map[string]segmentObject{}
 	for i, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
-		var st contracts.CrawlStatus
-		for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
-			c.do(http.MethodGet, "/api/v1/crawls/"+id, nil, &st)
-			if st.State != contracts.CrawlRunning {
-				t.Fatalf("crawl %s before restart %d; make the web slower", st.State, i+1)
-			}
-			if fetchedRecords(st) >= int64(len(want)*(i+1)/5) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no progress: %v", st.Counts)
-			}
-		}
+		st := c.waitFetched(id, int64(len(want)*(i+1)/5), fmt.Sprintf("restart %d", i+1))
 		if st.Counts[contracts.ToBeLoaded] == 0 {
 			t.Fatalf("nothing left to load at restart %d; make the web slower", i+1)
 		}
