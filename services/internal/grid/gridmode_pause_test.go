@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/websim"
 )
