@@ -91,7 +91,7 @@ func (f *Frontier) Enqueue(ctx context.Context, crawlID string, p contracts.Prof
 			Status: contracts.ToBeLoaded, StatusTime: now, CreatedAt: now,
 		})
 	}
-	recs, err := f.limit(ctx, crawlID, p, recs)
+	recs, existing, err := f.limit(ctx, crawlID, p, recs)
 	if err != nil {
 		return 0, err
 	}
@@ -111,7 +111,7 @@ func (f *Frontier) Enqueue(ctx context.Context, crawlID string, p contracts.Prof
 		}
 	}
 	if len(found) > 0 {
-		republish, err := f.revisit(ctx, crawlID, p, found)
+		republish, err := f.revisit(ctx, crawlID, p, found, existing)
 		if err != nil {
 			return n, err
 		}
@@ -126,16 +126,20 @@ func (f *Frontier) Enqueue(ctx context.Context, crawlID string, p contracts.Prof
 // revisit handles candidates whose record exists: it lowers the depth of
 // records found nearer and publishes crawler contracts for those that must
 // be parsed at their new depth, and returns the records whose loader
-// contracts must be published again (see Enqueue). Only records found
-// again are read, in one request.
-func (f *Frontier) revisit(ctx context.Context, crawlID string, p contracts.Profile, found []txindex.Record) ([]txindex.Record, error) {
-	keys := make([]string, len(found))
-	for i, c := range found {
-		keys[i] = c.Key
-	}
-	existing, err := f.Tx.GetMany(ctx, keys)
-	if err != nil {
-		return nil, fmt.Errorf("get existing records: %w", err)
+// contracts must be published again (see Enqueue). existing holds the
+// records limit read already, if it read them; otherwise only the records
+// found again are read, in one request. (Lowering is checked by the index,
+// so a record read before Create is as good as one read after.)
+func (f *Frontier) revisit(ctx context.Context, crawlID string, p contracts.Profile, found []txindex.Record, existing map[string]txindex.Record) ([]txindex.Record, error) {
+	if existing == nil {
+		keys := make([]string, len(found))
+		for i, c := range found {
+			keys[i] = c.Key
+		}
+		var err error
+		if existing, err = f.Tx.GetMany(ctx, keys); err != nil {
+			return nil, fmt.Errorf("get existing records: %w", err)
+		}
 	}
 	var lower []txindex.Lowering
 	for _, c := range found {
@@ -195,10 +199,11 @@ func (f *Frontier) revisit(ctx context.Context, crawlID string, p contracts.Prof
 
 // limit drops candidates beyond the profile's page limits. Limits count
 // records, so they hold within the concurrency of one Enqueue per crawl; two
-// crawlers enqueueing at once may overshoot by at most one batch.
-func (f *Frontier) limit(ctx context.Context, crawlID string, p contracts.Profile, recs []txindex.Record) ([]txindex.Record, error) {
+// crawlers enqueueing at once may overshoot by at most one batch. It also
+// returns the records it read of recs, nil when no limit is set.
+func (f *Frontier) limit(ctx context.Context, crawlID string, p contracts.Profile, recs []txindex.Record) ([]txindex.Record, map[string]txindex.Record, error) {
 	if p.MaxPages == 0 && p.MaxPagesPerHost == 0 {
-		return recs, nil
+		return recs, nil, nil
 	}
 	keys := make([]string, len(recs))
 	for i, r := range recs {
@@ -206,13 +211,13 @@ func (f *Frontier) limit(ctx context.Context, crawlID string, p contracts.Profil
 	}
 	existing, err := f.Tx.GetMany(ctx, keys)
 	if err != nil {
-		return nil, fmt.Errorf("get existing records: %w", err)
+		return nil, nil, fmt.Errorf("get existing records: %w", err)
 	}
 	left := int64(-1)
 	if p.MaxPages > 0 {
 		counts, err := f.Tx.Counts(ctx, crawlID)
 		if err != nil {
-			return nil, fmt.Errorf("count records: %w", err)
+			return nil, nil, fmt.Errorf("count records: %w", err)
 		}
 		var total int64
 		for _, n := range counts {
@@ -235,7 +240,7 @@ func (f *Frontier) limit(ctx context.Context, crawlID string, p contracts.Profil
 			if !ok {
 				n, err := f.Tx.CountHost(ctx, crawlID, r.Host)
 				if err != nil {
-					return nil, fmt.Errorf("count host records: %w", err)
+					return nil, nil, fmt.Errorf("count host records: %w", err)
 				}
 				hl = int64(p.MaxPagesPerHost) - n
 			}
@@ -250,7 +255,7 @@ func (f *Frontier) limit(ctx context.Context, crawlID string, p contracts.Profil
 		}
 		out = append(out, r)
 	}
-	return out, nil
+	return out, existing, nil
 }
 
 // Publish sends loader contracts for records to the loader queue shard of
