@@ -132,13 +132,7 @@ func unchunk(b []byte) []byte {
 func TestGridModeKillDuringSegmentStore(t *testing.T) {
 	env := realBackends(t)
 	env, _ = ownVhost(t, env)
-	web := websim.NewWeb(websim.WebConfig{Hosts: 4, PagesPerHost: 20, LinksPerPage: 4, CrossHostLinks: 1, Seed: 17})
-	if err := web.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(web.Close)
-	starts := web.StartURLs()[:2]
-	want := expectedWeb(web, starts, contracts.MaxDepthLimit)
+	web, starts, want := startWeb(t, websim.WebConfig{Hosts: 4, PagesPerHost: 20, LinksPerPage: 4, CrossHostLinks: 1, Seed: 17}, 2)
 
 	c := newCluster(t, env, web.Resolve())
 	// The sweep is off in effect: no lease runs out during the test.

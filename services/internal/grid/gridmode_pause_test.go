@@ -86,13 +86,7 @@ func unackedLoaderContracts(t *testing.T, vhost string) int {
 func TestGridModePauseLongerThanLease(t *testing.T) {
 	env := realBackends(t)
 	env, vhost := ownVhost(t, env)
-	web := websim.NewWeb(websim.WebConfig{Hosts: 4, PagesPerHost: 25, LinksPerPage: 4, CrossHostLinks: 1, Seed: 5})
-	if err := web.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(web.Close)
-	starts := web.StartURLs()[:2]
-	want := expectedWeb(web, starts, contracts.MaxDepthLimit)
+	web, starts, want := startWeb(t, websim.WebConfig{Hosts: 4, PagesPerHost: 25, LinksPerPage: 4, CrossHostLinks: 1, Seed: 5}, 2)
 
 	const lease, attempts = 2 * time.Second, 2
 	c := newCluster(t, env, web.Resolve())

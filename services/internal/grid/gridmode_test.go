@@ -380,13 +380,7 @@ func TestGridModeBrokerRestart(t *testing.T) {
 
 func faultCrawl(t *testing.T, env []string, fault func(*gridCluster)) {
 	t.Helper()
-	web := websim.NewWeb(websim.WebConfig{Hosts: 10, PagesPerHost: 30, LinksPerPage: 6, CrossHostLinks: 2, Seed: 11})
-	if err := web.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(web.Close)
-	starts := web.StartURLs()[:3]
-	want := expectedWeb(web, starts, contracts.MaxDepthLimit)
+	web, starts, want := startWeb(t, websim.WebConfig{Hosts: 10, PagesPerHost: 30, LinksPerPage: 6, CrossHostLinks: 2, Seed: 11}, 3)
 	c := newCluster(t, env, web.Resolve())
 	c.startAll()
 	p := contracts.Profile{StartURLs: starts, MaxDepth: contracts.MaxDepthLimit, Scope: contracts.ScopeDomain,
@@ -489,4 +483,18 @@ func allIndexed(t *testing.T, tx txindex.Index, id string, want []string, each f
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("crawled URLs differ from the web (-want +got):\n%s", diff)
 	}
+}
+
+// startWeb serves a simulated web of cfg for the test and returns it, its
+// first starts start URLs and the URLs a crawl of any depth from them must
+// index (the oracle).
+func startWeb(t *testing.T, cfg websim.WebConfig, starts int) (*websim.Web, []string, []string) {
+	t.Helper()
+	web := websim.NewWeb(cfg)
+	if err := web.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(web.Close)
+	s := web.StartURLs()[:starts]
+	return web, s, expectedWeb(web, s, contracts.MaxDepthLimit)
 }

@@ -48,13 +48,7 @@ func (c *gridCluster) warcObjects(t *testing.T) map[string]segmentObject {
 func TestGridModeFixedLoaderIDRestart(t *testing.T) {
 	env := realBackends(t)
 	env, _ = ownVhost(t, env)
-	web := websim.NewWeb(websim.WebConfig{Hosts: 6, PagesPerHost: 30, LinksPerPage: 5, CrossHostLinks: 2, Seed: 13})
-	if err := web.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(web.Close)
-	starts := web.StartURLs()[:3]
-	want := expectedWeb(web, starts, contracts.MaxDepthLimit)
+	web, starts, want := startWeb(t, websim.WebConfig{Hosts: 6, PagesPerHost: 30, LinksPerPage: 5, CrossHostLinks: 2, Seed: 13}, 3)
 
 	c := newCluster(t, env, web.Resolve())
 	c.env = append(c.env, "GRIDCRAWL_WARC_SEGMENT_BYTES=65536") // many segments
