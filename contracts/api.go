@@ -98,7 +98,12 @@ type SearchHit struct {
 	ContentType string    `json:"content_type"`
 	Language    string    `json:"language,omitempty"`
 	FetchTime   time.Time `json:"fetch_time"`
-	Score       float64   `json:"score"`
+	// Host, Size (bytes of the body) and LastModified are the document's
+	// host_s, size_i and last_modified.
+	Host         string    `json:"host"`
+	Size         int       `json:"size"`
+	LastModified time.Time `json:"last_modified"`
+	Score        float64   `json:"score"`
 }
 
 // SearchResponse is the body of GET /api/v1/search.

@@ -16,19 +16,44 @@ import (
 // ErrNotFound is returned by Get for an unknown id.
 var ErrNotFound = errors.New("document not found")
 
-// Query is a full-text query. Q uses the engine's simple syntax: words are
-// ANDed; CrawlID restricts to one crawl when set.
+// Query is a full-text query. Q is user input read by Parse: words (ANDed),
+// "quoted phrases", -excluded words and the operators site:, filetype: and
+// inurl:. CrawlID and Collection restrict the documents searched when set.
 type Query struct {
-	Q       string
-	CrawlID string
-	Offset  int
-	Limit   int
+	Q          string
+	CrawlID    string
+	Collection string
+	Offset     int
+	Limit      int
+	// Facets asks for Result.Facets.
+	Facets bool
+}
+
+// Facet names: the document fields that Result.Facets counts.
+const (
+	FacetHosts     = "host_s"
+	FacetFileTypes = "url_file_ext_s"
+)
+
+// MaxFacetValues is the most values of one facet that are returned.
+const MaxFacetValues = 50
+
+// FacetValue is one value of a facet with the number of matching documents
+// that have it.
+type FacetValue struct {
+	Value string `json:"value"`
+	Count int64  `json:"count"`
 }
 
 // Result is one page of hits.
 type Result struct {
 	Total int64
 	Hits  []contracts.SearchHit
+	// Facets maps FacetHosts and FacetFileTypes to the values of that field
+	// among all matching documents (not only this page's), most frequent
+	// first (ties by value), at most MaxFacetValues; set when Query.Facets
+	// is. Empty values are not counted.
+	Facets map[string][]FacetValue
 }
 
 // Index is the search index.
