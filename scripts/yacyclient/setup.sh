@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs a YaCy client that gridcrawl did not write, for the test that
+# speaks to /yacysearch.json through it (services/internal/mcp,
+# TestYaCySearxClient): searx 0.17.0 from PyPI, whose engine
+# searx/engines/yacy.py is a metasearch engine's YaCy adapter, in a Python
+# virtual environment outside the repository. Prints on stdout
+#
+#   export GRIDCRAWL_SEARX_PYTHON=/path/to/venv/bin/python
+#
+# so that `eval "$(scripts/yacyclient/setup.sh)"` lets the test find it;
+# everything else goes to stderr. Idempotent: an installed venv is only
+# checked. searx's own pins (lxml 4.5, pyyaml 5.3...) do not build on
+# current Pythons, so searx is installed without them and the few modules
+# its YaCy engine imports are installed at pinned current versions.
+set -euo pipefail
+
+dir="${GRIDCRAWL_YACYCLIENT_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/gridcrawl-yacyclient}"
+venv="$dir/searx-0.17.0"
+py="$venv/bin/python"
+
+check() { "$py" -c 'import searx, searx.utils, dateutil.parser' >/dev/null 2>&1; }
+
+if ! check; then
+	python=$(command -v python3 || true)
+	[ -n "$python" ] || { echo "setup.sh: python3 is not installed" >&2; exit 1; }
+	mkdir -p "$dir"
+	rm -rf "$venv"
+	"$python" -m venv "$venv" >&2
+	"$py" -m pip install --quiet --disable-pip-version-check --no-deps 'searx==0.17.0' >&2
+	"$py" -m pip install --quiet --disable-pip-version-check \
+		'babel==2.14.0' 'lxml==5.3.0' 'certifi==2024.8.30' 'pyyaml==6.0.2' 'python-dateutil==2.9.0.post0' >&2
+	check || { echo "setup.sh: searx installed but its YaCy engine cannot be imported" >&2; exit 1; }
+fi
+echo "export GRIDCRAWL_SEARX_PYTHON=$py"
