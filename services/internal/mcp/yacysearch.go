@@ -142,11 +142,12 @@ func readYaCyParams(v url.Values) (yacyParams, *contracts.FieldError) {
 		if len(m) > yacyMaxMaskBytes {
 			return p, &contracts.FieldError{Field: "urlmaskfilter", Reason: "longer than " + strconv.Itoa(yacyMaxMaskBytes) + " bytes"}
 		}
-		re, err := regexp.Compile(`^(?:` + m + `)$`)
-		if err != nil {
+		// Compiled alone first, so that it cannot close the group that
+		// anchors it (YaCy's mask must match the whole URL).
+		if _, err := regexp.Compile(m); err != nil {
 			return p, &contracts.FieldError{Field: "urlmaskfilter", Reason: "not a regular expression: " + err.Error()}
 		}
-		p.mask, p.maskSrc = re, m
+		p.mask, p.maskSrc = regexp.MustCompile(`^(?:`+m+`)$`), m
 	}
 	if p.callback != "" && (len(p.callback) > yacyMaxCallbackBytes || !jsonpName.MatchString(p.callback)) {
 		return p, &contracts.FieldError{Field: "callback", Reason: "must be a JavaScript name of at most " + strconv.Itoa(yacyMaxCallbackBytes) + " bytes"}
