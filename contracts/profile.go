@@ -166,6 +166,9 @@ type Profile struct {
 	UserAgent         string     `json:"user_agent,omitempty"`
 	Politeness        Politeness `json:"politeness,omitzero"`
 	Priority          int        `json:"priority,omitempty"`
+	// Collection names the YaCy collections of the crawl's documents
+	// (collection_sxt).
+	Collection []string `json:"collection,omitempty"`
 	// Budget sets Heritrix-style queue budgets per crawl host group.
 	Budget *Budget `json:"budget,omitempty"`
 	// Version counts the changes made to the profile mid-crawl (PATCH); 0 as
