@@ -418,7 +418,6 @@ var (
 		"created_at":  date,
 		"finished_at": date,
 	}
-
 )
 
 // unindexed are the document fields kept in _source only: the link, image

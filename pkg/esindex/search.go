@@ -357,4 +357,3 @@ func (s *Search) Writes(ctx context.Context, id string) (int64, error) {
 
 // Close does nothing: the Client owns the connection.
 func (s *Search) Close() error { return nil }
-

@@ -218,9 +218,9 @@ func TestHTMLWholeResult(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Result{
-		Title:       "Gridcrawl – test page",
-		Description: "A page for tests.",
-		Language:    "en-gb",
+		Title:         "Gridcrawl – test page",
+		Description:   "A page for tests.",
+		Language:      "en-gb",
 		Headings:      []string{"Welcome", "More"},
 		HeadingLevels: []int{1, 2},
 		Text:          "Welcome Read the documentation or a sponsor. More Mail Next page",
