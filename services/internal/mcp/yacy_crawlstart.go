@@ -85,21 +85,32 @@ type yacyParamError struct {
 
 func (e *yacyParamError) Error() string { return fmt.Sprintf("invalid %s: %s", e.param, e.reason) }
 
-// yacyProfileFields maps the profile fields a crawl start sets back to the
-// YaCy parameters they come from, to name the parameter of a profile
-// validation error.
-var yacyProfileFields = map[string]string{
-	"start_urls":           "crawlingURL",
-	"max_depth":            "crawlingDepth",
-	"scope":                "range",
-	"crawl_must_match":     "mustmatch",
-	"crawl_must_not_match": "mustnotmatch",
-	"index_must_match":     "indexmustmatch",
-	"index_must_not_match": "indexmustnotmatch",
-	"max_pages_per_host":   "crawlingDomMaxPages",
-	"user_agent":           "agentName",
-	"priority":             "priority",
-	"collection":           "collection",
+// yacyParamOf returns the YaCy parameter a profile field comes from, to
+// name the parameter of a profile validation error, or "".
+func yacyParamOf(field string) string {
+	switch field {
+	case "start_urls":
+		return "crawlingURL"
+	case "max_depth":
+		return "crawlingDepth"
+	case "scope":
+		return "range"
+	case "crawl_must_match":
+		return "mustmatch"
+	case "crawl_must_not_match":
+		return "mustnotmatch"
+	case "index_must_match":
+		return "indexmustmatch"
+	case "index_must_not_match":
+		return "indexmustnotmatch"
+	case "max_pages_per_host":
+		return "crawlingDomMaxPages"
+	case "user_agent":
+		return "agentName"
+	case "priority", "collection":
+		return field
+	}
+	return ""
 }
 
 // yacyStart collects a crawl start's parameters.
@@ -142,7 +153,12 @@ func (m *MCP) yacyCrawlStart(w http.ResponseWriter, r *http.Request) {
 	}
 	form, files, err := yacyForm(w, r)
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, yacyErrorAnswer{Comment: err.Error(), Error: err.Error()})
+		code := http.StatusBadRequest
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			code = http.StatusRequestEntityTooLarge
+		}
+		writeJSON(w, code, yacyErrorAnswer{Comment: err.Error(), Error: err.Error()})
 		return
 	}
 	s, p, err := yacyProfile(form, files)
@@ -198,12 +214,7 @@ func yacyForm(w http.ResponseWriter, r *http.Request) (url.Values, map[string]st
 func yacyProfile(form url.Values, files map[string]string) (*yacyStart, contracts.Profile, error) {
 	s := &yacyStart{data: yacyGridDefaults(), depth: yacyDefaultDepth, rng: yacyDefaultRange, mustMatch: ".*",
 		mustNot: yacyDefaultMustNotMatch, indexMust: ".*", collection: []string{yacyDefaultCollection}, unsupported: []yacyUnsupported{}}
-	names := make([]string, 0, len(form))
-	for name := range form {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(form)) {
 		v := form.Get(name)
 		if err := s.set(name, v); err != nil {
 			return nil, contracts.Profile{}, err
@@ -232,7 +243,7 @@ func yacyProfile(form url.Values, files map[string]string) (*yacyStart, contract
 		var fe *contracts.FieldError
 		if errors.As(err, &fe) {
 			field, _, _ := strings.Cut(fe.Field, "[")
-			if param, ok := yacyProfileFields[field]; ok {
+			if param := yacyParamOf(field); param != "" {
 				return nil, contracts.Profile{}, &yacyParamError{param, fe.Reason}
 			}
 		}

@@ -728,6 +728,11 @@ func TestYacyCrawlStartMethods(t *testing.T) {
 			t.Errorf("%s crawl start = %d %s, want 405", method, a.status, a.body)
 		}
 	}
+	big := "crawlingURL=https://example.com/&mustnotmatch=" + strings.Repeat("a", yacyMaxFormBytes)
+	a := call(t, http.MethodPost, base+yacyCrawlStartPath, strings.NewReader(big), "Content-Type", "application/x-www-form-urlencoded")
+	if a.status != http.StatusRequestEntityTooLarge {
+		t.Errorf("POST of a %d-byte form = %d %s, want 413", len(big), a.status, a.body)
+	}
 }
 
 // TestAPICollection checks that POST /api/v1/crawls takes the collection
