@@ -143,7 +143,12 @@ type yacyAge struct {
 	unit string
 }
 
-func (a yacyAge) String() string { return fmt.Sprintf("%d %s", a.n, a.unit) }
+func (a yacyAge) String() string {
+	if a.n == 1 {
+		return "1 " + a.unit
+	}
+	return fmt.Sprintf("%d %ss", a.n, a.unit)
+}
 
 func (m *MCP) yacyCrawlStart(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodPost {
@@ -213,7 +218,8 @@ func yacyForm(w http.ResponseWriter, r *http.Request) (url.Values, map[string]st
 // yacyProfile maps a crawl start's parameters onto a checked profile.
 func yacyProfile(form url.Values, files map[string]string) (*yacyStart, contracts.Profile, error) {
 	s := &yacyStart{data: yacyGridDefaults(), depth: yacyDefaultDepth, rng: yacyDefaultRange, mustMatch: ".*",
-		mustNot: yacyDefaultMustNotMatch, indexMust: ".*", collection: []string{yacyDefaultCollection}, unsupported: []yacyUnsupported{}}
+		mustNot: yacyDefaultMustNotMatch, indexMust: ".*", collection: []string{yacyDefaultCollection}, reloadAge: yacyAge{unit: "day"}, deleteAge: yacyAge{unit: "day"},
+		unsupported: []yacyUnsupported{}}
 	for _, name := range slices.Sorted(maps.Keys(form)) {
 		v := form.Get(name)
 		if err := s.set(name, v); err != nil {

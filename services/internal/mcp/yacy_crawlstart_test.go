@@ -132,8 +132,10 @@ func TestYacyCrawlStartMapping(t *testing.T) {
 		wantURL []string // start URLs; default https://example.com/
 		// unsupported lists the parameters the answer must name.
 		unsupported []string
-		follow      follows
-		index       follows
+		// unsupportedValues are the values the answer must give them.
+		unsupportedValues map[string]string
+		follow            follows
+		index             follows
 	}{
 		{
 			name:   "defaults of YaCy Grid",
@@ -339,8 +341,16 @@ func TestYacyCrawlStartMapping(t *testing.T) {
 			name: "recrawl=reload of pages older than 7 days is named",
 			params: [][2]string{{"crawlingURL", "https://example.com/"}, {"recrawl", "reload"},
 				{"reloadIfOlderNumber", "7"}, {"reloadIfOlderUnit", "day"}},
-			want:        func(p *contracts.Profile) { p.CrawlMustMatch = exampleDomain },
-			unsupported: []string{"recrawl"},
+			want:              func(p *contracts.Profile) { p.CrawlMustMatch = exampleDomain },
+			unsupported:       []string{"recrawl"},
+			unsupportedValues: map[string]string{"recrawl": "reload (older than 7 days)"},
+		},
+		{
+			name:              "recrawl=reload with YaCy Grid's default unit",
+			params:            [][2]string{{"crawlingURL", "https://example.com/"}, {"recrawl", "reload"}, {"reloadIfOlderNumber", "1"}},
+			want:              func(p *contracts.Profile) { p.CrawlMustMatch = exampleDomain },
+			unsupported:       []string{"recrawl"},
+			unsupportedValues: map[string]string{"recrawl": "reload (older than 1 day)"},
 		},
 		{
 			name: "recrawl=reload of every page is what gridcrawl does",
@@ -400,6 +410,11 @@ func TestYacyCrawlStartMapping(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.unsupported, unsupportedNames(a)); diff != "" {
 				t.Errorf("unsupported parameters differ (-want +got):\n%s", diff)
+			}
+			for _, u := range a.Unsupported {
+				if want, ok := tc.unsupportedValues[u.Parameter]; ok && u.Value != want {
+					t.Errorf("unsupported %s = %q, want %q", u.Parameter, u.Value, want)
+				}
 			}
 			checkFollows(t, got, tc.follow, tc.index)
 		})
