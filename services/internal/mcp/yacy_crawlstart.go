@@ -288,8 +288,8 @@ func (s *yacyStart) only(param, v, reason string, honoured ...string) {
 	s.unsupport(param, v, reason)
 }
 
-// flag is only for a YaCy checkbox: honoured is the state gridcrawl
-// implements.
+// flag reads a YaCy checkbox and lists it as unsupported unless it is in
+// the state gridcrawl implements (honoured).
 func (s *yacyStart) flag(param, v string, honoured bool, reason string) error {
 	on, err := yacyBool(param, v)
 	if err != nil {
