@@ -26,6 +26,9 @@ func InlineProfile(p Profile) *Profile {
 	for _, u := range p.StartURLs {
 		n += len(u)
 	}
+	for _, c := range p.Collection {
+		n += len(c)
+	}
 	if n > MaxInlineProfileBytes {
 		return nil
 	}

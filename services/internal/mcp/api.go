@@ -41,6 +41,7 @@ func (m *MCP) Handler() http.Handler {
 	mux.HandleFunc("POST /api/v1/crawls/{id}/resume", m.resumeCrawl)
 	mux.HandleFunc("GET /api/v1/search", m.search)
 	mux.HandleFunc("GET /api/v1/frontier", m.frontierReport)
+	mux.HandleFunc(yacyCrawlStartPath, m.yacyCrawlStart)
 	mux.Handle("/hcf/", m.hcfHandler())
 	return m.auth(mux)
 }
@@ -114,6 +115,12 @@ func decodeProfile(r io.Reader) (contracts.Profile, error) {
 	if dec.More() {
 		return p, &contracts.FieldError{Field: "", Reason: "trailing data after the profile"}
 	}
+	return checkProfile(p)
+}
+
+// checkProfile applies a submitted profile's defaults, validates it and
+// normalizes its start URLs: every way of creating a crawl goes through it.
+func checkProfile(p contracts.Profile) (contracts.Profile, error) {
 	p = p.WithDefaults()
 	if err := p.Validate(); err != nil {
 		return p, err
