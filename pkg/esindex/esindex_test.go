@@ -132,7 +132,7 @@ func TestSearchConformance(t *testing.T) {
 				New: func(t *testing.T) search.Index { return c.Search() },
 				Reopen: func(t *testing.T, x search.Index) search.Index {
 					old := x.(*Search).c
-					return openPrefix(t, Options{URL: esURL(t), Prefix: strings.TrimSuffix(old.docsIndex, "-documents"), Refresh: p}, false).Search()
+					return openPrefix(t, Options{URL: esURL(t), Prefix: strings.TrimSuffix(old.docsIndex, "-web"), Refresh: p}, false).Search()
 				},
 			})
 		})
