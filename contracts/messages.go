@@ -26,6 +26,9 @@ func InlineProfile(p Profile) *Profile {
 	for _, u := range p.StartURLs {
 		n += len(u)
 	}
+	for _, c := range p.Collection {
+		n += len(c)
+	}
 	if n > MaxInlineProfileBytes {
 		return nil
 	}
@@ -82,6 +85,9 @@ type CrawlerPage struct {
 	StatusCode  int       `json:"status_code"`
 	ContentType string    `json:"content_type,omitempty"`
 	FetchedAt   time.Time `json:"fetched_at"`
+	// ResponseTimeMS is the time from sending the request to the end of the
+	// response, in milliseconds (0 when unknown).
+	ResponseTimeMS int `json:"response_time_ms,omitempty"`
 }
 
 // CrawlerContract asks a crawler to parse fetched pages of one crawl. It is
@@ -108,27 +114,161 @@ type Link struct {
 	Nofollow bool   `json:"nofollow,omitempty"`
 }
 
-// Document is the searchable form of a fetched page (the "YaCy JSON" of seed
-// 004). ID is the transaction record key of the page.
+// Document is the searchable form of a fetched page: the "YaCy JSON" of
+// seed 004. Its field names, types and meanings are those of YaCy Grid's web
+// schema (yacy_grid_mcp's WebMapping, the YaCy Solr schema): the suffix
+// tells the type (_s string, _sxt string list, _t text, _txt text list, _i
+// integer, _l long, _dt date, _b boolean); title, content_type, keywords
+// and author keep YaCy's names without a suffix. Lists are YaCy's
+// multi-valued fields. The fields after Collection are gridcrawl's own,
+// named by the same convention.
+//
+// "Inbound" links point to the page's own host, "outbound" links to any
+// other host (YaCy's meaning). A document in the index is a loaded page:
+// FailReason and FailType are empty and HTTPStatus is 200.
 type Document struct {
-	ID          string    `json:"id"`
-	CrawlID     string    `json:"crawl_id"`
-	URL         string    `json:"url"`
-	Host        string    `json:"host"`
-	Title       string    `json:"title"`
-	Description string    `json:"description,omitempty"`
-	Language    string    `json:"language,omitempty"`
-	Headings    []string  `json:"headings,omitempty"`
-	Text        string    `json:"text"`
-	Links       []Link    `json:"links,omitempty"`
-	ContentType string    `json:"content_type"`
-	StatusCode  int       `json:"status_code"`
-	Depth       int       `json:"depth"`
-	FetchTime   time.Time `json:"fetch_time"`
-	Asset       AssetRef  `json:"asset"`
-	// NoIndex is set when the page asked not to be indexed (meta robots) or
-	// the profile's index filters exclude it; such documents are not stored.
-	NoIndex bool `json:"noindex,omitempty"`
+	// ID is the transaction record key of the page (YaCy's id, the unique
+	// key of the document).
+	ID string `json:"id"`
+	// CrawlID is the id of the crawl that fetched the page.
+	CrawlID string `json:"crawl_id_s"`
+	// URL is the page's URL.
+	URL string `json:"url_s"`
+	// LastModified is the HTTP Last-Modified of the response, or LoadDate
+	// when the response had none or an invalid one.
+	LastModified time.Time `json:"last_modified"`
+	// LoadDate is when the page was fetched.
+	LoadDate time.Time `json:"load_date_dt"`
+	// ContentType holds the media type of the response, without parameters.
+	ContentType []string `json:"content_type"`
+	// Title holds the page title (one entry; the file name or host when the
+	// page has none).
+	Title []string `json:"title"`
+	// Host is the URL's host, lowercase, without port.
+	Host string `json:"host_s"`
+	// SSLD is the smart second-level domain: the registrable domain.
+	SSLD string `json:"ssld_s"`
+	// Size is the size of the raw (decoded) response body in bytes.
+	Size int `json:"size_i"`
+	// FailReason and FailType are YaCy's failure fields, empty for a loaded
+	// page; failures live in the transaction index.
+	FailReason string `json:"failreason_s"`
+	FailType   string `json:"failtype_s"`
+	// HTTPStatus is the response's status code.
+	HTTPStatus int `json:"httpstatus_i"`
+	// FileExt is the lowercase file name extension of the URL path ("" when
+	// none).
+	FileExt string `json:"url_file_ext_s"`
+	// HostOrganization is the registrable domain without its public suffix
+	// ("example" for www.example.co.uk).
+	HostOrganization string `json:"host_organization_s"`
+	// InboundLinks and OutboundLinks are the page's links to its own host
+	// and to other hosts, in order of first appearance; their anchor texts
+	// are at the same positions of InboundAnchorText and OutboundAnchorText.
+	InboundLinks  []string `json:"inboundlinks_sxt"`
+	OutboundLinks []string `json:"outboundlinks_sxt"`
+	// Images are the resolved URLs of the page's images (img src).
+	Images []string `json:"images_sxt"`
+	// Text is the visible text, whitespace collapsed.
+	Text string `json:"text_t"`
+	// Description holds the meta description, when the page has one.
+	Description []string `json:"description_txt,omitempty"`
+	// H1 to H6 are the texts of the page's headings of each level.
+	H1 []string `json:"h1_txt,omitempty"`
+	H2 []string `json:"h2_txt,omitempty"`
+	H3 []string `json:"h3_txt,omitempty"`
+	H4 []string `json:"h4_txt,omitempty"`
+	H5 []string `json:"h5_txt,omitempty"`
+	H6 []string `json:"h6_txt,omitempty"`
+	// Language is a lowercase language tag, when the page declares one.
+	Language string `json:"language_s,omitempty"`
+	// CrawlDepth is the number of links from a start URL to the page.
+	CrawlDepth int `json:"crawldepth_i"`
+	// ReferrerURL is the URL of the page on which the crawler found this
+	// one, empty for a start URL.
+	ReferrerURL string `json:"referrer_url_s,omitempty"`
+	// Canonical is the resolved URL of <link rel=canonical>.
+	Canonical string `json:"canonical_s,omitempty"`
+	// Robots is YaCy's bit pattern of the robots directives (RobotsAll and
+	// the other Robots* constants).
+	Robots int `json:"robots_i"`
+	// Keywords is the meta keywords, separated by spaces.
+	Keywords string `json:"keywords,omitempty"`
+	// Author is the meta author.
+	Author string `json:"author,omitempty"`
+	// Charset is the character encoding the page was read in.
+	Charset string `json:"charset_s,omitempty"`
+	// WordCount is the number of words of Text.
+	WordCount int `json:"wordcount_i"`
+	// LinksCount counts all links (inbound and outbound, nofollow
+	// included); the NofollowCount fields count those with rel=nofollow.
+	LinksCount                 int `json:"linkscount_i"`
+	LinksNofollowCount         int `json:"linksnofollowcount_i"`
+	InboundLinksCount          int `json:"inboundlinkscount_i"`
+	InboundLinksNofollowCount  int `json:"inboundlinksnofollowcount_i"`
+	OutboundLinksCount         int `json:"outboundlinkscount_i"`
+	OutboundLinksNofollowCount int `json:"outboundlinksnofollowcount_i"`
+	// ImagesCount is the number of Images.
+	ImagesCount int `json:"imagescount_i"`
+	// ResponseTime is the time from sending the request to the end of the
+	// response, in milliseconds.
+	ResponseTime int `json:"responsetime_i"`
+	// InboundAnchorText and OutboundAnchorText: see InboundLinks.
+	InboundAnchorText  []string `json:"inboundlinks_anchortext_txt"`
+	OutboundAnchorText []string `json:"outboundlinks_anchortext_txt"`
+	// IP is the address the page was fetched from, when recorded.
+	IP string `json:"ip_s,omitempty"`
+	// URLProtocol is the URL's scheme; URLFileName the last path segment
+	// without its extension; URLPaths the path segments before it.
+	URLProtocol string   `json:"url_protocol_s"`
+	URLFileName string   `json:"url_file_name_s"`
+	URLPaths    []string `json:"url_paths_sxt,omitempty"`
+	// Collection holds the crawl's collections (profile collection).
+	Collection []string `json:"collection_sxt,omitempty"`
+
+	// WARCKey, WARCOffset and WARCLength locate the page's WARC response
+	// record in the asset store (gridcrawl's own fields).
+	WARCKey    string `json:"warc_key_s"`
+	WARCOffset int64  `json:"warc_offset_l"`
+	WARCLength int64  `json:"warc_length_l"`
+	// NoIndex asks the indexer to remove any stored document with ID
+	// instead of storing this one; it travels in index contracts only and
+	// is never stored.
+	NoIndex bool `json:"noindex_b,omitempty"`
+}
+
+// Bits of Document.Robots, YaCy's robots_i: bits 0-5 for <meta
+// name=robots>, bits 8-16 for the X-Robots-Tag response header.
+const (
+	RobotsMetaAll       = 1 << 0
+	RobotsMetaIndex     = 1 << 1
+	RobotsMetaFollow    = 1 << 2
+	RobotsMetaNoIndex   = 1 << 3
+	RobotsMetaNoFollow  = 1 << 4
+	RobotsMetaNoArchive = 1 << 5
+
+	RobotsHeaderAll              = 1 << 8
+	RobotsHeaderNoIndex          = 1 << 9
+	RobotsHeaderNoFollow         = 1 << 10
+	RobotsHeaderNoArchive        = 1 << 11
+	RobotsHeaderNoSnippet        = 1 << 12
+	RobotsHeaderNoODP            = 1 << 13
+	RobotsHeaderNoTranslate      = 1 << 14
+	RobotsHeaderNoImageIndex     = 1 << 15
+	RobotsHeaderUnavailableAfter = 1 << 16
+)
+
+// Asset returns the location of d's WARC record.
+func (d *Document) Asset() AssetRef {
+	return AssetRef{Key: d.WARCKey, Offset: d.WARCOffset, Length: d.WARCLength}
+}
+
+// FirstTitle returns d's title, "" when it has none.
+func (d *Document) FirstTitle() string {
+	if len(d.Title) == 0 {
+		return ""
+	}
+	return d.Title[0]
 }
 
 // IndexContract carries parsed documents to the indexer. It is published to

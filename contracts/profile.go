@@ -166,6 +166,9 @@ type Profile struct {
 	UserAgent         string     `json:"user_agent,omitempty"`
 	Politeness        Politeness `json:"politeness,omitzero"`
 	Priority          int        `json:"priority,omitempty"`
+	// Collection names the collections (YaCy's collection_sxt) every
+	// document of the crawl belongs to, so that search can filter on them.
+	Collection []string `json:"collection,omitempty"`
 	// Budget sets Heritrix-style queue budgets per crawl host group.
 	Budget *Budget `json:"budget,omitempty"`
 	// Version counts the changes made to the profile mid-crawl (PATCH); 0 as
@@ -245,6 +248,10 @@ const (
 	MaxStartURLs  = 10000
 	MaxDepthLimit = 100
 	MaxPriority   = 9
+	// MaxCollections bounds the collection names of a profile, each of
+	// 1 to MaxCollectionLen bytes of letters, digits, '_', '-' and '.'.
+	MaxCollections   = 16
+	MaxCollectionLen = 64
 	// DefaultMaxDepth follows links up to three hops from the start URLs:
 	// a site's home page, its sections and their pages.
 	DefaultMaxDepth = 3
@@ -347,6 +354,14 @@ func (p Profile) Validate() error {
 	if p.Priority < 0 || p.Priority > MaxPriority {
 		return &FieldError{"priority", fmt.Sprintf("must be between 0 and %d", MaxPriority)}
 	}
+	if len(p.Collection) > MaxCollections {
+		return &FieldError{"collection", fmt.Sprintf("at most %d names", MaxCollections)}
+	}
+	for i, c := range p.Collection {
+		if !validCollection(c) {
+			return &FieldError{"collection", fmt.Sprintf("name %d: must be 1 to %d bytes of letters, digits, '_', '-' and '.'", i, MaxCollectionLen)}
+		}
+	}
 	if p.Version < 0 {
 		return &FieldError{"version", "must not be negative"}
 	}
@@ -372,6 +387,21 @@ func (p Profile) Validate() error {
 		}
 	}
 	return nil
+}
+
+// validCollection reports whether c is a valid collection name.
+func validCollection(c string) bool {
+	if c == "" || len(c) > MaxCollectionLen {
+		return false
+	}
+	for i := 0; i < len(c); i++ {
+		switch b := c[i]; {
+		case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', '0' <= b && b <= '9', b == '_', b == '-', b == '.':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func checkHTTPURL(s string) error {

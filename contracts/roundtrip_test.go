@@ -39,27 +39,31 @@ func fullAsset() contracts.AssetRef {
 }
 
 func fullDocument() contracts.Document {
+	fetched := time.Date(2025, 11, 21, 8, 39, 0, 123456789, time.UTC)
 	return contracts.Document{
-		ID:          "d41d8cd98f00b204",
-		CrawlID:     "c-1",
-		URL:         "https://example.com/docs/",
-		Host:        "example.com",
-		Title:       "Docs",
-		Description: "All the docs",
-		Language:    "en",
-		Headings:    []string{"Docs", "Install"},
-		Text:        "Install it.",
-		Links: []contracts.Link{
-			{URL: "https://example.com/docs/install", Text: "Install"},
-			{URL: "https://ads.example.net/", Text: "Ad", Nofollow: true},
-		},
-		ContentType: "text/html; charset=utf-8",
-		StatusCode:  200,
-		Depth:       1,
-		FetchTime:   time.Date(2025, 11, 21, 8, 39, 0, 123456789, time.UTC),
-		Asset:       fullAsset(),
-		NoIndex:     true,
+		ID: "d41d8cd98f00b204", CrawlID: "c-1", URL: "https://example.com/docs/install.html",
+		LastModified: fetched.Add(-time.Hour), LoadDate: fetched,
+		ContentType: []string{"text/html"}, Title: []string{"Install"}, Host: "example.com", SSLD: "example.com",
+		Size: 20480, HTTPStatus: 200, FileExt: "html", HostOrganization: "example",
+		InboundLinks: []string{"https://example.com/docs/"}, OutboundLinks: []string{"https://ads.example.net/"},
+		Images: []string{"https://example.com/logo.png"}, Text: "Install it.", Description: []string{"How to install"},
+		H1: []string{"Install"}, H2: []string{"Linux", "Windows"}, H3: []string{"a"}, H4: []string{"b"}, H5: []string{"c"}, H6: []string{"d"},
+		Language: "en", CrawlDepth: 1, ReferrerURL: "https://example.com/docs/", Canonical: "https://example.com/docs/install.html",
+		Robots: contracts.RobotsMetaIndex | contracts.RobotsHeaderNoArchive, Keywords: "install setup", Author: "Docs Team",
+		Charset: "utf-8", WordCount: 2, LinksCount: 2, LinksNofollowCount: 1, InboundLinksCount: 1, OutboundLinksCount: 1,
+		OutboundLinksNofollowCount: 1, ImagesCount: 1, ResponseTime: 12,
+		InboundAnchorText: []string{"Docs"}, OutboundAnchorText: []string{"Ad"}, IP: "127.0.0.1",
+		URLProtocol: "https", URLFileName: "install", URLPaths: []string{"docs"}, Collection: []string{"user", "docs"},
+		WARCKey: fullAsset().Key, WARCOffset: fullAsset().Offset, WARCLength: fullAsset().Length, NoIndex: true,
 	}
+}
+
+func minimalDocument() contracts.Document {
+	fetched := time.Date(2025, 11, 21, 8, 39, 0, 0, time.UTC)
+	return contracts.Document{ID: "x", CrawlID: "c", URL: "http://a/", LastModified: fetched, LoadDate: fetched,
+		ContentType: []string{}, Title: []string{"a"}, Host: "a", SSLD: "a", HTTPStatus: 200, HostOrganization: "a",
+		InboundLinks: []string{}, OutboundLinks: []string{}, Images: []string{},
+		InboundAnchorText: []string{}, OutboundAnchorText: []string{}, URLProtocol: "http", WARCKey: "k"}
 }
 
 func fullCrawlStatus() contracts.CrawlStatus {
@@ -122,7 +126,7 @@ func TestGoValuesValidate(t *testing.T) {
 			Pages: []contracts.CrawlerPage{{URL: "https://example.com/r", Depth: 1, Hops: 1, Asset: fullAsset(), StatusCode: 301, FetchedAt: fetched}},
 		}},
 		{"document full", "document", fullDocument()},
-		{"document minimal", "document", contracts.Document{ID: "x", CrawlID: "c", URL: "http://a/", Asset: contracts.AssetRef{Key: "k"}, FetchTime: fetched}},
+		{"document minimal", "document", minimalDocument()},
 		{"index contract", "index_contract", contracts.IndexContract{
 			V: contracts.Version, CrawlID: "c-1", Docs: []contracts.Document{fullDocument(), fullDocument()},
 		}},
@@ -139,7 +143,7 @@ func TestGoValuesValidate(t *testing.T) {
 			Hits: []contracts.SearchHit{{
 				ID: "d41d8cd98f00b204", CrawlID: "c-1", URL: "https://example.com/docs/", Title: "Docs",
 				Description: "All the docs", Snippet: "<b>Install</b> it", ContentType: "text/html",
-				Language: "en", FetchTime: fetched, Score: 0.75,
+				Language: "en", FetchTime: fetched, Host: "example.com", Size: 2048, LastModified: fetched, Score: 0.75,
 			}},
 		}},
 		{"search response empty", "search_response", contracts.SearchResponse{V: contracts.Version, Query: "nothing", Hits: []contracts.SearchHit{}}},
@@ -204,3 +208,43 @@ func TestGoValuesRoundTrip(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestDocumentFieldsFollowYaCy checks every Document field's JSON name
+// against the suffix convention of YaCy's web schema, independently of
+// DocumentFields' own table.
+func TestDocumentFieldsFollowYaCy(t *testing.T) {
+	want := map[string]contracts.FieldType{
+		"id": contracts.FieldKeyword, "url_s": contracts.FieldKeyword, "last_modified": contracts.FieldDate, "load_date_dt": contracts.FieldDate,
+		"content_type": contracts.FieldKeyword, "title": contracts.FieldText, "host_s": contracts.FieldKeyword, "size_i": contracts.FieldInteger,
+		"failreason_s": contracts.FieldKeyword, "failtype_s": contracts.FieldKeyword, "httpstatus_i": contracts.FieldInteger,
+		"url_file_ext_s": contracts.FieldKeyword, "host_organization_s": contracts.FieldKeyword, "inboundlinks_sxt": contracts.FieldKeyword,
+		"outboundlinks_sxt": contracts.FieldKeyword, "images_sxt": contracts.FieldKeyword, "text_t": contracts.FieldText,
+		"description_txt": contracts.FieldText, "h1_txt": contracts.FieldText, "h6_txt": contracts.FieldText, "language_s": contracts.FieldKeyword,
+		"crawldepth_i": contracts.FieldInteger, "referrer_url_s": contracts.FieldKeyword, "canonical_s": contracts.FieldKeyword,
+		"robots_i": contracts.FieldInteger, "keywords": contracts.FieldText, "author": contracts.FieldText, "charset_s": contracts.FieldKeyword,
+		"wordcount_i": contracts.FieldInteger, "linkscount_i": contracts.FieldInteger, "inboundlinkscount_i": contracts.FieldInteger,
+		"outboundlinkscount_i": contracts.FieldInteger, "imagescount_i": contracts.FieldInteger, "responsetime_i": contracts.FieldInteger,
+		"collection_sxt": contracts.FieldKeyword, "inboundlinks_anchortext_txt": contracts.FieldText,
+		"outboundlinks_anchortext_txt": contracts.FieldText, "warc_offset_l": contracts.FieldLong, "noindex_b": contracts.FieldBoolean,
+	}
+	multi := map[string]bool{"content_type": true, "title": true, "inboundlinks_sxt": true, "outboundlinks_sxt": true,
+		"images_sxt": true, "description_txt": true, "h1_txt": true, "collection_sxt": true,
+		"inboundlinks_anchortext_txt": true, "outboundlinks_anchortext_txt": true, "url_s": false, "text_t": false}
+	got := map[string]contracts.DocumentField{}
+	for _, f := range contracts.DocumentFields() {
+		got[f.Name] = f
+	}
+	for name, typ := range want {
+		f, ok := got[name]
+		if !ok {
+			t.Errorf("Document has no field %q", name)
+			continue
+		}
+		if f.Type != typ {
+			t.Errorf("field %q has type %s, want %s", name, f.Type, typ)
+		}
+		if m, ok := multi[name]; ok && f.Multi != m {
+			t.Errorf("field %q multi-valued %v, want %v", name, f.Multi, m)
+		}
+	}
+}

@@ -227,7 +227,6 @@ func TestSchemaMatchesGoFields(t *testing.T) {
 		{"crawler page", "crawler_contract", []string{"$defs", "page"}, contracts.CrawlerPage{}, nil},
 		{"index contract", "index_contract", nil, contracts.IndexContract{}, nil},
 		{"document", "document", nil, contracts.Document{}, nil},
-		{"link", "document", []string{"$defs", "link"}, contracts.Link{}, nil},
 		{"asset ref", "document", []string{"$defs", "asset_ref"}, contracts.AssetRef{}, nil},
 		{"create crawl response", "create_crawl_response", nil, contracts.CreateCrawlResponse{}, nil},
 		{"crawl status", "crawl_status", nil, contracts.CrawlStatus{}, nil},

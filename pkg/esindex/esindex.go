@@ -4,7 +4,8 @@
 //
 // One Client holds one HTTP client and three indices, created at Open with
 // explicit, strict mappings: "<prefix>-transactions", "<prefix>-profiles"
-// and "<prefix>-documents". Only core Elasticsearch features are used (no
+// and "<prefix>-web" (YaCy web documents; YaCy Grid's index is "web"). Only
+// core Elasticsearch features are used (no
 // scripts, no update- or delete-by-query), so the bare integ-test
 // distribution serves it.
 //
@@ -46,6 +47,8 @@ import (
 
 	"github.com/elastic/go-elasticsearch/v8"
 	"github.com/elastic/go-elasticsearch/v8/esapi"
+
+	"github.com/gridcrawl/gridcrawl/contracts"
 )
 
 // DefaultPrefix is the index name prefix when Options.Prefix is empty.
@@ -153,7 +156,7 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 		refresh:       opts.Refresh,
 		txIndex:       opts.Prefix + "-transactions",
 		profilesIndex: opts.Prefix + "-profiles",
-		docsIndex:     opts.Prefix + "-documents",
+		docsIndex:     opts.Prefix + "-web",
 	}
 	c.refreshers = map[string]*refresher{
 		c.txIndex: newRefresher(), c.profilesIndex: newRefresher(), c.docsIndex: newRefresher(),
@@ -184,7 +187,7 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 	}{
 		{c.txIndex, 1, txMapping},
 		{c.profilesIndex, 1, profilesMapping},
-		{c.docsIndex, opts.Shards, docsMapping},
+		{c.docsIndex, opts.Shards, webMapping()},
 	} {
 		if err := c.ensureIndex(ctx, ix.name, ix.shards, opts.Replicas, ix.props); err != nil {
 			c.Close()
@@ -415,24 +418,43 @@ var (
 		"created_at":  date,
 		"finished_at": date,
 	}
-
-	// The title boost is applied by the query, not the mapping.
-	docsMapping = map[string]any{
-		"id":           keyword,
-		"crawl_id":     keyword,
-		"url":          map[string]any{"type": "keyword", "ignore_above": 8191, "fields": map[string]any{"text": text}},
-		"host":         keyword,
-		"title":        text,
-		"description":  text,
-		"language":     keyword,
-		"headings":     text,
-		"text":         text,
-		"links":        storedOnly,
-		"content_type": keyword,
-		"status_code":  integer,
-		"depth":        integer,
-		"fetch_time":   date,
-		"asset":        assetRef,
-		"noindex":      map[string]any{"type": "boolean"},
-	}
 )
+
+// unindexed are the document fields kept in _source only: the link, image
+// and anchor text lists can hold thousands of entries per page, and no query
+// searches or aggregates them, so indexing them would cost more than all
+// the other fields together.
+var unindexed = map[string]bool{
+	"inboundlinks_sxt": true, "outboundlinks_sxt": true, "images_sxt": true,
+	"inboundlinks_anchortext_txt": true, "outboundlinks_anchortext_txt": true,
+}
+
+// webMapping is the strict mapping of the web index, made from
+// contracts.DocumentFields by YaCy's suffix convention: _s and _sxt keyword
+// (values over 8191 characters kept in _source but not indexed), _t and
+// _txt text, _i integer, _l long, _dt date, _b boolean. The title boost is
+// applied by the query, not the mapping. noindex_b is never stored.
+func webMapping() map[string]any {
+	props := map[string]any{}
+	for _, f := range contracts.DocumentFields() {
+		if f.Name == "noindex_b" {
+			continue
+		}
+		var m map[string]any
+		switch f.Type {
+		case contracts.FieldKeyword:
+			m = map[string]any{"type": "keyword", "ignore_above": 8191}
+		default:
+			m = map[string]any{"type": string(f.Type)}
+		}
+		if unindexed[f.Name] {
+			m["index"] = false
+			if f.Type == contracts.FieldKeyword {
+				m["doc_values"] = false
+			}
+		}
+		props[f.Name] = m
+	}
+	props["url_s"].(map[string]any)["fields"] = map[string]any{"text": text}
+	return props
+}

@@ -132,7 +132,7 @@ func TestSearchConformance(t *testing.T) {
 				New: func(t *testing.T) search.Index { return c.Search() },
 				Reopen: func(t *testing.T, x search.Index) search.Index {
 					old := x.(*Search).c
-					return openPrefix(t, Options{URL: esURL(t), Prefix: strings.TrimSuffix(old.docsIndex, "-documents"), Refresh: p}, false).Search()
+					return openPrefix(t, Options{URL: esURL(t), Prefix: strings.TrimSuffix(old.docsIndex, "-web"), Refresh: p}, false).Search()
 				},
 			})
 		})
@@ -208,7 +208,7 @@ func TestOpenIdempotent(t *testing.T) {
 	for _, tc := range []struct {
 		index string
 		props map[string]any
-	}{{tx, txMapping}, {prof, profilesMapping}, {docs, docsMapping}} {
+	}{{tx, txMapping}, {prof, profilesMapping}, {docs, webMapping()}} {
 		status, body := raw(t, http.MethodGet, "/"+tc.index+"/_mapping", "")
 		if status != http.StatusOK {
 			t.Fatalf("GET %s/_mapping = %d %s", tc.index, status, body)
@@ -427,54 +427,6 @@ func TestTerminationQueryJSON(t *testing.T) {
 	}
 }
 
-func TestQueryString(t *testing.T) {
-	for _, tc := range []struct {
-		name, q, want string
-	}{
-		{"empty", "", ""},
-		{"words", "Hello  world", `"Hello" "world"`},
-		{"syntax", `-a +b (c) "d" e* f~2 g:h`, `"a" "b" "c" "d" "e" "f" "2" "g" "h"`},
-		{"operators are words", "a OR b", `"a" "OR" "b"`},
-		{"only syntax", `"()*-+~\`, ""},
-		{"marks alone", "\u0301", ""},
-		{"unicode", "狐狸 renard ﬁ", `"狐狸" "renard" "ﬁ"`},
-		{"invalid utf-8", "\xff\xfe ok", `"ok"`},
-		{"too long a word", strings.Repeat("x", 300) + " ok", `"ok"`},
-	} {
-		if got := QueryString(tc.q); got != tc.want {
-			t.Errorf("%s: QueryString(%q) = %q, want %q", tc.name, tc.q, got, tc.want)
-		}
-	}
-	if got := QueryString(strings.Repeat("w ", 100)); strings.Count(got, `"w"`) != MaxTerms {
-		t.Errorf("QueryString(100 words) kept %d words, want %d", strings.Count(got, `"w"`), MaxTerms)
-	}
-}
-
-func FuzzQueryString(f *testing.F) {
-	for _, s := range []string{"", "a b", `"(`, "-x", "狐狸", "\xff", "a\u0301b", `\"`, "NEAR(a b, 3)"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, q string) {
-		got := QueryString(q)
-		if got == "" {
-			return
-		}
-		words := strings.Split(got, " ")
-		if len(words) > MaxTerms {
-			t.Fatalf("QueryString(%q) has %d words, more than %d", q, len(words), MaxTerms)
-		}
-		for _, w := range words {
-			if len(w) < 3 || w[0] != '"' || w[len(w)-1] != '"' {
-				t.Fatalf("QueryString(%q) = %q: %q is not a quoted word", q, got, w)
-			}
-			inner := w[1 : len(w)-1]
-			if strings.ContainsAny(inner, "\"\\ \t\n") || !strings.Contains(q, inner) {
-				t.Fatalf("QueryString(%q) = %q: word %q has syntax or is not from the input", q, got, inner)
-			}
-		}
-	})
-}
-
 // benchRecords returns n records of a fresh crawl.
 func benchRecords(n int, status contracts.Status) []txindex.Record {
 	crawl := "bench-" + rand.Text()
@@ -559,9 +511,10 @@ func BenchmarkUpsert(b *testing.B) {
 				for i := range docs {
 					n++
 					docs[i] = contracts.Document{ID: fmt.Sprintf("d%d", n), CrawlID: crawl, URL: fmt.Sprintf("https://example.com/%d", n),
-						Host: "example.com", Title: "Page " + words[n%len(words)], Headings: []string{"One", "Two"},
-						Text: text.String(), ContentType: "text/html", StatusCode: 200, FetchTime: time.Now(),
-						Links: []contracts.Link{{URL: "https://example.com/a"}, {URL: "https://example.com/b"}}}
+						Host: "example.com", Title: []string{"Page " + words[n%len(words)]}, H1: []string{"One"}, H2: []string{"Two"},
+						Text: text.String(), ContentType: []string{"text/html"}, HTTPStatus: 200, LoadDate: time.Now(), LastModified: time.Now(),
+						InboundLinks: []string{"https://example.com/a", "https://example.com/b"}, InboundAnchorText: []string{"", ""},
+						OutboundLinks: []string{}, OutboundAnchorText: []string{}, Images: []string{}}
 				}
 				if err := s.Upsert(b.Context(), docs); err != nil {
 					b.Fatal(err)

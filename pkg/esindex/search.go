@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 
@@ -32,13 +33,42 @@ const (
 
 // searchFields are the fields a query searches, with their weights: a word
 // in the title counts ten times a word in the text.
-var searchFields = []string{"title^10", "headings^5", "description^4", "text", "url.text^2"}
+var searchFields = []string{"title^10", "h1_txt^5", "h2_txt^5", "h3_txt^5", "h4_txt^5", "h5_txt^5", "h6_txt^5",
+	"description_txt^4", "text_t", "url_s.text^2"}
 
 // hitFields are the stored fields a hit is made of.
-var hitFields = []string{"id", "crawl_id", "url", "title", "description", "content_type", "language", "fetch_time"}
+var hitFields = []string{"id", "crawl_id_s", "url_s", "title", "description_txt", "content_type", "language_s",
+	"load_date_dt", "host_s", "size_i", "last_modified"}
+
+// hitSource is the part of a stored document a hit is made of.
+type hitSource struct {
+	ID           string    `json:"id"`
+	CrawlID      string    `json:"crawl_id_s"`
+	URL          string    `json:"url_s"`
+	Title        []string  `json:"title"`
+	Description  []string  `json:"description_txt"`
+	ContentType  []string  `json:"content_type"`
+	Language     string    `json:"language_s"`
+	LoadDate     time.Time `json:"load_date_dt"`
+	Host         string    `json:"host_s"`
+	Size         int       `json:"size_i"`
+	LastModified time.Time `json:"last_modified"`
+}
+
+func (h *hitSource) hit() contracts.SearchHit {
+	first := func(s []string) string {
+		if len(s) == 0 {
+			return ""
+		}
+		return s[0]
+	}
+	return contracts.SearchHit{ID: h.ID, CrawlID: h.CrawlID, URL: h.URL, Title: first(h.Title),
+		Description: first(h.Description), ContentType: first(h.ContentType), Language: h.Language,
+		FetchTime: h.LoadDate, Host: h.Host, Size: h.Size, LastModified: h.LastModified}
+}
 
 // Search is the full-text document index (search.Index) in the index
-// "<prefix>-documents", one document per page with the document id (the
+// "<prefix>-web", one YaCy web document per page with the document id (the
 // page's record key) as document id. Text is analyzed by Elasticsearch's
 // standard analyzer; ranking is BM25 over weighted fields.
 type Search struct {
@@ -71,7 +101,7 @@ func (s *Search) Upsert(ctx context.Context, docs []contracts.Document) error {
 		}
 		op := bulkOp{op: "delete", action: bulkAction{Index: s.c.docsIndex, ID: d.ID}}
 		if !d.NoIndex {
-			src, err := json.Marshal(d)
+			src, err := json.Marshal(&d)
 			if err != nil {
 				return fmt.Errorf("upsert document %q: %w", d.ID, err)
 			}
@@ -114,15 +144,16 @@ func (s *Search) Get(ctx context.Context, id string) (contracts.Document, error)
 	return d, nil
 }
 
-// Search returns one page of the documents that contain every word of q.Q,
-// best first (ties by id). Words are letters and digits; everything else in
-// q.Q separates words and has no meaning, so no input is a syntax error. A
-// query without words finds nothing. Limit defaults to DefaultLimit and is
-// capped at MaxLimit; hits beyond the 10000th are not served. Snippets are
-// plain text from the page text around the first match, or its start.
+// Search returns one page of the documents that match q.Q (see
+// search.Parse: words, phrases, exclusions, site:, filetype:, inurl:),
+// best first (ties by id). No input is a syntax error; a query that selects
+// nothing (no words and no operators) finds nothing. Limit defaults to
+// DefaultLimit and is capped at MaxLimit; hits beyond the 10000th are not
+// served. Snippets are plain text from the page text around the first
+// match, or its start.
 func (s *Search) Search(ctx context.Context, q search.Query) (search.Result, error) {
-	qs := QueryString(q.Q)
-	if qs == "" {
+	p := search.Parse(q.Q)
+	if !p.Matches() {
 		return search.Result{Hits: []contracts.SearchHit{}}, nil
 	}
 	limit := q.Limit
@@ -136,22 +167,11 @@ func (s *Search) Search(ctx context.Context, q search.Query) (search.Result, err
 	if err := s.c.readRefresh(ctx, s.c.docsIndex); err != nil {
 		return search.Result{}, fmt.Errorf("search %q: %w", q.Q, err)
 	}
-	boolQ := map[string]any{"must": []any{map[string]any{"simple_query_string": map[string]any{
-		"query":            qs,
-		"fields":           searchFields,
-		"default_operator": "and",
-		// Only the quotes around each word mean something.
-		"flags":   "PHRASE|WHITESPACE",
-		"lenient": true,
-	}}}}
-	if q.CrawlID != "" {
-		boolQ["filter"] = []any{term("crawl_id", q.CrawlID)}
-	}
-	body, err := json.Marshal(map[string]any{
+	req := map[string]any{
 		"from":             offset,
 		"size":             size,
 		"track_total_hits": true,
-		"query":            map[string]any{"bool": boolQ},
+		"query":            map[string]any{"bool": boolQuery(p, q)},
 		"sort":             []any{"_score", map[string]any{"id": "asc"}},
 		"_source":          hitFields,
 		"highlight": map[string]any{
@@ -159,13 +179,26 @@ func (s *Search) Search(ctx context.Context, q search.Query) (search.Result, err
 			"post_tags":           []string{""},
 			"encoder":             "default",
 			"max_analyzed_offset": maxHighlightChars,
-			"fields": map[string]any{"text": map[string]any{
+			"fields": map[string]any{"text_t": map[string]any{
 				"fragment_size":       snippetChars,
 				"number_of_fragments": 1,
 				"no_match_size":       snippetChars,
 			}},
 		},
-	})
+	}
+	filterPath := []string{"hits.total.value", "hits.hits._score", "hits.hits._source", "hits.hits.highlight"}
+	if q.Facets {
+		aggs := map[string]any{}
+		for _, name := range []string{search.FacetHosts, search.FacetFileTypes} {
+			aggs[name] = map[string]any{"terms": map[string]any{
+				"field": name, "size": search.MaxFacetValues, "exclude": []string{""},
+				"order": []any{map[string]any{"_count": "desc"}, map[string]any{"_key": "asc"}},
+			}}
+		}
+		req["aggs"] = aggs
+		filterPath = append(filterPath, "aggregations")
+	}
+	body, err := json.Marshal(req)
 	if err != nil {
 		return search.Result{}, fmt.Errorf("search %q: %w", q.Q, err)
 	}
@@ -175,33 +208,109 @@ func (s *Search) Search(ctx context.Context, q search.Query) (search.Result, err
 				Value int64 `json:"value"`
 			} `json:"total"`
 			Hits []struct {
-				Score     float64             `json:"_score"`
-				Source    contracts.SearchHit `json:"_source"`
+				Score     float64   `json:"_score"`
+				Source    hitSource `json:"_source"`
 				Highlight struct {
-					Text []string `json:"text"`
+					Text []string `json:"text_t"`
 				} `json:"highlight"`
 			} `json:"hits"`
 		} `json:"hits"`
+		Aggregations map[string]struct {
+			Buckets []struct {
+				Key      string `json:"key"`
+				DocCount int64  `json:"doc_count"`
+			} `json:"buckets"`
+		} `json:"aggregations"`
 	}
-	req := esapi.SearchRequest{
-		Index: []string{s.c.docsIndex},
-		Body:  bytes.NewReader(body),
-		FilterPath: []string{"hits.total.value", "hits.hits._score", "hits.hits._source",
-			"hits.hits.highlight"},
-	}
-	if err := s.c.do(ctx, req, &res); err != nil {
+	sreq := esapi.SearchRequest{Index: []string{s.c.docsIndex}, Body: bytes.NewReader(body), FilterPath: filterPath}
+	if err := s.c.do(ctx, sreq, &res); err != nil {
 		return search.Result{}, fmt.Errorf("search %q: %w", q.Q, err)
 	}
 	out := search.Result{Total: res.Hits.Total.Value, Hits: make([]contracts.SearchHit, 0, len(res.Hits.Hits))}
 	for _, h := range res.Hits.Hits {
-		hit := h.Source
+		hit := h.Source.hit()
 		hit.Score = h.Score
 		if len(h.Highlight.Text) > 0 {
 			hit.Snippet = strings.Join(strings.Fields(h.Highlight.Text[0]), " ")
 		}
 		out.Hits = append(out.Hits, hit)
 	}
+	if q.Facets {
+		out.Facets = map[string][]search.FacetValue{}
+		for _, name := range []string{search.FacetHosts, search.FacetFileTypes} {
+			vals := []search.FacetValue{}
+			for _, b := range res.Aggregations[name].Buckets {
+				vals = append(vals, search.FacetValue{Value: b.Key, Count: b.DocCount})
+			}
+			out.Facets[name] = vals
+		}
+	}
 	return out, nil
+}
+
+// boolQuery is the bool query of p and q's filters.
+func boolQuery(p search.Parsed, q search.Query) map[string]any {
+	text := func(terms string) map[string]any {
+		return map[string]any{"simple_query_string": map[string]any{
+			"query":            terms,
+			"fields":           searchFields,
+			"default_operator": "and",
+			// Only the quotes around each word or phrase mean something.
+			"flags":   "PHRASE|WHITESPACE",
+			"lenient": true,
+		}}
+	}
+	b := map[string]any{}
+	if p.HasTerms() {
+		var parts []string
+		for _, w := range p.Words {
+			parts = append(parts, `"`+w+`"`)
+		}
+		for _, ph := range p.Phrases {
+			parts = append(parts, `"`+strings.Join(ph, " ")+`"`)
+		}
+		b["must"] = []any{text(strings.Join(parts, " "))}
+	} else {
+		b["must"] = []any{map[string]any{"match_all": map[string]any{}}}
+	}
+	var not []any
+	for _, x := range p.Exclude {
+		not = append(not, text(`"`+strings.Join(x, " ")+`"`))
+	}
+	if len(not) > 0 {
+		b["must_not"] = not
+	}
+	var filter []any
+	if q.CrawlID != "" {
+		filter = append(filter, term("crawl_id_s", q.CrawlID))
+	}
+	if q.Collection != "" {
+		filter = append(filter, term("collection_sxt", q.Collection))
+	}
+	if len(p.Sites) > 0 {
+		var should []any
+		for _, site := range p.Sites {
+			should = append(should, term("host_s", site),
+				map[string]any{"wildcard": map[string]any{"host_s": map[string]any{"value": "*." + wildcardEscape(site)}}})
+		}
+		filter = append(filter, map[string]any{"bool": map[string]any{"should": should, "minimum_should_match": 1}})
+	}
+	if len(p.FileTypes) > 0 {
+		filter = append(filter, map[string]any{"terms": map[string]any{"url_file_ext_s": p.FileTypes}})
+	}
+	for _, in := range p.InURL {
+		filter = append(filter, map[string]any{"wildcard": map[string]any{"url_s": map[string]any{
+			"value": "*" + wildcardEscape(in) + "*", "case_insensitive": true}}})
+	}
+	if len(filter) > 0 {
+		b["filter"] = filter
+	}
+	return b
+}
+
+// wildcardEscape escapes the wildcard query's special characters.
+func wildcardEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`).Replace(s)
 }
 
 // Count returns the number of documents of crawlID, or of all crawls when
@@ -212,7 +321,7 @@ func (s *Search) Count(ctx context.Context, crawlID string) (int64, error) {
 	}
 	var filters []any
 	if crawlID != "" {
-		filters = append(filters, term("crawl_id", crawlID))
+		filters = append(filters, term("crawl_id_s", crawlID))
 	}
 	n, err := s.c.count(ctx, s.c.docsIndex, filters...)
 	if err != nil {
@@ -248,12 +357,3 @@ func (s *Search) Writes(ctx context.Context, id string) (int64, error) {
 
 // Close does nothing: the Client owns the connection.
 func (s *Search) Close() error { return nil }
-
-// QueryString turns user input into a simple_query_string query that cannot
-// be a syntax error nor mean anything but "all these words": each word (a
-// run of letters, digits and combining marks holding at least one letter or
-// digit) becomes a quoted phrase, and the phrases are ANDed by the query's
-// default operator. At most MaxTerms words are kept. It returns "" when q
-// has no word. The rules are those of the embedded index (sqlitestore), so
-// both backends find the same documents for the same input.
-func QueryString(q string) string { return search.Quoted(q) }

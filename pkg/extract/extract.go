@@ -74,8 +74,10 @@ const (
 	MaxDescriptionBytes = 4096
 	// MaxHeadingBytes caps each entry of Result.Headings.
 	MaxHeadingBytes = 1024
-	// MaxAnchorTextBytes caps contracts.Link.Text.
+	// MaxAnchorTextBytes caps contracts.Link.Text and Image.Alt.
 	MaxAnchorTextBytes = 200
+	// MaxMetaBytes caps Result.Keywords and Result.Author.
+	MaxMetaBytes = 1024
 )
 
 // Limits bounds what one extraction keeps. Zero or negative fields take the
@@ -88,6 +90,8 @@ type Limits struct {
 	MaxLinks int
 	// MaxHeadings is how many headings are kept (default 200).
 	MaxHeadings int
+	// MaxImages is how many distinct images are kept (default MaxLinks).
+	MaxImages int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -100,6 +104,9 @@ func (l Limits) withDefaults() Limits {
 	if l.MaxHeadings <= 0 {
 		l.MaxHeadings = DefaultMaxHeadings
 	}
+	if l.MaxImages <= 0 {
+		l.MaxImages = l.MaxLinks
+	}
 	return l
 }
 
@@ -111,8 +118,10 @@ type Result struct {
 	Description string
 	// Language is a lowercase language tag such as "en" or "de-at", or "".
 	Language string
-	// Headings are the texts of h1..h6 elements in document order.
-	Headings []string
+	// Headings are the texts of h1..h6 elements in document order, and
+	// HeadingLevels their levels (1 to 6) at the same positions.
+	Headings      []string
+	HeadingLevels []int
 	// Text is the visible text, whitespace collapsed.
 	Text string
 	// Links are the outgoing links, absolute and normalized, deduplicated in
@@ -123,9 +132,22 @@ type Result struct {
 	Base string
 	// Canonical is the resolved <link rel=canonical>, if any.
 	Canonical string
+	// Images are the page's images (img src), absolute and normalized,
+	// deduplicated in order of first appearance, with the first non-empty
+	// alt text of each.
+	Images []Image
+	// Keywords is <meta name=keywords>, commas and runs of spaces turned
+	// into single spaces; Author is <meta name=author>.
+	Keywords, Author string
+	// Charset is the canonical name of the encoding the page was read in
+	// ("utf-8" when none was declared).
+	Charset string
 	// NoIndex and NoFollow come from <meta name=robots>. With NoFollow set
 	// the crawler follows none of Links.
 	NoIndex, NoFollow bool
+	// Robots holds the contracts.RobotsMeta* bits of every <meta
+	// name=robots> directive seen (YaCy's robots_i, low byte).
+	Robots int
 	// Truncated reports that a limit dropped something: text, links,
 	// headings, or the rest of the page after a token over MaxTokenBytes.
 	Truncated bool
@@ -150,11 +172,12 @@ func HTMLWithContentType(r io.Reader, contentType string, pageURL *url.URL, lim 
 	if err != nil {
 		return Result{}, fmt.Errorf("extract html: page url %q: %w", pageURL.Redacted(), err)
 	}
-	rd, err := decodeReader(r, contentType, true)
+	rd, cs, err := decodeReader(r, contentType, true)
 	if err != nil {
 		return Result{}, fmt.Errorf("extract html: %w", err)
 	}
 	e := newExtractor(page, lim.withDefaults())
+	e.res.Charset = cs
 	z := html.NewTokenizer(rd)
 	z.SetMaxBuf(MaxTokenBytes)
 	err = e.run(z, false)
@@ -172,6 +195,7 @@ type extractor struct {
 	res  Result
 	base *urlnorm.Resolver // page URL, then the <base href>
 	seen map[string]int    // link URL -> index in res.Links
+	imgs map[string]int    // image URL -> index in res.Images
 
 	baseSeen bool // the first <base href> was handled
 	inBody   bool // a tag that belongs in the body was seen
@@ -184,6 +208,7 @@ type extractor struct {
 
 	titleSeen     bool
 	inHeading     bool
+	headingLevel  int
 	inAnchor      bool
 	anchorIdx     int // index of the open anchor's link, -1 if none
 	anchorsOpened int // count of anchors opened so far
@@ -193,11 +218,18 @@ type extractor struct {
 	desc, ogDesc                  string
 }
 
+// Image is an image of a page.
+type Image struct {
+	URL string
+	Alt string
+}
+
 func newExtractor(page *urlnorm.Resolver, lim Limits) *extractor {
 	return &extractor{
 		lim:       lim,
 		base:      page,
 		seen:      make(map[string]int),
+		imgs:      make(map[string]int),
 		text:      collapser{max: lim.MaxTextBytes},
 		title:     collapser{max: MaxTitleBytes},
 		heading:   collapser{max: MaxHeadingBytes},
@@ -371,11 +403,14 @@ func (e *extractor) onStart(z *html.Tokenizer, linksOnly bool) atom.Atom {
 			e.addLink(at.src, "", false)
 		}
 	case atom.Img:
+		at := readAttrs(z, hasAttr)
 		if e.inAnchor {
-			at := readAttrs(z, hasAttr)
 			e.anchor.space()
 			e.anchor.write(at.alt)
 			e.anchor.space()
+		}
+		if at.hasSrc && !linksOnly && e.templateDepth == 0 {
+			e.addImage(at.src, at.alt)
 		}
 	}
 	if linksOnly {
@@ -405,6 +440,7 @@ func (e *extractor) onStart(z *html.Tokenizer, linksOnly bool) atom.Atom {
 		e.endHeading()
 		if e.templateDepth == 0 {
 			e.inHeading = true
+			e.headingLevel = int(name[1] - '0')
 			e.heading.reset()
 		}
 	}
@@ -444,13 +480,32 @@ func (e *extractor) onMeta(at tagAttrs) {
 	case asciiEqualFold(at.name, "robots"):
 		for _, f := range bytes.FieldsFunc(at.content, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == '\f' }) {
 			switch {
+			case asciiEqualFold(f, "all"):
+				e.res.Robots |= contracts.RobotsMetaAll
+			case asciiEqualFold(f, "index"):
+				e.res.Robots |= contracts.RobotsMetaIndex
+			case asciiEqualFold(f, "follow"):
+				e.res.Robots |= contracts.RobotsMetaFollow
 			case asciiEqualFold(f, "noindex"):
 				e.res.NoIndex = true
+				e.res.Robots |= contracts.RobotsMetaNoIndex
 			case asciiEqualFold(f, "nofollow"):
 				e.res.NoFollow = true
+				e.res.Robots |= contracts.RobotsMetaNoFollow
 			case asciiEqualFold(f, "none"):
 				e.res.NoIndex, e.res.NoFollow = true, true
+				e.res.Robots |= contracts.RobotsMetaNoIndex | contracts.RobotsMetaNoFollow
+			case asciiEqualFold(f, "noarchive"):
+				e.res.Robots |= contracts.RobotsMetaNoArchive
 			}
+		}
+	case asciiEqualFold(at.name, "keywords"):
+		if e.res.Keywords == "" {
+			e.res.Keywords = collapse(bytes.ReplaceAll(at.content, []byte(","), []byte(" ")), MaxMetaBytes)
+		}
+	case asciiEqualFold(at.name, "author"):
+		if e.res.Author == "" {
+			e.res.Author = collapse(at.content, MaxMetaBytes)
 		}
 	case asciiEqualFold(at.name, "language"):
 		if e.metaLang == "" {
@@ -547,6 +602,28 @@ func (e *extractor) endHeading() {
 		return
 	}
 	e.res.Headings = append(e.res.Headings, e.heading.String())
+	e.res.HeadingLevels = append(e.res.HeadingLevels, e.headingLevel)
+}
+
+// addImage resolves an img src and records the image, with its alt text
+// unless an earlier occurrence had one.
+func (e *extractor) addImage(src, alt []byte) {
+	u, ok := e.resolve(src)
+	if !ok {
+		return
+	}
+	if i, ok := e.imgs[u]; ok {
+		if e.res.Images[i].Alt == "" {
+			e.res.Images[i].Alt = collapse(alt, MaxAnchorTextBytes)
+		}
+		return
+	}
+	if len(e.res.Images) >= e.lim.MaxImages {
+		e.res.Truncated = true
+		return
+	}
+	e.imgs[u] = len(e.res.Images)
+	e.res.Images = append(e.res.Images, Image{URL: u, Alt: collapse(alt, MaxAnchorTextBytes)})
 }
 
 // boundary separates words at a block-level tag. Inside a <noscript> only

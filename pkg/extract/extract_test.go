@@ -79,6 +79,14 @@ func TestHTML(t *testing.T) {
 		{"heading script excluded", `<h1>a<script>x</script>b</h1>`, "Headings", []string{"ab"}, Limits{}},
 		{"heading in template skipped", `<template><h1>t</h1></template><h1>r</h1>`, "Headings", []string{"r"}, Limits{}},
 		{"heading also in text", `<h1>Head</h1><p>body</p>`, "Text", "Head body", Limits{}},
+		{"heading levels", `<h3>c</h3><h1>a</h1><h6>f</h6><h2> </h2>`, "HeadingLevels", []int{3, 1, 6}, Limits{}},
+		{"robots none bits", `<meta name="robots" content="none">`, "Robots", contracts.RobotsMetaNoIndex | contracts.RobotsMetaNoFollow, Limits{}},
+		{"robots all bit", `<meta name="ROBOTS" content="all">`, "Robots", contracts.RobotsMetaAll, Limits{}},
+		{"images limit", `<img src="a.png"><img src="b.png"><img src="c.png">`, "Images", []Image{{URL: "http://www.example.test/dir/a.png"}, {URL: "http://www.example.test/dir/b.png"}}, Limits{MaxImages: 2}},
+		{"images limit truncates", `<img src="a.png"><img src="b.png"><img src="c.png">`, "Truncated", true, Limits{MaxImages: 2}},
+		{"image in template skipped", `<template><img src="t.png"></template>`, "Images", []Image(nil), Limits{}},
+		{"image without src skipped", `<img alt="x"><img src="">`, "Images", []Image(nil), Limits{}},
+		{"meta charset reported", `<meta charset="iso-8859-1"><p>x`, "Charset", "windows-1252", Limits{}},
 		{"headings limit", `<h1>a</h1><h1>b</h1><h1>c</h1>`, "Headings", []string{"a", "b"}, Limits{MaxHeadings: 2}},
 		{"headings limit truncates", `<h1>a</h1><h1>b</h1><h1>c</h1>`, "Truncated", true, Limits{MaxHeadings: 2}},
 		// Text.
@@ -190,13 +198,16 @@ func TestHTMLWholeResult(t *testing.T) {
   <meta charset="utf-8">
   <title>Gridcrawl &ndash; test page</title>
   <meta name="description" content="A page for tests.">
+  <meta name="keywords" content="crawler, archive,search">
+  <meta name="author" content="Grid  Crawl">
+  <meta name="robots" content="index, follow, NOARCHIVE">
   <link rel="stylesheet" href="/style.css">
   <link rel="canonical" href="https://www.example.test/page">
   <script src="/app.js"></script>
 </head>
 <body>
-  <h1>Welcome</h1>
-  <p>Read the <a href="/docs/">documentation</a> or <a href="https://other.test/" rel="nofollow sponsored">a sponsor</a>.</p>
+  <h1>Welcome</h1><img src="logo.png" alt="The logo"><img src="logo.png" alt="again">
+  <p><a href="/"><img src="/home.gif"></a>Read the <a href="/docs/">documentation</a> or <a href="https://other.test/" rel="nofollow sponsored">a sponsor</a>.</p>
   <script>window.x = "<a href='/nope'>";</script>
   <h2>More</h2>
   <ul><li><a href="mailto:x@example.test">Mail</a><li><a href="page2.html">Next page</a></ul>
@@ -207,19 +218,29 @@ func TestHTMLWholeResult(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Result{
-		Title:       "Gridcrawl – test page",
-		Description: "A page for tests.",
-		Language:    "en-gb",
-		Headings:    []string{"Welcome", "More"},
-		Text:        "Welcome Read the documentation or a sponsor. More Mail Next page",
+		Title:         "Gridcrawl – test page",
+		Description:   "A page for tests.",
+		Language:      "en-gb",
+		Headings:      []string{"Welcome", "More"},
+		HeadingLevels: []int{1, 2},
+		Text:          "Welcome Read the documentation or a sponsor. More Mail Next page",
 		Links: links{
 			l("https://www.example.test/page", ""),
+			l("http://www.example.test/", ""),
 			l("http://www.example.test/docs/", "documentation"),
 			nf("https://other.test/", "a sponsor"),
 			l("http://www.example.test/dir/page2.html", "Next page"),
 		},
 		Base:      "http://www.example.test/dir/",
 		Canonical: "https://www.example.test/page",
+		Images: []Image{
+			{URL: "http://www.example.test/dir/logo.png", Alt: "The logo"},
+			{URL: "http://www.example.test/home.gif"},
+		},
+		Keywords: "crawler archive search",
+		Author:   "Grid Crawl",
+		Charset:  "utf-8",
+		Robots:   contracts.RobotsMetaIndex | contracts.RobotsMetaFollow | contracts.RobotsMetaNoArchive,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("HTML(page) mismatch (-want +got):\n%s", diff)

@@ -26,7 +26,7 @@ func Text(r io.Reader, lim Limits) (Result, error) {
 // and known.
 func TextWithContentType(r io.Reader, contentType string, lim Limits) (Result, error) {
 	lim = lim.withDefaults()
-	rd, err := decodeReader(r, contentType, false)
+	rd, cs, err := decodeReader(r, contentType, false)
 	if err != nil {
 		return Result{}, fmt.Errorf("extract text: %w", err)
 	}
@@ -49,10 +49,10 @@ func TextWithContentType(r io.Reader, contentType string, lim Limits) (Result, e
 			break
 		}
 		if err != nil {
-			return Result{Text: c.String()}, fmt.Errorf("extract text: read: %w", err)
+			return Result{Text: c.String(), Charset: cs}, fmt.Errorf("extract text: read: %w", err)
 		}
 	}
-	return Result{Text: c.String(), Truncated: c.full}, nil
+	return Result{Text: c.String(), Truncated: c.full, Charset: cs}, nil
 }
 
 // incompleteRuneTail returns how many bytes at the end of p begin a UTF-8
@@ -169,20 +169,21 @@ func collapse(p []byte, max int) string {
 	return c.String()
 }
 
-// decodeReader returns r decoded to UTF-8. The encoding comes from a byte
-// order mark, else contentType's charset parameter, else (for HTML) a meta
-// declaration in the first 1024 bytes, else UTF-8 is assumed.
-func decodeReader(r io.Reader, contentType string, isHTML bool) (io.Reader, error) {
+// decodeReader returns r decoded to UTF-8 and the canonical name of the
+// encoding it was read in. The encoding comes from a byte order mark, else
+// contentType's charset parameter, else (for HTML) a meta declaration in the
+// first 1024 bytes, else UTF-8 is assumed.
+func decodeReader(r io.Reader, contentType string, isHTML bool) (io.Reader, string, error) {
 	br := bufio.NewReaderSize(r, 4096)
 	preview, err := br.Peek(1024)
 	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
-		return nil, fmt.Errorf("read: %w", err)
+		return nil, "", fmt.Errorf("read: %w", err)
 	}
 	name := ""
 	switch {
 	case bytes.HasPrefix(preview, []byte("\xef\xbb\xbf")):
 		_, _ = br.Discard(3)
-		return br, nil
+		return br, "utf-8", nil
 	case bytes.HasPrefix(preview, []byte("\xfe\xff")):
 		_, _ = br.Discard(2)
 		name = "utf-16be"
@@ -206,13 +207,13 @@ func decodeReader(r io.Reader, contentType string, isHTML bool) (io.Reader, erro
 		}
 	}
 	if name == "" || name == "utf-8" {
-		return br, nil
+		return br, "utf-8", nil
 	}
 	dr, err := charset.NewReaderLabel(name, br)
 	if err != nil {
-		return br, nil // an encoding we cannot decode: read it as UTF-8
+		return br, "utf-8", nil // an encoding we cannot decode: read it as UTF-8
 	}
-	return dr, nil
+	return dr, name, nil
 }
 
 // metaCharset returns the charset label declared by a <meta charset> or

@@ -265,9 +265,10 @@ func benchDoc(v *vocabulary, crawl string, i int64) contracts.Document {
 	u := fmt.Sprintf("https://host%d.example/page-%d.html", i%500, i)
 	return contracts.Document{
 		ID: txindex.Key(crawl, u), CrawlID: crawl, URL: u, Host: fmt.Sprintf("host%d.example", i%500),
-		Title: v.text(40), Description: v.text(120), Headings: []string{v.text(30), v.text(30)},
-		Text: v.text(5000), ContentType: "text/html", StatusCode: 200, FetchTime: time.Now(),
-		Links: []contracts.Link{{URL: "https://example.com/a"}, {URL: "https://example.com/b"}},
+		Title: []string{v.text(40)}, Description: []string{v.text(120)}, H1: []string{v.text(30)}, H2: []string{v.text(30)},
+		Text: v.text(5000), ContentType: []string{"text/html"}, HTTPStatus: 200, LoadDate: time.Now(), LastModified: time.Now(),
+		InboundLinks: []string{"https://example.com/a", "https://example.com/b"}, InboundAnchorText: []string{"", ""},
+		OutboundLinks: []string{}, OutboundAnchorText: []string{}, Images: []string{}, FileExt: "html",
 	}
 }
 

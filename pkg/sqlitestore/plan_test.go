@@ -32,9 +32,9 @@ func TestQueryPlans(t *testing.T) {
 			"USING COVERING INDEX records_crawl_host (crawl_id=? AND host=?)", true},
 		{"stale", x.st.r, `SELECT ` + recordCols + ` FROM records WHERE status IN ` + inFlightSQL + ` AND status_time < ? ORDER BY status_time, id LIMIT ?`, []any{1, 2},
 			"USING INDEX records_stale (status_time<?)", true},
-		{"search", s.st.r, `SELECT d.id, snippet(docs_fts, -1, '', '', '…', 24), rank FROM docs_fts JOIN docs d ON d.rid = docs_fts.rowid
-			WHERE docs_fts MATCH ? AND d.crawl_id = ? ORDER BY rank LIMIT ? OFFSET ?`, []any{`"x"`, "c", 10, 0},
-			"SCAN docs_fts VIRTUAL TABLE", true},
+		{"search", s.st.r, `SELECT d.id, snippet(web_fts, -1, '', '', '…', 24), rank FROM web_fts JOIN web d ON d.rid = web_fts.rowid
+			WHERE web_fts MATCH ? AND d.crawl_id = ? ORDER BY rank LIMIT ? OFFSET ?`, []any{`"x"`, "c", 10, 0},
+			"SCAN web_fts VIRTUAL TABLE", true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -57,7 +57,7 @@ func TestQueryPlans(t *testing.T) {
 				t.Errorf("plan = %q, want a line with %q", text, tc.want)
 			}
 			for _, line := range plan {
-				if line == "SCAN records" || line == "SCAN d" || line == "SCAN docs" {
+				if line == "SCAN records" || line == "SCAN d" || line == "SCAN web" {
 					t.Errorf("plan = %q, want no full table scan", text)
 				}
 			}

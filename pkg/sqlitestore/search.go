@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/search"
@@ -22,61 +23,65 @@ const (
 	MaxTerms = search.MaxTerms
 )
 
-// searchSchemaVersion is stored in PRAGMA user_version.
-const searchSchemaVersion = 1
+// searchSchemaVersion is stored in PRAGMA user_version. Version 2 holds
+// YaCy web documents (contracts.Document) in the table web; version 1 held
+// gridcrawl's earlier document shape and is refused with a message.
+const searchSchemaVersion = 2
 
-// The documents live in docs; docs_fts is an external-content FTS5 index
-// over docs' text columns, kept in step by triggers, so that the text is
-// stored once. The rank is bm25 with the title weighted highest.
+// The documents live in web, one row per document: the columns that queries
+// filter and rank on, and the whole document as JSON (without its text,
+// which is the body column). web_fts is an external-content FTS5 index over
+// web's text columns, kept in step by triggers, so that the text is stored
+// once. The rank is bm25 with the title weighted highest.
 var searchSchema = []string{
-	`CREATE TABLE IF NOT EXISTS docs (
-		rid          INTEGER PRIMARY KEY,
-		id           TEXT NOT NULL UNIQUE,
-		crawl_id     TEXT NOT NULL,
-		title        TEXT NOT NULL,
-		description  TEXT NOT NULL,
-		headings     TEXT NOT NULL,
-		body         TEXT NOT NULL,
-		url          TEXT NOT NULL,
-		content_type TEXT NOT NULL,
-		language     TEXT NOT NULL,
-		fetch_time   INTEGER NOT NULL,
-		meta         TEXT NOT NULL
+	`CREATE TABLE IF NOT EXISTS web (
+		rid         INTEGER PRIMARY KEY,
+		id          TEXT NOT NULL UNIQUE,
+		crawl_id    TEXT NOT NULL,
+		title       TEXT NOT NULL,
+		description TEXT NOT NULL,
+		headings    TEXT NOT NULL,
+		body        TEXT NOT NULL,
+		url         TEXT NOT NULL,
+		host        TEXT NOT NULL,
+		file_ext    TEXT NOT NULL,
+		collection  TEXT NOT NULL, -- "\n"-separated, with a leading and a trailing "\n"
+		doc         TEXT NOT NULL
 	)`,
-	`CREATE INDEX IF NOT EXISTS docs_crawl ON docs (crawl_id)`,
-	// doc_writes counts the stores of each document id (Writes). It is a
-	// table of its own so that databases made before it need no migration.
+	`CREATE INDEX IF NOT EXISTS web_crawl ON web (crawl_id)`,
+	`CREATE INDEX IF NOT EXISTS web_host ON web (host)`,
+	// doc_writes counts the stores of each document id (Writes).
 	`CREATE TABLE IF NOT EXISTS doc_writes (
 		id TEXT PRIMARY KEY,
 		n  INTEGER NOT NULL
 	) WITHOUT ROWID`,
-	`CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5 (
+	`CREATE VIRTUAL TABLE IF NOT EXISTS web_fts USING fts5 (
 		title, description, headings, body, url,
-		content = 'docs', content_rowid = 'rid',
+		content = 'web', content_rowid = 'rid',
 		tokenize = 'unicode61 remove_diacritics 2'
 	)`,
-	`CREATE TRIGGER IF NOT EXISTS docs_ai AFTER INSERT ON docs BEGIN
-		INSERT INTO docs_fts (rowid, title, description, headings, body, url)
+	`CREATE TRIGGER IF NOT EXISTS web_ai AFTER INSERT ON web BEGIN
+		INSERT INTO web_fts (rowid, title, description, headings, body, url)
 		VALUES (new.rid, new.title, new.description, new.headings, new.body, new.url);
 	END`,
-	`CREATE TRIGGER IF NOT EXISTS docs_ad AFTER DELETE ON docs BEGIN
-		INSERT INTO docs_fts (docs_fts, rowid, title, description, headings, body, url)
+	`CREATE TRIGGER IF NOT EXISTS web_ad AFTER DELETE ON web BEGIN
+		INSERT INTO web_fts (web_fts, rowid, title, description, headings, body, url)
 		VALUES ('delete', old.rid, old.title, old.description, old.headings, old.body, old.url);
 	END`,
-	`CREATE TRIGGER IF NOT EXISTS docs_au AFTER UPDATE ON docs BEGIN
-		INSERT INTO docs_fts (docs_fts, rowid, title, description, headings, body, url)
+	`CREATE TRIGGER IF NOT EXISTS web_au AFTER UPDATE ON web BEGIN
+		INSERT INTO web_fts (web_fts, rowid, title, description, headings, body, url)
 		VALUES ('delete', old.rid, old.title, old.description, old.headings, old.body, old.url);
-		INSERT INTO docs_fts (rowid, title, description, headings, body, url)
+		INSERT INTO web_fts (rowid, title, description, headings, body, url)
 		VALUES (new.rid, new.title, new.description, new.headings, new.body, new.url);
 	END`,
 	// Columns: title, description, headings, body, url.
-	`INSERT INTO docs_fts (docs_fts, rank) VALUES ('rank', 'bm25(10.0, 4.0, 5.0, 1.0, 2.0)')`,
+	`INSERT INTO web_fts (web_fts, rank) VALUES ('rank', 'bm25(10.0, 4.0, 5.0, 1.0, 2.0)')`,
 	// Merging fewer, larger runs of index segments costs less per document
 	// (about 13% measured against the default of 4) at little cost to queries.
-	`INSERT INTO docs_fts (docs_fts, rank) VALUES ('automerge', 8)`,
+	`INSERT INTO web_fts (web_fts, rank) VALUES ('automerge', 8)`,
 }
 
-const docCols = `id, crawl_id, title, description, headings, body, url, content_type, language, fetch_time, meta`
+const docCols = `id, crawl_id, title, description, headings, body, url, host, file_ext, collection, doc`
 
 // Search is the full-text document index (search.Index) in one SQLite file,
 // on FTS5.
@@ -96,15 +101,15 @@ func OpenSearch(path string) (*Search, error) {
 		return nil, err
 	}
 	s := &Search{st: st}
-	if s.upsert, err = st.w.Prepare(`INSERT INTO docs (` + docCols + `) VALUES (?,?,?,?,?,?,?,?,?,?,?)
+	if s.upsert, err = st.w.Prepare(`INSERT INTO web (` + docCols + `) VALUES (?,?,?,?,?,?,?,?,?,?,?)
 		ON CONFLICT (id) DO UPDATE SET crawl_id = excluded.crawl_id, title = excluded.title,
 		description = excluded.description, headings = excluded.headings, body = excluded.body,
-		url = excluded.url, content_type = excluded.content_type, language = excluded.language,
-		fetch_time = excluded.fetch_time, meta = excluded.meta`); err != nil {
+		url = excluded.url, host = excluded.host, file_ext = excluded.file_ext,
+		collection = excluded.collection, doc = excluded.doc`); err != nil {
 		_ = st.close()
 		return nil, fmt.Errorf("open search %q: prepare: %w", path, err)
 	}
-	if s.del, err = st.w.Prepare(`DELETE FROM docs WHERE id = ?`); err != nil {
+	if s.del, err = st.w.Prepare(`DELETE FROM web WHERE id = ?`); err != nil {
 		_ = st.close()
 		return nil, fmt.Errorf("open search %q: prepare: %w", path, err)
 	}
@@ -115,6 +120,27 @@ func OpenSearch(path string) (*Search, error) {
 	}
 	s.wr = newWriter(st.w)
 	return s, nil
+}
+
+// headings joins a document's headings of every level, one per line.
+func headings(d *contracts.Document) string {
+	var b strings.Builder
+	for _, hs := range [][]string{d.H1, d.H2, d.H3, d.H4, d.H5, d.H6} {
+		for _, h := range hs {
+			b.WriteString(h)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+// collections is the collection column of d: its collections between
+// newlines, so that one is found with instr(collection, "\n"+name+"\n").
+func collections(d *contracts.Document) string {
+	if len(d.Collection) == 0 {
+		return ""
+	}
+	return "\n" + strings.Join(d.Collection, "\n") + "\n"
 }
 
 // Upsert stores docs in one transaction, each replacing any document with
@@ -134,7 +160,8 @@ func (s *Search) Upsert(ctx context.Context, docs []contracts.Document) error {
 		last[d.ID] = i
 	}
 	rows := make([]row, len(docs))
-	for i, d := range docs {
+	for i := range docs {
+		d := docs[i]
 		if d.ID == "" {
 			return fmt.Errorf("upsert document of %q: empty id", d.URL)
 		}
@@ -145,12 +172,12 @@ func (s *Search) Upsert(ctx context.Context, docs []contracts.Document) error {
 		}
 		body := d.Text
 		d.Text = ""
-		meta, err := json.Marshal(d)
+		doc, err := json.Marshal(&d)
 		if err != nil {
 			return fmt.Errorf("upsert document %q: %w", d.ID, err)
 		}
-		rows[i].args = []any{d.ID, d.CrawlID, d.Title, d.Description, strings.Join(d.Headings, "\n"), body,
-			d.URL, d.ContentType, d.Language, nanos(d.FetchTime), string(meta)}
+		rows[i].args = []any{d.ID, d.CrawlID, strings.Join(d.Title, "\n"), strings.Join(d.Description, "\n"),
+			headings(&d), body, d.URL, d.Host, d.FileExt, collections(&d), string(doc)}
 	}
 	return s.wr.do(ctx, func(tx *sql.Tx) error {
 		up, del, count := tx.Stmt(s.upsert), tx.Stmt(s.del), tx.Stmt(s.count)
@@ -175,32 +202,30 @@ func (s *Search) Upsert(ctx context.Context, docs []contracts.Document) error {
 // Get returns the document with id, or search.ErrNotFound.
 func (s *Search) Get(ctx context.Context, id string) (contracts.Document, error) {
 	var d contracts.Document
-	var title, desc, headings, body, url, ctype, lang, meta string
-	var crawlID string
-	var fetch int64
-	err := s.st.r.QueryRowContext(ctx, `SELECT `+docCols+` FROM docs WHERE id = ?`, id).
-		Scan(&d.ID, &crawlID, &title, &desc, &headings, &body, &url, &ctype, &lang, &fetch, &meta)
+	var body, doc string
+	err := s.st.r.QueryRowContext(ctx, `SELECT body, doc FROM web WHERE id = ?`, id).Scan(&body, &doc)
 	if errors.Is(err, sql.ErrNoRows) {
 		return contracts.Document{}, fmt.Errorf("get document %q: %w", id, search.ErrNotFound)
 	}
 	if err != nil {
 		return contracts.Document{}, fmt.Errorf("get document %q: %w", id, err)
 	}
-	if err := json.Unmarshal([]byte(meta), &d); err != nil {
+	if err := json.Unmarshal([]byte(doc), &d); err != nil {
 		return contracts.Document{}, fmt.Errorf("get document %q: decode: %w", id, err)
 	}
 	d.Text = body
 	return d, nil
 }
 
-// Search returns one page of the documents that contain every word of q.Q,
-// best first. Words are letters and digits; everything else in q.Q separates
-// words and has no meaning, so no input is a syntax error. A query without
-// words finds nothing. Limit defaults to DefaultLimit and is capped at
-// MaxLimit. Snippets are plain text.
+// Search returns one page of the documents that match q.Q (see
+// search.Parse: words, phrases, exclusions, site:, filetype:, inurl:),
+// best first by bm25, or in the order they were stored when q.Q has only
+// operators. No input is a syntax error; a query that selects nothing
+// (no words and no operators) finds nothing. Limit defaults to DefaultLimit
+// and is capped at MaxLimit. Snippets are plain text.
 func (s *Search) Search(ctx context.Context, q search.Query) (search.Result, error) {
-	match := MatchExpr(q.Q)
-	if match == "" {
+	p := search.Parse(q.Q)
+	if !p.Matches() {
 		return search.Result{Hits: []contracts.SearchHit{}}, nil
 	}
 	limit := q.Limit
@@ -210,33 +235,45 @@ func (s *Search) Search(ctx context.Context, q search.Query) (search.Result, err
 	limit = min(limit, MaxLimit)
 	offset := max(q.Offset, 0)
 
-	countQ := `SELECT count(*) FROM docs_fts WHERE docs_fts MATCH ?`
-	args := []any{match}
-	filter := ""
-	if q.CrawlID != "" {
-		countQ = `SELECT count(*) FROM docs_fts JOIN docs d ON d.rid = docs_fts.rowid
-			WHERE docs_fts MATCH ? AND d.crawl_id = ?`
-		filter = ` AND d.crawl_id = ?`
-		args = append(args, q.CrawlID)
+	from, args := s.where(p, q)
+	snippet, order := `substr(d.body, 1, 160)`, `d.rid`
+	if p.HasTerms() {
+		// ORDER BY rank lets FTS5 rank the matches itself and hand them over
+		// in order, so LIMIT stops early and snippets are made only for the
+		// page.
+		snippet, order = `snippet(web_fts, -1, '', '', '…', 24)`, `rank`
 	}
-	// ORDER BY rank lets FTS5 rank the matches itself and hand them over in
-	// order, so LIMIT stops early and snippets are made only for the page.
-	hitsQ := `SELECT d.id, d.crawl_id, d.url, d.title, d.description, d.content_type, d.language, d.fetch_time,
-			snippet(docs_fts, -1, '', '', '…', 24), rank
-		FROM docs_fts JOIN docs d ON d.rid = docs_fts.rowid
-		WHERE docs_fts MATCH ?` + filter + ` ORDER BY rank LIMIT ? OFFSET ?`
+	rank := `0.0`
+	if p.HasTerms() {
+		rank = `rank`
+	}
+	hitsQ := `SELECT d.id, d.crawl_id, d.url, d.title, d.description, d.host,
+			coalesce(json_extract(d.doc, '$.content_type[0]'), ''), coalesce(json_extract(d.doc, '$.language_s'), ''),
+			json_extract(d.doc, '$.load_date_dt'), json_extract(d.doc, '$.last_modified'),
+			coalesce(json_extract(d.doc, '$.size_i'), 0), ` + snippet + `, ` + rank + from + ` ORDER BY ` + order + ` LIMIT ? OFFSET ?`
 
-	// One read transaction, so that Total and Hits describe the same state.
+	// One read transaction, so that Total, Hits and Facets describe the
+	// same state.
 	tx, err := s.st.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return search.Result{}, fmt.Errorf("search %q: %w", q.Q, err)
 	}
 	defer func() { _ = tx.Rollback() }()
 	var res search.Result
-	if err := tx.QueryRowContext(ctx, countQ, args...).Scan(&res.Total); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT count(*)`+from, args...).Scan(&res.Total); err != nil {
 		return search.Result{}, fmt.Errorf("search %q: %w", q.Q, err)
 	}
 	res.Hits = []contracts.SearchHit{}
+	if q.Facets {
+		res.Facets = map[string][]search.FacetValue{}
+		for name, col := range map[string]string{search.FacetHosts: "d.host", search.FacetFileTypes: "d.file_ext"} {
+			vals, err := facet(ctx, tx, col, from, args)
+			if err != nil {
+				return search.Result{}, fmt.Errorf("search %q: facet %s: %w", q.Q, name, err)
+			}
+			res.Facets[name] = vals
+		}
+	}
 	if res.Total <= int64(offset) {
 		return res, nil
 	}
@@ -247,13 +284,17 @@ func (s *Search) Search(ctx context.Context, q search.Query) (search.Result, err
 	defer rows.Close()
 	for rows.Next() {
 		var h contracts.SearchHit
-		var fetch int64
+		var title, desc string
+		var loaded, modified sql.NullString
 		var rank float64
-		if err := rows.Scan(&h.ID, &h.CrawlID, &h.URL, &h.Title, &h.Description, &h.ContentType, &h.Language,
-			&fetch, &h.Snippet, &rank); err != nil {
+		if err := rows.Scan(&h.ID, &h.CrawlID, &h.URL, &title, &desc, &h.Host, &h.ContentType, &h.Language,
+			&loaded, &modified, &h.Size, &h.Snippet, &rank); err != nil {
 			return search.Result{}, fmt.Errorf("search %q: %w", q.Q, err)
 		}
-		h.FetchTime = fromNanos(fetch)
+		h.Title, _, _ = strings.Cut(title, "\n")
+		h.Description, _, _ = strings.Cut(desc, "\n")
+		h.FetchTime, _ = time.Parse(time.RFC3339Nano, loaded.String)
+		h.LastModified, _ = time.Parse(time.RFC3339Nano, modified.String)
 		h.Score = -rank // bm25 is lower for better matches
 		res.Hits = append(res.Hits, h)
 	}
@@ -263,15 +304,107 @@ func (s *Search) Search(ctx context.Context, q search.Query) (search.Result, err
 	return res, nil
 }
 
+// where returns the FROM and WHERE clauses, from " FROM" on, that select
+// the documents p and q's filters match, with their arguments.
+func (s *Search) where(p search.Parsed, q search.Query) (string, []any) {
+	var conds []string
+	var args []any
+	from := ` FROM web d`
+	if p.HasTerms() {
+		from = ` FROM web_fts JOIN web d ON d.rid = web_fts.rowid`
+		expr := matchTerms(p.Words, p.Phrases)
+		for _, x := range p.Exclude {
+			expr += ` NOT ` + phrase(x)
+		}
+		conds, args = append(conds, `web_fts MATCH ?`), append(args, expr)
+	} else if len(p.Exclude) > 0 {
+		var ors []string
+		for _, x := range p.Exclude {
+			ors = append(ors, phrase(x))
+		}
+		conds = append(conds, `d.rid NOT IN (SELECT rowid FROM web_fts WHERE web_fts MATCH ?)`)
+		args = append(args, strings.Join(ors, " OR "))
+	}
+	if q.CrawlID != "" {
+		conds, args = append(conds, `d.crawl_id = ?`), append(args, q.CrawlID)
+	}
+	if q.Collection != "" {
+		conds, args = append(conds, `instr(d.collection, ?) > 0`), append(args, "\n"+q.Collection+"\n")
+	}
+	if len(p.Sites) > 0 {
+		var ors []string
+		for _, site := range p.Sites {
+			ors = append(ors, `d.host = ? OR substr(d.host, ?) = ?`)
+			args = append(args, site, -(len(site) + 1), "."+site)
+		}
+		conds = append(conds, `(`+strings.Join(ors, ` OR `)+`)`)
+	}
+	if len(p.FileTypes) > 0 {
+		conds = append(conds, `d.file_ext IN (?`+strings.Repeat(`,?`, len(p.FileTypes)-1)+`)`)
+		for _, ft := range p.FileTypes {
+			args = append(args, ft)
+		}
+	}
+	for _, in := range p.InURL {
+		conds, args = append(conds, `instr(lower(d.url), ?) > 0`), append(args, in)
+	}
+	if len(conds) == 0 {
+		return from, args
+	}
+	return from + ` WHERE ` + strings.Join(conds, ` AND `), args
+}
+
+// facet counts the values of col among the documents that from selects.
+func facet(ctx context.Context, tx *sql.Tx, col, from string, args []any) ([]search.FacetValue, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT `+col+`, count(*) AS n`+from+andOrWhere(from)+col+` != ''
+		GROUP BY `+col+` ORDER BY n DESC, `+col+` LIMIT ?`, append(args, search.MaxFacetValues)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	vals := []search.FacetValue{}
+	for rows.Next() {
+		var v search.FacetValue
+		if err := rows.Scan(&v.Value, &v.Count); err != nil {
+			return nil, err
+		}
+		vals = append(vals, v)
+	}
+	return vals, rows.Err()
+}
+
+func andOrWhere(from string) string {
+	if strings.Contains(from, " WHERE ") {
+		return ` AND `
+	}
+	return ` WHERE `
+}
+
+// matchTerms is the FTS5 expression of all of words and phrases: each a
+// quoted string, ANDed. Words never hold a quote (search.Words).
+func matchTerms(words []string, phrases [][]string) string {
+	parts := make([]string, 0, len(words)+len(phrases))
+	for _, w := range words {
+		parts = append(parts, `"`+w+`"`)
+	}
+	for _, ph := range phrases {
+		parts = append(parts, phrase(ph))
+	}
+	return `(` + strings.Join(parts, " ") + `)`
+}
+
+// phrase is the FTS5 string of words in order.
+func phrase(words []string) string { return `"` + strings.Join(words, " ") + `"` }
+
 // Count returns the number of documents of crawlID, or of all crawls when
 // crawlID is empty.
 func (s *Search) Count(ctx context.Context, crawlID string) (int64, error) {
 	var n int64
 	var err error
 	if crawlID == "" {
-		err = s.st.r.QueryRowContext(ctx, `SELECT count(*) FROM docs`).Scan(&n)
+		err = s.st.r.QueryRowContext(ctx, `SELECT count(*) FROM web`).Scan(&n)
 	} else {
-		err = s.st.r.QueryRowContext(ctx, `SELECT count(*) FROM docs WHERE crawl_id = ?`, crawlID).Scan(&n)
+		err = s.st.r.QueryRowContext(ctx, `SELECT count(*) FROM web WHERE crawl_id = ?`, crawlID).Scan(&n)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("count documents of crawl %q: %w", crawlID, err)
@@ -283,7 +416,7 @@ func (s *Search) Count(ctx context.Context, crawlID string) (int64, error) {
 // search.ErrNotFound when none is stored.
 func (s *Search) Writes(ctx context.Context, id string) (int64, error) {
 	var n int64
-	err := s.st.r.QueryRowContext(ctx, `SELECT w.n FROM docs d JOIN doc_writes w ON w.id = d.id WHERE d.id = ?`, id).Scan(&n)
+	err := s.st.r.QueryRowContext(ctx, `SELECT w.n FROM web d JOIN doc_writes w ON w.id = d.id WHERE d.id = ?`, id).Scan(&n)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, fmt.Errorf("count writes of document %q: %w", id, search.ErrNotFound)
 	}

@@ -46,7 +46,7 @@ func TestSearchDefaults(t *testing.T) {
 	s := open(t, filepath.Join(t.TempDir(), "search.db"), OpenSearch)
 	var docs []contracts.Document
 	for i := range DefaultLimit + 5 {
-		docs = append(docs, contracts.Document{ID: string(rune('a' + i)), CrawlID: "c", Title: "same word", Text: "text"})
+		docs = append(docs, contracts.Document{ID: string(rune('a' + i)), CrawlID: "c", Title: []string{"same word"}, Text: "text"})
 	}
 	if err := s.Upsert(t.Context(), docs); err != nil {
 		t.Fatalf("Upsert: %v", err)
@@ -79,9 +79,11 @@ func TestUpsertRejectsEmptyID(t *testing.T) {
 }
 
 // FuzzSearchQuery feeds arbitrary user input to a real FTS5 index: no
-// query may fail, and the match expression holds only quoted words.
+// query may fail (operators included), and the words' match expression
+// holds only quoted words.
 func FuzzSearchQuery(f *testing.F) {
-	for _, q := range []string{`"`, `a OR b`, `NEAR(a b)`, `title:x`, `x*`, `(`, "\x00", "\u0301", `""""`, `a"b`, "ǅ", "\uFFFD"} {
+	for _, q := range []string{`"`, `a OR b`, `NEAR(a b)`, `title:x`, `x*`, `(`, "\x00", "\u0301", `""""`, `a"b`, "ǅ", "\uFFFD",
+		`site:x.test -"a`, `inurl:% filetype:*`, `-some -"text or"`, `site:'); --`, `inurl:_ site:%`} {
 		f.Add(q)
 	}
 	s, err := OpenSearch(filepath.Join(f.TempDir(), "search.db"))
@@ -89,7 +91,8 @@ func FuzzSearchQuery(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { _ = s.Close() })
-	if err := s.Upsert(f.Context(), []contracts.Document{{ID: "1", CrawlID: "c", Title: "a title", Text: "some text OR NEAR"}}); err != nil {
+	if err := s.Upsert(f.Context(), []contracts.Document{{ID: "1", CrawlID: "c", Title: []string{"a title"}, Text: "some text OR NEAR",
+		URL: "https://x.test/a%_b.html", Host: "x.test", FileExt: "html", Collection: []string{"user"}}}); err != nil {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, q string) {
@@ -102,7 +105,7 @@ func FuzzSearchQuery(f *testing.F) {
 				t.Fatalf("MatchExpr(%q) = %q: %q has no letter or digit", q, expr, w)
 			}
 		}
-		if _, err := s.Search(t.Context(), search.Query{Q: q, CrawlID: "c"}); err != nil {
+		if _, err := s.Search(t.Context(), search.Query{Q: q, CrawlID: "c", Collection: "user", Facets: true}); err != nil {
 			t.Errorf("Search(%q) error: %v", q, err)
 		}
 	})

@@ -87,8 +87,40 @@ type Doc struct {
 	Title       string
 	Description string
 	Lang        string
-	// Headings are the h1 and h2 texts in document order.
+	// Headings are the h1 and h2 texts in document order; H1 and H2 split
+	// them by level.
 	Headings []string
+	H1, H2   []string
+	// Text holds the page's paragraphs (or the body of a text/plain file),
+	// each of which the visible text contains whitespace-collapsed.
+	Text []string
+	// Size is the length of the body as served.
+	Size int
+	// Charset is the WHATWG name of the encoding the page declares:
+	// "utf-8", or "windows-1252" for a page declaring iso-8859-1 (the
+	// Encoding Standard maps that label to windows-1252).
+	Charset string
+	// Links are the page's links written as elements (a, area, frame,
+	// iframe; not those in raw HTML, nor empty or fragment-only references),
+	// resolved and normalized, once each in
+	// order of first appearance, with the first non-empty anchor text (a
+	// and area) and Nofollow when every occurrence has rel=nofollow.
+	Links []DocLink
+	// Images are the page's images, resolved, once each, with the first
+	// non-empty alt text.
+	Images []DocLink
+	// Keywords is the meta keywords with commas and runs of spaces turned
+	// into single spaces; Author the meta author, whitespace collapsed.
+	Keywords, Author string
+	// RobotsNofollow reports a <meta name=robots> holding nofollow.
+	RobotsNofollow bool
+}
+
+// DocLink is a link or image of an indexed page.
+type DocLink struct {
+	URL      string
+	Text     string
+	Nofollow bool
 }
 
 // Word is a word found on exactly one page of the site, in lowercase.
@@ -165,7 +197,12 @@ func (s *Site) Expect(maxDepth int) Expect {
 			e.NoIndex = append(e.NoIndex, cur)
 		default:
 			e.Indexed = append(e.Indexed, cur)
-			e.Docs[cur] = p.doc()
+			doc := p.doc(cu)
+			doc.Size = len(s.bodies[cu.Hostname()+cu.RequestURI()])
+			if doc.Size == 0 && p.plain == "" {
+				doc.Size = len(p.render())
+			}
+			e.Docs[cur] = doc
 		}
 		if p.nofollow() {
 			continue
@@ -316,15 +353,76 @@ func (s *Site) words() []Word {
 }
 
 // doc returns the expected parse of p.
-func (p *page) doc() Doc {
+func (p *page) doc(pageURL *url.URL) Doc {
 	if p.plain != "" {
-		return Doc{ContentType: p.mediaType()}
+		return Doc{ContentType: p.mediaType(), Text: []string{strings.Join(strings.Fields(p.plain), " ")}, Size: len(p.plain), Charset: "utf-8"}
 	}
-	return Doc{
+	d := Doc{
 		ContentType: p.mediaType(),
 		Title:       p.title,
 		Description: p.description,
 		Lang:        p.lang,
 		Headings:    slices.Clone(p.headings),
+		Text:        slices.Clone(p.text),
+		Charset:     "utf-8",
+		Keywords:    strings.Join(strings.FieldsFunc(p.keywords, func(r rune) bool { return r == ',' || r == ' ' }), " "),
+		Author:      strings.Join(strings.Fields(p.author), " "),
 	}
+	if p.latin1 {
+		d.Charset = "windows-1252"
+	}
+	if len(p.headings) > 0 {
+		d.H1, d.H2 = p.headings[:1], p.headings[1:]
+	}
+	for _, tok := range strings.FieldsFunc(strings.ToLower(p.metaRobots), func(r rune) bool { return r == ',' || r == ' ' }) {
+		d.RobotsNofollow = d.RobotsNofollow || tok == "nofollow" || tok == "none"
+	}
+	base := pageURL
+	if p.base != "" {
+		if b, err := url.Parse(strings.TrimSpace(p.base)); err == nil {
+			base = pageURL.ResolveReference(b)
+		}
+	}
+	seen := map[string]int{}
+	for _, l := range p.links {
+		// Empty and fragment-only references point at the page itself: a
+		// crawler records no link for them.
+		if h := strings.TrimSpace(l.href); l.raw != "" || h == "" || h[0] == '#' {
+			continue
+		}
+		t, ok := resolveHref(base, l.href)
+		if !ok {
+			continue
+		}
+		text := ""
+		if l.tag == "" || l.tag == "a" || l.tag == "area" {
+			text = strings.Join(strings.Fields(l.text), " ")
+		}
+		nofollow := l.nofollow() && l.tag != "frame" && l.tag != "iframe"
+		if i, ok := seen[t]; ok {
+			d.Links[i].Nofollow = d.Links[i].Nofollow && nofollow
+			if d.Links[i].Text == "" {
+				d.Links[i].Text = text
+			}
+			continue
+		}
+		seen[t] = len(d.Links)
+		d.Links = append(d.Links, DocLink{URL: t, Text: text, Nofollow: nofollow})
+	}
+	seen = map[string]int{}
+	for _, im := range p.images {
+		t, ok := resolveHref(base, im.src)
+		if !ok {
+			continue
+		}
+		if i, ok := seen[t]; ok {
+			if d.Images[i].Text == "" {
+				d.Images[i].Text = im.alt
+			}
+			continue
+		}
+		seen[t] = len(d.Images)
+		d.Images = append(d.Images, DocLink{URL: t, Text: im.alt})
+	}
+	return d
 }

@@ -294,6 +294,9 @@ func buildSite(port int) (map[string]*page, map[string]robotsFile) {
 		description: "Manuals of Example Test.",
 		headings:    []string{"Documentation"},
 		text:        []string{"A compendium of manuals."},
+		images:      []image{{src: "/img/logo.png", alt: "Example logo"}, {src: abs(HostWWW, "/banner.gif")}, {src: "/img/logo.png", alt: "again"}},
+		keywords:    "manuals, documentation,guide",
+		author:      "The  Docs Team",
 		links: []link{
 			{href: "/guide/", text: "Guide"},
 			{href: "/drafts/next.html", text: "Next release notes"},

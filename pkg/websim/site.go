@@ -278,7 +278,13 @@ type page struct {
 	frameset    bool   // frame links go into a frameset instead of a body
 	raw         string // extra body HTML (comments, scripts) holding no followable link
 	words       []word
+	images      []image // written after the first heading's text
+	keywords    string  // <meta name=keywords>
+	author      string  // <meta name=author>
 }
+
+// image is an <img> of a page.
+type image struct{ src, alt string }
 
 func (p *page) code() int {
 	if p.status == 0 {
@@ -330,6 +336,12 @@ func (p *page) render() []byte {
 	if p.metaRobots != "" {
 		b.WriteString("<meta name=\"robots\" content=\"" + esc(p.metaRobots) + "\">\n")
 	}
+	if p.keywords != "" {
+		b.WriteString("<meta name=\"keywords\" content=\"" + esc(p.keywords) + "\">\n")
+	}
+	if p.author != "" {
+		b.WriteString("<meta name=\"author\" content=\"" + esc(p.author) + "\">\n")
+	}
 	if p.base != "" {
 		b.WriteString("<base href=\"" + esc(p.base) + "\">\n")
 	}
@@ -351,6 +363,11 @@ func (p *page) render() []byte {
 		b.WriteString("<" + tag + ">" + esc(h) + "</" + tag + ">\n")
 		if i < len(p.text) {
 			b.WriteString("<p>" + esc(p.text[i]) + "</p>\n")
+		}
+		if i == 0 {
+			for _, im := range p.images {
+				b.WriteString("<img src=\"" + esc(im.src) + "\" alt=\"" + esc(im.alt) + "\">\n")
+			}
 		}
 	}
 	for i := len(p.headings); i < len(p.text); i++ {

@@ -48,6 +48,9 @@ func Run(t *testing.T, h Harness) {
 		{"NoIndexNotStored", testNoIndex},
 		{"Reopen", testReopen},
 		{"WritesCounted", testWrites},
+		{"Operators", testOperators},
+		{"Facets", testFacets},
+		{"CollectionFilter", testCollection},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.f(t, h) })
@@ -67,16 +70,27 @@ const filler = "The quick brown fox jumps over the lazy dog while the crawler fe
 // doc returns a document of crawlID with a fresh id.
 func doc(crawlID, title, text string) contracts.Document {
 	id := "std-" + rand.Text()
+	now := time.Now().UTC().Truncate(time.Millisecond)
 	return contracts.Document{
-		ID:          id,
-		CrawlID:     crawlID,
-		URL:         "https://example.com/" + strings.ToLower(id),
-		Host:        "example.com",
-		Title:       title,
-		Text:        text,
-		ContentType: "text/html",
-		StatusCode:  200,
-		FetchTime:   time.Now().Truncate(time.Millisecond),
+		ID:                 id,
+		CrawlID:            crawlID,
+		URL:                "https://example.com/" + strings.ToLower(id),
+		Host:               "example.com",
+		SSLD:               "example.com",
+		HostOrganization:   "example",
+		Title:              []string{title},
+		Text:               text,
+		ContentType:        []string{"text/html"},
+		HTTPStatus:         200,
+		LoadDate:           now,
+		LastModified:       now.Add(-time.Hour),
+		URLProtocol:        "https",
+		URLFileName:        strings.ToLower(id),
+		InboundLinks:       []string{},
+		OutboundLinks:      []string{},
+		Images:             []string{},
+		InboundAnchorText:  []string{},
+		OutboundAnchorText: []string{},
 	}
 }
 
@@ -131,7 +145,7 @@ func testUpsertIdempotent(t *testing.T, h Harness) {
 	}
 
 	d2 := d
-	d2.Title = "second " + w2
+	d2.Title = []string{"second " + w2}
 	mustUpsert(t, x, d2)
 	if n := mustCount(t, x, crawl); n != 1 {
 		t.Errorf("Count after replacing the document = %d, want 1", n)
@@ -152,13 +166,13 @@ func testUpsertIdempotent(t *testing.T, h Harness) {
 
 	// Two versions in one batch: the later one wins.
 	d3 := d
-	d3.Title = "third " + w3
+	d3.Title = []string{"third " + w3}
 	mustUpsert(t, x, d, d3)
 	if n := mustCount(t, x, crawl); n != 1 {
 		t.Errorf("Count after a batch with two versions = %d, want 1", n)
 	}
 	got, err := x.Get(t.Context(), d.ID)
-	if err != nil || got.Title != d3.Title {
+	if err != nil || got.FirstTitle() != d3.FirstTitle() {
 		t.Errorf("Get(%q) = title %q, %v, want %q", d.ID, got.Title, err, d3.Title)
 	}
 	if res := mustSearch(t, x, search.Query{Q: common, Limit: 10}); res.Total != 1 {
@@ -173,9 +187,10 @@ func testFindsWords(t *testing.T, h Harness) {
 	inTitle := doc(crawl, "About "+wt, filler)
 	inText := doc(crawl, "Plain", filler+" and "+wx+" too. "+filler)
 	inDesc := doc(crawl, "Plain", filler)
-	inDesc.Description = "Described as " + wd
+	inDesc.Description = []string{"Described as " + wd}
 	inHeading := doc(crawl, "Plain", filler)
-	inHeading.Headings = []string{"Intro", "Section " + wh}
+	inHeading.H1 = []string{"Intro"}
+	inHeading.H3 = []string{"Section " + wh}
 	mustUpsert(t, x, inTitle, inText, inDesc, inHeading)
 	for _, tc := range []struct {
 		name, q string
@@ -301,12 +316,19 @@ func testGet(t *testing.T, h Harness) {
 	x := h.New(t)
 	crawl := newCrawlID()
 	d := doc(crawl, "Full document", filler+filler)
-	d.Description = "A description"
+	d.Description = []string{"A description"}
 	d.Language = "en"
-	d.Headings = []string{"One", "Two\nlines"}
-	d.Links = []contracts.Link{{URL: "https://example.com/a", Text: "A"}, {URL: "https://example.org/", Nofollow: true}}
-	d.Depth = 2
-	d.Asset = contracts.AssetRef{Key: "warc/x.warc.gz", Offset: 10, Length: 2000}
+	d.H1 = []string{"One"}
+	d.H2 = []string{"Two\nlines"}
+	d.InboundLinks, d.InboundAnchorText = []string{"https://example.com/a"}, []string{"A"}
+	d.OutboundLinks, d.OutboundAnchorText = []string{"https://example.org/"}, []string{""}
+	d.LinksCount, d.LinksNofollowCount, d.InboundLinksCount, d.OutboundLinksCount, d.OutboundLinksNofollowCount = 2, 1, 1, 1, 1
+	d.Images, d.ImagesCount = []string{"https://example.com/i.png"}, 1
+	d.CrawlDepth = 2
+	d.Robots = contracts.RobotsMetaNoArchive | contracts.RobotsHeaderNoSnippet
+	d.Collection = []string{"user"}
+	d.Keywords, d.Author, d.Charset, d.ResponseTime, d.Size = "k1 k2", "An Author", "windows-1252", 17, 3000
+	d.WARCKey, d.WARCOffset, d.WARCLength = "warc/x.warc.gz", 10, 2000
 	mustUpsert(t, x, d)
 	got, err := x.Get(t.Context(), d.ID)
 	if err != nil {
@@ -343,7 +365,7 @@ func testHitFields(t *testing.T, h Harness) {
 	crawl := newCrawlID()
 	w := word()
 	d := doc(crawl, "Hit title", strings.Repeat(filler, 3)+"Here is the word "+w+" in the text. "+strings.Repeat(filler, 3))
-	d.Description = "Hit description"
+	d.Description = []string{"Hit description"}
 	d.Language = "en"
 	mustUpsert(t, x, d)
 	res := mustSearch(t, x, search.Query{Q: w, CrawlID: crawl, Limit: 10})
@@ -352,8 +374,9 @@ func testHitFields(t *testing.T, h Harness) {
 	}
 	hit := res.Hits[0]
 	want := contracts.SearchHit{
-		ID: d.ID, CrawlID: d.CrawlID, URL: d.URL, Title: d.Title, Description: d.Description,
-		ContentType: d.ContentType, Language: d.Language, FetchTime: d.FetchTime,
+		ID: d.ID, CrawlID: d.CrawlID, URL: d.URL, Title: d.FirstTitle(), Description: d.Description[0],
+		ContentType: d.ContentType[0], Language: d.Language, FetchTime: d.LoadDate,
+		Host: d.Host, Size: d.Size, LastModified: d.LastModified,
 		Snippet: hit.Snippet, Score: hit.Score,
 	}
 	if diff := cmp.Diff(want, hit, cmpTime); diff != "" {
@@ -370,8 +393,9 @@ func testSyntax(t *testing.T, h Harness) {
 	w := word()
 	d := doc(crawl, "Syntax", filler+w+" "+filler)
 	mustUpsert(t, x, d)
-	// Each of these is w with engine syntax around it, and must find d.
-	for _, q := range []string{`"` + w + `"`, `(` + w, `(` + w + `)`, w + `*`, `-` + w, `+` + w, w + `:`, w + `"`, `{` + w + `}`, `'` + w + `'`} {
+	// Each of these is w with engine syntax around it, and must find d. (A
+	// leading "-" excludes the word: see testOperators.)
+	for _, q := range []string{`"` + w + `"`, `(` + w, `(` + w + `)`, w + `*`, `+` + w, w + `:`, w + `"`, `{` + w + `}`, `'` + w + `'`} {
 		res, err := x.Search(t.Context(), search.Query{Q: q, CrawlID: crawl, Limit: 10})
 		if err != nil {
 			t.Errorf("Search(%q) error: %v", q, err)
@@ -438,7 +462,7 @@ func testReopen(t *testing.T, h Harness) {
 		t.Errorf("Count(%q) after reopen = %d, want 1", crawl, n)
 	}
 	// Replacing still works on the reopened index.
-	d.Title = "Replaced"
+	d.Title = []string{"Replaced"}
 	mustUpsert(t, x, d)
 	if res := mustSearch(t, x, search.Query{Q: w, Limit: 10}); res.Total != 0 {
 		t.Errorf("Search(%q) after replacing the document = Total %d, want 0", w, res.Total)
@@ -472,7 +496,7 @@ func testWrites(t *testing.T, h Harness) {
 		t.Errorf("Writes after three Upserts of the same document = %d, want 3", n)
 	}
 	d2 := d
-	d2.Title = "counted again"
+	d2.Title = []string{"counted again"}
 	mustUpsert(t, x, d, d2) // two versions in one batch: one store
 	if n := writes(d.ID); n != 4 {
 		t.Errorf("Writes after a batch with two versions = %d, want 4", n)
@@ -488,5 +512,111 @@ func testWrites(t *testing.T, h Harness) {
 	mustUpsert(t, x, gone)
 	if _, err := x.Writes(t.Context(), other.ID); !errors.Is(err, search.ErrNotFound) {
 		t.Errorf("Writes(%q) of a removed document: error %v, want ErrNotFound", other.ID, err)
+	}
+}
+
+// at returns d moved to the URL u (host and file type with it).
+func at(d contracts.Document, host, path, ext string) contracts.Document {
+	d.URL = "https://" + host + path
+	d.Host = host
+	d.FileExt = ext
+	return d
+}
+
+func testOperators(t *testing.T, h Harness) {
+	x := h.New(t)
+	crawl := newCrawlID()
+	w, other, p1, p2 := word(), word(), word(), word()
+	// Hosts and paths unique to this test, so that operator-only queries
+	// see only its documents.
+	site := strings.ToLower(rand.Text()) + ".test"
+	html := at(doc(crawl, "Guide", filler+w+" "+p1+" "+p2), site, "/docs/Guide.html", "html")
+	sub := at(doc(crawl, "Sub", filler+w+" "+p2+" "+p1), "www."+site, "/blog/post", "")
+	pdf := at(doc(crawl, "Paper", filler+w+" "+other), "files."+site, "/papers/a.pdf", "pdf")
+	elsewhere := at(doc(crawl, "Else", filler+w), "not"+site, "/docs/x.html", "html")
+	mustUpsert(t, x, html, sub, pdf, elsewhere)
+	for _, tc := range []struct {
+		q    string
+		want []string
+	}{
+		{w, []string{html.ID, sub.ID, pdf.ID, elsewhere.ID}},
+		{w + " site:" + site, []string{html.ID, sub.ID, pdf.ID}},
+		{w + " site:www." + site, []string{sub.ID}},
+		{"site:" + site, []string{html.ID, sub.ID, pdf.ID}},
+		{w + " filetype:pdf", []string{pdf.ID}},
+		{w + " filetype:HTML site:" + site, []string{html.ID}},
+		{w + " inurl:DOCS", []string{html.ID, elsewhere.ID}},
+		{"inurl:/papers/ site:" + site, []string{pdf.ID}},
+		{w + ` "` + p1 + " " + p2 + `"`, []string{html.ID}},
+		{w + ` "` + p2 + " " + p1 + `"`, []string{sub.ID}},
+		{w + " -" + other, []string{html.ID, sub.ID, elsewhere.ID}},
+		{w + ` -"` + p1 + " " + p2 + `"`, []string{sub.ID, pdf.ID, elsewhere.ID}},
+		{"site:" + site + " -" + p1, []string{pdf.ID}},
+		{"-" + w, nil},
+	} {
+		res := mustSearch(t, x, search.Query{Q: tc.q, CrawlID: crawl, Limit: 10})
+		if got := sorted(hitIDs(res)...); !slices.Equal(got, sorted(tc.want...)) || res.Total != int64(len(tc.want)) {
+			t.Errorf("Search(%q) = %v (total %d), want %v", tc.q, got, res.Total, sorted(tc.want...))
+		}
+	}
+}
+
+func testFacets(t *testing.T, h Harness) {
+	x := h.New(t)
+	crawl := newCrawlID()
+	w := word()
+	a, b := strings.ToLower(rand.Text())+".test", strings.ToLower(rand.Text())+".test"
+	docs := []contracts.Document{
+		at(doc(crawl, "1", filler+w), a, "/1.html", "html"),
+		at(doc(crawl, "2", filler+w), a, "/2.html", "html"),
+		at(doc(crawl, "3", filler+w), a, "/3.pdf", "pdf"),
+		at(doc(crawl, "4", filler+w), b, "/4", ""),
+		at(doc(crawl, "5", filler), b, "/5.txt", "txt"), // does not match
+	}
+	mustUpsert(t, x, docs...)
+	res := mustSearch(t, x, search.Query{Q: w, CrawlID: crawl, Limit: 1, Facets: true})
+	want := map[string][]search.FacetValue{
+		search.FacetHosts:     {{Value: a, Count: 3}, {Value: b, Count: 1}},
+		search.FacetFileTypes: {{Value: "html", Count: 2}, {Value: "pdf", Count: 1}},
+	}
+	if d := cmp.Diff(want, res.Facets); d != "" {
+		t.Errorf("Search(%q, Facets) facets (-want +got):\n%s", w, d)
+	}
+	if len(res.Hits) != 1 || res.Total != 4 {
+		t.Errorf("Search(%q, Limit 1, Facets) = %d hits, total %d, want 1 and 4", w, len(res.Hits), res.Total)
+	}
+	if res := mustSearch(t, x, search.Query{Q: w, CrawlID: crawl}); res.Facets != nil {
+		t.Errorf("Search without Facets returned facets %v", res.Facets)
+	}
+}
+
+func testCollection(t *testing.T, h Harness) {
+	x := h.New(t)
+	crawl := newCrawlID()
+	w := word()
+	c1, c2 := "c"+strings.ToLower(rand.Text()), "c"+strings.ToLower(rand.Text())
+	both := doc(crawl, "both", filler+w)
+	both.Collection = []string{c1, c2}
+	one := doc(crawl, "one", filler+w)
+	one.Collection = []string{c1}
+	none := doc(crawl, "none", filler+w)
+	mustUpsert(t, x, both, one, none)
+	for _, tc := range []struct {
+		coll string
+		want []string
+	}{
+		{"", []string{both.ID, one.ID, none.ID}},
+		{c1, []string{both.ID, one.ID}},
+		{c2, []string{both.ID}},
+		{c1[:len(c1)-1], nil}, // a prefix of a collection is not the collection
+	} {
+		res := mustSearch(t, x, search.Query{Q: w, CrawlID: crawl, Collection: tc.coll})
+		if got := sorted(hitIDs(res)...); !slices.Equal(got, sorted(tc.want...)) {
+			t.Errorf("Search(%q, collection %q) = %v, want %v", w, tc.coll, got, sorted(tc.want...))
+		}
+	}
+	got, err := x.Get(t.Context(), both.ID)
+	if err != nil || !slices.Equal(got.Collection, both.Collection) {
+		t.Errorf("Get(%q).Collection = %v, %v, want %v", both.ID, got.Collection, err, both.Collection)
 	}
 }

@@ -25,7 +25,6 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"path"
 	"strings"
 	"sync"
 
@@ -215,11 +214,11 @@ func (c *Crawler) Process(ctx context.Context, k contracts.CrawlerContract, prof
 	// were handled by an earlier delivery. The record's depth is the page's:
 	// it may have been lowered since the contract was written.
 	var todo []contracts.CrawlerPage
-	var todoKeys []string
+	var todoKeys, todoRefs []string
 	for i, p := range k.Pages {
 		if r, ok := recs[keys[i]]; ok && r.Status == want {
 			p.Depth, p.Hops = r.Depth, r.Hops
-			todo, todoKeys = append(todo, p), append(todoKeys, keys[i])
+			todo, todoKeys, todoRefs = append(todo, p), append(todoKeys, keys[i]), append(todoRefs, r.Referrer)
 		}
 	}
 	var pages []*parsed
@@ -234,7 +233,7 @@ func (c *Crawler) Process(ctx context.Context, k contracts.CrawlerContract, prof
 		return err
 	}
 	for i, p := range todo {
-		pp, err := c.parse(ctx, k, scope, p, todoKeys[i], spans)
+		pp, err := c.parse(ctx, k, profile, scope, p, todoKeys[i], todoRefs[i], spans)
 		if err != nil {
 			return err
 		}
@@ -286,9 +285,11 @@ func (c *Crawler) Process(ctx context.Context, k contracts.CrawlerContract, prof
 
 // parse loads and parses one page. Only backend failures are errors; a page
 // that cannot be parsed becomes a failed record.
-func (c *Crawler) parse(ctx context.Context, k contracts.CrawlerContract, scope *scope.Rules, p contracts.CrawlerPage, key string, spans map[string]span) (*parsed, error) {
+// referrer is the URL of the page that linked p.
+func (c *Crawler) parse(ctx context.Context, k contracts.CrawlerContract, profile contracts.Profile, scope *scope.Rules,
+	p contracts.CrawlerPage, key, referrer string, spans map[string]span) (*parsed, error) {
 	out := &parsed{page: p, key: key, final: contracts.ToBeIndexed}
-	status, header, body, err := c.load(ctx, p.Asset, spans)
+	status, header, ip, body, err := c.load(ctx, p.Asset, spans)
 	if err != nil {
 		if errors.Is(err, assets.ErrNotFound) {
 			out.final, out.reason = contracts.Failed, "asset missing: "+p.Asset.Key
@@ -317,7 +318,7 @@ func (c *Crawler) parse(ctx context.Context, k contracts.CrawlerContract, scope 
 		out.reason = "to " + target
 		if tu, err := url.Parse(target); err == nil {
 			if ok, _ := scope.Follow(tu, target, p.Depth, p.Hops+1); ok {
-				out.links = append(out.links, frontier.Candidate{URL: target, Depth: p.Depth, Hops: p.Hops + 1, Referrer: key})
+				out.links = append(out.links, frontier.Candidate{URL: target, Depth: p.Depth, Hops: p.Hops + 1, Referrer: p.URL})
 			}
 		}
 		return out, nil
@@ -338,25 +339,17 @@ func (c *Crawler) parse(ctx context.Context, k contracts.CrawlerContract, scope 
 		out.final, out.reason = contracts.Failed, "parse: "+err.Error()
 		return out, nil
 	}
-	title := res.Title
-	if title == "" {
-		title = path.Base(pageURL.Path)
-		if title == "/" || title == "." {
-			title = pageURL.Host
-		}
-	}
-	doc := &contracts.Document{
-		ID: key, CrawlID: k.CrawlID, URL: p.URL, Host: urlnorm.Host(pageURL),
-		Title: title, Description: res.Description, Language: res.Language, Headings: res.Headings,
-		Text: res.Text, Links: res.Links, ContentType: ctype, StatusCode: status, Depth: p.Depth,
-		FetchTime: p.FetchedAt, Asset: p.Asset,
-	}
-	if res.NoIndex || !scope.Index(p.URL) {
+	robots, ownRobots := headerRobots(header)
+	noIndex := res.NoIndex || ownRobots&contracts.RobotsHeaderNoIndex != 0
+	noFollow := res.NoFollow || ownRobots&contracts.RobotsHeaderNoFollow != 0
+	doc := document(page{key: key, crawlID: k.CrawlID, u: pageURL, p: p, header: header, ip: ip,
+		body: len(body), mediaType: mt, referrer: referrer, collection: profile.Collection, headerRobots: robots}, &res)
+	if noIndex || !scope.Index(p.URL) {
 		out.final, out.reason = contracts.Failed, contracts.ReasonExcluded
 	} else {
 		out.doc = doc
 	}
-	if !res.NoFollow {
+	if !noFollow {
 		for _, l := range res.Links {
 			if l.Nofollow {
 				continue
@@ -366,7 +359,7 @@ func (c *Crawler) parse(ctx context.Context, k contracts.CrawlerContract, scope 
 				continue
 			}
 			if ok, _ := scope.Follow(lu, l.URL, p.Depth+1, 0); ok {
-				out.links = append(out.links, frontier.Candidate{URL: l.URL, Depth: p.Depth + 1, Referrer: key})
+				out.links = append(out.links, frontier.Candidate{URL: l.URL, Depth: p.Depth + 1, Referrer: p.URL})
 			}
 		}
 	}
@@ -432,41 +425,41 @@ func (c *Crawler) readSpans(ctx context.Context, pages []contracts.CrawlerPage) 
 // load reads the WARC response record at ref (from spans when it holds it)
 // and returns the HTTP status, headers and decoded body, capped at
 // MaxBodyBytes (a gzip bomb is cut there).
-func (c *Crawler) load(ctx context.Context, ref contracts.AssetRef, spans map[string]span) (int, http.Header, []byte, error) {
+func (c *Crawler) load(ctx context.Context, ref contracts.AssetRef, spans map[string]span) (status int, header http.Header, ip string, body []byte, err error) {
 	var r io.Reader
 	if sp, ok := spans[ref.Key]; ok && ref.Offset >= sp.off && ref.Offset+ref.Length <= sp.off+int64(len(sp.data)) {
 		r = bytes.NewReader(sp.data[ref.Offset-sp.off : ref.Offset-sp.off+ref.Length])
 	} else {
 		rc, err := c.deps.Assets.Get(ctx, ref.Key, ref.Offset, ref.Length)
 		if err != nil {
-			return 0, nil, nil, fmt.Errorf("get asset %q: %w", ref.Key, err)
+			return 0, nil, "", nil, fmt.Errorf("get asset %q: %w", ref.Key, err)
 		}
 		defer rc.Close()
 		r = rc
 	}
 	rec, err := warc.ReadRecord(r, c.cfg.MaxBodyBytes+1<<20)
 	if err != nil {
-		return 0, nil, nil, &badRecordError{"read warc record: " + err.Error()}
+		return 0, nil, "", nil, &badRecordError{"read warc record: " + err.Error()}
 	}
-	status, header, body, err := warc.ParseHTTPResponse(rec.Block)
+	status, header, body, err = warc.ParseHTTPResponse(rec.Block)
 	if err != nil {
-		return 0, nil, nil, &badRecordError{"parse http response: " + err.Error()}
+		return 0, nil, "", nil, &badRecordError{"parse http response: " + err.Error()}
 	}
 	if strings.EqualFold(strings.TrimSpace(header.Get("Content-Encoding")), "gzip") {
 		zr, err := gzip.NewReader(bytes.NewReader(body))
 		if err != nil {
-			return 0, nil, nil, &badRecordError{"gzip body: " + err.Error()}
+			return 0, nil, "", nil, &badRecordError{"gzip body: " + err.Error()}
 		}
 		dec, err := io.ReadAll(io.LimitReader(zr, c.cfg.MaxBodyBytes+1))
 		if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
-			return 0, nil, nil, &badRecordError{"gunzip body: " + err.Error()}
+			return 0, nil, "", nil, &badRecordError{"gunzip body: " + err.Error()}
 		}
 		if int64(len(dec)) > c.cfg.MaxBodyBytes {
 			dec = dec[:c.cfg.MaxBodyBytes]
 		}
 		body = dec
 	}
-	return status, header, body, nil
+	return status, header, rec.Header.Get(warc.FieldIPAddress), body, nil
 }
 
 func looksHTML(b []byte) bool {

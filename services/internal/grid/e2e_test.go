@@ -140,7 +140,9 @@ func TestEndToEndTestSite(t *testing.T) {
 	profile := contracts.Profile{
 		StartURLs: []string{site.StartURL()}, MaxDepth: depth, Scope: contracts.ScopeDomain,
 		Politeness: contracts.Politeness{MinDelayMS: 5, MaxDelayMS: 50, DelayFactor: 1, Robots: contracts.RobotsObey},
+		Collection: e2eCollections,
 	}
+	crawlStart := time.Now()
 	var created contracts.CreateCrawlResponse
 	if code := apiDo(t, http.MethodPost, api+"/api/v1/crawls", profile, &created); code != http.StatusCreated {
 		t.Fatalf("POST /api/v1/crawls = %d", code)
@@ -173,9 +175,7 @@ func TestEndToEndTestSite(t *testing.T) {
 			t.Errorf("document of %s: %v", u, err)
 			continue
 		}
-		if want := exp.Docs[u]; want.Title != "" && doc.Title != want.Title {
-			t.Errorf("document %s title = %q, want %q", u, doc.Title, want.Title)
-		}
+		checkDocument(t, u, doc, exp, r, crawlStart)
 	}
 	if got, want := st.Counts[contracts.Indexed], int64(len(exp.Indexed)); got != want {
 		t.Errorf("indexed records = %d, want %d", got, want)

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -208,6 +209,40 @@ func esPendingCount(t *testing.T, esURL, prefix, crawlID string) int64 {
 	return r.Count
 }
 
+// esDocument reads the document id from Elasticsearch's web index as
+// stored (_source), checks that it holds YaCy's mandatory fields and
+// nothing but Document's fields, and decodes it.
+func esDocument(t *testing.T, esURL, prefix, id string) contracts.Document {
+	t.Helper()
+	resp, err := http.Get(esURL + "/" + prefix + "-web/_doc/" + url.PathEscape(id))
+	if err != nil {
+		t.Fatalf("es get document %s: %v", id, err)
+	}
+	defer resp.Body.Close()
+	var got struct {
+		Source json.RawMessage `json:"_source"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&got) != nil {
+		t.Fatalf("es get document %s = %d", id, resp.StatusCode)
+	}
+	var fields map[string]any
+	if err := json.Unmarshal(got.Source, &fields); err != nil {
+		t.Fatalf("es document %s: %v", id, err)
+	}
+	for _, f := range yacyMandatory {
+		if _, ok := fields[f]; !ok {
+			t.Errorf("es document %s has no field %s", id, f)
+		}
+	}
+	var d contracts.Document
+	dec := json.NewDecoder(bytes.NewReader(got.Source))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&d); err != nil {
+		t.Fatalf("es document %s is not a Document: %v", id, err)
+	}
+	return d
+}
+
 func (c *gridCluster) envValue(k string) string {
 	for _, kv := range c.env {
 		if v, ok := strings.CutPrefix(kv, k+"="); ok {
@@ -249,7 +284,8 @@ func TestGridModeEndToEnd(t *testing.T) {
 	c.startAll()
 
 	p := contracts.Profile{StartURLs: []string{site.StartURL()}, MaxDepth: depth, Scope: contracts.ScopeDomain,
-		Politeness: contracts.Politeness{MinDelayMS: 5, MaxDelayMS: 50, DelayFactor: 1}}
+		Politeness: contracts.Politeness{MinDelayMS: 5, MaxDelayMS: 50, DelayFactor: 1}, Collection: e2eCollections}
+	crawlStart := time.Now()
 	var created contracts.CreateCrawlResponse
 	if code := c.do(http.MethodPost, "/api/v1/crawls", p, &created); code != http.StatusCreated {
 		t.Fatalf("POST crawl = %d", code)
@@ -319,6 +355,7 @@ func TestGridModeEndToEnd(t *testing.T) {
 		if code, _, _, err := warc.ParseHTTPResponse(rec.Block); err != nil || code != http.StatusOK {
 			t.Errorf("HTTP response in WARC record of %s: %d, %v", u, code, err)
 		}
+		checkDocument(t, u, esDocument(t, esURL, prefix, r.Key), exp, r, crawlStart)
 	}
 	for _, u := range exp.Redirected {
 		if r, err := set.Tx.Get(ctx, txindex.Key(id, u)); err != nil || r.Status != contracts.Redirected {

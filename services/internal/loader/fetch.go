@@ -245,7 +245,8 @@ type exchange struct {
 	truncated   bool
 	status      int
 	contentType string
-	retryAfter  string // the Retry-After header, for the politeness scheduler
+	retryAfter  string        // the Retry-After header, for the politeness scheduler
+	elapsed     time.Duration // from sending the request to the end of the body
 }
 
 // httpGet GETs u once, without following redirects, and keeps at most
@@ -271,6 +272,7 @@ func (l *Loader) httpGet(ctx context.Context, t *task, u *url.URL) (*exchange, e
 	if err != nil {
 		return nil, fmt.Errorf("read body: %w", err)
 	}
+	ex.elapsed = time.Since(ex.date)
 	if int64(len(body)) > l.cfg.MaxBodyBytes {
 		body, ex.truncated = body[:l.cfg.MaxBodyBytes], true
 	}

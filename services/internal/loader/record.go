@@ -121,6 +121,7 @@ func (r *recorder) addExchange(t *task, o outcome) {
 	ex := o.ex
 	res := &result{t: t, status: contracts.ToBeParsed, reason: o.reason, page: contracts.CrawlerPage{
 		URL: t.url, Depth: t.depth, Hops: t.hops, StatusCode: ex.status, ContentType: ex.contentType, FetchedAt: ex.date,
+		ResponseTimeMS: int(ex.elapsed.Milliseconds()),
 	}}
 	if o.reason != "" {
 		res.status = contracts.Failed

@@ -44,6 +44,7 @@ func (m *MCP) Handler() http.Handler {
 	mux.HandleFunc("GET /yacy/grid/mcp/index/yacysearch.json", m.yacySearchJSON)
 	mux.HandleFunc("GET /yacysearch.rss", m.yacySearchRSS)
 	mux.HandleFunc("GET /api/v1/frontier", m.frontierReport)
+	mux.HandleFunc(yacyCrawlStartPath, m.yacyCrawlStart)
 	mux.Handle("/hcf/", m.hcfHandler())
 	return m.auth(mux)
 }
@@ -117,6 +118,12 @@ func decodeProfile(r io.Reader) (contracts.Profile, error) {
 	if dec.More() {
 		return p, &contracts.FieldError{Field: "", Reason: "trailing data after the profile"}
 	}
+	return checkProfile(p)
+}
+
+// checkProfile applies a submitted profile's defaults, validates it and
+// normalizes its start URLs: every way of creating a crawl goes through it.
+func checkProfile(p contracts.Profile) (contracts.Profile, error) {
 	p = p.WithDefaults()
 	if err := p.Validate(); err != nil {
 		return p, err
