@@ -385,7 +385,6 @@ type (
 // the page named file, relative as YaCy's navigation URLs are.
 func (p yacyParams) searchLink(file, query string, start int) string {
 	v := url.Values{}
-	v.Set("query", query)
 	v.Set("maximumRecords", strconv.Itoa(p.rows))
 	v.Set("resource", p.resource)
 	v.Set("verify", p.verify)
@@ -400,11 +399,12 @@ func (p yacyParams) searchLink(file, query string, start int) string {
 		v.Set("urlmaskfilter", p.maskSrc)
 	}
 	v.Set("startRecord", strconv.Itoa(start))
-	return file + "?" + v.Encode()
+	// The query first, as in YaCy's links.
+	return file + "?query=" + url.QueryEscape(query) + "&" + v.Encode()
 }
 
-// yacyAnswer builds the JSON answer.
-func yacyAnswer(p yacyParams, f yacyFound) yacyJSON {
+// yacySearchAnswer builds the JSON answer.
+func yacySearchAnswer(p yacyParams, f yacyFound) yacyJSON {
 	words := queryWords(p.query)
 	ch := yacyChannel{
 		Title:        "gridcrawl search for " + p.query,
@@ -486,7 +486,7 @@ type (
 
 // yacyRSSAnswer builds the RSS answer from the JSON one.
 func yacyRSSAnswer(p yacyParams, f yacyFound) yacyRSS {
-	ch := yacyAnswer(p, f).Channels[0]
+	ch := yacySearchAnswer(p, f).Channels[0]
 	r := yacyRSS{Version: "2.0", OpenSearch: openSearchNS, Channel: yacyRSSChannel{
 		Title: ch.Title, Description: ch.Description, Link: p.searchLink("yacysearch.rss", p.query, p.start),
 		TotalResults: f.total, StartIndex: p.start, ItemsPerPage: p.rows,
@@ -506,7 +506,7 @@ func (m *MCP) yacySearchJSON(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	body, err := json.Marshal(yacyAnswer(p, f))
+	body, err := json.Marshal(yacySearchAnswer(p, f))
 	if err != nil {
 		m.log.Error("yacy search answer", "err", err)
 		writeError(w, http.StatusInternalServerError, "search failed", "")

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -44,10 +45,28 @@ var yacyCorpus = []yacyFixture{
 	{"d7", "c.example", "https://c.example/zebra/list.html", "", "zebrafish list of species", "", 500, time.Date(2023, 9, 8, 7, 6, 5, 0, time.UTC)},
 }
 
-// yacyDoc is the one place that turns a fixture into the index's document.
+// yacyDoc is the one place that turns a fixture into the index's document
+// (YaCy's field names). The fixture's time is both the load date and the
+// last modification.
 func yacyDoc(f yacyFixture) contracts.Document {
-	return contracts.Document{ID: f.id, CrawlID: "c1", URL: f.url, Host: f.host, Title: f.title, Text: f.text,
-		ContentType: "text/html", StatusCode: 200, FetchTime: f.modified}
+	u, err := url.Parse(f.url)
+	if err != nil {
+		panic(err)
+	}
+	segs := strings.Split(strings.TrimPrefix(u.Path, "/"), "/")
+	file := segs[len(segs)-1]
+	ext := strings.TrimPrefix(strings.ToLower(path.Ext(file)), ".")
+	d := contracts.Document{ID: f.id, CrawlID: "c1", URL: f.url, Host: f.host, Text: f.text,
+		ContentType: []string{"text/html"}, HTTPStatus: 200, LastModified: f.modified, LoadDate: f.modified,
+		Size: f.size, FileExt: ext, URLProtocol: u.Scheme, URLFileName: strings.TrimSuffix(file, path.Ext(file)),
+		URLPaths: segs[:len(segs)-1]}
+	if f.title != "" {
+		d.Title = []string{f.title}
+	}
+	if f.collection != "" {
+		d.Collection = []string{f.collection}
+	}
+	return d
 }
 
 // newYaCyServer serves the API over a real embedded index holding docs.
@@ -323,7 +342,7 @@ func TestYaCySearchItems(t *testing.T) {
 	got := map[string]item{}
 	for _, it := range a.Channels[0].Items {
 		got[it.GUID] = item{it.Title, it.Link, it.PubDate, it.Size, it.SizeName, it.GUID, it.Host, it.Path, it.File}
-		if !strings.Contains(it.Description, "<b>zebrafish</b>") {
+		if !strings.Contains(strings.ToLower(it.Description), "<b>zebrafish</b>") {
 			t.Errorf("description of %s = %q, want the query word in <b>", it.GUID, it.Description)
 		}
 		if _, err := time.Parse(time.RFC1123Z, it.PubDate); err != nil {
