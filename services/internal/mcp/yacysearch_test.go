@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
@@ -602,14 +603,39 @@ func TestYaCySearchAuth(t *testing.T) {
 	}
 }
 
+// searxPython returns the Python that has searx installed: the one named by
+// GRIDCRAWL_SEARX_PYTHON, as scripts/yacyclient/setup.sh prints it. Where
+// that is unset the test is skipped, except where backends are required
+// (CI, make test): there setup.sh is run, and the test fails if it cannot
+// install the client.
+func searxPython(t *testing.T) string {
+	t.Helper()
+	if py := os.Getenv("GRIDCRAWL_SEARX_PYTHON"); py != "" {
+		return py
+	}
+	const hint = `run eval "$(scripts/yacyclient/setup.sh)" to install searx's YaCy client`
+	if !testenv.Required() {
+		t.Skip("GRIDCRAWL_SEARX_PYTHON is not set; " + hint)
+	}
+	cmd := exec.CommandContext(t.Context(), filepath.Join("..", "..", "..", "scripts", "yacyclient", "setup.sh"))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("GRIDCRAWL_SEARX_PYTHON is not set and the YaCy client must run here (CI=true or GRIDCRAWL_REQUIRE_BACKENDS=1), but setup.sh failed: %v", err)
+	}
+	_, py, ok := strings.Cut(strings.TrimSpace(string(out)), "GRIDCRAWL_SEARX_PYTHON=")
+	if !ok || py == "" {
+		t.Fatalf("setup.sh printed %q, want export GRIDCRAWL_SEARX_PYTHON=...", out)
+	}
+	return py
+}
+
 // TestYaCySearxClient searches through a YaCy client that gridcrawl did not
 // write: the YaCy engine of the metasearch engine searx (0.17.0 from PyPI,
 // searx/engines/yacy.py), loaded and run unchanged by
-// scripts/yacyclient/searx_yacy.py. scripts/yacyclient/setup.sh installs it
-// and prints GRIDCRAWL_SEARX_PYTHON; without it the test skips, or fails in
-// CI and under make test.
+// scripts/yacyclient/searx_yacy.py (see searxPython).
 func TestYaCySearxClient(t *testing.T) {
-	py := testenv.Backend(t, "GRIDCRAWL_SEARX_PYTHON")[0]
+	py := searxPython(t)
 	srv := newYaCyServer(t, yacyCorpus, "") // searx's engine sends no credentials: a loopback peer
 	type result struct {
 		URL, Title, Content, PublishedDate string
