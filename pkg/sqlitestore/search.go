@@ -25,7 +25,8 @@ const (
 
 // searchSchemaVersion is stored in PRAGMA user_version. Version 2 holds
 // YaCy web documents (contracts.Document) in the table web; version 1 held
-// gridcrawl's earlier document shape and is refused with a message.
+// gridcrawl's earlier document shape in the table docs and is migrated
+// when opened (migrateSearchV1).
 const searchSchemaVersion = 2
 
 // The documents live in web, one row per document: the columns that queries
@@ -96,6 +97,9 @@ var _ search.Index = (*Search)(nil)
 
 // OpenSearch opens or creates the search index in the SQLite file at path.
 func OpenSearch(path string) (*Search, error) {
+	if err := migrateSearchV1(path); err != nil {
+		return nil, fmt.Errorf("open search %q: %w", path, err)
+	}
 	st, err := openStore(path, searchSchemaVersion, searchSchema)
 	if err != nil {
 		return nil, err
@@ -143,6 +147,18 @@ func collections(d *contracts.Document) string {
 	return "\n" + strings.Join(d.Collection, "\n") + "\n"
 }
 
+// rowArgs returns the values of docCols for d.
+func rowArgs(d contracts.Document) ([]any, error) {
+	body := d.Text
+	d.Text = ""
+	doc, err := json.Marshal(&d)
+	if err != nil {
+		return nil, err
+	}
+	return []any{d.ID, d.CrawlID, strings.Join(d.Title, "\n"), strings.Join(d.Description, "\n"),
+		headings(&d), body, d.URL, d.Host, d.FileExt, collections(&d), string(doc)}, nil
+}
+
 // Upsert stores docs in one transaction, each replacing any document with
 // its ID. A document marked NoIndex is not stored, and removes a stored
 // document with its ID.
@@ -170,14 +186,11 @@ func (s *Search) Upsert(ctx context.Context, docs []contracts.Document) error {
 		if d.NoIndex {
 			continue
 		}
-		body := d.Text
-		d.Text = ""
-		doc, err := json.Marshal(&d)
+		args, err := rowArgs(d)
 		if err != nil {
 			return fmt.Errorf("upsert document %q: %w", d.ID, err)
 		}
-		rows[i].args = []any{d.ID, d.CrawlID, strings.Join(d.Title, "\n"), strings.Join(d.Description, "\n"),
-			headings(&d), body, d.URL, d.Host, d.FileExt, collections(&d), string(doc)}
+		rows[i].args = args
 	}
 	return s.wr.do(ctx, func(tx *sql.Tx) error {
 		up, del, count := tx.Stmt(s.upsert), tx.Stmt(s.del), tx.Stmt(s.count)

@@ -37,6 +37,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/pkg/urlnorm"
 	"github.com/gridcrawl/gridcrawl/pkg/warc"
+	"github.com/gridcrawl/gridcrawl/pkg/yacydoc"
 	"github.com/gridcrawl/gridcrawl/services/internal/crawlcache"
 	"github.com/gridcrawl/gridcrawl/services/internal/frontier"
 	"github.com/gridcrawl/gridcrawl/services/internal/routing"
@@ -339,11 +340,11 @@ func (c *Crawler) parse(ctx context.Context, k contracts.CrawlerContract, profil
 		out.final, out.reason = contracts.Failed, "parse: "+err.Error()
 		return out, nil
 	}
-	robots, ownRobots := headerRobots(header)
+	robots, ownRobots := yacydoc.HeaderRobots(header)
 	noIndex := res.NoIndex || ownRobots&contracts.RobotsHeaderNoIndex != 0
 	noFollow := res.NoFollow || ownRobots&contracts.RobotsHeaderNoFollow != 0
-	doc := document(page{key: key, crawlID: k.CrawlID, u: pageURL, p: p, header: header, ip: ip,
-		body: len(body), mediaType: mt, referrer: referrer, collection: profile.Collection, headerRobots: robots}, &res)
+	doc := yacydoc.Build(yacydoc.Page{Key: key, CrawlID: k.CrawlID, URL: pageURL, Fetched: p, Header: header, IP: ip,
+		BodyBytes: len(body), MediaType: mt, Referrer: referrer, Collection: profile.Collection, HeaderRobots: robots}, &res)
 	if noIndex || !scope.Index(p.URL) {
 		out.final, out.reason = contracts.Failed, contracts.ReasonExcluded
 	} else {

@@ -1,4 +1,4 @@
-package crawler
+package yacydoc
 
 import (
 	"net/http"
@@ -78,9 +78,9 @@ func TestHeaderRobots(t *testing.T) {
 		for _, v := range tc.values {
 			h.Add("X-Robots-Tag", v)
 		}
-		all, own := headerRobots(h)
+		all, own := HeaderRobots(h)
 		if all != tc.all || own != tc.own {
-			t.Errorf("headerRobots(%q) = %#x, %#x, want %#x, %#x", tc.values, all, own, tc.all, tc.own)
+			t.Errorf("HeaderRobots(%q) = %#x, %#x, want %#x, %#x", tc.values, all, own, tc.all, tc.own)
 		}
 	}
 }
@@ -118,7 +118,7 @@ func TestDocumentSides(t *testing.T) {
 		},
 		Images: []extract.Image{{URL: "https://www.example.co.uk/i.png", Alt: "i"}},
 	}
-	d := document(page{key: "k", crawlID: "c", u: u, p: contracts.CrawlerPage{URL: u.String(), StatusCode: 200}, header: http.Header{}}, &res)
+	d := Build(Page{Key: "k", CrawlID: "c", URL: u, Fetched: contracts.CrawlerPage{URL: u.String(), StatusCode: 200}, Header: http.Header{}}, &res)
 	want := struct {
 		Title                                   []string
 		In, Out, InText, OutText, H1, H3, Paths []string

@@ -1,4 +1,8 @@
-package crawler
+// Package yacydoc builds YaCy web documents (contracts.Document) from a
+// fetched page and its extraction: the field values of YaCy Grid's web
+// schema, computed the same way for the crawler and for migrating older
+// indices.
+package yacydoc
 
 import (
 	"net/http"
@@ -15,45 +19,57 @@ import (
 // a file name, not a file type.
 const maxFileExtBytes = 16
 
-// page is what a document is made from besides the extraction.
-type page struct {
-	key, crawlID string
-	u            *url.URL
-	p            contracts.CrawlerPage
-	header       http.Header
-	ip           string
-	body         int // bytes of the decoded body
-	mediaType    string
-	referrer     string
-	collection   []string
-	headerRobots int // contracts.RobotsHeader* bits of the response
+// Page is what a document is made from besides the extraction.
+type Page struct {
+	// Key is the page's record key (the document id), CrawlID its crawl.
+	Key, CrawlID string
+	// URL is the parsed form of Fetched.URL.
+	URL *url.URL
+	// Fetched is the fetch: URL, depth, status, time, response time, WARC
+	// record.
+	Fetched contracts.CrawlerPage
+	// Header is the response header.
+	Header http.Header
+	// IP is the address the page was fetched from, if known.
+	IP string
+	// BodyBytes is the length of the decoded body.
+	BodyBytes int
+	// MediaType is the response's media type without parameters.
+	MediaType string
+	// Referrer is the URL of the page that linked this one.
+	Referrer string
+	// Collection are the crawl's collections.
+	Collection []string
+	// HeaderRobots are the contracts.RobotsHeader* bits of the response
+	// (HeaderRobots' first result).
+	HeaderRobots int
 }
 
-// document builds the YaCy web document of a parsed page (see
+// Build returns the YaCy web document of a parsed page (see
 // contracts.Document for the meaning of each field).
-func document(pg page, res *extract.Result) *contracts.Document {
-	host := urlnorm.Host(pg.u)
+func Build(pg Page, res *extract.Result) *contracts.Document {
+	host := urlnorm.Host(pg.URL)
 	ssld := urlnorm.RegistrableDomain(host)
 	d := &contracts.Document{
-		ID: pg.key, CrawlID: pg.crawlID, URL: pg.p.URL,
-		LoadDate: pg.p.FetchedAt, LastModified: lastModified(pg.header, pg.p.FetchedAt),
-		Title: []string{title(res.Title, pg.u)}, Host: host, SSLD: ssld,
-		HostOrganization: organization(ssld), Size: pg.body,
-		HTTPStatus: pg.p.StatusCode, Text: res.Text, Language: res.Language,
-		CrawlDepth: pg.p.Depth, ReferrerURL: pg.referrer, Canonical: res.Canonical,
-		Robots: res.Robots | pg.headerRobots, Keywords: res.Keywords, Author: res.Author,
-		Charset: res.Charset, ResponseTime: pg.p.ResponseTimeMS, IP: pg.ip,
-		URLProtocol: strings.ToLower(pg.u.Scheme), Collection: pg.collection,
-		WARCKey: pg.p.Asset.Key, WARCOffset: pg.p.Asset.Offset, WARCLength: pg.p.Asset.Length,
+		ID: pg.Key, CrawlID: pg.CrawlID, URL: pg.Fetched.URL,
+		LoadDate: pg.Fetched.FetchedAt, LastModified: lastModified(pg.Header, pg.Fetched.FetchedAt),
+		Title: []string{title(res.Title, pg.URL)}, Host: host, SSLD: ssld,
+		HostOrganization: organization(ssld), Size: pg.BodyBytes,
+		HTTPStatus: pg.Fetched.StatusCode, Text: res.Text, Language: res.Language,
+		CrawlDepth: pg.Fetched.Depth, ReferrerURL: pg.Referrer, Canonical: res.Canonical,
+		Robots: res.Robots | pg.HeaderRobots, Keywords: res.Keywords, Author: res.Author,
+		Charset: res.Charset, ResponseTime: pg.Fetched.ResponseTimeMS, IP: pg.IP,
+		URLProtocol: strings.ToLower(pg.URL.Scheme), Collection: pg.Collection,
+		WARCKey: pg.Fetched.Asset.Key, WARCOffset: pg.Fetched.Asset.Offset, WARCLength: pg.Fetched.Asset.Length,
 		InboundLinks: []string{}, OutboundLinks: []string{}, Images: []string{},
 		InboundAnchorText: []string{}, OutboundAnchorText: []string{},
 	}
-	if pg.mediaType != "" {
-		d.ContentType = []string{pg.mediaType}
+	if pg.MediaType != "" {
+		d.ContentType = []string{pg.MediaType}
 	} else {
 		d.ContentType = []string{}
 	}
-	d.URLPaths, d.URLFileName, d.FileExt = pathParts(pg.u.EscapedPath())
+	d.URLPaths, d.URLFileName, d.FileExt = pathParts(pg.URL.EscapedPath())
 	if res.Description != "" {
 		d.Description = []string{res.Description}
 	}
@@ -194,12 +210,12 @@ func linkHost(u string) string {
 	return strings.TrimSuffix(rest, ".")
 }
 
-// headerRobots returns the contracts.RobotsHeader* bits of the response's
+// HeaderRobots returns the contracts.RobotsHeader* bits of the response's
 // X-Robots-Tag headers (all), and those of its directives that apply to
 // every crawler (own): a directive may be prefixed by a user agent name
 // ("otherbot: noindex"), which YaCy's bits count but the crawler does not
 // obey.
-func headerRobots(h http.Header) (all, own int) {
+func HeaderRobots(h http.Header) (all, own int) {
 	for _, v := range h.Values("X-Robots-Tag") {
 		for _, f := range strings.Split(v, ",") {
 			f = strings.ToLower(strings.TrimSpace(f))

@@ -1,0 +1,142 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"mime"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/extract"
+	"github.com/gridcrawl/gridcrawl/pkg/yacydoc"
+)
+
+// v1Document is the document shape of search schema version 1, as stored
+// in the meta column of docs (its text was the body column).
+type v1Document struct {
+	ID          string             `json:"id"`
+	CrawlID     string             `json:"crawl_id"`
+	URL         string             `json:"url"`
+	Title       string             `json:"title"`
+	Description string             `json:"description"`
+	Language    string             `json:"language"`
+	Headings    []string           `json:"headings"`
+	Links       []contracts.Link   `json:"links"`
+	ContentType string             `json:"content_type"`
+	StatusCode  int                `json:"status_code"`
+	Depth       int                `json:"depth"`
+	FetchTime   string             `json:"fetch_time"`
+	Asset       contracts.AssetRef `json:"asset"`
+}
+
+// migrateSearchV1 turns a search index of schema version 1 (gridcrawl's
+// first document shape, table docs) into version 2 (YaCy web documents,
+// table web) in one transaction, so that an upgrade keeps every indexed
+// document. Fields version 1 did not keep stay empty (images, keywords,
+// author, charset, size, response time, IP, referrer, robots bits); its
+// headings, whose levels it did not keep, become h2_txt. A missing file or
+// a database of another version is left alone.
+func migrateSearchV1(path string) error {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(5000)&_txlock=immediate")
+	if err != nil {
+		return fmt.Errorf("migrate search index: %w", err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	ctx := context.Background()
+	var version, docs int
+	if err := db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
+		return fmt.Errorf("migrate search index: read version: %w", err)
+	}
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'docs'`).Scan(&docs); err != nil {
+		return fmt.Errorf("migrate search index: read schema: %w", err)
+	}
+	if version > 1 || docs == 0 {
+		return nil
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("migrate search index: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	for _, stmt := range searchSchema {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("migrate search index: create schema: %w", err)
+		}
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT body, meta FROM docs ORDER BY rid`)
+	if err != nil {
+		return fmt.Errorf("migrate search index: read documents: %w", err)
+	}
+	var converted [][]any
+	for rows.Next() {
+		var body, meta string
+		if err := rows.Scan(&body, &meta); err != nil {
+			rows.Close()
+			return fmt.Errorf("migrate search index: read document: %w", err)
+		}
+		args, err := convertV1(body, meta)
+		if err != nil {
+			rows.Close()
+			return fmt.Errorf("migrate search index: %w", err)
+		}
+		converted = append(converted, args)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("migrate search index: read documents: %w", err)
+	}
+	for _, args := range converted {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO web (`+docCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?)
+			ON CONFLICT (id) DO NOTHING`, args...); err != nil {
+			return fmt.Errorf("migrate search index: store document %v: %w", args[0], err)
+		}
+	}
+	for _, stmt := range []string{`DROP TRIGGER IF EXISTS docs_ai`, `DROP TRIGGER IF EXISTS docs_ad`,
+		`DROP TRIGGER IF EXISTS docs_au`, `DROP TABLE IF EXISTS docs_fts`, `DROP TABLE docs`,
+		fmt.Sprintf(`PRAGMA user_version = %d`, searchSchemaVersion)} {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("migrate search index: %s: %w", stmt, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("migrate search index: %w", err)
+	}
+	return nil
+}
+
+// convertV1 returns the web row of a version 1 document.
+func convertV1(body, meta string) ([]any, error) {
+	var old v1Document
+	if err := json.Unmarshal([]byte(meta), &old); err != nil {
+		return nil, fmt.Errorf("decode document: %w", err)
+	}
+	u, err := url.Parse(old.URL)
+	if err != nil {
+		return nil, fmt.Errorf("document %q: url: %w", old.ID, err)
+	}
+	var fetched contracts.CrawlerPage
+	if err := json.Unmarshal([]byte(`{"fetched_at":"`+old.FetchTime+`"}`), &fetched); err != nil {
+		return nil, fmt.Errorf("document %q: fetch time: %w", old.ID, err)
+	}
+	fetched.URL, fetched.Depth, fetched.StatusCode, fetched.Asset = old.URL, old.Depth, old.StatusCode, old.Asset
+	mt, _, _ := mime.ParseMediaType(old.ContentType)
+	res := extract.Result{Title: old.Title, Description: old.Description, Language: old.Language,
+		Headings: old.Headings, Text: body, Links: old.Links}
+	for range old.Headings {
+		res.HeadingLevels = append(res.HeadingLevels, 2)
+	}
+	d := yacydoc.Build(yacydoc.Page{Key: old.ID, CrawlID: old.CrawlID, URL: u, Fetched: fetched,
+		Header: http.Header{}, MediaType: strings.ToLower(mt)}, &res)
+	return rowArgs(*d)
+}
