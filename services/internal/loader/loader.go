@@ -182,6 +182,11 @@ type Loader struct {
 	holders map[string]*delivery
 
 	rec *recorder
+	// active counts the workers between a lease and the hand-over of its
+	// outcome: when it drops to zero the loader has nothing else to do and
+	// flushes at once, so a chain of newly found links advances at the
+	// politeness delay, not at FlushInterval.
+	active atomic.Int32
 
 	fetched    atomic.Int64
 	parkedURLs atomic.Int64
@@ -366,10 +371,14 @@ func (l *Loader) work(ctx, drain context.Context) {
 		if err != nil {
 			return
 		}
+		l.active.Add(1)
 		t := lease.Item.Payload.(*task)
 		o := l.fetchTask(drain, t)
 		l.release(drain, lease, t, o)
 		l.rec.take(drain, t, o)
+		if l.active.Add(-1) == 0 {
+			l.rec.nudge()
+		}
 	}
 }
 

@@ -137,10 +137,15 @@ func (r *recorder) addExchange(t *task, o outcome) {
 	full := r.seg.Len() >= r.l.cfg.SegmentBytes
 	r.mu.Unlock()
 	if full { // store it now rather than at the next tick
-		select {
-		case r.flushCh <- struct{}{}:
-		default:
-		}
+		r.nudge()
+	}
+}
+
+// nudge asks the flush loop for a flush now rather than at the next tick.
+func (r *recorder) nudge() {
+	select {
+	case r.flushCh <- struct{}{}:
+	default:
 	}
 }
 
@@ -194,8 +199,9 @@ func keySafe(id string) string {
 	return strings.NewReplacer("/", "_", "\\", "_", " ", "_").Replace(strings.TrimLeft(id, "."))
 }
 
-// flushLoop flushes when the segment is full and every FlushInterval, until
-// ctx is done; flushes run under drain.
+// flushLoop flushes when the segment is full, when the loader has no fetch
+// in progress (nudge), and every FlushInterval, until ctx is done; flushes
+// run under drain.
 func (r *recorder) flushLoop(ctx, drain context.Context) {
 	tick := time.NewTicker(r.l.cfg.FlushInterval)
 	defer tick.Stop()
