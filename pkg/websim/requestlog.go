@@ -65,6 +65,10 @@ type RequestStats struct {
 	// delay (minus GapTolerance) after the previous request to the same
 	// host ended. Overlapping requests are counted as Overlaps only.
 	ShortGaps int
+	// MedianGap is the median of the gaps between a request's end and the
+	// start of the next request to the same host (overlaps count as 0), over
+	// all hosts: how close to its delay a crawler keeps each host busy.
+	MedianGap time.Duration
 }
 
 // Stats computes RequestStats from a request log. Requests to one host are
@@ -92,10 +96,12 @@ func Stats(log []Request, delay time.Duration, allowed func(host, pathQuery stri
 			st.FetchedTwice++
 		}
 	}
+	var gaps []time.Duration
 	for _, rs := range byHost {
 		slices.SortStableFunc(rs, func(a, b Request) int { return a.Start.Compare(b.Start) })
 		busyUntil := rs[0].End
 		for _, r := range rs[1:] {
+			gaps = append(gaps, max(r.Start.Sub(busyUntil), 0))
 			switch {
 			case r.Start.Before(busyUntil):
 				st.Overlaps++
@@ -106,6 +112,10 @@ func Stats(log []Request, delay time.Duration, allowed func(host, pathQuery stri
 				busyUntil = r.End
 			}
 		}
+	}
+	if len(gaps) > 0 {
+		slices.Sort(gaps)
+		st.MedianGap = gaps[len(gaps)/2]
 	}
 	return st
 }

@@ -32,7 +32,7 @@ func TestStats(t *testing.T) {
 				logAt("a", "/robots.txt", 0, 10), logAt("a", "/", 110, 120), logAt("a", "/x", 220, 230),
 				logAt("b", "/robots.txt", 0, 10), logAt("b", "/", 115, 130),
 			},
-			want: RequestStats{Requests: 5, Pages: 3},
+			want: RequestStats{Requests: 5, Pages: 3, MedianGap: 100 * time.Millisecond},
 		},
 		{
 			name:  "the same URL twice and three times, robots.txt twice",
@@ -42,7 +42,7 @@ func TestStats(t *testing.T) {
 				logAt("a", "/", 4, 5), logAt("a", "/", 6, 7), logAt("a", "/x", 8, 9), logAt("a", "/x", 10, 11), logAt("a", "/x", 12, 13),
 				logAt("b", "/", 14, 15),
 			},
-			want: RequestStats{Requests: 8, Pages: 3, FetchedTwice: 2},
+			want: RequestStats{Requests: 8, Pages: 3, FetchedTwice: 2, MedianGap: time.Millisecond},
 		},
 		{
 			name:    "disallowed pages are counted once each",
@@ -51,7 +51,7 @@ func TestStats(t *testing.T) {
 			log: []Request{
 				logAt("a", "/private/1", 0, 1), logAt("a", "/private/1", 2, 3), logAt("a", "/private/2", 4, 5), logAt("a", "/public", 6, 7),
 			},
-			want: RequestStats{Requests: 4, Pages: 3, FetchedTwice: 1, Disallowed: 2},
+			want: RequestStats{Requests: 4, Pages: 3, FetchedTwice: 1, Disallowed: 2, MedianGap: time.Millisecond},
 		},
 		{
 			name:  "overlap with the previous request and with a long earlier one",
@@ -63,7 +63,8 @@ func TestStats(t *testing.T) {
 				// Logged out of start order: sorted by start first.
 				logAt("a", "/d", 150, 160), logAt("a", "/c", 110, 120),
 			},
-			want: RequestStats{Requests: 5, Pages: 5, Overlaps: 2},
+			// Gaps 0, 0, 10, 30.
+			want: RequestStats{Requests: 5, Pages: 5, Overlaps: 2, MedianGap: 10 * time.Millisecond},
 		},
 		{
 			name:  "short gaps: below delay minus tolerance, at the tolerance edge, at the delay",
@@ -75,7 +76,8 @@ func TestStats(t *testing.T) {
 				logAt("a", "/3", 280, 290), // gap 100: not short
 				logAt("a", "/4", 290, 300), // gap 0 (starts as the previous ends): short, not an overlap
 			},
-			want: RequestStats{Requests: 5, Pages: 5, ShortGaps: 2},
+			// Gaps 50, 99, 100, 0.
+			want: RequestStats{Requests: 5, Pages: 5, ShortGaps: 2, MedianGap: 99 * time.Millisecond},
 		},
 		{
 			name:  "hosts are independent",
@@ -83,7 +85,7 @@ func TestStats(t *testing.T) {
 			log: []Request{
 				logAt("a", "/", 0, 10), logAt("b", "/", 5, 15), logAt("c", "/", 10, 20), logAt("a", "/x", 110, 120),
 			},
-			want: RequestStats{Requests: 4, Pages: 4},
+			want: RequestStats{Requests: 4, Pages: 4, MedianGap: 100 * time.Millisecond},
 		},
 	}
 	for _, tt := range tests {

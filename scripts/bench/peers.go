@@ -96,20 +96,20 @@ func peersBench(c peersConfig) error {
 	}
 	fmt.Println()
 	fmt.Println()
-	fmt.Println("| crawler | pages | wall s | pages/s | CPU-ms/page | peak RSS MiB | requests | fetched twice | robots-disallowed fetched | overlapping requests | gaps < delay |")
-	fmt.Println("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+	fmt.Println("| crawler | pages | wall s | pages/s | CPU-ms/page | peak RSS MiB | requests | fetched twice | robots-disallowed fetched | overlapping requests | gaps < delay | median gap ms |")
+	fmt.Println("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 	for _, r := range rows {
 		pages := max(r.stats.Pages, 1)
 		name := r.name
 		if r.note != "" {
 			name += " (" + r.note + ")"
 		}
-		fmt.Printf("| %s | %d | %.1f | %.0f | %.2f | %d | %d | %d | %d | %d | %d |\n",
+		fmt.Printf("| %s | %d | %.1f | %.0f | %.2f | %d | %d | %d | %d | %d | %d | %.1f |\n",
 			name, r.stats.Pages, r.wall.Seconds(), float64(r.stats.Pages)/r.wall.Seconds(), 1000*r.cpu/float64(pages),
-			r.rss/1024, r.stats.Requests, r.stats.FetchedTwice, r.stats.Disallowed, r.stats.Overlaps, r.stats.ShortGaps)
+			r.rss/1024, r.stats.Requests, r.stats.FetchedTwice, r.stats.Disallowed, r.stats.Overlaps, r.stats.ShortGaps, float64(r.stats.MedianGap.Microseconds())/1000)
 	}
 	fmt.Println()
-	fmt.Printf("pages: distinct URLs requested other than robots.txt, as the server saw them; CPU and peak RSS: the crawler's process (and its children) from rusage; gaps < delay: next request to a host started less than delay - %s after the previous one ended.\n", websim.GapTolerance)
+	fmt.Printf("pages: distinct URLs requested other than robots.txt, as the server saw them; CPU and peak RSS: the crawler's process (and its children) from rusage; gaps < delay: next request to a host started less than delay - %s after the previous one ended; median gap: over every host's consecutive requests, end to next start.\n", websim.GapTolerance)
 	return nil
 }
 
