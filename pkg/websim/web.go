@@ -36,6 +36,14 @@ type WebConfig struct {
 	Latency time.Duration
 	// Seed selects the web: the same seed gives the same pages.
 	Seed int64
+	// Disallow, when not empty, is a path prefix (such as "/p/3") that
+	// every host's robots.txt disallows for every user agent, so a
+	// benchmark can count the disallowed pages a crawler fetched. Empty
+	// (the default) allows everything.
+	Disallow string
+	// RecordRequests keeps a log of every request served, read with
+	// RequestLog. It costs memory per request, so it is off by default.
+	RecordRequests bool
 }
 
 // withDefaults returns c with defaults applied and fields clamped.
@@ -61,7 +69,8 @@ func (c WebConfig) withDefaults() WebConfig {
 // Web is a large generated web. Every page is computed on request from
 // (Seed, host, page), so memory does not grow with the number of pages.
 //
-// Every host's robots.txt allows everything. Links of a page: the first
+// Every host's robots.txt allows everything unless WebConfig.Disallow names
+// a prefix. Links of a page: the first
 // LinksPerPage-CrossHostLinks stay on the host, the rest go to random pages
 // of other hosts. The first two same-host links of page n go to pages 2n+1
 // and 2n+2 when those exist (one link: to n+1), so every page of a host is
@@ -73,6 +82,7 @@ type Web struct {
 	cfg      WebConfig
 	srv      server
 	requests atomic.Int64
+	log      requestLog
 
 	// Fixed by NewWeb and Start, read-only while serving.
 	width   int    // digits in a host name
@@ -82,6 +92,7 @@ type Web struct {
 	ctHTML  []string
 	ctText  []string
 	robots  []byte
+	rules   robotsFile
 	pool    sync.Pool
 }
 
@@ -95,6 +106,10 @@ func NewWeb(cfg WebConfig) *Web {
 		ctHTML:  []string{ctHTML},
 		ctText:  []string{ctText},
 		robots:  []byte("# every robot is welcome\nUser-agent: *\nDisallow:\n"),
+	}
+	if cfg.Disallow != "" {
+		w.rules = robotsFile{groups: []robotsGroup{{agents: []string{"*"}, rules: []robotsRule{{pattern: cfg.Disallow}}}}}
+		w.robots = []byte(w.rules.text())
 	}
 	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x9e3779b97f4a7c15))
 	w.vocab = vocabulary(rng, 1024)
@@ -188,6 +203,14 @@ func (w *Web) Client() *http.Client { return w.srv.client() }
 // Requests returns the number of requests served so far, robots.txt and
 // 404s included.
 func (w *Web) Requests() int64 { return w.requests.Load() }
+
+// RequestLog returns every request served so far, in the order they
+// finished; it is empty unless WebConfig.RecordRequests is set.
+func (w *Web) RequestLog() []Request { return w.log.snapshot() }
+
+// Allowed reports whether the web's robots.txt allows fetching pathQuery
+// (path plus "?query" if any) on host; every host has the same rules.
+func (w *Web) Allowed(host, pathQuery string) bool { return w.rules.allowed(pathQuery) }
 
 // Vocabulary returns the words page texts are made of.
 func (w *Web) Vocabulary() []string { return append([]string(nil), w.vocab...) }
@@ -306,6 +329,11 @@ func (w *Web) parsePage(path string) (int, bool) {
 // ServeHTTP serves one request of the web.
 func (w *Web) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	w.requests.Add(1)
+	if w.cfg.RecordRequests {
+		sw := &statusWriter{ResponseWriter: rw}
+		defer w.log.record(r, w.srv.port, time.Now(), sw)
+		rw = sw
+	}
 	if d := w.cfg.Latency; d > 0 {
 		t := time.NewTimer(d)
 		select {

@@ -3,6 +3,12 @@
 // per second, CPU seconds per page and the grid's peak memory.
 //
 //	go run ./scripts/bench -hosts 1000
+//
+// With -peers it runs gridcrawl, Colly and Scrapy (scripts/peers) one at a
+// time on the same web, a generated one or a corpus of real HTML, and
+// prints one table of their cost and of the politeness the server saw:
+//
+//	go build -o bin/ ./services/... && go run ./scripts/bench -peers -scenario cpu
 package main
 
 import (
@@ -15,6 +21,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -36,7 +43,24 @@ func main() {
 	binDir := flag.String("bin", "bin", "directory of the mcp, loader and crawler binaries (grid mode)")
 	loaders := flag.Int("loaders", 2, "loader processes (grid mode)")
 	crawlers := flag.Int("crawlers", 2, "crawler processes (grid mode)")
+	peers := flag.Bool("peers", false, "run gridcrawl, Colly and Scrapy one at a time on the same web and print one table")
+	scenarioName := flag.String("scenario", "", "with -peers, a preset: politeness, cpu or corpus (flags given explicitly win)")
+	corpusDir := flag.String("corpus", "", "with -peers, a directory of real HTML whose subdirectories are hosts (default: the rustup books)")
+	peerList := flag.String("peer-list", "gridcrawl,colly,scrapy", "with -peers, the crawlers to run, in order")
+	peersDir := flag.String("peers-dir", "scripts/peers", "with -peers, the directory of the colly and scrapy peers")
 	flag.Parse()
+	if *peers {
+		c, err := peersSetup(*scenarioName, *corpusDir, *hosts, *pages, *links, *cross, *bytesPer, *depth, *delay, *latency)
+		if err == nil {
+			c.crawlers, c.gridBin, c.binDir, c.peersDir = strings.Split(*peerList, ","), *gridBin, *binDir, *peersDir
+			err = peersBench(c)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *gridMode {
 		web := websim.NewWeb(websim.WebConfig{Hosts: *hosts, PagesPerHost: *pages, LinksPerPage: *links, CrossHostLinks: *cross, PageBytes: *bytesPer, Latency: *latency, Seed: 1})
 		if err := web.Start(); err != nil {
@@ -65,49 +89,18 @@ func run(hosts, pages, links, cross, pageBytes, depth, delay int, latency time.D
 		return fmt.Errorf("start simulated web: %w", err)
 	}
 	defer web.Close()
-	data, err := os.MkdirTemp("", "gridcrawl-bench-")
+	var self0 syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &self0)
+	g, err := gridCrawl(web.StartURLs(), web.Resolve(), depth, delay, gridBin)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(data)
-	urlsFile := filepath.Join(data, "start-urls.txt")
-	var b bytes.Buffer
-	for _, u := range web.StartURLs() {
-		b.WriteString(u + "\n")
-	}
-	if err := os.WriteFile(urlsFile, b.Bytes(), 0o644); err != nil {
-		return err
-	}
-	args := []string{"crawl", "--json", "--data", filepath.Join(data, "grid"), "--depth", strconv.Itoa(depth),
-		"--min-delay-ms", strconv.Itoa(delay), "--urls-file", urlsFile}
-	cmd := exec.Command(gridBin, args...)
-	cmd.Env = append(os.Environ(), "GRIDCRAWL_ALLOW_NETS=127.0.0.0/8", "GRIDCRAWL_RESOLVE="+web.Resolve(),
-		"GRIDCRAWL_AMQP_URL=", "GRIDCRAWL_ES_URL=", "GRIDCRAWL_S3_ENDPOINT=") // the embedded grid
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, os.Stderr
-	var self0 syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &self0)
-	start := time.Now()
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("grid crawl: %w\n%s", err, out.String())
-	}
-	wall := time.Since(start)
 	var self1 syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &self1)
-	var st contracts.CrawlStatus
-	sc := bufio.NewScanner(&out)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	var last []byte
-	for sc.Scan() {
-		last = append(last[:0], sc.Bytes()...)
-	}
-	if err := json.Unmarshal(last, &st); err != nil {
-		return fmt.Errorf("decode final status: %w", err)
-	}
-	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	st, wall, ru := g.status, g.wall, g.rusage
 	cpu := tv(ru.Utime) + tv(ru.Stime)
 	webCPU := tv(self1.Utime) + tv(self1.Stime) - tv(self0.Utime) - tv(self0.Stime)
-	fetched := st.Counts[contracts.Indexed] + st.Counts[contracts.Failed] + st.Counts[contracts.Redirected]
+	fetched := g.fetched()
 	fmt.Printf("simulated web: %d hosts x %d pages, %d links/page (%d cross-host), %d B/page, min delay %d ms, depth %d\n",
 		hosts, pages, links, cross, pageBytes, delay, depth)
 	fmt.Printf("crawl %s: %s, %d records, %d indexed, %d failed, %d documents, %d http requests served\n",
@@ -120,6 +113,67 @@ func run(hosts, pages, links, cross, pageBytes, depth, delay int, latency time.D
 	fmt.Printf("politeness bound hosts/(delay+latency) = %.0f pages/s; achieved %.1f%% of it\n", bound, 100*rate/bound)
 	fmt.Printf("grid cpu %.2fs  cpu-ms/page %.3f  peak rss %d MiB\n", cpu, 1000*cpu/float64(fetched), ru.Maxrss/1024)
 	fmt.Printf("web server cpu %.2fs (same machine, not counted above)\n", webCPU)
+	return nil
+}
+
+// gridRun is the outcome of one embedded grid crawl.
+type gridRun struct {
+	status contracts.CrawlStatus
+	wall   time.Duration
+	rusage *syscall.Rusage
+}
+
+// fetched returns the pages the grid fetched by its own count.
+func (g gridRun) fetched() int64 {
+	return g.status.Counts[contracts.Indexed] + g.status.Counts[contracts.Failed] + g.status.Counts[contracts.Redirected]
+}
+
+// gridCrawl crawls from starts with the embedded grid (gridBin crawl, a
+// process of its own), resolving hosts through resolve, and returns its
+// final status, wall time and resource usage.
+func gridCrawl(starts []string, resolve string, depth, delay int, gridBin string) (gridRun, error) {
+	data, err := os.MkdirTemp("", "gridcrawl-bench-")
+	if err != nil {
+		return gridRun{}, err
+	}
+	defer os.RemoveAll(data)
+	urlsFile := filepath.Join(data, "start-urls.txt")
+	if err := writeLines(urlsFile, starts); err != nil {
+		return gridRun{}, err
+	}
+	args := []string{"crawl", "--json", "--data", filepath.Join(data, "grid"), "--depth", strconv.Itoa(depth),
+		"--min-delay-ms", strconv.Itoa(delay), "--urls-file", urlsFile}
+	cmd := exec.Command(gridBin, args...)
+	cmd.Env = append(os.Environ(), "GRIDCRAWL_ALLOW_NETS=127.0.0.0/8", "GRIDCRAWL_RESOLVE="+resolve,
+		"GRIDCRAWL_AMQP_URL=", "GRIDCRAWL_ES_URL=", "GRIDCRAWL_S3_ENDPOINT=") // the embedded grid
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, os.Stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		return gridRun{}, fmt.Errorf("grid crawl: %w\n%s", err, out.String())
+	}
+	g := gridRun{wall: time.Since(start), rusage: cmd.ProcessState.SysUsage().(*syscall.Rusage)}
+	sc := bufio.NewScanner(&out)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	var last []byte
+	for sc.Scan() {
+		last = append(last[:0], sc.Bytes()...)
+	}
+	if err := json.Unmarshal(last, &g.status); err != nil {
+		return gridRun{}, fmt.Errorf("decode final status: %w", err)
+	}
+	return g, nil
+}
+
+// writeLines writes lines to a file, one a line.
+func writeLines(name string, lines []string) error {
+	var b bytes.Buffer
+	for _, l := range lines {
+		b.WriteString(l + "\n")
+	}
+	if err := os.WriteFile(name, b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
 	return nil
 }
 
