@@ -30,6 +30,10 @@ import (
 const (
 	parkHorizon  = 2 * time.Minute
 	minParkDelay = time.Second
+	// parkFloor is the least time a parked URL is expected to wait per URL
+	// queued before it: a group's politeness delay, but not less, so that a
+	// group without delay does not take its parked URLs back at once.
+	parkFloor = 10 * time.Millisecond
 	maxParkDelay = 5 * time.Minute // below the recovery lease, which parking renews
 	// holdWait: a second contract's URLs of a group are held only when the
 	// group's queue drains within it; slower groups park them.
@@ -167,7 +171,7 @@ func (l *Loader) split(dl *delivery, tasks []*task) (keep []*task, park parkSet)
 		n := queued + added[t.group]
 		if n >= l.groupLimit(delay) || (h != nil && h != dl && time.Duration(n)*delay > holdWait) {
 			park.tasks = append(park.tasks, t)
-			wait := time.Duration(n) * max(delay, 100*time.Millisecond)
+			wait := time.Duration(n) * max(delay, parkFloor)
 			park.delay = max(park.delay, min(max(wait, minParkDelay), maxParkDelay))
 			continue
 		}
