@@ -33,7 +33,7 @@ const (
 	// parkFloor is the least time a parked URL is expected to wait per URL
 	// queued before it: a group's politeness delay, but not less, so that a
 	// group without delay does not take its parked URLs back at once.
-	parkFloor = 10 * time.Millisecond
+	parkFloor    = 10 * time.Millisecond
 	maxParkDelay = 5 * time.Minute // below the recovery lease, which parking renews
 	// holdWait: a second contract's URLs of a group are held only when the
 	// group's queue drains within it; slower groups park them.
