@@ -10,7 +10,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"time"
 )
 
@@ -47,15 +46,10 @@ type CorpusConfig struct {
 //
 // A Corpus is safe for concurrent use; create it with NewCorpus.
 type Corpus struct {
-	cfg      CorpusConfig
-	srv      server
-	requests atomic.Int64
-	log      requestLog
-	dirs     map[string]string // host name to directory
-	names    []string          // host names, sorted
-	robots   []byte
-	rules    robotsFile
-	portSfx  string
+	zone
+	cfg   CorpusConfig
+	dirs  map[string]string // host name to directory
+	names []string          // host names, sorted
 }
 
 // NewCorpus returns a corpus for cfg, not yet serving. It fails if Dir
@@ -74,8 +68,8 @@ func NewCorpus(cfg CorpusConfig) (*Corpus, error) {
 			}
 		}
 	}
-	c := &Corpus{cfg: cfg, dirs: map[string]string{}, portSfx: ":0",
-		robots: []byte("# every robot is welcome\nUser-agent: *\nDisallow:\n")}
+	c := &Corpus{cfg: cfg, dirs: map[string]string{}}
+	c.zone.init(CorpusZone, cfg.Disallow)
 	for _, h := range hosts {
 		dir := filepath.Join(cfg.Dir, h)
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
@@ -92,10 +86,6 @@ func NewCorpus(cfg CorpusConfig) (*Corpus, error) {
 		return nil, fmt.Errorf("corpus directory %s has no subdirectory with an index.html", cfg.Dir)
 	}
 	sort.Strings(c.names)
-	if cfg.Disallow != "" {
-		c.rules = robotsFile{groups: []robotsGroup{{agents: []string{"*"}, rules: []robotsRule{{pattern: cfg.Disallow}}}}}
-		c.robots = []byte(c.rules.text())
-	}
 	return c, nil
 }
 
@@ -157,12 +147,6 @@ func (c *Corpus) Start() error {
 	return nil
 }
 
-// Close stops serving and waits for the server to exit.
-func (c *Corpus) Close() { c.srv.close() }
-
-// Port returns the listening port, 0 before Start.
-func (c *Corpus) Port() int { return c.srv.port }
-
 // Hosts returns the host names, sorted.
 func (c *Corpus) Hosts() []string { return slices.Clone(c.names) }
 
@@ -174,26 +158,6 @@ func (c *Corpus) StartURLs() []string {
 	}
 	return out
 }
-
-// Resolve returns the host override that sends every host of the corpus to
-// the listener, in GRIDCRAWL_RESOLVE's "pattern=ip" comma-list form.
-func (c *Corpus) Resolve() string { return "*." + CorpusZone + "=127.0.0.1" }
-
-// Client returns an HTTP client that dials every host at the corpus's
-// listener and does not follow redirects.
-func (c *Corpus) Client() *http.Client { return c.srv.client() }
-
-// Requests returns the number of requests served so far, robots.txt and
-// 404s included.
-func (c *Corpus) Requests() int64 { return c.requests.Load() }
-
-// RequestLog returns every request served so far, in the order they
-// finished; it is empty unless CorpusConfig.RecordRequests is set.
-func (c *Corpus) RequestLog() []Request { return c.log.snapshot() }
-
-// Allowed reports whether the corpus's robots.txt allows fetching
-// pathQuery on host; every host has the same rules.
-func (c *Corpus) Allowed(host, pathQuery string) bool { return c.rules.allowed(pathQuery) }
 
 // ServeHTTP serves one request of the corpus.
 func (c *Corpus) ServeHTTP(rw http.ResponseWriter, r *http.Request) {

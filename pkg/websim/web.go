@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -79,38 +78,28 @@ func (c WebConfig) withDefaults() WebConfig {
 //
 // A Web is safe for concurrent use; create it with NewWeb.
 type Web struct {
-	cfg      WebConfig
-	srv      server
-	requests atomic.Int64
-	log      requestLog
+	zone
+	cfg WebConfig
 
 	// Fixed by NewWeb and Start, read-only while serving.
-	width   int    // digits in a host name
-	portSfx string // ":PORT"
-	vocab   []string
-	corpus  []byte // words separated by single spaces
-	ctHTML  []string
-	ctText  []string
-	robots  []byte
-	rules   robotsFile
-	pool    sync.Pool
+	width  int // digits in a host name
+	vocab  []string
+	corpus []byte // words separated by single spaces
+	ctHTML []string
+	ctText []string
+	pool   sync.Pool
 }
 
 // NewWeb returns a generated web for cfg, not yet serving.
 func NewWeb(cfg WebConfig) *Web {
 	cfg = cfg.withDefaults()
 	w := &Web{
-		cfg:     cfg,
-		width:   max(4, len(strconv.Itoa(cfg.Hosts-1))),
-		portSfx: ":0",
-		ctHTML:  []string{ctHTML},
-		ctText:  []string{ctText},
-		robots:  []byte("# every robot is welcome\nUser-agent: *\nDisallow:\n"),
+		cfg:    cfg,
+		width:  max(4, len(strconv.Itoa(cfg.Hosts-1))),
+		ctHTML: []string{ctHTML},
+		ctText: []string{ctText},
 	}
-	if cfg.Disallow != "" {
-		w.rules = robotsFile{groups: []robotsGroup{{agents: []string{"*"}, rules: []robotsRule{{pattern: cfg.Disallow}}}}}
-		w.robots = []byte(w.rules.text())
-	}
+	w.zone.init(WebZone, cfg.Disallow)
 	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x9e3779b97f4a7c15))
 	w.vocab = vocabulary(rng, 1024)
 	size := max(64<<10, 2*cfg.PageBytes)
@@ -160,12 +149,6 @@ func (w *Web) StartPort(port int) error {
 	return nil
 }
 
-// Close stops serving and waits for the server to exit.
-func (w *Web) Close() { w.srv.close() }
-
-// Port returns the listening port, 0 before Start.
-func (w *Web) Port() int { return w.srv.port }
-
 // Config returns the configuration with defaults applied.
 func (w *Web) Config() WebConfig { return w.cfg }
 
@@ -191,26 +174,6 @@ func (w *Web) StartURLs() []string {
 	}
 	return out
 }
-
-// Resolve returns the host override that sends every host of the web to
-// the listener, in GRIDCRAWL_RESOLVE's "pattern=ip" comma-list form.
-func (w *Web) Resolve() string { return "*." + WebZone + "=127.0.0.1" }
-
-// Client returns an HTTP client that dials every host at the web's
-// listener and does not follow redirects.
-func (w *Web) Client() *http.Client { return w.srv.client() }
-
-// Requests returns the number of requests served so far, robots.txt and
-// 404s included.
-func (w *Web) Requests() int64 { return w.requests.Load() }
-
-// RequestLog returns every request served so far, in the order they
-// finished; it is empty unless WebConfig.RecordRequests is set.
-func (w *Web) RequestLog() []Request { return w.log.snapshot() }
-
-// Allowed reports whether the web's robots.txt allows fetching pathQuery
-// (path plus "?query" if any) on host; every host has the same rules.
-func (w *Web) Allowed(host, pathQuery string) bool { return w.rules.allowed(pathQuery) }
 
 // Vocabulary returns the words page texts are made of.
 func (w *Web) Vocabulary() []string { return append([]string(nil), w.vocab...) }
