@@ -37,17 +37,6 @@ func Words(q string) []string {
 	return out
 }
 
-// Quoted returns the words of q, each in double quotes, separated by spaces:
-// a query that FTS5 and Elasticsearch's simple_query_string both read as
-// "all these words".
-func Quoted(q string) string {
-	ws := Words(q)
-	for i, w := range ws {
-		ws[i] = `"` + w + `"`
-	}
-	return strings.Join(ws, " ")
-}
-
 // Parsed is a user query read by Parse. Every backend searches for the
 // documents that hold all of Words and Phrases, none of Exclude, and match
 // each operator group: a host in Sites, an extension in FileTypes and every

@@ -27,9 +27,6 @@ func TestWords(t *testing.T) {
 	if n := len(Words(strings.Repeat("w ", 100))); n != MaxTerms {
 		t.Errorf("Words(100 words) kept %d, want %d", n, MaxTerms)
 	}
-	if got := Quoted(`a "b`); got != `"a" "b"` {
-		t.Errorf("Quoted = %q", got)
-	}
 }
 
 func FuzzWords(f *testing.F) {

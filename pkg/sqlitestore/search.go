@@ -249,16 +249,12 @@ func (s *Search) Search(ctx context.Context, q search.Query) (search.Result, err
 	offset := max(q.Offset, 0)
 
 	from, args := s.where(p, q)
-	snippet, order := `substr(d.body, 1, 160)`, `d.rid`
+	snippet, order, rank := `substr(d.body, 1, 160)`, `d.rid`, `0.0`
 	if p.HasTerms() {
 		// ORDER BY rank lets FTS5 rank the matches itself and hand them over
 		// in order, so LIMIT stops early and snippets are made only for the
 		// page.
-		snippet, order = `snippet(web_fts, -1, '', '', '…', 24)`, `rank`
-	}
-	rank := `0.0`
-	if p.HasTerms() {
-		rank = `rank`
+		snippet, order, rank = `snippet(web_fts, -1, '', '', '…', 24)`, `rank`, `rank`
 	}
 	hitsQ := `SELECT d.id, d.crawl_id, d.url, d.title, d.description, d.host,
 			coalesce(json_extract(d.doc, '$.content_type[0]'), ''), coalesce(json_extract(d.doc, '$.language_s'), ''),
@@ -448,9 +444,3 @@ func (s *Search) Close() error {
 	_ = s.count.Close()
 	return s.st.close()
 }
-
-// MatchExpr turns user input into an FTS5 query that cannot be a syntax
-// error: each word (a run of letters, digits and combining marks holding at
-// least one letter or digit) becomes a quoted string, and the strings are
-// ANDed. At most MaxTerms words are kept. It returns "" when q has no word.
-func MatchExpr(q string) string { return search.Quoted(q) }

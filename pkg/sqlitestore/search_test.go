@@ -10,7 +10,10 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/search"
 )
 
-func TestMatchExpr(t *testing.T) {
+// wordsExpr is the FTS5 expression of the words of q (no phrases).
+func wordsExpr(q string) string { return matchTerms(search.Words(q), nil) }
+
+func TestMatchTerms(t *testing.T) {
 	tests := []struct {
 		name, q, want string
 	}{
@@ -31,14 +34,17 @@ func TestMatchExpr(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := MatchExpr(tc.q); got != tc.want {
-				t.Errorf("MatchExpr(%q) = %q, want %q", tc.q, got, tc.want)
+			if got := wordsExpr(tc.q); got != "("+tc.want+")" {
+				t.Errorf("wordsExpr(%q) = %q, want (%s)", tc.q, got, tc.want)
 			}
 		})
 	}
 	many := strings.Repeat("w ", MaxTerms+10)
-	if got := strings.Count(MatchExpr(many), `"`) / 2; got != MaxTerms {
-		t.Errorf("MatchExpr of %d words kept %d, want %d", MaxTerms+10, got, MaxTerms)
+	if got := strings.Count(wordsExpr(many), `"`) / 2; got != MaxTerms {
+		t.Errorf("wordsExpr of %d words kept %d, want %d", MaxTerms+10, got, MaxTerms)
+	}
+	if got, want := matchTerms([]string{"a"}, [][]string{{"b", "c"}}), `("a" "b c")`; got != want {
+		t.Errorf("matchTerms with a phrase = %s, want %s", got, want)
 	}
 }
 
@@ -96,13 +102,13 @@ func FuzzSearchQuery(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, q string) {
-		expr := MatchExpr(q)
+		expr := strings.TrimSuffix(strings.TrimPrefix(wordsExpr(q), "("), ")")
 		for _, w := range strings.FieldsFunc(expr, func(r rune) bool { return r == ' ' }) {
 			if len(w) < 3 || w[0] != '"' || w[len(w)-1] != '"' || strings.ContainsAny(w[1:len(w)-1], `" `) {
-				t.Fatalf("MatchExpr(%q) = %q: %q is not one quoted word", q, expr, w)
+				t.Fatalf("wordsExpr(%q) = %q: %q is not one quoted word", q, expr, w)
 			}
 			if strings.IndexFunc(w, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsNumber(r) }) < 0 {
-				t.Fatalf("MatchExpr(%q) = %q: %q has no letter or digit", q, expr, w)
+				t.Fatalf("wordsExpr(%q) = %q: %q has no letter or digit", q, expr, w)
 			}
 		}
 		if _, err := s.Search(t.Context(), search.Query{Q: q, CrawlID: "c", Collection: "user", Facets: true}); err != nil {
