@@ -114,7 +114,16 @@ cmd_start() {
 	pid=$!
 	echo "$pid" >"$MINIO_PIDFILE"
 	local i
-	for ((i = 0; i < 20; i++)); do
+	# Wait until the subshell has exec'ed into MinIO (whose command line carries our marker); before
+	# that its command line is this script's, so "does not match yet" is not "exited". A busy machine can
+	# take a while to get there.
+	for ((i = 0; i < 100; i++)); do
+		pid_matches "$pid" "$MINIO_MARK" && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	# Then give a server that fails on start (bad data directory, port race) a moment to exit.
+	for ((i = 0; i < 10; i++)); do
 		pid_matches "$pid" "$MINIO_MARK" || break
 		sleep 0.1
 	done
