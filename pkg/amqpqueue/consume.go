@@ -35,6 +35,9 @@ type session struct {
 
 	mu   sync.RWMutex
 	dead bool
+	// lost is closed when s dies: its deliveries are back in the queue.
+	lost     chan struct{}
+	lostOnce sync.Once
 }
 
 // kill marks s dead and closes its channel, which hands its unsettled
@@ -44,6 +47,7 @@ func (s *session) kill() {
 	s.dead = true
 	s.mu.Unlock()
 	_ = s.ch.Close()
+	s.lostOnce.Do(func() { close(s.lost) })
 }
 
 // ack acks tag unless s is dead; it reports whether s was alive.
@@ -138,7 +142,7 @@ func (c *consumer) open(l *link) (*session, error) {
 		_ = ch.Close()
 		return nil, fmt.Errorf("consume queue %q: %w", c.queue, err)
 	}
-	return &session{ch: ch, deliveries: deliveries, closes: closes}, nil
+	return &session{ch: ch, deliveries: deliveries, closes: closes, lost: make(chan struct{})}, nil
 }
 
 // run hands deliveries out until ctx is done, opening a new session whenever
@@ -239,7 +243,10 @@ type delivery struct {
 	settled bool
 }
 
-var _ queue.Delivery = (*delivery)(nil)
+var (
+	_ queue.Delivery  = (*delivery)(nil)
+	_ queue.Revocable = (*delivery)(nil)
+)
 
 func newDelivery(c *consumer, s *session, ad amqp.Delivery) *delivery {
 	d := &delivery{c: c, s: s, raw: ad, user: userTable(ad.Headers), attempt: 1}
@@ -263,6 +270,10 @@ func (d *delivery) Attempt() int { return d.attempt }
 // Redelivered reports the broker's redelivered flag: the message was
 // delivered before and handed back unsettled.
 func (d *delivery) Redelivered() bool { return d.raw.Redelivered }
+
+// Lost is closed once the delivery's channel has closed (connection lost,
+// consumer stopped): the broker has handed the message back to the queue.
+func (d *delivery) Lost() <-chan struct{} { return d.s.lost }
 
 // Ack removes the message from its queue.
 func (d *delivery) Ack(ctx context.Context) error {

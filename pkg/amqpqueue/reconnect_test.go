@@ -77,6 +77,11 @@ func testReconnect(t *testing.T, brokerURL string, opts Options, o outage) {
 	for i := range held {
 		held[i] = receive(t, ch)
 	}
+	for _, d := range held {
+		if queue.Lost(d) {
+			t.Errorf("delivery %q reports Lost while its connection is up", d.Body())
+		}
+	}
 	ack(t, held[0])
 	ack(t, held[1])
 	for i := 2; i < before; i++ {
@@ -112,6 +117,11 @@ func testReconnect(t *testing.T, brokerURL string, opts Options, o outage) {
 	waitReconnected(t, q, g, o.within)
 
 	for _, d := range held[2:] {
+		select {
+		case <-d.(queue.Revocable).Lost():
+		case <-time.After(o.within):
+			t.Errorf("delivery %q from the lost connection does not report Lost within %v", d.Body(), o.within)
+		}
 		if err := d.Ack(t.Context()); !errors.Is(err, queue.ErrSettled) {
 			t.Errorf("Ack(%q) of a delivery from the lost connection = %v, want %v", d.Body(), err, queue.ErrSettled)
 		}

@@ -67,6 +67,31 @@ type Delivery interface {
 	DeadLetter(ctx context.Context, reason string) error
 }
 
+// Revocable is implemented by deliveries that the queue can take back
+// before they are settled: a broker whose connection to the consumer is lost
+// hands its unsettled deliveries to the queue again, and so to another
+// consumer. Lost is closed once that has happened; from then on the
+// delivery cannot be settled (ErrSettled) and its message may already be in
+// another consumer's hands, so the work it asked for must not be started.
+type Revocable interface {
+	Lost() <-chan struct{}
+}
+
+// Lost reports whether d has been taken back by its queue (see Revocable).
+// Deliveries that cannot be taken back are never lost.
+func Lost(d Delivery) bool {
+	r, ok := d.(Revocable)
+	if !ok {
+		return false
+	}
+	select {
+	case <-r.Lost():
+		return true
+	default:
+		return false
+	}
+}
+
 // ConsumeOptions configure one consumer.
 type ConsumeOptions struct {
 	// Prefetch bounds the unsettled deliveries held by the consumer; 0 means 1.

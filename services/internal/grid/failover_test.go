@@ -3,8 +3,10 @@ package grid
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"slices"
 	"sort"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -55,6 +57,53 @@ func (c *gridCluster) groupOwner(group string) string {
 // must show no two requests, robots.txt included, closer than the delay,
 // across the failover too, and the crawl finishes with every page indexed.
 func TestGridModeFailoverKeepsCrawlDelay(t *testing.T) {
+	testFailoverKeepsCrawlDelay(t, func(c *gridCluster, victim, _ string) {
+		c.stop(victim, syscall.SIGKILL)
+	})
+}
+
+// TestGridModeConnectionLossKeepsCrawlDelay closes the broker connection of
+// the loader that owns the group instead, as a broker failure would (a
+// RabbitMQ 541 INTERNAL_ERROR did it in a test run). The loader lives on and
+// reconnects, but the broker has handed its unsettled contracts to the other
+// loader: it must not fetch their URLs any more, or two loaders fetch the
+// group at once.
+func TestGridModeConnectionLossKeepsCrawlDelay(t *testing.T) {
+	testFailoverKeepsCrawlDelay(t, func(c *gridCluster, _, loaderID string) {
+		closeConnections(c.t, c.envValue("GRIDCRAWL_AMQP_URL"), "gridcrawl-loader-"+loaderID)
+	})
+}
+
+// closeConnections closes, with rabbitmqctl, the broker connections named
+// connName in the virtual host of amqpURL, and fails the test if there is
+// none.
+func closeConnections(t *testing.T, amqpURL, connName string) {
+	t.Helper()
+	u, err := url.Parse(amqpURL)
+	if err != nil {
+		t.Fatalf("GRIDCRAWL_AMQP_URL: %v", err)
+	}
+	vhost := strings.TrimPrefix(u.Path, "/")
+	closed := 0
+	for _, line := range strings.Split(rabbitmqctl(t, "list_connections", "pid", "vhost", "client_properties"), "\n") {
+		f := strings.SplitN(line, "\t", 3)
+		if len(f) != 3 || f[1] != vhost || !strings.Contains(f[2], `"`+connName+`"`) {
+			continue
+		}
+		rabbitmqctl(t, "close_connection", f[0], "closed by gridcrawl test")
+		closed++
+	}
+	if closed == 0 {
+		t.Fatalf("no broker connection named %q in vhost %q", connName, vhost)
+	}
+}
+
+// testFailoverKeepsCrawlDelay crawls a host with a Crawl-delay and another
+// one with two loaders, calls cut with the name and id of the loader that
+// owns the slow host's group right after one of its requests, and checks
+// that the crawl finishes with no two requests to the slow host closer than
+// the delay and some of them after the cut.
+func testFailoverKeepsCrawlDelay(t *testing.T, cut func(c *gridCluster, victim, loaderID string)) {
 	env := realBackends(t)
 	env, _ = ownVhost(t, env)
 	const slow = "slow.polite.test"
@@ -67,7 +116,9 @@ func TestGridModeFailoverKeepsCrawlDelay(t *testing.T) {
 	c.start("mcp", "mcp")
 	ids := map[string]string{"failover-loader-a": "loader-1", "failover-loader-b": "loader-2"}
 	for id, name := range ids {
+		c.env = append(c.env, "GRIDCRAWL_AMQP_CONNECTION_NAME=gridcrawl-loader-"+id)
 		c.startLoaderWithID(name, id)
+		c.env = c.env[:len(c.env)-1]
 	}
 	c.start("crawler-1", "crawler")
 
@@ -101,7 +152,7 @@ func TestGridModeFailoverKeepsCrawlDelay(t *testing.T) {
 			t.Fatalf("after a minute: owner %q, %d requests to %s", owner, len(slowRequests()), slow)
 		}
 	}
-	// Kill right after a request to the group, when the owner's wait has
+	// Cut right after a request to the group, when the owner's wait has
 	// just begun: a new owner that forgot it would fetch at once.
 	for n := len(slowRequests()); len(slowRequests()) == n; time.Sleep(2 * time.Millisecond) {
 	}
@@ -109,9 +160,9 @@ func TestGridModeFailoverKeepsCrawlDelay(t *testing.T) {
 	if !ok {
 		t.Fatalf("group %s owned by unknown loader %q", slow, owner)
 	}
-	killedAt := time.Now()
-	c.stop(victim, syscall.SIGKILL)
-	t.Logf("killed %s (%s), the owner of %s, after %d of its requests", victim, owner, slow, len(slowRequests()))
+	cutAt := time.Now()
+	cut(c, victim, owner)
+	t.Logf("cut %s (%s), the owner of %s, after %d of its requests", victim, owner, slow, len(slowRequests()))
 
 	var st contracts.CrawlStatus
 	for deadline := time.Now().Add(2 * time.Minute); st.State != contracts.CrawlFinished; time.Sleep(100 * time.Millisecond) {
@@ -126,7 +177,7 @@ func TestGridModeFailoverKeepsCrawlDelay(t *testing.T) {
 	rs := slowRequests()
 	after := 0
 	for i := 1; i < len(rs); i++ {
-		if !rs[i].start.Before(killedAt) {
+		if !rs[i].start.Before(cutAt) {
 			after++
 		}
 		gap := rs[i].start.Sub(rs[i-1].end)
@@ -134,13 +185,13 @@ func TestGridModeFailoverKeepsCrawlDelay(t *testing.T) {
 			continue
 		}
 		where := "from one loader"
-		if rs[i-1].start.Before(killedAt) && !rs[i].start.Before(killedAt) {
+		if rs[i-1].start.Before(cutAt) && !rs[i].start.Before(cutAt) {
 			where = "across the failover"
 		}
 		t.Errorf("%s%s came %v after %s%s (%s), want at least %v", slow, rs[i].path, gap.Round(time.Millisecond), slow, rs[i-1].path, where, delay)
 	}
 	if after == 0 {
-		t.Errorf("no request to %s after the kill: the failover was not exercised", slow)
+		t.Errorf("no request to %s after the cut: the failover was not exercised", slow)
 	}
-	t.Logf("%d requests to %s, %d after the kill", len(rs), slow, after)
+	t.Logf("%d requests to %s, %d after the cut", len(rs), slow, after)
 }

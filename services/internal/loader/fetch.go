@@ -19,6 +19,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/lru"
 	"github.com/gridcrawl/gridcrawl/pkg/netguard"
 	"github.com/gridcrawl/gridcrawl/pkg/politeness"
+	"github.com/gridcrawl/gridcrawl/pkg/queue"
 	"github.com/gridcrawl/gridcrawl/pkg/robots"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/pkg/urlnorm"
@@ -52,6 +53,10 @@ const (
 	// vAbandon: no outcome could be had (index error, shutdown); the
 	// contract is retried.
 	vAbandon
+	// vLost: the task's contract went back to the queue (the broker
+	// connection was lost) and may be with another loader, which now owns
+	// the group: drop the task without a request and without settling.
+	vLost
 )
 
 // outcome is what the fetcher made of one task.
@@ -88,6 +93,10 @@ func (l *Loader) fetchTask(ctx context.Context, t *task) outcome {
 // URLs. It returns the parsed URL of the others.
 func (l *Loader) admit(ctx context.Context, t *task) (*url.URL, outcome, bool) {
 	o := outcome{pol: nothing}
+	if queue.Lost(t.dl.d) {
+		o.verdict = vLost
+		return nil, o, true
+	}
 	var rec txindex.Record
 	var err error
 	state := l.cancels.State(ctx, t.crawlID)

@@ -421,6 +421,16 @@ func (dl *delivery) done(ctx context.Context, log *slog.Logger, err error) {
 	}
 }
 
+// drop gives up one of the delivery's URLs without an outcome, because
+// the delivery was taken back by the queue (queue.Lost): the message is
+// delivered again, maybe to another loader, and cannot be settled here.
+// The last URL given up or done releases what the delivery held.
+func (dl *delivery) drop() {
+	if dl.remaining.Add(-1) == 0 && dl.settled != nil {
+		dl.settled()
+	}
+}
+
 // task is one URL to fetch.
 type task struct {
 	dl        *delivery

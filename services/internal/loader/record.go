@@ -106,6 +106,9 @@ func (r *recorder) take(ctx context.Context, t *task, o outcome) {
 		r.add(&result{t: t, repub: o.repub})
 	case vSkip:
 		r.add(&result{t: t})
+	case vLost:
+		l.claims.release(t)
+		t.dl.drop()
 	}
 }
 

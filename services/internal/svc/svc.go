@@ -48,6 +48,9 @@ func Main(ctx context.Context, name string, stderr io.Writer, cfg any, common fu
 		log.Error("invalid configuration", "err", err)
 		return 2
 	}
+	if c.Backends.AMQPConnectionName == "" {
+		c.Backends.AMQPConnectionName = "gridcrawl-" + name
+	}
 	set, err := wire.Open(ctx, c.Backends, log)
 	if err != nil {
 		log.Error("open backends", "err", err)

@@ -33,6 +33,9 @@ type Backends struct {
 	QueueMaxAttempts int    `env:"GRIDCRAWL_QUEUE_MAX_ATTEMPTS" envDefault:"5"`
 
 	AMQPURL string `env:"GRIDCRAWL_AMQP_URL"`
+	// AMQPConnectionName names the process's broker connection (rabbitmqctl
+	// list_connections, the management UI); "" means "gridcrawl".
+	AMQPConnectionName string `env:"GRIDCRAWL_AMQP_CONNECTION_NAME"`
 
 	ESURL    string `env:"GRIDCRAWL_ES_URL"`
 	ESPrefix string `env:"GRIDCRAWL_ES_PREFIX" envDefault:"gridcrawl"`
@@ -102,7 +105,7 @@ func Open(ctx context.Context, b Backends, log *slog.Logger) (*Set, error) {
 		return nil, err
 	}
 	if b.AMQPURL != "" {
-		q, err := amqpqueue.Open(ctx, amqpqueue.Options{URL: b.AMQPURL, MaxAttempts: b.QueueMaxAttempts, Logger: log,
+		q, err := amqpqueue.Open(ctx, amqpqueue.Options{URL: b.AMQPURL, ConnectionName: b.AMQPConnectionName, MaxAttempts: b.QueueMaxAttempts, Logger: log,
 			SingleActive: routing.IsShardQueue}) // each loader shard has one owner
 		if err != nil {
 			return fail(fmt.Errorf("open rabbitmq queue: %w", err))
