@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/search"
@@ -201,6 +202,11 @@ func (s *Search) Upsert(ctx context.Context, docs []contracts.Document) error {
 		d := docs[i]
 		if d.ID == "" {
 			return fmt.Errorf("upsert document of %q: empty id", d.URL)
+		}
+		// The ids reach SQLite as a JSON array, which cannot carry invalid
+		// UTF-8 unchanged.
+		if !utf8.ValidString(d.ID) {
+			return fmt.Errorf("upsert document of %q: id %q is not valid UTF-8", d.URL, d.ID)
 		}
 		rows[i].id = d.ID
 		rows[i].last = last[d.ID] == i

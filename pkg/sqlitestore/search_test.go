@@ -78,10 +78,12 @@ func TestSearchDefaults(t *testing.T) {
 	}
 }
 
-func TestUpsertRejectsEmptyID(t *testing.T) {
+func TestUpsertRejectsBadID(t *testing.T) {
 	s := open(t, filepath.Join(t.TempDir(), "search.db"), OpenSearch)
-	if err := s.Upsert(t.Context(), []contracts.Document{{ID: "", URL: "http://x/"}}); err == nil {
-		t.Errorf("Upsert of a document without id = nil, want an error")
+	for _, id := range []string{"", "a\xffb"} {
+		if err := s.Upsert(t.Context(), []contracts.Document{{ID: id, URL: "http://x/"}}); err == nil {
+			t.Errorf("Upsert of a document with id %q = nil, want an error", id)
+		}
 	}
 }
 
