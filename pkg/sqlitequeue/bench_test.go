@@ -20,21 +20,32 @@ var benchBody = bytes.Repeat([]byte(`{"url":"https://example.com/a"}`), 8)
 
 var benchHeaders = map[string]string{"crawl-id": "c-1", "content-type": "application/json"}
 
+// indexBody is about the size of an index contract of one page of 20 KB.
+var indexBody = bytes.Repeat([]byte(`{"text":"lorem ipsum dolor sit amet"}`), 540)
+
 // BenchmarkRoundTrip measures publish + consume + ack throughput: one
 // publisher sends b.N messages in Publish calls of batch messages while
 // consumers (prefetch 64, each delivery acked by its own goroutine, as a
-// worker pool would) ack them.
+// worker pool would) ack them. Messages are as large as a crawl contract,
+// or as an index contract (body=20KB).
 func BenchmarkRoundTrip(b *testing.B) {
-	for _, tc := range []struct{ batch, consumers int }{
-		{1, 1}, {100, 1}, {1, 4}, {100, 4},
+	for _, tc := range []struct {
+		batch, consumers int
+		body             []byte
+	}{
+		{1, 1, benchBody}, {100, 1, benchBody}, {1, 4, benchBody}, {100, 4, benchBody}, {1, 4, indexBody},
 	} {
-		b.Run(fmt.Sprintf("batch=%d/consumers=%d", tc.batch, tc.consumers), func(b *testing.B) {
-			benchRoundTrip(b, tc.batch, tc.consumers, 64)
+		name := fmt.Sprintf("batch=%d/consumers=%d", tc.batch, tc.consumers)
+		if len(tc.body) > len(benchBody) {
+			name += fmt.Sprintf("/body=%dKB", len(tc.body)>>10)
+		}
+		b.Run(name, func(b *testing.B) {
+			benchRoundTrip(b, tc.batch, tc.consumers, 64, tc.body)
 		})
 	}
 }
 
-func benchRoundTrip(b *testing.B, batch, consumers, prefetch int) {
+func benchRoundTrip(b *testing.B, batch, consumers, prefetch int, body []byte) {
 	q, err := Open(filepath.Join(benchDir(b), "bench.db"), Options{})
 	if err != nil {
 		b.Fatalf("Open() = %v", err)
@@ -72,9 +83,9 @@ func benchRoundTrip(b *testing.B, batch, consumers, prefetch int) {
 
 	msgs := make([]queue.Message, batch)
 	for i := range msgs {
-		msgs[i] = queue.Message{Body: benchBody, Headers: benchHeaders}
+		msgs[i] = queue.Message{Body: body, Headers: benchHeaders}
 	}
-	b.SetBytes(int64(len(benchBody)))
+	b.SetBytes(int64(len(body)))
 	b.ResetTimer()
 	start, cpu0 := time.Now(), cpuTime(b)
 	for sent := 0; sent < b.N; sent += batch {

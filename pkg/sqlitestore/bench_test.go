@@ -282,33 +282,40 @@ func openBenchSearch(b *testing.B) *Search {
 	return s
 }
 
-// BenchmarkSearchUpsert stores documents of 5 KB of text in batches of 50,
-// from one goroutine and from four.
+// BenchmarkSearchUpsert stores documents of 5 KB and of 15 KB of text (the
+// text of a 20 KB page) in batches of 1, 50 and 500, from one goroutine,
+// and in batches of 50 from four. cpu-ms/doc is the process's CPU time per
+// stored document, the figure to compare.
 func BenchmarkSearchUpsert(b *testing.B) {
 	v := newVocabulary(1)
-	// Text is made in advance, so that only storing it is measured.
-	templates := make([]contracts.Document, 500)
-	for i := range templates {
-		templates[i] = benchDoc(v, "bench", int64(i))
-	}
-	for _, par := range []int{1, 4} {
-		b.Run(fmt.Sprintf("batch50/goroutines%d", par), func(b *testing.B) {
-			s := openBenchSearch(b)
-			var next atomic.Int64
-			start := time.Now()
-			runPar(b, par, func() {
-				docs := make([]contracts.Document, 50)
-				for i := range docs {
-					j := next.Add(1)
-					docs[i] = templates[j%int64(len(templates))]
-					docs[i].ID = txindex.Key("bench", fmt.Sprint(j))
-				}
-				if err := s.Upsert(b.Context(), docs); err != nil {
-					b.Error(err)
-				}
+	for _, text := range []int{5000, 15000} {
+		// Text is made in advance, so that only storing it is measured.
+		templates := make([]contracts.Document, 500)
+		for i := range templates {
+			templates[i] = benchDoc(v, "bench", int64(i))
+			templates[i].Text = v.text(text)
+		}
+		for _, tc := range []struct{ batch, par int }{{1, 1}, {50, 1}, {500, 1}, {50, 4}} {
+			b.Run(fmt.Sprintf("text%dKB/batch%d/goroutines%d", text/1000, tc.batch, tc.par), func(b *testing.B) {
+				s := openBenchSearch(b)
+				var next atomic.Int64
+				start, cpu0 := time.Now(), cpuTime()
+				runPar(b, tc.par, func() {
+					docs := make([]contracts.Document, tc.batch)
+					for i := range docs {
+						j := next.Add(1)
+						docs[i] = templates[j%int64(len(templates))]
+						docs[i].ID = txindex.Key("bench", fmt.Sprint(j))
+					}
+					if err := s.Upsert(b.Context(), docs); err != nil {
+						b.Error(err)
+					}
+				})
+				n := float64(next.Load())
+				b.ReportMetric(n/time.Since(start).Seconds(), "docs/s")
+				b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/n, "cpu-ms/doc")
 			})
-			b.ReportMetric(float64(next.Load())/time.Since(start).Seconds(), "docs/s")
-		})
+		}
 	}
 }
 

@@ -102,11 +102,56 @@ func migrateSearchV1(path string) error {
 			return fmt.Errorf("migrate search index: store document %v: %w", args[0], err)
 		}
 	}
+	// The rows went in without touching web_fts: index them all at once.
+	if _, err := tx.ExecContext(ctx, `INSERT INTO web_fts (web_fts) VALUES ('rebuild')`); err != nil {
+		return fmt.Errorf("migrate search index: index documents: %w", err)
+	}
 	for _, stmt := range []string{`DROP TRIGGER IF EXISTS docs_ai`, `DROP TRIGGER IF EXISTS docs_ad`,
 		`DROP TRIGGER IF EXISTS docs_au`, `DROP TABLE IF EXISTS docs_fts`, `DROP TABLE docs`,
 		fmt.Sprintf(`PRAGMA user_version = %d`, searchSchemaVersion)} {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("migrate search index: %s: %w", stmt, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("migrate search index: %w", err)
+	}
+	return nil
+}
+
+// migrateSearchV2 turns a search index of schema version 2 into version 3:
+// it drops the triggers that indexed each row of web as it was written
+// (Search.Upsert indexes a batch itself now) and applies version 3's FTS5
+// settings. The index itself is the same, so nothing is reindexed. A
+// missing file or a database of another version is left alone.
+func migrateSearchV2(path string) error {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(5000)&_txlock=immediate")
+	if err != nil {
+		return fmt.Errorf("migrate search index: %w", err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	ctx := context.Background()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("migrate search index: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	var version int
+	if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
+		return fmt.Errorf("migrate search index: read version: %w", err)
+	}
+	if version != 2 {
+		return nil
+	}
+	stmts := append([]string{`DROP TRIGGER IF EXISTS web_ai`, `DROP TRIGGER IF EXISTS web_ad`,
+		`DROP TRIGGER IF EXISTS web_au`}, searchSchema...)
+	for _, stmt := range append(stmts, fmt.Sprintf(`PRAGMA user_version = %d`, searchSchemaVersion)) {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("migrate search index to version %d: %w", searchSchemaVersion, err)
 		}
 	}
 	if err := tx.Commit(); err != nil {

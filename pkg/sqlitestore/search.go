@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/search"
@@ -23,17 +24,19 @@ const (
 	MaxTerms = search.MaxTerms
 )
 
-// searchSchemaVersion is stored in PRAGMA user_version. Version 2 holds
-// YaCy web documents (contracts.Document) in the table web; version 1 held
-// gridcrawl's earlier document shape in the table docs and is migrated
-// when opened (migrateSearchV1).
-const searchSchemaVersion = 2
+// searchSchemaVersion is stored in PRAGMA user_version. Version 3 is
+// version 2 without the triggers that kept web_fts in step with web, row by
+// row (Upsert now writes web_fts itself, one statement per batch); version 2
+// holds YaCy web documents (contracts.Document) in the table web; version 1
+// held gridcrawl's earlier document shape in the table docs. Older versions
+// are migrated when opened (migrateSearchV1, migrateSearchV2).
+const searchSchemaVersion = 3
 
 // The documents live in web, one row per document: the columns that queries
 // filter and rank on, and the whole document as JSON (without its text,
 // which is the body column). web_fts is an external-content FTS5 index over
-// web's text columns, kept in step by triggers, so that the text is stored
-// once. The rank is bm25 with the title weighted highest.
+// web's text columns, so that the text is stored once; Upsert keeps it in
+// step with web. The rank is bm25 with the title weighted highest.
 var searchSchema = []string{
 	`CREATE TABLE IF NOT EXISTS web (
 		rid         INTEGER PRIMARY KEY,
@@ -61,25 +64,17 @@ var searchSchema = []string{
 		content = 'web', content_rowid = 'rid',
 		tokenize = 'unicode61 remove_diacritics 2'
 	)`,
-	`CREATE TRIGGER IF NOT EXISTS web_ai AFTER INSERT ON web BEGIN
-		INSERT INTO web_fts (rowid, title, description, headings, body, url)
-		VALUES (new.rid, new.title, new.description, new.headings, new.body, new.url);
-	END`,
-	`CREATE TRIGGER IF NOT EXISTS web_ad AFTER DELETE ON web BEGIN
-		INSERT INTO web_fts (web_fts, rowid, title, description, headings, body, url)
-		VALUES ('delete', old.rid, old.title, old.description, old.headings, old.body, old.url);
-	END`,
-	`CREATE TRIGGER IF NOT EXISTS web_au AFTER UPDATE ON web BEGIN
-		INSERT INTO web_fts (web_fts, rowid, title, description, headings, body, url)
-		VALUES ('delete', old.rid, old.title, old.description, old.headings, old.body, old.url);
-		INSERT INTO web_fts (rowid, title, description, headings, body, url)
-		VALUES (new.rid, new.title, new.description, new.headings, new.body, new.url);
-	END`,
 	// Columns: title, description, headings, body, url.
 	`INSERT INTO web_fts (web_fts, rank) VALUES ('rank', 'bm25(10.0, 4.0, 5.0, 1.0, 2.0)')`,
 	// Merging fewer, larger runs of index segments costs less per document
 	// (about 13% measured against the default of 4) at little cost to queries.
 	`INSERT INTO web_fts (web_fts, rank) VALUES ('automerge', 8)`,
+	// FTS5 keeps the terms of new documents in memory and writes them out as
+	// one index segment when a transaction commits or when they exceed the
+	// hash size. The default of 1 MB held about 50 documents of 15 KB of
+	// text, well short of one transaction's batch; fewer, larger segments
+	// leave less to merge. It bounds memory, not what is durable.
+	`INSERT INTO web_fts (web_fts, rank) VALUES ('hashsize', 8388608)`,
 }
 
 const docCols = `id, crawl_id, title, description, headings, body, url, host, file_ext, collection, doc`
@@ -90,14 +85,20 @@ type Search struct {
 	st *store
 	wr *writer
 
-	upsert, del, count *sql.Stmt
+	upsert, del, count, ftsDel, ftsAdd *sql.Stmt
 }
+
+// ftsCols are web_fts's columns, which are web's columns of the same names.
+const ftsCols = `title, description, headings, body, url`
 
 var _ search.Index = (*Search)(nil)
 
 // OpenSearch opens or creates the search index in the SQLite file at path.
 func OpenSearch(path string) (*Search, error) {
 	if err := migrateSearchV1(path); err != nil {
+		return nil, fmt.Errorf("open search %q: %w", path, err)
+	}
+	if err := migrateSearchV2(path); err != nil {
 		return nil, fmt.Errorf("open search %q: %w", path, err)
 	}
 	st, err := openStore(path, searchSchemaVersion, searchSchema)
@@ -119,6 +120,19 @@ func OpenSearch(path string) (*Search, error) {
 	}
 	if s.count, err = st.w.Prepare(`INSERT INTO doc_writes (id, n) VALUES (?, 1)
 		ON CONFLICT (id) DO UPDATE SET n = n + 1`); err != nil {
+		_ = st.close()
+		return nil, fmt.Errorf("open search %q: prepare: %w", path, err)
+	}
+	// Both take the ids of a batch as one JSON array. An external-content
+	// index is told what to remove with the values it indexed, so ftsDel
+	// runs before the rows change.
+	if s.ftsDel, err = st.w.Prepare(`INSERT INTO web_fts (web_fts, rowid, ` + ftsCols + `)
+		SELECT 'delete', rid, ` + ftsCols + ` FROM web WHERE id IN (SELECT value FROM json_each(?)) ORDER BY rid`); err != nil {
+		_ = st.close()
+		return nil, fmt.Errorf("open search %q: prepare: %w", path, err)
+	}
+	if s.ftsAdd, err = st.w.Prepare(`INSERT INTO web_fts (rowid, ` + ftsCols + `)
+		SELECT rid, ` + ftsCols + ` FROM web WHERE id IN (SELECT value FROM json_each(?)) ORDER BY rid`); err != nil {
 		_ = st.close()
 		return nil, fmt.Errorf("open search %q: prepare: %w", path, err)
 	}
@@ -162,6 +176,13 @@ func rowArgs(d contracts.Document) ([]any, error) {
 // Upsert stores docs in one transaction, each replacing any document with
 // its ID. A document marked NoIndex is not stored, and removes a stored
 // document with its ID.
+//
+// The full-text index is written with one statement for the whole batch,
+// not one per document: FTS5 writes its pending terms out as a new index
+// segment at the start of every statement of a transaction that may need
+// rolling back (it implements the statement's savepoint that way), so one
+// statement per document made one segment per document, and merging those
+// segments cost more than indexing the text.
 func (s *Search) Upsert(ctx context.Context, docs []contracts.Document) error {
 	if len(docs) == 0 {
 		return nil
@@ -175,14 +196,23 @@ func (s *Search) Upsert(ctx context.Context, docs []contracts.Document) error {
 	for i, d := range docs {
 		last[d.ID] = i
 	}
+	ids := make([]string, 0, len(last))
 	rows := make([]row, len(docs))
 	for i := range docs {
 		d := docs[i]
 		if d.ID == "" {
 			return fmt.Errorf("upsert document of %q: empty id", d.URL)
 		}
+		// The ids reach SQLite as a JSON array, which cannot carry invalid
+		// UTF-8 unchanged.
+		if !utf8.ValidString(d.ID) {
+			return fmt.Errorf("upsert document of %q: id %q is not valid UTF-8", d.URL, d.ID)
+		}
 		rows[i].id = d.ID
 		rows[i].last = last[d.ID] == i
+		if rows[i].last {
+			ids = append(ids, d.ID)
+		}
 		if d.NoIndex {
 			continue
 		}
@@ -192,7 +222,17 @@ func (s *Search) Upsert(ctx context.Context, docs []contracts.Document) error {
 		}
 		rows[i].args = args
 	}
+	idList, err := json.Marshal(ids)
+	if err != nil {
+		return fmt.Errorf("upsert documents: %w", err)
+	}
 	return s.wr.do(ctx, func(tx *sql.Tx) error {
+		// The index entries of the stored versions of ids go first, then
+		// the rows change, then the rows of ids that are stored now are
+		// indexed: each id once, whatever docs did to it in between.
+		if _, err := tx.Stmt(s.ftsDel).Exec(idList); err != nil {
+			return fmt.Errorf("upsert documents: unindex: %w", err)
+		}
 		up, del, count := tx.Stmt(s.upsert), tx.Stmt(s.del), tx.Stmt(s.count)
 		defer up.Close()
 		defer del.Close()
@@ -207,6 +247,9 @@ func (s *Search) Upsert(ctx context.Context, docs []contracts.Document) error {
 			if err != nil {
 				return fmt.Errorf("upsert document %q: %w", r.id, err)
 			}
+		}
+		if _, err := tx.Stmt(s.ftsAdd).Exec(idList); err != nil {
+			return fmt.Errorf("upsert documents: index: %w", err)
 		}
 		return nil
 	})
@@ -442,5 +485,7 @@ func (s *Search) Close() error {
 	_ = s.upsert.Close()
 	_ = s.del.Close()
 	_ = s.count.Close()
+	_ = s.ftsDel.Close()
+	_ = s.ftsAdd.Close()
 	return s.st.close()
 }

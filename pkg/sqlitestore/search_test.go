@@ -2,6 +2,7 @@ package sqlitestore
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"unicode"
@@ -77,10 +78,12 @@ func TestSearchDefaults(t *testing.T) {
 	}
 }
 
-func TestUpsertRejectsEmptyID(t *testing.T) {
+func TestUpsertRejectsBadID(t *testing.T) {
 	s := open(t, filepath.Join(t.TempDir(), "search.db"), OpenSearch)
-	if err := s.Upsert(t.Context(), []contracts.Document{{ID: "", URL: "http://x/"}}); err == nil {
-		t.Errorf("Upsert of a document without id = nil, want an error")
+	for _, id := range []string{"", "a\xffb"} {
+		if err := s.Upsert(t.Context(), []contracts.Document{{ID: id, URL: "http://x/"}}); err == nil {
+			t.Errorf("Upsert of a document with id %q = nil, want an error", id)
+		}
 	}
 }
 
@@ -115,4 +118,64 @@ func FuzzSearchQuery(f *testing.F) {
 			t.Errorf("Search(%q) error: %v", q, err)
 		}
 	})
+}
+
+// ftsIntact fails t unless web_fts indexes exactly the rows of web, as
+// FTS5's integrity check of an external-content table sees it.
+func ftsIntact(t *testing.T, s *Search) {
+	t.Helper()
+	if _, err := s.st.w.ExecContext(t.Context(), `INSERT INTO web_fts (web_fts, rank) VALUES ('integrity-check', 1)`); err != nil {
+		t.Fatalf("full-text index out of step with the documents: %v", err)
+	}
+}
+
+// TestUpsertKeepsIndexInStep stores batches that insert, replace and remove
+// documents, some of them more than once in one batch, and checks after
+// each that the full-text index matches the stored documents and that each
+// word finds exactly the documents that hold it now.
+func TestUpsertKeepsIndexInStep(t *testing.T) {
+	doc := func(id, text string) contracts.Document {
+		return contracts.Document{ID: id, CrawlID: "c", Title: []string{"title " + id}, Text: text, URL: "https://x.test/" + id}
+	}
+	gone := func(id string) contracts.Document { return contracts.Document{ID: id, NoIndex: true} }
+	s := open(t, filepath.Join(t.TempDir(), "search.db"), OpenSearch)
+	for _, tc := range []struct {
+		name  string
+		batch []contracts.Document
+		want  map[string][]string // word: the ids it finds
+	}{
+		{"insert", []contracts.Document{doc("a", "alpha"), doc("b", "beta"), doc("c", "gamma")},
+			map[string][]string{"alpha": {"a"}, "beta": {"b"}, "gamma": {"c"}}},
+		{"replace", []contracts.Document{doc("a", "delta")},
+			map[string][]string{"alpha": nil, "delta": {"a"}}},
+		{"twice in one batch, the last wins", []contracts.Document{doc("b", "epsilon"), doc("d", "zeta"), doc("b", "eta")},
+			map[string][]string{"beta": nil, "epsilon": nil, "eta": {"b"}, "zeta": {"d"}}},
+		{"remove", []contracts.Document{gone("c"), gone("nothing")},
+			map[string][]string{"gamma": nil}},
+		{"store then remove in one batch", []contracts.Document{doc("d", "theta"), gone("d")},
+			map[string][]string{"zeta": nil, "theta": nil}},
+		{"remove then store in one batch", []contracts.Document{gone("a"), doc("a", "iota")},
+			map[string][]string{"delta": nil, "iota": {"a"}}},
+		{"new after a removal reuses row ids", []contracts.Document{doc("e", "kappa"), doc("f", "kappa lambda")},
+			map[string][]string{"kappa": {"e", "f"}, "lambda": {"f"}, "title": {"a", "b", "e", "f"}}},
+	} {
+		if err := s.Upsert(t.Context(), tc.batch); err != nil {
+			t.Fatalf("%s: Upsert: %v", tc.name, err)
+		}
+		ftsIntact(t, s)
+		for word, want := range tc.want {
+			res, err := s.Search(t.Context(), search.Query{Q: word, Limit: 100})
+			if err != nil {
+				t.Fatalf("%s: Search(%q): %v", tc.name, word, err)
+			}
+			var got []string
+			for _, h := range res.Hits {
+				got = append(got, h.ID)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, want) {
+				t.Errorf("%s: Search(%q) found %v, want %v", tc.name, word, got, want)
+			}
+		}
+	}
 }
