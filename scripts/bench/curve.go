@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -9,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/websim"
 )
 
@@ -100,7 +103,7 @@ func curveBench(c curveConfig) error {
 		}
 		fmt.Printf("\n%d pages: %d hosts x %d pages, depth %d\n", c.hosts*pages, c.hosts, pages, depth)
 		fmt.Printf("  %10s %9s %12s %9s\n", "pages", "pages/s", "cpu-ms/page", "rss MiB")
-		w := newWatcher(web, int64(c.slice))
+		w := newWatcher(int64(c.slice))
 		var row curveRow
 		var err error
 		if c.gridMode {
@@ -141,7 +144,7 @@ func curveEmbeddedCrawl(web *websim.Web, depth int, c curveConfig, w *watcher) (
 		return curveRow{}, err
 	}
 	cpu := tv(g.rusage.Utime) + tv(g.rusage.Stime)
-	return curveRow{pages: g.fetched(), wall: g.wall, cpu: cpu, rssMiB: g.rusage.Maxrss / 1024, slices: w.finish(cpu)}, nil
+	return curveRow{pages: g.fetched(), wall: g.wall, cpu: cpu, rssMiB: g.rusage.Maxrss / 1024, slices: w.finish(g.fetched(), cpu)}, nil
 }
 
 // curveGridCrawl crawls web with the grid-mode services, watching them.
@@ -150,16 +153,14 @@ func curveGridCrawl(web *websim.Web, depth int, c curveConfig, w *watcher) (curv
 	if err := gridBench(web, depth, c.delay, c.loaders, c.crawlers, c.binDir, w.watch, &r); err != nil {
 		return curveRow{}, err
 	}
-	return curveRow{pages: r.pages, wall: r.wall, cpu: r.cpu, rssMiB: r.rssMiB, slices: w.finish(r.cpu)}, nil
+	return curveRow{pages: r.pages, wall: r.wall, cpu: r.cpu, rssMiB: r.rssMiB, slices: w.finish(r.pages, r.cpu)}, nil
 }
 
 // watcher samples the CPU time and resident memory of the crawl's
-// processes once a second and closes a slice each time the simulated web
-// has served another slice of pages. Pages are counted as the web serves
-// them (robots.txt included); the processes' CPU lags the fetches by the
-// depth of the pipeline, which the slices average out.
+// processes once a second and closes a slice each time the crawl has settled
+// (indexed, redirected or failed) another slice of pages, as its status API
+// reports.
 type watcher struct {
-	web   *websim.Web
 	slice int64
 
 	mu      sync.Mutex
@@ -168,14 +169,16 @@ type watcher struct {
 	lastCPU float64
 	lastT   time.Time
 	lastRSS int64
+	n       int64 // pages settled at the last sample
 }
 
-func newWatcher(web *websim.Web, slice int64) *watcher {
-	return &watcher{web: web, slice: slice}
+func newWatcher(slice int64) *watcher {
+	return &watcher{slice: slice}
 }
 
-// watch samples pids until stop is closed.
-func (w *watcher) watch(pids func() []int, stop <-chan struct{}) {
+// watch samples pids and the crawl's progress until stop is closed.
+// progress returns the pages settled so far, or false when it cannot tell.
+func (w *watcher) watch(pids func() []int, progress func() (int64, bool), stop <-chan struct{}) {
 	w.mu.Lock()
 	w.lastT = time.Now()
 	w.mu.Unlock()
@@ -187,6 +190,10 @@ func (w *watcher) watch(pids func() []int, stop <-chan struct{}) {
 			return
 		case <-t.C:
 		}
+		n, ok := progress()
+		if !ok {
+			continue
+		}
 		var cpu float64
 		var rss int64
 		for _, pid := range pids() {
@@ -194,13 +201,49 @@ func (w *watcher) watch(pids func() []int, stop <-chan struct{}) {
 			cpu += c
 			rss += r
 		}
-		n := w.web.Requests()
 		w.mu.Lock()
-		w.lastRSS = rss
-		if n-w.lastN >= w.slice {
+		w.n = n
+		if rss > 0 {
+			w.lastRSS = rss
+		}
+		if n-w.lastN >= w.slice && cpu > 0 {
 			w.close(n, cpu, rss, false)
 		}
 		w.mu.Unlock()
+	}
+}
+
+// crawlProgress returns a progress function for watch that reads the
+// settled pages of every crawl from the MCP API at base (the first argument
+// gives base when it is known, "" until then).
+func crawlProgress(base func() string, token string) func() (int64, bool) {
+	client := &http.Client{Timeout: 5 * time.Second}
+	return func() (int64, bool) {
+		b := base()
+		if b == "" {
+			return 0, false
+		}
+		req, err := http.NewRequest(http.MethodGet, b+"/api/v1/crawls", nil)
+		if err != nil {
+			return 0, false
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, false
+		}
+		defer resp.Body.Close()
+		var list contracts.CrawlList
+		if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&list) != nil {
+			return 0, false
+		}
+		var n int64
+		for _, st := range list.Crawls {
+			n += st.Counts[contracts.Indexed] + st.Counts[contracts.Failed] + st.Counts[contracts.Redirected]
+		}
+		return n, true
 	}
 }
 
@@ -217,11 +260,11 @@ func (w *watcher) close(n int64, cpu float64, rss int64, tail bool) {
 
 // finish closes the last slice with the processes' final CPU time and
 // returns the slices.
-func (w *watcher) finish(cpu float64) []sliceRow {
+func (w *watcher) finish(pages int64, cpu float64) []sliceRow {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if n := w.web.Requests(); n > w.lastN {
-		w.close(n, cpu, w.lastRSS, true)
+	if pages > w.lastN {
+		w.close(pages, cpu, w.lastRSS, true)
 	}
 	return w.slices
 }

@@ -29,7 +29,7 @@ import (
 // simulated web. When watch is not nil it runs with the services' process
 // ids while the crawl runs; when res is not nil it receives the crawl's cost.
 func gridBench(web *websim.Web, depth, delay, loaders, crawlers int, binDir string,
-	watch func(pids func() []int, stop <-chan struct{}), res *gridResult) error {
+	watch watchFunc, res *gridResult) error {
 	for _, k := range []string{"GRIDCRAWL_AMQP_URL", "GRIDCRAWL_ES_URL", "GRIDCRAWL_S3_ENDPOINT"} {
 		if os.Getenv(k) == "" {
 			return fmt.Errorf("%s is not set: run eval \"$(scripts/services/up.sh)\" first", k)
@@ -135,7 +135,7 @@ func gridBench(web *websim.Web, depth, delay, loaders, crawlers int, binDir stri
 		stop, done := make(chan struct{}), make(chan struct{})
 		go func() {
 			defer close(done)
-			watch(func() []int { return pids }, stop)
+			watch(func() []int { return pids }, crawlProgress(func() string { return api }, token), stop)
 		}()
 		defer func() { close(stop); <-done }()
 	}

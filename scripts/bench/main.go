@@ -156,11 +156,15 @@ func gridCrawl(starts []string, resolve string, depth, delay int, gridBin string
 	return gridCrawlWatched(starts, resolve, depth, delay, gridBin, nil)
 }
 
+// watchFunc follows a crawl while it runs: pids returns the processes that
+// do the crawl, progress the pages settled so far (false when it cannot
+// tell), and stop closes when the crawl has ended.
+type watchFunc func(pids func() []int, progress func() (int64, bool), stop <-chan struct{})
+
 // gridCrawlWatched is gridCrawl that, when watch is not nil, runs watch
-// with the grid's process id while the crawl runs (the stop channel closes
-// when the grid has exited).
+// while the crawl runs.
 func gridCrawlWatched(starts []string, resolve string, depth, delay int, gridBin string,
-	watch func(pids func() []int, stop <-chan struct{})) (gridRun, error) {
+	watch watchFunc) (gridRun, error) {
 	data, err := os.MkdirTemp("", "gridcrawl-bench-")
 	if err != nil {
 		return gridRun{}, err
@@ -183,9 +187,18 @@ func gridCrawlWatched(starts []string, resolve string, depth, delay int, gridBin
 	}
 	if watch != nil {
 		stop, done := make(chan struct{}), make(chan struct{})
+		var base string
+		progress := crawlProgress(func() string {
+			if base == "" {
+				if b, err := os.ReadFile(filepath.Join(data, "grid", "grid.addr")); err == nil {
+					base = strings.TrimSpace(string(b))
+				}
+			}
+			return base
+		}, os.Getenv("GRIDCRAWL_API_TOKEN"))
 		go func() {
 			defer close(done)
-			watch(func() []int { return []int{cmd.Process.Pid} }, stop)
+			watch(func() []int { return []int{cmd.Process.Pid} }, progress, stop)
 		}()
 		defer func() { close(stop); <-done }()
 	}
