@@ -179,8 +179,18 @@ func newWatcher(slice int64) *watcher {
 // watch samples pids and the crawl's progress until stop is closed.
 // progress returns the pages settled so far, or false when it cannot tell.
 func (w *watcher) watch(pids func() []int, progress func() (int64, bool), stop <-chan struct{}) {
+	usage := func() (cpu float64, rss int64) {
+		for _, pid := range pids() {
+			c, r := procUsage(pid)
+			cpu += c
+			rss += r
+		}
+		return cpu, rss
+	}
+	// The slices count from here: the CPU of starting up is not the crawl's.
+	cpu0, _ := usage()
 	w.mu.Lock()
-	w.lastT = time.Now()
+	w.lastT, w.lastCPU = time.Now(), cpu0
 	w.mu.Unlock()
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
@@ -194,13 +204,7 @@ func (w *watcher) watch(pids func() []int, progress func() (int64, bool), stop <
 		if !ok {
 			continue
 		}
-		var cpu float64
-		var rss int64
-		for _, pid := range pids() {
-			c, r := procUsage(pid)
-			cpu += c
-			rss += r
-		}
+		cpu, rss := usage()
 		w.mu.Lock()
 		w.n = n
 		if rss > 0 {
