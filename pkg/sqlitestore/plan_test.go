@@ -32,6 +32,8 @@ func TestQueryPlans(t *testing.T) {
 			"USING COVERING INDEX records_crawl_host (crawl_id=? AND host=?)", true},
 		{"stale", x.st.r, `SELECT ` + recordCols + ` FROM records WHERE status IN ` + inFlightSQL + ` AND status_time < ? ORDER BY status_time, id LIMIT ?`, []any{1, 2},
 			"USING INDEX records_stale (status_time<?)", true},
+		{"count documents", s.st.r, `SELECT coalesce((SELECT n FROM doc_counts WHERE crawl_id = ?), 0)`, []any{"c"},
+			"USING PRIMARY KEY (crawl_id=?)", true},
 		{"search", s.st.r, `SELECT d.id, snippet(web_fts, -1, '', '', '…', 24), rank FROM web_fts JOIN web d ON d.rid = web_fts.rowid
 			WHERE web_fts MATCH ? AND d.crawl_id = ? ORDER BY rank LIMIT ? OFFSET ?`, []any{`"x"`, "c", 10, 0},
 			"SCAN web_fts VIRTUAL TABLE", true},

@@ -64,6 +64,31 @@ var searchSchema = []string{
 		content = 'web', content_rowid = 'rid',
 		tokenize = 'unicode61 remove_diacritics 2'
 	)`,
+	// doc_counts counts each crawl's documents, kept by triggers in the
+	// transaction of every change, so that Count reads one row however large
+	// the crawl: counting web's rows took time in proportion to the crawl on
+	// every status request.
+	`CREATE TABLE IF NOT EXISTS doc_counts (
+		crawl_id TEXT PRIMARY KEY,
+		n        INTEGER NOT NULL
+	) WITHOUT ROWID`,
+	// An index made before doc_counts existed is counted once, here: an
+	// empty doc_counts beside documents can only be that.
+	`INSERT INTO doc_counts (crawl_id, n) SELECT crawl_id, count(*) FROM web
+		WHERE NOT EXISTS (SELECT 1 FROM doc_counts) GROUP BY crawl_id`,
+	`CREATE TRIGGER IF NOT EXISTS web_count_ai AFTER INSERT ON web BEGIN
+		INSERT INTO doc_counts (crawl_id, n) VALUES (new.crawl_id, 1)
+			ON CONFLICT (crawl_id) DO UPDATE SET n = n + 1;
+	END`,
+	`CREATE TRIGGER IF NOT EXISTS web_count_ad AFTER DELETE ON web BEGIN
+		UPDATE doc_counts SET n = n - 1 WHERE crawl_id = old.crawl_id;
+	END`,
+	`CREATE TRIGGER IF NOT EXISTS web_count_au AFTER UPDATE OF crawl_id ON web
+		WHEN new.crawl_id IS NOT old.crawl_id BEGIN
+		UPDATE doc_counts SET n = n - 1 WHERE crawl_id = old.crawl_id;
+		INSERT INTO doc_counts (crawl_id, n) VALUES (new.crawl_id, 1)
+			ON CONFLICT (crawl_id) DO UPDATE SET n = n + 1;
+	END`,
 	// Columns: title, description, headings, body, url.
 	`INSERT INTO web_fts (web_fts, rank) VALUES ('rank', 'bm25(10.0, 4.0, 5.0, 1.0, 2.0)')`,
 	// Merging fewer, larger runs of index segments costs less per document
@@ -454,9 +479,9 @@ func (s *Search) Count(ctx context.Context, crawlID string) (int64, error) {
 	var n int64
 	var err error
 	if crawlID == "" {
-		err = s.st.r.QueryRowContext(ctx, `SELECT count(*) FROM web`).Scan(&n)
+		err = s.st.r.QueryRowContext(ctx, `SELECT coalesce(sum(n), 0) FROM doc_counts`).Scan(&n)
 	} else {
-		err = s.st.r.QueryRowContext(ctx, `SELECT count(*) FROM web WHERE crawl_id = ?`, crawlID).Scan(&n)
+		err = s.st.r.QueryRowContext(ctx, `SELECT coalesce((SELECT n FROM doc_counts WHERE crawl_id = ?), 0)`, crawlID).Scan(&n)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("count documents of crawl %q: %w", crawlID, err)

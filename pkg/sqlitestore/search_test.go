@@ -179,3 +179,58 @@ func TestUpsertKeepsIndexInStep(t *testing.T) {
 		}
 	}
 }
+
+// TestCountKeptByTriggers checks the per-crawl document counts that Count
+// reads: kept through inserts, replacements, a document moving to another
+// crawl and removals, and computed once for an index made before them.
+func TestCountKeptByTriggers(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "search.db")
+	s, err := OpenSearch(path)
+	if err != nil {
+		t.Fatalf("OpenSearch: %v", err)
+	}
+	doc := func(id, crawl string) contracts.Document {
+		return contracts.Document{ID: id, CrawlID: crawl, URL: "http://x.test/" + id, Title: []string{"t"}, Text: "text"}
+	}
+	steps := []struct {
+		name string
+		docs []contracts.Document
+		want map[string]int64 // by crawl; "" is every crawl
+	}{
+		{"insert", []contracts.Document{doc("a", "c1"), doc("b", "c1"), doc("c", "c2")}, map[string]int64{"c1": 2, "c2": 1, "": 3, "none": 0}},
+		{"replace", []contracts.Document{doc("a", "c1"), doc("b", "c1")}, map[string]int64{"c1": 2, "c2": 1, "": 3}},
+		{"move to another crawl", []contracts.Document{doc("b", "c2")}, map[string]int64{"c1": 1, "c2": 2, "": 3}},
+		{"remove", []contracts.Document{{ID: "a", CrawlID: "c1", NoIndex: true}, {ID: "zz", CrawlID: "c1", NoIndex: true}}, map[string]int64{"c1": 0, "c2": 2, "": 2}},
+		{"insert again", []contracts.Document{doc("d", "c1")}, map[string]int64{"c1": 1, "c2": 2, "": 3}},
+	}
+	check := func(name string, s *Search, want map[string]int64) {
+		t.Helper()
+		for crawl, n := range want {
+			got, err := s.Count(t.Context(), crawl)
+			if err != nil || got != n {
+				t.Errorf("%s: Count(%q) = %d, %v, want %d", name, crawl, got, err, n)
+			}
+		}
+	}
+	for _, st := range steps {
+		if err := s.Upsert(t.Context(), st.docs); err != nil {
+			t.Fatalf("%s: Upsert: %v", st.name, err)
+		}
+		check(st.name, s, st.want)
+	}
+	// An index made before the counts: no doc_counts, no triggers.
+	for _, q := range []string{`DROP TRIGGER web_count_ai`, `DROP TRIGGER web_count_ad`, `DROP TRIGGER web_count_au`, `DROP TABLE doc_counts`} {
+		if _, err := s.st.w.ExecContext(t.Context(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	s = open(t, path, OpenSearch)
+	check("reopened without counts", s, steps[len(steps)-1].want)
+	if err := s.Upsert(t.Context(), []contracts.Document{doc("e", "c2")}); err != nil {
+		t.Fatalf("Upsert: %v", err)
+	}
+	check("reopened, then insert", s, map[string]int64{"c1": 1, "c2": 3, "": 4})
+}

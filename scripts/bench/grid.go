@@ -26,8 +26,10 @@ import (
 
 // gridBench runs MCP, loaders and crawlers as processes on the real
 // backends named by the environment (scripts/services/up.sh) and crawls the
-// simulated web.
-func gridBench(web *websim.Web, depth, delay, loaders, crawlers int, binDir string) error {
+// simulated web. When watch is not nil it runs with the services' process
+// ids while the crawl runs; when res is not nil it receives the crawl's cost.
+func gridBench(web *websim.Web, depth, delay, loaders, crawlers int, binDir string,
+	watch watchFunc, res *gridResult) error {
 	for _, k := range []string{"GRIDCRAWL_AMQP_URL", "GRIDCRAWL_ES_URL", "GRIDCRAWL_S3_ENDPOINT"} {
 		if os.Getenv(k) == "" {
 			return fmt.Errorf("%s is not set: run eval \"$(scripts/services/up.sh)\" first", k)
@@ -125,6 +127,18 @@ func gridBench(web *websim.Web, depth, delay, loaders, crawlers int, binDir stri
 		Politeness: contracts.Politeness{MinDelayMS: delay, MaxDelayMS: max(delay, 1), DelayFactor: 1}}
 	backendCPU0 := backendCPU()
 	t0 := time.Now()
+	if watch != nil {
+		pids := make([]int, len(procs))
+		for i, p := range procs {
+			pids[i] = p.cmd.Process.Pid
+		}
+		stop, done := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(done)
+			watch(func() []int { return pids }, crawlProgress(func() string { return api }, token), stop)
+		}()
+		defer func() { close(stop); <-done }()
+	}
 	var created contracts.CreateCrawlResponse
 	if code, err := call(http.MethodPost, "/api/v1/crawls", p, &created); err != nil || code != http.StatusCreated {
 		return fmt.Errorf("submit crawl: %d %v", code, err)
@@ -160,6 +174,12 @@ func gridBench(web *websim.Web, depth, delay, loaders, crawlers int, binDir stri
 		}
 		published += n
 		fmt.Printf("  %-10s cpu %6.2fs  cpu-ms/page %.3f  peak rss %4d MiB  published %d\n", p.name, cpu, 1000*cpu/float64(pages), ru.Maxrss/1024, n)
+		if res != nil {
+			res.rssMiB = max(res.rssMiB, ru.Maxrss/1024)
+		}
+	}
+	if res != nil {
+		res.pages, res.wall, res.cpu = pages, wall, cpuTotal
 	}
 	fmt.Printf("all services: cpu-ms/page %.3f\n", 1000*cpuTotal/float64(pages))
 	fmt.Printf("broker messages per page: %.3f (%d published)\n", float64(published)/float64(pages), published)

@@ -9,6 +9,12 @@
 // prints one table of their cost and of the politeness the server saw:
 //
 //	go build -o bin/ ./services/... && go run ./scripts/bench -peers -scenario cpu
+//
+// With -curve it runs crawls of growing size and prints the cost per page
+// of each and, per slice of pages, as each crawl grows, so that a cost that
+// grows with the crawl shows (-grid-mode for the grid-mode services):
+//
+//	go run ./scripts/bench -curve 20000,200000,1000000 -hosts 1000 -min-delay-ms 10
 package main
 
 import (
@@ -48,7 +54,22 @@ func main() {
 	corpusDir := flag.String("corpus", "", "with -peers, a directory of real HTML whose subdirectories are hosts (default: the rustup books)")
 	peerList := flag.String("peer-list", "gridcrawl,colly,scrapy", "with -peers, the crawlers to run, in order")
 	peersDir := flag.String("peers-dir", "scripts/peers", "with -peers, the directory of the colly and scrapy peers")
+	curve := flag.String("curve", "", "crawl sizes in pages, such as 20000,200000,1000000: one crawl each over -hosts hosts, printing the cost per -slice pages as it grows and one table")
+	slice := flag.Int("slice", 20000, "with -curve, pages per slice of the per-slice cost")
 	flag.Parse()
+	if *curve != "" {
+		sizes, err := parseSizes(*curve)
+		if err == nil {
+			err = curveBench(curveConfig{sizes: sizes, hosts: *hosts, links: *links, cross: *cross, bytes: *bytesPer,
+				delay: *delay, slice: *slice, gridMode: *gridMode, gridBin: *gridBin, binDir: *binDir,
+				loaders: *loaders, crawlers: *crawlers, latency: *latency})
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *peers {
 		c, err := peersSetup(*scenarioName, *corpusDir, *hosts, *pages, *links, *cross, *bytesPer, *depth, *delay, *latency)
 		if err == nil {
@@ -69,7 +90,7 @@ func main() {
 		}
 		fmt.Printf("simulated web: %d hosts x %d pages, %d links/page (%d cross-host), %d B/page, min delay %d ms, depth %d\n",
 			*hosts, *pages, *links, *cross, *bytesPer, *delay, *depth)
-		err := gridBench(web, *depth, *delay, *loaders, *crawlers, *binDir)
+		err := gridBench(web, *depth, *delay, *loaders, *crawlers, *binDir, nil, nil)
 		web.Close()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
@@ -132,6 +153,18 @@ func (g gridRun) fetched() int64 {
 // process of its own), resolving hosts through resolve, and returns its
 // final status, wall time and resource usage.
 func gridCrawl(starts []string, resolve string, depth, delay int, gridBin string) (gridRun, error) {
+	return gridCrawlWatched(starts, resolve, depth, delay, gridBin, nil)
+}
+
+// watchFunc follows a crawl while it runs: pids returns the processes that
+// do the crawl, progress the pages settled so far (false when it cannot
+// tell), and stop closes when the crawl has ended.
+type watchFunc func(pids func() []int, progress func() (int64, bool), stop <-chan struct{})
+
+// gridCrawlWatched is gridCrawl that, when watch is not nil, runs watch
+// while the crawl runs.
+func gridCrawlWatched(starts []string, resolve string, depth, delay int, gridBin string,
+	watch watchFunc) (gridRun, error) {
 	data, err := os.MkdirTemp("", "gridcrawl-bench-")
 	if err != nil {
 		return gridRun{}, err
@@ -149,7 +182,27 @@ func gridCrawl(starts []string, resolve string, depth, delay int, gridBin string
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, os.Stderr
 	start := time.Now()
-	if err := cmd.Run(); err != nil {
+	if err := cmd.Start(); err != nil {
+		return gridRun{}, fmt.Errorf("start grid crawl: %w", err)
+	}
+	if watch != nil {
+		stop, done := make(chan struct{}), make(chan struct{})
+		var base string
+		progress := crawlProgress(func() string {
+			if base == "" {
+				if b, err := os.ReadFile(filepath.Join(data, "grid", "grid.addr")); err == nil {
+					base = strings.TrimSpace(string(b))
+				}
+			}
+			return base
+		}, os.Getenv("GRIDCRAWL_API_TOKEN"))
+		go func() {
+			defer close(done)
+			watch(func() []int { return []int{cmd.Process.Pid} }, progress, stop)
+		}()
+		defer func() { close(stop); <-done }()
+	}
+	if err := cmd.Wait(); err != nil {
 		return gridRun{}, fmt.Errorf("grid crawl: %w\n%s", err, out.String())
 	}
 	g := gridRun{wall: time.Since(start), rusage: cmd.ProcessState.SysUsage().(*syscall.Rusage)}

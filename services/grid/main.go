@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"runtime/pprof"
 	"syscall"
+	"time"
 
 	"github.com/gridcrawl/gridcrawl/services/internal/grid"
 )
@@ -17,23 +17,30 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	// GRIDCRAWL_CPU_PROFILE names a file to write a CPU profile of the whole
-	// run to (go tool pprof reads it).
-	if path := os.Getenv("GRIDCRAWL_CPU_PROFILE"); path != "" {
-		f, err := os.Create(path)
-		if err == nil {
-			err = pprof.StartCPUProfile(f)
-		}
+	// run to, GRIDCRAWL_MEM_PROFILE one for a heap profile at the end (go
+	// tool pprof reads them). With GRIDCRAWL_PROFILE_INTERVAL (such as 30s)
+	// they are written once per interval instead, to NAME.1, NAME.2..., so
+	// that the start and the end of a long crawl can be compared.
+	var every time.Duration
+	if s := os.Getenv("GRIDCRAWL_PROFILE_INTERVAL"); s != "" {
+		d, err := time.ParseDuration(s)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "grid: GRIDCRAWL_CPU_PROFILE:", err)
+			fmt.Fprintln(os.Stderr, "grid: GRIDCRAWL_PROFILE_INTERVAL:", err)
 			os.Exit(2)
 		}
-		defer f.Close()
-		defer pprof.StopCPUProfile()
+		every = d
+	}
+	p, err := startProfiles(os.Getenv("GRIDCRAWL_CPU_PROFILE"), os.Getenv("GRIDCRAWL_MEM_PROFILE"), every)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "grid:", err)
+		os.Exit(2)
 	}
 	code := grid.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
+	if err := p.stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "grid:", err)
+	}
 	if code != 0 {
-		pprof.StopCPUProfile()
 		os.Exit(code)
 	}
 }

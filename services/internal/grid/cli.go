@@ -217,6 +217,13 @@ func cmdCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		ln.Close()
 		return err
 	}
+	// Like grid run, publish the API address, so that grid status and
+	// scripts/bench can follow the crawl.
+	addr := filepath.Join(cfg.Backends.DataDir, addrFile)
+	if err := os.WriteFile(addr, []byte("http://"+ln.Addr().String()+"\n"), 0o644); err != nil {
+		log.Warn("write api address file", "err", err)
+	}
+	defer os.Remove(addr)
 	body, _ := json.Marshal(o.profile(fs, starts))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -47,26 +47,71 @@ func (m *MCP) runSweep(ctx context.Context) {
 //     paused crawl's old records do not hide other crawls' stale ones from
 //     the next query.
 //   - cancelled: the record fails as cancelled.
+//
+// A to-be-indexed record whose lease ran out while MCP's own index queue
+// holds messages is left alone (see indexBacklog) until the queue is empty
+// or the record has waited RecoveryAttempts leases.
 func (m *MCP) Sweep(ctx context.Context) (int, error) {
 	total := 0
 	crawls := map[string]crawlOf{}
+	backlog, err := m.indexBacklog(ctx)
+	if err != nil {
+		return 0, err
+	}
+	now := time.Now()
 	for {
-		recs, err := m.deps.Tx.Stale(ctx, time.Now().Add(-m.cfg.RecoveryLease), 500)
+		recs, err := m.deps.Tx.Stale(ctx, now.Add(-m.cfg.RecoveryLease), 500)
 		if err != nil {
 			return total, fmt.Errorf("find stale records: %w", err)
 		}
 		if len(recs) == 0 {
 			return total, nil
 		}
-		n, err := m.recover(ctx, recs, crawls)
-		total += n
-		if err != nil {
-			return total, err
+		act := recs
+		if backlog {
+			act = recs[:0:0]
+			for _, r := range recs {
+				if !m.queuedForIndex(r, now) {
+					act = append(act, r)
+				}
+			}
 		}
-		if len(recs) < 500 {
+		if len(act) > 0 {
+			n, err := m.recover(ctx, act, crawls)
+			total += n
+			if err != nil {
+				return total, err
+			}
+		}
+		// Records left alone stay the oldest stale ones: the next query
+		// would return them again, so the pass ends here.
+		if len(recs) < 500 || len(act) < len(recs) {
 			return total, nil
 		}
 	}
+}
+
+// indexBacklog reports whether MCP's index queue holds messages. Then the
+// indexer, which runs in this process, is working through them, and a
+// to-be-indexed record past its lease is most likely one of them, waiting
+// its turn rather than lost. Republishing it would have the crawler parse
+// the page again and the indexer store its document twice: when the
+// indexer lags by more than a lease, as it does late in a large crawl, the
+// recovery would add to the very backlog that made the records stale.
+func (m *MCP) indexBacklog(ctx context.Context) (bool, error) {
+	n, err := m.deps.Queue.Len(ctx, contracts.QueueIndex)
+	if err != nil {
+		return false, fmt.Errorf("length of %s: %w", contracts.QueueIndex, err)
+	}
+	return n > 0, nil
+}
+
+// queuedForIndex reports whether the sweep leaves stale record r alone
+// while the index queue holds messages: r is to-be-indexed and has waited
+// fewer than RecoveryAttempts leases, so that a document whose index
+// contract was lost is still recovered, later, however long the backlog.
+func (m *MCP) queuedForIndex(r txindex.Record, now time.Time) bool {
+	return r.Status == contracts.ToBeIndexed && now.Sub(r.StatusTime) < time.Duration(m.cfg.RecoveryAttempts)*m.cfg.RecoveryLease
 }
 
 // crawlOf is a crawl as one sweep pass sees it; found is false for records
