@@ -125,7 +125,29 @@ func waitFinished(t *testing.T, api, id string, limit time.Duration) contracts.C
 	}
 }
 
+// TestEndToEndTestSite crawls the awkward test site to the end with the
+// crawler taking pages from the loader in memory (the default), with a
+// handoff too small to hold any page, and without one: every path from the
+// loader to the crawler gives the oracle's crawl.
 func TestEndToEndTestSite(t *testing.T) {
+	tests := []struct {
+		name, handoffBytes string
+	}{
+		{"handoff", ""},
+		{"handoff too small", "1024"},
+		{"no handoff", "0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.handoffBytes != "" {
+				t.Setenv("GRIDCRAWL_HANDOFF_BYTES", tt.handoffBytes)
+			}
+			testEndToEndTestSite(t)
+		})
+	}
+}
+
+func testEndToEndTestSite(t *testing.T) {
 	site := websim.NewTestSite()
 	if err := site.Start(); err != nil {
 		t.Fatal(err)
