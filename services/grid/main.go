@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/metrics"
 	"runtime/pprof"
 	"syscall"
+	"time"
 
 	"github.com/gridcrawl/gridcrawl/services/internal/grid"
 )
@@ -30,10 +32,48 @@ func main() {
 		defer f.Close()
 		defer pprof.StopCPUProfile()
 	}
+	// GRIDCRAWL_MEM_PROFILE names a file to write a heap profile to, taken
+	// when the heap was at its largest during the run.
+	if path := os.Getenv("GRIDCRAWL_MEM_PROFILE"); path != "" {
+		done := make(chan struct{})
+		finished := make(chan struct{})
+		go func() {
+			defer close(finished)
+			peakHeapProfile(path, done)
+		}()
+		defer func() { close(done); <-finished }()
+	}
 	code := grid.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	if code != 0 {
 		pprof.StopCPUProfile()
 		os.Exit(code)
+	}
+}
+
+// peakHeapProfile writes a heap profile to path whenever the live heap is
+// larger than at the last profile, until done is closed, and reports the
+// largest heap seen on stderr.
+func peakHeapProfile(path string, done <-chan struct{}) {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/total:bytes"}}
+	var peak, peakTotal uint64
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			fmt.Fprintf(os.Stderr, "grid: peak heap objects %d MiB, runtime total %d MiB; heap profile in %s\n", peak>>20, peakTotal>>20, path)
+			return
+		case <-tick.C:
+		}
+		metrics.Read(sample)
+		peakTotal = max(peakTotal, sample[1].Value.Uint64())
+		if heap := sample[0].Value.Uint64(); heap > peak+peak/20 {
+			peak = heap
+			if f, err := os.Create(path); err == nil {
+				_ = pprof.Lookup("heap").WriteTo(f, 0)
+				f.Close()
+			}
+		}
 	}
 }

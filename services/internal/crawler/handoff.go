@@ -20,10 +20,12 @@ import (
 type Handoff struct {
 	max int64
 
-	mu    sync.Mutex
-	size  int64
-	order *list.List // front: newest
-	items map[handoffKey]*list.Element
+	mu      sync.Mutex
+	size    int64
+	order   *list.List // front: newest
+	items   map[handoffKey]*list.Element
+	taken   int64
+	evicted int64
 }
 
 // handoffKey is where a response record lies: its asset and offset.
@@ -65,6 +67,7 @@ func (h *Handoff) Put(ref contracts.AssetRef, ip string, response []byte) {
 	}
 	for h.size+int64(len(response)) > h.max {
 		h.removeLocked(h.order.Back())
+		h.evicted++
 	}
 	h.items[k] = h.order.PushFront(&handoffEntry{k: k, length: ref.Length, ip: ip, response: response})
 	h.size += int64(len(response))
@@ -86,7 +89,19 @@ func (h *Handoff) Take(ref contracts.AssetRef) (ip string, response []byte, ok b
 	if e.length != ref.Length {
 		return "", nil, false
 	}
+	h.taken++
 	return e.ip, e.response, true
+}
+
+// Counts returns how many responses were taken and how many were evicted
+// for room before being taken.
+func (h *Handoff) Counts() (taken, evicted int64) {
+	if h == nil {
+		return 0, 0
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.taken, h.evicted
 }
 
 // Bytes returns the size of the responses held.

@@ -58,6 +58,9 @@ type Grid struct {
 	MCP      *mcp.MCP
 	Loader   *loader.Loader
 	Crawler  *crawler.Crawler
+	// Handoff carries responses from the loader to the crawler; nil when
+	// GRIDCRAWL_HANDOFF_BYTES is 0.
+	Handoff *crawler.Handoff
 }
 
 // Open opens the backends and builds the services. ln, when not nil, is the
@@ -95,6 +98,7 @@ func Open(cfg Config, log *slog.Logger, ln net.Listener) (*Grid, error) {
 		Loader: l,
 		Crawler: crawler.New(cfg.Crawler, crawler.Deps{Queue: set.Queue, Tx: set.Tx, Assets: set.Assets, Profiles: set.Profiles,
 			Group: group, Shards: shards, Handoff: handoff, Logger: log.With("service", "crawler")}),
+		Handoff: handoff,
 	}, nil
 }
 
