@@ -229,6 +229,7 @@ func (c *Crawler) Process(ctx context.Context, k contracts.CrawlerContract, prof
 	var pages []*parsed
 	if c.cancels.Cancelled(ctx, k.CrawlID) {
 		for i, p := range todo {
+			c.deps.Handoff.Take(p.Asset) // not parsed: free its room
 			pages = append(pages, &parsed{page: p, key: todoKeys[i], final: contracts.Failed, reason: "cancelled"})
 		}
 		todo = nil

@@ -3,6 +3,7 @@ package crawler
 import (
 	"container/list"
 	"sync"
+	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 )
@@ -13,10 +14,13 @@ import (
 // optimisation only: the WARC record stays the truth, and a response that is
 // not (or no longer) in the handoff is read from its record.
 //
-// A Handoff holds at most its byte bound of responses; beyond it the oldest
-// go first, so that a crawler that falls behind (or contracts that are never
-// delivered: a failed publish, a transition not applied) cannot make it
-// grow. Each response is taken at most once. It is safe for concurrent use.
+// A Handoff holds at most its byte bound of responses. When it is full a new
+// response is not kept, unless the oldest have waited longer than
+// handoffStale (their contract was lost, or they belong to a crawl that
+// ended): they make room. The crawler takes responses roughly in the order
+// they were put, so when it falls behind, keeping the oldest serves it,
+// where evicting them would evict every response just before its turn. Each
+// response is taken at most once. It is safe for concurrent use.
 type Handoff struct {
 	max int64
 
@@ -26,6 +30,7 @@ type Handoff struct {
 	items   map[handoffKey]*list.Element
 	taken   int64
 	evicted int64
+	now     func() time.Time
 }
 
 // handoffKey is where a response record lies: its asset and offset.
@@ -39,7 +44,12 @@ type handoffEntry struct {
 	length   int64
 	ip       string
 	response []byte
+	at       time.Time
 }
+
+// handoffStale is how long a response waits before it may give way to a
+// newer one in a full handoff.
+const handoffStale = 30 * time.Second
 
 // NewHandoff returns a handoff holding at most maxBytes of responses; a
 // maxBytes below 1 returns nil, which holds nothing.
@@ -47,7 +57,7 @@ func NewHandoff(maxBytes int64) *Handoff {
 	if maxBytes < 1 {
 		return nil
 	}
-	return &Handoff{max: maxBytes, order: list.New(), items: map[handoffKey]*list.Element{}}
+	return &Handoff{max: maxBytes, order: list.New(), items: map[handoffKey]*list.Element{}, now: time.Now}
 }
 
 // Put offers the HTTP response (status line, headers and body, exactly the
@@ -65,11 +75,17 @@ func (h *Handoff) Put(ref contracts.AssetRef, ip string, response []byte) {
 	if el, ok := h.items[k]; ok {
 		h.removeLocked(el)
 	}
+	now := h.now()
 	for h.size+int64(len(response)) > h.max {
-		h.removeLocked(h.order.Back())
+		oldest := h.order.Back()
+		if now.Sub(oldest.Value.(*handoffEntry).at) < handoffStale {
+			h.evicted++ // the new one gives way
+			return
+		}
+		h.removeLocked(oldest)
 		h.evicted++
 	}
-	h.items[k] = h.order.PushFront(&handoffEntry{k: k, length: ref.Length, ip: ip, response: response})
+	h.items[k] = h.order.PushFront(&handoffEntry{k: k, length: ref.Length, ip: ip, response: response, at: now})
 	h.size += int64(len(response))
 }
 
@@ -93,8 +109,8 @@ func (h *Handoff) Take(ref contracts.AssetRef) (ip string, response []byte, ok b
 	return e.ip, e.response, true
 }
 
-// Counts returns how many responses were taken and how many were evicted
-// for room before being taken.
+// Counts returns how many responses were taken, and how many were not kept
+// or given up for room before being taken.
 func (h *Handoff) Counts() (taken, evicted int64) {
 	if h == nil {
 		return 0, 0

@@ -2,6 +2,7 @@ package crawler
 
 import (
 	"testing"
+	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 )
@@ -12,6 +13,7 @@ func TestHandoff(t *testing.T) {
 	type put struct {
 		ref  contracts.AssetRef
 		size int
+		late bool // put after the earlier ones went stale
 	}
 	tests := []struct {
 		name  string
@@ -21,20 +23,28 @@ func TestHandoff(t *testing.T) {
 		want  bool
 		bytes int64 // held after the take
 	}{
-		{"taken", 100, []put{{ref(0), 40}}, ref(0), true, 0},
-		{"other offset", 100, []put{{ref(0), 40}}, ref(10), false, 40},
-		{"other length", 100, []put{{ref(0), 40}}, contracts.AssetRef{Key: "seg", Length: 11}, false, 0},
-		{"other key", 100, []put{{ref(0), 40}}, contracts.AssetRef{Key: "seg2", Length: 10}, false, 40},
-		{"oldest evicted", 100, []put{{ref(0), 40}, {ref(10), 40}, {ref(20), 40}}, ref(0), false, 80},
-		{"newer kept", 100, []put{{ref(0), 40}, {ref(10), 40}, {ref(20), 40}}, ref(20), true, 40},
-		{"larger than the bound", 100, []put{{ref(0), 101}}, ref(0), false, 0},
-		{"put again replaces", 100, []put{{ref(0), 40}, {ref(0), 50}}, ref(0), true, 0},
-		{"no key", 100, []put{{contracts.AssetRef{Length: 10}, 40}}, contracts.AssetRef{Length: 10}, false, 0},
+		{"taken", 100, []put{{ref(0), 40, false}}, ref(0), true, 0},
+		{"other offset", 100, []put{{ref(0), 40, false}}, ref(10), false, 40},
+		{"other length", 100, []put{{ref(0), 40, false}}, contracts.AssetRef{Key: "seg", Length: 11}, false, 0},
+		{"other key", 100, []put{{ref(0), 40, false}}, contracts.AssetRef{Key: "seg2", Length: 10}, false, 40},
+		{"full: oldest kept", 100, []put{{ref(0), 40, false}, {ref(10), 40, false}, {ref(20), 40, false}}, ref(0), true, 40},
+		{"full: newest not kept", 100, []put{{ref(0), 40, false}, {ref(10), 40, false}, {ref(20), 40, false}}, ref(20), false, 80},
+		{"full: stale one gives way", 100, []put{{ref(0), 40, false}, {ref(10), 40, false}, {ref(20), 40, true}}, ref(0), false, 80},
+		{"full: newest kept in its room", 100, []put{{ref(0), 40, false}, {ref(10), 40, false}, {ref(20), 40, true}}, ref(20), true, 40},
+		{"full: the rest stays", 100, []put{{ref(0), 40, false}, {ref(10), 40, false}, {ref(20), 40, true}}, ref(10), true, 40},
+		{"larger than the bound", 100, []put{{ref(0), 101, false}}, ref(0), false, 0},
+		{"put again replaces", 100, []put{{ref(0), 40, false}, {ref(0), 50, false}}, ref(0), true, 0},
+		{"no key", 100, []put{{contracts.AssetRef{Length: 10}, 40, false}}, contracts.AssetRef{Length: 10}, false, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := NewHandoff(tt.max)
+			now := time.Unix(1000, 0)
+			h.now = func() time.Time { return now }
 			for _, p := range tt.puts {
+				if p.late {
+					now = now.Add(handoffStale)
+				}
 				h.Put(p.ref, "192.0.2.1", resp(p.size))
 			}
 			ip, got, ok := h.Take(tt.take)
