@@ -51,6 +51,7 @@ import (
 	"io"
 	"net/url"
 	"strings"
+	"sync"
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
@@ -178,15 +179,28 @@ func HTMLWithContentType(r io.Reader, contentType string, pageURL *url.URL, lim 
 	}
 	e := newExtractor(page, lim.withDefaults())
 	e.res.Charset = cs
+	// The page's text grows in a reused buffer; finish copies it out.
+	tb := textBufs.Get().(*[]byte)
+	e.text.buf = (*tb)[:0]
 	z := html.NewTokenizer(rd)
 	z.SetMaxBuf(MaxTokenBytes)
 	err = e.run(z, false)
 	e.finish()
+	if cap(e.text.buf) <= maxPooledText {
+		*tb = e.text.buf[:0]
+		textBufs.Put(tb)
+	}
 	if err != nil {
 		return e.res, fmt.Errorf("extract html: %w", err)
 	}
 	return e.res, nil
 }
+
+// textBufs holds the buffers pages' text is collected in.
+var textBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledText is the largest text buffer kept in textBufs.
+const maxPooledText = 1 << 20
 
 // extractor is the state of one HTML extraction. Its memory is bounded by the
 // limits: no per-element stack is kept.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/klauspost/compress/gzip"
 )
@@ -27,6 +28,11 @@ const (
 )
 
 var gzipMagic = []byte{0x1f, 0x8b}
+
+// gzipReaders holds decompressors for ReadRecord: a decompressor's window
+// and tables are larger than most records, so reusing them saves most of
+// what reading a record allocates.
+var gzipReaders = sync.Pool{New: func() any { return new(gzip.Reader) }}
 
 // ReadRecord reads one record from r, which must be positioned at the start
 // of a record: a gzip member holding it, or the plain record (detected from
@@ -53,8 +59,9 @@ func ReadRecord(r io.Reader, maxBlock int64) (Record, error) {
 		}
 		return rec, err
 	}
-	zr, err := gzip.NewReader(br)
-	if err != nil {
+	zr := gzipReaders.Get().(*gzip.Reader)
+	defer gzipReaders.Put(zr)
+	if err := zr.Reset(br); err != nil {
 		return Record{}, fmt.Errorf("read warc record: gzip: %w", err)
 	}
 	zr.Multistream(false)

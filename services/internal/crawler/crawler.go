@@ -82,7 +82,11 @@ type Deps struct {
 	Group    routing.Grouper
 	// Shards is the number of loader queue shards; 0 means 1.
 	Shards int
-	Logger *slog.Logger
+	// Handoff, when not nil, holds responses a loader in the same process
+	// has just stored; the crawler takes a page's response from it instead
+	// of reading its WARC record back. Nil: every record is read.
+	Handoff *Handoff
+	Logger  *slog.Logger
 }
 
 // Crawler is the crawler service.
@@ -225,16 +229,18 @@ func (c *Crawler) Process(ctx context.Context, k contracts.CrawlerContract, prof
 	var pages []*parsed
 	if c.cancels.Cancelled(ctx, k.CrawlID) {
 		for i, p := range todo {
+			c.deps.Handoff.Take(p.Asset) // not parsed: free its room
 			pages = append(pages, &parsed{page: p, key: todoKeys[i], final: contracts.Failed, reason: "cancelled"})
 		}
 		todo = nil
 	}
-	spans, err := c.readSpans(ctx, todo)
+	handed := c.takeHanded(todo)
+	spans, err := c.readSpans(ctx, todo, handed)
 	if err != nil {
 		return err
 	}
 	for i, p := range todo {
-		pp, err := c.parse(ctx, k, profile, scope, p, todoKeys[i], todoRefs[i], spans)
+		pp, err := c.parse(ctx, k, profile, scope, p, todoKeys[i], todoRefs[i], handed, spans)
 		if err != nil {
 			return err
 		}
@@ -288,9 +294,9 @@ func (c *Crawler) Process(ctx context.Context, k contracts.CrawlerContract, prof
 // that cannot be parsed becomes a failed record.
 // referrer is the URL of the page that linked p.
 func (c *Crawler) parse(ctx context.Context, k contracts.CrawlerContract, profile contracts.Profile, scope *scope.Rules,
-	p contracts.CrawlerPage, key, referrer string, spans map[string]span) (*parsed, error) {
+	p contracts.CrawlerPage, key, referrer string, handed map[contracts.AssetRef]handedResponse, spans map[string]span) (*parsed, error) {
 	out := &parsed{page: p, key: key, final: contracts.ToBeIndexed}
-	status, header, ip, body, err := c.load(ctx, p.Asset, spans)
+	status, header, ip, body, err := c.load(ctx, p.Asset, handed, spans)
 	if err != nil {
 		if errors.Is(err, assets.ErrNotFound) {
 			out.final, out.reason = contracts.Failed, "asset missing: "+p.Asset.Key
@@ -380,17 +386,44 @@ type span struct {
 // maxSpanBytes bounds one combined read of a WARC segment.
 const maxSpanBytes = 64 << 20
 
+// handedResponse is a response taken from the handoff.
+type handedResponse struct {
+	ip       string
+	response []byte
+}
+
+// takeHanded takes the responses of pages that the handoff holds.
+func (c *Crawler) takeHanded(pages []contracts.CrawlerPage) map[contracts.AssetRef]handedResponse {
+	if c.deps.Handoff == nil {
+		return nil
+	}
+	var out map[contracts.AssetRef]handedResponse
+	for _, p := range pages {
+		if ip, resp, ok := c.deps.Handoff.Take(p.Asset); ok {
+			if out == nil {
+				out = make(map[contracts.AssetRef]handedResponse, len(pages))
+			}
+			out[p.Asset] = handedResponse{ip: ip, response: resp}
+		}
+	}
+	return out
+}
+
 // readSpans reads, per asset object, the byte range covering the records
 // of pages in one request: a contract's pages come from one WARC segment,
-// so this is one read per contract instead of one per page. Objects whose
-// range is too large are left to per-page reads.
-func (c *Crawler) readSpans(ctx context.Context, pages []contracts.CrawlerPage) (map[string]span, error) {
+// so this is one read per contract instead of one per page. Pages whose
+// response was handed over are not read; objects whose range is too large
+// are left to per-page reads.
+func (c *Crawler) readSpans(ctx context.Context, pages []contracts.CrawlerPage, handed map[contracts.AssetRef]handedResponse) (map[string]span, error) {
 	type bounds struct{ lo, hi int64 }
 	byKey := map[string]*bounds{}
 	count := map[string]int{}
 	for _, p := range pages {
 		a := p.Asset
 		if a.Key == "" || a.Length <= 0 {
+			continue
+		}
+		if _, ok := handed[a]; ok {
 			continue
 		}
 		b := byKey[a.Key]
@@ -423,26 +456,38 @@ func (c *Crawler) readSpans(ctx context.Context, pages []contracts.CrawlerPage) 
 	return out, nil
 }
 
-// load reads the WARC response record at ref (from spans when it holds it)
-// and returns the HTTP status, headers and decoded body, capped at
-// MaxBodyBytes (a gzip bomb is cut there).
-func (c *Crawler) load(ctx context.Context, ref contracts.AssetRef, spans map[string]span) (status int, header http.Header, ip string, body []byte, err error) {
-	var r io.Reader
-	if sp, ok := spans[ref.Key]; ok && ref.Offset >= sp.off && ref.Offset+ref.Length <= sp.off+int64(len(sp.data)) {
-		r = bytes.NewReader(sp.data[ref.Offset-sp.off : ref.Offset-sp.off+ref.Length])
-	} else {
-		rc, err := c.deps.Assets.Get(ctx, ref.Key, ref.Offset, ref.Length)
-		if err != nil {
-			return 0, nil, "", nil, fmt.Errorf("get asset %q: %w", ref.Key, err)
+// load returns the HTTP status, headers and decoded body of the response at
+// ref, capped at MaxBodyBytes (a gzip bomb is cut there): the response
+// handed over when there is one, else the WARC response record (from spans
+// when they hold it).
+func (c *Crawler) load(ctx context.Context, ref contracts.AssetRef, handed map[contracts.AssetRef]handedResponse, spans map[string]span) (status int, header http.Header, ip string, body []byte, err error) {
+	maxBlock := c.cfg.MaxBodyBytes + 1<<20
+	var block []byte
+	if h, ok := handed[ref]; ok {
+		// The record's block is exactly this response; keep its limit.
+		if int64(len(h.response)) > maxBlock {
+			return 0, nil, "", nil, &badRecordError{fmt.Sprintf("read warc record: %v", warc.ErrTooLarge)}
 		}
-		defer rc.Close()
-		r = rc
+		block, ip = h.response, h.ip
+	} else {
+		var r io.Reader
+		if sp, ok := spans[ref.Key]; ok && ref.Offset >= sp.off && ref.Offset+ref.Length <= sp.off+int64(len(sp.data)) {
+			r = bytes.NewReader(sp.data[ref.Offset-sp.off : ref.Offset-sp.off+ref.Length])
+		} else {
+			rc, err := c.deps.Assets.Get(ctx, ref.Key, ref.Offset, ref.Length)
+			if err != nil {
+				return 0, nil, "", nil, fmt.Errorf("get asset %q: %w", ref.Key, err)
+			}
+			defer rc.Close()
+			r = rc
+		}
+		rec, err := warc.ReadRecord(r, maxBlock)
+		if err != nil {
+			return 0, nil, "", nil, &badRecordError{"read warc record: " + err.Error()}
+		}
+		block, ip = rec.Block, rec.Header.Get(warc.FieldIPAddress)
 	}
-	rec, err := warc.ReadRecord(r, c.cfg.MaxBodyBytes+1<<20)
-	if err != nil {
-		return 0, nil, "", nil, &badRecordError{"read warc record: " + err.Error()}
-	}
-	status, header, body, err = warc.ParseHTTPResponse(rec.Block)
+	status, header, body, err = warc.ParseHTTPResponse(block)
 	if err != nil {
 		return 0, nil, "", nil, &badRecordError{"parse http response: " + err.Error()}
 	}
@@ -460,7 +505,7 @@ func (c *Crawler) load(ctx context.Context, ref contracts.AssetRef, spans map[st
 		}
 		body = dec
 	}
-	return status, header, rec.Header.Get(warc.FieldIPAddress), body, nil
+	return status, header, ip, body, nil
 }
 
 func looksHTML(b []byte) bool {

@@ -125,7 +125,33 @@ func waitFinished(t *testing.T, api, id string, limit time.Duration) contracts.C
 	}
 }
 
+// TestEndToEndTestSite crawls the awkward test site to the end with the
+// crawler taking pages from the loader in memory (the default), with a
+// handoff too small to hold any page, and without one: every path from the
+// loader to the crawler gives the oracle's crawl.
 func TestEndToEndTestSite(t *testing.T) {
+	tests := []struct {
+		name, handoffBytes string
+		handed             bool // pages must have been taken from the handoff
+	}{
+		{"handoff", "", true},
+		{"handoff too small", "1024", false},
+		{"no handoff", "0", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.handoffBytes != "" {
+				t.Setenv("GRIDCRAWL_HANDOFF_BYTES", tt.handoffBytes)
+			}
+			g := testEndToEndTestSite(t)
+			if taken, _ := g.Handoff.Counts(); tt.handed && taken == 0 {
+				t.Errorf("no page was taken from the handoff, want the crawler to take them")
+			}
+		})
+	}
+}
+
+func testEndToEndTestSite(t *testing.T) *Grid {
 	site := websim.NewTestSite()
 	if err := site.Start(); err != nil {
 		t.Fatal(err)
@@ -292,6 +318,7 @@ func TestEndToEndTestSite(t *testing.T) {
 	if code := apiDo(t, http.MethodGet, api+"/api/v1/crawls", nil, &list); code != http.StatusOK || len(list.Crawls) != 1 {
 		t.Errorf("GET /api/v1/crawls = %d with %d crawls, want 1", code, len(list.Crawls))
 	}
+	return g
 }
 
 func TestInvalidProfilesAreRejectedWithTheField(t *testing.T) {

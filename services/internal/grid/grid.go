@@ -27,7 +27,11 @@ type Config struct {
 	MCP      mcp.Config
 	Loader   loader.Config
 	Crawler  crawler.Config
-	LogLevel string `env:"GRIDCRAWL_LOG_LEVEL" envDefault:"info"`
+	// HandoffBytes bounds the responses the loader hands to the crawler in
+	// memory (crawler.Handoff); 0 turns the handoff off, and the crawler
+	// reads every page back from its WARC record.
+	HandoffBytes int64  `env:"GRIDCRAWL_HANDOFF_BYTES" envDefault:"33554432"`
+	LogLevel     string `env:"GRIDCRAWL_LOG_LEVEL" envDefault:"info"`
 }
 
 // LoadConfig parses the environment into a Config.
@@ -41,7 +45,11 @@ func LoadConfig() (Config, error) {
 
 // Validate checks every part of c.
 func (c *Config) Validate() error {
-	return errors.Join(c.Backends.Validate(), c.Frontier.Validate(), c.MCP.Validate(c.Backends.Embedded()), c.Loader.Validate(), c.Crawler.Validate())
+	var handoff error
+	if c.HandoffBytes < 0 {
+		handoff = errors.New("GRIDCRAWL_HANDOFF_BYTES must not be negative")
+	}
+	return errors.Join(handoff, c.Backends.Validate(), c.Frontier.Validate(), c.MCP.Validate(c.Backends.Embedded()), c.Loader.Validate(), c.Crawler.Validate())
 }
 
 // Grid is a running all-in-one grid.
@@ -50,6 +58,9 @@ type Grid struct {
 	MCP      *mcp.MCP
 	Loader   *loader.Loader
 	Crawler  *crawler.Crawler
+	// Handoff carries responses from the loader to the crawler; nil when
+	// GRIDCRAWL_HANDOFF_BYTES is 0.
+	Handoff *crawler.Handoff
 }
 
 // Open opens the backends and builds the services. ln, when not nil, is the
@@ -67,8 +78,15 @@ func Open(cfg Config, log *slog.Logger, ln net.Listener) (*Grid, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := loader.New(cfg.Loader, loader.Deps{Queue: set.Queue, Tx: set.Tx, Assets: set.Assets, Profiles: set.Profiles,
-		Group: group, Shards: shards, Logger: log.With("service", "loader")})
+	// The loader and the crawler share a process: the crawler takes the
+	// responses the loader has just stored from memory.
+	handoff := crawler.NewHandoff(cfg.HandoffBytes)
+	ld := loader.Deps{Queue: set.Queue, Tx: set.Tx, Assets: set.Assets, Profiles: set.Profiles,
+		Group: group, Shards: shards, Logger: log.With("service", "loader")}
+	if handoff != nil {
+		ld.Handoff = handoff
+	}
+	l, err := loader.New(cfg.Loader, ld)
 	if err != nil {
 		_ = set.Close()
 		return nil, err
@@ -79,7 +97,8 @@ func Open(cfg Config, log *slog.Logger, ln net.Listener) (*Grid, error) {
 			Group: group, Shards: shards, Embedded: set.Embedded, Logger: log.With("service", "mcp"), Listener: ln}),
 		Loader: l,
 		Crawler: crawler.New(cfg.Crawler, crawler.Deps{Queue: set.Queue, Tx: set.Tx, Assets: set.Assets, Profiles: set.Profiles,
-			Group: group, Shards: shards, Logger: log.With("service", "crawler")}),
+			Group: group, Shards: shards, Handoff: handoff, Logger: log.With("service", "crawler")}),
+		Handoff: handoff,
 	}, nil
 }
 

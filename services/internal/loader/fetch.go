@@ -277,16 +277,40 @@ func (l *Loader) httpGet(ctx context.Context, t *task, u *url.URL) (*exchange, e
 		return nil, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, l.cfg.MaxBodyBytes+1))
+	// The body is read into a pooled buffer and copied once into the
+	// exchange's response, sized exactly, instead of growing a new slice
+	// for every page.
+	buf := bodyBufs.Get().(*bytes.Buffer)
+	defer putBodyBuf(buf)
+	if n := resp.ContentLength; n > 0 && n <= l.cfg.MaxBodyBytes {
+		buf.Grow(int(n) + bytes.MinRead)
+	}
+	_, err = buf.ReadFrom(io.LimitReader(resp.Body, l.cfg.MaxBodyBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("read body: %w", err)
 	}
 	ex.elapsed = time.Since(ex.date)
+	body := buf.Bytes()
 	if int64(len(body)) > l.cfg.MaxBodyBytes {
 		body, ex.truncated = body[:l.cfg.MaxBodyBytes], true
 	}
 	ex.fill(req, resp, body)
 	return ex, nil
+}
+
+// bodyBufs holds buffers for reading response bodies.
+var bodyBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledBody is the largest buffer put back in bodyBufs: a rare huge
+// body is not kept alive by the pool.
+const maxPooledBody = 1 << 20
+
+func putBodyBuf(b *bytes.Buffer) {
+	if b.Cap() > maxPooledBody {
+		return
+	}
+	b.Reset()
+	bodyBufs.Put(b)
 }
 
 // withPeerIP makes the requests of ctx note the address they connect to.
@@ -315,18 +339,21 @@ func dumpRequest(req *http.Request) []byte {
 	return b.Bytes()
 }
 
+// dumpResponse returns the response's status line, headers and body in
+// one slice of exactly its size (body may be a reused buffer: it is copied).
 func dumpResponse(resp *http.Response, body []byte) []byte {
-	var b bytes.Buffer
-	b.Grow(len(body) + 512)
-	fmt.Fprintf(&b, "HTTP/%d.%d %s\r\n", resp.ProtoMajor, resp.ProtoMinor, resp.Status)
+	var head bytes.Buffer
+	head.Grow(512)
+	fmt.Fprintf(&head, "HTTP/%d.%d %s\r\n", resp.ProtoMajor, resp.ProtoMinor, resp.Status)
 	h := resp.Header.Clone()
 	// The body is stored as received, so the framing headers must describe it.
 	h.Del("Transfer-Encoding")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
-	_ = h.Write(&b)
-	b.WriteString("\r\n")
-	b.Write(body)
-	return b.Bytes()
+	_ = h.Write(&head)
+	head.WriteString("\r\n")
+	out := make([]byte, 0, head.Len()+len(body))
+	out = append(out, head.Bytes()...)
+	return append(out, body...)
 }
 
 // robotsCapture receives what the robots.txt fetch of one lease did: the

@@ -149,7 +149,19 @@ type Deps struct {
 	// subscriber, loaders started together then share the shards instead of
 	// the first one owning them all; the others stay standbys for failover.
 	Stagger time.Duration
+	// Handoff, when not nil, is given the response of every page moved to
+	// to-be-parsed, once its record is stored and before its crawler
+	// contract is published: a crawler in the same process takes it there
+	// instead of reading the record back.
+	Handoff Handoff
 	Logger  *slog.Logger
+}
+
+// Handoff receives stored responses for a crawler in the same process.
+// Put must not modify response, and may keep it: the loader does not touch
+// it afterwards.
+type Handoff interface {
+	Put(ref contracts.AssetRef, ip string, response []byte)
 }
 
 // Loader is the loader service.

@@ -36,6 +36,9 @@ type result struct {
 	page   contracts.CrawlerPage
 	inSeg  bool // page.Asset.Offset/Length refer to the segment being filled
 	repub  *contracts.CrawlerPage
+	// ip and response are the exchange's, kept for the handoff.
+	ip       string
+	response []byte
 }
 
 // recorder owns the segment being filled and the results waiting for it.
@@ -135,6 +138,9 @@ func (r *recorder) addExchange(t *task, o outcome) {
 		res.status, res.reason = contracts.Failed, "warc: "+err.Error()
 	} else {
 		res.inSeg, res.page.Asset = true, contracts.AssetRef{Offset: off, Length: n}
+		if r.l.deps.Handoff != nil && res.status == contracts.ToBeParsed {
+			res.ip, res.response = ex.ip, ex.response
+		}
 	}
 	r.pending = append(r.pending, res)
 	full := r.seg.Len() >= r.l.cfg.SegmentBytes
@@ -315,6 +321,9 @@ func (r *recorder) record(ctx context.Context, pending []*result) error {
 	for i, res := range moved {
 		if applied[i] && res.status == contracts.ToBeParsed {
 			pages.add(res, res.page)
+			if res.response != nil {
+				r.l.deps.Handoff.Put(res.page.Asset, res.ip, res.response)
+			}
 		}
 	}
 	for _, res := range pending {
