@@ -593,3 +593,40 @@ func TestIDsNoDocumentCanHave(t *testing.T) {
 		}
 	}
 }
+
+// legacyTxMapping is the mapping of the transactions index as gridcrawl
+// created it before the fields that no query uses were kept in _source
+// only.
+const legacyTxMapping = `{"settings":{"index":{"number_of_shards":1,"number_of_replicas":0}},
+"mappings":{"dynamic":"strict","properties":{
+"key":{"type":"keyword"},"crawl_id":{"type":"keyword"},"url":{"type":"keyword","ignore_above":8191},
+"host":{"type":"keyword"},"chg":{"type":"keyword"},"depth":{"type":"integer"},"hops":{"type":"integer"},
+"referrer":{"type":"keyword","ignore_above":8191},"status":{"type":"keyword"},"status_time":{"type":"date"},
+"attempts":{"type":"integer"},
+"error":{"type":"keyword","ignore_above":1024,"fields":{"text":{"type":"text"}}},
+"http_status":{"type":"integer"},
+"asset":{"properties":{"key":{"type":"keyword","ignore_above":1024},"offset":{"type":"long"},"length":{"type":"long"}}},
+"created_at":{"type":"date"}}}}`
+
+// TestOpenLegacyTxIndex opens a transactions index created with the older
+// mapping, which indexes every field: Open keeps its mapping, and the index
+// passes the conformance suite.
+func TestOpenLegacyTxIndex(t *testing.T) {
+	url := esURL(t)
+	prefix := testPrefix()
+	status, body := raw(t, http.MethodPut, "/"+prefix+"-transactions", legacyTxMapping)
+	if status != http.StatusOK {
+		t.Fatalf("create legacy index = %d %s", status, body)
+	}
+	c := openPrefix(t, Options{URL: url, Prefix: prefix}, true)
+	status, body = raw(t, http.MethodGet, "/"+prefix+"-transactions/_mapping/field/url", "")
+	if status != http.StatusOK || !strings.Contains(body, `"ignore_above":8191`) {
+		t.Errorf("mapping of url after Open = %d %s, want the legacy mapping kept", status, body)
+	}
+	txindextest.Run(t, txindextest.Harness{
+		New: func(t *testing.T) txindex.Index { return c.TxIndex() },
+		Reopen: func(t *testing.T, x txindex.Index) txindex.Index {
+			return openPrefix(t, Options{URL: url, Prefix: prefix}, false).TxIndex()
+		},
+	})
+}
