@@ -187,16 +187,23 @@ func gridBench(web *websim.Web, depth, delay, loaders, crawlers int, binDir stri
 			float64(x.docs)/float64(pages), float64(x.gets)/float64(pages), float64(x.indexMS)/float64(pages),
 			float64(x.getMS)/float64(pages), float64(x.refreshMS)/float64(pages), float64(x.mergeMS)/float64(pages))
 	}
-	for _, name := range []string{"elastic", "rabbitmq", "minio"} {
+	// net is a backend's CPU milliseconds per page less its idle rate, as
+	// text; "n/a" when the process restarted meanwhile (CPU went down).
+	net := func(name string) string {
 		c := backendCPU1[name] - backendCPU0[name]
 		bg := (backendCPU0[name] - idle0[name]) / idle.Seconds() * wall.Seconds()
-		fmt.Printf("  backend %-9s cpu %6.2fs during the crawl  cpu-ms/page %.3f  (idle rate before: %.2fs over the crawl's time; net cpu-ms/page %.3f)\n",
-			name, c, 1000*c/float64(pages), bg, 1000*max(c-bg, 0)/float64(pages))
+		if c < 0 || bg < 0 {
+			return "n/a (restarted)"
+		}
+		return fmt.Sprintf("%.3f", 1000*max(c-bg, 0)/float64(pages))
 	}
-	c := backendCPU1["elastic"] - backendCPU0["elastic"]
-	bg := (backendCPU0["elastic"] - idle0["elastic"]) / idle.Seconds() * wall.Seconds()
-	fmt.Printf("elasticsearch cpu-ms/page: %.3f, net of the idle rate %.3f (the whole node: it may serve others meanwhile)\n",
-		1000*c/float64(pages), 1000*max(c-bg, 0)/float64(pages))
+	for _, name := range []string{"elastic", "rabbitmq", "minio"} {
+		c := backendCPU1[name] - backendCPU0[name]
+		fmt.Printf("  backend %-9s cpu %6.2fs during the crawl  cpu-ms/page %.3f  net of its idle rate before the crawl %s\n",
+			name, c, 1000*c/float64(pages), net(name))
+	}
+	fmt.Printf("elasticsearch cpu-ms/page: %.3f, net of its idle rate %s (the whole node: it may serve others meanwhile)\n",
+		1000*(backendCPU1["elastic"]-backendCPU0["elastic"])/float64(pages), net("elastic"))
 	objs, err := countObjects(bucket)
 	if err != nil {
 		return err
