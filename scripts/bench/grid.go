@@ -12,6 +12,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,7 +48,17 @@ func gridBench(web *websim.Web, depth, delay, loaders, crawlers int, binDir stri
 	if err != nil {
 		return err
 	}
-	env := append(os.Environ(), "GRIDCRAWL_ES_PREFIX="+prefix, "GRIDCRAWL_S3_BUCKET="+bucket, "GRIDCRAWL_API_TOKEN="+token,
+	// Queue names are fixed, so two grid runs on one virtual host consume
+	// each other's contracts (and abandon them: the records are in the
+	// other run's indices). Each run gets a virtual host of its own.
+	amqpURL, dropVhost, err := ownVhost(os.Getenv("GRIDCRAWL_AMQP_URL"), prefix)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "warning: %v; using the broker's default virtual host, which concurrent grid runs share\n", err)
+		amqpURL = os.Getenv("GRIDCRAWL_AMQP_URL")
+	} else {
+		defer dropVhost()
+	}
+	env := append(os.Environ(), "GRIDCRAWL_AMQP_URL="+amqpURL, "GRIDCRAWL_ES_PREFIX="+prefix, "GRIDCRAWL_S3_BUCKET="+bucket, "GRIDCRAWL_API_TOKEN="+token,
 		"GRIDCRAWL_LISTEN="+addr, "GRIDCRAWL_ALLOW_NETS=127.0.0.0/8", "GRIDCRAWL_RESOLVE="+web.Resolve(), "GRIDCRAWL_DATA="+logs)
 	type proc struct {
 		name string
@@ -211,6 +222,38 @@ func gridBench(web *websim.Web, depth, delay, loaders, crawlers int, binDir stri
 	fmt.Printf("asset objects per page: %.4f (%d objects)\n", float64(objs)/float64(pages), objs)
 	fmt.Printf("(indices %s-*, bucket %s are left for inspection)\n", prefix, bucket)
 	return nil
+}
+
+// ownVhost creates the RabbitMQ virtual host name on the local broker
+// (scripts/services/rabbitmq.sh ctl rabbitmqctl), grants the user of
+// amqpURL every permission on it, and returns amqpURL on it and a function
+// that deletes it.
+func ownVhost(amqpURL, name string) (string, func(), error) {
+	u, err := url.Parse(amqpURL)
+	if err != nil {
+		return "", nil, fmt.Errorf("GRIDCRAWL_AMQP_URL: %w", err)
+	}
+	ctl := func(args ...string) error {
+		out, err := exec.Command("scripts/services/rabbitmq.sh", append([]string{"ctl", "rabbitmqctl", "-q"}, args...)...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("rabbitmqctl %s: %w: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
+		}
+		return nil
+	}
+	if err := ctl("add_vhost", name); err != nil {
+		return "", nil, err
+	}
+	drop := func() {
+		if err := ctl("delete_vhost", name); err != nil {
+			fmt.Fprintf(os.Stderr, "warning: %v\n", err)
+		}
+	}
+	if err := ctl("set_permissions", "-p", name, u.User.Username(), ".*", ".*", ".*"); err != nil {
+		drop()
+		return "", nil, err
+	}
+	u.Path = "/" + name
+	return u.String(), drop, nil
 }
 
 // publishedIn reads the "published" count a service logs when it stops.
