@@ -6,9 +6,12 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 )
 
-// maxCachedVersions bounds the records a versionCache holds: about 300
-// bytes each, so some tens of MB at most.
-const maxCachedVersions = 1 << 17
+// maxCachedVersions bounds the records a versionCache holds, a few
+// hundred bytes each: some MB. A cached version only has to outlive the
+// time between a process's read of a record and its transition of it
+// (the loader's fetch and segment store, the crawler's parse), during which
+// a busy crawler caches some thousands of records.
+const maxCachedVersions = 1 << 14
 
 // version is a record as one of its versions in the index: the sequence
 // number and primary term Elasticsearch gave that version, and its content.
