@@ -194,7 +194,7 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 			return nil, fmt.Errorf("open elasticsearch %q: %w", opts.URL, err)
 		}
 	}
-	c.tx = &TxIndex{c: c}
+	c.tx = &TxIndex{c: c, cache: newVersionCache()}
 	c.profiles = &Profiles{c: c}
 	c.search = &Search{c: c}
 	return c, nil
@@ -256,7 +256,11 @@ func (c *Client) ensureIndex(ctx context.Context, name string, shards, replicas 
 	if se := (*StatusError)(nil); !errors.As(err, &se) || se.Type != "resource_already_exists_exception" {
 		return fmt.Errorf("create index %q: %w", name, err)
 	}
-	body, err = json.Marshal(mapping)
+	props, err = c.keepExisting(ctx, name, props)
+	if err != nil {
+		return fmt.Errorf("put mapping of index %q: %w", name, err)
+	}
+	body, err = json.Marshal(map[string]any{"dynamic": "strict", "properties": props})
 	if err != nil {
 		return fmt.Errorf("put mapping of index %q: %w", name, err)
 	}
@@ -264,6 +268,44 @@ func (c *Client) ensureIndex(ctx context.Context, name string, shards, replicas 
 		return fmt.Errorf("put mapping of index %q: %w", name, err)
 	}
 	return nil
+}
+
+// keepExisting returns props with the definition that index name has
+// already for each field it maps with the same type. Elasticsearch cannot
+// change how an existing field is indexed (index, doc_values, sub-fields),
+// so an index created by an older version keeps those and still works,
+// only at the older cost; a field mapped with another type is left in
+// props, so that putting it fails as a conflict.
+func (c *Client) keepExisting(ctx context.Context, name string, props map[string]any) (map[string]any, error) {
+	var res map[string]struct {
+		Mappings struct {
+			Properties map[string]map[string]any `json:"properties"`
+		} `json:"mappings"`
+	}
+	if err := c.do(ctx, esapi.IndicesGetMappingRequest{Index: []string{name}}, &res); err != nil {
+		return nil, err
+	}
+	existing := res[name].Mappings.Properties
+	out := make(map[string]any, len(props))
+	for f, def := range props {
+		out[f] = def
+		old, ok := existing[f]
+		if !ok {
+			continue
+		}
+		if typeOf(old) == typeOf(def.(map[string]any)) {
+			out[f] = old
+		}
+	}
+	return out, nil
+}
+
+// typeOf returns the type of a field mapping; "object" when it has none.
+func typeOf(def map[string]any) string {
+	if t, ok := def["type"].(string); ok {
+		return t
+	}
+	return "object"
 }
 
 // writeRefresh is the refresh parameter of write requests.
@@ -374,41 +416,43 @@ func (c *Client) do(ctx context.Context, req esapi.Request, out any) error {
 	return nil
 }
 
-// Field mappings. Keywords that hold outside input (URLs, errors) have
+// Field mappings. Indexed keywords that hold outside input (URLs) have
 // ignore_above, so that an absurd value is stored but not indexed instead
-// of failing the write (Lucene refuses terms over 32 KiB).
+// of failing the write (Lucene refuses terms over 32 KiB); fields kept in
+// _source only have no such limit.
 var (
-	keyword = map[string]any{"type": "keyword"}
-	// Lucene's limit is 32766 bytes: 8191 characters of up to 4 bytes.
-	longKeyword = map[string]any{"type": "keyword", "ignore_above": 8191}
-	date        = map[string]any{"type": "date"}
-	integer     = map[string]any{"type": "integer"}
-	long        = map[string]any{"type": "long"}
-	text        = map[string]any{"type": "text"}
-	storedOnly  = map[string]any{"type": "object", "enabled": false}
-	assetRef    = map[string]any{"properties": map[string]any{
-		"key":    map[string]any{"type": "keyword", "ignore_above": 1024},
-		"offset": long,
-		"length": long,
-	}}
+	keyword    = map[string]any{"type": "keyword"}
+	date       = map[string]any{"type": "date"}
+	integer    = map[string]any{"type": "integer"}
+	text       = map[string]any{"type": "text"}
+	storedOnly = map[string]any{"type": "object", "enabled": false}
+	sourceOnly = func(typ string) map[string]any {
+		return map[string]any{"type": typ, "index": false, "doc_values": false}
+	}
 
+	// txMapping indexes only the fields that queries use: crawl_id, host
+	// and status (filters, the terms aggregation of Counts, the
+	// termination query), status_time (Stale's range and sort) and key
+	// (List's sort). The others are read from _source only, so a write
+	// of a record costs no inverted index or doc values for them. Indices
+	// created by older versions, which index every field, keep their
+	// mapping (see ensureIndex).
 	txMapping = map[string]any{
 		"key":         keyword,
 		"crawl_id":    keyword,
-		"url":         longKeyword,
+		"url":         sourceOnly("keyword"),
 		"host":        keyword,
-		"chg":         keyword,
-		"depth":       integer,
-		"hops":        integer,
-		"referrer":    longKeyword,
+		"chg":         sourceOnly("keyword"),
+		"depth":       sourceOnly("integer"),
+		"hops":        sourceOnly("integer"),
+		"referrer":    sourceOnly("keyword"),
 		"status":      keyword,
 		"status_time": date,
-		"attempts":    integer,
-		"error": map[string]any{"type": "keyword", "ignore_above": 1024,
-			"fields": map[string]any{"text": text}},
-		"http_status": integer,
-		"asset":       assetRef,
-		"created_at":  date,
+		"attempts":    sourceOnly("integer"),
+		"error":       sourceOnly("keyword"),
+		"http_status": sourceOnly("integer"),
+		"asset":       storedOnly,
+		"created_at":  sourceOnly("date"),
 	}
 
 	profilesMapping = map[string]any{

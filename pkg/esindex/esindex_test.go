@@ -593,3 +593,115 @@ func TestIDsNoDocumentCanHave(t *testing.T) {
 		}
 	}
 }
+
+// legacyTxMapping is the mapping of the transactions index as gridcrawl
+// created it before the fields that no query uses were kept in _source
+// only.
+const legacyTxMapping = `{"settings":{"index":{"number_of_shards":1,"number_of_replicas":0}},
+"mappings":{"dynamic":"strict","properties":{
+"key":{"type":"keyword"},"crawl_id":{"type":"keyword"},"url":{"type":"keyword","ignore_above":8191},
+"host":{"type":"keyword"},"chg":{"type":"keyword"},"depth":{"type":"integer"},"hops":{"type":"integer"},
+"referrer":{"type":"keyword","ignore_above":8191},"status":{"type":"keyword"},"status_time":{"type":"date"},
+"attempts":{"type":"integer"},
+"error":{"type":"keyword","ignore_above":1024,"fields":{"text":{"type":"text"}}},
+"http_status":{"type":"integer"},
+"asset":{"properties":{"key":{"type":"keyword","ignore_above":1024},"offset":{"type":"long"},"length":{"type":"long"}}},
+"created_at":{"type":"date"}}}}`
+
+// TestOpenLegacyTxIndex opens a transactions index created with the older
+// mapping, which indexes every field: Open keeps its mapping, and the index
+// passes the conformance suite.
+func TestOpenLegacyTxIndex(t *testing.T) {
+	url := esURL(t)
+	prefix := testPrefix()
+	status, body := raw(t, http.MethodPut, "/"+prefix+"-transactions", legacyTxMapping)
+	if status != http.StatusOK {
+		t.Fatalf("create legacy index = %d %s", status, body)
+	}
+	c := openPrefix(t, Options{URL: url, Prefix: prefix}, true)
+	status, body = raw(t, http.MethodGet, "/"+prefix+"-transactions/_mapping/field/url", "")
+	if status != http.StatusOK || !strings.Contains(body, `"ignore_above":8191`) {
+		t.Errorf("mapping of url after Open = %d %s, want the legacy mapping kept", status, body)
+	}
+	txindextest.Run(t, txindextest.Harness{
+		New: func(t *testing.T) txindex.Index { return c.TxIndex() },
+		Reopen: func(t *testing.T, x txindex.Index) txindex.Index {
+			return openPrefix(t, Options{URL: url, Prefix: prefix}, false).TxIndex()
+		},
+	})
+}
+
+// TestTransitionStaleCache has two clients on one index: one caches a
+// record (by creating or reading it), the other changes it behind its back,
+// and then the first transitions it. Its cached version is stale, so its
+// transition must be judged on the record as it is: applied exactly when
+// the record is in the From status now, never on the stale copy.
+func TestTransitionStaleCache(t *testing.T) {
+	a := open(t, RefreshOnRead)
+	b := openPrefix(t, Options{URL: esURL(t), Prefix: strings.TrimSuffix(a.txIndex, "-transactions")}, false)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	crawl := "sc-" + rand.Text()
+	for _, tc := range []struct {
+		name string
+		// behind is the change b makes after a cached the record.
+		behind txindex.Transition
+		// then is a's transition.
+		then        txindex.Transition
+		wantApplied bool
+		wantStatus  contracts.Status
+		wantAttempt int
+	}{
+		// a's cache says to-be-loaded, which its transition would apply
+		// to; the record is to-be-parsed.
+		{"cache would apply", txindex.Transition{From: contracts.ToBeLoaded, To: contracts.ToBeParsed},
+			txindex.Transition{From: contracts.ToBeLoaded, To: contracts.Failed, AddAttempt: true},
+			false, contracts.ToBeParsed, 0},
+		// a's cache says to-be-loaded, which its transition would not
+		// apply to; the record is to-be-parsed, which it applies to.
+		{"cache would not apply", txindex.Transition{From: contracts.ToBeLoaded, To: contracts.ToBeParsed},
+			txindex.Transition{From: contracts.ToBeParsed, To: contracts.ToBeIndexed, AddAttempt: true},
+			true, contracts.ToBeIndexed, 1},
+		// Renewals from both: a's write must not overwrite b's attempt.
+		{"renewal", txindex.Transition{From: contracts.ToBeLoaded, To: contracts.ToBeLoaded, AddAttempt: true},
+			txindex.Transition{From: contracts.ToBeLoaded, To: contracts.ToBeLoaded, AddAttempt: true},
+			true, contracts.ToBeLoaded, 2},
+	} {
+		for _, cacheBy := range []string{"create", "get"} {
+			t.Run(tc.name+"/"+cacheBy, func(t *testing.T) {
+				r := txindex.Record{Key: txindex.Key(crawl, tc.name+cacheBy), CrawlID: crawl, URL: "http://a.example/" + cacheBy,
+					Host: "a.example", Status: contracts.ToBeLoaded, StatusTime: now, CreatedAt: now}
+				creator := a.TxIndex()
+				if cacheBy == "get" {
+					creator = b.TxIndex()
+				}
+				if _, err := creator.Create(t.Context(), []txindex.Record{r}); err != nil {
+					t.Fatalf("Create error: %v", err)
+				}
+				if cacheBy == "get" {
+					if _, err := a.TxIndex().Get(t.Context(), r.Key); err != nil {
+						t.Fatalf("Get error: %v", err)
+					}
+				}
+				behind, then := tc.behind, tc.then
+				behind.Key, then.Key = r.Key, r.Key
+				if got, err := b.TxIndex().Transition(t.Context(), []txindex.Transition{behind}); err != nil || !got[0] {
+					t.Fatalf("Transition behind the cache = %v, %v, want applied", got, err)
+				}
+				got, err := a.TxIndex().Transition(t.Context(), []txindex.Transition{then})
+				if err != nil {
+					t.Fatalf("Transition error: %v", err)
+				}
+				if got[0] != tc.wantApplied {
+					t.Errorf("Transition %s→%s over a stale cache applied = %v, want %v", then.From, then.To, got[0], tc.wantApplied)
+				}
+				rec, err := b.TxIndex().Get(t.Context(), r.Key)
+				if err != nil {
+					t.Fatalf("Get error: %v", err)
+				}
+				if rec.Status != tc.wantStatus || rec.Attempts != tc.wantAttempt {
+					t.Errorf("record after = status %q attempts %d, want %q %d", rec.Status, rec.Attempts, tc.wantStatus, tc.wantAttempt)
+				}
+			})
+		}
+	}
+}

@@ -29,7 +29,8 @@ const maxPage = 10000
 // "<prefix>-transactions", one document per record with the record key as
 // document id.
 type TxIndex struct {
-	c *Client
+	c     *Client
+	cache *versionCache
 }
 
 var _ txindex.Index = (*TxIndex)(nil)
@@ -73,6 +74,7 @@ func (x *TxIndex) Create(ctx context.Context, recs []txindex.Record) ([]bool, er
 			return nil, fmt.Errorf("create record %q: %w", recs[pos[j]].Key, it.err())
 		default:
 			created[pos[j]] = true
+			x.cache.put(version{seqNo: it.SeqNo, primaryTerm: it.PrimaryTerm, rec: recs[pos[j]]})
 		}
 	}
 	return created, nil
@@ -92,6 +94,7 @@ func (x *TxIndex) Get(ctx context.Context, key string) (txindex.Record, error) {
 	if err := json.Unmarshal(d.Source, &r); err != nil {
 		return txindex.Record{}, fmt.Errorf("get record %q: decode: %w", key, err)
 	}
+	x.cache.put(version{seqNo: d.SeqNo, primaryTerm: d.PrimaryTerm, rec: r})
 	return r, nil
 }
 
@@ -111,6 +114,7 @@ func (x *TxIndex) GetMany(ctx context.Context, keys []string) (map[string]txinde
 		if err := json.Unmarshal(d.Source, &r); err != nil {
 			return nil, fmt.Errorf("get record %q: decode: %w", k, err)
 		}
+		x.cache.put(version{seqNo: d.SeqNo, primaryTerm: d.PrimaryTerm, rec: r})
 		out[k] = r
 	}
 	return out, nil
@@ -205,16 +209,27 @@ func (x *TxIndex) LowerDepth(ctx context.Context, ls []txindex.Lowering) (map[st
 // as written. fn changes the record it is given and reports whether it did;
 // it is not called for absent keys.
 //
-// modify reads the records (realtime mget) and writes the changed ones with
-// one bulk request of index operations conditioned on the sequence number
-// and primary term it read (optimistic concurrency, no scripts). A record
-// that changed in between fails its condition (409); modify reads it again
-// and calls fn again on what it finds, so the last call of fn for a key is
-// on the version written, if any. now is the same for the records of one
-// round, at millisecond precision.
+// modify writes the changed records with one bulk request of index
+// operations conditioned on the sequence number and primary term of the
+// version fn was given (optimistic concurrency, no scripts). That version
+// is the one this process last read or wrote (versionCache) when it has
+// one, and fn changes it: then the record is not read at all. Otherwise,
+// and for cached records that fn leaves alone (the cache may be behind),
+// the record is read (realtime mget). A record that changed in between
+// fails its condition (409); modify reads it again and calls fn again on
+// what it finds, so the last call of fn for a key is on the version
+// written, if any, or on a version read from the index. now is the same
+// for the records of one round, at millisecond precision.
+//
+// Reading first is what costs in Elasticsearch: a realtime get of a
+// document written since the last refresh makes the shard refresh. A
+// process transitions records it has just read (the loader gets a record
+// before fetching its page, the crawler before parsing it), so the cache
+// spares those reads.
 func (x *TxIndex) modify(ctx context.Context, keys []string, fn func(r *txindex.Record, now time.Time) bool) (map[string]txindex.Record, error) {
 	won := map[string]txindex.Record{}
 	pending := keys
+	useCache := true
 	for round := 0; len(pending) > 0; round++ {
 		if round == maxTransitionRounds {
 			return nil, fmt.Errorf("%d records still changing concurrently after %d rounds", len(pending), round)
@@ -228,34 +243,59 @@ func (x *TxIndex) modify(ctx context.Context, keys []string, fn func(r *txindex.
 			case <-time.After(d):
 			}
 		}
-		docs, err := x.c.mget(ctx, x.c.txIndex, pending)
-		if err != nil {
-			return nil, err
-		}
 		now := time.Now().UTC().Truncate(time.Millisecond)
 		var ops []bulkOp
-		var opRecs []txindex.Record
-		for _, k := range pending {
-			d, ok := docs[k]
-			if !ok {
-				continue // no record: nothing to change
-			}
-			var r txindex.Record
-			if err := json.Unmarshal(d.Source, &r); err != nil {
-				return nil, fmt.Errorf("record %q: decode: %w", k, err)
-			}
-			if !fn(&r, now) {
-				continue
-			}
-			src, err := json.Marshal(r)
+		var opVers []version
+		add := func(v version) error {
+			src, err := json.Marshal(v.rec)
 			if err != nil {
-				return nil, fmt.Errorf("record %q: %w", k, err)
+				return fmt.Errorf("record %q: %w", v.rec.Key, err)
 			}
-			seq, term := d.SeqNo, d.PrimaryTerm
+			seq, term := v.seqNo, v.primaryTerm
 			ops = append(ops, bulkOp{op: "index", source: src, action: bulkAction{
-				Index: x.c.txIndex, ID: k, IfSeqNo: &seq, IfPrimaryTerm: &term,
+				Index: x.c.txIndex, ID: v.rec.Key, IfSeqNo: &seq, IfPrimaryTerm: &term,
 			}})
-			opRecs = append(opRecs, r)
+			opVers = append(opVers, v)
+			return nil
+		}
+		read := pending
+		if useCache {
+			read = nil
+			for _, k := range pending {
+				v, ok := x.cache.get(k)
+				if !ok || !fn(&v.rec, now) {
+					read = append(read, k)
+					continue
+				}
+				if err := add(v); err != nil {
+					return nil, err
+				}
+			}
+		}
+		useCache = false // retries read: the cache failed them
+		if len(read) > 0 {
+			docs, err := x.c.mget(ctx, x.c.txIndex, read)
+			if err != nil {
+				return nil, err
+			}
+			for _, k := range read {
+				d, ok := docs[k]
+				if !ok {
+					x.cache.drop(k)
+					continue // no record: nothing to change
+				}
+				var r txindex.Record
+				if err := json.Unmarshal(d.Source, &r); err != nil {
+					return nil, fmt.Errorf("record %q: decode: %w", k, err)
+				}
+				x.cache.put(version{seqNo: d.SeqNo, primaryTerm: d.PrimaryTerm, rec: r})
+				if !fn(&r, now) {
+					continue
+				}
+				if err := add(version{seqNo: d.SeqNo, primaryTerm: d.PrimaryTerm, rec: r}); err != nil {
+					return nil, err
+				}
+			}
 		}
 		pending = pending[:0:0]
 		if len(ops) == 0 {
@@ -266,13 +306,16 @@ func (x *TxIndex) modify(ctx context.Context, keys []string, fn func(r *txindex.
 			return nil, err
 		}
 		for j, it := range items {
-			r := opRecs[j]
+			r := opVers[j].rec
 			switch {
 			case it.Status == http.StatusConflict:
+				x.cache.drop(r.Key)
 				pending = append(pending, r.Key)
 			case it.err() != nil:
+				x.cache.drop(r.Key)
 				return nil, fmt.Errorf("record %q: %w", r.Key, it.err())
 			default:
+				x.cache.put(version{seqNo: it.SeqNo, primaryTerm: it.PrimaryTerm, rec: r})
 				won[r.Key] = r
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,7 +50,17 @@ func gridBench(web *websim.Web, depth, delay, loaders, crawlers int, binDir stri
 	if err != nil {
 		return err
 	}
-	env := append(os.Environ(), "GRIDCRAWL_ES_PREFIX="+prefix, "GRIDCRAWL_S3_BUCKET="+bucket, "GRIDCRAWL_API_TOKEN="+token,
+	// Queue names are fixed, so two grid runs on one virtual host consume
+	// each other's contracts (and abandon them: the records are in the
+	// other run's indices). Each run gets a virtual host of its own.
+	amqpURL, dropVhost, err := ownVhost(os.Getenv("GRIDCRAWL_AMQP_URL"), prefix)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "warning: %v; using the broker's default virtual host, which concurrent grid runs share\n", err)
+		amqpURL = os.Getenv("GRIDCRAWL_AMQP_URL")
+	} else {
+		defer dropVhost()
+	}
+	env := append(os.Environ(), "GRIDCRAWL_AMQP_URL="+amqpURL, "GRIDCRAWL_ES_PREFIX="+prefix, "GRIDCRAWL_S3_BUCKET="+bucket, "GRIDCRAWL_API_TOKEN="+token,
 		"GRIDCRAWL_LISTEN="+addr, "GRIDCRAWL_ALLOW_NETS=127.0.0.0/8", "GRIDCRAWL_RESOLVE="+web.Resolve(), "GRIDCRAWL_DATA="+logs)
 	type proc struct {
 		name string
@@ -125,6 +136,12 @@ func gridBench(web *websim.Web, depth, delay, loaders, crawlers int, binDir stri
 	time.Sleep(2 * time.Second)
 	p := contracts.Profile{StartURLs: web.StartURLs(), MaxDepth: depth, Scope: contracts.ScopeDomain,
 		Politeness: contracts.Politeness{MinDelayMS: delay, MaxDelayMS: max(delay, 1), DelayFactor: 1}}
+	// The backends may serve others meanwhile (a shared machine): their CPU
+	// over a few idle seconds before the crawl estimates that background,
+	// which the report subtracts as a rate.
+	const idle = 5 * time.Second
+	idle0 := backendCPU()
+	time.Sleep(idle)
 	backendCPU0 := backendCPU()
 	t0 := time.Now()
 	if watch != nil {
@@ -154,6 +171,7 @@ func gridBench(web *websim.Web, depth, delay, loaders, crawlers int, binDir stri
 		}
 	}
 	wall := time.Since(t0)
+	backendCPU1 := backendCPU()
 	for _, p := range procs {
 		_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	}
@@ -183,17 +201,40 @@ func gridBench(web *websim.Web, depth, delay, loaders, crawlers int, binDir stri
 	}
 	fmt.Printf("all services: cpu-ms/page %.3f\n", 1000*cpuTotal/float64(pages))
 	fmt.Printf("broker messages per page: %.3f (%d published)\n", float64(published)/float64(pages), published)
-	docs, reqs, err := esWrites(os.Getenv("GRIDCRAWL_ES_URL"), prefix)
+	es, perIndex, err := esIndexStats(os.Getenv("GRIDCRAWL_ES_URL"), prefix)
 	if err != nil {
 		return err
 	}
 	fmt.Printf("elasticsearch documents written per page: %.3f (%d, %d new URLs); per page beyond one per new URL: %.3f\n",
-		float64(docs)/float64(pages), docs, st.Total, float64(docs-st.Total)/float64(pages))
-	fmt.Printf("elasticsearch bulk write requests per page: %.3f (%d)\n", float64(reqs)/float64(pages), reqs)
-	backendCPU1 := backendCPU()
-	for name, c := range backendCPU1 {
-		fmt.Printf("  backend %-9s cpu %6.2fs during the crawl\n", name, c-backendCPU0[name])
+		float64(es.docs)/float64(pages), es.docs, st.Total, float64(es.docs-st.Total)/float64(pages))
+	fmt.Printf("elasticsearch bulk write requests per page: %.3f (%d)\n", float64(es.bulks)/float64(pages), es.bulks)
+	fmt.Printf("elasticsearch realtime gets per page: %.3f (%d documents)\n", float64(es.gets)/float64(pages), es.gets)
+	fmt.Printf("elasticsearch time in this crawl's indices, ms per page: indexing %.3f  get %.3f  refresh %.3f (%d refreshes)  merge %.3f  search %.3f\n",
+		float64(es.indexMS)/float64(pages), float64(es.getMS)/float64(pages), float64(es.refreshMS)/float64(pages), es.refreshes,
+		float64(es.mergeMS)/float64(pages), float64(es.searchMS)/float64(pages))
+	for _, name := range []string{"transactions", "web"} {
+		x := perIndex[name]
+		fmt.Printf("  %-12s documents written/page %.3f  gets/page %.3f  ms/page: indexing %.3f  get %.3f  refresh %.3f  merge %.3f\n", name,
+			float64(x.docs)/float64(pages), float64(x.gets)/float64(pages), float64(x.indexMS)/float64(pages),
+			float64(x.getMS)/float64(pages), float64(x.refreshMS)/float64(pages), float64(x.mergeMS)/float64(pages))
 	}
+	// net is a backend's CPU milliseconds per page less its idle rate, as
+	// text; "n/a" when the process restarted meanwhile (CPU went down).
+	net := func(name string) string {
+		c := backendCPU1[name] - backendCPU0[name]
+		bg := (backendCPU0[name] - idle0[name]) / idle.Seconds() * wall.Seconds()
+		if c < 0 || bg < 0 {
+			return "n/a (restarted)"
+		}
+		return fmt.Sprintf("%.3f", 1000*max(c-bg, 0)/float64(pages))
+	}
+	for _, name := range []string{"elastic", "rabbitmq", "minio"} {
+		c := backendCPU1[name] - backendCPU0[name]
+		fmt.Printf("  backend %-9s cpu %6.2fs during the crawl  cpu-ms/page %.3f  net of its idle rate before the crawl %s\n",
+			name, c, 1000*c/float64(pages), net(name))
+	}
+	fmt.Printf("elasticsearch cpu-ms/page: %.3f, net of its idle rate %s (the whole node: it may serve others meanwhile)\n",
+		1000*(backendCPU1["elastic"]-backendCPU0["elastic"])/float64(pages), net("elastic"))
 	objs, err := countObjects(bucket)
 	if err != nil {
 		return err
@@ -201,6 +242,38 @@ func gridBench(web *websim.Web, depth, delay, loaders, crawlers int, binDir stri
 	fmt.Printf("asset objects per page: %.4f (%d objects)\n", float64(objs)/float64(pages), objs)
 	fmt.Printf("(indices %s-*, bucket %s are left for inspection)\n", prefix, bucket)
 	return nil
+}
+
+// ownVhost creates the RabbitMQ virtual host name on the local broker
+// (scripts/services/rabbitmq.sh ctl rabbitmqctl), grants the user of
+// amqpURL every permission on it, and returns amqpURL on it and a function
+// that deletes it.
+func ownVhost(amqpURL, name string) (string, func(), error) {
+	u, err := url.Parse(amqpURL)
+	if err != nil {
+		return "", nil, fmt.Errorf("GRIDCRAWL_AMQP_URL: %w", err)
+	}
+	ctl := func(args ...string) error {
+		out, err := exec.Command("scripts/services/rabbitmq.sh", append([]string{"ctl", "rabbitmqctl", "-q"}, args...)...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("rabbitmqctl %s: %w: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
+		}
+		return nil
+	}
+	if err := ctl("add_vhost", name); err != nil {
+		return "", nil, err
+	}
+	drop := func() {
+		if err := ctl("delete_vhost", name); err != nil {
+			fmt.Fprintf(os.Stderr, "warning: %v\n", err)
+		}
+	}
+	if err := ctl("set_permissions", "-p", name, u.User.Username(), ".*", ".*", ".*"); err != nil {
+		drop()
+		return "", nil, err
+	}
+	u.Path = "/" + name
+	return u.String(), drop, nil
 }
 
 // publishedIn reads the "published" count a service logs when it stops.
@@ -224,30 +297,71 @@ func publishedIn(path string) (int64, error) {
 	return 0, errors.New("no shutdown report in the log")
 }
 
-// esWrites returns the documents indexed into the benchmark's indices.
-func esWrites(esURL, prefix string) (docs, requests int64, err error) {
-	resp, err := http.Get(esURL + "/" + prefix + "-*/_stats/indexing,bulk")
+// esStats is what Elasticsearch counted in the benchmark's indices
+// (primaries): documents indexed or deleted, bulk requests, realtime gets,
+// refreshes, and the milliseconds spent indexing, getting, refreshing,
+// merging and searching. Unlike the node's CPU, these count only this
+// crawl's work; they are elapsed times of the operations, not CPU.
+type esStats struct {
+	docs, bulks, gets, refreshes                 int64
+	indexMS, getMS, refreshMS, mergeMS, searchMS int64
+}
+
+// esIndexStats returns the statistics of the indices of prefix, in all
+// and per index (by the name's part after the prefix).
+func esIndexStats(esURL, prefix string) (esStats, map[string]esStats, error) {
+	resp, err := http.Get(esURL + "/" + prefix + "-*/_stats/indexing,bulk,get,refresh,merge,search")
 	if err != nil {
-		return 0, 0, fmt.Errorf("elasticsearch stats: %w", err)
+		return esStats{}, nil, fmt.Errorf("elasticsearch stats: %w", err)
 	}
 	defer resp.Body.Close()
+	type shardStats struct {
+		Primaries struct {
+			Indexing struct {
+				IndexTotal  int64 `json:"index_total"`
+				IndexMS     int64 `json:"index_time_in_millis"`
+				DeleteTotal int64 `json:"delete_total"`
+			} `json:"indexing"`
+			Bulk struct {
+				TotalOperations int64 `json:"total_operations"`
+			} `json:"bulk"`
+			Get struct {
+				Total int64 `json:"total"`
+				MS    int64 `json:"time_in_millis"`
+			} `json:"get"`
+			Refresh struct {
+				Total int64 `json:"total"`
+				MS    int64 `json:"total_time_in_millis"`
+			} `json:"refresh"`
+			Merges struct {
+				MS int64 `json:"total_time_in_millis"`
+			} `json:"merges"`
+			Search struct {
+				QueryMS int64 `json:"query_time_in_millis"`
+				FetchMS int64 `json:"fetch_time_in_millis"`
+			} `json:"search"`
+		} `json:"primaries"`
+	}
 	var s struct {
-		All struct {
-			Primaries struct {
-				Indexing struct {
-					IndexTotal  int64 `json:"index_total"`
-					DeleteTotal int64 `json:"delete_total"`
-				} `json:"indexing"`
-				Bulk struct {
-					TotalOperations int64 `json:"total_operations"`
-				} `json:"bulk"`
-			} `json:"primaries"`
-		} `json:"_all"`
+		All     shardStats            `json:"_all"`
+		Indices map[string]shardStats `json:"indices"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
-		return 0, 0, fmt.Errorf("decode elasticsearch stats: %w", err)
+		return esStats{}, nil, fmt.Errorf("decode elasticsearch stats: %w", err)
 	}
-	return s.All.Primaries.Indexing.IndexTotal + s.All.Primaries.Indexing.DeleteTotal, s.All.Primaries.Bulk.TotalOperations, nil
+	conv := func(x shardStats) esStats {
+		p := x.Primaries
+		return esStats{
+			docs: p.Indexing.IndexTotal + p.Indexing.DeleteTotal, bulks: p.Bulk.TotalOperations, gets: p.Get.Total,
+			refreshes: p.Refresh.Total, indexMS: p.Indexing.IndexMS, getMS: p.Get.MS, refreshMS: p.Refresh.MS,
+			mergeMS: p.Merges.MS, searchMS: p.Search.QueryMS + p.Search.FetchMS,
+		}
+	}
+	per := map[string]esStats{}
+	for name, x := range s.Indices {
+		per[strings.TrimPrefix(name, prefix+"-")] = conv(x)
+	}
+	return conv(s.All), per, nil
 }
 
 func countObjects(bucket string) (int, error) {
