@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -686,7 +687,10 @@ func (s *Scheduler) SetOverrides(overrides []Override) error {
 func (s *Scheduler) reresolve(pol *policy) {
 	s.pol = pol
 	now := s.nowNS()
-	for _, g := range s.groups {
+	// In the order of the groups' ids, not the map's, so that groups newly
+	// held enter the inactive FIFO in the same order every time.
+	for _, id := range slices.Sorted(maps.Keys(s.groups)) {
+		g := s.groups[id]
 		wasHold := g.set.budget.HoldQueues
 		g.set = pol.resolve(g.id, g.hosts[0])
 		s.rehold(g, wasHold, now)
