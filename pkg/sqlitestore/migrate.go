@@ -44,15 +44,11 @@ type v1Document struct {
 // headings, whose levels it did not keep, become h2_txt. A missing file or
 // a database of another version is left alone.
 func migrateSearchV1(path string) error {
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(5000)&_txlock=immediate")
-	if err != nil {
-		return fmt.Errorf("migrate search index: %w", err)
+	db, err := openForMigration(path)
+	if db == nil || err != nil {
+		return err
 	}
 	defer db.Close()
-	db.SetMaxOpenConns(1)
 	ctx := context.Background()
 	var version, docs int
 	if err := db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
@@ -125,15 +121,11 @@ func migrateSearchV1(path string) error {
 // settings. The index itself is the same, so nothing is reindexed. A
 // missing file or a database of another version is left alone.
 func migrateSearchV2(path string) error {
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(5000)&_txlock=immediate")
-	if err != nil {
-		return fmt.Errorf("migrate search index: %w", err)
+	db, err := openForMigration(path)
+	if db == nil || err != nil {
+		return err
 	}
 	defer db.Close()
-	db.SetMaxOpenConns(1)
 	ctx := context.Background()
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
@@ -184,4 +176,19 @@ func convertV1(body, meta string) ([]any, error) {
 	d := yacydoc.Build(yacydoc.Page{Key: old.ID, CrawlID: old.CrawlID, URL: u, Fetched: fetched,
 		Header: http.Header{}, MediaType: strings.ToLower(mt)}, &res)
 	return rowArgs(*d)
+}
+
+// openForMigration opens the search index at path with one connection whose
+// transactions take the write lock at once; it returns nil, nil when there
+// is no file to migrate.
+func openForMigration(path string) (*sql.DB, error) {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(5000)&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("migrate search index: %w", err)
+	}
+	db.SetMaxOpenConns(1)
+	return db, nil
 }
