@@ -2,7 +2,9 @@ package sqlitestore
 
 import (
 	"database/sql"
+	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -63,19 +65,27 @@ var v1Schema = []string{
 	`INSERT INTO docs_fts (docs_fts, rank) VALUES ('automerge', 8)`,
 }
 
-// TestMigrateSearchV1 opens a version 1 search index, made with the old
-// schema and an old document, and finds the document as a YaCy document.
-func TestMigrateSearchV1(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "search.db")
+// oldIndex makes a search index at path with the schema of an earlier
+// version and that version number, and returns it open.
+func oldIndex(t *testing.T, path string, schema []string, version int) *sql.DB {
+	t.Helper()
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, stmt := range append(v1Schema, `PRAGMA user_version = 1`) {
+	for _, stmt := range append(slices.Clone(schema), fmt.Sprintf(`PRAGMA user_version = %d`, version)) {
 		if _, err := db.Exec(stmt); err != nil {
-			t.Fatalf("v1 schema: %v", err)
+			t.Fatalf("version %d schema: %v", version, err)
 		}
 	}
+	return db
+}
+
+// TestMigrateSearchV1 opens a version 1 search index, made with the old
+// schema and an old document, and finds the document as a YaCy document.
+func TestMigrateSearchV1(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "search.db")
+	db := oldIndex(t, path, v1Schema, 1)
 	meta := `{"id":"k1","crawl_id":"c1","url":"https://www.example.org/docs/guide.html","host":"www.example.org",` +
 		`"title":"The guide","description":"How to","language":"en","headings":["Guide","Setup"],` +
 		`"links":[{"url":"https://www.example.org/","text":"Home"},{"url":"https://other.test/","nofollow":true}],` +
@@ -180,15 +190,7 @@ var v2Schema = []string{
 // its index intact and kept in step by later writes.
 func TestMigrateSearchV2(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "search.db")
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, stmt := range append(v2Schema, `PRAGMA user_version = 2`) {
-		if _, err := db.Exec(stmt); err != nil {
-			t.Fatalf("v2 schema: %v", err)
-		}
-	}
+	db := oldIndex(t, path, v2Schema, 2)
 	if _, err := db.Exec(`INSERT INTO web (` + docCols + `) VALUES ('k1', 'c1', 'The guide', '', '', 'Install the zymurgy kit.',
 		'https://www.example.org/guide.html', 'www.example.org', 'html', '', '{"id":"k1"}')`); err != nil {
 		t.Fatal(err)
