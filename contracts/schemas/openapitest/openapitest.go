@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"mime"
 	"net/http"
 	"slices"
@@ -120,13 +121,18 @@ func (d *Doc) Match(urlPath string) (string, bool) {
 // method (HEAD as GET) and the status; the answer's content type must be
 // one the response describes (or there is no body when it describes none);
 // the response's required headers must be there; and a JSON body must
-// validate against the response's schema. A 404 for a path the document
-// does not have, and a 405 for a method it does not give a path, are
-// checked against the shared responses NotFound and MethodNotAllowed.
+// validate against the response's schema. A 401 or 404 for a path the
+// document does not have, and a 401 or 405 for a method it does not give a
+// path, are checked against the shared responses Unauthorized, NotFound and
+// MethodNotAllowed — or, for a 405, against the 405 the path's other
+// operations describe (a path may keep its own error format).
 func (d *Doc) Validate(method, urlPath string, status int, header http.Header, body []byte) error {
 	tmpl, ok := d.Match(urlPath)
 	if !ok {
-		if status == http.StatusNotFound {
+		switch status {
+		case http.StatusUnauthorized:
+			return d.check(method, urlPath, status, "#/components/responses/Unauthorized", header, body)
+		case http.StatusNotFound:
 			return d.check(method, urlPath, status, "#/components/responses/NotFound", header, body)
 		}
 		return fmt.Errorf("the document has no path matching %s", urlPath)
@@ -137,7 +143,16 @@ func (d *Doc) Validate(method, urlPath string, status int, header http.Header, b
 	}
 	item := d.paths()[tmpl].(map[string]any)
 	if _, ok := item[m].(map[string]any); !ok {
-		if status == http.StatusMethodNotAllowed {
+		switch status {
+		case http.StatusUnauthorized:
+			return d.check(method, tmpl, status, "#/components/responses/Unauthorized", header, body)
+		case http.StatusMethodNotAllowed:
+			for _, other := range slices.Sorted(maps.Keys(item)) {
+				op, _ := item[other].(map[string]any)
+				if r, _ := op["responses"].(map[string]any); isMethod(other) && r["405"] != nil {
+					return d.check(method, tmpl, status, "#/paths/"+escape(tmpl)+"/"+other+"/responses/405", header, body)
+				}
+			}
 			return d.check(method, tmpl, status, "#/components/responses/MethodNotAllowed", header, body)
 		}
 		return fmt.Errorf("the document has no %s %s", method, tmpl)

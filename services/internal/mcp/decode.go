@@ -67,7 +67,7 @@ func bodyError(t reflect.Type, data []byte, err error) *contracts.FieldError {
 		}
 		return &contracts.FieldError{Field: field, Reason: fmt.Sprintf("must be %s, not %s", jsonKind(te.Type), valueWord(te.Value))}
 	case errors.As(err, &se):
-		line, col := position(data, se.Offset)
+		line, col := position(data, se.Offset-1) // Offset is after the bad byte
 		msg := strings.TrimPrefix(se.Error(), "json: ")
 		return &contracts.FieldError{Reason: fmt.Sprintf("request body is not valid JSON: %s at line %d, column %d", msg, line, col)}
 	case errors.Is(err, io.ErrUnexpectedEOF):
