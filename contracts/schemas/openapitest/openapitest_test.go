@@ -42,6 +42,9 @@ func TestValidate(t *testing.T) {
 		{"unknown path", "GET", "/nothing/here", 200, jsonHeader(), `{}`, "no path"},
 		{"404 of an unknown path", "GET", "/nothing/here", 404, jsonHeader(), `{"error":"no endpoint"}`, ""},
 		{"404 of an unknown path as text", "GET", "/nothing/here", 404, http.Header{"Content-Type": {"text/plain; charset=utf-8"}}, "404 page not found", "content type"},
+		{"401 on an unknown path", "GET", "/nothing/here", 401, jsonHeader("WWW-Authenticate", "Bearer"), `{"error":"no token"}`, ""},
+		{"405 in the path's own format", "PUT", "/yacy/grid/crawler/crawlStart.json", 405, jsonHeader("Allow", "GET, POST"), `{"success":false,"comment":"use GET or POST","error":"use GET or POST"}`, ""},
+		{"405 in the API's format where the path has its own", "PUT", "/yacy/grid/crawler/crawlStart.json", 405, jsonHeader("Allow", "GET, POST"), `{"error":"use GET or POST"}`, "body"},
 		{"healthz text", "GET", "/healthz", 200, http.Header{"Content-Type": {"text/plain; charset=utf-8"}}, "ok\n", ""},
 		{"no content", "DELETE", "/hcf/p/f/s/s1", 204, http.Header{}, "", ""},
 	}
