@@ -8,7 +8,9 @@ import (
 	"io"
 	"maps"
 	"reflect"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -58,11 +60,13 @@ func bodyError(t reflect.Type, data []byte, err error) *contracts.FieldError {
 			}
 			return &contracts.FieldError{Reason: fmt.Sprintf("request body must be %s, not %s", want, valueWord(te.Value))}
 		}
+		// encoding/json names arrays without the index of their element:
+		// find the element in the body.
 		field := te.Field
-		// encoding/json names an array, not its element: find the element.
-		if ft, ok := fieldType(t, te.Field); ok && (ft.Kind() == reflect.Slice || ft.Kind() == reflect.Array) && ft.Elem() == te.Type {
-			if i, ok := wrongElement(data, te.Field, te.Value); ok {
-				field = fmt.Sprintf("%s[%d]", te.Field, i)
+		if doc, ok := firstValue(data); ok {
+			kind, _, _ := strings.Cut(te.Value, " ")
+			if at, ok := locate(doc, strings.Split(te.Field, "."), kind, ""); ok {
+				field = at
 			}
 		}
 		return &contracts.FieldError{Field: field, Reason: fmt.Sprintf("must be %s, not %s", jsonKind(te.Type), valueWord(te.Value))}
@@ -73,16 +77,26 @@ func bodyError(t reflect.Type, data []byte, err error) *contracts.FieldError {
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return &contracts.FieldError{Reason: "request body ends in the middle of its JSON value"}
 	case strings.Contains(err.Error(), "json: unknown field "):
-		var doc any
-		if json.Unmarshal(data, &doc) == nil {
+		if doc, ok := firstValue(data); ok {
 			if path, known, ok := unknownField(t, doc, ""); ok {
 				return &contracts.FieldError{Field: path, Reason: "unknown field; known fields here are " + strings.Join(known, ", ")}
 			}
 		}
 		_, name, _ := strings.Cut(err.Error(), "json: unknown field ")
-		return &contracts.FieldError{Field: strings.Trim(name, `"`), Reason: "unknown field"}
+		if unq, err := strconv.Unquote(name); err == nil {
+			name = unq
+		}
+		return &contracts.FieldError{Field: joinPath("", name), Reason: "unknown field"}
 	}
 	return &contracts.FieldError{Reason: "request body is not valid: " + strings.TrimPrefix(err.Error(), "json: ")}
+}
+
+// firstValue decodes the first JSON value of data, ignoring what follows
+// (decodeBody reports that separately).
+func firstValue(data []byte) (any, bool) {
+	var v any
+	err := json.NewDecoder(bytes.NewReader(data)).Decode(&v)
+	return v, err == nil
 }
 
 // valueWord turns the Value of a json.UnmarshalTypeError ("string",
@@ -100,44 +114,75 @@ func valueWord(v string) string {
 	return "a " + v
 }
 
-// wrongElement returns the index of the first element of the array at the
-// dotted path of data whose JSON type is kind (the Value of a
-// json.UnmarshalTypeError).
-func wrongElement(data []byte, path, kind string) (int, bool) {
-	var node any
-	if json.Unmarshal(data, &node) != nil {
-		return 0, false
-	}
-	for name := range strings.SplitSeq(path, ".") {
-		obj, ok := node.(map[string]any)
-		if !ok {
-			return 0, false
-		}
-		if node, ok = obj[name]; !ok {
-			return 0, false
+// locate returns the JSON path, with array indexes, of the first value of
+// JSON type kind (the Value of a json.UnmarshalTypeError: "string",
+// "number", "bool", "array", "object") at the dotted field path segs of
+// node. Inside an array it looks at the elements before the array itself.
+func locate(node any, segs []string, kind, at string) (string, bool) {
+	if arr, ok := node.([]any); ok {
+		for i, e := range arr {
+			if p, ok := locate(e, segs, kind, fmt.Sprintf("%s[%d]", at, i)); ok {
+				return p, true
+			}
 		}
 	}
-	arr, _ := node.([]any)
-	kind, _, _ = strings.Cut(kind, " ")
-	for i, e := range arr {
-		var k string
-		switch e.(type) {
-		case string:
-			k = "string"
-		case float64:
-			k = "number"
-		case bool:
-			k = "bool"
-		case []any:
-			k = "array"
-		case map[string]any:
-			k = "object"
-		}
-		if k == kind {
-			return i, true
+	if len(segs) == 0 {
+		return at, jsonType(node) == kind
+	}
+	obj, ok := node.(map[string]any)
+	if !ok {
+		return "", false
+	}
+	v, ok := obj[segs[0]]
+	if !ok {
+		for k, kv := range obj {
+			if strings.EqualFold(k, segs[0]) {
+				v, ok = kv, true
+				break
+			}
 		}
 	}
-	return 0, false
+	if !ok {
+		return "", false
+	}
+	if at != "" {
+		at += "."
+	}
+	return locate(v, segs[1:], kind, at+segs[0])
+}
+
+// plainName is a field name that a JSON path can write after a dot.
+var plainName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// joinPath appends the name of an object member to a JSON path: after a dot
+// when it is a plain name ("politeness.min_delay_ms"), else quoted in
+// brackets (politeness[""], ["a.b"]), so that the path is never empty.
+func joinPath(at, name string) string {
+	switch {
+	case plainName.MatchString(name) && at == "":
+		return name
+	case plainName.MatchString(name):
+		return at + "." + name
+	}
+	return at + "[" + strconv.Quote(name) + "]"
+}
+
+// jsonType names the JSON type of a decoded value as encoding/json's
+// UnmarshalTypeError does.
+func jsonType(v any) string {
+	switch v.(type) {
+	case string:
+		return "string"
+	case float64:
+		return "number"
+	case bool:
+		return "bool"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	}
+	return "null"
 }
 
 // jsonKind names what a value of Go type t is in JSON, with an article: "a
@@ -197,25 +242,6 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 	return out
 }
 
-// fieldType returns the type of the field at a dotted JSON path of t, as
-// encoding/json writes UnmarshalTypeError.Field ("politeness.min_delay_ms").
-func fieldType(t reflect.Type, path string) (reflect.Type, bool) {
-	for name := range strings.SplitSeq(path, ".") {
-		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
-			t = t.Elem()
-		}
-		if t.Kind() != reflect.Struct {
-			return nil, false
-		}
-		ft, ok := lookupField(jsonFields(t), name)
-		if !ok {
-			return nil, false
-		}
-		t = ft
-	}
-	return t, true
-}
-
 // lookupField finds a field by JSON name, preferring an exact match and
 // else ignoring case, as encoding/json does.
 func lookupField(fields map[string]reflect.Type, name string) (reflect.Type, bool) {
@@ -245,10 +271,7 @@ func unknownField(t reflect.Type, v any, at string) (string, []string, bool) {
 		}
 		fields := jsonFields(t)
 		for _, k := range slices.Sorted(maps.Keys(obj)) {
-			path := k
-			if at != "" {
-				path = at + "." + k
-			}
+			path := joinPath(at, k)
 			ft, ok := lookupField(fields, k)
 			if !ok {
 				return path, slices.Sorted(maps.Keys(fields)), true

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -55,9 +56,13 @@ func TestRequestErrors(t *testing.T) {
 		{"politeness delay a string", "", "POST", "/api/v1/crawls", ok + `,"politeness":{"min_delay_ms":"3"}}`, 400, "politeness.min_delay_ms", "must be an integer, not a string", [2]string{}},
 		{"politeness factor a string", "", "POST", "/api/v1/crawls", ok + `,"politeness":{"delay_factor":"2"}}`, 400, "politeness.delay_factor", "must be a number, not a string", [2]string{}},
 		{"budget flag a string", "", "POST", "/api/v1/crawls", ok + `,"budget":{"hold_queues":"yes"}}`, 400, "budget.hold_queues", "must be true or false, not a string", [2]string{}},
+		{"override budget a string", "", "POST", "/api/v1/crawls", ok + `,"budget":{"overrides":[{"domain":"a.test"},{"domain":"b.test","total_budget":"9"}]}}`, 400, "budget.overrides[1].total_budget", "must be an integer, not a string", [2]string{}},
+		{"start_urls nested array", "", "POST", "/api/v1/crawls", `{"start_urls":["http://a.test/",["http://b.test/"]]}`, 400, "start_urls[1]", "must be a string, not an array", [2]string{}},
 		{"collection not an array", "", "POST", "/api/v1/crawls", ok + `,"collection":{"a":1}}`, 400, "collection", "must be an array of strings, not an object", [2]string{}},
 		{"unknown top field", "", "POST", "/api/v1/crawls", ok + `,"depth":3}`, 400, "depth", "unknown field; known fields here are budget, collection, crawl_must_match", [2]string{}},
 		{"unknown politeness field", "", "POST", "/api/v1/crawls", ok + `,"politeness":{"min_delay":3}}`, 400, "politeness.min_delay", "known fields here are delay_factor, max_delay_ms, min_delay_ms, robots", [2]string{}},
+		{"unknown empty field name", "", "POST", "/api/v1/crawls", ok + `,"":1}`, 400, `[""]`, "unknown field", [2]string{}},
+		{"unknown dotted field name", "", "POST", "/api/v1/crawls", ok + `,"politeness":{"a.b":1}}`, 400, `politeness["a.b"]`, "unknown field", [2]string{}},
 		{"unknown override field", "", "POST", "/api/v1/crawls", ok + `,"budget":{"overrides":[{"domain":"a.test"},{"host":"b"}]}}`, 400, "budget.overrides[1].host", "unknown field", [2]string{}},
 		{"syntax error", "", "POST", "/api/v1/crawls", "{\n\"start_urls\": [\"http://a.test/\"],\n}", 400, "", "request body is not valid JSON: invalid character '}' looking for beginning of object key string at line 3, column 1", [2]string{}},
 		{"truncated", "", "POST", "/api/v1/crawls", ok, 400, "", "request body ends in the middle of its JSON value", [2]string{}},
@@ -184,4 +189,35 @@ func TestCompatibleErrorsKeepTheirFormats(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzDecodeBody checks that decoding any profile or patch body fails, if
+// it fails, with a *contracts.FieldError in JSON's words: never a Go type
+// name, never an empty field name in the text.
+func FuzzDecodeBody(f *testing.F) {
+	for _, s := range []string{``, `{}`, `[1]`, `{"start_urls":"x"}`, `{"start_urls":[1,"a"]}`, `{"politeness":{"min_delay_ms":"3"}}`,
+		`{"budget":{"overrides":[{"domain":1}]}}`, `{"max_depth":1e99}`, `{"a":`, `{"collection":[[1]]}`, `{"politeness":5}`, `null`, `"x"`} {
+		f.Add([]byte(s))
+	}
+	check := func(t *testing.T, err error) {
+		if err == nil {
+			return
+		}
+		var fe *contracts.FieldError
+		if !errors.As(err, &fe) {
+			t.Fatalf("error %v (%T) is not a *contracts.FieldError", err, err)
+		}
+		if w := goWords.FindString(err.Error()); w != "" {
+			t.Errorf("error %q speaks Go (%q)", err, w)
+		}
+		if fe.Field == "" && !strings.HasPrefix(fe.Reason, "request body") && !strings.HasPrefix(fe.Reason, "could not read") {
+			t.Errorf("error %q without a field does not say it is about the request body", err)
+		}
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		_, err := decodeBody[contracts.Profile](strings.NewReader(string(body)), maxProfileBytes)
+		check(t, err)
+		_, err = decodeBody[contracts.ProfilePatch](strings.NewReader(string(body)), maxPatchBytes)
+		check(t, err)
+	})
 }
