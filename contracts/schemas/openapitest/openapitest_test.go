@@ -45,6 +45,9 @@ func TestValidate(t *testing.T) {
 		{"401 on an unknown path", "GET", "/nothing/here", 401, jsonHeader("WWW-Authenticate", "Bearer"), `{"error":"no token"}`, ""},
 		{"405 in the path's own format", "PUT", "/yacy/grid/crawler/crawlStart.json", 405, jsonHeader("Allow", "GET, POST"), `{"success":false,"comment":"use GET or POST","error":"use GET or POST"}`, ""},
 		{"405 in the API's format where the path has its own", "PUT", "/yacy/grid/crawler/crawlStart.json", 405, jsonHeader("Allow", "GET, POST"), `{"error":"use GET or POST"}`, "body"},
+		{"error without a body", "GET", "/api/v1/crawls/c-1", 404, http.Header{}, "", "content type"},
+		{"redirect without a body", "POST", "/logout", 303, http.Header{"Location": {"/login"}}, "", ""},
+		{"redirect without Location", "POST", "/logout", 303, http.Header{}, "", "Location"},
 		{"healthz text", "GET", "/healthz", 200, http.Header{"Content-Type": {"text/plain; charset=utf-8"}}, "ok\n", ""},
 		{"no content", "DELETE", "/hcf/p/f/s/s1", 204, http.Header{}, "", ""},
 	}
