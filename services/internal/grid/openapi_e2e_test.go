@@ -209,8 +209,6 @@ func TestAPIAnswersMatchOpenAPI(t *testing.T) {
 				break
 			}
 		}
-	} else {
-		t.Logf("GET /api/v1/crawls/{id}/urls is not routed on this branch: not validated")
 	}
 	for _, name := range []string{"hosts", "mime-types", "status-codes", "failure-reasons", "bogus"} {
 		do("GET", "/api/v1/crawls/"+id+"/reports/"+name, nil)
@@ -263,9 +261,27 @@ func TestAPIAnswersMatchOpenAPI(t *testing.T) {
 	do("GET", "/api/v1/crawls", nil, "Authorization", "Bearer wrong")
 	do("GET", "/healthz", nil, "X-No-Token", "1")
 	do("GET", "/api/v1/openapi.json", nil)
+	// Readiness, metrics and the dashboard, once routed (else their 404s are checked).
+	do("GET", "/readyz", nil, "X-No-Token", "1")
+	do("GET", "/readyz", nil)
+	do("GET", "/metrics", nil)
+	do("GET", "/", nil)
+	do("GET", "/", nil, "X-No-Token", "1")
 
 	// Every answer is one the document describes. One error is reported
 	// per method, path and status (the status of a crawl is polled).
+	// A documented path this branch does not route yet (its handler comes
+	// with another branch) answers the router's 404: its answers are left
+	// out; services/internal/mcp's route test keeps the list of such paths.
+	unrouted := map[string]bool{}
+	for _, a := range rec.seen {
+		if a.status == http.StatusNotFound && bytes.HasPrefix(a.body, []byte(`{"error":"no endpoint at `)) {
+			if tmpl, ok := doc.Match(a.path); ok && !unrouted[tmpl] {
+				unrouted[tmpl] = true
+				t.Logf("%s is not routed on this branch: not validated", tmpl)
+			}
+		}
+	}
 	seen := map[string]bool{}
 	failed := map[string]bool{}
 	frontierChecked := false
@@ -273,6 +289,9 @@ func TestAPIAnswersMatchOpenAPI(t *testing.T) {
 		tmpl, _ := doc.Match(a.path)
 		key := fmt.Sprintf("%s %s %d", a.method, tmpl, a.status)
 		seen[key] = true
+		if unrouted[tmpl] {
+			continue
+		}
 		if a.method == "GET" && a.path == "/api/v1/frontier" && !humanUnits(a.body) {
 			t.Logf("frontier report not in human units on this branch (helper api): not validated")
 			continue
