@@ -203,7 +203,7 @@ func TestCrawlLogFailures(t *testing.T) {
 		t.Errorf("GET urls of an unknown crawl = %d, want 404", code)
 	}
 
-	checkReports(t, api, id, g.Backends.Tx)
+	checkReports(t, func(path string, out any) int { return apiDo(t, http.MethodGet, api+path, nil, out) }, id, g.Backends.Tx)
 	if code := apiDo(t, http.MethodGet, api+"/api/v1/crawls/"+id+"/reports/nosuch", nil, &e); code != http.StatusNotFound ||
 		!strings.Contains(e.Error, "failure-reasons") {
 		t.Errorf("GET reports/nosuch = %d %q, want 404 naming the reports", code, e.Error)
@@ -258,7 +258,7 @@ func checkReasons(t *testing.T, where string, want, got map[string]string) {
 
 // checkReports compares every report of the API with the reports computed
 // in Go from a full listing of the transaction index.
-func checkReports(t *testing.T, api, id string, tx txindex.Index) {
+func checkReports(t *testing.T, get func(path string, out any) int, id string, tx txindex.Index) {
 	t.Helper()
 	var all []txindex.Record
 	for after := ""; ; {
@@ -273,14 +273,14 @@ func checkReports(t *testing.T, api, id string, tx txindex.Index) {
 		after = rs[len(rs)-1].Key
 	}
 	want := txindextest.Expected(all)
-	get := func(name string, rows any) {
+	report := func(name string, rows any) {
 		t.Helper()
 		body := struct {
 			CrawlID string `json:"crawl_id"`
 			Report  string `json:"report"`
 			Rows    any    `json:"rows"`
 		}{Rows: rows}
-		if code := apiDo(t, http.MethodGet, api+"/api/v1/crawls/"+id+"/reports/"+name, nil, &body); code != http.StatusOK {
+		if code := get("/api/v1/crawls/"+id+"/reports/"+name, &body); code != http.StatusOK {
 			t.Fatalf("GET reports/%s = %d", name, code)
 		}
 		if body.CrawlID != id || body.Report != name {
@@ -294,7 +294,7 @@ func checkReports(t *testing.T, api, id string, tx txindex.Index) {
 		return &s
 	}
 	var hosts []mcp.HostReportRow
-	get("hosts", &hosts)
+	report("hosts", &hosts)
 	var wantHosts []mcp.HostReportRow
 	for _, h := range want.Hosts {
 		codes := map[string]int64{}
@@ -307,7 +307,7 @@ func checkReports(t *testing.T, api, id string, tx txindex.Index) {
 		t.Errorf("hosts report (-want +got):\n%s", diff)
 	}
 	var mimes []mcp.MIMEReportRow
-	get("mime-types", &mimes)
+	report("mime-types", &mimes)
 	var wantMIMEs []mcp.MIMEReportRow
 	for _, m := range want.MIMETypes {
 		wantMIMEs = append(wantMIMEs, mcp.MIMEReportRow{MIMEType: str(m.MIMEType), Count: m.Count, Bytes: m.Bytes})
@@ -316,7 +316,7 @@ func checkReports(t *testing.T, api, id string, tx txindex.Index) {
 		t.Errorf("mime-types report (-want +got):\n%s", diff)
 	}
 	var codes []mcp.StatusCodeReportRow
-	get("status-codes", &codes)
+	report("status-codes", &codes)
 	var wantCodes []mcp.StatusCodeReportRow
 	for _, c := range want.StatusCodes {
 		row := mcp.StatusCodeReportRow{Count: c.Count}
@@ -329,7 +329,7 @@ func checkReports(t *testing.T, api, id string, tx txindex.Index) {
 		t.Errorf("status-codes report (-want +got):\n%s", diff)
 	}
 	var reasons []mcp.ReasonReportRow
-	get("failure-reasons", &reasons)
+	report("failure-reasons", &reasons)
 	var wantReasons []mcp.ReasonReportRow
 	for _, r := range want.FailureReasons {
 		wantReasons = append(wantReasons, mcp.ReasonReportRow{Reason: str(r.Reason), Count: r.Count, SampleURLs: r.SampleURLs})
@@ -345,4 +345,55 @@ func checkReports(t *testing.T, api, id string, tx txindex.Index) {
 	if len(all) == 0 || fetched == 0 || !slices.ContainsFunc(mimes, func(m mcp.MIMEReportRow) bool { return m.MIMEType != nil && *m.MIMEType == "text/plain" }) {
 		t.Errorf("reports show %d records, %d fetched, mime types %v; want the crawl's", len(all), fetched, mimes)
 	}
+}
+
+// TestGridModeCrawlLog is TestCrawlLogFailures' check of the failures and
+// the reports on the real backends (Elasticsearch's aggregations), with
+// MCP, loader and crawler as processes.
+func TestGridModeCrawlLog(t *testing.T) {
+	env := realBackends(t)
+	site := newFailingSite(t)
+	c := newCluster(t, env, site.resolve)
+	c.startAll()
+	p := contracts.Profile{StartURLs: []string{site.start}, MaxDepth: 2, Scope: contracts.ScopeAny,
+		Politeness: contracts.Politeness{MinDelayMS: 5, MaxDelayMS: 50, DelayFactor: 1, Robots: contracts.RobotsObey},
+		Collection: e2eCollections}
+	var created contracts.CreateCrawlResponse
+	if code := c.do(http.MethodPost, "/api/v1/crawls", p, &created); code != http.StatusCreated {
+		t.Fatalf("POST crawl = %d", code)
+	}
+	id := created.CrawlID
+	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		var st contracts.CrawlStatus
+		c.do(http.MethodGet, "/api/v1/crawls/"+id, nil, &st)
+		if st.State == contracts.CrawlFinished {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("crawl not finished: %v", st.Counts)
+		}
+	}
+	got := map[string]string{}
+	q := url.Values{"status": {"failed"}, "limit": {"2"}}
+	for page := 0; ; page++ {
+		if page > 20 {
+			t.Fatal("the failed listing does not end")
+		}
+		var log mcp.CrawlLog
+		if code := c.do(http.MethodGet, "/api/v1/crawls/"+id+"/urls?"+q.Encode(), nil, &log); code != http.StatusOK {
+			t.Fatalf("GET urls?%s = %d", q.Encode(), code)
+		}
+		for _, r := range log.URLs {
+			if r.Reason != nil {
+				got[r.URL] = *r.Reason
+			}
+		}
+		if log.NextCursor == nil {
+			break
+		}
+		q.Set("cursor", *log.NextCursor)
+	}
+	checkReasons(t, "grid mode GET /urls?status=failed", site.want, got)
+	set := c.openBackends(t)
+	checkReports(t, func(path string, out any) int { return c.do(http.MethodGet, path, nil, out) }, id, set.Tx)
 }
