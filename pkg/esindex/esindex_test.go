@@ -195,6 +195,7 @@ func TestOpenIdempotent(t *testing.T) {
 	if _, err := clients[0].TxIndex().Create(t.Context(), []txindex.Record{rec}); err != nil {
 		t.Fatalf("Create error: %v", err)
 	}
+	rec.History = txindex.StartHistory(rec) // what Create stores
 	again := openPrefix(t, Options{URL: url, Prefix: prefix}, false)
 	got, err := again.TxIndex().Get(t.Context(), rec.Key)
 	if err != nil {
