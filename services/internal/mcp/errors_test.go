@@ -77,6 +77,14 @@ func TestRequestErrors(t *testing.T) {
 		{"patch of an unknown crawl", "", "PATCH", "/api/v1/crawls/nope", `{"budget":{}}`, 404, "", "no such crawl", [2]string{}},
 		{"unknown crawl", "", "GET", "/api/v1/crawls/nope", "", 404, "", "no such crawl", [2]string{}},
 		{"search without q", "", "GET", "/api/v1/search", "", 400, "q", "query parameter q is required", [2]string{}},
+		{"crawl log of an unknown crawl", "", "GET", "/api/v1/crawls/nope/urls", "", 404, "", "no such crawl", [2]string{}},
+		{"crawl log bad status", "", "GET", "/api/v1/crawls/" + id + "/urls?status=done", "", 400, "status", "", [2]string{}},
+		{"crawl log bad limit", "", "GET", "/api/v1/crawls/" + id + "/urls?limit=x", "", 400, "limit", "", [2]string{}},
+		{"crawl log bad cursor", "", "GET", "/api/v1/crawls/" + id + "/urls?cursor=%25%25", "", 400, "cursor", "", [2]string{}},
+		{"unknown url", "", "GET", "/api/v1/crawls/" + id + "/urls?url=http://z.test/", "", 404, "url", "", [2]string{}},
+		{"unknown report", "", "GET", "/api/v1/crawls/" + id + "/reports/domains", "", 404, "name", "failure-reasons", [2]string{}},
+		{"warc without key", "", "GET", "/api/v1/crawls/" + id + "/warc", "", 400, "key", "", [2]string{}},
+		{"timeline of an unknown crawl", "", "GET", "/api/v1/crawls/nope/timeline", "", 404, "", "no such crawl", [2]string{}},
 		{"unknown path", "", "GET", "/api/v1/nothing", "", 404, "", "no endpoint at /api/v1/nothing", [2]string{}},
 		{"unknown root path", "", "GET", "/favicon.ico", "", 404, "", "no endpoint at /favicon.ico", [2]string{}},
 		{"unknown hcf path", "", "GET", "/hcf/p/f/s/s1/zz", "", 404, "", "no endpoint at /hcf/p/f/s/s1/zz", [2]string{}},
@@ -134,7 +142,7 @@ func TestRequestErrors(t *testing.T) {
 			if name := tt.wantHeader[0]; name != "" && !strings.Contains(resp.Header.Get(name), tt.wantHeader[1]) {
 				t.Errorf("%s = %q, want it to contain %q", name, resp.Header.Get(name), tt.wantHeader[1])
 			}
-			if err := doc.Validate(tt.method, tt.path, resp.StatusCode, resp.Header, body); err != nil {
+			if err := doc.Validate(tt.method, req.URL.Path, resp.StatusCode, resp.Header, body); err != nil {
 				t.Errorf("the OpenAPI document does not describe the answer: %v", err)
 			}
 		})
