@@ -266,13 +266,20 @@ const (
 )
 
 // FieldError reports an invalid field of a request body. Field is a JSON path
-// such as "start_urls[2]" or "politeness.min_delay_ms".
+// such as "start_urls[2]" or "politeness.min_delay_ms"; it is empty when the
+// error is about the body as a whole, and Reason then says so by itself
+// ("request body is empty").
 type FieldError struct {
 	Field  string `json:"field"`
 	Reason string `json:"reason"`
 }
 
-func (e *FieldError) Error() string { return fmt.Sprintf("invalid %s: %s", e.Field, e.Reason) }
+func (e *FieldError) Error() string {
+	if e.Field == "" {
+		return e.Reason
+	}
+	return fmt.Sprintf("invalid %s: %s", e.Field, e.Reason)
+}
 
 // WithDefaults returns p with the defaults of the fields whose zero value
 // means "not given": scope, user agent, a zero Politeness (all of

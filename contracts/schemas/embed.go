@@ -20,10 +20,28 @@ import (
 	"regexp"
 )
 
-// FS holds the schemas, as "v1/<name>.schema.json".
+// FS holds the schemas, as "v1/<name>.schema.json", and the OpenAPI
+// document, as "openapi.json".
 //
-//go:embed v1/*.json
+//go:embed v1/*.json openapi.json
 var FS embed.FS
+
+//go:generate go test -run TestOpenAPIDocument -update
+
+// OpenAPI returns the OpenAPI 3.1 document of MCP's HTTP API, served at
+// GET /api/v1/openapi.json. It is generated (go generate) from
+// openapi.src.json, which describes the paths, and the schemas of v1, which
+// it holds under components/schemas by their short names ("profile" for
+// v1/profile.schema.json) with references rewritten to point inside the
+// document; a test keeps it up to date.
+func OpenAPI() []byte {
+	b, err := FS.ReadFile("openapi.json")
+	if err != nil {
+		// The file is embedded at build time, so reading it cannot fail.
+		panic(fmt.Sprintf("read embedded openapi.json: %v", err))
+	}
+	return b
+}
 
 // BaseURL is the URL that the $id of every version 1 schema starts with.
 const BaseURL = "https://gridcrawl.dev/schemas/v1/"

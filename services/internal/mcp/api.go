@@ -26,11 +26,22 @@ import (
 	"github.com/gridcrawl/gridcrawl/services/internal/frontier"
 )
 
-const maxProfileBytes = 4 << 20
+// Limits of request bodies.
+const (
+	maxProfileBytes = 4 << 20
+	maxPatchBytes   = 1 << 20
+)
 
 // Handler returns the HTTP API.
 func (m *MCP) Handler() http.Handler {
-	mux := http.NewServeMux()
+	return m.auth(m.routes())
+}
+
+// routes registers every endpoint of the API. The OpenAPI document
+// (openapi.json in contracts/schemas) describes each of them; a test checks
+// the two against each other.
+func (m *MCP) routes() *router {
+	mux := newRouter()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	mux.HandleFunc("POST /api/v1/crawls", m.createCrawl)
 	mux.HandleFunc("GET /api/v1/crawls", m.listCrawls)
@@ -44,9 +55,15 @@ func (m *MCP) Handler() http.Handler {
 	mux.HandleFunc("GET /yacy/grid/mcp/index/yacysearch.json", m.yacySearchJSON)
 	mux.HandleFunc("GET /yacysearch.rss", m.yacySearchRSS)
 	mux.HandleFunc("GET /api/v1/frontier", m.frontierReport)
+	// The crawl log, reports and timeline (issue 11).
+	mux.HandleFunc("GET /api/v1/crawls/{id}/urls", m.crawlLog)
+	mux.HandleFunc("GET /api/v1/crawls/{id}/warc", m.warcRecord)
+	mux.HandleFunc("GET /api/v1/crawls/{id}/reports/{name}", m.report)
+	mux.HandleFunc("GET /api/v1/crawls/{id}/timeline", m.timeline)
 	mux.HandleFunc(yacyCrawlStartPath, m.yacyCrawlStart)
 	mux.Handle("/hcf/", m.hcfHandler())
-	return m.auth(mux)
+	mux.HandleFunc("GET "+openAPIPath, serveOpenAPI)
+	return mux
 }
 
 func (m *MCP) auth(next http.Handler) http.Handler {
@@ -94,29 +111,9 @@ func writeError(w http.ResponseWriter, code int, msg, field string) {
 
 // decodeProfile reads a profile body strictly and names the offending field.
 func decodeProfile(r io.Reader) (contracts.Profile, error) {
-	var p contracts.Profile
-	dec := json.NewDecoder(io.LimitReader(r, maxProfileBytes+1))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
-		var te *json.UnmarshalTypeError
-		var se *json.SyntaxError
-		switch {
-		case errors.As(err, &te):
-			return p, &contracts.FieldError{Field: te.Field, Reason: "must be " + te.Type.String()}
-		case errors.As(err, &se):
-			return p, &contracts.FieldError{Field: "", Reason: fmt.Sprintf("invalid JSON at byte %d", se.Offset)}
-		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			f := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-			return p, &contracts.FieldError{Field: f, Reason: "unknown field"}
-		case errors.Is(err, io.EOF):
-			return p, &contracts.FieldError{Field: "", Reason: "empty body"}
-		case errors.Is(err, io.ErrUnexpectedEOF):
-			return p, &contracts.FieldError{Field: "", Reason: "body too large or truncated JSON"}
-		}
-		return p, &contracts.FieldError{Field: "", Reason: err.Error()}
-	}
-	if dec.More() {
-		return p, &contracts.FieldError{Field: "", Reason: "trailing data after the profile"}
+	p, err := decodeBody[contracts.Profile](r, maxProfileBytes)
+	if err != nil {
+		return p, err
 	}
 	return checkProfile(p)
 }
@@ -449,11 +446,9 @@ func patchFields() string {
 
 func (m *MCP) patchCrawl(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	var patch contracts.ProfilePatch
-	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&patch); err != nil {
-		writeError(w, http.StatusBadRequest, "invalid patch: "+err.Error(), "")
+	patch, err := decodeBody[contracts.ProfilePatch](r.Body, maxPatchBytes)
+	if err != nil {
+		m.answer(w, r, "change the crawl", err)
 		return
 	}
 	_, n, err := m.Patch(r.Context(), id, patch)

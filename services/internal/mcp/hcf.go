@@ -44,7 +44,7 @@ var errBodyTooLarge = fmt.Errorf("body larger than %d bytes", hcfMaxBody)
 // (Content-Encoding: gzip). A body with a bad line is refused whole with a
 // 400 naming the line; nothing of it is applied.
 func (m *MCP) hcfHandler() http.Handler {
-	mux := http.NewServeMux()
+	mux := newRouter()
 	mux.HandleFunc("POST /hcf/{project}/{frontier}/s/{slot}", m.hcfAdd)
 	mux.HandleFunc("DELETE /hcf/{project}/{frontier}/s/{slot}", m.hcfDeleteSlot)
 	mux.HandleFunc("DELETE /hcf/{project}/{frontier}/s/{slot}/{$}", m.hcfDeleteSlot)
@@ -53,13 +53,13 @@ func (m *MCP) hcfHandler() http.Handler {
 	mux.HandleFunc("GET /hcf/{project}/{frontier}/s/{slot}/f", m.hcfFingerprints)
 	mux.HandleFunc("GET /hcf/{project}/list", m.hcfFrontiers)
 	mux.HandleFunc("GET /hcf/{project}/{frontier}/list", m.hcfSlots)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return subtree{rt: mux, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if m.deps.HCF == nil {
 			writeError(w, http.StatusServiceUnavailable, "the frontier API has no store", "")
 			return
 		}
 		mux.ServeHTTP(w, r)
-	})
+	})}
 }
 
 // hcfSlot returns the slot named by the path, or writes a 400.
