@@ -148,7 +148,7 @@ func countOf(t *testing.T, s string) int64 {
 // and cancels a second crawl from the frontier page, and searches.
 func TestDashboardInBrowser(t *testing.T) {
 	shots := artifactsDir(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
 	bctx, pageErrors := browser(t, ctx)
 
@@ -172,7 +172,9 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	run := func(step string, actions ...chromedp.Action) {
 		t.Helper()
-		if err := chromedp.Run(bctx, actions...); err != nil {
+		sctx, done := context.WithTimeout(bctx, 2*time.Minute)
+		defer done()
+		if err := chromedp.Run(sctx, actions...); err != nil {
 			_ = chromedp.Run(bctx, shot("failed-"+strings.ReplaceAll(step, " ", "-")))
 			t.Fatalf("%s: %v (page errors: %v)", step, err, pageErrors())
 		}

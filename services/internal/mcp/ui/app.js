@@ -181,9 +181,6 @@ function route() {
   main.append(h("div", { class: "card" }, h("h1", {}, "Not found"), h("a", { href: "#/" }, "Back to the crawls")));
 }
 
-window.addEventListener("hashchange", route);
-window.addEventListener("DOMContentLoaded", route);
-if (document.readyState !== "loading") route();
 
 // ---- crawls ---------------------------------------------------------------
 
@@ -596,7 +593,7 @@ function crawlLog(id) {
       body.replaceChildren(table([["URL"], ["Status"], ["HTTP", "num"], ["Depth", "num"], ["Bytes", "num"], ["Reason"], ["Changed"]],
         (r.urls || []).map((u) => h("tr", {}, h("td", { class: "url" }, h("a", { href: urlPage(id, u.url) }, u.url)), h("td", {}, badge(u.status)),
           h("td", { class: "num" }, u.http_status || "–"), h("td", { class: "num" }, num(u.depth)), h("td", { class: "num" }, bytes(u.bytes)),
-          h("td", { class: "url err" }, u.reason || ""), h("td", {}, when(u.status_time))))), "No URL matches."));
+          h("td", { class: "url err" }, u.reason || ""), h("td", {}, when(u.status_time)))), "No URL matches."));
     } catch (e) {
       body.replaceChildren(h("p", { class: "muted" }, "Crawl log unavailable: " + e.message));
     }
@@ -822,3 +819,8 @@ function pageURL(main, _, params) {
     }
   })();
 }
+
+// Start once every page function above is defined (a module runs after the
+// document is parsed).
+window.addEventListener("hashchange", route);
+route();
