@@ -32,8 +32,14 @@ var loginTmpl = template.Must(template.ParseFS(uiFiles, "ui/login.html"))
 const uiCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
 	"form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 
-// uiRoutes adds the dashboard's routes to mux.
-func (m *MCP) uiRoutes(mux *http.ServeMux) {
+// handleFuncer is a request multiplexer such as http.ServeMux.
+type handleFuncer interface {
+	HandleFunc(pattern string, f func(http.ResponseWriter, *http.Request))
+}
+
+// uiRoutes adds the dashboard's routes to mux: GET /, GET /ui/ (static
+// files), GET and POST /login, POST /logout.
+func (m *MCP) uiRoutes(mux handleFuncer) {
 	mux.HandleFunc("GET /{$}", m.uiIndex)
 	mux.HandleFunc("GET /ui/", func(w http.ResponseWriter, r *http.Request) {
 		uiHeaders(w)
