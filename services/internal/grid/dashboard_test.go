@@ -347,3 +347,70 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("the dashboard logged script errors: %v", errs)
 	}
 }
+
+// TestDashboardLoginInBrowser logs in to a grid that has an API token through
+// the login form, uses the dashboard on the session cookie, and logs out.
+func TestDashboardLoginInBrowser(t *testing.T) {
+	shots := artifactsDir(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	bctx, pageErrors := browser(t, ctx)
+	const token = "browser-test-token"
+	t.Setenv("GRIDCRAWL_API_TOKEN", token)
+	_, api := startGrid(t, testConfig(t, t.TempDir(), ""))
+	shot := func(name string) chromedp.Action {
+		return chromedp.ActionFunc(func(ctx context.Context) error {
+			var buf []byte
+			if err := chromedp.FullScreenshot(&buf, 100).Do(ctx); err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(shots, name+".png"), buf, 0o644)
+		})
+	}
+	var loginURL, afterLogin, afterLogout, cookieJS, errText string
+	err := chromedp.Run(bctx,
+		chromedp.Navigate(api+"/"),
+		chromedp.WaitVisible(`#token`, chromedp.ByQuery),
+		chromedp.Location(&loginURL),
+		chromedp.SendKeys(`#token`, "wrong", chromedp.ByQuery),
+		chromedp.Submit(`#token`, chromedp.ByQuery),
+		chromedp.WaitVisible(`.field-error`, chromedp.ByQuery),
+		chromedp.Text(`.field-error`, &errText, chromedp.ByQuery),
+		shot("login"),
+		chromedp.SetValue(`#token`, token, chromedp.ByQuery),
+		chromedp.Submit(`#token`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#crawls`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#crawls .empty`, chromedp.ByQuery),
+		chromedp.Location(&afterLogin),
+		chromedp.Evaluate(`document.cookie`, &cookieJS),
+		chromedp.WaitVisible(`#logout button`, chromedp.ByQuery),
+		chromedp.Click(`#logout button`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#token`, chromedp.ByQuery),
+		chromedp.Location(&afterLogout),
+	)
+	if err != nil {
+		t.Fatalf("login in the browser: %v (page errors: %v)", err, pageErrors())
+	}
+	if !strings.HasSuffix(loginURL, "/login") || !strings.HasSuffix(afterLogin, "/") || !strings.HasSuffix(afterLogout, "/login") {
+		t.Errorf("pages = %s, then %s after login, %s after logout; want /login, /, /login", loginURL, afterLogin, afterLogout)
+	}
+	if !strings.Contains(errText, "Wrong token") {
+		t.Errorf("wrong token shows %q, want an error", errText)
+	}
+	if cookieJS != "" {
+		t.Errorf("document.cookie = %q: the session cookie must be HttpOnly", cookieJS)
+	}
+	// Logged out, the API refuses the browser again.
+	var status int
+	if err := chromedp.Run(bctx, chromedp.Evaluate(`fetch("/api/v1/crawls").then(r => r.status)`, &status, func(p *runtime.EvaluateParams) *runtime.EvaluateParams {
+		return p.WithAwaitPromise(true)
+	})); err != nil {
+		t.Fatal(err)
+	}
+	if status != http.StatusUnauthorized {
+		t.Errorf("fetch after logout = %d, want 401", status)
+	}
+	if errs := pageErrors(); len(errs) > 0 {
+		t.Errorf("the dashboard logged script errors: %v", errs)
+	}
+}
