@@ -34,7 +34,7 @@ const sessionLifetime = 7 * 24 * time.Hour
 // another content type (415), before authentication.
 func (m *MCP) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if m.loopbackOnly() && r.URL.Path != "/healthz" && !loopbackHost(r.Host) {
+		if m.loopbackOnly() && r.URL.Path != "/healthz" && r.URL.Path != "/readyz" && !loopbackHost(r.Host) {
 			writeError(w, http.StatusMisdirectedRequest, "this API listens on loopback and answers only to the Host names localhost, 127.0.0.1 and [::1]", "")
 			return
 		}
