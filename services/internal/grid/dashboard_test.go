@@ -247,6 +247,18 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 	}
 
+	// The same page on a phone: nothing may overflow the viewport.
+	var overflow bool
+	run("narrow crawl detail",
+		chromedp.EmulateViewport(390, 844),
+		chromedp.Sleep(500*time.Millisecond),
+		chromedp.Evaluate(`document.documentElement.scrollWidth > window.innerWidth + 1`, &overflow),
+		shot("crawl-detail-narrow"),
+		chromedp.EmulateViewport(1360, 900))
+	if overflow {
+		t.Errorf("the crawl detail page is wider than a 390 px viewport")
+	}
+
 	// The crawls list shows the crawl finished with the same counts.
 	var listIndexed string
 	run("crawls list",
