@@ -64,7 +64,7 @@ export function ms(v) {
   if (v === null || v === undefined) return "–";
   v = Number(v);
   if (v < 1000) return Math.round(v) + " ms";
-  if (v < 60000) return (v / 1000).toFixed(v < 10000 ? 2 : 1) + " s";
+  if (v < 60000) return String(Number((v / 1000).toFixed(v < 10000 ? 2 : 1))) + " s";
   if (v < 3600000) return Math.floor(v / 60000) + " min " + Math.round((v % 60000) / 1000) + " s";
   return Math.floor(v / 3600000) + " h " + Math.round((v % 3600000) / 60000) + " min";
 }
@@ -214,7 +214,7 @@ function pageCrawls(main) {
     h("div", { class: "card tablewrap" }, h("table", { id: "crawls" },
       h("thead", {}, h("tr", {}, h("th", {}, "Crawl"), h("th", {}, "State"), h("th", { class: "num" }, "Indexed"),
         h("th", { class: "num" }, "Redirected"), h("th", { class: "num" }, "Failed"), h("th", { class: "num" }, "Pending"),
-        h("th", { class: "num hide-sm" }, "Retired"), h("th", { class: "num" }, "Total"), h("th", { class: "num" }, "Pages/s"),
+        h("th", { class: "num hide-sm" }, "Retired"), h("th", { class: "num" }, "Total"), h("th", { class: "num hide-sm" }, "Docs"), h("th", { class: "num" }, "Pages/s"),
         h("th", {}, "Started"), h("th", {}, "Finished"))),
       body)));
   every(async () => {
@@ -222,7 +222,7 @@ function pageCrawls(main) {
     const crawls = (list.crawls || []).slice().sort((a, b) => new Date(b.created_at) - new Date(a.created_at));
     count.textContent = crawls.length + (crawls.length === 1 ? " crawl" : " crawls");
     if (!crawls.length) {
-      body.replaceChildren(h("tr", {}, h("td", { colspan: 11, class: "empty" }, "No crawl yet. ", h("a", { href: "#/new" }, "Start one."))));
+      body.replaceChildren(h("tr", {}, h("td", { colspan: 12, class: "empty" }, "No crawl yet. ", h("a", { href: "#/new" }, "Start one."))));
       return;
     }
     body.replaceChildren(...crawls.map((c) => {
@@ -238,6 +238,7 @@ function pageCrawls(main) {
         h("td", { class: "num" }, num(c.pending)),
         h("td", { class: "num hide-sm" }, num(c.retired)),
         h("td", { class: "num" }, num(c.total)),
+        h("td", { class: "num hide-sm" }, num(c.documents)),
         h("td", { class: "num" }, rate(crawlRate(c))),
         h("td", {}, when(c.created_at)),
         h("td", {}, c.finished_at ? when(c.finished_at) : h("span", { class: "muted" }, "–")));
@@ -411,8 +412,17 @@ function actions(c, after) {
   return h("span", { class: "row" },
     h("button", { class: "btn", id: "pause", disabled: c.state !== "running", onclick: () => act("Pause", "POST", crawlPath(id) + "/pause") }, "Pause"),
     h("button", { class: "btn", id: "resume", disabled: c.state !== "paused", onclick: () => act("Resume", "POST", crawlPath(id) + "/resume") }, "Resume"),
-    h("button", { class: "btn danger", id: "cancel", disabled: !live, onclick: () => {
-      if (confirm("Cancel crawl " + id + "? Its pending URLs fail as cancelled.")) act("Cancel", "DELETE", crawlPath(id));
+    h("button", { class: "btn danger", id: "cancel", disabled: !live, title: "Its pending URLs fail as cancelled", onclick: (ev) => {
+      // Two clicks, no blocking confirm(): the first arms the button.
+      const b = ev.currentTarget;
+      if (b.dataset.armed) {
+        act("Cancel", "DELETE", crawlPath(id));
+        return;
+      }
+      b.dataset.armed = "1";
+      b.textContent = "Really cancel?";
+      b.classList.add("armed");
+      setTimeout(() => { delete b.dataset.armed; b.textContent = "Cancel"; b.classList.remove("armed"); }, 5000);
     } }, "Cancel"));
 }
 
@@ -510,11 +520,11 @@ function pageCrawl(main, [id]) {
       reportsAt = Date.now();
       await Promise.all([
         report(id, "failure-reasons", reasons, (rows) => table([["Reason"], ["URLs", "num"], ["Sample URLs"]], rows.map((r) =>
-          h("tr", {}, h("td", { class: "url" }, h("a", { href: "#/crawl/" + enc(id) + "?status=failed&reason=" + enc(r.reason), onclick: (ev) => { ev.preventDefault(); log.show({ status: "failed", reason: r.reason }); } }, r.reason || "(no reason)")),
+          h("tr", {}, h("td", { class: "wrap" }, h("a", { href: "#/crawl/" + enc(id) + "?status=failed&reason=" + enc(r.reason), onclick: (ev) => { ev.preventDefault(); log.show({ status: "failed", reason: r.reason }); } }, r.reason || "(no reason)")),
             h("td", { class: "num" }, num(r.count)),
             h("td", { class: "url" }, h("ul", { class: "samples" }, (r.sample_urls || []).map((u) => h("li", {}, h("a", { href: urlPage(id, u) }, u))))))), "No failure.")),
         report(id, "hosts", hosts, (rows) => table([["Host"], ["URLs", "num"], ["Fetched", "num"], ["Failed", "num"], ["Bytes", "num"], ["Status codes"]],
-          rows.map((r) => h("tr", {}, h("td", { class: "url" }, h("a", { href: "#", onclick: (ev) => { ev.preventDefault(); log.show({ host: r.host }); } }, r.host)),
+          rows.map((r) => h("tr", {}, h("td", { class: "wrap" }, h("a", { href: "#", onclick: (ev) => { ev.preventDefault(); log.show({ host: r.host }); } }, r.host)),
             h("td", { class: "num" }, num(r.urls)), h("td", { class: "num" }, num(r.fetched)),
             h("td", { class: "num" + (r.failed ? " err" : "") }, num(r.failed)), h("td", { class: "num" }, bytes(r.bytes)), h("td", {}, codes(r.status_codes)))))),
         report(id, "mime-types", mimes, (rows) => table([["MIME type"], ["Documents", "num"], ["Bytes", "num"]],
@@ -593,7 +603,7 @@ function crawlLog(id) {
       body.replaceChildren(table([["URL"], ["Status"], ["HTTP", "num"], ["Depth", "num"], ["Bytes", "num"], ["Reason"], ["Changed"]],
         (r.urls || []).map((u) => h("tr", {}, h("td", { class: "url" }, h("a", { href: urlPage(id, u.url) }, u.url)), h("td", {}, badge(u.status)),
           h("td", { class: "num" }, u.http_status || "–"), h("td", { class: "num" }, num(u.depth)), h("td", { class: "num" }, bytes(u.bytes)),
-          h("td", { class: "url err" }, u.reason || ""), h("td", {}, when(u.status_time)))), "No URL matches."));
+          h("td", { class: "wrap err" }, u.reason || ""), h("td", {}, when(u.status_time)))), "No URL matches."));
     } catch (e) {
       body.replaceChildren(h("p", { class: "muted" }, "Crawl log unavailable: " + e.message));
     }
@@ -658,7 +668,7 @@ function pageFrontier(main) {
       for (const g of r.groups || []) {
         const b = g.budget || {};
         rows.push(h("tr", { dataset: { group: g.chg } },
-          h("td", { class: "url" }, h("strong", {}, g.chg), (g.hosts || []).length > 1 || (g.hosts || [])[0] !== g.chg ? h("div", { class: "muted" }, (g.hosts || []).join(", ")) : null),
+          h("td", { class: "wrap" }, h("strong", {}, g.chg), (g.hosts || []).length > 1 || (g.hosts || [])[0] !== g.chg ? h("div", { class: "muted" }, (g.hosts || []).join(", ")) : null),
           h("td", {}, badge(g.state)),
           h("td", {}, g.state === "busy" ? h("span", { class: "muted" }, "fetching") : when(g.next_eligible)),
           h("td", { class: "num" }, ms(durMS(g, "delay"))),
@@ -668,8 +678,8 @@ function pageFrontier(main) {
           h("td", { class: "num" }, num(g.spent), " / ", limit(b.total_budget)),
           h("td", { class: "num hide-sm" }, g.session_balance === null || g.session_balance === undefined ? "–" : num(g.session_balance)),
           h("td", { class: "hide-sm mono" }, (g.recent_status || []).slice(-5).map((s) => (s === 0 ? "×" : s)).join(" ")),
-          h("td", { class: "url err" }, g.last_error || ""),
-          h("td", { class: "muted mono hide-sm" }, l.loader_id)));
+          h("td", { class: "wrap err" }, g.last_error || ""),
+          h("td", { class: "muted mono hide-sm nowrap" }, l.loader_id)));
       }
     }
     groups.replaceChildren(table([["Group"], ["State"], ["Next eligible"], ["Delay", "num"], ["Set by"], ["Queued", "num"], ["Fetches", "num"],
