@@ -178,8 +178,9 @@ func TestDashboardInBrowser(t *testing.T) {
 		sctx, done := context.WithTimeout(bctx, 2*time.Minute)
 		defer done()
 		if err := chromedp.Run(sctx, actions...); err != nil {
-			_ = chromedp.Run(bctx, shot("failed-"+strings.ReplaceAll(step, " ", "-")))
-			t.Fatalf("%s: %v (page errors: %v)", step, err, pageErrors())
+			var html string
+			_ = chromedp.Run(bctx, shot("failed-"+strings.ReplaceAll(step, " ", "-")), chromedp.Evaluate(`document.querySelector("main").innerText`, &html))
+			t.Fatalf("%s: %v (page errors: %v)\npage text:\n%s", step, err, pageErrors(), html)
 		}
 	}
 
@@ -353,7 +354,8 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("after the change the profile has min delay %d, budget %+v, version %d; want 2500, total 40, version 1",
 			s.Profile.Politeness.MinDelayMS, s.Profile.Budget, s.Profile.Version)
 	}
-	run("cancel", chromedp.Click(`#controls #cancel`, chromedp.ByQuery),
+	run("cancel", chromedp.WaitVisible(`//*[@id="controls"]//*[contains(text(), "Profile version 1.")]`, chromedp.BySearch),
+		chromedp.Click(`#controls #cancel`, chromedp.ByQuery),
 		chromedp.WaitVisible(`#controls #cancel.armed`, chromedp.ByQuery),
 		chromedp.Click(`#controls #cancel`, chromedp.ByQuery),
 		chromedp.WaitVisible(`#controls .empty`, chromedp.ByQuery))
