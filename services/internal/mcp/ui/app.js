@@ -639,7 +639,7 @@ function pageFrontier(main) {
     h("div", { class: "card" }, h("h2", {}, "Crawl controls"), controls),
     h("div", { class: "card" }, h("h2", {}, "Crawl host groups"), groups));
   let selected = "";
-  let crawlsKey = "";
+  let crawlsKey = null; // null: render on the next load
   const loadControls = async () => {
     const list = await api("GET", "/api/v1/crawls");
     const live = (list.crawls || []).filter((c) => c.state === "running" || c.state === "paused")
@@ -653,7 +653,7 @@ function pageFrontier(main) {
     }
     if (!live.some((c) => c.crawl_id === selected)) selected = live[0].crawl_id;
     const c = live.find((x) => x.crawl_id === selected);
-    controls.replaceChildren(crawlControls(live, c, (id) => { selected = id; crawlsKey = ""; loadControls(); }, () => { crawlsKey = ""; loadControls(); }));
+    controls.replaceChildren(crawlControls(live, c, (id) => { selected = id; crawlsKey = null; loadControls(); }, () => { crawlsKey = null; loadControls(); }));
   };
   every(async () => {
     const rep = await api("GET", "/api/v1/frontier");
