@@ -32,7 +32,7 @@ commands:
                                                 show crawls (or one crawl)
   search  [--data DIR] [--api URL] [--crawl ID] [--limit N] [--json] QUERY...
                                                 search the indexed documents
-
+` + logUsage + `
 The API address of a running 'grid up' is found in DIR/grid.addr; --api (or
 GRIDCRAWL_API_URL) names another MCP. GRIDCRAWL_API_TOKEN is sent as bearer token.
 `
@@ -57,6 +57,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdStatus(ctx, args[1:], stdout, stderr)
 	case "search":
 		err = cmdSearch(ctx, args[1:], stdout, stderr)
+	case "urls":
+		err = cmdURLs(ctx, args[1:], stdout, stderr)
+	case "report":
+		err = cmdReport(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
