@@ -162,6 +162,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	t.Cleanup(site.Close)
 	const depth = 3
 	exp := site.Expect(depth)
+	t.Setenv("GRIDCRAWL_TIMELINE_INTERVAL", "100ms") // a plot with points for a crawl of seconds
 	g, api := startGrid(t, testConfig(t, t.TempDir(), site.Resolve()))
 
 	shot := func(name string) chromedp.Action {
@@ -205,8 +206,8 @@ func TestDashboardInBrowser(t *testing.T) {
 		chromedp.SetValue(`#f-name`, "test site", chromedp.ByQuery),
 		chromedp.SetValue(`#f-max_depth`, strconv.Itoa(depth), chromedp.ByQuery),
 		chromedp.SetValue(`#f-scope`, "domain", chromedp.ByQuery),
-		chromedp.SetValue(`#f-politeness-min_delay_ms`, "5", chromedp.ByQuery),
-		chromedp.SetValue(`#f-politeness-max_delay_ms`, "50", chromedp.ByQuery),
+		chromedp.SetValue(`#f-politeness-min_delay_ms`, "60", chromedp.ByQuery),
+		chromedp.SetValue(`#f-politeness-max_delay_ms`, "200", chromedp.ByQuery),
 		chromedp.SetValue(`#f-politeness-delay_factor`, "1", chromedp.ByQuery),
 		shot("new-crawl"),
 		chromedp.Click(`#submit`, chromedp.ByQuery),
@@ -226,7 +227,14 @@ func TestDashboardInBrowser(t *testing.T) {
 	for i, k := range keys {
 		actions = append(actions, chromedp.Text(fmt.Sprintf(`[data-count="%s"]`, k), &vals[i], chromedp.ByQuery))
 	}
-	run("watch the crawl finish", append(actions, chromedp.Sleep(2500*time.Millisecond), shot("crawl-detail"))...)
+	top := chromedp.ActionFunc(func(ctx context.Context) error { // the first screen, for the README
+		var buf []byte
+		if err := chromedp.CaptureScreenshot(&buf).Do(ctx); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(shots, "crawl-detail-top.png"), buf, 0o644)
+	})
+	run("watch the crawl finish", append(actions, chromedp.Sleep(2500*time.Millisecond), shot("crawl-detail"), top)...)
 	for i, k := range keys {
 		pageCounts[k] = vals[i]
 	}

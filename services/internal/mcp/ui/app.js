@@ -91,7 +91,7 @@ export function when(t) {
 }
 
 const badge = (s) => h("span", { class: "badge " + s }, s || "–");
-const rate = (v) => (v === null || v === undefined || !isFinite(v) ? "–" : v < 10 ? v.toFixed(2) : v.toFixed(1));
+const rate = (v) => (v === null || v === undefined || !isFinite(v) ? "–" : String(Number(v < 10 ? v.toFixed(2) : v.toFixed(1))));
 
 function toast(msg, bad) {
   const t = document.getElementById("toast");
@@ -603,7 +603,7 @@ function crawlLog(id) {
       body.replaceChildren(table([["URL"], ["Status"], ["HTTP", "num"], ["Depth", "num"], ["Bytes", "num"], ["Reason"], ["Changed"]],
         (r.urls || []).map((u) => h("tr", {}, h("td", { class: "url" }, h("a", { href: urlPage(id, u.url) }, u.url)), h("td", {}, badge(u.status)),
           h("td", { class: "num" }, u.http_status || "–"), h("td", { class: "num" }, num(u.depth)), h("td", { class: "num" }, bytes(u.bytes)),
-          h("td", { class: "wrap err" }, u.reason || ""), h("td", {}, when(u.status_time)))), "No URL matches."));
+          h("td", { class: "wrap" + (u.status === "failed" ? " err" : " muted") }, u.reason || ""), h("td", {}, when(u.status_time)))), "No URL matches."));
     } catch (e) {
       body.replaceChildren(h("p", { class: "muted" }, "Crawl log unavailable: " + e.message));
     }
@@ -677,7 +677,7 @@ function pageFrontier(main) {
           h("td", { class: "num" }, num(g.fetches)),
           h("td", { class: "num" }, num(g.spent), " / ", limit(b.total_budget)),
           h("td", { class: "num hide-sm" }, g.session_balance === null || g.session_balance === undefined ? "–" : num(g.session_balance)),
-          h("td", { class: "hide-sm mono" }, (g.recent_status || []).slice(-5).map((s) => (s === 0 ? "×" : s)).join(" ")),
+          h("td", { class: "hide-sm mono nowrap" }, (g.recent_status || []).slice(-5).map((s) => (s === 0 ? "×" : s)).join(" ")),
           h("td", { class: "wrap err" }, g.last_error || ""),
           h("td", { class: "muted mono hide-sm nowrap" }, l.loader_id)));
       }
@@ -820,9 +820,10 @@ function pageURL(main, _, params) {
           h("dt", {}, "WARC record"), h("dd", {}, w ? [h("a", { href: w.url, target: "_blank", id: "warc-link" }, "open"),
             h("span", { class: "muted mono" }, " ", w.segment, " @ ", num(w.offset), " (", bytes(w.length), ")")] : "–"),
           h("dt", {}, "Key"), h("dd", { class: "mono" }, r.key)),
-        h("h2", {}, "Status history"),
+        h("h2", { class: "section" }, "Status history"),
         (r.history || []).length ? h("ul", { class: "history" }, r.history.map((e) => h("li", {}, badge(e.status), " ", when(e.time),
-          h("span", { class: "muted" }, " ", new Date(e.time).toLocaleString())))) : h("p", { class: "muted" }, "No history recorded."),
+          h("span", { class: "muted mono" }, " ", new Date(e.time).toLocaleString([], { dateStyle: "short", timeStyle: "medium" }),
+            ".", String(new Date(e.time).getMilliseconds()).padStart(3, "0"))))) : h("p", { class: "muted" }, "No history recorded."),
         h("p", {}, h("a", { href: r.url, rel: "noreferrer", target: "_blank" }, "Open the live page ↗"))));
     } catch (e) {
       out.replaceChildren(h("div", { class: "card err" }, e.status === 404 ? "No record of this URL in crawl " + crawl + "." : e.message));

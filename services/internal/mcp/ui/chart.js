@@ -45,7 +45,9 @@ export function lineChart(series, opts = {}) {
   }
   for (let i = 0; i <= 4; i++) {
     const t = t0 + (t1 - t0) * i / 4;
-    svg.append(s("text", { x: x(t), y: H - 6, "text-anchor": i === 0 ? "start" : i === 4 ? "end" : "middle" }, clock(t)));
+    // A short span reads better as seconds since its start.
+    const label = t1 - t0 < 120000 ? (i === 0 ? clock(t) : "+" + Number(((t - t0) / 1000).toFixed(1)) + " s") : clock(t);
+    svg.append(s("text", { x: x(t), y: H - 6, "text-anchor": i === 0 ? "start" : i === 4 ? "end" : "middle" }, label));
   }
   for (const se of series) {
     if (!se.points.length) continue;
