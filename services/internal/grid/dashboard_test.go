@@ -320,6 +320,15 @@ func TestDashboardInBrowser(t *testing.T) {
 	if !slices.Contains(hitURLs, w.URL) {
 		t.Errorf("search %q in the browser = %v, want %s", w.Word, hitURLs, w.URL)
 	}
+	// The result's WARC record link serves the page's response record.
+	var warc string
+	run("warc link", chromedp.Evaluate(`fetch(document.querySelector('#results .hit a[href*="/warc?key="]').href)
+		.then(r => r.text().then(t => r.status + " " + t.slice(0, 600)))`, &warc, func(p *runtime.EvaluateParams) *runtime.EvaluateParams {
+		return p.WithAwaitPromise(true)
+	}))
+	if !strings.HasPrefix(warc, "200 WARC/1.") || !strings.Contains(warc, "WARC-Target-URI: "+hitURLs[0]) {
+		t.Errorf("WARC record link of %s = %.200q, want 200 with its WARC record", hitURLs[0], warc)
+	}
 
 	// A slow second crawl to pause, resume, change and cancel from the
 	// frontier page.
