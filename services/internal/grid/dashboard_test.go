@@ -150,10 +150,10 @@ func countOf(t *testing.T, s string) int64 {
 // the site's oracle, opens a failed URL's reason, pauses, resumes, changes
 // and cancels (two clicks) a second crawl from the frontier page, and searches.
 func TestDashboardInBrowser(t *testing.T) {
-	shots := artifactsDir(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
 	bctx, pageErrors := browser(t, ctx)
+	shots := artifactsDir(t)
 
 	site := websim.NewTestSite()
 	if err := site.Start(); err != nil {
@@ -387,10 +387,10 @@ func TestDashboardInBrowser(t *testing.T) {
 // TestDashboardLoginInBrowser logs in to a grid that has an API token through
 // the login form, uses the dashboard on the session cookie, and logs out.
 func TestDashboardLoginInBrowser(t *testing.T) {
-	shots := artifactsDir(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	bctx, pageErrors := browser(t, ctx)
+	shots := artifactsDir(t)
 	const token = "browser-test-token"
 	t.Setenv("GRIDCRAWL_API_TOKEN", token)
 	_, api := startGrid(t, testConfig(t, t.TempDir(), ""))
