@@ -90,6 +90,13 @@ export function when(t) {
   return h("time", { datetime: d.toISOString(), title: d.toLocaleString() }, rel(t));
 }
 
+// stamp is a local time to the millisecond: 2026-11-23 17:47:48.105.
+function stamp(t) {
+  const d = new Date(t);
+  const p = (n, w = 2) => String(n).padStart(w, "0");
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}.${p(d.getMilliseconds(), 3)}`;
+}
+
 const badge = (s) => h("span", { class: "badge " + s }, s || "–");
 const rate = (v) => (v === null || v === undefined || !isFinite(v) ? "–" : String(Number(v < 10 ? v.toFixed(2) : v.toFixed(1))));
 
@@ -822,8 +829,7 @@ function pageURL(main, _, params) {
           h("dt", {}, "Key"), h("dd", { class: "mono" }, r.key)),
         h("h2", { class: "section" }, "Status history"),
         (r.history || []).length ? h("ul", { class: "history" }, r.history.map((e) => h("li", {}, badge(e.status), " ", when(e.time),
-          h("span", { class: "muted mono" }, " ", new Date(e.time).toLocaleString([], { dateStyle: "short", timeStyle: "medium" }),
-            ".", String(new Date(e.time).getMilliseconds()).padStart(3, "0"))))) : h("p", { class: "muted" }, "No history recorded."),
+          h("span", { class: "muted mono" }, " ", stamp(e.time))))) : h("p", { class: "muted" }, "No history recorded."),
         h("p", {}, h("a", { href: r.url, rel: "noreferrer", target: "_blank" }, "Open the live page ↗"))));
     } catch (e) {
       out.replaceChildren(h("div", { class: "card err" }, e.status === 404 ? "No record of this URL in crawl " + crawl + "." : e.message));
