@@ -3,8 +3,11 @@
 # tests against real RabbitMQ, Elasticsearch and MinIO: backends that are not
 # running are installed and started through scripts/services/up.sh (no
 # Docker) and stopped again at the end; ones already running are reused and
-# left running. A backend that cannot start fails the run. Used by
-# `make test` and therefore by CI (.ci/run).
+# left running. A backend that cannot start fails the run. Debian's chromium
+# is installed for the dashboard's browser test the same way, and a browser
+# that cannot start fails the run too. Screenshots of the browser test go to
+# $GRIDCRAWL_ARTIFACTS/dashboard (default: artifacts/ in the repository,
+# ignored by git). Used by `make test` and therefore by CI (.ci/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,6 +30,11 @@ trap cleanup EXIT
 env_lines=$(scripts/services/up.sh)
 eval "$env_lines"
 export GRIDCRAWL_REQUIRE_BACKENDS=1
+scripts/services/chromium.sh install
+scripts/services/chromium.sh check
+eval "$(scripts/services/chromium.sh env)"
+export GRIDCRAWL_CHROMIUM GRIDCRAWL_REQUIRE_BROWSER=1
+export GRIDCRAWL_ARTIFACTS="${GRIDCRAWL_ARTIFACTS:-$PWD/artifacts}"
 
 go test -race -count=1 -timeout 40m ./...
 # Restarting the broker disrupts every other user of it: these run alone.

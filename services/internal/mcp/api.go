@@ -34,7 +34,7 @@ const (
 
 // Handler returns the HTTP API.
 func (m *MCP) Handler() http.Handler {
-	return m.auth(m.routes())
+	return m.guard(m.auth(m.routes()))
 }
 
 // routes registers every endpoint of the API. The OpenAPI document
@@ -63,16 +63,27 @@ func (m *MCP) routes() *router {
 	mux.HandleFunc(yacyCrawlStartPath, m.yacyCrawlStart)
 	mux.Handle("/hcf/", m.hcfHandler())
 	mux.HandleFunc("GET "+openAPIPath, serveOpenAPI)
+	m.uiRoutes(mux)
 	return mux
 }
 
 func (m *MCP) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/healthz" || m.authorized(r) {
+		if r.URL.Path == "/healthz" || publicUIPath(r.URL.Path) || m.authorized(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
-		w.Header().Set("WWW-Authenticate", `Bearer realm="gridcrawl", Basic realm="gridcrawl"`)
+		if r.Method == http.MethodGet && r.URL.Path == "/" {
+			http.Redirect(w, r, "/login", http.StatusSeeOther) // the dashboard asks for the token
+			return
+		}
+		if r.Header.Get("Sec-Fetch-Mode") == "cors" || r.Header.Get("Sec-Fetch-Mode") == "same-origin" {
+			// The dashboard's own requests: no Basic challenge, which would
+			// make the browser pop up its password dialog.
+			w.Header().Set("WWW-Authenticate", `Bearer realm="gridcrawl"`)
+		} else {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="gridcrawl", Basic realm="gridcrawl"`)
+		}
 		writeError(w, http.StatusUnauthorized, "missing or wrong API token", "")
 	})
 }
@@ -87,7 +98,7 @@ func (m *MCP) authorized(r *http.Request) bool {
 	} else if user, _, ok := r.BasicAuth(); ok {
 		got = user // HCF clients send the token as the basic-auth user name
 	}
-	return subtle.ConstantTimeCompare([]byte(got), []byte(m.cfg.Token)) == 1
+	return subtle.ConstantTimeCompare([]byte(got), []byte(m.cfg.Token)) == 1 || m.validSession(r)
 }
 
 func fromLoopback(r *http.Request) bool {

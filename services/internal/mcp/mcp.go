@@ -28,8 +28,12 @@ import (
 
 // Config configures MCP. Every field is an environment variable.
 type Config struct {
-	Listen           string        `env:"GRIDCRAWL_LISTEN" envDefault:"127.0.0.1:8080"`
-	Token            string        `env:"GRIDCRAWL_API_TOKEN"`
+	Listen string `env:"GRIDCRAWL_LISTEN" envDefault:"127.0.0.1:8080"`
+	Token  string `env:"GRIDCRAWL_API_TOKEN"`
+	// AllowedOrigins are browser origins besides MCP's own that may send
+	// state-changing requests (a dashboard behind a proxy that rewrites
+	// Host), such as https://crawl.example.org.
+	AllowedOrigins   []string      `env:"GRIDCRAWL_ALLOWED_ORIGINS" envSeparator:","`
 	RecoveryLease    time.Duration `env:"GRIDCRAWL_RECOVERY_LEASE" envDefault:"10m"`
 	RecoveryInterval time.Duration `env:"GRIDCRAWL_RECOVERY_INTERVAL" envDefault:"30s"`
 	RecoveryAttempts int           `env:"GRIDCRAWL_RECOVERY_ATTEMPTS" envDefault:"5"`

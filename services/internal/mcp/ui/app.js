@@ -1,0 +1,843 @@
+// gridcrawl dashboard: a single page over the MCP JSON API. No framework,
+// no build step. Every value that comes from a crawl (URLs, titles, texts,
+// reasons) is attacker-controlled web content: it only ever enters the page
+// as text nodes or through safeHref, never as markup.
+import { lineChart } from "./chart.js";
+
+export const STATUSES = ["to-be-loaded", "to-be-parsed", "to-be-indexed", "indexed", "redirected", "failed", "retired"];
+const STATUS_COLORS = {
+  "to-be-loaded": "#90caf9", "to-be-parsed": "#5c9ce6", "to-be-indexed": "#3f51b5", indexed: "#43a047",
+  redirected: "#8e24aa", failed: "#e53935", retired: "#9e9e9e",
+};
+const POLL_MS = 2000;
+
+// ---- DOM and formatting helpers -------------------------------------------
+
+export function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === "class") el.className = v;
+    else if (k === "href") el.setAttribute("href", safeHref(v));
+    else if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+    else if (k === "dataset") Object.assign(el.dataset, v);
+    else if (k === "value") el.value = v;
+    else if (k === "checked") el.checked = !!v;
+    else el.setAttribute(k, v === true ? "" : String(v));
+  }
+  append(el, children);
+  return el;
+}
+
+function append(el, children) {
+  for (const c of children.flat(Infinity)) {
+    if (c === undefined || c === null || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+}
+
+// safeHref lets through links to our own pages and to http(s) URLs only: a
+// crawled "javascript:" URL must not become a clickable script.
+export function safeHref(u) {
+  const s = String(u);
+  if (s.startsWith("#") || (s.startsWith("/") && !s.startsWith("//"))) return s;
+  try {
+    const p = new URL(s);
+    if (p.protocol === "http:" || p.protocol === "https:") return p.href;
+  } catch { /* not a URL */ }
+  return "#";
+}
+
+const nf = new Intl.NumberFormat();
+export const num = (n) => (n === null || n === undefined ? "–" : nf.format(n));
+
+export function bytes(n) {
+  if (n === null || n === undefined) return "–";
+  const u = ["B", "KB", "MB", "GB", "TB"];
+  let i = 0;
+  let v = Number(n);
+  while (Math.abs(v) >= 1024 && i < u.length - 1) { v /= 1024; i++; }
+  return (i === 0 ? v : v.toFixed(v < 10 ? 1 : 0)) + " " + u[i];
+}
+
+export function ms(v) {
+  if (v === null || v === undefined) return "–";
+  v = Number(v);
+  if (v < 1000) return Math.round(v) + " ms";
+  if (v < 60000) return String(Number((v / 1000).toFixed(v < 10000 ? 2 : 1))) + " s";
+  if (v < 3600000) return Math.floor(v / 60000) + " min " + Math.round((v % 60000) / 1000) + " s";
+  return Math.floor(v / 3600000) + " h " + Math.round((v % 3600000) / 60000) + " min";
+}
+
+export function rel(t) {
+  if (!t) return "–";
+  const d = new Date(t);
+  if (isNaN(d) || d.getFullYear() < 1971) return "–";
+  const s = (Date.now() - d.getTime()) / 1000;
+  const a = Math.abs(s);
+  let txt;
+  if (a < 1) return "now";
+  if (a < 60) txt = Math.round(a) + " s";
+  else if (a < 3600) txt = Math.round(a / 60) + " min";
+  else if (a < 86400) txt = (a / 3600).toFixed(1) + " h";
+  else txt = Math.round(a / 86400) + " d";
+  return s >= 0 ? txt + " ago" : "in " + txt;
+}
+
+export function when(t) {
+  if (!t) return h("span", { class: "muted" }, "–");
+  const d = new Date(t);
+  return h("time", { datetime: d.toISOString(), title: d.toLocaleString() }, rel(t));
+}
+
+// stamp is a local time to the millisecond: 2026-11-23 17:47:48.105.
+function stamp(t) {
+  const d = new Date(t);
+  const p = (n, w = 2) => String(n).padStart(w, "0");
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}.${p(d.getMilliseconds(), 3)}`;
+}
+
+const badge = (s) => h("span", { class: "badge " + s }, s || "–");
+const rate = (v) => (v === null || v === undefined || !isFinite(v) ? "–" : String(Number(v < 10 ? v.toFixed(2) : v.toFixed(1))));
+
+function toast(msg, bad) {
+  const t = document.getElementById("toast");
+  t.textContent = msg;
+  t.className = "toast" + (bad ? " bad" : "");
+  t.hidden = false;
+  clearTimeout(toast.timer);
+  toast.timer = setTimeout(() => { t.hidden = true; }, bad ? 6000 : 3000);
+}
+
+// ---- API ------------------------------------------------------------------
+
+export class APIError extends Error {
+  constructor(status, body) {
+    super((body && body.error) || "HTTP " + status);
+    this.status = status;
+    this.field = body && body.field;
+  }
+}
+
+export async function api(method, path, body) {
+  const opt = { method, headers: { Accept: "application/json" }, credentials: "same-origin" };
+  if (body !== undefined) {
+    opt.headers["Content-Type"] = "application/json";
+    opt.body = JSON.stringify(body);
+  }
+  const r = await fetch(path, opt);
+  if (r.status === 401 && document.body.dataset.login === "token") {
+    location.href = "/login";
+    throw new APIError(401, { error: "login required" });
+  }
+  let data = null;
+  const ct = r.headers.get("Content-Type") || "";
+  if (ct.includes("json")) data = await r.json().catch(() => null);
+  if (!r.ok) throw new APIError(r.status, data);
+  return data;
+}
+
+const enc = encodeURIComponent;
+const crawlPath = (id) => "/api/v1/crawls/" + enc(id);
+const urlPage = (crawl, u) => "#/url?crawl=" + enc(crawl) + "&url=" + enc(u);
+
+// doneCount is the URLs of a crawl that reached a final status.
+const doneCount = (c) => (c.counts.indexed || 0) + (c.counts.redirected || 0) + (c.counts.failed || 0);
+
+// ---- router ---------------------------------------------------------------
+
+let cleanup = [];
+function every(fn, period) {
+  let stopped = false;
+  let timer;
+  const loop = async () => {
+    if (stopped) return;
+    const live = document.getElementById("live");
+    try { await fn(); live.classList.add("on"); } catch (e) { live.classList.remove("on"); if (!(e instanceof APIError)) console.error(e); }
+    if (!stopped) timer = setTimeout(loop, period);
+  };
+  loop();
+  const stop = () => { stopped = true; clearTimeout(timer); };
+  cleanup.push(stop);
+  return stop;
+}
+
+const routes = [
+  [/^#?\/?$/, "crawls", pageCrawls],
+  [/^#\/new$/, "new", pageNew],
+  [/^#\/crawl\/([^/?]+)(\?.*)?$/, "crawls", pageCrawl],
+  [/^#\/frontier$/, "frontier", pageFrontier],
+  [/^#\/search(\?.*)?$/, "search", pageSearch],
+  [/^#\/url(\?.*)?$/, "url", pageURL],
+];
+
+function route() {
+  for (const c of cleanup) c();
+  cleanup = [];
+  const hash = location.hash || "#/";
+  const main = document.getElementById("main");
+  main.replaceChildren();
+  for (const [re, nav, page] of routes) {
+    const m = hash.match(re);
+    if (!m) continue;
+    for (const a of document.querySelectorAll("[data-nav]")) a.classList.toggle("active", a.dataset.nav === nav);
+    const params = new URLSearchParams((hash.split("?")[1]) || "");
+    page(main, m.slice(1).map((s) => (s && !s.startsWith("?") ? decodeURIComponent(s) : s)), params);
+    return;
+  }
+  main.append(h("div", { class: "card" }, h("h1", {}, "Not found"), h("a", { href: "#/" }, "Back to the crawls")));
+}
+
+
+// ---- crawls ---------------------------------------------------------------
+
+const seen = new Map(); // crawl id → {t, done} of the previous poll, for pages/s
+
+function crawlRate(c) {
+  const now = Date.now();
+  const done = doneCount(c);
+  if (c.state !== "running") {
+    const end = c.finished_at ? new Date(c.finished_at) : new Date();
+    const secs = (end - new Date(c.created_at)) / 1000;
+    return secs > 0 ? done / secs : null;
+  }
+  const prev = seen.get(c.crawl_id);
+  let r = prev && prev.rate !== undefined ? prev.rate : null;
+  if (prev && now - prev.t > 500) {
+    r = (done - prev.done) / ((now - prev.t) / 1000);
+    seen.set(c.crawl_id, { t: now, done, rate: r });
+  } else if (!prev) {
+    seen.set(c.crawl_id, { t: now, done });
+  }
+  return r;
+}
+
+function pageCrawls(main) {
+  const body = h("tbody");
+  const count = h("span", { class: "muted" });
+  main.append(
+    h("div", { class: "head" }, h("h1", {}, "Crawls"), count, h("span", { class: "spacer" }),
+      h("a", { class: "btn primary", href: "#/new" }, "New crawl")),
+    h("div", { class: "card tablewrap" }, h("table", { id: "crawls" },
+      h("thead", {}, h("tr", {}, h("th", {}, "Crawl"), h("th", {}, "State"), h("th", { class: "num" }, "Indexed"),
+        h("th", { class: "num" }, "Redirected"), h("th", { class: "num" }, "Failed"), h("th", { class: "num" }, "Pending"),
+        h("th", { class: "num hide-sm" }, "Retired"), h("th", { class: "num" }, "Total"), h("th", { class: "num hide-sm" }, "Docs"), h("th", { class: "num" }, "Pages/s"),
+        h("th", {}, "Started"), h("th", {}, "Finished"))),
+      body)));
+  every(async () => {
+    const list = await api("GET", "/api/v1/crawls");
+    const crawls = (list.crawls || []).slice().sort((a, b) => new Date(b.created_at) - new Date(a.created_at));
+    count.textContent = crawls.length + (crawls.length === 1 ? " crawl" : " crawls");
+    if (!crawls.length) {
+      body.replaceChildren(h("tr", {}, h("td", { colspan: 12, class: "empty" }, "No crawl yet. ", h("a", { href: "#/new" }, "Start one."))));
+      return;
+    }
+    body.replaceChildren(...crawls.map((c) => {
+      const name = c.profile && c.profile.name;
+      const start = c.profile && c.profile.start_urls && c.profile.start_urls[0];
+      return h("tr", { dataset: { crawl: c.crawl_id, state: c.state } },
+        h("td", { class: "url" }, h("a", { href: "#/crawl/" + enc(c.crawl_id) }, name || c.crawl_id),
+          h("div", { class: "muted mono" }, name ? c.crawl_id : start || "")),
+        h("td", {}, badge(c.state)),
+        h("td", { class: "num", dataset: { count: "indexed" } }, num(c.counts.indexed)),
+        h("td", { class: "num" }, num(c.counts.redirected)),
+        h("td", { class: "num", dataset: { count: "failed" } }, num(c.counts.failed)),
+        h("td", { class: "num" }, num(c.pending)),
+        h("td", { class: "num hide-sm" }, num(c.retired)),
+        h("td", { class: "num" }, num(c.total)),
+        h("td", { class: "num hide-sm" }, num(c.documents)),
+        h("td", { class: "num" }, rate(crawlRate(c))),
+        h("td", {}, when(c.created_at)),
+        h("td", {}, c.finished_at ? when(c.finished_at) : h("span", { class: "muted" }, "–")));
+    }));
+  }, POLL_MS);
+}
+
+// ---- new crawl ------------------------------------------------------------
+
+function field(name, label, input, hint, wide) {
+  input.id = input.id || "f-" + name.replace(/\./g, "-");
+  input.dataset.field = name;
+  return h("div", { class: "f" + (wide ? " wide" : ""), dataset: { for: name } },
+    h("label", { for: input.id }, label), input, hint ? h("span", { class: "hint" }, hint) : null,
+    h("p", { class: "field-error", hidden: true }));
+}
+
+function checkField(name, label, hint) {
+  const input = h("input", { type: "checkbox", id: "f-" + name.replace(/\./g, "-"), dataset: { field: name } });
+  return h("div", { class: "f" }, h("div", { class: "f check" }, input, h("label", { for: input.id }, label)),
+    hint ? h("span", { class: "hint" }, hint) : null, h("p", { class: "field-error", hidden: true }));
+}
+
+const numInput = (attrs) => h("input", Object.assign({ type: "number", inputmode: "numeric" }, attrs));
+const select = (opts, value) => h("select", {}, opts.map(([v, l]) => h("option", { value: v, selected: v === value }, l)));
+
+// showFieldError puts an API error next to the field it names: the closest
+// input whose data-field is the field or a prefix of it ("start_urls[2]" →
+// start_urls, "budget.overrides[0].domain" → budget.overrides).
+function showFieldError(form, err, general) {
+  for (const f of form.querySelectorAll(".f.invalid")) f.classList.remove("invalid");
+  for (const p of form.querySelectorAll(".field-error")) { p.hidden = true; p.textContent = ""; }
+  general.hidden = true;
+  if (!err) return;
+  let name = err.field || "";
+  let target = null;
+  while (name && !target) {
+    target = form.querySelector(`[data-field="${CSS.escape(name)}"]`);
+    if (target) break;
+    if (/\[\d+\]$/.test(name)) name = name.replace(/\[\d+\]$/, "");
+    else if (name.includes(".")) name = name.slice(0, name.lastIndexOf("."));
+    else name = "";
+  }
+  if (target) {
+    const box = target.closest(".f:not(.check)") || target.closest(".f");
+    box.classList.add("invalid");
+    const p = box.querySelector(".field-error");
+    p.textContent = err.message;
+    p.hidden = false;
+    target.focus();
+  } else {
+    general.textContent = err.message;
+    general.hidden = false;
+  }
+}
+
+function pageNew(main) {
+  const v = (name) => main.querySelector(`[data-field="${name}"]`);
+  const general = h("p", { class: "field-error", role: "alert", hidden: true, id: "form-error" });
+  const form = h("form", { class: "stack", id: "new-crawl", novalidate: true },
+    h("fieldset", {}, h("legend", {}, "What to crawl"), h("div", { class: "fields" },
+      field("start_urls", "Start URLs", h("textarea", { rows: 4, placeholder: "https://example.org/", required: true }), "One URL per line.", true),
+      field("name", "Name", h("input", { type: "text", placeholder: "optional" })),
+      field("max_depth", "Max depth", numInput({ min: 0, max: 100, value: 3 }), "Link hops from a start URL; 0 fetches only the start URLs."),
+      field("scope", "Scope", select([["host", "host — the start URLs' hosts"], ["domain", "domain — their registrable domains"], ["any", "any host"]], "host")),
+      field("max_pages", "Max pages", numInput({ min: 0, placeholder: "no limit" })),
+      field("max_pages_per_host", "Max pages per host", numInput({ min: 0, placeholder: "no limit" })),
+      field("priority", "Priority", numInput({ min: 0, max: 9, value: 0 }), "0 to 9; higher goes first."),
+      field("collection", "Collections", h("input", { type: "text", placeholder: "news, docs" }), "Comma-separated names for search filters."),
+    )),
+    h("fieldset", {}, h("legend", {}, "Filters (regular expressions)"), h("div", { class: "fields" },
+      field("crawl_must_match", "Crawl must match", h("input", { type: "text", class: "mono" })),
+      field("crawl_must_not_match", "Crawl must not match", h("input", { type: "text", class: "mono" })),
+      field("index_must_match", "Index must match", h("input", { type: "text", class: "mono" })),
+      field("index_must_not_match", "Index must not match", h("input", { type: "text", class: "mono" })),
+    )),
+    h("fieldset", {}, h("legend", {}, "Politeness"), h("div", { class: "fields" },
+      field("politeness.min_delay_ms", "Min delay (ms)", numInput({ min: 0, placeholder: "500" })),
+      field("politeness.max_delay_ms", "Max delay (ms)", numInput({ min: 0, placeholder: "10000" })),
+      field("politeness.delay_factor", "Delay factor", numInput({ min: 0, step: "any", placeholder: "2" }), "× the last fetch time; 0 turns the adaptive delay off."),
+      field("politeness.robots", "robots.txt", select([["obey", "obey"], ["ignore", "ignore"]], "obey")),
+      field("user_agent", "User agent", h("input", { type: "text", placeholder: "gridcrawl/1.0 (default)" }), null, true),
+    )),
+    h("fieldset", {}, h("legend", {}, "Budget per crawl host group"), h("div", { class: "fields" },
+      field("budget.balance_replenish", "Session balance", numInput({ min: 0, placeholder: "3000" })),
+      field("budget.total_budget", "Total budget", numInput({ min: 0, placeholder: "no limit" }), "Spent, the group is retired."),
+      field("budget.cost_policy", "Cost policy", select([["", "unit (default)"], ["zero", "zero"], ["unit", "unit"], ["wag", "wag"], ["anti-calendar", "anti-calendar"]], "")),
+      checkField("budget.pause_at_finish", "Pause at finish", "Pause instead of finishing, so budgets can be raised."),
+      checkField("budget.hold_queues", "Hold queues", "Crawl site after site."),
+      field("budget.overrides", "Overrides (JSON)", h("textarea", { rows: 2, placeholder: '[{"domain":"example.org","total_budget":100}]' }), null, true),
+    )),
+    general,
+    h("div", { class: "row" }, h("button", { class: "btn primary", type: "submit", id: "submit" }, "Start crawl"),
+      h("a", { class: "btn", href: "#/" }, "Cancel")));
+  main.append(h("h1", {}, "New crawl"), h("div", { class: "card" }, form));
+
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const p = {};
+    const str = (name) => v(name).value.trim();
+    const int = (name) => {
+      const s = str(name);
+      if (s === "") return undefined;
+      const n = Number(s);
+      if (!Number.isFinite(n)) throw Object.assign(new Error("must be a number"), { field: name });
+      return n;
+    };
+    try {
+      p.start_urls = str("start_urls").split(/\s+/).filter(Boolean);
+      for (const k of ["name", "scope", "crawl_must_match", "crawl_must_not_match", "index_must_match", "index_must_not_match", "user_agent"]) {
+        if (str(k)) p[k] = str(k);
+      }
+      for (const k of ["max_depth", "max_pages", "max_pages_per_host", "priority"]) {
+        const n = int(k);
+        if (n !== undefined) p[k] = n;
+      }
+      const coll = str("collection").split(",").map((s) => s.trim()).filter(Boolean);
+      if (coll.length) p.collection = coll;
+      const pol = {};
+      for (const k of ["min_delay_ms", "max_delay_ms", "delay_factor"]) {
+        const n = int("politeness." + k);
+        if (n !== undefined) pol[k] = n;
+      }
+      pol.robots = str("politeness.robots");
+      p.politeness = pol;
+      const b = {};
+      for (const k of ["balance_replenish", "total_budget"]) {
+        const n = int("budget." + k);
+        if (n !== undefined) b[k] = n;
+      }
+      if (str("budget.cost_policy")) b.cost_policy = str("budget.cost_policy");
+      if (v("budget.pause_at_finish").checked) b.pause_at_finish = true;
+      if (v("budget.hold_queues").checked) b.hold_queues = true;
+      if (str("budget.overrides")) {
+        try { b.overrides = JSON.parse(str("budget.overrides")); } catch {
+          throw Object.assign(new Error("not valid JSON"), { field: "budget.overrides" });
+        }
+      }
+      if (Object.keys(b).length) p.budget = b;
+    } catch (e) {
+      showFieldError(form, e, general);
+      return;
+    }
+    const btn = form.querySelector("#submit");
+    btn.disabled = true;
+    try {
+      const r = await api("POST", "/api/v1/crawls", p);
+      showFieldError(form, null, general);
+      toast("Crawl " + r.crawl_id + " started");
+      location.hash = "#/crawl/" + enc(r.crawl_id);
+    } catch (e) {
+      showFieldError(form, e, general);
+    } finally {
+      btn.disabled = false;
+    }
+  });
+}
+
+// ---- crawl detail ---------------------------------------------------------
+
+function actions(c, after) {
+  const act = async (label, method, path) => {
+    try {
+      await api(method, path);
+      toast(label + ": done");
+      after();
+    } catch (e) { toast(label + ": " + e.message, true); }
+  };
+  const id = c.crawl_id;
+  const live = c.state === "running" || c.state === "paused";
+  return h("span", { class: "row" },
+    h("button", { class: "btn", id: "pause", disabled: c.state !== "running", onclick: () => act("Pause", "POST", crawlPath(id) + "/pause") }, "Pause"),
+    h("button", { class: "btn", id: "resume", disabled: c.state !== "paused", onclick: () => act("Resume", "POST", crawlPath(id) + "/resume") }, "Resume"),
+    h("button", { class: "btn danger", id: "cancel", disabled: !live, title: "Its pending URLs fail as cancelled", onclick: (ev) => {
+      // Two clicks, no blocking confirm(): the first arms the button.
+      const b = ev.currentTarget;
+      if (b.dataset.armed) {
+        act("Cancel", "DELETE", crawlPath(id));
+        return;
+      }
+      b.dataset.armed = "1";
+      b.textContent = "Really cancel?";
+      b.classList.add("armed");
+      setTimeout(() => { delete b.dataset.armed; b.textContent = "Cancel"; b.classList.remove("armed"); }, 5000);
+    } }, "Cancel"));
+}
+
+function tiles(c) {
+  const out = [];
+  for (const s of STATUSES) {
+    out.push(h("div", { class: "tile", dataset: { status: s } }, h("div", { class: "v", dataset: { count: s } }, num(c.counts[s] || 0)),
+      h("div", { class: "k" }, s)));
+  }
+  out.push(h("div", { class: "tile" }, h("div", { class: "v", dataset: { count: "documents" } }, num(c.documents)), h("div", { class: "k" }, "documents")));
+  out.push(h("div", { class: "tile" }, h("div", { class: "v", dataset: { count: "total" } }, num(c.total)), h("div", { class: "k" }, "total URLs")));
+  for (const [i, t] of out.entries()) if (i < STATUSES.length) t.style.borderLeftColor = STATUS_COLORS[STATUSES[i]];
+  return out;
+}
+
+function statusBar(c) {
+  const bar = h("div", { class: "bar", title: "URLs per status" });
+  const total = c.total || 0;
+  for (const s of STATUSES) {
+    const n = c.counts[s] || 0;
+    if (!n || !total) continue;
+    const seg = h("span", { title: s + ": " + num(n) });
+    seg.style.width = (100 * n / total) + "%";
+    seg.style.background = STATUS_COLORS[s];
+    bar.append(seg);
+  }
+  return bar;
+}
+
+function table(cols, rows, empty) {
+  if (!rows.length) return h("p", { class: "empty" }, empty || "Nothing yet.");
+  return h("div", { class: "tablewrap" }, h("table", {},
+    h("thead", {}, h("tr", {}, cols.map(([label, cls]) => h("th", { class: cls || "" }, label)))),
+    h("tbody", {}, rows)));
+}
+
+function codes(obj) {
+  const entries = Object.entries(obj || {}).sort((a, b) => b[1] - a[1]);
+  if (!entries.length) return "–";
+  return h("span", { class: "codes mono" }, entries.map(([k, n]) => h("span", {}, (k === "0" ? "none" : k) + "×" + num(n))));
+}
+
+function pageCrawl(main, [id]) {
+  const head = h("div", { class: "head" });
+  const tileBox = h("div", { class: "tiles", id: "counts" });
+  const barBox = h("div");
+  const rateChart = h("div", { class: "chart", id: "chart-rate" });
+  const statusChart = h("div", { class: "chart", id: "chart-status" });
+  const reasons = h("div", { id: "failure-reasons" });
+  const hosts = h("div", { id: "hosts" });
+  const mimes = h("div", { id: "mime-types" });
+  const statusCodes = h("div", { id: "status-codes" });
+  const info = h("div");
+  const log = crawlLog(id);
+  main.append(head, tileBox, barBox,
+    h("div", { class: "grid2" },
+      h("div", { class: "card" }, h("h2", {}, "Pages per second"), rateChart),
+      h("div", { class: "card" }, h("h2", {}, "URLs per status over time"), statusChart)),
+    h("div", { class: "card", style: null }, h("h2", {}, "Failures by reason"), reasons),
+    h("div", { class: "card" }, h("h2", {}, "Hosts"), hosts),
+    h("div", { class: "grid2" },
+      h("div", { class: "card" }, h("h2", {}, "MIME types"), mimes),
+      h("div", { class: "card" }, h("h2", {}, "HTTP status codes"), statusCodes)),
+    log.el,
+    h("div", { class: "card" }, h("h2", {}, "Profile"), info));
+  let lastState = null;
+  let reportsAt = 0;
+  let stop;
+  const refresh = async () => {
+    let c;
+    try {
+      c = await api("GET", crawlPath(id));
+    } catch (e) {
+      if (e.status === 404) {
+        head.replaceChildren(h("h1", {}, "No crawl " + id), h("a", { href: "#/" }, "Back to the crawls"));
+        stop();
+        return;
+      }
+      throw e;
+    }
+    const name = (c.profile && c.profile.name) || c.crawl_id;
+    const dur = ((c.finished_at ? new Date(c.finished_at) : new Date()) - new Date(c.created_at));
+    head.replaceChildren(h("h1", {}, name), h("span", { id: "state" }, badge(c.state)),
+      h("span", { class: "muted" }, "started ", when(c.created_at), c.finished_at ? [" · finished ", when(c.finished_at)] : "", " · ", ms(dur)),
+      h("span", { class: "spacer" }), actions(c, refresh));
+    tileBox.replaceChildren(...tiles(c));
+    barBox.replaceChildren(statusBar(c));
+    if (lastState !== c.state || info.childElementCount === 0) {
+      info.replaceChildren(profileView(c));
+    }
+    const tl = await api("GET", crawlPath(id) + "/timeline").catch(() => null);
+    drawTimeline(tl, rateChart, statusChart);
+    const running = c.state === "running";
+    if (lastState !== c.state || running && Date.now() - reportsAt > 5000 || Date.now() - reportsAt > 30000) {
+      reportsAt = Date.now();
+      await Promise.all([
+        report(id, "failure-reasons", reasons, (rows) => table([["Reason"], ["URLs", "num"], ["Sample URLs"]], rows.map((r) =>
+          h("tr", {}, h("td", { class: "wrap" }, h("a", { href: "#/crawl/" + enc(id) + "?status=failed&reason=" + enc(r.reason), onclick: (ev) => { ev.preventDefault(); log.show({ status: "failed", reason: r.reason }); } }, r.reason || "(no reason)")),
+            h("td", { class: "num" }, num(r.count)),
+            h("td", { class: "url" }, h("ul", { class: "samples" }, (r.sample_urls || []).map((u) => h("li", {}, h("a", { href: urlPage(id, u) }, u))))))), "No failure.")),
+        report(id, "hosts", hosts, (rows) => table([["Host"], ["URLs", "num"], ["Fetched", "num"], ["Failed", "num"], ["Bytes", "num"], ["Status codes"]],
+          rows.map((r) => h("tr", {}, h("td", { class: "wrap" }, h("a", { href: "#", onclick: (ev) => { ev.preventDefault(); log.show({ host: r.host }); } }, r.host)),
+            h("td", { class: "num" }, num(r.urls)), h("td", { class: "num" }, num(r.fetched)),
+            h("td", { class: "num" + (r.failed ? " err" : "") }, num(r.failed)), h("td", { class: "num" }, bytes(r.bytes)), h("td", {}, codes(r.status_codes)))))),
+        report(id, "mime-types", mimes, (rows) => table([["MIME type"], ["Documents", "num"], ["Bytes", "num"]],
+          rows.map((r) => h("tr", {}, h("td", { class: "mono" }, r.mime_type || "(none)"), h("td", { class: "num" }, num(r.count)), h("td", { class: "num" }, bytes(r.bytes)))))),
+        report(id, "status-codes", statusCodes, (rows) => table([["Status"], ["URLs", "num"]],
+          rows.map((r) => h("tr", {}, h("td", { class: "mono" }, r.status_code === 0 || r.status_code === null ? "no response" : String(r.status_code)), h("td", { class: "num" }, num(r.count)))))),
+      ]);
+      if (lastState !== c.state) log.reload();
+    }
+    lastState = c.state;
+  };
+  stop = every(refresh, POLL_MS);
+}
+
+async function report(id, name, box, render) {
+  try {
+    const r = await api("GET", crawlPath(id) + "/reports/" + name);
+    box.replaceChildren(render(r.rows || []));
+  } catch (e) {
+    box.replaceChildren(h("p", { class: "muted" }, "Report unavailable: " + e.message));
+  }
+}
+
+function profileView(c) {
+  const p = c.profile || {};
+  const pol = p.politeness || {};
+  const b = p.budget;
+  return h("div", {}, h("dl", { class: "kv" },
+    h("dt", {}, "Start URLs"), h("dd", {}, (p.start_urls || []).map((u) => h("div", { class: "url" }, h("a", { href: u, rel: "noreferrer", target: "_blank" }, u)))),
+    h("dt", {}, "Depth · scope"), h("dd", {}, String(p.max_depth), " · ", p.scope || "host"),
+    h("dt", {}, "Politeness"), h("dd", {}, ms(pol.min_delay_ms), " – ", ms(pol.max_delay_ms), ", factor ", String(pol.delay_factor), ", robots.txt ", pol.robots),
+    h("dt", {}, "Budget"), h("dd", {}, b ? [b.total_budget ? "total " + num(b.total_budget) : "no total limit", ", session ", num(b.balance_replenish || 3000), ", cost ", b.cost_policy || "unit"] : "default (no limit)"),
+    h("dt", {}, "Version"), h("dd", {}, String(p.version || 0))),
+  h("details", {}, h("summary", { class: "muted" }, "JSON"), h("pre", { class: "profile" }, JSON.stringify(p, null, 2))));
+}
+
+function drawTimeline(tl, rateBox, statusBox) {
+  const pts = (tl && tl.points) || [];
+  if (pts.length < 2) {
+    const msg = tl ? "Collecting samples…" : "No timeline for this crawl.";
+    rateBox.replaceChildren(h("p", { class: "empty" }, msg));
+    statusBox.replaceChildren(h("p", { class: "empty" }, msg));
+    return;
+  }
+  const t = (p) => new Date(p.time).getTime();
+  rateBox.replaceChildren(lineChart([{ name: "pages/s", color: "#2962ff", fill: true, points: pts.map((p) => [t(p), p.pages_per_second || 0]) }], { yFormat: rate }));
+  const series = STATUSES.filter((s) => pts.some((p) => (p.counts || {})[s]))
+    .map((s) => ({ name: s, color: STATUS_COLORS[s], points: pts.map((p) => [t(p), (p.counts || {})[s] || 0]) }));
+  statusBox.replaceChildren(lineChart(series, { yFormat: num }));
+}
+
+// crawlLog is the crawl's URL list, filterable by status, reason and host,
+// paged by the API's cursor.
+function crawlLog(id) {
+  const statusSel = select([["", "any status"], ...STATUSES.map((s) => [s, s])], "");
+  const hostIn = h("input", { type: "text", placeholder: "host" });
+  const reasonIn = h("input", { type: "text", placeholder: "reason" });
+  const body = h("div");
+  const more = h("button", { class: "btn small", hidden: true }, "Next page");
+  const top = h("button", { class: "btn small", hidden: true }, "First page");
+  const el = h("div", { class: "card", id: "crawl-log" }, h("div", { class: "head" }, h("h2", {}, "Crawl log"), h("span", { class: "spacer" }),
+    h("form", { class: "row", onsubmit: (ev) => { ev.preventDefault(); load(""); } }, statusSel, hostIn, reasonIn, h("button", { class: "btn small", type: "submit" }, "Filter"))),
+  body, h("div", { class: "pager" }, top, more));
+  let cursor = null;
+  async function load(cur) {
+    const q = new URLSearchParams({ limit: "50" });
+    if (statusSel.value) q.set("status", statusSel.value);
+    if (hostIn.value.trim()) q.set("host", hostIn.value.trim());
+    if (reasonIn.value.trim()) q.set("reason", reasonIn.value.trim());
+    if (cur) q.set("cursor", cur);
+    try {
+      const r = await api("GET", crawlPath(id) + "/urls?" + q);
+      cursor = r.next_cursor;
+      more.hidden = !cursor;
+      top.hidden = !cur;
+      body.replaceChildren(table([["URL"], ["Status"], ["HTTP", "num"], ["Depth", "num"], ["Bytes", "num"], ["Reason"], ["Changed"]],
+        (r.urls || []).map((u) => h("tr", {}, h("td", { class: "url" }, h("a", { href: urlPage(id, u.url) }, u.url)), h("td", {}, badge(u.status)),
+          h("td", { class: "num" }, u.http_status || "–"), h("td", { class: "num" }, num(u.depth)), h("td", { class: "num" }, bytes(u.bytes)),
+          h("td", { class: "wrap" + (u.status === "failed" ? " err" : " muted") }, u.reason || ""), h("td", {}, when(u.status_time)))), "No URL matches."));
+    } catch (e) {
+      body.replaceChildren(h("p", { class: "muted" }, "Crawl log unavailable: " + e.message));
+    }
+  }
+  more.addEventListener("click", () => load(cursor));
+  top.addEventListener("click", () => load(""));
+  load("");
+  return {
+    el,
+    reload: () => load(""),
+    show: (f) => {
+      statusSel.value = f.status || "";
+      hostIn.value = f.host || "";
+      reasonIn.value = f.reason || "";
+      load("");
+      el.scrollIntoView({ behavior: "smooth" });
+    },
+  };
+}
+
+// ---- frontier -------------------------------------------------------------
+
+// Loader reports predate the API's millisecond fields in some versions:
+// take *_ms when present, else convert nanoseconds.
+const durMS = (g, k) => (g[k + "_ms"] !== undefined ? g[k + "_ms"] : g[k] !== undefined && g[k] !== null ? g[k] / 1e6 : null);
+const limit = (v) => (v === null || v === undefined || v < 0 ? "no limit" : num(v));
+
+function pageFrontier(main) {
+  const totals = h("div", { class: "tiles", id: "frontier-totals" });
+  const groups = h("div", { id: "groups" });
+  const controls = h("div", { id: "controls" });
+  main.append(h("div", { class: "head" }, h("h1", {}, "Frontier"), h("span", { class: "muted", id: "frontier-time" })), totals,
+    h("div", { class: "card" }, h("h2", {}, "Crawl controls"), controls),
+    h("div", { class: "card" }, h("h2", {}, "Crawl host groups"), groups));
+  let selected = "";
+  let crawlsKey = null; // null: render on the next load
+  const loadControls = async () => {
+    const list = await api("GET", "/api/v1/crawls");
+    const live = (list.crawls || []).filter((c) => c.state === "running" || c.state === "paused")
+      .sort((a, b) => new Date(b.created_at) - new Date(a.created_at));
+    const key = live.map((c) => c.crawl_id + ":" + c.state + ":" + (c.profile.version || 0)).join(",");
+    if (key === crawlsKey) return;
+    crawlsKey = key;
+    if (!live.length) {
+      controls.replaceChildren(h("p", { class: "empty" }, "No running or paused crawl."));
+      return;
+    }
+    if (!live.some((c) => c.crawl_id === selected)) selected = live[0].crawl_id;
+    const c = live.find((x) => x.crawl_id === selected);
+    controls.replaceChildren(crawlControls(live, c, (id) => { selected = id; crawlsKey = null; loadControls(); }, () => { crawlsKey = null; loadControls(); }));
+  };
+  every(async () => {
+    const rep = await api("GET", "/api/v1/frontier");
+    document.getElementById("frontier-time").textContent = (rep.loaders || []).length + " loader(s) reporting";
+    const t = rep.totals || {};
+    totals.replaceChildren(...[["groups", t.groups], ["ready", t.ready], ["waiting", t.waiting], ["busy", t.busy], ["inactive", t.inactive],
+      ["retired", t.retired], ["idle", t.idle], ["queued URLs", t.queued], ["retired URLs", t.retired_items]]
+      .map(([k, v]) => h("div", { class: "tile" }, h("div", { class: "v" }, num(v || 0)), h("div", { class: "k" }, k))));
+    const rows = [];
+    for (const l of rep.loaders || []) {
+      const r = l.report || {};
+      for (const g of r.groups || []) {
+        const b = g.budget || {};
+        rows.push(h("tr", { dataset: { group: g.chg } },
+          h("td", { class: "wrap" }, h("strong", {}, g.chg), (g.hosts || []).length > 1 || (g.hosts || [])[0] !== g.chg ? h("div", { class: "muted" }, (g.hosts || []).join(", ")) : null),
+          h("td", {}, badge(g.state)),
+          h("td", {}, g.state === "busy" ? h("span", { class: "muted" }, "fetching") : when(g.next_eligible)),
+          h("td", { class: "num" }, ms(durMS(g, "delay"))),
+          h("td", { class: "muted" }, g.why || "–"),
+          h("td", { class: "num" }, num(g.queued)),
+          h("td", { class: "num" }, num(g.fetches)),
+          h("td", { class: "num" }, num(g.spent), " / ", limit(b.total_budget)),
+          h("td", { class: "num hide-sm" }, g.session_balance === null || g.session_balance === undefined ? "–" : num(g.session_balance)),
+          h("td", { class: "hide-sm mono nowrap" }, (g.recent_status || []).slice(-5).map((s) => (s === 0 ? "×" : s)).join(" ")),
+          h("td", { class: "wrap err" }, g.last_error || ""),
+          h("td", { class: "muted mono hide-sm nowrap" }, l.loader_id)));
+      }
+    }
+    groups.replaceChildren(table([["Group"], ["State"], ["Next eligible"], ["Delay", "num"], ["Set by"], ["Queued", "num"], ["Fetches", "num"],
+      ["Spent / budget", "num"], ["Balance", "num"], ["Recent"], ["Last error"], ["Loader"]], rows, "No loader has reported a group yet."));
+    await loadControls();
+  }, POLL_MS);
+}
+
+function crawlControls(live, c, choose, changed) {
+  const p = c.profile || {};
+  const pol = p.politeness || {};
+  const b = p.budget || {};
+  const sel = select(live.map((x) => [x.crawl_id, (x.profile.name ? x.profile.name + " · " : "") + x.crawl_id + " (" + x.state + ")"]), c.crawl_id);
+  sel.id = "control-crawl";
+  sel.addEventListener("change", () => choose(sel.value));
+  const general = h("p", { class: "field-error", hidden: true });
+  const form = h("form", { class: "stack", id: "patch-form" },
+    h("div", { class: "fields" },
+      field("politeness.min_delay_ms", "Min delay (ms)", numInput({ min: 0, value: pol.min_delay_ms })),
+      field("politeness.max_delay_ms", "Max delay (ms)", numInput({ min: 0, value: pol.max_delay_ms })),
+      field("politeness.delay_factor", "Delay factor", numInput({ min: 0, step: "any", value: pol.delay_factor })),
+      field("budget.total_budget", "Total budget per group", numInput({ min: 0, value: b.total_budget || "", placeholder: "no limit" })),
+      field("budget.balance_replenish", "Session balance", numInput({ min: 0, value: b.balance_replenish || "", placeholder: "3000" }))),
+    general,
+    h("div", { class: "row" }, h("button", { class: "btn primary", type: "submit" }, "Apply changes"),
+      h("span", { class: "muted" }, "Profile version " + (p.version || 0) + ". Raising a budget puts retired URLs back to work.")));
+  const val = (name) => form.querySelector(`[data-field="${name}"]`).value.trim();
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const patch = { politeness: {} };
+    for (const k of ["min_delay_ms", "max_delay_ms", "delay_factor"]) {
+      if (val("politeness." + k) !== "") patch.politeness[k] = Number(val("politeness." + k));
+    }
+    const nb = Object.assign({}, b); // a budget given replaces the crawl's budget as a whole
+    nb.total_budget = val("budget.total_budget") === "" ? 0 : Number(val("budget.total_budget"));
+    nb.balance_replenish = val("budget.balance_replenish") === "" ? 0 : Number(val("budget.balance_replenish"));
+    patch.budget = nb;
+    try {
+      await api("PATCH", crawlPath(c.crawl_id), patch);
+      showFieldError(form, null, general);
+      toast("Settings of " + c.crawl_id + " changed");
+      changed();
+    } catch (e) { showFieldError(form, e, general); }
+  });
+  return h("div", {}, h("div", { class: "row", style: null }, h("label", { for: "control-crawl" }, "Crawl"), sel, badge(c.state),
+    h("a", { href: "#/crawl/" + enc(c.crawl_id) }, "details"), h("span", { class: "spacer" }), actions(c, changed)),
+  h("hr", { class: "sep" }), form);
+}
+
+// ---- search ---------------------------------------------------------------
+
+async function crawlOptions(sel, current) {
+  try {
+    const list = await api("GET", "/api/v1/crawls");
+    const cs = (list.crawls || []).sort((a, b) => new Date(b.created_at) - new Date(a.created_at));
+    sel.replaceChildren(h("option", { value: "" }, sel.dataset.all || "all crawls"),
+      ...cs.map((c) => h("option", { value: c.crawl_id, selected: c.crawl_id === current }, (c.profile.name ? c.profile.name + " · " : "") + c.crawl_id)));
+    if (current) sel.value = current;
+  } catch { /* the list is a convenience */ }
+  return sel;
+}
+
+function pageSearch(main, _, params) {
+  const q = h("input", { type: "search", id: "q", placeholder: "Search the indexed documents", value: params.get("q") || "", autofocus: true });
+  q.style.flex = "1";
+  const crawlSel = h("select", { id: "search-crawl" });
+  const out = h("div", { id: "results" });
+  crawlOptions(crawlSel, params.get("crawl") || "");
+  main.append(h("h1", {}, "Search"), h("div", { class: "card" },
+    h("form", { class: "row", onsubmit: (ev) => {
+      ev.preventDefault();
+      const n = new URLSearchParams({ q: q.value.trim() });
+      if (crawlSel.value) n.set("crawl", crawlSel.value);
+      location.hash = "#/search?" + n;
+    } }, q, crawlSel, h("button", { class: "btn primary", type: "submit" }, "Search"))), out);
+  const query = (params.get("q") || "").trim();
+  if (!query) return;
+  const offset = Number(params.get("offset") || 0);
+  (async () => {
+    const s = new URLSearchParams({ q: query, limit: "20", offset: String(offset) });
+    if (params.get("crawl")) s.set("crawl", params.get("crawl"));
+    try {
+      const r = await api("GET", "/api/v1/search?" + s);
+      const nav = h("div", { class: "pager" });
+      const page = (o) => { const n = new URLSearchParams(params); n.set("offset", String(o)); return "#/search?" + n; };
+      if (offset > 0) nav.append(h("a", { class: "btn small", href: page(Math.max(0, offset - 20)) }, "Previous"));
+      if (offset + r.hits.length < r.total) nav.append(h("a", { class: "btn small", href: page(offset + 20) }, "Next"));
+      out.replaceChildren(h("div", { class: "card" },
+        h("p", { class: "muted", id: "search-total" }, num(r.total) + " result" + (r.total === 1 ? "" : "s") + (r.total ? ", " + (offset + 1) + "–" + (offset + r.hits.length) : "")),
+        r.hits.length ? r.hits.map((hit) => h("div", { class: "hit" },
+          h("div", { class: "t" }, h("a", { href: hit.url, rel: "noreferrer", target: "_blank" }, hit.title || hit.url)),
+          h("div", { class: "u" }, hit.url),
+          hit.snippet || hit.description ? h("p", { class: "s" }, hit.snippet || hit.description) : null,
+          h("div", { class: "m" }, h("span", {}, hit.content_type || ""), h("span", {}, bytes(hit.size)), h("span", {}, "fetched ", when(hit.fetch_time)),
+            h("a", { href: urlPage(hit.crawl_id, hit.url) }, "record"),
+            h("a", { href: crawlPath(hit.crawl_id) + "/warc?key=" + enc(hit.id), target: "_blank" }, "WARC record"),
+            h("a", { href: "#/crawl/" + enc(hit.crawl_id), class: "mono" }, hit.crawl_id)))) : h("p", { class: "empty" }, "No document matches."),
+        nav));
+    } catch (e) {
+      out.replaceChildren(h("div", { class: "card err" }, e.message));
+    }
+  })();
+}
+
+// ---- one URL --------------------------------------------------------------
+
+function pageURL(main, _, params) {
+  const crawlSel = h("select", { id: "url-crawl", required: true, dataset: { all: "choose a crawl" } });
+  const u = h("input", { type: "url", id: "url-input", placeholder: "https://…", value: params.get("url") || "" });
+  u.style.flex = "1";
+  const out = h("div", { id: "url-record" });
+  crawlOptions(crawlSel, params.get("crawl") || "");
+  main.append(h("h1", {}, "URL"), h("div", { class: "card" }, h("form", { class: "row", onsubmit: (ev) => {
+    ev.preventDefault();
+    location.hash = urlPage(crawlSel.value, u.value.trim());
+  } }, crawlSel, u, h("button", { class: "btn primary", type: "submit" }, "Look up"))), out);
+  const crawl = params.get("crawl");
+  const url = params.get("url");
+  if (!crawl || !url) return;
+  (async () => {
+    try {
+      const r = await api("GET", crawlPath(crawl) + "/urls?" + new URLSearchParams({ url }));
+      const w = r.warc;
+      out.replaceChildren(h("div", { class: "card" },
+        h("div", { class: "head" }, h("h2", { class: "url" }, r.url), badge(r.status)),
+        h("dl", { class: "kv" },
+          h("dt", {}, "Crawl"), h("dd", {}, h("a", { href: "#/crawl/" + enc(crawl), class: "mono" }, crawl)),
+          h("dt", {}, "Status"), h("dd", {}, r.status, " · ", when(r.status_time)),
+          r.reason ? [h("dt", {}, "Reason"), h("dd", { class: "err", id: "url-reason" }, r.reason)] : null,
+          h("dt", {}, "HTTP status"), h("dd", {}, r.http_status ? String(r.http_status) : "–"),
+          h("dt", {}, "Host"), h("dd", {}, r.host || "–"),
+          h("dt", {}, "Depth · hops"), h("dd", {}, num(r.depth), " · ", num(r.hops)),
+          h("dt", {}, "Linked from"), h("dd", { class: "url" }, r.referrer ? h("a", { href: urlPage(crawl, r.referrer) }, r.referrer) : "start URL"),
+          h("dt", {}, "MIME type"), h("dd", {}, r.mime_type || "–"),
+          h("dt", {}, "Size"), h("dd", {}, bytes(r.bytes)),
+          h("dt", {}, "Attempts"), h("dd", {}, num(r.attempts)),
+          h("dt", {}, "First seen"), h("dd", {}, when(r.created_at)),
+          h("dt", {}, "WARC record"), h("dd", {}, w ? [h("a", { href: w.url, target: "_blank", id: "warc-link" }, "open"),
+            h("span", { class: "muted mono" }, " ", w.segment, " @ ", num(w.offset), " (", bytes(w.length), ")")] : "–"),
+          h("dt", {}, "Key"), h("dd", { class: "mono" }, r.key)),
+        h("h2", { class: "section" }, "Status history"),
+        (r.history || []).length ? h("ul", { class: "history" }, r.history.map((e) => h("li", {}, badge(e.status), " ", when(e.time),
+          h("span", { class: "muted mono" }, " ", stamp(e.time))))) : h("p", { class: "muted" }, "No history recorded."),
+        h("p", {}, h("a", { href: r.url, rel: "noreferrer", target: "_blank" }, "Open the live page ↗"))));
+    } catch (e) {
+      out.replaceChildren(h("div", { class: "card err" }, e.status === 404 ? "No record of this URL in crawl " + crawl + "." : e.message));
+    }
+  })();
+}
+
+// Start once every page function above is defined (a module runs after the
+// document is parsed).
+window.addEventListener("hashchange", route);
+route();
