@@ -24,6 +24,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/pkg/urlnorm"
 	"github.com/gridcrawl/gridcrawl/services/internal/frontier"
+	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
 )
 
 const maxProfileBytes = 4 << 20
@@ -31,7 +32,9 @@ const maxProfileBytes = 4 << 20
 // Handler returns the HTTP API.
 func (m *MCP) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	mux.HandleFunc("GET /healthz", metrics.Healthz)
+	mux.HandleFunc("GET /readyz", m.readyz)
+	mux.Handle("GET /metrics", m.deps.Metrics.Handler())
 	mux.HandleFunc("POST /api/v1/crawls", m.createCrawl)
 	mux.HandleFunc("GET /api/v1/crawls", m.listCrawls)
 	mux.HandleFunc("GET /api/v1/crawls/{id}", m.getCrawl)
@@ -51,7 +54,7 @@ func (m *MCP) Handler() http.Handler {
 
 func (m *MCP) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/healthz" || m.authorized(r) {
+		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" || m.authorized(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -396,7 +399,7 @@ func (m *MCP) Patch(ctx context.Context, id string, patch contracts.ProfilePatch
 	if err != nil {
 		return p, n, err
 	}
-	m.log.Info("crawl settings changed", "crawl_id", id, "version", p.Version, "unretired", n)
+	m.log.Info("crawl settings changed", "crawl_id", id, "version", p.Version, "changed", profileChanges(c.Profile, p), "unretired", n)
 	return p, n, nil
 }
 
