@@ -87,6 +87,8 @@ func (c *crawlCounts) read(ctx context.Context) ([]metrics.CrawlCounts, error) {
 // profile, as "json.path: old -> new", for the PATCH log line.
 func profileChanges(old, new contracts.Profile) []string {
 	a, b := flatten(old), flatten(new)
+	delete(a, "version") // changes with every PATCH, logged apart
+	delete(b, "version")
 	var out []string
 	for k := range b {
 		if a[k] != b[k] {
@@ -99,7 +101,7 @@ func profileChanges(old, new contracts.Profile) []string {
 		}
 	}
 	slices.Sort(out)
-	return slices.DeleteFunc(out, func(s string) bool { return len(s) > 7 && s[:8] == "version:" })
+	return out
 }
 
 func orNull(s string) string {
