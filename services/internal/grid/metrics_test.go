@@ -43,6 +43,7 @@ var documentedFamilies = []string{
 	"gridcrawl_queue_acked_total",
 	"gridcrawl_queue_retried_total",
 	"gridcrawl_queue_dead_lettered_total",
+	"gridcrawl_queue_messages",
 	"gridcrawl_backend_operation_duration_seconds",
 	"gridcrawl_backend_operation_errors_total",
 }
@@ -125,6 +126,9 @@ func TestEmbeddedMetrics(t *testing.T) {
 		{"contracts dead-lettered", sum("gridcrawl_queue_dead_lettered_total", nil), 0},
 		{"finished crawls", sum("gridcrawl_crawls", map[string]string{"state": "finished"}), 1},
 		{"scheduler drained", sum("gridcrawl_loader_queued_urls", nil), 0},
+		{"dead-letter queues empty", sum("gridcrawl_queue_messages", map[string]string{"queue": contracts.QueueLoader + ".dead"}) +
+			sum("gridcrawl_queue_messages", map[string]string{"queue": contracts.QueueCrawler + ".dead"}) +
+			sum("gridcrawl_queue_messages", map[string]string{"queue": contracts.QueueIndex + ".dead"}), 0},
 	}
 	for _, s := range contracts.Statuses {
 		checks = append(checks, struct {

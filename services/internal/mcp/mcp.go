@@ -135,7 +135,7 @@ func New(cfg Config, deps Deps) *MCP {
 		nudge:     make(chan struct{}, 1),
 	}
 	counts := &crawlCounts{m: m, final: map[string]map[string]int64{}}
-	if err := deps.Metrics.Register(metrics.CrawlsCollector(counts.read, cfg.MetricsCache, 10*time.Second)); err != nil {
+	if err := deps.Metrics.Register(metrics.MCPCollector(counts.read, cfg.MetricsCache, 10*time.Second)); err != nil {
 		log.Warn("register crawl metrics", "err", err) // a second MCP on one registry
 	}
 	return m

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/queue"
 	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
+	"github.com/gridcrawl/gridcrawl/services/internal/routing"
 )
 
 // readyz answers whether MCP's backends are reachable: 200, or 503 naming
@@ -47,7 +49,42 @@ type crawlCounts struct {
 	final map[string]map[string]int64
 }
 
-func (c *crawlCounts) read(ctx context.Context) ([]metrics.CrawlCounts, error) {
+func (c *crawlCounts) read(ctx context.Context) (metrics.Snapshot, error) {
+	crawls, err := c.crawls(ctx)
+	if err != nil {
+		return metrics.Snapshot{}, err
+	}
+	queues, err := c.queues(ctx)
+	if err != nil {
+		return metrics.Snapshot{}, err
+	}
+	return metrics.Snapshot{Crawls: crawls, Queues: queues}, nil
+}
+
+// queues reads the depth of the work queues and of their dead-letter
+// queues, the loader shards summed.
+func (c *crawlCounts) queues(ctx context.Context) (map[string]int64, error) {
+	out := map[string]int64{}
+	names := map[string][]string{
+		contracts.QueueLoader:  routing.ShardQueues(max(c.m.deps.Shards, 1)),
+		contracts.QueueCrawler: {contracts.QueueCrawler},
+		contracts.QueueIndex:   {contracts.QueueIndex},
+	}
+	for label, qs := range names {
+		for _, q := range qs {
+			for l, name := range map[string]string{label: q, label + ".dead": queue.DeadLetterQueue(q)} {
+				n, err := c.m.deps.Queue.Len(ctx, name)
+				if err != nil {
+					return nil, fmt.Errorf("length of %s: %w", name, err)
+				}
+				out[l] += int64(n)
+			}
+		}
+	}
+	return out, nil
+}
+
+func (c *crawlCounts) crawls(ctx context.Context) ([]metrics.CrawlCounts, error) {
 	cs, err := c.m.deps.Profiles.List(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list crawls: %w", err)

@@ -115,7 +115,7 @@ func TestRegistrySharedByServices(t *testing.T) {
 	}
 }
 
-func TestCrawlsCollectorReadsOncePerTTL(t *testing.T) {
+func TestMCPCollectorReadsOncePerTTL(t *testing.T) {
 	tests := []struct {
 		name  string
 		ttl   time.Duration
@@ -127,15 +127,15 @@ func TestCrawlsCollectorReadsOncePerTTL(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			reads := 0
-			read := func(context.Context) ([]metrics.CrawlCounts, error) {
+			read := func(context.Context) (metrics.Snapshot, error) {
 				reads++
-				return []metrics.CrawlCounts{
+				return metrics.Snapshot{Crawls: []metrics.CrawlCounts{
 					{ID: "a", State: "running", Counts: map[string]int64{"indexed": 3, "to-be-loaded": 2}},
 					{ID: "b", State: "finished"},
-				}, nil
+				}, Queues: map[string]int64{"loader_pending": 7}}, nil
 			}
 			reg := metrics.New()
-			if err := reg.Register(metrics.CrawlsCollector(read, tt.ttl, time.Minute)); err != nil {
+			if err := reg.Register(metrics.MCPCollector(read, tt.ttl, time.Minute)); err != nil {
 				t.Fatal(err)
 			}
 			var s *metricstest.Scrape
@@ -150,6 +150,9 @@ func TestCrawlsCollectorReadsOncePerTTL(t *testing.T) {
 			}
 			if _, ok := s.Sum("gridcrawl_crawl_urls", map[string]string{"crawl_id": "b"}); ok {
 				t.Errorf("crawl b without counts has crawl_urls series")
+			}
+			if got, _ := s.Sum("gridcrawl_queue_messages", map[string]string{"queue": "loader_pending"}); got != 7 {
+				t.Errorf("queue_messages{loader_pending} = %v, want 7", got)
 			}
 			if got, _ := s.Sum("gridcrawl_crawls", map[string]string{"state": "finished"}); got != 1 {
 				t.Errorf("crawls{finished} = %v, want 1", got)
