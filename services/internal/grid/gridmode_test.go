@@ -457,6 +457,11 @@ func (c *gridCluster) checkMetrics(t *testing.T, log []websim.Request, st contra
 	if n, _ := s.Sum("gridcrawl_mcp_documents_indexed_total", nil); n != float64(st.Counts[contracts.Indexed]) {
 		t.Errorf("MCP counted %v pages indexed, the crawl %d", n, st.Counts[contracts.Indexed])
 	}
+	for _, q := range []string{contracts.QueueLoader, contracts.QueueCrawler, contracts.QueueIndex} {
+		if n, ok := s.Sum("gridcrawl_queue_messages", map[string]string{"queue": q + ".dead"}); !ok || n != 0 {
+			t.Errorf("MCP reports %v messages (present %v) in the dead-letter queues of %s, want 0", n, ok, q)
+		}
+	}
 }
 
 // TestGridModeFaults kills one process at a time with SIGKILL mid-crawl
