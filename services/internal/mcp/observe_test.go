@@ -1,11 +1,18 @@
 package mcp
 
 import (
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/services/internal/wire"
 )
 
 func TestProfileChanges(t *testing.T) {
@@ -30,6 +37,57 @@ func TestProfileChanges(t *testing.T) {
 			tt.edit(&p)
 			if diff := cmp.Diff(tt.want, profileChanges(base, p)); diff != "" {
 				t.Errorf("profileChanges (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestReadyzAndMetricsAuth checks MCP's /readyz and /metrics with a
+// token: /readyz answers everyone but tells the backends' errors only to
+// authorized clients; /metrics needs the token.
+func TestReadyzAndMetricsAuth(t *testing.T) {
+	set, err := wire.Open(t.Context(), wire.Backends{DataDir: t.TempDir(), QueueMaxAttempts: 5}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = set.Close() })
+	const token = "secret"
+	m := New(Config{Token: token, MetricsCache: time.Second}, Deps{Queue: set.Queue, Tx: set.Tx, Profiles: set.Profiles, Search: set.Search, Assets: set.Assets, HCF: set.HCF})
+	srv := httptest.NewServer(m.Handler())
+	t.Cleanup(srv.Close)
+	get := func(path, tok string) (int, string) {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+path, nil)
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	tests := []struct {
+		name, path, token string
+		closeQueue        bool
+		code              int
+		body              string // the body must contain it
+	}{
+		{"metrics without token", "/metrics", "", false, http.StatusUnauthorized, "API token"},
+		{"metrics with token", "/metrics", token, false, http.StatusOK, "gridcrawl_mcp_documents_indexed_total 0"},
+		{"ready without token", "/readyz", "", false, http.StatusOK, `"status":"ready"`},
+		{"unready without token", "/readyz", "", true, http.StatusServiceUnavailable, `"queue":"unreachable"`},
+		{"unready with token", "/readyz", token, true, http.StatusServiceUnavailable, `closed`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.closeQueue {
+				set.Queue.Close()
+			}
+			code, body := get(tt.path, tt.token)
+			if code != tt.code || !strings.Contains(body, tt.body) {
+				t.Errorf("GET %s = %d %q, want %d with %q", tt.path, code, body, tt.code, tt.body)
 			}
 		})
 	}
