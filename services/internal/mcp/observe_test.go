@@ -1,11 +1,15 @@
 package mcp
 
 import (
+	"bufio"
+	"bytes"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -90,5 +94,43 @@ func TestReadyzAndMetricsAuth(t *testing.T) {
 				t.Errorf("GET %s = %d %q, want %d with %q", tt.path, code, body, tt.code, tt.body)
 			}
 		})
+	}
+}
+
+// TestFinishLoggedOnceWithCounts runs the finish check of a crawl out of
+// work from several goroutines and several times: one "crawl finished"
+// line, with the crawl's counts.
+func TestFinishLoggedOnceWithCounts(t *testing.T) {
+	l := newLifecycleMCP(t, lifecycleConfig())
+	id := l.create(t, contracts.Profile{StartURLs: []string{"http://a.test/1", "http://a.test/2"}})
+	l.settle(t, id)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			if _, err := l.m.CheckFinished(t.Context()); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if _, err := l.m.CheckFinished(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var lines []map[string]any
+	l.log.mu.Lock()
+	sc := bufio.NewScanner(bytes.NewReader(l.log.b.Bytes()))
+	for sc.Scan() {
+		var e map[string]any
+		if json.Unmarshal(sc.Bytes(), &e) == nil && e["msg"] == "crawl finished" && e["crawl_id"] == id {
+			lines = append(lines, e)
+		}
+	}
+	l.log.mu.Unlock()
+	if len(lines) != 1 {
+		t.Fatalf("%d \"crawl finished\" lines, want 1", len(lines))
+	}
+	counts, _ := lines[0]["counts"].(map[string]any)
+	if counts["indexed"] != float64(2) || counts["total"] != float64(2) || counts["failed"] != float64(0) {
+		t.Errorf("logged counts = %v, want indexed 2, failed 0, total 2", counts)
 	}
 }
