@@ -239,15 +239,16 @@ func New(cfg Config, deps Deps) (*Loader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create politeness scheduler: %w", err)
 	}
+	met := deps.Metrics.Loader()
 	l := &Loader{
 		cfg:    cfg,
 		deps:   deps,
 		log:    log,
 		shards: max(deps.Shards, 1),
 		run:    time.Now().UTC().Format("20060102150405") + "-" + strings.ToLower(rand.Text()[:8]),
-		met:    deps.Metrics.Loader(),
+		met:    met,
 		client: &http.Client{
-			Transport:     &countingTransport{base: transport, kind: metrics.KindPage},
+			Transport:     &countingTransport{base: transport, kind: metrics.KindPage, met: met},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 		cancels: crawlcache.NewStates(deps.Profiles),
@@ -259,9 +260,8 @@ func New(cfg Config, deps Deps) (*Loader, error) {
 	}
 	l.state = newPolitenessState(deps.Assets, l.shards, log)
 	l.rec = newRecorder(l)
-	l.client.Transport.(*countingTransport).met = l.met
 	robotsClient := &http.Client{
-		Transport: &countingTransport{base: transport, kind: metrics.KindRobots, met: l.met},
+		Transport: &countingTransport{base: transport, kind: metrics.KindRobots, met: met},
 		CheckRedirect: func(_ *http.Request, via []*http.Request) error {
 			if len(via) >= 5 {
 				return errors.New("too many robots.txt redirects")
