@@ -70,6 +70,7 @@ type service struct {
 	volumes       []mount
 	dependsOn     map[string]string // service → condition
 	healthcheck   []string          // the test, without CMD / CMD-SHELL
+	profiles      []string
 }
 
 type build struct{ context, dockerfile, target string }
@@ -105,6 +106,7 @@ type rawService struct {
 	Healthcheck     *rawHealthcheck   `yaml:"healthcheck"`
 	Ulimits         map[string]any    `yaml:"ulimits"`
 	Labels          map[string]string `yaml:"labels"`
+	Profiles        []string          `yaml:"profiles"`
 }
 
 type rawHealthcheck struct {
@@ -158,7 +160,7 @@ func normalize(rs *rawService) (*service, error) {
 	if rs.Healthcheck != nil {
 		rs.Healthcheck.Test = deref(rs.Healthcheck.Test)
 	}
-	s := &service{image: rs.Image, containerName: rs.ContainerName, env: map[string]string{}, dependsOn: map[string]string{}}
+	s := &service{image: rs.Image, containerName: rs.ContainerName, env: map[string]string{}, dependsOn: map[string]string{}, profiles: rs.Profiles}
 	if rs.Build.Kind != 0 {
 		b := &build{dockerfile: "Dockerfile"}
 		switch rs.Build.Kind {
@@ -609,6 +611,7 @@ func check(p *project, fsys fs.FS) []string {
 		c.checkMCP(s)
 	}
 	c.checkBackendSettings(p)
+	c.checkMonitoring(p)
 	for v := range p.volumes {
 		used := false
 		for _, s := range p.services {
@@ -956,6 +959,220 @@ func (c *checker) checkMCP(s *service) {
 	}
 }
 
+// monitoringProfile is the compose profile that starts Prometheus and
+// Grafana; monitoringServices are its services.
+const monitoringProfile = "monitoring"
+
+var monitoringServices = []string{"prometheus", "grafana"}
+
+// checkMonitoring checks the monitoring profile: the grid's services are in
+// no profile, Prometheus and Grafana only in it; every gridcrawl service
+// serves its metrics on the compose network and Prometheus scrapes it
+// there; Grafana is provisioned with that Prometheus and with dashboards
+// that exist and parse.
+func (c *checker) checkMonitoring(p *project) {
+	for _, name := range requiredServices {
+		if s := p.services[name]; s != nil && len(s.profiles) > 0 {
+			c.errorf("service %s is in profiles %q: docker compose up would not start it", name, s.profiles)
+		}
+	}
+	for _, name := range monitoringServices {
+		s := p.services[name]
+		switch {
+		case s == nil:
+			c.errorf("service %s (profile %s) is missing", name, monitoringProfile)
+		case !slices.Contains(s.profiles, monitoringProfile):
+			c.errorf("service %s is in profiles %q, want %q: monitoring is optional", name, s.profiles, monitoringProfile)
+		}
+	}
+	prom, graf := p.services["prometheus"], p.services["grafana"]
+	if prom == nil || graf == nil {
+		return
+	}
+	targets := c.scrapeTargets(prom)
+	for _, name := range goServices {
+		s := p.services[name]
+		if s == nil {
+			continue
+		}
+		listen, ok := s.env["GRIDCRAWL_METRICS_LISTEN"]
+		if !ok {
+			c.errorf("service %s does not set GRIDCRAWL_METRICS_LISTEN: Prometheus cannot scrape it", name)
+			continue
+		}
+		i := strings.LastIndexByte(listen, ':')
+		if i < 0 || (listen[:i] != "0.0.0.0" && listen[:i] != "" && listen[:i] != "[::]") {
+			c.errorf("service %s: GRIDCRAWL_METRICS_LISTEN=%q: listen on 0.0.0.0:PORT for the compose network", name, listen)
+			continue
+		}
+		if want := name + ":" + listen[i+1:]; !targets[want] {
+			c.errorf("service %s serves metrics on %s but Prometheus does not scrape %s (it scrapes %v)", name, listen, want, slices.Sorted(maps.Keys(targets)))
+		}
+		for _, pm := range s.ports {
+			if pm.container == listen[i+1:] {
+				c.errorf("service %s publishes its metrics port %s: /metrics needs no token there, keep it on the compose network", name, pm.container)
+			}
+		}
+	}
+	c.checkGrafana(graf)
+}
+
+// mountSource returns the repository path bind-mounted at target, or "".
+func mountSource(s *service, target string) string {
+	for _, m := range s.volumes {
+		if m.bind && path.Clean(m.target) == target {
+			return path.Clean(m.source)
+		}
+	}
+	return ""
+}
+
+// scrapeTargets reads the Prometheus configuration the prometheus service
+// mounts and returns its targets as host:port (static ones, and the names
+// of DNS service discovery with their port).
+func (c *checker) scrapeTargets(s *service) map[string]bool {
+	const configPath = "/etc/prometheus/prometheus.yml"
+	targets := map[string]bool{}
+	if !slices.Contains(s.command, "--config.file="+configPath) && len(s.command) > 0 {
+		c.errorf("service prometheus: command %q does not read %s", s.command, configPath)
+	}
+	src := mountSource(s, configPath)
+	if src == "" {
+		c.errorf("service prometheus mounts no file of the repository at %s", configPath)
+		return targets
+	}
+	b, err := fs.ReadFile(c.fsys, src)
+	if err != nil {
+		c.errorf("service prometheus: %v", err)
+		return targets
+	}
+	var cfg struct {
+		ScrapeConfigs []struct {
+			JobName       string `yaml:"job_name"`
+			StaticConfigs []struct {
+				Targets []string `yaml:"targets"`
+			} `yaml:"static_configs"`
+			DNSSDConfigs []struct {
+				Names []string `yaml:"names"`
+				Type  string   `yaml:"type"`
+				Port  int      `yaml:"port"`
+			} `yaml:"dns_sd_configs"`
+		} `yaml:"scrape_configs"`
+	}
+	if err := yaml.Unmarshal(b, &cfg); err != nil {
+		c.errorf("%s: %v", src, err)
+		return targets
+	}
+	for _, sc := range cfg.ScrapeConfigs {
+		for _, st := range sc.StaticConfigs {
+			for _, t := range st.Targets {
+				targets[t] = true
+			}
+		}
+		for _, d := range sc.DNSSDConfigs {
+			for _, n := range d.Names {
+				targets[n+":"+strconv.Itoa(d.Port)] = true
+			}
+		}
+	}
+	return targets
+}
+
+// checkGrafana checks Grafana's provisioning: a Prometheus data source at
+// the prometheus service, and a dashboard provider whose path is mounted
+// from a directory of dashboards that parse and ask for gridcrawl metrics.
+func (c *checker) checkGrafana(s *service) {
+	const provisioning = "/etc/grafana/provisioning"
+	dir := mountSource(s, provisioning)
+	if dir == "" {
+		c.errorf("service grafana mounts no directory of the repository at %s", provisioning)
+		return
+	}
+	var ds struct {
+		Datasources []struct {
+			Type string `yaml:"type"`
+			URL  string `yaml:"url"`
+		} `yaml:"datasources"`
+	}
+	if err := readYAML(c.fsys, path.Join(dir, "datasources/prometheus.yml"), &ds); err != nil {
+		c.errorf("grafana data source: %v", err)
+	} else if !slices.ContainsFunc(ds.Datasources, func(d struct {
+		Type string `yaml:"type"`
+		URL  string `yaml:"url"`
+	}) bool {
+		return d.Type == "prometheus" && d.URL == "http://prometheus:9090"
+	}) {
+		c.errorf("grafana data sources %+v: none is the prometheus service (http://prometheus:9090)", ds.Datasources)
+	}
+	var dp struct {
+		Providers []struct {
+			Options struct {
+				Path string `yaml:"path"`
+			} `yaml:"options"`
+		} `yaml:"providers"`
+	}
+	if err := readYAML(c.fsys, path.Join(dir, "dashboards/gridcrawl.yml"), &dp); err != nil {
+		c.errorf("grafana dashboard provider: %v", err)
+		return
+	}
+	if len(dp.Providers) == 0 {
+		c.errorf("grafana dashboard provider lists no provider")
+	}
+	for _, pr := range dp.Providers {
+		src := mountSource(s, path.Clean(pr.Options.Path))
+		if src == "" {
+			c.errorf("grafana dashboard provider reads %s, which service grafana does not mount from the repository", pr.Options.Path)
+			continue
+		}
+		files, _ := fs.Glob(c.fsys, path.Join(src, "*.json"))
+		if len(files) == 0 {
+			c.errorf("grafana dashboards: %s holds no *.json", src)
+		}
+		for _, f := range files {
+			b, err := fs.ReadFile(c.fsys, f)
+			if err != nil {
+				c.errorf("%s: %v", f, err)
+				continue
+			}
+			var d struct {
+				UID    string `json:"uid"`
+				Panels []struct {
+					Targets []struct {
+						Expr string `json:"expr"`
+					} `json:"targets"`
+				} `json:"panels"`
+			}
+			if err := json.Unmarshal(b, &d); err != nil {
+				c.errorf("%s: %v", f, err)
+				continue
+			}
+			exprs := 0
+			for _, p := range d.Panels {
+				for _, t := range p.Targets {
+					if strings.Contains(t.Expr, "gridcrawl_") {
+						exprs++
+					}
+				}
+			}
+			if d.UID == "" || exprs == 0 {
+				c.errorf("%s: uid %q and %d gridcrawl expressions; want a uid and panels over gridcrawl metrics", f, d.UID, exprs)
+			}
+		}
+	}
+}
+
+func readYAML(fsys fs.FS, name string, v any) error {
+	b, err := fs.ReadFile(fsys, name)
+	if err != nil {
+		return err
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
+}
+
 // repoFS returns the repository root, the parent of this package.
 func repoFS() fs.FS { return os.DirFS("..") }
 
@@ -1048,6 +1265,24 @@ func TestCheckFindsMistakes(t *testing.T) {
 		fsys   func() fs.FS
 		report string // a problem must mention this
 	}{
+		{name: "metrics not served", report: "GRIDCRAWL_METRICS_LISTEN",
+			edit: func(p *project) { delete(p.services["crawler"].env, "GRIDCRAWL_METRICS_LISTEN") }},
+		{name: "metrics port not scraped", report: "does not scrape loader:9999",
+			edit: func(p *project) { p.services["loader"].env["GRIDCRAWL_METRICS_LISTEN"] = "0.0.0.0:9999" }},
+		{name: "metrics port published", report: "publishes its metrics port",
+			edit: func(p *project) {
+				p.services["mcp"].ports = append(p.services["mcp"].ports, portMapping{host: "9464", container: "9464"})
+			}},
+		{name: "monitoring started by default", report: "monitoring is optional",
+			edit: func(p *project) { p.services["grafana"].profiles = nil }},
+		{name: "grid service in a profile", report: "would not start it",
+			edit: func(p *project) { p.services["crawler"].profiles = []string{"monitoring"} }},
+		{name: "prometheus configuration not mounted", report: "/etc/prometheus/prometheus.yml",
+			edit: func(p *project) { p.services["prometheus"].volumes = p.services["prometheus"].volumes[1:] }},
+		{name: "dashboards not mounted", report: "/var/lib/grafana/dashboards",
+			edit: func(p *project) {
+				p.services["grafana"].volumes = slices.DeleteFunc(p.services["grafana"].volumes, func(m mount) bool { return m.target == "/var/lib/grafana/dashboards" })
+			}},
 		{name: "variable no code reads", report: "GRIDCRAWL_NO_SUCH_SETTING",
 			edit: func(p *project) { p.services["loader"].env["GRIDCRAWL_NO_SUCH_SETTING"] = "1" }},
 		{name: "misspelled variable", report: "GRIDCRAWL_LOADER_WORKER",

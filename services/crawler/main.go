@@ -32,7 +32,7 @@ func main() {
 				return nil, err
 			}
 			return crawler.New(cfg.Crawler, crawler.Deps{Queue: set.Queue, Tx: set.Tx, Assets: set.Assets, Profiles: set.Profiles,
-				Group: group, Shards: cfg.Frontier.Shards, Logger: log}), nil
+				Group: group, Shards: cfg.Frontier.Shards, Logger: log, Metrics: set.Metrics}), nil
 		})
 	stop()
 	os.Exit(code)

@@ -33,7 +33,7 @@ func main() {
 				return nil, err
 			}
 			return loader.New(cfg.Loader, loader.Deps{Queue: set.Queue, Tx: set.Tx, Assets: set.Assets, Profiles: set.Profiles,
-				Group: group, Shards: cfg.Frontier.Shards, Stagger: stagger(set.Embedded), Logger: log})
+				Group: group, Shards: cfg.Frontier.Shards, Stagger: stagger(set.Embedded), Logger: log, Metrics: set.Metrics})
 		})
 	stop()
 	os.Exit(code)

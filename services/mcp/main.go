@@ -32,7 +32,7 @@ func main() {
 				return nil, err
 			}
 			return mcp.New(cfg.MCP, mcp.Deps{Queue: set.Queue, Tx: set.Tx, Profiles: set.Profiles, Search: set.Search, Assets: set.Assets, HCF: set.HCF,
-				Group: group, Shards: cfg.Frontier.Shards, Embedded: set.Embedded, Logger: log}), nil
+				Group: group, Shards: cfg.Frontier.Shards, Embedded: set.Embedded, Logger: log, Metrics: set.Metrics}), nil
 		})
 	stop()
 	os.Exit(code)

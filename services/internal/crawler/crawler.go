@@ -40,6 +40,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/yacydoc"
 	"github.com/gridcrawl/gridcrawl/services/internal/crawlcache"
 	"github.com/gridcrawl/gridcrawl/services/internal/frontier"
+	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
 	"github.com/gridcrawl/gridcrawl/services/internal/routing"
 	"github.com/gridcrawl/gridcrawl/services/internal/scope"
 )
@@ -87,6 +88,8 @@ type Deps struct {
 	// of reading its WARC record back. Nil: every record is read.
 	Handoff *Handoff
 	Logger  *slog.Logger
+	// Metrics receives the crawler's metrics; nil: registered nowhere.
+	Metrics *metrics.Registry
 }
 
 // Crawler is the crawler service.
@@ -99,6 +102,7 @@ type Crawler struct {
 	profs    *crawlcache.Profiles
 
 	scopes *lru.Cache[string, *scope.Rules] // by crawl id
+	met    *metrics.Crawler
 }
 
 // New returns a crawler; cfg must have been validated.
@@ -113,6 +117,7 @@ func New(cfg Config, deps Deps) *Crawler {
 		cancels:  crawlcache.NewStates(deps.Profiles),
 		profs:    crawlcache.NewProfiles(deps.Profiles),
 		scopes:   lru.New[string, *scope.Rules](1000, 0),
+		met:      deps.Metrics.Crawler(),
 	}
 }
 
@@ -131,6 +136,7 @@ func (c *Crawler) Run(ctx context.Context) error {
 		})
 	}
 	wg.Wait()
+	c.log.Info("shutdown complete")
 	return nil
 }
 
@@ -271,9 +277,11 @@ func (c *Crawler) Process(ctx context.Context, k contracts.CrawlerContract, prof
 	for _, p := range pages {
 		cands = append(cands, p.links...)
 	}
-	if _, err := c.frontier.Enqueue(ctx, k.CrawlID, profile, cands); err != nil {
+	created, err := c.frontier.Enqueue(ctx, k.CrawlID, profile, cands)
+	if err != nil {
 		return fmt.Errorf("enqueue links: %w", err)
 	}
+	c.met.Links(created)
 	// A page whose depth was lowered while it was parsed stays to-be-parsed:
 	// whoever lowered it published it again, to be parsed at its new depth.
 	ts := make([]txindex.Transition, len(pages))
@@ -284,8 +292,14 @@ func (c *Crawler) Process(ctx context.Context, k contracts.CrawlerContract, prof
 		}
 		ts[i] = txindex.Transition{Key: p.key, From: contracts.ToBeParsed, To: to, Error: p.reason, IfDepth: &p.page.Depth}
 	}
-	if _, err := c.deps.Tx.Transition(ctx, ts); err != nil {
+	applied, err := c.deps.Tx.Transition(ctx, ts)
+	if err != nil {
 		return fmt.Errorf("record parsed pages: %w", err)
+	}
+	for i, ok := range applied {
+		if ok {
+			c.met.Page(ts[i].To)
+		}
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/services/internal/crawler"
 	"github.com/gridcrawl/gridcrawl/services/internal/loader"
 	"github.com/gridcrawl/gridcrawl/services/internal/mcp"
+	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
 	"github.com/gridcrawl/gridcrawl/services/internal/routing"
 	"github.com/gridcrawl/gridcrawl/services/internal/wire"
 )
@@ -78,11 +79,13 @@ func Open(cfg Config, log *slog.Logger, ln net.Listener) (*Grid, error) {
 	if err != nil {
 		return nil, err
 	}
+	// One registry for the three services: each family once, served by MCP.
+	set.Instrument(metrics.New())
 	// The loader and the crawler share a process: the crawler takes the
 	// responses the loader has just stored from memory.
 	handoff := crawler.NewHandoff(cfg.HandoffBytes)
 	ld := loader.Deps{Queue: set.Queue, Tx: set.Tx, Assets: set.Assets, Profiles: set.Profiles,
-		Group: group, Shards: shards, Logger: log.With("service", "loader")}
+		Group: group, Shards: shards, Logger: log.With("service", "loader"), Metrics: set.Metrics}
 	if handoff != nil {
 		ld.Handoff = handoff
 	}
@@ -94,10 +97,10 @@ func Open(cfg Config, log *slog.Logger, ln net.Listener) (*Grid, error) {
 	return &Grid{
 		Backends: set,
 		MCP: mcp.New(cfg.MCP, mcp.Deps{Queue: set.Queue, Tx: set.Tx, Profiles: set.Profiles, Search: set.Search, Assets: set.Assets, HCF: set.HCF,
-			Group: group, Shards: shards, Embedded: set.Embedded, Logger: log.With("service", "mcp"), Listener: ln}),
+			Group: group, Shards: shards, Embedded: set.Embedded, Logger: log.With("service", "mcp"), Listener: ln, Metrics: set.Metrics}),
 		Loader: l,
 		Crawler: crawler.New(cfg.Crawler, crawler.Deps{Queue: set.Queue, Tx: set.Tx, Assets: set.Assets, Profiles: set.Profiles,
-			Group: group, Shards: shards, Handoff: handoff, Logger: log.With("service", "crawler")}),
+			Group: group, Shards: shards, Handoff: handoff, Logger: log.With("service", "crawler"), Metrics: set.Metrics}),
 		Handoff: handoff,
 	}, nil
 }

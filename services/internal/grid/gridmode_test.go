@@ -8,12 +8,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -27,6 +29,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/pkg/warc"
 	"github.com/gridcrawl/gridcrawl/pkg/websim"
+	"github.com/gridcrawl/gridcrawl/services/internal/metrics/metricstest"
 	"github.com/gridcrawl/gridcrawl/services/internal/wire"
 )
 
@@ -60,6 +63,9 @@ type gridCluster struct {
 	token string
 	procs map[string]*clusterProc
 	logs  string
+	// metrics maps each process name to the address of its metrics
+	// listener (GRIDCRAWL_METRICS_LISTEN).
+	metrics map[string]string
 }
 
 type clusterProc struct {
@@ -87,7 +93,8 @@ func newCluster(t *testing.T, backendEnv []string, resolve string) *gridCluster 
 	addr := ln.Addr().String()
 	ln.Close()
 	suffix := randSuffix()
-	c := &gridCluster{t: t, bins: buildServices(t), token: "test-token-" + suffix, procs: map[string]*clusterProc{}, logs: t.TempDir(), api: "http://" + addr}
+	c := &gridCluster{t: t, bins: buildServices(t), token: "test-token-" + suffix, procs: map[string]*clusterProc{}, logs: t.TempDir(), api: "http://" + addr,
+		metrics: map[string]string{}}
 	c.env = append(append([]string{}, backendEnv...),
 		"GRIDCRAWL_ES_PREFIX=gridtest-"+suffix, "GRIDCRAWL_S3_BUCKET=gridtest-"+suffix,
 		"GRIDCRAWL_API_TOKEN="+c.token, "GRIDCRAWL_LISTEN="+addr,
@@ -118,6 +125,10 @@ func (c *gridCluster) start(name, service string) {
 	}
 	cmd := exec.Command(filepath.Join(c.bins, service))
 	cmd.Env = append(os.Environ(), c.env...)
+	if c.metrics[name] == "" {
+		c.metrics[name] = freeAddr(c.t)
+	}
+	cmd.Env = append(cmd.Env, "GRIDCRAWL_METRICS_LISTEN="+c.metrics[name])
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		c.t.Fatal(err)
@@ -145,6 +156,17 @@ func (c *gridCluster) start(name, service string) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
+}
+
+// freeAddr returns a loopback address with a port free at the time.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
 
 func (c *gridCluster) stop(name string, sig syscall.Signal) {
@@ -272,7 +294,9 @@ func (c *gridCluster) openBackends(t *testing.T) *wire.Set {
 }
 
 func TestGridModeEndToEnd(t *testing.T) {
-	env := realBackends(t)
+	// A vhost of its own: contracts other tests leave in the default one
+	// would be consumed here, and dead-lettered (checkMetrics counts them).
+	env, _ := ownVhost(t, realBackends(t))
 	site := websim.NewTestSite()
 	if err := site.Start(); err != nil {
 		t.Fatal(err)
@@ -374,6 +398,68 @@ func TestGridModeEndToEnd(t *testing.T) {
 	for _, u := range exp.NeverFetched {
 		if requested[u] > 0 {
 			t.Errorf("%s fetched %d times, must never be", u, requested[u])
+		}
+	}
+	c.checkMetrics(t, site.Requests(), st)
+}
+
+// checkMetrics scrapes every process of the cluster: the loaders' request
+// counters add up to the requests in the web server's log, no contract was
+// dead-lettered, MCP's /metrics (behind the token) counts the crawl's
+// indexed pages, and every process is ready.
+func (c *gridCluster) checkMetrics(t *testing.T, log []websim.Request, st contracts.CrawlStatus) {
+	t.Helper()
+	var pages, robots float64
+	for _, r := range log {
+		if r.Path == "/robots.txt" {
+			robots++
+		} else {
+			pages++
+		}
+	}
+	var gotPages, gotRobots, dead float64
+	for _, name := range slices.Sorted(maps.Keys(c.procs)) {
+		addr := c.metrics[name]
+		s := metricstest.Get(t, "http://"+addr+"/metrics", "")
+		if strings.HasPrefix(name, "loader") {
+			n, _ := s.Sum("gridcrawl_loader_requests_total", map[string]string{"kind": "page", "code": "!error"})
+			r, _ := s.Sum("gridcrawl_loader_requests_total", map[string]string{"kind": "robots", "code": "!error"})
+			gotPages, gotRobots = gotPages+n, gotRobots+r
+		}
+		d, ok := s.Sum("gridcrawl_queue_dead_lettered_total", nil)
+		if !ok {
+			t.Errorf("%s: /metrics has no gridcrawl_queue_dead_lettered_total", name)
+		}
+		dead += d
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			t.Errorf("%s /readyz: %v", name, err)
+			continue
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("%s /readyz = %d, want 200", name, resp.StatusCode)
+		}
+	}
+	if gotPages != pages || gotRobots != robots {
+		t.Errorf("loaders counted %v page and %v robots.txt requests; the web server's log has %v and %v", gotPages, gotRobots, pages, robots)
+	}
+	if dead != 0 {
+		t.Errorf("%v contracts dead-lettered, want 0", dead)
+	}
+	if resp, err := http.Get(c.api + "/metrics"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("MCP /metrics without the token = %d, want 401", resp.StatusCode)
+		}
+	}
+	s := metricstest.Get(t, c.api+"/metrics", c.token)
+	if n, _ := s.Sum("gridcrawl_mcp_documents_indexed_total", nil); n != float64(st.Counts[contracts.Indexed]) {
+		t.Errorf("MCP counted %v pages indexed, the crawl %d", n, st.Counts[contracts.Indexed])
+	}
+	for _, q := range []string{contracts.QueueLoader, contracts.QueueCrawler, contracts.QueueIndex} {
+		if n, ok := s.Sum("gridcrawl_queue_messages", map[string]string{"queue": q + ".dead"}); !ok || n != 0 {
+			t.Errorf("MCP reports %v messages (present %v) in the dead-letter queues of %s, want 0", n, ok, q)
 		}
 	}
 }

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -23,6 +25,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/robots"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/pkg/urlnorm"
+	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
 )
 
 // Fetcher: one leased task becomes exactly one outcome. A lease makes at
@@ -217,6 +220,9 @@ func (l *Loader) get(ctx context.Context, t *task, u *url.URL, crawlDelay time.D
 	start := time.Now()
 	ex, err := l.httpGet(ctx, t, u)
 	l.fetched.Add(1)
+	if l.log.Enabled(ctx, slog.LevelDebug) {
+		l.logFetch(ctx, t.crawlID, t.url, ex, time.Since(start), err)
+	}
 	o := outcome{pol: politeness.Outcome{Duration: time.Since(start), CrawlDelay: crawlDelay}}
 	if err != nil {
 		o.pol.Err, o.pol.ErrKind = err, politeness.ClassifyError(err)
@@ -295,6 +301,7 @@ func (l *Loader) httpGet(ctx context.Context, t *task, u *url.URL) (*exchange, e
 	if int64(len(body)) > l.cfg.MaxBodyBytes {
 		body, ex.truncated = body[:l.cfg.MaxBodyBytes], true
 	}
+	l.met.Response(metrics.KindPage, ex.elapsed, len(body))
 	ex.fill(req, resp, body)
 	return ex, nil
 }
@@ -405,6 +412,7 @@ func (l *Loader) fetchRobots(ctx context.Context, c *http.Client, robotsURL stri
 	}
 	if err != nil {
 		rc.duration, rc.err = time.Since(start), err
+		l.met.Robots(metrics.RobotsError)
 		return 0, nil, err
 	}
 	defer resp.Body.Close()
@@ -412,10 +420,75 @@ func (l *Loader) fetchRobots(ctx context.Context, c *http.Client, robotsURL stri
 	rc.duration = time.Since(start)
 	if err != nil {
 		rc.err = err
+		l.met.Robots(metrics.RobotsError)
 		return 0, nil, fmt.Errorf("read robots.txt: %w", err)
 	}
+	l.met.Response(metrics.KindRobots, rc.duration, len(body))
+	l.met.Robots(metrics.RobotsResultOf(resp.StatusCode))
 	ex.url = resp.Request.URL.String()
 	ex.fill(resp.Request, resp, body)
 	rc.ex = ex
+	if l.log.Enabled(ctx, slog.LevelDebug) {
+		l.logFetch(ctx, "", ex.url, ex, rc.duration, nil)
+	}
 	return resp.StatusCode, body, nil
+}
+
+// metric is the outcome's label in gridcrawl_loader_urls_total.
+func (o outcome) metric() metrics.Outcome {
+	switch o.verdict {
+	case vFetched:
+		switch s := o.ex.status; {
+		case o.reason != "":
+			return metrics.OutcomeHTTPError
+		case s >= 300 && s < 400:
+			return metrics.OutcomeRedirected
+		}
+		return metrics.OutcomeFetched
+	case vFailed:
+		switch {
+		case o.reason == "robots.txt disallowed":
+			return metrics.OutcomeRobotsDisallowed
+		case o.reason == "address not allowed":
+			return metrics.OutcomeAddressNotAllowed
+		case o.reason == "cancelled":
+			return metrics.OutcomeCancelled
+		case o.reason == "invalid url":
+			return metrics.OutcomeInvalidURL
+		case strings.HasPrefix(o.reason, "fetch: "):
+			return metrics.OutcomeFetchError
+		case strings.HasPrefix(o.reason, "robots.txt"):
+			return metrics.OutcomeRobotsUnreachable
+		}
+		return metrics.OutcomeOtherFailure
+	case vRetired:
+		return metrics.OutcomeRetired
+	case vSkip:
+		return metrics.OutcomeSkipped
+	case vRepublish:
+		return metrics.OutcomeRepublished
+	case vRetry:
+		return metrics.OutcomeRetry
+	case vAgain:
+		return metrics.OutcomeRobotsFetch
+	case vPaused:
+		return metrics.OutcomePaused
+	case vLost:
+		return metrics.OutcomeLost
+	}
+	return metrics.OutcomeAbandoned
+}
+
+// logFetch writes the debug line of one request: one per page or
+// robots.txt fetched (crawl_id is empty for robots.txt, which serves every
+// crawl of its origin).
+func (l *Loader) logFetch(ctx context.Context, crawlID, url string, ex *exchange, d time.Duration, err error) {
+	if err != nil {
+		l.log.LogAttrs(ctx, slog.LevelDebug, "fetch", slog.String("crawl_id", crawlID), slog.String("url", url),
+			slog.Int64("duration_ms", d.Milliseconds()), slog.String("err", err.Error()))
+		return
+	}
+	l.log.LogAttrs(ctx, slog.LevelDebug, "fetch", slog.String("crawl_id", crawlID), slog.String("url", url),
+		slog.Int("status", ex.status), slog.Int64("bytes", ex.bodyBytes), slog.Int64("duration_ms", d.Milliseconds()),
+		slog.String("ip", ex.ip), slog.Bool("truncated", ex.truncated))
 }

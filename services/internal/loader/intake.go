@@ -252,5 +252,6 @@ func (l *Loader) park(ctx context.Context, tasks []*task, delay time.Duration) e
 		l.log.Warn("renew lease of parked urls", "crawl_id", t0.crawlID, "urls", len(ts), "err", err)
 	}
 	l.parkedURLs.Add(int64(len(tasks)))
+	l.met.Parked(len(tasks))
 	return nil
 }

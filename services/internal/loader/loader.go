@@ -49,6 +49,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/robots"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/services/internal/crawlcache"
+	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
 	"github.com/gridcrawl/gridcrawl/services/internal/routing"
 )
 
@@ -155,6 +156,8 @@ type Deps struct {
 	// instead of reading the record back.
 	Handoff Handoff
 	Logger  *slog.Logger
+	// Metrics receives the loader's metrics; nil: registered nowhere.
+	Metrics *metrics.Registry
 }
 
 // Handoff receives stored responses for a crawler in the same process.
@@ -194,6 +197,7 @@ type Loader struct {
 	holders map[string]*delivery
 
 	rec *recorder
+	met *metrics.Loader
 	// active counts the workers between a lease and the hand-over of its
 	// outcome: when it drops to zero the loader has nothing else to do and
 	// flushes at once, so a chain of newly found links advances at the
@@ -235,14 +239,16 @@ func New(cfg Config, deps Deps) (*Loader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create politeness scheduler: %w", err)
 	}
+	met := deps.Metrics.Loader()
 	l := &Loader{
 		cfg:    cfg,
 		deps:   deps,
 		log:    log,
 		shards: max(deps.Shards, 1),
 		run:    time.Now().UTC().Format("20060102150405") + "-" + strings.ToLower(rand.Text()[:8]),
+		met:    met,
 		client: &http.Client{
-			Transport:     transport,
+			Transport:     &countingTransport{base: transport, kind: metrics.KindPage, met: met},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 		cancels: crawlcache.NewStates(deps.Profiles),
@@ -255,7 +261,7 @@ func New(cfg Config, deps Deps) (*Loader, error) {
 	l.state = newPolitenessState(deps.Assets, l.shards, log)
 	l.rec = newRecorder(l)
 	robotsClient := &http.Client{
-		Transport: transport,
+		Transport: &countingTransport{base: transport, kind: metrics.KindRobots, met: met},
 		CheckRedirect: func(_ *http.Request, via []*http.Request) error {
 			if len(via) >= 5 {
 				return errors.New("too many robots.txt redirects")
@@ -266,6 +272,9 @@ func New(cfg Config, deps Deps) (*Loader, error) {
 	l.robots = robots.NewCache(func(ctx context.Context, robotsURL string) (int, []byte, error) {
 		return l.fetchRobots(ctx, robotsClient, robotsURL)
 	}, robots.CacheConfig{TTL: cfg.RobotsTTL})
+	if err := deps.Metrics.Register(metrics.LoaderCollector(l.groupStates)); err != nil {
+		return nil, fmt.Errorf("register loader metrics: %w", err)
+	}
 	return l, nil
 }
 
@@ -323,11 +332,13 @@ func (l *Loader) Run(ctx context.Context) error {
 	loops.Go(func() { l.retireLoop(ctx) })
 
 	intake.Wait() // returns once ctx is done or every consumer stopped
+	l.log.Info("shutdown started", "in_flight", l.active.Load(), "timeout_ms", l.cfg.ShutdownTimeout.Milliseconds())
 	stop()
 	wg.Wait()
 	<-flushed
 	l.rec.flush(drain) // what the workers finished after the last tick
 	loops.Wait()
+	l.log.Info("shutdown complete", "requests", l.fetched.Load(), "parked", l.parkedURLs.Load(), "drain_expired", drain.Err() != nil)
 	return nil
 }
 
@@ -386,6 +397,7 @@ func (l *Loader) work(ctx, drain context.Context) {
 		l.active.Add(1)
 		t := lease.Item.Payload.(*task)
 		o := l.fetchTask(drain, t)
+		l.met.URL(o.metric())
 		l.release(drain, lease, t, o)
 		l.rec.take(drain, t, o)
 		if l.active.Add(-1) == 0 {
@@ -460,4 +472,33 @@ type task struct {
 	// prepaid: the task's group was charged for it by the lease that
 	// fetched robots.txt in its stead, so its next lease costs nothing.
 	prepaid bool
+}
+
+// groupStates is the scheduler's snapshot for the metrics.
+func (l *Loader) groupStates() metrics.GroupStates {
+	c := l.sched.Counts()
+	return metrics.GroupStates{Queued: c.Queued, Groups: map[string]int{
+		"ready": c.Ready, "waiting": c.Waiting, "busy": c.Busy, "inactive": c.Inactive, "retired": c.Retired, "idle": c.Idle,
+	}}
+}
+
+// countingTransport counts the requests that went out, by response code,
+// for gridcrawl_loader_requests_total: one per request the server saw
+// (redirects followed for robots.txt included). A dial refused by the
+// address guard sent nothing and is not counted.
+type countingTransport struct {
+	base http.RoundTripper
+	kind metrics.Kind
+	met  *metrics.Loader
+}
+
+func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := c.base.RoundTrip(req)
+	switch {
+	case err == nil:
+		c.met.Request(c.kind, resp.StatusCode)
+	case !errors.Is(err, netguard.ErrForbidden):
+		c.met.Request(c.kind, 0)
+	}
+	return resp, err
 }

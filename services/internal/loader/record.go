@@ -290,6 +290,7 @@ func (r *recorder) store(ctx context.Context, seg *warc.Segment, key string, pen
 	if err != nil {
 		return fmt.Errorf("store segment %q: %w", key, err)
 	}
+	r.l.met.WARCBytes(seg.Len())
 	for _, res := range pending {
 		if res.inSeg {
 			res.page.Asset.Key = key

@@ -9,6 +9,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/lru"
 	"github.com/gridcrawl/gridcrawl/pkg/politeness"
+	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
 )
 
 // Scheduler: pkg/politeness hands out one task per crawl host group at a
@@ -166,8 +167,12 @@ func (l *Loader) release(ctx context.Context, lease politeness.Lease, t *task, o
 	if !trouble {
 		l.state.learn(ctx, t.shard, t.group, pol, o.pol.CrawlDelay, false, 0)
 	}
-	if l.sched.Release(lease, o.pol) && trouble {
-		_, delay := l.sched.Queued(t.group)
+	if !l.sched.Release(lease, o.pol) {
+		return
+	}
+	_, delay := l.sched.Queued(t.group)
+	l.met.PolitenessDelay(delay)
+	if trouble {
 		l.state.learn(ctx, t.shard, t.group, pol, o.pol.CrawlDelay, true, delay)
 	}
 }
@@ -191,6 +196,7 @@ func (l *Loader) retireLoop(ctx context.Context) {
 		case <-t.C:
 		}
 		for _, it := range l.sched.DrainRetired(10000) {
+			l.met.URL(metrics.OutcomeRetired)
 			l.rec.take(ctx, it.Payload.(*task), outcome{verdict: vRetired, reason: "crawl host group budget spent"})
 		}
 	}

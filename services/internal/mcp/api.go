@@ -24,6 +24,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/pkg/urlnorm"
 	"github.com/gridcrawl/gridcrawl/services/internal/frontier"
+	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
 )
 
 // Limits of request bodies.
@@ -42,7 +43,9 @@ func (m *MCP) Handler() http.Handler {
 // the two against each other.
 func (m *MCP) routes() *router {
 	mux := newRouter()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	mux.HandleFunc("GET /healthz", metrics.Healthz)
+	mux.HandleFunc("GET /readyz", m.readyz)
+	mux.Handle("GET /metrics", m.deps.Metrics.Handler())
 	mux.HandleFunc("POST /api/v1/crawls", m.createCrawl)
 	mux.HandleFunc("GET /api/v1/crawls", m.listCrawls)
 	mux.HandleFunc("GET /api/v1/crawls/{id}", m.getCrawl)
@@ -69,7 +72,7 @@ func (m *MCP) routes() *router {
 
 func (m *MCP) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/healthz" || publicUIPath(r.URL.Path) || m.authorized(r) {
+		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" || publicUIPath(r.URL.Path) || m.authorized(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -404,7 +407,7 @@ func (m *MCP) Patch(ctx context.Context, id string, patch contracts.ProfilePatch
 	if err != nil {
 		return p, n, err
 	}
-	m.log.Info("crawl settings changed", "crawl_id", id, "version", p.Version, "unretired", n)
+	m.log.Info("crawl settings changed", "crawl_id", id, "version", p.Version, "changed", profileChanges(c.Profile, p), "unretired", n)
 	return p, n, nil
 }
 

@@ -100,6 +100,7 @@ func (m *MCP) indexBatch(ctx context.Context, batch []queue.Delivery) []*pending
 		m.fail(ctx, pend, fmt.Errorf("store documents: %w", err))
 		return nil
 	}
+	m.met.Stored(len(docs))
 	return m.recheck(ctx, pend)
 }
 
@@ -123,6 +124,7 @@ func (m *MCP) recheck(ctx context.Context, pend []*pendingIndex) []*pendingIndex
 			unsure = append(unsure, t.Key)
 		}
 	}
+	m.met.Indexed(len(ts) - len(unsure))
 	recs, err := m.deps.Tx.GetMany(ctx, unsure)
 	if err != nil {
 		m.fail(ctx, pend, fmt.Errorf("get pages: %w", err))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -185,6 +186,14 @@ func (m *MCP) checkFinished(ctx context.Context, c profiles.Crawl) (bool, error)
 	if errors.Is(err, profiles.ErrConflict) {
 		return false, nil // paused or cancelled meanwhile
 	}
+	if err == nil {
+		// Once: only the process whose compare-and-set applied gets here.
+		msg := "crawl finished"
+		if t.to != contracts.CrawlFinished {
+			msg = "crawl paused at finish"
+		}
+		m.log.Info(msg, "crawl_id", c.ID, "counts", countsAttr(counts), "elapsed_ms", time.Since(c.CreatedAt).Milliseconds())
+	}
 	return err == nil, err
 }
 
@@ -261,4 +270,18 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// countsAttr is a log attribute of record counts per status, with every
+// terminal and pending status named (zero included) so that log lines of
+// finished crawls have one shape.
+func countsAttr(counts map[contracts.Status]int64) slog.Value {
+	attrs := make([]slog.Attr, 0, len(contracts.Statuses)+1)
+	var total int64
+	for _, s := range contracts.Statuses {
+		attrs = append(attrs, slog.Int64(string(s), counts[s]))
+		total += counts[s]
+	}
+	attrs = append(attrs, slog.Int64("total", total))
+	return slog.GroupValue(attrs...)
 }

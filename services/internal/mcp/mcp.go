@@ -23,6 +23,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/search"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/services/internal/frontier"
+	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
 	"github.com/gridcrawl/gridcrawl/services/internal/routing"
 )
 
@@ -47,6 +48,10 @@ type Config struct {
 	// TimelineInterval is how often the counts of each running crawl are
 	// sampled for its timeline.
 	TimelineInterval time.Duration `env:"GRIDCRAWL_TIMELINE_INTERVAL" envDefault:"5s"`
+	// MetricsCache is how long the crawl counts of /metrics
+	// (gridcrawl_crawl_urls, gridcrawl_crawls) are reused before they are
+	// read from the backends again, whatever the scrape rate.
+	MetricsCache time.Duration `env:"GRIDCRAWL_METRICS_CACHE" envDefault:"10s"`
 }
 
 // Validate checks c.
@@ -64,6 +69,8 @@ func (c *Config) Validate(embedded bool) error {
 		return errors.New("GRIDCRAWL_TIMELINE_INTERVAL must be at least 10ms")
 	case c.IndexerPrefetch < 1 || c.IndexerBatch < 1:
 		return errors.New("GRIDCRAWL_INDEXER_PREFETCH and GRIDCRAWL_INDEXER_BATCH must be at least 1")
+	case c.MetricsCache < 0:
+		return errors.New("GRIDCRAWL_METRICS_CACHE must not be negative")
 	case !embedded && c.Token == "":
 		return errors.New("GRIDCRAWL_API_TOKEN is required in grid mode (real backends)")
 	}
@@ -91,6 +98,9 @@ type Deps struct {
 	Logger   *slog.Logger
 	// Listener, when set, is used instead of listening on Config.Listen.
 	Listener net.Listener
+	// Metrics is served at /metrics and receives MCP's metrics; nil: MCP
+	// makes a registry of its own.
+	Metrics *metrics.Registry
 }
 
 // MCP is the coordinator service.
@@ -99,11 +109,13 @@ type MCP struct {
 	deps     Deps
 	log      *slog.Logger
 	frontier *frontier.Frontier
+	met      *metrics.MCP
+	ready    []metrics.Check
 
 	mu   sync.Mutex
 	addr net.Addr
-	// ready is closed once the HTTP listener is bound.
-	ready chan struct{}
+	// listening is closed once the HTTP listener is bound.
+	listening chan struct{}
 
 	locks sync.Map // crawl id → *sync.Mutex, see crawlLock
 	// nudged holds the crawls the indexer asks the finish check to look at;
@@ -121,20 +133,30 @@ func New(cfg Config, deps Deps) *MCP {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &MCP{
-		cfg: cfg, deps: deps, log: log,
-		frontier: &frontier.Frontier{Tx: deps.Tx, Queue: deps.Queue, Group: deps.Group, Shards: deps.Shards},
-		ready:    make(chan struct{}),
-		nudged:   map[string]struct{}{},
-		nudge:    make(chan struct{}, 1),
-		tl:       timelines{byID: map[string]*Timeline{}},
+	if deps.Metrics == nil {
+		deps.Metrics = metrics.New()
 	}
+	m := &MCP{
+		cfg: cfg, deps: deps, log: log,
+		frontier:  &frontier.Frontier{Tx: deps.Tx, Queue: deps.Queue, Group: deps.Group, Shards: deps.Shards},
+		met:       deps.Metrics.MCP(),
+		ready:     metrics.BackendChecks(deps.Queue, deps.Tx, deps.Profiles, deps.Assets, deps.Search),
+		listening: make(chan struct{}),
+		nudged:    map[string]struct{}{},
+		nudge:     make(chan struct{}, 1),
+		tl:        timelines{byID: map[string]*Timeline{}},
+	}
+	counts := &crawlCounts{m: m, final: map[string]map[string]int64{}}
+	if err := deps.Metrics.Register(metrics.MCPCollector(counts.read, cfg.MetricsCache, 10*time.Second)); err != nil {
+		log.Warn("register crawl metrics", "err", err) // a second MCP on one registry
+	}
+	return m
 }
 
 // Addr waits until the API listens and returns its address.
 func (m *MCP) Addr(ctx context.Context) (net.Addr, error) {
 	select {
-	case <-m.ready:
+	case <-m.listening:
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		return m.addr, nil
@@ -157,7 +179,7 @@ func (m *MCP) Run(ctx context.Context) error {
 	m.mu.Lock()
 	m.addr = ln.Addr()
 	m.mu.Unlock()
-	close(m.ready)
+	close(m.listening)
 	m.log.Info("api listening", "addr", ln.Addr().String())
 
 	srv := &http.Server{
@@ -190,9 +212,11 @@ func (m *MCP) Run(ctx context.Context) error {
 	case err = <-errs:
 	}
 	cancel()
+	m.log.Info("shutdown started", "err", err)
 	shutCtx, done := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer done()
 	_ = srv.Shutdown(shutCtx)
 	wg.Wait()
+	m.log.Info("shutdown complete")
 	return err
 }

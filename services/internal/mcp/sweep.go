@@ -31,6 +31,7 @@ func (m *MCP) runSweep(ctx context.Context) {
 			m.log.Error("recovery sweep", "err", err)
 		}
 		if n > 0 {
+			m.met.Recovered(n)
 			m.log.Info("recovery sweep republished work", "records", n)
 		}
 	}

@@ -8,9 +8,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 
 	"github.com/caarlos0/env/v10"
 
+	"github.com/gridcrawl/gridcrawl/pkg/search"
+	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
 	"github.com/gridcrawl/gridcrawl/services/internal/routing"
 	"github.com/gridcrawl/gridcrawl/services/internal/wire"
 )
@@ -20,6 +23,10 @@ type Common struct {
 	Backends wire.Backends
 	Frontier routing.Config
 	LogLevel string `env:"GRIDCRAWL_LOG_LEVEL" envDefault:"info"`
+	// MetricsListen is the address of the service's metrics listener
+	// (/metrics, /healthz, /readyz, no token); empty: none. MCP also serves
+	// them on its API listener.
+	MetricsListen string `env:"GRIDCRAWL_METRICS_LISTEN"`
 }
 
 // Runner is a service built on opened backends.
@@ -44,7 +51,7 @@ func Main(ctx context.Context, name string, stderr io.Writer, cfg any, common fu
 		return 2
 	}
 	log = slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: lvl})).With("service", name)
-	if err := errors.Join(c.Backends.Validate(), c.Frontier.Validate()); err != nil {
+	if err := errors.Join(c.Backends.Validate(), c.Frontier.Validate(), validListen(c.MetricsListen)); err != nil {
 		log.Error("invalid configuration", "err", err)
 		return 2
 	}
@@ -56,10 +63,10 @@ func Main(ctx context.Context, name string, stderr io.Writer, cfg any, common fu
 		log.Error("open backends", "err", err)
 		return 1
 	}
+	set.Instrument(metrics.New())
 	r, err := build(set, log)
 	if err == nil {
-		log.Info("service starting")
-		err = r.Run(ctx)
+		err = run(ctx, name, c.MetricsListen, set, r, log)
 	}
 	published := set.Published()
 	err = errors.Join(err, set.Close())
@@ -69,4 +76,35 @@ func Main(ctx context.Context, name string, stderr io.Writer, cfg any, common fu
 	}
 	log.Info("service stopped", "published", published)
 	return 0
+}
+
+// run runs r, with the metrics listener when listen is set.
+func run(ctx context.Context, name, listen string, set *wire.Set, r Runner, log *slog.Logger) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if listen != "" {
+		var si search.Index // the loader and the crawler do not use it
+		if name == "mcp" {
+			si = set.Search
+		}
+		checks := metrics.BackendChecks(set.Queue, set.Tx, set.Profiles, set.Assets, si)
+		_, done, err := metrics.Serve(ctx, listen, metrics.Mux(set.Metrics, checks), log)
+		if err != nil {
+			return err
+		}
+		defer func() { cancel(); <-done }()
+	}
+	log.Info("service starting")
+	return r.Run(ctx)
+}
+
+// validListen checks GRIDCRAWL_METRICS_LISTEN.
+func validListen(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return fmt.Errorf("GRIDCRAWL_METRICS_LISTEN %q: %w", addr, err)
+	}
+	return nil
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/sqlitequeue"
 	"github.com/gridcrawl/gridcrawl/pkg/sqlitestore"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
+	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
 	"github.com/gridcrawl/gridcrawl/services/internal/routing"
 )
 
@@ -82,6 +83,9 @@ type Set struct {
 	HCF hcf.Store
 	// Embedded is true when every backend lives in DataDir in this process.
 	Embedded bool
+	// Metrics is the registry the backends report to (see Instrument);
+	// nil until Instrument.
+	Metrics *metrics.Registry
 
 	closers []func() error
 	lock    *os.File
@@ -161,7 +165,7 @@ func Open(ctx context.Context, b Backends, log *slog.Logger) (*Set, error) {
 		}
 		s.Assets, s.closers = as, append(s.closers, as.Close)
 	}
-	s.Queue = &countingQueue{Queue: s.Queue}
+	s.Queue = newCountingQueue(s.Queue, b.QueueMaxAttempts, nil)
 	return s, nil
 }
 

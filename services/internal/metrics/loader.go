@@ -1,0 +1,236 @@
+package metrics
+
+import (
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Kind is what an HTTP request of the loader asked for.
+type Kind uint8
+
+// Request kinds (label kind).
+const (
+	KindPage   Kind = iota // a page of a crawl
+	KindRobots             // an origin's robots.txt
+	numKinds
+)
+
+var kindNames = [numKinds]string{"page", "robots"}
+
+// Outcome is what became of one URL the loader leased (label outcome of
+// gridcrawl_loader_urls_total).
+type Outcome uint8
+
+// Loader outcomes.
+const (
+	// OutcomeFetched: a 2xx (or other non-error, non-redirect) response,
+	// stored and moved to to-be-parsed.
+	OutcomeFetched Outcome = iota
+	// OutcomeRedirected: a 3xx response, stored and moved to to-be-parsed
+	// (the crawler follows the redirect).
+	OutcomeRedirected
+	// OutcomeHTTPError: a response with status ≥ 400 (or < 200): the URL failed.
+	OutcomeHTTPError
+	// OutcomeFetchError: no response after the last attempt (network error, timeout).
+	OutcomeFetchError
+	// OutcomeRetry: a retryable failure (network error, 429, 503); fetched again later.
+	OutcomeRetry
+	// OutcomeRobotsDisallowed: robots.txt disallows the URL.
+	OutcomeRobotsDisallowed
+	// OutcomeRobotsUnreachable: the origin's robots.txt could not be had.
+	OutcomeRobotsUnreachable
+	// OutcomeRobotsFetch: the lease fetched the origin's robots.txt
+	// instead; the URL is scheduled again.
+	OutcomeRobotsFetch
+	// OutcomeAddressNotAllowed: the host resolves outside GRIDCRAWL_ALLOW_NETS.
+	OutcomeAddressNotAllowed
+	// OutcomeCancelled: the crawl was cancelled.
+	OutcomeCancelled
+	// OutcomeInvalidURL: the URL does not parse.
+	OutcomeInvalidURL
+	// OutcomeOtherFailure: failed for another reason.
+	OutcomeOtherFailure
+	// OutcomePaused: the crawl is paused; the URL is parked.
+	OutcomePaused
+	// OutcomeRetired: the crawl host group's budget is spent; the URL is parked as retired.
+	OutcomeRetired
+	// OutcomeSkipped: the record was no longer to-be-loaded (a duplicate delivery).
+	OutcomeSkipped
+	// OutcomeRepublished: fetched before; its crawler contract is published again.
+	OutcomeRepublished
+	// OutcomeAbandoned: no outcome (index error, shutdown); the contract is retried.
+	OutcomeAbandoned
+	// OutcomeLost: the contract went back to the broker (connection lost).
+	OutcomeLost
+	numOutcomes
+)
+
+var outcomeNames = [numOutcomes]string{
+	"fetched", "redirected", "http-error", "fetch-error", "retry", "robots-disallowed", "robots-unreachable",
+	"robots-fetch", "address-not-allowed", "cancelled", "invalid-url", "other-failure", "paused", "retired",
+	"skipped", "republished", "abandoned", "lost",
+}
+
+// String returns the outcome's label value.
+func (o Outcome) String() string { return outcomeNames[o] }
+
+// RobotsResult is the result of one robots.txt fetch (label result).
+type RobotsResult uint8
+
+// Robots.txt fetch results, as RFC 9309 reads them.
+const (
+	// RobotsOK: a 2xx response; its rules apply.
+	RobotsOK RobotsResult = iota
+	// RobotsUnavailable: a 4xx response (or too many redirects): everything is allowed.
+	RobotsUnavailable
+	// RobotsUnreachable: a 5xx or 429 response: everything is disallowed for a while.
+	RobotsUnreachable
+	// RobotsError: no response (network error, timeout, address not allowed).
+	RobotsError
+	numRobotsResults
+)
+
+var robotsNames = [numRobotsResults]string{"ok", "unavailable", "unreachable", "error"}
+
+// RobotsResultOf classifies the final status of a robots.txt fetch; 0
+// means no response.
+func RobotsResultOf(status int) RobotsResult {
+	switch {
+	case status == 0:
+		return RobotsError
+	case status == 429 || status >= 500:
+		return RobotsUnreachable
+	case status >= 200 && status < 300:
+		return RobotsOK
+	}
+	return RobotsUnavailable
+}
+
+// Loader holds the loader's families.
+type Loader struct {
+	requests *prometheus.CounterVec
+	// codes caches the request counter of each kind and status code
+	// (index code-100; the last slot counts requests without a response).
+	codes [numKinds][501]atomic.Pointer[prometheus.Counter]
+
+	duration [numKinds]prometheus.Observer
+	size     [numKinds]prometheus.Observer
+	outcomes [numOutcomes]prometheus.Counter
+	robots   [numRobotsResults]prometheus.Counter
+	delay    prometheus.Observer
+	warc     prometheus.Counter
+	parked   prometheus.Counter
+}
+
+func newLoader(reg prometheus.Registerer) *Loader {
+	f := factory{reg}
+	l := &Loader{
+		requests: f.counterVec("gridcrawl_loader_requests_total",
+			"HTTP requests the loader sent (redirects of robots.txt included), by kind (page, robots), status class (2xx…, error) and status code (error: no response).",
+			"kind", "class", "code"),
+	}
+	dur := f.histogramVec("gridcrawl_loader_fetch_duration_seconds",
+		"Time from sending a request to the end of its response body, by kind.", fetchBuckets, "kind")
+	size := f.histogramVec("gridcrawl_loader_response_size_bytes",
+		"Response body bytes received (up to GRIDCRAWL_MAX_BODY_BYTES), by kind.", sizeBuckets, "kind")
+	for k := range numKinds {
+		l.duration[k] = dur.WithLabelValues(kindNames[k])
+		l.size[k] = size.WithLabelValues(kindNames[k])
+	}
+	out := f.counterVec("gridcrawl_loader_urls_total",
+		"URLs the loader took from its schedule, by what became of them.", "outcome")
+	for o := range numOutcomes {
+		l.outcomes[o] = out.WithLabelValues(outcomeNames[o])
+	}
+	rob := f.counterVec("gridcrawl_loader_robots_fetches_total",
+		"robots.txt fetches, by result: ok (2xx), unavailable (4xx: all allowed), unreachable (5xx, 429: all disallowed for a while), error (no response).", "result")
+	for r := range numRobotsResults {
+		l.robots[r] = rob.WithLabelValues(robotsNames[r])
+	}
+	l.delay = f.histogram("gridcrawl_loader_politeness_delay_seconds",
+		"Delay the politeness policy set on a crawl host group after each of its requests (delay factor, Crawl-delay, backoff, Retry-After).", delayBuckets)
+	l.warc = f.counter("gridcrawl_loader_warc_bytes_total", "WARC bytes the loader stored in the asset store.")
+	l.parked = f.counter("gridcrawl_loader_parked_urls_total",
+		"URLs the loader parked in the broker (a crawl host group holding more than GRIDCRAWL_LOADER_GROUP_QUEUE, a paused crawl).")
+	return l
+}
+
+// Request counts a request sent; code is its status, 0 when no response came.
+func (l *Loader) Request(kind Kind, code int) {
+	i := 500
+	if code >= 100 && code < 600 {
+		i = code - 100
+	}
+	slot := &l.codes[kind][i]
+	c := slot.Load()
+	if c == nil {
+		class, label := "error", "error"
+		if i < 500 {
+			label = strconv.Itoa(code)
+			class = label[:1] + "xx"
+		}
+		v := l.requests.WithLabelValues(kindNames[kind], class, label)
+		slot.Store(&v)
+		c = &v
+	}
+	(*c).Inc()
+}
+
+// Response records the duration and body size of a response.
+func (l *Loader) Response(kind Kind, d time.Duration, bytes int) {
+	l.duration[kind].Observe(d.Seconds())
+	l.size[kind].Observe(float64(bytes))
+}
+
+// URL counts the outcome of one leased URL.
+func (l *Loader) URL(o Outcome) { l.outcomes[o].Inc() }
+
+// Robots counts a robots.txt fetch.
+func (l *Loader) Robots(r RobotsResult) { l.robots[r].Inc() }
+
+// PolitenessDelay records the delay set on a group after a request.
+func (l *Loader) PolitenessDelay(d time.Duration) { l.delay.Observe(d.Seconds()) }
+
+// WARCBytes counts stored WARC bytes.
+func (l *Loader) WARCBytes(n int64) { l.warc.Add(float64(n)) }
+
+// Parked counts parked URLs.
+func (l *Loader) Parked(n int) { l.parked.Add(float64(n)) }
+
+// GroupStates is a snapshot of the loader's politeness scheduler, read at
+// scrape time.
+type GroupStates struct {
+	// Groups counts crawl host groups by state (ready, waiting, busy,
+	// inactive, retired, idle).
+	Groups map[string]int
+	// Queued is the number of URLs held in the scheduler.
+	Queued int
+}
+
+// LoaderCollector exposes the scheduler's groups per state and its queued
+// URLs, read by snapshot at each scrape (one lock of the scheduler).
+func LoaderCollector(snapshot func() GroupStates) prometheus.Collector {
+	return &loaderCollector{snapshot: snapshot}
+}
+
+var (
+	groupsDesc = prometheus.NewDesc("gridcrawl_loader_host_groups",
+		"Crawl host groups in the loader's politeness scheduler, by state.", []string{"state"}, nil)
+	queuedDesc = prometheus.NewDesc("gridcrawl_loader_queued_urls",
+		"URLs held in the loader's politeness scheduler.", nil, nil)
+)
+
+type loaderCollector struct{ snapshot func() GroupStates }
+
+func (c *loaderCollector) Describe(ch chan<- *prometheus.Desc) { ch <- groupsDesc; ch <- queuedDesc }
+
+func (c *loaderCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.snapshot()
+	for state, n := range s.Groups {
+		ch <- prometheus.MustNewConstMetric(groupsDesc, prometheus.GaugeValue, float64(n), state)
+	}
+	ch <- prometheus.MustNewConstMetric(queuedDesc, prometheus.GaugeValue, float64(s.Queued))
+}

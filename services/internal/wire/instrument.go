@@ -1,0 +1,213 @@
+package wire
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/assets"
+	"github.com/gridcrawl/gridcrawl/pkg/search"
+	"github.com/gridcrawl/gridcrawl/pkg/txindex"
+	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
+)
+
+// Instrument makes the backends of s report to reg: queue contracts per
+// queue and the latency of every queue, transaction index, asset store and
+// search index operation (gridcrawl_backend_operation_duration_seconds).
+// Call it once, before the services are built on s.
+//
+// The wrappers expose the capability interfaces only (and
+// assets.Appender when the store has it): an optional interface asserted on
+// a backend must be forwarded here too.
+func (s *Set) Instrument(reg *metrics.Registry) {
+	s.Metrics = reg
+	if c, ok := s.Queue.(*countingQueue); ok {
+		c.instrument(reg)
+	}
+	b := reg.Backend()
+	s.Tx = newMeteredTx(s.Tx, b)
+	s.Search = newMeteredSearch(s.Search, b)
+	s.Assets = newMeteredAssets(s.Assets, b)
+}
+
+// meteredTx times every transaction index operation.
+type meteredTx struct {
+	txindex.Index
+	create, get, getMany, transition, lower, counts, countHost, stale, list metrics.Op
+}
+
+func newMeteredTx(tx txindex.Index, b *metrics.Backend) *meteredTx {
+	op := func(name string) metrics.Op { return b.Op("txindex", name) }
+	return &meteredTx{Index: tx, create: op("create"), get: op("get"), getMany: op("get-many"), transition: op("transition"),
+		lower: op("lower-depth"), counts: op("counts"), countHost: op("count-host"), stale: op("stale"), list: op("list")}
+}
+
+func (m *meteredTx) Create(ctx context.Context, recs []txindex.Record) ([]bool, error) {
+	start := time.Now()
+	r, err := m.Index.Create(ctx, recs)
+	m.create.Done(start, err)
+	return r, err
+}
+
+func (m *meteredTx) Get(ctx context.Context, key string) (txindex.Record, error) {
+	start := time.Now()
+	r, err := m.Index.Get(ctx, key)
+	m.get.Done(start, notFoundIsNoError(err, txindex.ErrNotFound))
+	return r, err
+}
+
+func (m *meteredTx) GetMany(ctx context.Context, keys []string) (map[string]txindex.Record, error) {
+	start := time.Now()
+	r, err := m.Index.GetMany(ctx, keys)
+	m.getMany.Done(start, err)
+	return r, err
+}
+
+func (m *meteredTx) Transition(ctx context.Context, ts []txindex.Transition) ([]bool, error) {
+	start := time.Now()
+	r, err := m.Index.Transition(ctx, ts)
+	m.transition.Done(start, err)
+	return r, err
+}
+
+func (m *meteredTx) LowerDepth(ctx context.Context, ls []txindex.Lowering) (map[string]txindex.Lowered, error) {
+	start := time.Now()
+	r, err := m.Index.LowerDepth(ctx, ls)
+	m.lower.Done(start, err)
+	return r, err
+}
+
+func (m *meteredTx) Counts(ctx context.Context, crawlID string) (map[contracts.Status]int64, error) {
+	start := time.Now()
+	r, err := m.Index.Counts(ctx, crawlID)
+	m.counts.Done(start, err)
+	return r, err
+}
+
+func (m *meteredTx) CountHost(ctx context.Context, crawlID, host string) (int64, error) {
+	start := time.Now()
+	r, err := m.Index.CountHost(ctx, crawlID, host)
+	m.countHost.Done(start, err)
+	return r, err
+}
+
+func (m *meteredTx) Stale(ctx context.Context, before time.Time, limit int) ([]txindex.Record, error) {
+	start := time.Now()
+	r, err := m.Index.Stale(ctx, before, limit)
+	m.stale.Done(start, err)
+	return r, err
+}
+
+func (m *meteredTx) List(ctx context.Context, crawlID string, status contracts.Status, after string, limit int) ([]txindex.Record, error) {
+	start := time.Now()
+	r, err := m.Index.List(ctx, crawlID, status, after, limit)
+	m.list.Done(start, err)
+	return r, err
+}
+
+// meteredSearch times every search index operation.
+type meteredSearch struct {
+	search.Index
+	upsert, get, query, count, writes metrics.Op
+}
+
+func newMeteredSearch(si search.Index, b *metrics.Backend) *meteredSearch {
+	op := func(name string) metrics.Op { return b.Op("search", name) }
+	return &meteredSearch{Index: si, upsert: op("upsert"), get: op("get"), query: op("search"), count: op("count"), writes: op("writes")}
+}
+
+func (m *meteredSearch) Upsert(ctx context.Context, docs []contracts.Document) error {
+	start := time.Now()
+	err := m.Index.Upsert(ctx, docs)
+	m.upsert.Done(start, err)
+	return err
+}
+
+func (m *meteredSearch) Get(ctx context.Context, id string) (contracts.Document, error) {
+	start := time.Now()
+	d, err := m.Index.Get(ctx, id)
+	m.get.Done(start, notFoundIsNoError(err, search.ErrNotFound))
+	return d, err
+}
+
+func (m *meteredSearch) Search(ctx context.Context, q search.Query) (search.Result, error) {
+	start := time.Now()
+	r, err := m.Index.Search(ctx, q)
+	m.query.Done(start, err)
+	return r, err
+}
+
+func (m *meteredSearch) Count(ctx context.Context, crawlID string) (int64, error) {
+	start := time.Now()
+	n, err := m.Index.Count(ctx, crawlID)
+	m.count.Done(start, err)
+	return n, err
+}
+
+func (m *meteredSearch) Writes(ctx context.Context, id string) (int64, error) {
+	start := time.Now()
+	n, err := m.Index.Writes(ctx, id)
+	m.writes.Done(start, notFoundIsNoError(err, search.ErrNotFound))
+	return n, err
+}
+
+// meteredAssets times every asset store operation.
+type meteredAssets struct {
+	assets.Store
+	put, get, list metrics.Op
+}
+
+// meteredAppender is a meteredAssets over a store that can append.
+type meteredAppender struct {
+	*meteredAssets
+	app    assets.Appender
+	append metrics.Op
+}
+
+func newMeteredAssets(st assets.Store, b *metrics.Backend) assets.Store {
+	op := func(name string) metrics.Op { return b.Op("assets", name) }
+	m := &meteredAssets{Store: st, put: op("put"), get: op("get"), list: op("list")}
+	if app, ok := st.(assets.Appender); ok {
+		return &meteredAppender{meteredAssets: m, app: app, append: op("append")}
+	}
+	return m
+}
+
+func (m *meteredAssets) Put(ctx context.Context, key string, r io.Reader, size int64, contentType string) error {
+	start := time.Now()
+	err := m.Store.Put(ctx, key, r, size, contentType)
+	m.put.Done(start, err)
+	return err
+}
+
+// Get times the call up to the first byte available, not the read.
+func (m *meteredAssets) Get(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
+	start := time.Now()
+	rc, err := m.Store.Get(ctx, key, offset, length)
+	m.get.Done(start, notFoundIsNoError(err, assets.ErrNotFound))
+	return rc, err
+}
+
+func (m *meteredAssets) List(ctx context.Context, prefix string) ([]string, error) {
+	start := time.Now()
+	r, err := m.Store.List(ctx, prefix)
+	m.list.Done(start, err)
+	return r, err
+}
+
+func (m *meteredAppender) Append(ctx context.Context, key string, r io.Reader, size int64) (int64, error) {
+	start := time.Now()
+	off, err := m.app.Append(ctx, key, r, size)
+	m.append.Done(start, err)
+	return off, err
+}
+
+// notFoundIsNoError keeps an expected "not found" out of the error counter.
+func notFoundIsNoError(err, notFound error) error {
+	if errors.Is(err, notFound) {
+		return nil
+	}
+	return err
+}
