@@ -162,7 +162,8 @@ func cmdCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cancel()
 	if ctx.Err() != nil {
 		// Stopping takes as long as the fetches in flight.
-		fmt.Fprintln(stderr, "grid crawl: interrupted, stopping the grid (interrupt again to exit at once)")
+		fmt.Fprintf(stderr, "grid crawl: interrupted: stopping the grid; fetches in flight may take up to %s (GRIDCRAWL_LOADER_SHUTDOWN_TIMEOUT); interrupt again to exit at once\n",
+			cfg.Loader.ShutdownTimeout)
 	}
 	if r.runErr != nil { // follow did not take the grid's result
 		if e := <-runErr; e != nil && !errors.Is(e, context.Canceled) {

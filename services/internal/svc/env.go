@@ -92,9 +92,13 @@ func want(t reflect.Type, err error) string {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	var pe env.ParseError
 	inner := err
-	if errors.As(err, &pe) {
+	var agg env.AggregateError
+	if errors.As(err, &agg) && len(agg.Errors) == 1 { // AggregateError has no Unwrap
+		inner = agg.Errors[0]
+	}
+	var pe env.ParseError
+	if errors.As(inner, &pe) {
 		inner = pe.Err
 	}
 	switch {
