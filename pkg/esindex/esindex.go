@@ -294,10 +294,37 @@ func (c *Client) keepExisting(ctx context.Context, name string, props map[string
 			continue
 		}
 		if typeOf(old) == typeOf(def.(map[string]any)) {
-			out[f] = old
+			out[f] = withSubFields(old, def.(map[string]any))
 		}
 	}
 	return out, nil
+}
+
+// withSubFields returns the existing field definition old with the
+// sub-fields (multi-fields) of def it lacks: Elasticsearch allows adding
+// them to an existing field.
+func withSubFields(old, def map[string]any) map[string]any {
+	add, ok := def["fields"].(map[string]any)
+	if !ok {
+		return old
+	}
+	out := make(map[string]any, len(old)+1)
+	for k, v := range old {
+		out[k] = v
+	}
+	fields := map[string]any{}
+	if have, ok := old["fields"].(map[string]any); ok {
+		for k, v := range have {
+			fields[k] = v
+		}
+	}
+	for k, v := range add {
+		if _, ok := fields[k]; !ok {
+			fields[k] = v
+		}
+	}
+	out["fields"] = fields
+	return out
 }
 
 // typeOf returns the type of a field mapping; "object" when it has none.
@@ -429,14 +456,28 @@ var (
 	sourceOnly = func(typ string) map[string]any {
 		return map[string]any{"type": typ, "index": false, "doc_values": false}
 	}
+	// aggOnly is a field that is aggregated but never searched.
+	aggOnly = func(typ string) map[string]any {
+		return map[string]any{"type": typ, "index": false}
+	}
+	// withSub returns def with the sub-field (multi-field) name.
+	withSub = func(def map[string]any, name string, sub map[string]any) map[string]any {
+		def["fields"] = map[string]any{name: sub}
+		return def
+	}
 
 	// txMapping indexes only the fields that queries use: crawl_id, host
 	// and status (filters, the terms aggregation of Counts, the
 	// termination query), status_time (Stale's range and sort) and key
-	// (List's sort). The others are read from _source only, so a write
-	// of a record costs no inverted index or doc values for them. Indices
-	// created by older versions, which index every field, keep their
-	// mapping (see ensureIndex).
+	// (List's sort). The reports aggregate error, http_status (through
+	// the sub-fields error.r and http_status.n, which can be added to an
+	// index whose error and http_status are source only), mime_type and
+	// bytes from doc values; the crawl log filters on error.r. The others
+	// are read from _source only, so a write of a record costs no
+	// inverted index or doc values for them. Indices created by older
+	// versions, which index every field, keep their mapping (see
+	// ensureIndex) and gain the new fields; their records written before
+	// count as unknown in the reports until they are written again.
 	txMapping = map[string]any{
 		"key":         keyword,
 		"crawl_id":    keyword,
@@ -449,10 +490,13 @@ var (
 		"status":      keyword,
 		"status_time": date,
 		"attempts":    sourceOnly("integer"),
-		"error":       sourceOnly("keyword"),
-		"http_status": sourceOnly("integer"),
+		"error":       withSub(sourceOnly("keyword"), reasonField, map[string]any{"type": "keyword", "ignore_above": 1024}),
+		"http_status": withSub(sourceOnly("integer"), codeField, aggOnly("integer")),
 		"asset":       storedOnly,
 		"created_at":  sourceOnly("date"),
+		"mime_type":   aggOnly("keyword"),
+		"bytes":       aggOnly("long"),
+		"history":     storedOnly,
 	}
 
 	profilesMapping = map[string]any{

@@ -195,6 +195,7 @@ func TestOpenIdempotent(t *testing.T) {
 	if _, err := clients[0].TxIndex().Create(t.Context(), []txindex.Record{rec}); err != nil {
 		t.Fatalf("Create error: %v", err)
 	}
+	rec.History = txindex.StartHistory(rec) // what Create stores
 	again := openPrefix(t, Options{URL: url, Prefix: prefix}, false)
 	got, err := again.TxIndex().Get(t.Context(), rec.Key)
 	if err != nil {
@@ -703,5 +704,70 @@ func TestTransitionStaleCache(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// issue10TxMapping is the transactions mapping before the reports: error
+// and http_status in _source only, no mime_type, bytes or history.
+const issue10TxMapping = `{"settings":{"index":{"number_of_shards":1,"number_of_replicas":0}},
+"mappings":{"dynamic":"strict","properties":{
+"key":{"type":"keyword"},"crawl_id":{"type":"keyword"},"url":{"type":"keyword","index":false,"doc_values":false},
+"host":{"type":"keyword"},"chg":{"type":"keyword","index":false,"doc_values":false},
+"depth":{"type":"integer","index":false,"doc_values":false},"hops":{"type":"integer","index":false,"doc_values":false},
+"referrer":{"type":"keyword","index":false,"doc_values":false},"status":{"type":"keyword"},"status_time":{"type":"date"},
+"attempts":{"type":"integer","index":false,"doc_values":false},
+"error":{"type":"keyword","index":false,"doc_values":false},
+"http_status":{"type":"integer","index":false,"doc_values":false},
+"asset":{"type":"object","enabled":false},
+"created_at":{"type":"date","index":false,"doc_values":false}}}}`
+
+// TestReportsOnOlderRecords opens a transactions index made before the
+// reports, holding a failed record written then: Open adds the new fields,
+// the reports count the old record as unknown (no status code, no reason)
+// instead of failing, and a new record is reported in full.
+func TestReportsOnOlderRecords(t *testing.T) {
+	url := esURL(t)
+	prefix := testPrefix()
+	index := prefix + "-transactions"
+	if status, body := raw(t, http.MethodPut, "/"+index, issue10TxMapping); status != http.StatusOK {
+		t.Fatalf("create old index = %d %s", status, body)
+	}
+	old := `{"key":"old1","crawl_id":"c1","url":"http://a.test/old","host":"a.test","chg":"a.test","depth":0,"hops":0,` +
+		`"status":"failed","status_time":"2026-11-20T10:00:00Z","attempts":1,"error":"http 404","http_status":404,` +
+		`"asset":{"key":"","offset":0,"length":0},"created_at":"2026-11-20T10:00:00Z"}`
+	if status, body := raw(t, http.MethodPut, "/"+index+"/_doc/old1?refresh=true", old); status != http.StatusCreated {
+		t.Fatalf("index old record = %d %s", status, body)
+	}
+	x := openPrefix(t, Options{URL: url, Prefix: prefix}, true).TxIndex()
+	r := txindex.Record{Key: "new1", CrawlID: "c1", URL: "http://a.test/new", Host: "a.test", Status: contracts.ToBeLoaded,
+		StatusTime: time.Now(), CreatedAt: time.Now()}
+	if _, err := x.Create(t.Context(), []txindex.Record{r}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := x.Transition(t.Context(), []txindex.Transition{{Key: "new1", From: contracts.ToBeLoaded, To: contracts.Failed,
+		Error: "http 410", HTTPStatus: 410, MIMEType: "text/html"}}); err != nil {
+		t.Fatal(err)
+	}
+	codes, err := x.StatusCodesReport(t.Context(), "c1")
+	if err != nil {
+		t.Fatalf("StatusCodesReport: %v", err)
+	}
+	if diff := cmp.Diff([]txindex.StatusCodeRow{{StatusCode: 0, Count: 1}, {StatusCode: 410, Count: 1}}, codes); diff != "" {
+		t.Errorf("StatusCodesReport (-want +got):\n%s", diff)
+	}
+	reasons, err := x.FailureReasonsReport(t.Context(), "c1", 10)
+	if err != nil {
+		t.Fatalf("FailureReasonsReport: %v", err)
+	}
+	want := []txindex.ReasonRow{
+		{Reason: "", Count: 1, SampleURLs: []string{"http://a.test/old"}},
+		{Reason: "http 410", Count: 1, SampleURLs: []string{"http://a.test/new"}},
+	}
+	if diff := cmp.Diff(want, reasons); diff != "" {
+		t.Errorf("FailureReasonsReport (-want +got):\n%s", diff)
+	}
+	got, err := x.Get(t.Context(), "old1")
+	if err != nil || got.Error != "http 404" || got.Bytes != nil || len(got.History) != 0 {
+		t.Errorf("Get(old record) = %+v, %v; want it as written, without size or history", got, err)
 	}
 }

@@ -48,6 +48,7 @@ func (x *TxIndex) Create(ctx context.Context, recs []txindex.Record) ([]bool, er
 	seen := make(map[string]bool, len(recs))
 	ops := make([]bulkOp, 0, len(recs))
 	pos := make([]int, 0, len(recs)) // record index of each op
+	made := make([]txindex.Record, 0, len(recs))
 	for i, r := range recs {
 		if r.Key == "" || r.CrawlID == "" || !r.Status.Valid() {
 			return nil, fmt.Errorf("create record %q: key, crawl id and a valid status are required", r.Key)
@@ -56,12 +57,14 @@ func (x *TxIndex) Create(ctx context.Context, recs []txindex.Record) ([]bool, er
 			continue
 		}
 		seen[r.Key] = true
+		r.History = txindex.StartHistory(r)
 		src, err := json.Marshal(r)
 		if err != nil {
 			return nil, fmt.Errorf("create record %q: %w", r.Key, err)
 		}
 		ops = append(ops, bulkOp{op: "create", action: bulkAction{Index: x.c.txIndex, ID: r.Key}, source: src})
 		pos = append(pos, i)
+		made = append(made, r)
 	}
 	items, err := x.c.bulk(ctx, ops)
 	if err != nil {
@@ -74,7 +77,7 @@ func (x *TxIndex) Create(ctx context.Context, recs []txindex.Record) ([]bool, er
 			return nil, fmt.Errorf("create record %q: %w", recs[pos[j]].Key, it.err())
 		default:
 			created[pos[j]] = true
-			x.cache.put(version{seqNo: it.SeqNo, primaryTerm: it.PrimaryTerm, rec: recs[pos[j]]})
+			x.cache.put(version{seqNo: it.SeqNo, primaryTerm: it.PrimaryTerm, rec: made[j]})
 		}
 	}
 	return created, nil
@@ -325,6 +328,9 @@ func (x *TxIndex) modify(ctx context.Context, keys []string, fn func(r *txindex.
 
 // apply changes r by t at time now.
 func apply(r *txindex.Record, t txindex.Transition, now time.Time) {
+	if r.Status != t.To {
+		r.History = txindex.AppendHistory(r.History, txindex.Event{Status: t.To, Time: now})
+	}
 	r.Status = t.To
 	r.StatusTime = now
 	if t.Error != "" {
@@ -335,6 +341,13 @@ func apply(r *txindex.Record, t txindex.Transition, now time.Time) {
 	}
 	if t.Asset != nil {
 		r.Asset = *t.Asset
+	}
+	if t.MIMEType != "" {
+		r.MIMEType = t.MIMEType
+	}
+	if t.Bytes != nil {
+		b := *t.Bytes
+		r.Bytes = &b
 	}
 	if t.AddAttempt {
 		r.Attempts++

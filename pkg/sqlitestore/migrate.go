@@ -152,6 +152,47 @@ func migrateSearchV2(path string) error {
 	return nil
 }
 
+// migrateTxV2 turns a transaction index of schema version 2 into version
+// 3 in one transaction: it adds the columns of the fetched response's media
+// type and size (NULL size: unknown, as for every record fetched before)
+// and of the status history (empty for older records), and the partial
+// index of failure reasons. Adding columns with constant defaults rewrites
+// no row. A missing file or a database of another version is left alone.
+func migrateTxV2(path string) error {
+	db, err := openForMigration(path)
+	if db == nil || err != nil {
+		return err
+	}
+	defer db.Close()
+	ctx := context.Background()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("migrate transaction index: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	var version int
+	if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
+		return fmt.Errorf("migrate transaction index: read version: %w", err)
+	}
+	if version != 2 {
+		return nil
+	}
+	stmts := []string{
+		`ALTER TABLE records ADD COLUMN mime_type TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE records ADD COLUMN bytes INTEGER`,
+		`ALTER TABLE records ADD COLUMN history TEXT NOT NULL DEFAULT '[]'`,
+	}
+	for _, stmt := range append(append(stmts, txSchema...), fmt.Sprintf(`PRAGMA user_version = %d`, txSchemaVersion)) {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("migrate transaction index to version %d: %w", txSchemaVersion, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("migrate transaction index: %w", err)
+	}
+	return nil
+}
+
 // convertV1 returns the web row of a version 1 document.
 func convertV1(body, meta string) ([]any, error) {
 	var old v1Document
@@ -178,7 +219,7 @@ func convertV1(body, meta string) ([]any, error) {
 	return rowArgs(*d)
 }
 
-// openForMigration opens the search index at path with one connection whose
+// openForMigration opens the index at path with one connection whose
 // transactions take the write lock at once; it returns nil, nil when there
 // is no file to migrate.
 func openForMigration(path string) (*sql.DB, error) {
@@ -187,7 +228,7 @@ func openForMigration(path string) (*sql.DB, error) {
 	}
 	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(5000)&_txlock=immediate")
 	if err != nil {
-		return nil, fmt.Errorf("migrate search index: %w", err)
+		return nil, fmt.Errorf("migrate %q: %w", path, err)
 	}
 	db.SetMaxOpenConns(1)
 	return db, nil

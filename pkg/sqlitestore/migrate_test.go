@@ -13,6 +13,7 @@ import (
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/search"
+	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 )
 
 // v1Schema is the search schema of version 1, as gridcrawl made it before
@@ -230,4 +231,101 @@ func TestMigrateSearchV2(t *testing.T) {
 	if n, err := s2.Count(t.Context(), ""); err != nil || n != 2 {
 		t.Errorf("Count after reopening = %d, %v; want 2", n, err)
 	}
+}
+
+// txV2Schema is the transaction index schema of version 2, before the
+// response's media type and size and the status history.
+var txV2Schema = []string{
+	`CREATE TABLE IF NOT EXISTS records (
+		id           INTEGER PRIMARY KEY,
+		key          TEXT NOT NULL UNIQUE,
+		crawl_id     TEXT NOT NULL,
+		url          TEXT NOT NULL,
+		host         TEXT NOT NULL,
+		chg          TEXT NOT NULL,
+		depth        INTEGER NOT NULL,
+		hops         INTEGER NOT NULL,
+		referrer     TEXT NOT NULL,
+		status       TEXT NOT NULL,
+		status_time  INTEGER NOT NULL,
+		attempts     INTEGER NOT NULL,
+		error        TEXT NOT NULL,
+		http_status  INTEGER NOT NULL,
+		asset_key    TEXT NOT NULL,
+		asset_offset INTEGER NOT NULL,
+		asset_length INTEGER NOT NULL,
+		created_at   INTEGER NOT NULL
+	)`,
+	`CREATE INDEX IF NOT EXISTS records_crawl_status ON records (crawl_id, status)`,
+	`CREATE INDEX IF NOT EXISTS records_crawl_host ON records (crawl_id, host)`,
+	`CREATE TABLE IF NOT EXISTS counts (
+		crawl_id TEXT NOT NULL,
+		status   TEXT NOT NULL,
+		n        INTEGER NOT NULL,
+		PRIMARY KEY (crawl_id, status)
+	) WITHOUT ROWID`,
+}
+
+// TestMigrateTxV2 opens a version 2 transaction index holding a fetched
+// and a failed record: they keep their fields, report unknown media type,
+// size and history, count in the reports, and take the new fields and
+// history from their next transition.
+func TestMigrateTxV2(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tx.db")
+	db := oldIndex(t, path, txV2Schema, 2)
+	ts := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC).UnixNano()
+	for _, r := range []struct {
+		key, url, status, errText string
+		code                      int
+	}{
+		{"k1", "http://a.test/1", "to-be-parsed", "", 200},
+		{"k2", "http://a.test/2", "failed", "http 404", 404},
+	} {
+		if _, err := db.Exec(`INSERT INTO records (key, crawl_id, url, host, chg, depth, hops, referrer, status, status_time,
+			attempts, error, http_status, asset_key, asset_offset, asset_length, created_at)
+			VALUES (?, 'c1', ?, 'a.test', 'a.test', 0, 0, '', ?, ?, 1, ?, ?, '', 0, 0, ?)`,
+			r.key, r.url, r.status, ts, r.errText, r.code, ts); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(`INSERT INTO counts (crawl_id, status, n) VALUES ('c1', ?, 1)`, r.status); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+
+	x := open(t, path, OpenTxIndex)
+	r, err := x.Get(t.Context(), "k1")
+	if err != nil {
+		t.Fatalf("Get after migration: %v", err)
+	}
+	if r.URL != "http://a.test/1" || r.HTTPStatus != 200 || r.Bytes != nil || r.MIMEType != "" || len(r.History) != 0 {
+		t.Errorf("migrated record = %+v; want its fields, no size, media type or history", r)
+	}
+	reasons, err := x.FailureReasonsReport(t.Context(), "c1", 10)
+	if err != nil || len(reasons) != 1 || reasons[0].Reason != "http 404" || reasons[0].Count != 1 {
+		t.Errorf("FailureReasonsReport after migration = %+v, %v; want the old failed record", reasons, err)
+	}
+	n := int64(512)
+	if _, err := x.Transition(t.Context(), []txindex.Transition{{Key: "k1", From: contracts.ToBeParsed, To: contracts.ToBeIndexed, MIMEType: "text/html", Bytes: &n}}); err != nil {
+		t.Fatal(err)
+	}
+	r = mustGetTx(t, x, "k1")
+	if r.MIMEType != "text/html" || r.Bytes == nil || *r.Bytes != 512 || len(r.History) != 1 || r.History[0].Status != contracts.ToBeIndexed {
+		t.Errorf("record after a transition = %+v; want the new fields and one history event", r)
+	}
+	// A second open finds the current version.
+	x.Close()
+	x2 := open(t, path, OpenTxIndex)
+	if c, err := x2.Counts(t.Context(), "c1"); err != nil || c[contracts.Failed] != 1 {
+		t.Errorf("Counts after reopening = %v, %v", c, err)
+	}
+}
+
+func mustGetTx(t *testing.T, x *TxIndex, key string) txindex.Record {
+	t.Helper()
+	r, err := x.Get(t.Context(), key)
+	if err != nil {
+		t.Fatalf("Get(%q): %v", key, err)
+	}
+	return r
 }

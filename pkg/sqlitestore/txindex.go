@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,8 +27,9 @@ var inFlightSQL = func() string {
 	return "(" + strings.Join(q, ",") + ")"
 }()
 
-// txSchemaVersion is stored in PRAGMA user_version.
-const txSchemaVersion = 2
+// txSchemaVersion is stored in PRAGMA user_version. Files of version 2 are
+// migrated when opened (migrateTxV2).
+const txSchemaVersion = 3
 
 // Records get an integer rowid in creation order. Only the unique key index
 // is keyed by the (random) record key; the other indexes end in the rowid,
@@ -54,11 +56,18 @@ var txSchema = []string{
 		asset_key    TEXT NOT NULL,
 		asset_offset INTEGER NOT NULL,
 		asset_length INTEGER NOT NULL,
-		created_at   INTEGER NOT NULL
+		created_at   INTEGER NOT NULL,
+		mime_type    TEXT NOT NULL DEFAULT '',
+		bytes        INTEGER,
+		history      TEXT NOT NULL DEFAULT '[]'
 	)`,
 	`CREATE INDEX IF NOT EXISTS records_crawl_status ON records (crawl_id, status)`,
 	`CREATE INDEX IF NOT EXISTS records_crawl_host ON records (crawl_id, host)`,
 	`CREATE INDEX IF NOT EXISTS records_stale ON records (status_time) WHERE status IN ` + inFlightSQL,
+	// records_crawl_error serves the failure reasons report and the
+	// crawl log's reason filter. It is partial: only records with an error,
+	// mostly failed ones, are written to it.
+	`CREATE INDEX IF NOT EXISTS records_crawl_error ON records (crawl_id, error) WHERE error <> ''`,
 	`CREATE TABLE IF NOT EXISTS counts (
 		crawl_id TEXT NOT NULL,
 		status   TEXT NOT NULL,
@@ -68,7 +77,17 @@ var txSchema = []string{
 }
 
 const recordCols = `key, crawl_id, url, host, chg, depth, hops, referrer, status, status_time,
-	attempts, error, http_status, asset_key, asset_offset, asset_length, created_at`
+	attempts, error, http_status, asset_key, asset_offset, asset_length, created_at, mime_type, bytes, history`
+
+// appendHistorySQL is the SQL form of txindex.AppendHistory on the history
+// column (a JSON array of [status, unix milliseconds] pairs) for the event
+// of status ?s at ?ms, with s and ms the parameter numbers.
+func appendHistorySQL(s, ms int) string {
+	ev := fmt.Sprintf(`json_array(?%d, ?%d)`, s, ms)
+	return fmt.Sprintf(`CASE WHEN json_array_length(history) >= %d
+		THEN json_insert(json_remove(history, '$[1]'), '$[#]', %s)
+		ELSE json_insert(history, '$[#]', %s) END`, txindex.MaxHistory, ev, ev)
+}
 
 // TxIndex is the transaction index (txindex.Index) in one SQLite file.
 type TxIndex struct {
@@ -86,6 +105,9 @@ var _ txindex.Index = (*TxIndex)(nil)
 // OpenTxIndex opens or creates the transaction index in the SQLite file at
 // path.
 func OpenTxIndex(path string) (*TxIndex, error) {
+	if err := migrateTxV2(path); err != nil {
+		return nil, err
+	}
 	st, err := openStore(path, txSchemaVersion, txSchema)
 	if err != nil {
 		return nil, err
@@ -98,15 +120,20 @@ func OpenTxIndex(path string) (*TxIndex, error) {
 	}{
 		{&x.existing, st.w, `SELECT key FROM records WHERE key IN (SELECT value FROM json_each(?))`},
 		{&x.insert, st.w, `INSERT INTO records (` + recordCols + `)
-			VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (key) DO NOTHING`},
-		// NULL outcome arguments leave the stored value alone.
-		{&x.transition, st.w, `UPDATE records SET status = ?, status_time = ?,
-			error = coalesce(?, error), http_status = coalesce(?, http_status),
-			asset_key = coalesce(?, asset_key), asset_offset = coalesce(?, asset_offset),
-			asset_length = coalesce(?, asset_length), attempts = attempts + ?
-			WHERE key = ? AND status = ? AND (? IS NULL OR depth = ?) RETURNING crawl_id`},
+			VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (key) DO NOTHING`},
+		// NULL outcome arguments leave the stored value alone. A change of
+		// status (not a lease renewal) appends to the history in the same
+		// write.
+		{&x.transition, st.w, `UPDATE records SET status = ?1, status_time = ?2,
+			error = coalesce(?3, error), http_status = coalesce(?4, http_status),
+			asset_key = coalesce(?5, asset_key), asset_offset = coalesce(?6, asset_offset),
+			asset_length = coalesce(?7, asset_length), attempts = attempts + ?8,
+			mime_type = coalesce(?12, mime_type), bytes = coalesce(?13, bytes),
+			history = CASE WHEN status = ?1 THEN history ELSE ` + appendHistorySQL(1, 14) + ` END
+			WHERE key = ?9 AND status = ?10 AND (?11 IS NULL OR depth = ?11) RETURNING crawl_id`},
 		{&x.lockedGetMany, st.w, `SELECT ` + recordCols + ` FROM records WHERE key IN (SELECT value FROM json_each(?))`},
-		{&x.lower, st.w, `UPDATE records SET depth = ?, hops = ?, status = ?, status_time = ? WHERE key = ?`},
+		{&x.lower, st.w, `UPDATE records SET depth = ?1, hops = ?2, status = ?3, status_time = ?4,
+			history = CASE WHEN status = ?3 THEN history ELSE ` + appendHistorySQL(3, 6) + ` END WHERE key = ?5`},
 		{&x.addCount, st.w, `INSERT INTO counts (crawl_id, status, n) VALUES (?, ?, ?)
 			ON CONFLICT (crawl_id, status) DO UPDATE SET n = n + excluded.n`},
 		{&x.get, st.r, `SELECT ` + recordCols + ` FROM records WHERE key = ?`},
@@ -198,9 +225,14 @@ func (x *TxIndex) Create(ctx context.Context, recs []txindex.Record) ([]bool, er
 				continue
 			}
 			seen[r.Key] = struct{}{}
+			var bytes any
+			if r.Bytes != nil {
+				bytes = *r.Bytes
+			}
 			res, err := ins.Exec(r.Key, r.CrawlID, r.URL, r.Host, r.Group, r.Depth, r.Hops, r.Referrer,
 				string(r.Status), nanos(r.StatusTime), r.Attempts, r.Error, r.HTTPStatus,
-				r.Asset.Key, r.Asset.Offset, r.Asset.Length, nanos(r.CreatedAt))
+				r.Asset.Key, r.Asset.Offset, r.Asset.Length, nanos(r.CreatedAt), r.MIMEType, bytes,
+				encodeHistory(txindex.StartHistory(r)))
 			if err != nil {
 				return fmt.Errorf("create record %q: %w", r.Key, err)
 			}
@@ -252,7 +284,8 @@ func (x *TxIndex) Transition(ctx context.Context, ts []txindex.Transition) ([]bo
 		}
 	}
 	err := x.wr.do(ctx, func(tx *sql.Tx) error {
-		now := nanos(time.Now())
+		nowT := time.Now()
+		now, nowMS := nanos(nowT), nowT.UnixMilli()
 		up := tx.Stmt(x.transition)
 		defer up.Close()
 		deltas := map[countKey]int64{}
@@ -271,13 +304,19 @@ func (x *TxIndex) Transition(ctx context.Context, ts []txindex.Transition) ([]bo
 			if t.AddAttempt {
 				add = 1
 			}
-			var ifDepth any
+			var ifDepth, mimeType, bytes any
 			if t.IfDepth != nil {
 				ifDepth = *t.IfDepth
 			}
+			if t.MIMEType != "" {
+				mimeType = t.MIMEType
+			}
+			if t.Bytes != nil {
+				bytes = *t.Bytes
+			}
 			var crawlID string
 			err := up.QueryRow(string(t.To), now, errText, httpStatus, assetKey, assetOff, assetLen, add,
-				t.Key, string(t.From), ifDepth, ifDepth).Scan(&crawlID)
+				t.Key, string(t.From), ifDepth, mimeType, bytes, nowMS).Scan(&crawlID)
 			if errors.Is(err, sql.ErrNoRows) {
 				applied[i] = false
 				continue
@@ -348,7 +387,7 @@ func (x *TxIndex) LowerDepth(ctx context.Context, ls []txindex.Lowering) (map[st
 			if !txindex.Lower(&r, l, now) {
 				continue
 			}
-			if _, err := up.Exec(r.Depth, r.Hops, string(r.Status), nanos(r.StatusTime), r.Key); err != nil {
+			if _, err := up.Exec(r.Depth, r.Hops, string(r.Status), nanos(r.StatusTime), r.Key, r.StatusTime.UnixMilli()); err != nil {
 				return fmt.Errorf("lower depth of record %q: %w", r.Key, err)
 			}
 			if was := byKey[l.Key].Status; was != r.Status {
@@ -367,7 +406,7 @@ func (x *TxIndex) LowerDepth(ctx context.Context, ls []txindex.Lowering) (map[st
 
 // Get returns the record with key, or txindex.ErrNotFound.
 func (x *TxIndex) Get(ctx context.Context, key string) (txindex.Record, error) {
-	r, err := scanRecord(x.get.QueryRowContext(ctx, key))
+	r, err := scanRecord(x.get.QueryRowContext(ctx, key), true)
 	if errors.Is(err, sql.ErrNoRows) {
 		return txindex.Record{}, fmt.Errorf("get record %q: %w", key, txindex.ErrNotFound)
 	}
@@ -519,27 +558,90 @@ func (x *TxIndex) Close() error {
 
 type scanner interface{ Scan(dest ...any) error }
 
-func scanRecord(row scanner) (txindex.Record, error) {
+// scanRecord reads one record; it decodes the history only when asked,
+// which the reads of a crawl's hot path are not.
+func scanRecord(row scanner, history bool) (txindex.Record, error) {
 	var r txindex.Record
 	var status string
 	var statusTime, createdAt int64
+	var bytes sql.NullInt64
+	var hist sql.RawBytes
+	var histStr string
+	histDst := any(&hist)
+	if history {
+		histDst = &histStr
+	}
 	err := row.Scan(&r.Key, &r.CrawlID, &r.URL, &r.Host, &r.Group, &r.Depth, &r.Hops, &r.Referrer,
 		&status, &statusTime, &r.Attempts, &r.Error, &r.HTTPStatus,
-		&r.Asset.Key, &r.Asset.Offset, &r.Asset.Length, &createdAt)
+		&r.Asset.Key, &r.Asset.Offset, &r.Asset.Length, &createdAt, &r.MIMEType, &bytes, histDst)
 	if err != nil {
 		return txindex.Record{}, err
 	}
 	r.Status = contracts.Status(status)
 	r.StatusTime = fromNanos(statusTime)
 	r.CreatedAt = fromNanos(createdAt)
+	if bytes.Valid {
+		r.Bytes = &bytes.Int64
+	}
+	if history {
+		if r.History, err = decodeHistory(histStr); err != nil {
+			return txindex.Record{}, fmt.Errorf("record %q: %w", r.Key, err)
+		}
+	}
 	return r, nil
 }
 
+// encodeHistory returns the stored form of h: a JSON array of [status,
+// unix milliseconds] pairs.
+func encodeHistory(h []txindex.Event) string {
+	b := make([]byte, 0, 2+len(h)*32)
+	b = append(b, '[')
+	for i, e := range h {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `["`...)
+		b = append(b, e.Status...) // statuses are plain words
+		b = append(b, `",`...)
+		b = strconv.AppendInt(b, e.Time.UnixMilli(), 10)
+		b = append(b, ']')
+	}
+	return string(append(b, ']'))
+}
+
+// decodeHistory is the inverse of encodeHistory.
+func decodeHistory(s string) ([]txindex.Event, error) {
+	if s == "" || s == "[]" {
+		return nil, nil
+	}
+	var pairs [][2]json.RawMessage
+	if err := json.Unmarshal([]byte(s), &pairs); err != nil {
+		return nil, fmt.Errorf("decode history: %w", err)
+	}
+	out := make([]txindex.Event, 0, len(pairs))
+	for _, p := range pairs {
+		var st string
+		var ms int64
+		if err := json.Unmarshal(p[0], &st); err != nil {
+			return nil, fmt.Errorf("decode history: %w", err)
+		}
+		if err := json.Unmarshal(p[1], &ms); err != nil {
+			return nil, fmt.Errorf("decode history: %w", err)
+		}
+		out = append(out, txindex.Event{Status: contracts.Status(st), Time: time.UnixMilli(ms).UTC()})
+	}
+	return out, nil
+}
+
 func scanRecords(rows *sql.Rows) ([]txindex.Record, error) {
+	return scanRecordsHistory(rows, false)
+}
+
+func scanRecordsHistory(rows *sql.Rows, history bool) ([]txindex.Record, error) {
 	defer rows.Close()
 	var out []txindex.Record
 	for rows.Next() {
-		r, err := scanRecord(rows)
+		r, err := scanRecord(rows, history)
 		if err != nil {
 			return nil, err
 		}

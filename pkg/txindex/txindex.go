@@ -37,21 +37,69 @@ func Key(crawlID, url string) string {
 
 // Record is the state of one URL of one crawl.
 type Record struct {
-	Key        string             `json:"key"`
-	CrawlID    string             `json:"crawl_id"`
-	URL        string             `json:"url"`
-	Host       string             `json:"host"`
-	Group      string             `json:"chg"`
-	Depth      int                `json:"depth"`
-	Hops       int                `json:"hops"`
-	Referrer   string             `json:"referrer,omitempty"`
-	Status     contracts.Status   `json:"status"`
-	StatusTime time.Time          `json:"status_time"`
-	Attempts   int                `json:"attempts"`
-	Error      string             `json:"error,omitempty"`
-	HTTPStatus int                `json:"http_status,omitempty"`
-	Asset      contracts.AssetRef `json:"asset"`
-	CreatedAt  time.Time          `json:"created_at"`
+	Key        string           `json:"key"`
+	CrawlID    string           `json:"crawl_id"`
+	URL        string           `json:"url"`
+	Host       string           `json:"host"`
+	Group      string           `json:"chg"`
+	Depth      int              `json:"depth"`
+	Hops       int              `json:"hops"`
+	Referrer   string           `json:"referrer,omitempty"`
+	Status     contracts.Status `json:"status"`
+	StatusTime time.Time        `json:"status_time"`
+	Attempts   int              `json:"attempts"`
+	Error      string           `json:"error,omitempty"`
+	HTTPStatus int              `json:"http_status,omitempty"`
+	// MIMEType is the media type of the fetched response, lower case and
+	// without parameters; empty when there was none or it is unknown.
+	MIMEType string `json:"mime_type,omitempty"`
+	// Bytes is the size of the fetched response body as the server sent it
+	// (still content-encoded, at most the loader's limit); nil when nothing
+	// was fetched or the record predates the field.
+	Bytes     *int64             `json:"bytes,omitempty"`
+	Asset     contracts.AssetRef `json:"asset"`
+	CreatedAt time.Time          `json:"created_at"`
+	// History is the record's status history, oldest first: its status at
+	// creation, then one event per applied transition that changed the
+	// status (lease renewals add none), bounded by MaxHistory. Get and Find
+	// fill it; reads on the crawl's hot path (GetMany, Stale, List,
+	// LowerDepth's result) may leave it empty.
+	History []Event `json:"history,omitempty"`
+}
+
+// Event is one status change of a record.
+type Event struct {
+	Status contracts.Status `json:"status"`
+	Time   time.Time        `json:"time"`
+}
+
+// MaxHistory bounds a record's History: the creation event and the latest
+// MaxHistory-1 changes are kept.
+const MaxHistory = 16
+
+// AppendHistory returns h with e appended at millisecond precision, keeping
+// the first event and the latest MaxHistory-1. It is the rule every
+// implementation follows.
+func AppendHistory(h []Event, e Event) []Event {
+	e.Time = e.Time.UTC().Truncate(time.Millisecond)
+	h = append(h, e)
+	if len(h) > MaxHistory {
+		h = append(h[:1], h[len(h)-MaxHistory+1:]...)
+	}
+	return h
+}
+
+// StartHistory returns the history of a record being created: the one
+// given, or its status at its status time.
+func StartHistory(r Record) []Event {
+	if len(r.History) > 0 {
+		return r.History
+	}
+	t := r.StatusTime
+	if t.IsZero() {
+		t = r.CreatedAt
+	}
+	return AppendHistory(nil, Event{Status: r.Status, Time: t})
 }
 
 // Transition moves one record from one status to another and sets the
@@ -62,6 +110,10 @@ type Transition struct {
 	Error      string
 	HTTPStatus int
 	Asset      *contracts.AssetRef
+	// MIMEType and Bytes describe the fetched response; empty and nil leave
+	// the record's values alone.
+	MIMEType string
+	Bytes    *int64
 	// AddAttempt increments the record's attempt count.
 	AddAttempt bool
 	// IfDepth, when not nil, is a second condition: the record's depth must
@@ -113,6 +165,7 @@ func Lower(r *Record, l Lowering, now time.Time) bool {
 	}
 	if Reparse(*r) {
 		r.Status, r.StatusTime = contracts.ToBeParsed, now
+		r.History = AppendHistory(r.History, Event{Status: r.Status, Time: now})
 	}
 	r.Depth, r.Hops = l.Depth, l.Hops
 	return true
@@ -149,6 +202,72 @@ type Index interface {
 	// List returns up to limit records of crawlID after the key after, in key
 	// order; status filters when not empty.
 	List(ctx context.Context, crawlID string, status contracts.Status, after string, limit int) ([]Record, error)
+	// Find returns up to limit records of crawlID after the key after, in
+	// key order, that match every non-empty field of f. A listing that
+	// follows the last key of each page as the next after is stable: it
+	// returns each record that existed when it began, and matched f all
+	// along, exactly once, whatever is written meanwhile. It fills History.
+	Find(ctx context.Context, crawlID string, f Filter, after string, limit int) ([]Record, error)
+	// HostsReport returns, per host of crawlID, its records and what was
+	// fetched of them: the limit hosts with the most records, by records
+	// descending, then host.
+	HostsReport(ctx context.Context, crawlID string, limit int) ([]HostRow, error)
+	// MIMETypesReport returns, per media type of the responses of crawlID
+	// (records with an HTTP status), their number and body bytes: the limit
+	// types with the most records, by count descending, then type.
+	MIMETypesReport(ctx context.Context, crawlID string, limit int) ([]MIMERow, error)
+	// StatusCodesReport returns the number of records of crawlID per HTTP
+	// status, code 0 for the records without one, by code.
+	StatusCodesReport(ctx context.Context, crawlID string) ([]StatusCodeRow, error)
+	// FailureReasonsReport returns, per reason (Error) of the failed records
+	// of crawlID, their number and up to MaxSamples of their URLs (the
+	// first by key): the limit reasons with the most records, by count
+	// descending, then reason.
+	FailureReasonsReport(ctx context.Context, crawlID string, limit int) ([]ReasonRow, error)
 	// Close releases resources.
 	Close() error
+}
+
+// Filter selects records in Find. Empty fields select every record.
+type Filter struct {
+	Status contracts.Status
+	// Reason is the record's Error, exactly.
+	Reason string
+	Host   string
+}
+
+// MaxSamples is the number of sample URLs of a ReasonRow.
+const MaxSamples = 3
+
+// HostRow is one row of the hosts report.
+type HostRow struct {
+	Host string
+	// URLs counts the records, Fetched those with an HTTP status (a
+	// response arrived), Failed those in status failed.
+	URLs, Fetched, Failed int64
+	// Bytes sums the body bytes of the records that know theirs.
+	Bytes int64
+	// StatusCodes counts the records per HTTP status, 0 excluded.
+	StatusCodes map[int]int64
+}
+
+// MIMERow is one row of the MIME types report; MIMEType is empty for
+// responses without a known type.
+type MIMERow struct {
+	MIMEType     string
+	Count, Bytes int64
+}
+
+// StatusCodeRow is one row of the status codes report.
+type StatusCodeRow struct {
+	// StatusCode is 0 for records without an HTTP status.
+	StatusCode int
+	Count      int64
+}
+
+// ReasonRow is one row of the failure reasons report.
+type ReasonRow struct {
+	Reason     string
+	Count      int64
+	SampleURLs []string
 }

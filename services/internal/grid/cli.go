@@ -33,7 +33,7 @@ commands:
                                                 show crawls (or one crawl)
   search  [--data DIR] [--api URL] [--crawl ID] [--limit N] [--json] QUERY...
                                                 search the indexed documents
-  version                                       print the version (also: grid --version)
+` + logUsage + `  version                                       print the version (also: grid --version)
 
 The API address of a running 'grid up' or 'grid crawl' is found in DIR/grid.addr;
 --api (or GRIDCRAWL_API_URL) names another MCP. GRIDCRAWL_API_TOKEN is sent as
@@ -63,6 +63,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdStatus(ctx, args[1:], stdout, stderr)
 	case "search":
 		err = cmdSearch(ctx, args[1:], stdout, stderr)
+	case "urls":
+		err = cmdURLs(ctx, args[1:], stdout, stderr)
+	case "report":
+		err = cmdReport(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

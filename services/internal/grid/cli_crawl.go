@@ -13,12 +13,13 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/urlnorm"
+	"github.com/gridcrawl/gridcrawl/services/internal/mcp"
 	"github.com/gridcrawl/gridcrawl/services/internal/wire"
 )
 
@@ -80,10 +81,6 @@ var errNothingIndexed = errors.New("nothing indexed")
 // progressEvery is how often grid crawl writes a progress line when stderr
 // is not a terminal (a terminal's line is redrawn at every poll).
 const progressEvery = 5 * time.Second
-
-// maxReasonScan bounds the failed records grid crawl reads to count the
-// failure reasons of a crawl that indexed nothing.
-const maxReasonScan = 10000
 
 func cmdCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, o := newCrawlFlags(stderr)
@@ -157,7 +154,7 @@ func cmdCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	gctx, cancel := context.WithCancel(ctx)
 	runErr := make(chan error, 1)
 	go func() { runErr <- g.Run(gctx) }()
-	r.c, r.local, r.runErr = &client{base: base, token: token}, g, runErr
+	r.c, r.local, r.runErr = &client{base: base, token: token}, true, runErr
 	err = r.follow(ctx, body)
 	cancel()
 	if ctx.Err() != nil {
@@ -191,7 +188,7 @@ func firstOf(vs ...string) string {
 // (local) or on another one.
 type crawlRun struct {
 	c       *client
-	local   *Grid        // nil when the crawl runs on another grid
+	local   bool         // the crawl runs on the grid this command runs
 	runErr  <-chan error // the local grid's Run result
 	dataDir string
 	asJSON  bool
@@ -220,7 +217,7 @@ func (r *crawlRun) follow(ctx context.Context, body []byte) error {
 		case ctx.Err() != nil:
 			bar.end()
 			return r.interrupted()
-		case err != nil && r.local == nil:
+		case err != nil && !r.local:
 			bar.end()
 			return fmt.Errorf("follow crawl %s: %w (the crawl is stored and resumes when its grid runs: grid up --data %s)", id, err, r.dataDir)
 		case err != nil:
@@ -249,7 +246,7 @@ func (r *crawlRun) follow(ctx context.Context, body []byte) error {
 // interrupted says what becomes of a crawl whose grid crawl was
 // interrupted.
 func (r *crawlRun) interrupted() error {
-	if r.local == nil {
+	if !r.local {
 		fmt.Fprintf(r.stderr, "grid crawl: interrupted; crawl %s keeps running in the grid at %s.\n"+
 			"grid crawl: follow it with: grid status --api %s %s\n", r.last.CrawlID, r.c.base, r.c.base, r.last.CrawlID)
 	}
@@ -280,12 +277,12 @@ func (r *crawlRun) end(ctx context.Context, st contracts.CrawlStatus) error {
 	fmt.Fprintf(&b, "crawl %s finished with nothing indexed: %d failed, %d redirected, %d retired",
 		st.CrawlID, st.Counts[contracts.Failed], st.Counts[contracts.Redirected], st.Retired)
 	if st.Counts[contracts.Failed] > 0 {
-		rs, scanned, err := r.reasons(ctx, st.CrawlID)
+		rs, err := r.reasons(ctx, st.CrawlID)
 		switch {
 		case err != nil:
 			fmt.Fprintf(&b, "\n(failure reasons: %v)", err)
 		case len(rs) > 0:
-			b.WriteString("\n" + formatReasons(st.CrawlID, rs, scanned, st.Counts[contracts.Failed]))
+			b.WriteString("\n" + formatReasons(st.CrawlID, rs))
 		}
 	}
 	return nothingIndexedError(b.String())
@@ -299,94 +296,42 @@ func (e nothingIndexedError) Error() string { return string(e) }
 // Is makes the error errNothingIndexed for errors.Is.
 func (e nothingIndexedError) Is(target error) bool { return target == errNothingIndexed }
 
-// reasonCount is how many failed URLs of a crawl failed for one reason.
-type reasonCount struct {
-	Reason string   `json:"reason"`
-	Count  int64    `json:"count"`
-	Sample []string `json:"sample_urls"`
-}
-
-// reasons returns the failure reasons of crawl id, most frequent first,
-// and how many failed records they count (0 when the index counted them
-// all). The crawl's MCP computes them when it has the failure-reasons
-// report; otherwise, on the grid this command runs, they are counted from
-// the first maxReasonScan failed records of the transaction index.
-func (r *crawlRun) reasons(ctx context.Context, id string) ([]reasonCount, int, error) {
-	var rep struct {
-		Rows []reasonCount `json:"rows"`
-	}
-	err := r.c.do(ctx, http.MethodGet, "/api/v1/crawls/"+url.PathEscape(id)+"/reports/failure-reasons", nil, &rep)
-	var ae *apiError
-	switch {
-	case err == nil:
-		return rep.Rows, 0, nil
-	case !errors.As(err, &ae) || ae.status != http.StatusNotFound:
-		return nil, 0, err
-	case r.local == nil:
-		return nil, 0, fmt.Errorf("the grid at %s has no failure-reasons report; list the failures with grid urls --failed %s", r.c.base, id)
-	}
-	counts := map[string]*reasonCount{}
-	scanned, after := 0, ""
-	for scanned < maxReasonScan {
-		recs, err := r.local.Backends.Tx.List(ctx, id, contracts.Failed, after, min(1000, maxReasonScan-scanned))
-		if err != nil {
-			return nil, 0, fmt.Errorf("list failed records: %w", err)
-		}
-		for _, rec := range recs {
-			c := counts[rec.Error]
-			if c == nil {
-				c = &reasonCount{Reason: rec.Error}
-				counts[rec.Error] = c
-			}
-			c.Count++
-			if len(c.Sample) < 3 {
-				c.Sample = append(c.Sample, rec.URL)
-			}
-		}
-		scanned += len(recs)
-		if len(recs) == 0 {
-			break
-		}
-		after = recs[len(recs)-1].Key
-	}
-	rs := make([]reasonCount, 0, len(counts))
-	for _, c := range counts {
-		rs = append(rs, *c)
-	}
-	slices.SortFunc(rs, func(a, b reasonCount) int {
-		if a.Count != b.Count {
-			return int(b.Count - a.Count)
-		}
-		return strings.Compare(a.Reason, b.Reason)
-	})
-	return rs, scanned, nil
-}
-
 // maxReasons is how many failure reasons grid crawl prints.
 const maxReasons = 10
 
-// formatReasons lays out the most frequent reasons of rs, one a line with
-// its count and a sample URL. scanned, when not 0, is how many of crawl
-// id's failed records rs counts.
-func formatReasons(id string, rs []reasonCount, scanned int, failed int64) string {
-	var b strings.Builder
-	b.WriteString("top failure reasons")
-	if scanned > 0 && int64(scanned) < failed {
-		fmt.Fprintf(&b, " (of the first %d of %d failed URLs)", scanned, failed)
+// reasons returns the most frequent failure reasons of crawl id (up to
+// maxReasons+1, to tell whether there are more), most frequent first, as
+// the crawl's MCP computes them in its transaction index (the
+// failure-reasons report).
+func (r *crawlRun) reasons(ctx context.Context, id string) ([]mcp.ReasonReportRow, error) {
+	var rep struct {
+		Rows []mcp.ReasonReportRow `json:"rows"`
 	}
-	b.WriteString(":")
+	err := r.c.do(ctx, http.MethodGet, "/api/v1/crawls/"+url.PathEscape(id)+"/reports/failure-reasons?limit="+strconv.Itoa(maxReasons+1), nil, &rep)
+	var ae *apiError
+	if errors.As(err, &ae) && ae.status == http.StatusNotFound {
+		return nil, fmt.Errorf("the grid at %s has no failure-reasons report; list the failures with grid urls --failed %s", r.c.base, id)
+	}
+	return rep.Rows, err
+}
+
+// formatReasons lays out the failure reasons rs of crawl id, one a line
+// with its count and a sample URL.
+func formatReasons(id string, rs []mcp.ReasonReportRow) string {
+	var b strings.Builder
+	b.WriteString("top failure reasons:")
 	for i, r := range rs {
 		if i == maxReasons {
-			fmt.Fprintf(&b, "\n  ... and %d more reasons (grid urls --failed %s)", len(rs)-maxReasons, id)
+			fmt.Fprintf(&b, "\n  ... more reasons: grid report failure-reasons %s", id)
 			break
 		}
-		reason := r.Reason
-		if reason == "" {
-			reason = "(no reason recorded)"
+		reason := "(no reason recorded)"
+		if r.Reason != nil && *r.Reason != "" {
+			reason = *r.Reason
 		}
 		fmt.Fprintf(&b, "\n  %7d  %s", r.Count, reason)
-		if len(r.Sample) > 0 {
-			fmt.Fprintf(&b, "  (e.g. %s)", r.Sample[0])
+		if len(r.SampleURLs) > 0 {
+			fmt.Fprintf(&b, "  (e.g. %s)", r.SampleURLs[0])
 		}
 	}
 	return b.String()

@@ -427,6 +427,8 @@ func TestCLIErrors(t *testing.T) {
 			[]string{"flag provided but not defined: -nope", "usage: grid crawl [flags] URL..."}},
 		{"unknown flag after a URL", nil, []string{"crawl", "http://a.test/", "--nope"}, 2,
 			[]string{"flag provided but not defined: -nope"}},
+		{"unknown flag of grid urls", nil, []string{"urls", "c1", "--nope"}, 2,
+			[]string{"flag provided but not defined: -nope", "usage: grid urls [flags] CRAWL_ID"}},
 		{"bad flag value", nil, []string{"status", "--json=maybe"}, 2,
 			[]string{`invalid boolean value "maybe" for -json`, "usage: grid status [flags] [CRAWL_ID]"}},
 		{"urls-file bad scheme", nil, []string{"crawl", "--urls-file", badScheme}, 2,

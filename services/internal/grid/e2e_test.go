@@ -295,10 +295,15 @@ func testEndToEndTestSite(t *testing.T) *Grid {
 	}
 	var groups struct {
 		Groups []struct {
-			Group   string `json:"chg"`
-			Fetches int64  `json:"fetches"`
-			Delay   int64  `json:"delay"`
-			Why     string `json:"why"`
+			Group   string   `json:"chg"`
+			Fetches int64    `json:"fetches"`
+			DelayMS *float64 `json:"delay_ms"`
+			Why     string   `json:"why"`
+			Budget  struct {
+				TotalBudget *int64 `json:"total_budget"`
+			} `json:"budget"`
+			NextEligible *string  `json:"next_eligible"`
+			LastFetchMS  *float64 `json:"last_fetch_ms"`
 		} `json:"groups"`
 	}
 	if err := json.Unmarshal(rep.Loaders[0].Report, &groups); err != nil {
@@ -309,6 +314,17 @@ func testEndToEndTestSite(t *testing.T) *Grid {
 		fetched[g.Group] = g.Fetches
 		if g.Fetches > 0 && g.Why == "" {
 			t.Errorf("group %s reports no reason for its delay", g.Group)
+		}
+		// Human units: milliseconds, null for never and no limit. The
+		// profile's politeness bounds the delay to 5..50 ms.
+		if g.Fetches > 0 && (g.DelayMS == nil || *g.DelayMS < 5 || *g.DelayMS > 50 || g.LastFetchMS == nil) {
+			t.Errorf("group %s: delay_ms %v, last_fetch_ms %v; want a delay of 5 to 50 ms and the last fetch's", g.Group, g.DelayMS, g.LastFetchMS)
+		}
+		if g.Budget.TotalBudget != nil {
+			t.Errorf("group %s: total_budget %d, want null (no limit)", g.Group, *g.Budget.TotalBudget)
+		}
+		if g.NextEligible != nil && strings.HasPrefix(*g.NextEligible, "0001") {
+			t.Errorf("group %s: next_eligible %s, want null for never", g.Group, *g.NextEligible)
 		}
 	}
 	if fetched["www.example.test"] == 0 || fetched["other.test"] != 0 {

@@ -252,6 +252,7 @@ type exchange struct {
 	request     []byte // request line and headers as sent
 	response    []byte // status line, headers and raw (still encoded) body
 	truncated   bool
+	bodyBytes   int64 // the body as kept, still content-encoded
 	status      int
 	contentType string
 	retryAfter  string        // the Retry-After header, for the politeness scheduler
@@ -325,6 +326,7 @@ func withPeerIP(ctx context.Context, ex *exchange) context.Context {
 // fill sets ex from a response and its (possibly truncated) body.
 func (ex *exchange) fill(req *http.Request, resp *http.Response, body []byte) {
 	ex.status = resp.StatusCode
+	ex.bodyBytes = int64(len(body))
 	ex.contentType = resp.Header.Get("Content-Type")
 	ex.retryAfter = resp.Header.Get("Retry-After")
 	ex.request = dumpRequest(req)

@@ -36,6 +36,9 @@ type result struct {
 	page   contracts.CrawlerPage
 	inSeg  bool // page.Asset.Offset/Length refer to the segment being filled
 	repub  *contracts.CrawlerPage
+	// bytes is the size of the fetched body, for the record (with an
+	// exchange only).
+	bytes int64
 	// ip and response are the exchange's, kept for the handoff.
 	ip       string
 	response []byte
@@ -128,7 +131,7 @@ func (r *recorder) addExchange(t *task, o outcome) {
 	res := &result{t: t, status: contracts.ToBeParsed, reason: o.reason, page: contracts.CrawlerPage{
 		URL: t.url, Depth: t.depth, Hops: t.hops, StatusCode: ex.status, ContentType: ex.contentType, FetchedAt: ex.date,
 		ResponseTimeMS: int(ex.elapsed.Milliseconds()),
-	}}
+	}, bytes: ex.bodyBytes}
 	if o.reason != "" {
 		res.status = contracts.Failed
 	}
@@ -310,6 +313,10 @@ func (r *recorder) record(ctx context.Context, pending []*result) error {
 			a := res.page.Asset
 			tr.Asset = &a
 		}
+		if res.page.StatusCode != 0 { // a response arrived
+			tr.MIMEType = mediaType(res.page.ContentType)
+			tr.Bytes = &res.bytes
+		}
 		ts = append(ts, tr)
 		moved = append(moved, res)
 	}
@@ -376,4 +383,11 @@ func (c *crawlerPages) messages() ([]queue.Message, error) {
 		msgs = append(msgs, m...)
 	}
 	return msgs, nil
+}
+
+// mediaType returns the media type of a Content-Type value, lower case and
+// without parameters.
+func mediaType(contentType string) string {
+	mt, _, _ := strings.Cut(contentType, ";")
+	return strings.ToLower(strings.TrimSpace(mt))
 }

@@ -44,6 +44,11 @@ func (m *MCP) Handler() http.Handler {
 	mux.HandleFunc("GET /yacy/grid/mcp/index/yacysearch.json", m.yacySearchJSON)
 	mux.HandleFunc("GET /yacysearch.rss", m.yacySearchRSS)
 	mux.HandleFunc("GET /api/v1/frontier", m.frontierReport)
+	// The crawl log, reports and timeline (issue 11).
+	mux.HandleFunc("GET /api/v1/crawls/{id}/urls", m.crawlLog)
+	mux.HandleFunc("GET /api/v1/crawls/{id}/warc", m.warcRecord)
+	mux.HandleFunc("GET /api/v1/crawls/{id}/reports/{name}", m.report)
+	mux.HandleFunc("GET /api/v1/crawls/{id}/timeline", m.timeline)
 	mux.HandleFunc(yacyCrawlStartPath, m.yacyCrawlStart)
 	mux.Handle("/hcf/", m.hcfHandler())
 	return m.auth(mux)

@@ -18,7 +18,8 @@ const reportPrefix = "reports/frontier/"
 // reportMaxAge drops the reports of loaders that stopped reporting.
 const reportMaxAge = time.Minute
 
-// Frontier merges the frontier reports of the live loaders.
+// Frontier merges the frontier reports of the live loaders, each in
+// human units (see humanize).
 func (m *MCP) Frontier(ctx context.Context) (contracts.FrontierReport, error) {
 	out := contracts.FrontierReport{V: contracts.Version, Time: time.Now().UTC(), Loaders: []contracts.FrontierLoader{}}
 	if m.deps.Assets == nil {
@@ -58,6 +59,7 @@ func (m *MCP) Frontier(ctx context.Context) (contracts.FrontierReport, error) {
 		t.Idle += r.Counts.Idle
 		t.Queued += r.Counts.Queued
 		t.RetiredItems += r.Counts.RetiredItems
+		l.Report = humanize(l.Report)
 		out.Loaders = append(out.Loaders, l)
 	}
 	return out, nil

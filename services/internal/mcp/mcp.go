@@ -40,6 +40,9 @@ type Config struct {
 	IndexerPrefetch     int           `env:"GRIDCRAWL_INDEXER_PREFETCH" envDefault:"64"`
 	IndexerBatch        int           `env:"GRIDCRAWL_INDEXER_BATCH" envDefault:"256"`
 	MaxRedirects        int           `env:"GRIDCRAWL_MAX_REDIRECTS" envDefault:"10"`
+	// TimelineInterval is how often the counts of each running crawl are
+	// sampled for its timeline.
+	TimelineInterval time.Duration `env:"GRIDCRAWL_TIMELINE_INTERVAL" envDefault:"5s"`
 }
 
 // Validate checks c.
@@ -53,6 +56,8 @@ func (c *Config) Validate(embedded bool) error {
 		return errors.New("GRIDCRAWL_RECOVERY_ATTEMPTS must be at least 1")
 	case c.FinishCheckInterval < 10*time.Millisecond:
 		return errors.New("GRIDCRAWL_FINISH_CHECK_INTERVAL must be at least 10ms")
+	case c.TimelineInterval != 0 && c.TimelineInterval < 10*time.Millisecond:
+		return errors.New("GRIDCRAWL_TIMELINE_INTERVAL must be at least 10ms")
 	case c.IndexerPrefetch < 1 || c.IndexerBatch < 1:
 		return errors.New("GRIDCRAWL_INDEXER_PREFETCH and GRIDCRAWL_INDEXER_BATCH must be at least 1")
 	case !embedded && c.Token == "":
@@ -102,6 +107,8 @@ type MCP struct {
 	nudgeMu sync.Mutex
 	nudged  map[string]struct{}
 	nudge   chan struct{}
+
+	tl timelines
 }
 
 // New returns MCP; cfg must have been validated.
@@ -116,6 +123,7 @@ func New(cfg Config, deps Deps) *MCP {
 		ready:    make(chan struct{}),
 		nudged:   map[string]struct{}{},
 		nudge:    make(chan struct{}, 1),
+		tl:       timelines{byID: map[string]*Timeline{}},
 	}
 }
 
@@ -171,6 +179,7 @@ func (m *MCP) Run(ctx context.Context) error {
 	})
 	wg.Go(func() { m.runSweep(ctx) })
 	wg.Go(func() { m.runFinishCheck(ctx) })
+	wg.Go(func() { m.runTimeline(ctx) })
 	var err error
 	select {
 	case <-ctx.Done():

@@ -1,0 +1,238 @@
+package grid
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/services/internal/mcp"
+)
+
+// logUsage is the part of the usage text for urls and report.
+const logUsage = `  urls    [--data DIR] [--api URL] [--failed] [--status S] [--host H] [--reason R] [--limit N] [--json] CRAWL_ID
+                                                list a crawl's URLs with status, HTTP status and reason
+  report  [--data DIR] [--api URL] [--json] NAME CRAWL_ID
+                                                a crawl report: hosts, mime-types, status-codes, failure-reasons
+`
+
+// apiClient returns a client of the running grid's API, or, when none
+// runs, of an MCP opened on the data directory and served in process; the
+// returned function releases it.
+func apiClient(api, data string) (*client, func(), error) {
+	cfg, err := loadConfig(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	if base := apiFor(api, cfg.Backends.DataDir); base != "" {
+		return &client{base: base, token: os.Getenv("GRIDCRAWL_API_TOKEN")}, func() {}, nil
+	}
+	if _, err := os.Stat(cfg.Backends.DataDir); err != nil {
+		return nil, nil, fmt.Errorf("no running grid and no data directory: %w", err)
+	}
+	g, err := offline(cfg.Backends.DataDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	c := &client{base: "http://grid.local", http: http.Client{Transport: inProcess{g.MCP.Handler()}}}
+	return c, func() { _ = g.Backends.Close() }, nil
+}
+
+// inProcess is a RoundTripper that serves requests with a handler, as
+// from loopback.
+type inProcess struct{ h http.Handler }
+
+func (p inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	req.RemoteAddr = "127.0.0.1:1"
+	req.RequestURI = req.URL.RequestURI()
+	rec := httptest.NewRecorder()
+	p.h.ServeHTTP(rec, req)
+	return rec.Result(), nil
+}
+
+func cmdURLs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("urls", "[flags] CRAWL_ID", stderr)
+	data := fs.String("data", "", "data directory (default $GRIDCRAWL_DATA or ./data)")
+	api := fs.String("api", "", "MCP base URL")
+	failed := fs.Bool("failed", false, "only failed URLs (--status failed)")
+	status := fs.String("status", "", "only URLs in this status")
+	host := fs.String("host", "", "only URLs of this host")
+	reason := fs.String("reason", "", "only URLs that failed for exactly this reason")
+	limit := fs.Int("limit", 0, "print at most N URLs (0: all)")
+	asJSON := fs.Bool("json", false, "print one JSON record per line")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageError{errors.New("want exactly one CRAWL_ID")}
+	}
+	if *failed {
+		if *status != "" && *status != string(contracts.Failed) {
+			return usageError{errors.New("--failed and --status " + *status + " contradict each other")}
+		}
+		*status = string(contracts.Failed)
+	}
+	if *limit < 0 {
+		return usageError{errors.New("--limit must not be negative")}
+	}
+	c, release, err := apiClient(*api, *data)
+	if err != nil {
+		return err
+	}
+	defer release()
+	q := url.Values{}
+	for k, v := range map[string]string{"status": *status, "host": *host, "reason": *reason} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	page := 1000
+	if *limit > 0 && *limit < page {
+		page = *limit
+	}
+	q.Set("limit", strconv.Itoa(page))
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	if !*asJSON {
+		fmt.Fprintln(tw, "STATUS\tHTTP\tREASON\tURL")
+	}
+	enc := json.NewEncoder(stdout)
+	printed := 0
+	for {
+		var res mcp.CrawlLog
+		if err := c.do(ctx, http.MethodGet, "/api/v1/crawls/"+url.PathEscape(pos[0])+"/urls?"+q.Encode(), nil, &res); err != nil {
+			return err
+		}
+		for _, r := range res.URLs {
+			if *limit > 0 && printed == *limit {
+				return tw.Flush()
+			}
+			printed++
+			if *asJSON {
+				if err := enc.Encode(r); err != nil {
+					return err
+				}
+				continue
+			}
+			code, why := "-", "-"
+			if r.HTTPStatus != nil {
+				code = strconv.Itoa(*r.HTTPStatus)
+			}
+			if r.Reason != nil {
+				why = oneLine(*r.Reason)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Status, code, why, r.URL)
+		}
+		if res.NextCursor == nil || (*limit > 0 && printed == *limit) {
+			break
+		}
+		q.Set("cursor", *res.NextCursor)
+	}
+	return tw.Flush()
+}
+
+// oneLine keeps a reason on one line of the table.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("report", "[flags] NAME CRAWL_ID", stderr)
+	data := fs.String("data", "", "data directory (default $GRIDCRAWL_DATA or ./data)")
+	api := fs.String("api", "", "MCP base URL")
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return usageError{errors.New("want NAME CRAWL_ID; NAME is one of " + strings.Join(mcp.ReportNames, ", "))}
+	}
+	name, id := pos[0], pos[1]
+	if !slices.Contains(mcp.ReportNames, name) {
+		return usageError{fmt.Errorf("unknown report %q; one of %s", name, strings.Join(mcp.ReportNames, ", "))}
+	}
+	c, release, err := apiClient(*api, *data)
+	if err != nil {
+		return err
+	}
+	defer release()
+	var raw struct {
+		Rows json.RawMessage `json:"rows"`
+	}
+	path := "/api/v1/crawls/" + url.PathEscape(id) + "/reports/" + name
+	if err := c.do(ctx, http.MethodGet, path, nil, &raw); err != nil {
+		return err
+	}
+	if *asJSON {
+		_, err := fmt.Fprintf(stdout, "%s\n", raw.Rows)
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	str := func(s *string) string {
+		if s == nil {
+			return "-"
+		}
+		return oneLine(*s)
+	}
+	switch name {
+	case "hosts":
+		var rows []mcp.HostReportRow
+		if err := json.Unmarshal(raw.Rows, &rows); err != nil {
+			return fmt.Errorf("decode report: %w", err)
+		}
+		fmt.Fprintln(tw, "HOST\tURLS\tFETCHED\tFAILED\tBYTES\tSTATUS CODES")
+		for _, r := range rows {
+			codes := make([]string, 0, len(r.StatusCodes))
+			for c, n := range r.StatusCodes {
+				codes = append(codes, fmt.Sprintf("%s:%d", c, n))
+			}
+			sort.Strings(codes)
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\n", r.Host, r.URLs, r.Fetched, r.Failed, r.Bytes, strings.Join(codes, " "))
+		}
+	case "mime-types":
+		var rows []mcp.MIMEReportRow
+		if err := json.Unmarshal(raw.Rows, &rows); err != nil {
+			return fmt.Errorf("decode report: %w", err)
+		}
+		fmt.Fprintln(tw, "MIME TYPE\tCOUNT\tBYTES")
+		for _, r := range rows {
+			fmt.Fprintf(tw, "%s\t%d\t%d\n", str(r.MIMEType), r.Count, r.Bytes)
+		}
+	case "status-codes":
+		var rows []mcp.StatusCodeReportRow
+		if err := json.Unmarshal(raw.Rows, &rows); err != nil {
+			return fmt.Errorf("decode report: %w", err)
+		}
+		fmt.Fprintln(tw, "STATUS CODE\tCOUNT")
+		for _, r := range rows {
+			code := "none"
+			if r.StatusCode != nil {
+				code = strconv.Itoa(*r.StatusCode)
+			}
+			fmt.Fprintf(tw, "%s\t%d\n", code, r.Count)
+		}
+	case "failure-reasons":
+		var rows []mcp.ReasonReportRow
+		if err := json.Unmarshal(raw.Rows, &rows); err != nil {
+			return fmt.Errorf("decode report: %w", err)
+		}
+		fmt.Fprintln(tw, "COUNT\tREASON\tSAMPLE URLS")
+		for _, r := range rows {
+			fmt.Fprintf(tw, "%d\t%s\t%s\n", r.Count, str(r.Reason), strings.Join(r.SampleURLs, " "))
+		}
+	}
+	return tw.Flush()
+}
