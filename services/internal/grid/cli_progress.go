@@ -88,6 +88,18 @@ func progressLine(st contracts.CrawlStatus, elapsed time.Duration, rate float64)
 		st.Counts[contracts.Failed], st.Retired, st.Pending, rate)
 }
 
+// shortProgressLine is progressLine in abbreviations, for a narrow
+// terminal.
+func shortProgressLine(st contracts.CrawlStatus, elapsed time.Duration, rate float64) string {
+	state := ""
+	if st.State != contracts.CrawlRunning {
+		state = string(st.State) + " "
+	}
+	return fmt.Sprintf("%s%s %d/%d urls %d idx %d redir %d fail %d ret %d pend %.1f p/s",
+		state, fmtElapsed(elapsed), st.Total-st.Pending, st.Total, st.Counts[contracts.Indexed], st.Counts[contracts.Redirected],
+		st.Counts[contracts.Failed], st.Retired, st.Pending, rate)
+}
+
 // rate returns the current rate: the settled URLs per second over the last
 // rateWindow, or the average over the whole crawl while the window is
 // shorter than a second.
@@ -107,7 +119,7 @@ func (p *progress) rate(st contracts.CrawlStatus, now time.Time) float64 {
 func (p *progress) show(st contracts.CrawlStatus, now time.Time) {
 	rate := p.rate(st, now)
 	if p.tty {
-		p.draw(st, progressLine(st, elapsed(st, now), rate))
+		p.draw(st, elapsed(st, now), rate)
 		return
 	}
 	if p.wrote.IsZero() || now.Sub(p.wrote) >= p.every {
@@ -119,13 +131,12 @@ func (p *progress) show(st contracts.CrawlStatus, now time.Time) {
 // done reports st, the crawl's last status: its rate is the average of the
 // whole crawl.
 func (p *progress) done(st contracts.CrawlStatus, now time.Time) {
-	line := progressLine(st, elapsed(st, now), averageRate(st, now))
 	if p.tty {
-		p.draw(st, line)
+		p.draw(st, elapsed(st, now), averageRate(st, now))
 		p.end()
 		return
 	}
-	fmt.Fprintln(p.w, line)
+	fmt.Fprintln(p.w, progressLine(st, elapsed(st, now), averageRate(st, now)))
 }
 
 // end ends the terminal's progress line, so that what follows starts on a
@@ -137,26 +148,33 @@ func (p *progress) end() {
 	}
 }
 
-// draw redraws the terminal's line: a bar of the settled URLs and line,
-// shortened to the terminal's width so that it never wraps (a wrapped line
-// cannot be redrawn in place).
-func (p *progress) draw(st contracts.CrawlStatus, line string) {
+// draw redraws the terminal's line.
+func (p *progress) draw(st contracts.CrawlStatus, elapsed time.Duration, rate float64) {
+	line := fitLine(st, elapsed, rate, terminalWidth(p.w))
+	pad := max(p.drawn-len(line), 0)
+	fmt.Fprint(p.w, "\r"+line+strings.Repeat(" ", pad))
+	p.drawn = len(line)
+}
+
+// fitLine returns the longest of the progress lines of st that fits in
+// width columns (0: unknown, any fits) without the last one, so that it
+// never wraps: a wrapped line cannot be redrawn in place. The longest has a
+// bar of the settled URLs; the shortest, cut to the width, is for very
+// narrow terminals.
+func fitLine(st contracts.CrawlStatus, elapsed time.Duration, rate float64, width int) string {
 	const barWidth = 20
 	n := 0
 	if st.Total > 0 {
 		n = int((st.Total - st.Pending) * barWidth / st.Total)
 	}
-	full := "[" + strings.Repeat("#", n) + strings.Repeat(".", barWidth-n) + "] " + line
-	width := terminalWidth(p.w)
-	switch {
-	case width == 0 || len(full) < width:
-		line = full
-	case len(line) >= width:
-		line = line[:width-1]
+	full := progressLine(st, elapsed, rate)
+	short := shortProgressLine(st, elapsed, rate)
+	for _, line := range []string{"[" + strings.Repeat("#", n) + strings.Repeat(".", barWidth-n) + "] " + full, full, short} {
+		if width == 0 || len(line) < width {
+			return line
+		}
 	}
-	pad := max(p.drawn-len(line), 0)
-	fmt.Fprint(p.w, "\r"+line+strings.Repeat(" ", pad))
-	p.drawn = len(line)
+	return short[:max(width-1, 0)]
 }
 
 // isTerminal reports whether w is a terminal.

@@ -558,3 +558,33 @@ func TestParseFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestFitLine: on a terminal the progress line is the longest form that
+// fits the width without wrapping: with a bar, without, abbreviated, cut.
+func TestFitLine(t *testing.T) {
+	st := contracts.CrawlStatus{State: contracts.CrawlRunning, Total: 50, Pending: 10, Retired: 1,
+		Counts: map[contracts.Status]int64{contracts.Indexed: 30, contracts.Redirected: 4, contracts.Failed: 5, contracts.Retired: 1}}
+	const (
+		full  = "1m05s  40/50 urls  30 indexed  4 redirected  5 failed  1 retired  10 pending  12.5 pages/s"
+		short = "1m05s 40/50 urls 30 idx 4 redir 5 fail 1 ret 10 pend 12.5 p/s"
+		bar   = "[################....] " + full
+	)
+	tests := []struct {
+		width int
+		want  string
+	}{
+		{0, bar},
+		{len(bar) + 1, bar},
+		{len(bar), full},
+		{len(full) + 1, full},
+		{len(full), short},
+		{len(short) + 1, short},
+		{40, short[:39]},
+		{1, ""},
+	}
+	for _, tt := range tests {
+		if got := fitLine(st, 65*time.Second, 12.5, tt.width); got != tt.want {
+			t.Errorf("fitLine(width %d) = %q, want %q", tt.width, got, tt.want)
+		}
+	}
+}
