@@ -24,9 +24,10 @@ type progress struct {
 	tty   bool
 	every time.Duration
 
-	drawn  int       // length of the line on the terminal
-	wrote  time.Time // when the last plain line was written
-	window []sample  // recent samples, for the current rate
+	drawn     int       // length of the line on the terminal
+	wrote     time.Time // when the last plain line was written
+	unwritten string    // the plain line of the last status, when not written
+	window    []sample  // recent samples, for the current rate
 }
 
 // sample is the number of settled URLs at one time.
@@ -122,10 +123,13 @@ func (p *progress) show(st contracts.CrawlStatus, now time.Time) {
 		p.draw(st, elapsed(st, now), rate)
 		return
 	}
+	line := progressLine(st, elapsed(st, now), rate)
 	if p.wrote.IsZero() || now.Sub(p.wrote) >= p.every {
-		p.wrote = now
-		fmt.Fprintln(p.w, progressLine(st, elapsed(st, now), rate))
+		p.wrote, p.unwritten = now, ""
+		fmt.Fprintln(p.w, line)
+		return
 	}
+	p.unwritten = line
 }
 
 // done reports st, the crawl's last status: its rate is the average of the
@@ -139,12 +143,17 @@ func (p *progress) done(st contracts.CrawlStatus, now time.Time) {
 	fmt.Fprintln(p.w, progressLine(st, elapsed(st, now), averageRate(st, now)))
 }
 
-// end ends the terminal's progress line, so that what follows starts on a
-// line of its own.
+// end ends the progress report of a crawl that is followed no longer: on a
+// terminal it ends the line, so that what follows starts on a line of its
+// own; elsewhere it writes the last status read, if not written yet.
 func (p *progress) end() {
 	if p.tty && p.drawn > 0 {
 		fmt.Fprintln(p.w)
 		p.drawn = 0
+	}
+	if !p.tty && p.unwritten != "" {
+		fmt.Fprintln(p.w, p.unwritten)
+		p.unwritten = ""
 	}
 }
 

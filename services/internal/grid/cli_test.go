@@ -515,6 +515,7 @@ func TestProgressLines(t *testing.T) {
 	p.show(status(40, 2, 3, 0, 20), t0.Add(5*time.Second))   // 45 in the first 5 s
 	p.show(status(90, 4, 6, 1, 9), t0.Add(9*time.Second))    // within the interval
 	p.show(status(150, 5, 10, 1, 4), t0.Add(10*time.Second)) // 120 more in the last 5 s
+	p.end()                                                  // all written: writes nothing
 	end := status(200, 5, 15, 1, 0)
 	end.State, end.FinishedAt = contracts.CrawlFinished, new(t0.Add(100*time.Second))
 	p.done(end, t0.Add(101*time.Second))
@@ -526,6 +527,16 @@ func TestProgressLines(t *testing.T) {
 	}, "\n") + "\n"
 	if buf.String() != want {
 		t.Errorf("progress lines:\n%s\nwant:\n%s", buf.String(), want)
+	}
+	// A crawl followed no longer (interrupted) ends with its last status.
+	buf.Reset()
+	p = &progress{w: &buf, every: 5 * time.Second}
+	p.show(status(0, 0, 0, 0, 10), t0)
+	p.show(status(10, 0, 0, 0, 10), t0.Add(2*time.Second))
+	p.end()
+	if want := "0s  0/10 urls  0 indexed  0 redirected  0 failed  0 retired  10 pending  0.0 pages/s\n" +
+		"2s  10/20 urls  10 indexed  0 redirected  0 failed  0 retired  10 pending  5.0 pages/s\n"; buf.String() != want {
+		t.Errorf("progress lines of an interrupted crawl:\n%s\nwant:\n%s", buf.String(), want)
 	}
 	for _, tt := range []struct {
 		d    time.Duration
