@@ -16,6 +16,12 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first interrupt stops the command gracefully; a second one, while
+	// it is stopping, ends the process at once.
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	// GRIDCRAWL_CPU_PROFILE names a file to write a CPU profile of the whole
 	// run to, GRIDCRAWL_MEM_PROFILE one for a heap profile at the end (go
 	// tool pprof reads them). With GRIDCRAWL_PROFILE_INTERVAL (such as 30s)

@@ -15,10 +15,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/search"
+	"github.com/gridcrawl/gridcrawl/services/internal/svc"
 )
 
 const usage = `usage: grid <command> [flags]
@@ -26,15 +26,21 @@ const usage = `usage: grid <command> [flags]
 commands:
   up      [--data DIR] [--listen ADDR]          run MCP, loader, crawler and indexer on embedded backends
   crawl   [--depth N] [--data DIR] [--json] [--scope host|domain|any] [--max-pages N] [--min-delay-ms N]
-          [--urls-file FILE] URL...
-                                                run one crawl to the end on the embedded grid
+          [--urls-file FILE] [--listen ADDR] [--api URL] URL...
+                                                run one crawl to the end on the embedded grid (or on the
+                                                grid already running on DIR, or on the MCP at --api)
   status  [--data DIR] [--api URL] [--json] [CRAWL_ID]
                                                 show crawls (or one crawl)
   search  [--data DIR] [--api URL] [--crawl ID] [--limit N] [--json] QUERY...
                                                 search the indexed documents
-` + logUsage + `
-The API address of a running 'grid up' is found in DIR/grid.addr; --api (or
-GRIDCRAWL_API_URL) names another MCP. GRIDCRAWL_API_TOKEN is sent as bearer token.
+` + logUsage + `  version                                       print the version (also: grid --version)
+
+The API address of a running 'grid up' or 'grid crawl' is found in DIR/grid.addr;
+--api (or GRIDCRAWL_API_URL) names another MCP. GRIDCRAWL_API_TOKEN is sent as
+bearer token. "grid <command> -h" lists a command's flags.
+
+Exit status: 0 done; 1 failed (grid crawl: also a crawl that was cancelled or
+indexed nothing); 2 invalid command line or configuration; 130 interrupted.
 `
 
 // addrFile is where a running grid writes its API URL inside the data directory.
@@ -64,45 +70,98 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, "grid", svc.Version())
+		return 0
 	default:
 		fmt.Fprintf(stderr, "grid: unknown command %q\n\n%s", args[0], usage)
 		return 2
 	}
 	var ue usageError
+	var fe flagError
 	switch {
 	case err == nil:
 		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &fe):
+		// The flag package has reported it, with the command's usage.
+		return 2
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "grid %s: %v\n", args[0], err)
 		return 2
-	case errors.Is(err, flag.ErrHelp):
-		return 0
+	case errors.Is(err, errInterrupted):
+		// The command has said what became of its work.
+		return 130
 	default:
 		fmt.Fprintf(stderr, "grid %s: %v\n", args[0], err)
 		return 1
 	}
 }
 
+// usageError is an invalid command line or input: exit status 2.
 type usageError struct{ error }
 
-func newFlags(name string, stderr io.Writer) *flag.FlagSet {
+// flagError is an error of the flag package, which has already reported it
+// with the command's usage: exit status 2, and nothing more to say.
+type flagError struct{ error }
+
+// newFlags returns the flag set of grid command name, whose usage line is
+// "grid name synopsis".
+func newFlags(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("grid "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: grid %s %s\n\nflags:\n", name, synopsis)
+		fs.PrintDefaults()
+	}
 	return fs
 }
 
+// parseFlags parses args with fs and returns the arguments that are not
+// flags. Flags may follow arguments ("grid crawl URL --depth 2"); after
+// "--" everything is an argument.
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	var rest []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, flagError{err}
+		}
+		left := fs.Args()
+		if len(left) == 0 {
+			return rest, nil
+		}
+		if used := len(args) - len(left); used > 0 && args[used-1] == "--" {
+			return append(rest, left...), nil
+		}
+		rest = append(rest, left[0])
+		args = left[1:]
+	}
+}
+
+// newLogger returns a text logger to w at level, which LoadConfig has
+// checked.
 func newLogger(level string, w io.Writer) *slog.Logger {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(level)); err != nil {
+	l, err := svc.ParseLogLevel(level)
+	if err != nil {
 		l = slog.LevelInfo
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
 }
 
+// loadConfig reads the configuration from the environment, with the data
+// directory of the --data flag when given. An invalid configuration is a
+// usageError.
 func loadConfig(dataFlag string) (Config, error) {
 	cfg, err := LoadConfig()
+	if err == nil {
+		_, err = svc.ParseLogLevel(cfg.LogLevel)
+	}
 	if err != nil {
-		return cfg, err
+		return cfg, usageError{err}
 	}
 	if dataFlag != "" {
 		cfg.Backends.DataDir = dataFlag
@@ -111,11 +170,15 @@ func loadConfig(dataFlag string) (Config, error) {
 }
 
 func cmdUp(ctx context.Context, args []string, stderr io.Writer) error {
-	fs := newFlags("up", stderr)
+	fs := newFlags("up", "[flags]", stderr)
 	data := fs.String("data", "", "data directory (default $GRIDCRAWL_DATA or ./data)")
 	listen := fs.String("listen", "", "API listen address (default $GRIDCRAWL_LISTEN or 127.0.0.1:8080)")
-	if err := fs.Parse(args); err != nil {
+	rest, err := parseFlags(fs, args)
+	if err != nil {
 		return err
+	}
+	if len(rest) > 0 {
+		return usageError{fmt.Errorf("unexpected argument %q (grid up takes only flags)", rest[0])}
 	}
 	cfg, err := loadConfig(*data)
 	if err != nil {
@@ -142,174 +205,6 @@ func cmdUp(ctx context.Context, args []string, stderr io.Writer) error {
 	defer os.Remove(path)
 	log.Info("grid up", "api", api, "data", cfg.Backends.DataDir)
 	return g.Run(ctx)
-}
-
-// crawlOpts are grid crawl's flags.
-type crawlOpts struct {
-	data, scope, urlsFile     *string
-	depth, maxPages, minDelay *int
-	asJSON                    *bool
-}
-
-// newCrawlFlags defines grid crawl's flags. The profile flags show the
-// profile's defaults, which are defined once, in contracts, for the API
-// and the command line alike.
-func newCrawlFlags(stderr io.Writer) (*flag.FlagSet, *crawlOpts) {
-	fs := newFlags("crawl", stderr)
-	o := &crawlOpts{
-		data:     fs.String("data", "", "data directory (default $GRIDCRAWL_DATA or ./data)"),
-		depth:    fs.Int("depth", contracts.DefaultMaxDepth, "maximum link depth from the start URLs"),
-		asJSON:   fs.Bool("json", false, "print the final crawl status as JSON on the last line"),
-		scope:    fs.String("scope", string(contracts.DefaultScope), "host, domain or any"),
-		maxPages: fs.Int("max-pages", 0, "stop discovering URLs after this many (0: no limit)"),
-		minDelay: fs.Int("min-delay-ms", contracts.DefaultMinDelayMS, "politeness: least milliseconds between fetches from one host"),
-		urlsFile: fs.String("urls-file", "", "read more start URLs from this file, one per line"),
-	}
-	return fs, o
-}
-
-// profile returns the crawl profile of the parsed flags fs and starts. Only
-// the flags given on the command line are set; MCP defaults the rest, so
-// that the crawl is the one the API starts for the same settings.
-func (o *crawlOpts) profile(fs *flag.FlagSet, starts []string) contracts.Profile {
-	p := contracts.Profile{StartURLs: starts, MaxDepth: contracts.DefaultMaxDepth}
-	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "depth":
-			p.MaxDepth = *o.depth
-		case "scope":
-			p.Scope = contracts.Scope(*o.scope)
-		case "max-pages":
-			p.MaxPages = *o.maxPages
-		case "min-delay-ms":
-			p.Politeness = contracts.PolitenessPatch{MinDelayMS: o.minDelay}.WithDefaults()
-		}
-	})
-	return p
-}
-
-func cmdCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, o := newCrawlFlags(stderr)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	starts := fs.Args()
-	if *o.urlsFile != "" {
-		b, err := os.ReadFile(*o.urlsFile)
-		if err != nil {
-			return fmt.Errorf("read start urls: %w", err)
-		}
-		starts = append(starts, strings.Fields(string(b))...)
-	}
-	if len(starts) == 0 {
-		return usageError{errors.New("at least one start URL is required")}
-	}
-	cfg, err := loadConfig(*o.data)
-	if err != nil {
-		return err
-	}
-	log := newLogger(cfg.LogLevel, io.Discard)
-	if cfg.LogLevel == "debug" {
-		log = newLogger(cfg.LogLevel, stderr)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	g, err := Open(cfg, log, ln)
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	// Like grid run, publish the API address, so that grid status and
-	// scripts/bench can follow the crawl.
-	addr := filepath.Join(cfg.Backends.DataDir, addrFile)
-	if err := os.WriteFile(addr, []byte("http://"+ln.Addr().String()+"\n"), 0o644); err != nil {
-		log.Warn("write api address file", "err", err)
-	}
-	defer os.Remove(addr)
-	body, _ := json.Marshal(o.profile(fs, starts))
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	runErr := make(chan error, 1)
-	go func() { runErr <- g.Run(ctx) }()
-	stop := func(err error) error {
-		cancel()
-		return errors.Join(err, <-runErr)
-	}
-	c := &client{base: "http://" + ln.Addr().String(), token: os.Getenv("GRIDCRAWL_API_TOKEN")}
-	var created contracts.CreateCrawlResponse
-	if err := c.do(ctx, http.MethodPost, "/api/v1/crawls", body, &created); err != nil {
-		return stop(err)
-	}
-	bar := newProgress(stderr)
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		var st contracts.CrawlStatus
-		if err := c.do(ctx, http.MethodGet, "/api/v1/crawls/"+created.CrawlID, nil, &st); err != nil {
-			return stop(err)
-		}
-		bar.show(st)
-		if st.State != contracts.CrawlRunning {
-			bar.done(st)
-			if err := stop(nil); err != nil && !errors.Is(err, context.Canceled) {
-				return err
-			}
-			if *o.asJSON {
-				return json.NewEncoder(stdout).Encode(st)
-			}
-			fmt.Fprintf(stdout, "crawl %s %s: %d indexed, %d redirected, %d failed, %d documents\n", st.CrawlID, st.State,
-				st.Counts[contracts.Indexed], st.Counts[contracts.Redirected], st.Counts[contracts.Failed], st.Documents)
-			if st.State != contracts.CrawlFinished {
-				return fmt.Errorf("crawl %s ended %s", st.CrawlID, st.State)
-			}
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return stop(ctx.Err())
-		case err := <-runErr:
-			return fmt.Errorf("grid stopped: %w", err)
-		case <-tick.C:
-		}
-	}
-}
-
-// progress draws a one-line progress bar on a terminal and nothing elsewhere.
-type progress struct {
-	w   io.Writer
-	tty bool
-}
-
-func newProgress(w io.Writer) *progress {
-	f, ok := w.(*os.File)
-	tty := false
-	if ok {
-		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-			tty = true
-		}
-	}
-	return &progress{w: w, tty: tty}
-}
-
-func (p *progress) show(st contracts.CrawlStatus) {
-	if !p.tty || st.Total == 0 {
-		return
-	}
-	done := st.Total - st.Pending
-	const width = 30
-	n := int(done * width / st.Total)
-	fmt.Fprintf(p.w, "\r[%s%s] %d/%d urls  %d indexed  %d failed  %d pending ",
-		strings.Repeat("#", n), strings.Repeat(".", width-n), done, st.Total,
-		st.Counts[contracts.Indexed], st.Counts[contracts.Failed], st.Pending)
-}
-
-func (p *progress) done(st contracts.CrawlStatus) {
-	if p.tty {
-		p.show(st)
-		fmt.Fprintln(p.w)
-	}
 }
 
 // client talks to a running MCP.
@@ -343,11 +238,12 @@ func (c *client) do(ctx context.Context, method, path string, body []byte, out a
 		return fmt.Errorf("read response: %w", err)
 	}
 	if resp.StatusCode >= 300 {
+		ae := &apiError{method: method, path: path, status: resp.StatusCode, msg: resp.Status}
 		var e contracts.ErrorResponse
 		if json.Unmarshal(data, &e) == nil && e.Error != "" {
-			return fmt.Errorf("%s %s: %s (%d)", method, path, e.Error, resp.StatusCode)
+			ae.msg = fmt.Sprintf("%s (%d)", e.Error, resp.StatusCode)
 		}
-		return fmt.Errorf("%s %s: %s", method, path, resp.Status)
+		return ae
 	}
 	if err := json.Unmarshal(data, out); err != nil {
 		return fmt.Errorf("decode response: %w", err)
@@ -355,8 +251,35 @@ func (c *client) do(ctx context.Context, method, path string, body []byte, out a
 	return nil
 }
 
+// apiError is an MCP's answer with an error status.
+type apiError struct {
+	method, path string
+	status       int
+	msg          string
+}
+
+func (e *apiError) Error() string { return fmt.Sprintf("%s %s: %s", e.method, e.path, e.msg) }
+
+// raw sends a request without a body and hands the response to read.
+func (c *client) raw(ctx context.Context, method, path string, read func(*http.Response) error) error {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, nil)
+	if err != nil {
+		return fmt.Errorf("build request: %w", err)
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	return read(resp)
+}
+
 // apiFor finds the MCP to talk to: --api, GRIDCRAWL_API_URL, or the address
-// a running grid wrote into the data directory. It returns "" when none.
+// a running grid wrote into the data directory, if that grid answers (a
+// grid that was killed leaves its address behind). It returns "" when none.
 func apiFor(api, dataDir string) string {
 	if api != "" {
 		return strings.TrimRight(api, "/")
@@ -364,50 +287,54 @@ func apiFor(api, dataDir string) string {
 	if v := os.Getenv("GRIDCRAWL_API_URL"); v != "" {
 		return strings.TrimRight(v, "/")
 	}
-	b, err := os.ReadFile(filepath.Join(dataDir, addrFile))
-	if err != nil {
-		return ""
-	}
-	u := strings.TrimSpace(string(b))
-	if _, err := url.Parse(u); err != nil {
-		return ""
-	}
-	return u
+	return runningGrid(context.Background(), dataDir, os.Getenv("GRIDCRAWL_API_TOKEN"))
 }
 
 // offline opens the data directory directly, for status and search when no
-// grid runs.
+// grid runs. A data directory that does not exist is an error: reading
+// must not create one.
 func offline(dataDir string) (*Grid, error) {
 	cfg, err := loadConfig(dataDir)
 	if err != nil {
 		return nil, err
 	}
+	if b := cfg.Backends; b.AMQPURL == "" || b.ESURL == "" || b.S3Endpoint == "" {
+		if _, err := os.Stat(b.DataDir); errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("data directory %s does not exist (no grid has run there; start one with grid up --data %s or grid crawl --data %s URL)",
+				b.DataDir, b.DataDir, b.DataDir)
+		}
+	}
 	return Open(cfg, slog.New(slog.DiscardHandler), nil)
 }
 
 func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("status", stderr)
+	fs := newFlags("status", "[flags] [CRAWL_ID]", stderr)
 	data := fs.String("data", "", "data directory (default $GRIDCRAWL_DATA or ./data)")
 	api := fs.String("api", "", "MCP base URL")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(args); err != nil {
+	ids, err := parseFlags(fs, args)
+	if err != nil {
 		return err
 	}
 	cfg, err := loadConfig(*data)
 	if err != nil {
 		return err
 	}
+	one := len(ids) == 1
 	var list contracts.CrawlList
 	if base := apiFor(*api, cfg.Backends.DataDir); base != "" {
 		c := &client{base: base, token: os.Getenv("GRIDCRAWL_API_TOKEN")}
-		if fs.NArg() > 0 {
-			var st contracts.CrawlStatus
-			if err := c.do(ctx, http.MethodGet, "/api/v1/crawls/"+url.PathEscape(fs.Arg(0)), nil, &st); err != nil {
+		if len(ids) == 0 {
+			if err := c.do(ctx, http.MethodGet, "/api/v1/crawls", nil, &list); err != nil {
 				return err
 			}
-			list.Crawls = []contracts.CrawlStatus{st}
-		} else if err := c.do(ctx, http.MethodGet, "/api/v1/crawls", nil, &list); err != nil {
-			return err
+		}
+		for _, id := range ids {
+			var st contracts.CrawlStatus
+			if err := c.do(ctx, http.MethodGet, "/api/v1/crawls/"+url.PathEscape(id), nil, &st); err != nil {
+				return err
+			}
+			list.Crawls = append(list.Crawls, st)
 		}
 	} else {
 		g, err := offline(cfg.Backends.DataDir)
@@ -415,7 +342,6 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 		defer g.Backends.Close()
-		ids := fs.Args()
 		if len(ids) == 0 {
 			cs, err := g.Backends.Profiles.List(ctx)
 			if err != nil {
@@ -435,7 +361,7 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if *asJSON {
 		list.V = contracts.Version
-		if fs.NArg() > 0 && len(list.Crawls) == 1 {
+		if one {
 			return json.NewEncoder(stdout).Encode(list.Crawls[0])
 		}
 		return json.NewEncoder(stdout).Encode(list)
@@ -452,16 +378,17 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 func cmdSearch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("search", stderr)
+	fs := newFlags("search", "[flags] QUERY...", stderr)
 	data := fs.String("data", "", "data directory (default $GRIDCRAWL_DATA or ./data)")
 	api := fs.String("api", "", "MCP base URL")
 	crawl := fs.String("crawl", "", "only this crawl")
 	limit := fs.Int("limit", 10, "number of hits")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(args); err != nil {
+	words, err := parseFlags(fs, args)
+	if err != nil {
 		return err
 	}
-	q := strings.Join(fs.Args(), " ")
+	q := strings.Join(words, " ")
 	if strings.TrimSpace(q) == "" {
 		return usageError{errors.New("a query is required")}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -27,23 +26,6 @@ const logUsage = `  urls    [--data DIR] [--api URL] [--failed] [--status S] [--
   report  [--data DIR] [--api URL] [--json] NAME CRAWL_ID
                                                 a crawl report: hosts, mime-types, status-codes, failure-reasons
 `
-
-// parseInterleaved parses args with fs, allowing flags after the
-// positional arguments (grid urls CRAWL --failed), and returns the
-// positional ones.
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		if fs.NArg() == 0 {
-			return pos, nil
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-}
 
 // apiClient returns a client of the running grid's API, or, when none
 // runs, of an MCP opened on the data directory and served in process; the
@@ -81,7 +63,7 @@ func (p inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 func cmdURLs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("urls", stderr)
+	fs := newFlags("urls", "[flags] CRAWL_ID", stderr)
 	data := fs.String("data", "", "data directory (default $GRIDCRAWL_DATA or ./data)")
 	api := fs.String("api", "", "MCP base URL")
 	failed := fs.Bool("failed", false, "only failed URLs (--status failed)")
@@ -90,7 +72,7 @@ func cmdURLs(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	reason := fs.String("reason", "", "only URLs that failed for exactly this reason")
 	limit := fs.Int("limit", 0, "print at most N URLs (0: all)")
 	asJSON := fs.Bool("json", false, "print one JSON record per line")
-	pos, err := parseInterleaved(fs, args)
+	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
@@ -167,11 +149,11 @@ func oneLine(s string) string {
 }
 
 func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("report", stderr)
+	fs := newFlags("report", "[flags] NAME CRAWL_ID", stderr)
 	data := fs.String("data", "", "data directory (default $GRIDCRAWL_DATA or ./data)")
 	api := fs.String("api", "", "MCP base URL")
 	asJSON := fs.Bool("json", false, "print JSON")
-	pos, err := parseInterleaved(fs, args)
+	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}

@@ -5,18 +5,16 @@ package grid
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"sync"
-
-	"github.com/caarlos0/env/v10"
 
 	"github.com/gridcrawl/gridcrawl/services/internal/crawler"
 	"github.com/gridcrawl/gridcrawl/services/internal/loader"
 	"github.com/gridcrawl/gridcrawl/services/internal/mcp"
 	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
 	"github.com/gridcrawl/gridcrawl/services/internal/routing"
+	"github.com/gridcrawl/gridcrawl/services/internal/svc"
 	"github.com/gridcrawl/gridcrawl/services/internal/wire"
 )
 
@@ -38,10 +36,8 @@ type Config struct {
 // LoadConfig parses the environment into a Config.
 func LoadConfig() (Config, error) {
 	var c Config
-	if err := env.Parse(&c); err != nil {
-		return c, fmt.Errorf("parse environment: %w", err)
-	}
-	return c, nil
+	err := svc.ParseEnv(&c)
+	return c, err
 }
 
 // Validate checks every part of c.
@@ -50,7 +46,8 @@ func (c *Config) Validate() error {
 	if c.HandoffBytes < 0 {
 		handoff = errors.New("GRIDCRAWL_HANDOFF_BYTES must not be negative")
 	}
-	return errors.Join(handoff, c.Backends.Validate(), c.Frontier.Validate(), c.MCP.Validate(c.Backends.Embedded()), c.Loader.Validate(), c.Crawler.Validate())
+	_, level := svc.ParseLogLevel(c.LogLevel)
+	return errors.Join(handoff, level, c.Backends.Validate(), c.Frontier.Validate(), c.MCP.Validate(c.Backends.Embedded()), c.Loader.Validate(), c.Crawler.Validate())
 }
 
 // Grid is a running all-in-one grid.

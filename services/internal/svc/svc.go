@@ -10,8 +10,6 @@ import (
 	"log/slog"
 	"net"
 
-	"github.com/caarlos0/env/v10"
-
 	"github.com/gridcrawl/gridcrawl/pkg/search"
 	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
 	"github.com/gridcrawl/gridcrawl/services/internal/routing"
@@ -40,14 +38,14 @@ type Runner interface {
 func Main(ctx context.Context, name string, stderr io.Writer, cfg any, common func() *Common,
 	build func(set *wire.Set, log *slog.Logger) (Runner, error)) int {
 	log := slog.New(slog.NewJSONHandler(stderr, nil)).With("service", name)
-	if err := env.Parse(cfg); err != nil {
+	if err := ParseEnv(cfg); err != nil {
 		log.Error("invalid configuration", "err", err)
 		return 2
 	}
 	c := common()
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(c.LogLevel)); err != nil {
-		log.Error("invalid configuration", "err", fmt.Errorf("GRIDCRAWL_LOG_LEVEL: %w", err))
+	lvl, err := ParseLogLevel(c.LogLevel)
+	if err != nil {
+		log.Error("invalid configuration", "err", err)
 		return 2
 	}
 	log = slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: lvl})).With("service", name)

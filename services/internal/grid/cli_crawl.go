@@ -1,0 +1,422 @@
+package grid
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/urlnorm"
+	"github.com/gridcrawl/gridcrawl/services/internal/mcp"
+	"github.com/gridcrawl/gridcrawl/services/internal/wire"
+)
+
+// crawlOpts are grid crawl's flags.
+type crawlOpts struct {
+	data, scope, urlsFile, api, listen *string
+	depth, maxPages, minDelay          *int
+	asJSON                             *bool
+}
+
+// newCrawlFlags defines grid crawl's flags. The profile flags show the
+// profile's defaults, which are defined once, in contracts, for the API
+// and the command line alike.
+func newCrawlFlags(stderr io.Writer) (*flag.FlagSet, *crawlOpts) {
+	fs := newFlags("crawl", "[flags] URL...", stderr)
+	o := &crawlOpts{
+		data:     fs.String("data", "", "data directory (default $GRIDCRAWL_DATA or ./data)"),
+		depth:    fs.Int("depth", contracts.DefaultMaxDepth, "maximum link depth from the start URLs"),
+		asJSON:   fs.Bool("json", false, "print the final crawl status as JSON on the last line"),
+		scope:    fs.String("scope", string(contracts.DefaultScope), "host, domain or any"),
+		maxPages: fs.Int("max-pages", 0, "stop discovering URLs after this many (0: no limit)"),
+		minDelay: fs.Int("min-delay-ms", contracts.DefaultMinDelayMS, "politeness: least milliseconds between fetches from one host"),
+		urlsFile: fs.String("urls-file", "", "read more start URLs from this file (- for stdin), one per line; # starts a comment"),
+		api:      fs.String("api", "", "submit the crawl to the MCP at this base URL (default $GRIDCRAWL_API_URL) instead of running a grid"),
+		listen:   fs.String("listen", "127.0.0.1:0", "API and dashboard address of the grid this command runs"),
+	}
+	return fs, o
+}
+
+// profile returns the crawl profile of the parsed flags fs and starts. Only
+// the flags given on the command line are set; MCP defaults the rest, so
+// that the crawl is the one the API starts for the same settings.
+func (o *crawlOpts) profile(fs *flag.FlagSet, starts []string) contracts.Profile {
+	p := contracts.Profile{StartURLs: starts, MaxDepth: contracts.DefaultMaxDepth}
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "depth":
+			p.MaxDepth = *o.depth
+		case "scope":
+			p.Scope = contracts.Scope(*o.scope)
+		case "max-pages":
+			p.MaxPages = *o.maxPages
+		case "min-delay-ms":
+			p.Politeness = contracts.PolitenessPatch{MinDelayMS: o.minDelay}.WithDefaults()
+		}
+	})
+	return p
+}
+
+// errInterrupted is returned when the user interrupted a command: the
+// process exits 130, as a shell reports a command ended by SIGINT. The
+// command has said what became of its work.
+var errInterrupted = errors.New("interrupted")
+
+// errNothingIndexed is returned by grid crawl for a crawl that finished
+// without indexing a single page.
+var errNothingIndexed = errors.New("nothing indexed")
+
+// progressEvery is how often grid crawl writes a progress line when stderr
+// is not a terminal (a terminal's line is redrawn at every poll).
+const progressEvery = 5 * time.Second
+
+func cmdCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, o := newCrawlFlags(stderr)
+	starts, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	for i, s := range starts {
+		if err := checkStartURL(s); err != nil {
+			return usageError{fmt.Errorf("start URL %d %q: %w", i+1, s, err)}
+		}
+	}
+	if *o.urlsFile != "" {
+		more, err := readURLsFile(*o.urlsFile, os.Stdin)
+		if err != nil {
+			return usageError{err}
+		}
+		starts = append(starts, more...)
+	}
+	if len(starts) == 0 {
+		return usageError{errors.New("at least one start URL is required")}
+	}
+	cfg, err := loadConfig(*o.data)
+	if err != nil {
+		return err
+	}
+	body, err := json.Marshal(o.profile(fs, starts))
+	if err != nil {
+		return fmt.Errorf("encode profile: %w", err)
+	}
+	r := &crawlRun{dataDir: cfg.Backends.DataDir, asJSON: *o.asJSON, stdout: stdout, stderr: stderr,
+		tty: isTerminal(stderr) && cfg.LogLevel != "debug"}
+	token := os.Getenv("GRIDCRAWL_API_TOKEN")
+	if base := strings.TrimRight(firstOf(*o.api, os.Getenv("GRIDCRAWL_API_URL")), "/"); base != "" {
+		r.c = &client{base: base, token: token}
+		return r.follow(ctx, body)
+	}
+	log := newLogger(cfg.LogLevel, io.Discard)
+	if cfg.LogLevel == "debug" {
+		log = newLogger(cfg.LogLevel, stderr)
+	}
+	ln, err := net.Listen("tcp", *o.listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", *o.listen, err)
+	}
+	g, err := Open(cfg, log, ln)
+	if errors.Is(err, wire.ErrLocked) {
+		ln.Close()
+		// A grid up (or another grid crawl) holds the data directory:
+		// the crawl runs there, if it answers.
+		base := runningGrid(ctx, cfg.Backends.DataDir, token)
+		if base == "" {
+			return fmt.Errorf("%w, and no grid answers at the address in %s", err, filepath.Join(cfg.Backends.DataDir, addrFile))
+		}
+		fmt.Fprintf(stderr, "grid crawl: a grid is running on %s at %s: the crawl runs there\n", cfg.Backends.DataDir, base)
+		r.c = &client{base: base, token: token}
+		return r.follow(ctx, body)
+	}
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	// Like grid up, publish the API address, so that grid status, grid urls,
+	// a browser and scripts/bench can follow the crawl.
+	base := "http://" + ln.Addr().String()
+	addr := filepath.Join(cfg.Backends.DataDir, addrFile)
+	if err := os.WriteFile(addr, []byte(base+"\n"), 0o644); err != nil {
+		log.Warn("write api address file", "err", err)
+	}
+	defer os.Remove(addr)
+	gctx, cancel := context.WithCancel(ctx)
+	runErr := make(chan error, 1)
+	go func() { runErr <- g.Run(gctx) }()
+	r.c, r.local, r.runErr = &client{base: base, token: token}, true, runErr
+	err = r.follow(ctx, body)
+	cancel()
+	if ctx.Err() != nil {
+		// Stopping takes as long as the fetches in flight.
+		fmt.Fprintf(stderr, "grid crawl: interrupted: stopping the grid; fetches in flight may take up to %s (GRIDCRAWL_LOADER_SHUTDOWN_TIMEOUT); interrupt again to exit at once\n",
+			cfg.Loader.ShutdownTimeout)
+	}
+	if r.runErr != nil { // follow did not take the grid's result
+		if e := <-runErr; e != nil && !errors.Is(e, context.Canceled) {
+			err = errors.Join(err, fmt.Errorf("grid: %w", e))
+		}
+	}
+	if errors.Is(err, errInterrupted) {
+		fmt.Fprintf(stderr, "grid crawl: crawl %s is stored in %s and still running (%d URLs were pending): it is not finished.\n"+
+			"grid crawl: finish it with: grid up --data %s\n", r.last.CrawlID, r.dataDir, r.last.Pending, r.dataDir)
+	}
+	return err
+}
+
+// firstOf returns the first of vs that is not empty.
+func firstOf(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// crawlRun is one grid crawl: its crawl, on the grid this command runs
+// (local) or on another one.
+type crawlRun struct {
+	c       *client
+	local   bool         // the crawl runs on the grid this command runs
+	runErr  <-chan error // the local grid's Run result
+	dataDir string
+	asJSON  bool
+	tty     bool // stderr is a terminal: redraw one progress line
+	stdout  io.Writer
+	stderr  io.Writer
+	last    contracts.CrawlStatus // the last status read
+}
+
+// follow creates the crawl of the profile body and follows it to its end.
+func (r *crawlRun) follow(ctx context.Context, body []byte) error {
+	var created contracts.CreateCrawlResponse
+	if err := r.c.do(ctx, http.MethodPost, "/api/v1/crawls", body, &created); err != nil {
+		return err
+	}
+	id := created.CrawlID
+	r.last = contracts.CrawlStatus{CrawlID: id, State: created.State}
+	fmt.Fprintf(r.stderr, "grid crawl: crawl %s started; dashboard %s/\n", id, r.c.base)
+	bar := &progress{w: r.stderr, tty: r.tty, every: progressEvery}
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var st contracts.CrawlStatus
+		err := r.c.do(ctx, http.MethodGet, "/api/v1/crawls/"+url.PathEscape(id), nil, &st)
+		switch {
+		case ctx.Err() != nil:
+			bar.end()
+			return r.interrupted()
+		case err != nil && !r.local:
+			bar.end()
+			return fmt.Errorf("follow crawl %s: %w (the crawl is stored and resumes when its grid runs: grid up --data %s)", id, err, r.dataDir)
+		case err != nil:
+			bar.end()
+			return fmt.Errorf("follow crawl %s: %w", id, err)
+		}
+		r.last = st
+		if st.State == contracts.CrawlFinished || st.State == contracts.CrawlCancelled {
+			bar.done(st, time.Now())
+			return r.end(ctx, st)
+		}
+		bar.show(st, time.Now())
+		select {
+		case <-ctx.Done():
+			bar.end()
+			return r.interrupted()
+		case err := <-r.runErr:
+			r.runErr = nil
+			bar.end()
+			return fmt.Errorf("grid stopped while crawl %s was running: %w", id, err)
+		case <-tick.C:
+		}
+	}
+}
+
+// interrupted says what becomes of a crawl whose grid crawl was
+// interrupted.
+func (r *crawlRun) interrupted() error {
+	if !r.local {
+		fmt.Fprintf(r.stderr, "grid crawl: interrupted; crawl %s keeps running in the grid at %s.\n"+
+			"grid crawl: follow it with: grid status --api %s %s\n", r.last.CrawlID, r.c.base, r.c.base, r.last.CrawlID)
+	}
+	// The local grid's crawl is reported once the grid has stopped.
+	return errInterrupted
+}
+
+// end reports the crawl that ended with status st. A crawl that was
+// cancelled, or finished without indexing a page, is an error; the
+// latter's says why, by the most frequent failure reasons.
+func (r *crawlRun) end(ctx context.Context, st contracts.CrawlStatus) error {
+	if r.asJSON {
+		if err := json.NewEncoder(r.stdout).Encode(st); err != nil {
+			return fmt.Errorf("write status: %w", err)
+		}
+	} else {
+		fmt.Fprintf(r.stdout, "crawl %s %s in %s: %d indexed, %d redirected, %d failed, %d retired, %d documents, %.1f pages/s\n",
+			st.CrawlID, st.State, fmtElapsed(elapsed(st, time.Now())), st.Counts[contracts.Indexed], st.Counts[contracts.Redirected],
+			st.Counts[contracts.Failed], st.Retired, st.Documents, averageRate(st, time.Now()))
+	}
+	if st.State != contracts.CrawlFinished {
+		return fmt.Errorf("crawl %s ended %s", st.CrawlID, st.State)
+	}
+	if st.Counts[contracts.Indexed] > 0 {
+		return nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "crawl %s finished with nothing indexed: %d failed, %d redirected, %d retired",
+		st.CrawlID, st.Counts[contracts.Failed], st.Counts[contracts.Redirected], st.Retired)
+	if st.Counts[contracts.Failed] > 0 {
+		rs, err := r.reasons(ctx, st.CrawlID)
+		switch {
+		case err != nil:
+			fmt.Fprintf(&b, "\n(failure reasons: %v)", err)
+		case len(rs) > 0:
+			b.WriteString("\n" + formatReasons(st.CrawlID, rs))
+		}
+	}
+	return nothingIndexedError(b.String())
+}
+
+// nothingIndexedError is errNothingIndexed with what the crawl did instead.
+type nothingIndexedError string
+
+func (e nothingIndexedError) Error() string { return string(e) }
+
+// Is makes the error errNothingIndexed for errors.Is.
+func (e nothingIndexedError) Is(target error) bool { return target == errNothingIndexed }
+
+// maxReasons is how many failure reasons grid crawl prints.
+const maxReasons = 10
+
+// reasons returns the most frequent failure reasons of crawl id (up to
+// maxReasons+1, to tell whether there are more), most frequent first, as
+// the crawl's MCP computes them in its transaction index (the
+// failure-reasons report).
+func (r *crawlRun) reasons(ctx context.Context, id string) ([]mcp.ReasonReportRow, error) {
+	var rep struct {
+		Rows []mcp.ReasonReportRow `json:"rows"`
+	}
+	err := r.c.do(ctx, http.MethodGet, "/api/v1/crawls/"+url.PathEscape(id)+"/reports/failure-reasons?limit="+strconv.Itoa(maxReasons+1), nil, &rep)
+	var ae *apiError
+	if errors.As(err, &ae) && ae.status == http.StatusNotFound {
+		return nil, fmt.Errorf("the grid at %s has no failure-reasons report; list the failures with grid urls --failed %s", r.c.base, id)
+	}
+	return rep.Rows, err
+}
+
+// formatReasons lays out the failure reasons rs of crawl id, one a line
+// with its count and a sample URL.
+func formatReasons(id string, rs []mcp.ReasonReportRow) string {
+	var b strings.Builder
+	b.WriteString("top failure reasons:")
+	for i, r := range rs {
+		if i == maxReasons {
+			fmt.Fprintf(&b, "\n  ... more reasons: grid report failure-reasons %s", id)
+			break
+		}
+		reason := "(no reason recorded)"
+		if r.Reason != nil && *r.Reason != "" {
+			reason = *r.Reason
+		}
+		fmt.Fprintf(&b, "\n  %7d  %s", r.Count, reason)
+		if len(r.SampleURLs) > 0 {
+			fmt.Fprintf(&b, "  (e.g. %s)", r.SampleURLs[0])
+		}
+	}
+	return b.String()
+}
+
+// checkStartURL checks that s is a URL a crawl can start from, as MCP will.
+func checkStartURL(s string) error {
+	_, err := urlnorm.Normalize(s)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, urlnorm.ErrScheme):
+		return errors.New("not an http or https URL")
+	case errors.Is(err, urlnorm.ErrNoHost):
+		return errors.New("no host")
+	case errors.Is(err, urlnorm.ErrTooLong):
+		return fmt.Errorf("longer than %d bytes", urlnorm.MaxLength)
+	}
+	return errors.New("not a valid URL")
+}
+
+// readURLsFile reads the start URLs of the file name ("-": stdin), one
+// or more a line separated by white space; blank lines and lines starting
+// with # are skipped. An invalid URL is reported with its file and line.
+func readURLsFile(name string, stdin io.Reader) ([]string, error) {
+	var rd io.Reader = stdin
+	label := "stdin"
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, fmt.Errorf("read start URLs: %w", err)
+		}
+		defer f.Close()
+		rd, label = f, name
+	}
+	var urls []string
+	sc := bufio.NewScanner(rd)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for line := 1; sc.Scan(); line++ {
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		for _, u := range strings.Fields(text) {
+			if err := checkStartURL(u); err != nil {
+				return nil, fmt.Errorf("%s:%d: invalid start URL %q: %w", label, line, u, err)
+			}
+			urls = append(urls, u)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read start URLs from %s: %w", label, err)
+	}
+	if len(urls) == 0 {
+		return nil, fmt.Errorf("%s: no start URLs in the file", label)
+	}
+	return urls, nil
+}
+
+// runningGrid returns the API address a grid running on dataDir wrote
+// into it, if that grid answers; "" otherwise.
+func runningGrid(ctx context.Context, dataDir, token string) string {
+	b, err := os.ReadFile(filepath.Join(dataDir, addrFile))
+	if err != nil {
+		return ""
+	}
+	base := strings.TrimRight(strings.TrimSpace(string(b)), "/")
+	if u, err := url.Parse(base); err != nil || u.Host == "" {
+		return ""
+	}
+	if !healthy(ctx, base, token) {
+		return ""
+	}
+	return base
+}
+
+// healthy reports whether the MCP at base answers its /healthz.
+func healthy(ctx context.Context, base, token string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	var ok bool
+	c := &client{base: base, token: token}
+	err := c.raw(ctx, http.MethodGet, "/healthz", func(resp *http.Response) error {
+		ok = resp.StatusCode == http.StatusOK
+		return nil
+	})
+	return err == nil && ok
+}

@@ -1,0 +1,182 @@
+package svc
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"reflect"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/caarlos0/env/v10"
+)
+
+// ParseEnv parses the GRIDCRAWL_* environment variables into cfg, a pointer
+// to a struct with env tags. Its errors name the variable and its value, not
+// the Go field the value was meant for: caarlos0/env reports a field name
+// ("parse error on field \"Workers\" of type \"int\""), which tells an
+// operator nothing, and several sections have a field of the same name.
+func ParseEnv(cfg any) error {
+	err := env.Parse(cfg)
+	if err == nil {
+		return nil
+	}
+	if named := envErrors(reflect.TypeOf(cfg)); len(named) > 0 {
+		return errors.Join(named...)
+	}
+	return fmt.Errorf("parse environment: %w", err)
+}
+
+// envErrors parses every variable that the env tags of the struct t points
+// to name, each on its own, and returns an error for each whose value does
+// not parse.
+func envErrors(t reflect.Type) []error {
+	var errs []error
+	seen := map[string]bool{}
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct {
+			return
+		}
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("env"), ",")
+			if name == "" {
+				walk(f.Type)
+				continue
+			}
+			if seen[name] {
+				continue
+			}
+			seen[name] = true
+			if err := parseOne(name, f.Type); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	walk(t)
+	return errs
+}
+
+// parseOne parses the variable name into a value of type typ the way
+// env.Parse does, and explains the failure.
+func parseOne(name string, typ reflect.Type) error {
+	v, ok := os.LookupEnv(name)
+	if !ok || v == "" {
+		return nil
+	}
+	probe := reflect.New(reflect.StructOf([]reflect.StructField{{
+		Name: "V", Type: typ, Tag: reflect.StructTag(`env:"` + name + `"`)}}))
+	err := env.Parse(probe.Interface())
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s=%q: %s", name, v, want(typ, err))
+}
+
+var durationType = reflect.TypeFor[time.Duration]()
+
+// want says what a value of type t looks like, for a message about a value
+// that is not one.
+func want(t reflect.Type, err error) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	inner := err
+	var agg env.AggregateError
+	if errors.As(err, &agg) && len(agg.Errors) == 1 { // AggregateError has no Unwrap
+		inner = agg.Errors[0]
+	}
+	var pe env.ParseError
+	if errors.As(inner, &pe) {
+		inner = pe.Err
+	}
+	switch {
+	case t == durationType:
+		return "not a duration (such as 500ms, 30s, 10m, 1h)"
+	case errors.Is(inner, strconv.ErrRange):
+		return fmt.Sprintf("out of range (a %s)", t.Kind())
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "not a whole number"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "not a whole number of at least 0"
+	case reflect.Float32, reflect.Float64:
+		return "not a number"
+	case reflect.Bool:
+		return "not a boolean (true or false, 1 or 0)"
+	}
+	return inner.Error()
+}
+
+// LogLevels are the values GRIDCRAWL_LOG_LEVEL accepts.
+var LogLevels = []string{"debug", "info", "warn", "error"}
+
+// ParseLogLevel returns the slog level named by s, one of LogLevels (in any
+// case). Other values are refused rather than read as info, so that a typo
+// does not silently hide the debug logs that were asked for.
+func ParseLogLevel(s string) (slog.Level, error) {
+	for i, name := range LogLevels {
+		if strings.EqualFold(s, name) {
+			return []slog.Level{slog.LevelDebug, slog.LevelInfo, slog.LevelWarn, slog.LevelError}[i], nil
+		}
+	}
+	return 0, fmt.Errorf("GRIDCRAWL_LOG_LEVEL=%q: unknown level (one of %s)", s, strings.Join(LogLevels, ", "))
+}
+
+// Version describes the running binary: the main module's version, the VCS
+// revision and time it was built from (with "modified" when the working
+// tree had changes), and the Go version, as runtime/debug.ReadBuildInfo
+// reports them. A binary built without VCS information (go build
+// -buildvcs=false, or in a git worktree) has no revision.
+func Version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown version (no build information) " + runtime.Version()
+	}
+	return formatVersion(bi)
+}
+
+// formatVersion formats bi for Version.
+func formatVersion(bi *debug.BuildInfo) string {
+	var rev, at string
+	modified := false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	var b strings.Builder
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	fmt.Fprintf(&b, "%s %s", bi.Main.Path, v)
+	if rev != "" {
+		fmt.Fprintf(&b, " revision %s", rev)
+		if at != "" {
+			fmt.Fprintf(&b, " (%s)", at)
+		}
+		if modified {
+			b.WriteString(" modified")
+		}
+	}
+	fmt.Fprintf(&b, " %s %s/%s", bi.GoVersion, runtime.GOOS, runtime.GOARCH)
+	return b.String()
+}
