@@ -155,8 +155,7 @@ func migrateSearchV2(path string) error {
 // migrateTxV2 turns a transaction index of schema version 2 into version
 // 3 in one transaction: it adds the columns of the fetched response's media
 // type and size (NULL size: unknown, as for every record fetched before)
-// and of the status history (empty for older records), and the partial
-// index of failure reasons. Adding columns with constant defaults rewrites
+// and of the status history (empty for older records). Adding columns with constant defaults rewrites
 // no row. A missing file or a database of another version is left alone.
 func migrateTxV2(path string) error {
 	db, err := openForMigration(path)
@@ -180,7 +179,7 @@ func migrateTxV2(path string) error {
 	stmts := []string{
 		`ALTER TABLE records ADD COLUMN mime_type TEXT NOT NULL DEFAULT ''`,
 		`ALTER TABLE records ADD COLUMN bytes INTEGER`,
-		`ALTER TABLE records ADD COLUMN history TEXT NOT NULL DEFAULT '[]'`,
+		`ALTER TABLE records ADD COLUMN history TEXT NOT NULL DEFAULT ''`,
 	}
 	for _, stmt := range append(append(stmts, txSchema...), fmt.Sprintf(`PRAGMA user_version = %d`, txSchemaVersion)) {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {

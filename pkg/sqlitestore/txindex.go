@@ -59,15 +59,11 @@ var txSchema = []string{
 		created_at   INTEGER NOT NULL,
 		mime_type    TEXT NOT NULL DEFAULT '',
 		bytes        INTEGER,
-		history      TEXT NOT NULL DEFAULT '[]'
+		history      TEXT NOT NULL DEFAULT ''
 	)`,
 	`CREATE INDEX IF NOT EXISTS records_crawl_status ON records (crawl_id, status)`,
 	`CREATE INDEX IF NOT EXISTS records_crawl_host ON records (crawl_id, host)`,
 	`CREATE INDEX IF NOT EXISTS records_stale ON records (status_time) WHERE status IN ` + inFlightSQL,
-	// records_crawl_error serves the failure reasons report and the
-	// crawl log's reason filter. It is partial: only records with an error,
-	// mostly failed ones, are written to it.
-	`CREATE INDEX IF NOT EXISTS records_crawl_error ON records (crawl_id, error) WHERE error <> ''`,
 	`CREATE TABLE IF NOT EXISTS counts (
 		crawl_id TEXT NOT NULL,
 		status   TEXT NOT NULL,
@@ -79,14 +75,18 @@ var txSchema = []string{
 const recordCols = `key, crawl_id, url, host, chg, depth, hops, referrer, status, status_time,
 	attempts, error, http_status, asset_key, asset_offset, asset_length, created_at, mime_type, bytes, history`
 
-// appendHistorySQL is the SQL form of txindex.AppendHistory on the history
-// column (a JSON array of [status, unix milliseconds] pairs) for the event
-// of status ?s at ?ms, with s and ms the parameter numbers.
-func appendHistorySQL(s, ms int) string {
-	ev := fmt.Sprintf(`json_array(?%d, ?%d)`, s, ms)
-	return fmt.Sprintf(`CASE WHEN json_array_length(history) >= %d
-		THEN json_insert(json_remove(history, '$[1]'), '$[#]', %s)
-		ELSE json_insert(history, '$[#]', %s) END`, txindex.MaxHistory, ev, ev)
+// The history column holds the status history as fixed-width events of
+// histEventLen characters: a status letter (histLetter) and 13 digits of
+// unix milliseconds. Fixed width makes the bound cheap on the hot path:
+// appendHistorySQL keeps the first event and the last MaxHistory-1 with
+// substr, no parsing, in the UPDATE that changes the status.
+const histEventLen = 14
+
+// appendHistorySQL is the SQL form of txindex.AppendHistory for the
+// event given as parameter ev (formatted by histEvent).
+func appendHistorySQL(ev int) string {
+	return fmt.Sprintf(`substr(history, 1, %d) || substr(substr(history, %d) || ?%d, -%d)`,
+		histEventLen, histEventLen+1, ev, histEventLen*(txindex.MaxHistory-1))
 }
 
 // TxIndex is the transaction index (txindex.Index) in one SQLite file.
@@ -129,11 +129,11 @@ func OpenTxIndex(path string) (*TxIndex, error) {
 			asset_key = coalesce(?5, asset_key), asset_offset = coalesce(?6, asset_offset),
 			asset_length = coalesce(?7, asset_length), attempts = attempts + ?8,
 			mime_type = coalesce(?12, mime_type), bytes = coalesce(?13, bytes),
-			history = CASE WHEN status = ?1 THEN history ELSE ` + appendHistorySQL(1, 14) + ` END
+			history = CASE WHEN status = ?1 THEN history ELSE ` + appendHistorySQL(14) + ` END
 			WHERE key = ?9 AND status = ?10 AND (?11 IS NULL OR depth = ?11) RETURNING crawl_id`},
 		{&x.lockedGetMany, st.w, `SELECT ` + recordCols + ` FROM records WHERE key IN (SELECT value FROM json_each(?))`},
 		{&x.lower, st.w, `UPDATE records SET depth = ?1, hops = ?2, status = ?3, status_time = ?4,
-			history = CASE WHEN status = ?3 THEN history ELSE ` + appendHistorySQL(3, 6) + ` END WHERE key = ?5`},
+			history = CASE WHEN status = ?3 THEN history ELSE ` + appendHistorySQL(6) + ` END WHERE key = ?5`},
 		{&x.addCount, st.w, `INSERT INTO counts (crawl_id, status, n) VALUES (?, ?, ?)
 			ON CONFLICT (crawl_id, status) DO UPDATE SET n = n + excluded.n`},
 		{&x.get, st.r, `SELECT ` + recordCols + ` FROM records WHERE key = ?`},
@@ -316,7 +316,7 @@ func (x *TxIndex) Transition(ctx context.Context, ts []txindex.Transition) ([]bo
 			}
 			var crawlID string
 			err := up.QueryRow(string(t.To), now, errText, httpStatus, assetKey, assetOff, assetLen, add,
-				t.Key, string(t.From), ifDepth, mimeType, bytes, nowMS).Scan(&crawlID)
+				t.Key, string(t.From), ifDepth, mimeType, bytes, histEvent(t.To, nowMS)).Scan(&crawlID)
 			if errors.Is(err, sql.ErrNoRows) {
 				applied[i] = false
 				continue
@@ -387,7 +387,7 @@ func (x *TxIndex) LowerDepth(ctx context.Context, ls []txindex.Lowering) (map[st
 			if !txindex.Lower(&r, l, now) {
 				continue
 			}
-			if _, err := up.Exec(r.Depth, r.Hops, string(r.Status), nanos(r.StatusTime), r.Key, r.StatusTime.UnixMilli()); err != nil {
+			if _, err := up.Exec(r.Depth, r.Hops, string(r.Status), nanos(r.StatusTime), r.Key, histEvent(r.Status, r.StatusTime.UnixMilli())); err != nil {
 				return fmt.Errorf("lower depth of record %q: %w", r.Key, err)
 			}
 			if was := byKey[l.Key].Status; was != r.Status {
@@ -591,44 +591,49 @@ func scanRecord(row scanner, history bool) (txindex.Record, error) {
 	return r, nil
 }
 
-// encodeHistory returns the stored form of h: a JSON array of [status,
-// unix milliseconds] pairs.
-func encodeHistory(h []txindex.Event) string {
-	b := make([]byte, 0, 2+len(h)*32)
-	b = append(b, '[')
-	for i, e := range h {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `["`...)
-		b = append(b, e.Status...) // statuses are plain words
-		b = append(b, `",`...)
-		b = strconv.AppendInt(b, e.Time.UnixMilli(), 10)
-		b = append(b, ']')
+// histLetter maps each status to its letter in the history column and
+// histStatus back.
+var histLetter, histStatus = func() (map[contracts.Status]byte, map[byte]contracts.Status) {
+	l, st := map[contracts.Status]byte{}, map[byte]contracts.Status{}
+	for i, s := range contracts.Statuses {
+		l[s], st['a'+byte(i)] = 'a'+byte(i), s
 	}
-	return string(append(b, ']'))
+	return l, st
+}()
+
+// histEvent returns the stored form of one event.
+func histEvent(s contracts.Status, ms int64) string {
+	b := make([]byte, 0, histEventLen)
+	b = append(b, histLetter[s])
+	d := strconv.AppendInt(nil, max(ms, 0), 10)
+	for range histEventLen - 1 - len(d) {
+		b = append(b, '0')
+	}
+	return string(append(b, d...))
+}
+
+// encodeHistory returns the stored form of h.
+func encodeHistory(h []txindex.Event) string {
+	var b strings.Builder
+	for _, e := range h {
+		b.WriteString(histEvent(e.Status, e.Time.UnixMilli()))
+	}
+	return b.String()
 }
 
 // decodeHistory is the inverse of encodeHistory.
 func decodeHistory(s string) ([]txindex.Event, error) {
-	if s == "" || s == "[]" {
-		return nil, nil
+	if len(s)%histEventLen != 0 {
+		return nil, fmt.Errorf("decode history: length %d is not a multiple of %d", len(s), histEventLen)
 	}
-	var pairs [][2]json.RawMessage
-	if err := json.Unmarshal([]byte(s), &pairs); err != nil {
-		return nil, fmt.Errorf("decode history: %w", err)
-	}
-	out := make([]txindex.Event, 0, len(pairs))
-	for _, p := range pairs {
-		var st string
-		var ms int64
-		if err := json.Unmarshal(p[0], &st); err != nil {
-			return nil, fmt.Errorf("decode history: %w", err)
+	out := make([]txindex.Event, 0, len(s)/histEventLen)
+	for ; len(s) > 0; s = s[histEventLen:] {
+		st, ok := histStatus[s[0]]
+		ms, err := strconv.ParseInt(s[1:histEventLen], 10, 64)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("decode history: bad event %q", s[:histEventLen])
 		}
-		if err := json.Unmarshal(p[1], &ms); err != nil {
-			return nil, fmt.Errorf("decode history: %w", err)
-		}
-		out = append(out, txindex.Event{Status: contracts.Status(st), Time: time.UnixMilli(ms).UTC()})
+		out = append(out, txindex.Event{Status: st, Time: time.UnixMilli(ms).UTC()})
 	}
 	return out, nil
 }
