@@ -89,8 +89,14 @@ type Set struct {
 	lock    *os.File
 }
 
-// Open opens the configured backends.
+// Open opens the configured backends. Its errors never hold a credential
+// (Backends.Redact).
 func Open(ctx context.Context, b Backends, log *slog.Logger) (*Set, error) {
+	s, err := open(ctx, b, log)
+	return s, b.Redact(err)
+}
+
+func open(ctx context.Context, b Backends, log *slog.Logger) (*Set, error) {
 	s := &Set{Embedded: b.Embedded()}
 	if b.usesDataDir() {
 		if err := privfile.MkdirAll(b.DataDir); err != nil {
