@@ -296,6 +296,10 @@ func (p Profile) WithDefaults() Profile {
 	return p
 }
 
+// isControl reports whether r is an ASCII control character (C0 or DEL):
+// HTTP clients refuse them in a header value, so every fetch would fail.
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
+
 // Validate checks p (after WithDefaults) and returns a *FieldError naming the
 // first invalid field.
 func (p Profile) Validate() error {
@@ -335,8 +339,8 @@ func (p Profile) Validate() error {
 	if p.MaxPagesPerHost < 0 {
 		return &FieldError{"max_pages_per_host", "must not be negative"}
 	}
-	if strings.ContainsAny(p.UserAgent, "\r\n") || len(p.UserAgent) > 512 {
-		return &FieldError{"user_agent", "must be one line of at most 512 bytes"}
+	if len(p.UserAgent) > 512 || strings.ContainsFunc(p.UserAgent, isControl) {
+		return &FieldError{"user_agent", "must be at most 512 bytes without control characters (an HTTP header value)"}
 	}
 	pol := p.Politeness
 	if pol.MinDelayMS < 0 || pol.MinDelayMS > 3600_000 {

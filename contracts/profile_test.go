@@ -82,6 +82,11 @@ func TestProfileValidate(t *testing.T) {
 		{"user_agent 513 bytes", func(p *contracts.Profile) { p.UserAgent = strings.Repeat("b", 513) }, "user_agent"},
 		{"user_agent newline", func(p *contracts.Profile) { p.UserAgent = "bot\nX: y" }, "user_agent"},
 		{"user_agent carriage return", func(p *contracts.Profile) { p.UserAgent = "bot\r" }, "user_agent"},
+		{"user_agent NUL", func(p *contracts.Profile) { p.UserAgent = "bot\x00" }, "user_agent"},
+		{"user_agent tab", func(p *contracts.Profile) { p.UserAgent = "bot\t1.0" }, "user_agent"},
+		{"user_agent escape", func(p *contracts.Profile) { p.UserAgent = "bot\x1b[31m" }, "user_agent"},
+		{"user_agent DEL", func(p *contracts.Profile) { p.UserAgent = "bot\x7f" }, "user_agent"},
+		{"user_agent non-ASCII letters", func(p *contracts.Profile) { p.UserAgent = "bötli/1.0" }, ""},
 
 		{"min_delay_ms 0", func(p *contracts.Profile) { p.Politeness.MinDelayMS = 0 }, ""},
 		{"min_delay_ms -1", func(p *contracts.Profile) { p.Politeness.MinDelayMS = -1 }, "politeness.min_delay_ms"},
