@@ -262,7 +262,7 @@ const (
 	DefaultMaxDelayMS = 10000
 	DefaultFactor     = 2.0
 	maxRegexLen       = 4096
-	maxURLLen         = 8192
+	maxURLLen         = 2048
 )
 
 // FieldError reports an invalid field of a request body. Field is a JSON path

@@ -52,8 +52,8 @@ func TestProfileValidate(t *testing.T) {
 		{"start url space in host", func(p *contracts.Profile) { p.StartURLs = []string{"http://exa mple.com/"} }, "start_urls[0]"},
 		{"start url upper case scheme", func(p *contracts.Profile) { p.StartURLs = []string{"HTTPS://EXAMPLE.COM/"} }, ""},
 		{"start url ipv6", func(p *contracts.Profile) { p.StartURLs = []string{"http://[::1]:8080/"} }, ""},
-		{"start url 8192 bytes", func(p *contracts.Profile) { p.StartURLs = []string{"http://a/" + strings.Repeat("x", 8192-9)} }, ""},
-		{"start url 8193 bytes", func(p *contracts.Profile) { p.StartURLs = []string{"http://a/" + strings.Repeat("x", 8193-9)} }, "start_urls[0]"},
+		{"start url 2048 bytes", func(p *contracts.Profile) { p.StartURLs = []string{"http://a/" + strings.Repeat("x", 2048-9)} }, ""},
+		{"start url 2049 bytes", func(p *contracts.Profile) { p.StartURLs = []string{"http://a/" + strings.Repeat("x", 2049-9)} }, "start_urls[0]"},
 
 		{"max_depth 0", func(p *contracts.Profile) { p.MaxDepth = 0 }, ""},
 		{"max_depth 100", func(p *contracts.Profile) { p.MaxDepth = 100 }, ""},

@@ -52,8 +52,11 @@ import (
 	"golang.org/x/net/publicsuffix"
 )
 
-// MaxLength is the longest URL, in bytes, that Normalize accepts or returns.
-const MaxLength = 8192
+// MaxLength is the longest URL, in bytes, that Normalize accepts or returns:
+// 2,048, about what browsers and major crawlers handle in practice. Longer
+// URLs are nearly always generated traps, and each one is carried in
+// documents, contracts and records.
+const MaxLength = 2048
 
 // Sentinel errors; every error this package returns wraps exactly one of them.
 var (

@@ -44,6 +44,10 @@ import (
 	"github.com/gridcrawl/gridcrawl/services/internal/scope"
 )
 
+// linkBytesPerPageByte is how many bytes of resolved links and images one
+// byte of page may bring.
+const linkBytesPerPageByte = 4
+
 // Config configures a crawler. Every field is an environment variable.
 type Config struct {
 	Workers      int   `env:"GRIDCRAWL_CRAWLER_WORKERS" envDefault:"4"`
@@ -332,7 +336,11 @@ func (c *Crawler) parse(ctx context.Context, k contracts.CrawlerContract, profil
 	}
 	ctype := header.Get("Content-Type")
 	mt, _, _ := mime.ParseMediaType(ctype)
-	lim := extract.Limits{MaxTextBytes: c.cfg.MaxTextBytes, MaxLinks: c.cfg.MaxLinks}
+	// A page's links may take at most a small multiple of its own bytes once
+	// resolved, so that what is stored and queued for it stays bounded by
+	// its size (and 64 KiB for the smallest pages).
+	lim := extract.Limits{MaxTextBytes: c.cfg.MaxTextBytes, MaxLinks: c.cfg.MaxLinks,
+		MaxLinkBytes: max(64<<10, linkBytesPerPageByte*len(body))}
 	var res extract.Result
 	switch {
 	case mt == "text/html" || mt == "application/xhtml+xml" || (mt == "" && looksHTML(body)):
