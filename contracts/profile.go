@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"regexp/syntax"
 	"strings"
 	"time"
 )
@@ -262,7 +263,14 @@ const (
 	DefaultMaxDelayMS = 10000
 	DefaultFactor     = 2.0
 	maxRegexLen       = 4096
-	maxURLLen         = 2048
+	// maxRegexRepeat bounds the repetition counts of a profile regex,
+	// multiplied through nested repetitions: "x{5}" counts 5, "(?:x{5}){4}"
+	// 20. Matching costs about the expanded size times the URL's length, and
+	// every link of every page is matched.
+	maxRegexRepeat = 100
+	// maxRegexInsts bounds a profile regex's compiled program.
+	maxRegexInsts = 10000
+	maxURLLen     = 2048
 )
 
 // FieldError reports an invalid field of a request body. Field is a JSON path
@@ -294,6 +302,43 @@ func (p Profile) WithDefaults() Profile {
 		p.Politeness.Robots = RobotsObey
 	}
 	return p
+}
+
+// regexCost returns why the valid regular expression re would cost too much
+// to match against every link of a crawl, or "".
+func regexCost(re string) string {
+	tree, err := syntax.Parse(re, syntax.Perl)
+	if err != nil {
+		return "not a valid regular expression: " + err.Error()
+	}
+	if n := maxRepeat(tree); n > maxRegexRepeat {
+		return fmt.Sprintf("repeats up to %d times (counts of nested repetitions multiplied); at most %d", n, maxRegexRepeat)
+	}
+	prog, err := syntax.Compile(tree.Simplify())
+	if err != nil {
+		return "not a valid regular expression: " + err.Error()
+	}
+	if n := len(prog.Inst); n > maxRegexInsts {
+		return fmt.Sprintf("compiles to %d instructions; at most %d", n, maxRegexInsts)
+	}
+	return ""
+}
+
+// maxRepeat returns the largest product of repetition counts along one path
+// of re's syntax tree ({n,} counts n; *, + and ? count 1).
+func maxRepeat(re *syntax.Regexp) int {
+	inner := 1
+	for _, sub := range re.Sub {
+		inner = max(inner, maxRepeat(sub))
+	}
+	if re.Op == syntax.OpRepeat {
+		n := re.Max
+		if n < 0 {
+			n = re.Min
+		}
+		return max(n, 1) * inner
+	}
+	return inner
 }
 
 // isControl reports whether r is an ASCII control character (C0 or DEL):
@@ -331,6 +376,9 @@ func (p Profile) Validate() error {
 		}
 		if _, err := regexp.Compile(f.re); err != nil {
 			return &FieldError{f.name, "not a valid regular expression: " + err.Error()}
+		}
+		if reason := regexCost(f.re); reason != "" {
+			return &FieldError{f.name, reason}
 		}
 	}
 	if p.MaxPages < 0 {

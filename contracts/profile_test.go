@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/big"
 	"net/url"
 	"os"
@@ -78,6 +79,18 @@ func TestProfileValidate(t *testing.T) {
 		{"max_pages -1", func(p *contracts.Profile) { p.MaxPages = -1 }, "max_pages"},
 		{"max_pages_per_host -1", func(p *contracts.Profile) { p.MaxPagesPerHost = -1 }, "max_pages_per_host"},
 
+		{"regex repeat 100", func(p *contracts.Profile) { p.CrawlMustMatch = `/[a-f0-9]{100}$` }, ""},
+		{"regex repeat 1000", func(p *contracts.Profile) { p.CrawlMustMatch = `(?:\pL{1000})x` }, "crawl_must_match"},
+		{"regex nested repeats multiply", func(p *contracts.Profile) { p.IndexMustNotMatch = `(?:(?:.{11}){10})x` }, "index_must_not_match"},
+		{"regex nested repeats within bound", func(p *contracts.Profile) { p.IndexMustMatch = `(?:\d{4}/){2}\d{2}` }, ""},
+		{"regex unbounded star is cheap", func(p *contracts.Profile) { p.CrawlMustNotMatch = `.*\.(jpg|png|gif|css|js)$` }, ""},
+		{"regex long site list", func(p *contracts.Profile) {
+			sites := make([]string, 150)
+			for i := range sites {
+				sites[i] = fmt.Sprintf("site%d\\.example\\.org", i)
+			}
+			p.CrawlMustMatch = `^https?://(www\.)?(` + strings.Join(sites, "|") + `)/`
+		}, ""},
 		{"user_agent 512 bytes", func(p *contracts.Profile) { p.UserAgent = strings.Repeat("b", 512) }, ""},
 		{"user_agent 513 bytes", func(p *contracts.Profile) { p.UserAgent = strings.Repeat("b", 513) }, "user_agent"},
 		{"user_agent newline", func(p *contracts.Profile) { p.UserAgent = "bot\nX: y" }, "user_agent"},
@@ -118,6 +131,9 @@ func TestProfileValidate(t *testing.T) {
 		"scope empty before defaults":  true,
 		"robots empty before defaults": true,
 		"start url port without host":  true,
+		// The cost of a regular expression is not a schema keyword.
+		"regex repeat 1000":             true,
+		"regex nested repeats multiply": true,
 	}
 	sch := compileAll(t)["profile"]
 	for _, tt := range tests {
