@@ -263,6 +263,8 @@ const (
 	DefaultMaxDelayMS = 10000
 	DefaultFactor     = 2.0
 	maxRegexLen       = 4096
+	// MaxBudgetOverrides bounds budget.overrides.
+	MaxBudgetOverrides = 1000
 	// maxRegexRepeat bounds the repetition counts of a profile regex,
 	// multiplied through nested repetitions: "x{5}" counts 5, "(?:x{5}){4}"
 	// 20. Matching costs about the expanded size times the URL's length, and
@@ -429,8 +431,11 @@ func (p Profile) Validate() error {
 		default:
 			return &FieldError{"budget.cost_policy", `must be "zero", "unit", "wag" or "anti-calendar"`}
 		}
+		if len(b.Overrides) > MaxBudgetOverrides {
+			return &FieldError{"budget.overrides", fmt.Sprintf("at most %d overrides", MaxBudgetOverrides)}
+		}
 		for i, o := range b.Overrides {
-			if o.Domain == "" || strings.ContainsAny(o.Domain, "/: ") {
+			if o.Domain == "" || len(o.Domain) > 253 || strings.ContainsAny(o.Domain, "/: ") {
 				return &FieldError{fmt.Sprintf("budget.overrides[%d].domain", i), "must be a host or domain name"}
 			}
 			if o.BalanceReplenish < 0 || o.TotalBudget < 0 {
