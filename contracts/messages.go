@@ -14,6 +14,10 @@ const (
 // robots noindex) or the profile's index filters exclude it.
 const ReasonExcluded = "excluded from index (noindex or index filter)"
 
+// ReasonRefusedByIndex starts the reason of a page whose document the search
+// index refused (the rest of the reason is the index's own words).
+const ReasonRefusedByIndex = "refused by the search index"
+
 // MaxInlineProfileBytes bounds the profile text carried inside contracts.
 const MaxInlineProfileBytes = 2048
 

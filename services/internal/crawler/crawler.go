@@ -44,6 +44,10 @@ import (
 	"github.com/gridcrawl/gridcrawl/services/internal/scope"
 )
 
+// maxMediaTypeBytes bounds the media type kept from a response's
+// Content-Type: it is a keyword of the document.
+const maxMediaTypeBytes = 255
+
 // linkBytesPerPageByte is how many bytes of resolved links and images one
 // byte of page may bring.
 const linkBytesPerPageByte = 4
@@ -336,6 +340,9 @@ func (c *Crawler) parse(ctx context.Context, k contracts.CrawlerContract, profil
 	}
 	ctype := header.Get("Content-Type")
 	mt, _, _ := mime.ParseMediaType(ctype)
+	if len(mt) > maxMediaTypeBytes {
+		mt = "" // no real media type is this long (RFC 6838: 127 + 1 + 127)
+	}
 	// A page's links may take at most a small multiple of its own bytes once
 	// resolved, so that what is stored and queued for it stays bounded by
 	// its size (and 64 KiB for the smallest pages).
