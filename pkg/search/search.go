@@ -7,9 +7,9 @@
 package search
 
 import (
-	"fmt"
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 )
