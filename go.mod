@@ -3,6 +3,7 @@ module github.com/gridcrawl/gridcrawl
 go 1.26.8
 
 require (
+	github.com/andybalholm/brotli v1.2.0
 	github.com/caarlos0/env/v10 v10.0.0
 	github.com/elastic/go-elasticsearch/v8 v8.19.0
 	github.com/google/go-cmp v0.7.0

@@ -15,7 +15,6 @@ package crawler
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,6 +30,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
 	"github.com/gridcrawl/gridcrawl/pkg/extract"
+	"github.com/gridcrawl/gridcrawl/pkg/httpbody"
 	"github.com/gridcrawl/gridcrawl/pkg/lru"
 	"github.com/gridcrawl/gridcrawl/pkg/profiles"
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
@@ -506,19 +506,9 @@ func (c *Crawler) load(ctx context.Context, ref contracts.AssetRef, handed map[c
 	if err != nil {
 		return 0, nil, "", nil, &badRecordError{"parse http response: " + err.Error()}
 	}
-	if strings.EqualFold(strings.TrimSpace(header.Get("Content-Encoding")), "gzip") {
-		zr, err := gzip.NewReader(bytes.NewReader(body))
-		if err != nil {
-			return 0, nil, "", nil, &badRecordError{"gzip body: " + err.Error()}
-		}
-		dec, err := io.ReadAll(io.LimitReader(zr, c.cfg.MaxBodyBytes+1))
-		if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
-			return 0, nil, "", nil, &badRecordError{"gunzip body: " + err.Error()}
-		}
-		if int64(len(dec)) > c.cfg.MaxBodyBytes {
-			dec = dec[:c.cfg.MaxBodyBytes]
-		}
-		body = dec
+	body, err = httpbody.Decode(header, body, c.cfg.MaxBodyBytes)
+	if err != nil {
+		return 0, nil, "", nil, &badRecordError{"decode body: " + err.Error()}
 	}
 	return status, header, ip, body, nil
 }
