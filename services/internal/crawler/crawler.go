@@ -388,6 +388,26 @@ func (c *Crawler) parse(ctx context.Context, k contracts.CrawlerContract, profil
 	return out, nil
 }
 
+// streamReader remembers how a read from the asset store went.
+type streamReader struct {
+	r   io.Reader
+	n   int64 // bytes read
+	eof bool  // the store reported the end
+	err error // the first error other than io.EOF
+}
+
+func (s *streamReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	s.n += int64(n)
+	switch {
+	case errors.Is(err, io.EOF):
+		s.eof = true
+	case err != nil && s.err == nil:
+		s.err = err
+	}
+	return n, err
+}
+
 type badRecordError struct{ msg string }
 
 func (e *badRecordError) Error() string { return e.msg }
@@ -486,6 +506,7 @@ func (c *Crawler) load(ctx context.Context, ref contracts.AssetRef, handed map[c
 		block, ip = h.response, h.ip
 	} else {
 		var r io.Reader
+		var stream *streamReader
 		if sp, ok := spans[ref.Key]; ok && ref.Offset >= sp.off && ref.Offset+ref.Length <= sp.off+int64(len(sp.data)) {
 			r = bytes.NewReader(sp.data[ref.Offset-sp.off : ref.Offset-sp.off+ref.Length])
 		} else {
@@ -494,10 +515,17 @@ func (c *Crawler) load(ctx context.Context, ref contracts.AssetRef, handed map[c
 				return 0, nil, "", nil, fmt.Errorf("get asset %q: %w", ref.Key, err)
 			}
 			defer rc.Close()
-			r = rc
+			stream = &streamReader{r: rc}
+			r = stream
 		}
 		rec, err := warc.ReadRecord(r, maxBlock)
 		if err != nil {
+			// A stream that broke off (a reset connection, a transfer cut
+			// short) is the store's failure, worth a retry like the batched
+			// read's; a record that arrived whole and does not parse is bad.
+			if stream != nil && (stream.err != nil || stream.eof && stream.n < ref.Length) {
+				return 0, nil, "", nil, fmt.Errorf("read asset %q: %w", ref.Key, errors.Join(err, stream.err))
+			}
 			return 0, nil, "", nil, &badRecordError{"read warc record: " + err.Error()}
 		}
 		block, ip = rec.Block, rec.Header.Get(warc.FieldIPAddress)
