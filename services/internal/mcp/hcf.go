@@ -245,7 +245,11 @@ func (m *MCP) finishLines(lw *lineWriter, action, slot string, err error) {
 			return
 		}
 		m.log.Warn("hcf "+action+" aborted", "slot", slot, "err", err)
-		return
+		// Part of the answer is out and the status was 200: ending the
+		// response normally would let the client take a truncated list as
+		// complete. Abort it, so the client sees the connection break.
+		_ = lw.bw.Flush()
+		panic(http.ErrAbortHandler)
 	}
 	if !lw.sent {
 		lw.w.Header().Set("Content-Type", jsonLines)

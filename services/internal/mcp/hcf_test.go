@@ -460,3 +460,31 @@ func testHCFAuth(t *testing.T, b hcfBackend) {
 	a := call(t, "GET", slot+"/f", nil, "Authorization", basic(token))
 	want(t, a, 200, "{\"fp\":\"x\"}\n", "GET f with the token as basic-auth user")
 }
+
+// TestHCFListAbortsOnLateError: when the store fails after part of a /q or /f
+// answer went out, the response must break off (the client sees an error),
+// not end cleanly as if the truncated list were complete.
+func TestHCFListAbortsOnLateError(t *testing.T) {
+	m := &MCP{log: slog.New(slog.DiscardHandler)}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		lw := newLineWriter(w)
+		for i := range 20000 { // more than the line writer buffers: the status goes out
+			if err := lw.line(func(b []byte) []byte { return fmt.Appendf(b, `{"fp":"%d"}`, i) }); err != nil {
+				return
+			}
+		}
+		m.finishLines(lw, "list fingerprints", "p/f/s", fmt.Errorf("store: connection lost"))
+	}))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status = %d, want 200 (the answer had begun)", resp.StatusCode)
+	}
+	if _, err := io.ReadAll(resp.Body); err == nil {
+		t.Error("reading the truncated answer succeeded, want an error")
+	}
+}
