@@ -2,6 +2,7 @@ package contracts_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -61,5 +62,46 @@ func TestInlineProfileCountsCollection(t *testing.T) {
 	p.StartURLs = []string{u + "a"}
 	if contracts.InlineProfile(p) != nil {
 		t.Errorf("InlineProfile of a profile one byte over %d = the profile, want nil", contracts.MaxInlineProfileBytes)
+	}
+}
+
+// TestInlineProfileCountsOverrides: 60,000 budget overrides used to be copied
+// into every contract of the crawl (2.6 MB each), since InlineProfile did not
+// count them. Now Validate refuses more than MaxBudgetOverrides, and a
+// profile whose overrides make it large travels by reference.
+func TestInlineProfileCountsOverrides(t *testing.T) {
+	overrides := func(n int) []contracts.BudgetOverride {
+		out := make([]contracts.BudgetOverride, n)
+		for i := range out {
+			out[i] = contracts.BudgetOverride{Domain: fmt.Sprintf("site%05d.example.org", i), TotalBudget: 10}
+		}
+		return out
+	}
+	tests := []struct {
+		n          int
+		inline     bool
+		validField string
+	}{
+		{0, true, ""},
+		{10, true, ""},
+		{100, false, ""},
+		{contracts.MaxBudgetOverrides, false, ""},
+		{contracts.MaxBudgetOverrides + 1, false, "budget.overrides"},
+		{60000, false, "budget.overrides"},
+	}
+	for _, tt := range tests {
+		p := validProfile()
+		p.Budget = &contracts.Budget{Overrides: overrides(tt.n)}
+		if got := contracts.InlineProfile(p) != nil; got != tt.inline {
+			t.Errorf("%d overrides: inline = %v, want %v", tt.n, got, tt.inline)
+		}
+		field := ""
+		var fe *contracts.FieldError
+		if err := p.Validate(); errors.As(err, &fe) {
+			field = fe.Field
+		}
+		if field != tt.validField {
+			t.Errorf("%d overrides: Validate field = %q, want %q", tt.n, field, tt.validField)
+		}
 	}
 }

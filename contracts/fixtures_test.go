@@ -42,6 +42,7 @@ var invalidProfiles = map[string]string{
 	"unknown_field_depth.json":               "",
 	"unknown_politeness_field.json":          "",
 	"user_agent_with_newline.json":           "user_agent",
+	"user_agent_with_nul.json":               "user_agent",
 	"wrong_type_array_not_object.json":       "",
 	"wrong_type_delay_factor_string.json":    "",
 	"wrong_type_hold_queues_string.json":     "",

@@ -14,12 +14,17 @@ const (
 // robots noindex) or the profile's index filters exclude it.
 const ReasonExcluded = "excluded from index (noindex or index filter)"
 
+// ReasonRefusedByIndex starts the reason of a page whose document the search
+// index refused (the rest of the reason is the index's own words).
+const ReasonRefusedByIndex = "refused by the search index"
+
 // MaxInlineProfileBytes bounds the profile text carried inside contracts.
 const MaxInlineProfileBytes = 2048
 
 // InlineProfile returns p when it is small enough to travel inside every
 // contract of its crawl, and nil otherwise. A profile with thousands of
-// start URLs would otherwise multiply every message's size.
+// start URLs or budget overrides would otherwise multiply every message's
+// size; such a profile is read by crawl id from the profile store.
 func InlineProfile(p Profile) *Profile {
 	n := len(p.Name) + len(p.UserAgent) + len(p.CrawlMustMatch) + len(p.CrawlMustNotMatch) +
 		len(p.IndexMustMatch) + len(p.IndexMustNotMatch)
@@ -28,6 +33,12 @@ func InlineProfile(p Profile) *Profile {
 	}
 	for _, c := range p.Collection {
 		n += len(c)
+	}
+	if p.Budget != nil {
+		for _, o := range p.Budget.Overrides {
+			// The domain and the field names and numbers around it.
+			n += len(o.Domain) + 64
+		}
 	}
 	if n > MaxInlineProfileBytes {
 		return nil

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"regexp/syntax"
 	"strings"
 	"time"
 )
@@ -262,7 +263,16 @@ const (
 	DefaultMaxDelayMS = 10000
 	DefaultFactor     = 2.0
 	maxRegexLen       = 4096
-	maxURLLen         = 8192
+	// MaxBudgetOverrides bounds budget.overrides.
+	MaxBudgetOverrides = 1000
+	// maxRegexRepeat bounds the repetition counts of a profile regex,
+	// multiplied through nested repetitions: "x{5}" counts 5, "(?:x{5}){4}"
+	// 20. Matching costs about the expanded size times the URL's length, and
+	// every link of every page is matched.
+	maxRegexRepeat = 100
+	// maxRegexInsts bounds a profile regex's compiled program.
+	maxRegexInsts = 10000
+	maxURLLen     = 2048
 )
 
 // FieldError reports an invalid field of a request body. Field is a JSON path
@@ -303,6 +313,47 @@ func (p Profile) WithDefaults() Profile {
 	return p
 }
 
+// regexCost returns why the valid regular expression re would cost too much
+// to match against every link of a crawl, or "".
+func regexCost(re string) string {
+	tree, err := syntax.Parse(re, syntax.Perl)
+	if err != nil {
+		return "not a valid regular expression: " + err.Error()
+	}
+	if n := maxRepeat(tree); n > maxRegexRepeat {
+		return fmt.Sprintf("repeats up to %d times (counts of nested repetitions multiplied); at most %d", n, maxRegexRepeat)
+	}
+	prog, err := syntax.Compile(tree.Simplify())
+	if err != nil {
+		return "not a valid regular expression: " + err.Error()
+	}
+	if n := len(prog.Inst); n > maxRegexInsts {
+		return fmt.Sprintf("compiles to %d instructions; at most %d", n, maxRegexInsts)
+	}
+	return ""
+}
+
+// maxRepeat returns the largest product of repetition counts along one path
+// of re's syntax tree ({n,} counts n; *, + and ? count 1).
+func maxRepeat(re *syntax.Regexp) int {
+	inner := 1
+	for _, sub := range re.Sub {
+		inner = max(inner, maxRepeat(sub))
+	}
+	if re.Op == syntax.OpRepeat {
+		n := re.Max
+		if n < 0 {
+			n = re.Min
+		}
+		return max(n, 1) * inner
+	}
+	return inner
+}
+
+// isControl reports whether r is an ASCII control character (C0 or DEL):
+// HTTP clients refuse them in a header value, so every fetch would fail.
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
+
 // Validate checks p (after WithDefaults) and returns a *FieldError naming the
 // first invalid field.
 func (p Profile) Validate() error {
@@ -335,6 +386,9 @@ func (p Profile) Validate() error {
 		if _, err := regexp.Compile(f.re); err != nil {
 			return &FieldError{f.name, "not a valid regular expression: " + err.Error()}
 		}
+		if reason := regexCost(f.re); reason != "" {
+			return &FieldError{f.name, reason}
+		}
 	}
 	if p.MaxPages < 0 {
 		return &FieldError{"max_pages", "must not be negative"}
@@ -342,8 +396,8 @@ func (p Profile) Validate() error {
 	if p.MaxPagesPerHost < 0 {
 		return &FieldError{"max_pages_per_host", "must not be negative"}
 	}
-	if strings.ContainsAny(p.UserAgent, "\r\n") || len(p.UserAgent) > 512 {
-		return &FieldError{"user_agent", "must be one line of at most 512 bytes"}
+	if len(p.UserAgent) > 512 || strings.ContainsFunc(p.UserAgent, isControl) {
+		return &FieldError{"user_agent", "must be at most 512 bytes without control characters (an HTTP header value)"}
 	}
 	pol := p.Politeness
 	if pol.MinDelayMS < 0 || pol.MinDelayMS > 3600_000 {
@@ -384,8 +438,11 @@ func (p Profile) Validate() error {
 		default:
 			return &FieldError{"budget.cost_policy", `must be "zero", "unit", "wag" or "anti-calendar"`}
 		}
+		if len(b.Overrides) > MaxBudgetOverrides {
+			return &FieldError{"budget.overrides", fmt.Sprintf("at most %d overrides", MaxBudgetOverrides)}
+		}
 		for i, o := range b.Overrides {
-			if o.Domain == "" || strings.ContainsAny(o.Domain, "/: ") {
+			if o.Domain == "" || len(o.Domain) > 253 || strings.ContainsAny(o.Domain, "/: ") {
 				return &FieldError{fmt.Sprintf("budget.overrides[%d].domain", i), "must be a host or domain name"}
 			}
 			if o.BalanceReplenish < 0 || o.TotalBudget < 0 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/big"
 	"net/url"
 	"os"
@@ -52,8 +53,8 @@ func TestProfileValidate(t *testing.T) {
 		{"start url space in host", func(p *contracts.Profile) { p.StartURLs = []string{"http://exa mple.com/"} }, "start_urls[0]"},
 		{"start url upper case scheme", func(p *contracts.Profile) { p.StartURLs = []string{"HTTPS://EXAMPLE.COM/"} }, ""},
 		{"start url ipv6", func(p *contracts.Profile) { p.StartURLs = []string{"http://[::1]:8080/"} }, ""},
-		{"start url 8192 bytes", func(p *contracts.Profile) { p.StartURLs = []string{"http://a/" + strings.Repeat("x", 8192-9)} }, ""},
-		{"start url 8193 bytes", func(p *contracts.Profile) { p.StartURLs = []string{"http://a/" + strings.Repeat("x", 8193-9)} }, "start_urls[0]"},
+		{"start url 2048 bytes", func(p *contracts.Profile) { p.StartURLs = []string{"http://a/" + strings.Repeat("x", 2048-9)} }, ""},
+		{"start url 2049 bytes", func(p *contracts.Profile) { p.StartURLs = []string{"http://a/" + strings.Repeat("x", 2049-9)} }, "start_urls[0]"},
 
 		{"max_depth 0", func(p *contracts.Profile) { p.MaxDepth = 0 }, ""},
 		{"max_depth 100", func(p *contracts.Profile) { p.MaxDepth = 100 }, ""},
@@ -78,10 +79,27 @@ func TestProfileValidate(t *testing.T) {
 		{"max_pages -1", func(p *contracts.Profile) { p.MaxPages = -1 }, "max_pages"},
 		{"max_pages_per_host -1", func(p *contracts.Profile) { p.MaxPagesPerHost = -1 }, "max_pages_per_host"},
 
+		{"regex repeat 100", func(p *contracts.Profile) { p.CrawlMustMatch = `/[a-f0-9]{100}$` }, ""},
+		{"regex repeat 1000", func(p *contracts.Profile) { p.CrawlMustMatch = `(?:\pL{1000})x` }, "crawl_must_match"},
+		{"regex nested repeats multiply", func(p *contracts.Profile) { p.IndexMustNotMatch = `(?:(?:.{11}){10})x` }, "index_must_not_match"},
+		{"regex nested repeats within bound", func(p *contracts.Profile) { p.IndexMustMatch = `(?:\d{4}/){2}\d{2}` }, ""},
+		{"regex unbounded star is cheap", func(p *contracts.Profile) { p.CrawlMustNotMatch = `.*\.(jpg|png|gif|css|js)$` }, ""},
+		{"regex long site list", func(p *contracts.Profile) {
+			sites := make([]string, 150)
+			for i := range sites {
+				sites[i] = fmt.Sprintf("site%d\\.example\\.org", i)
+			}
+			p.CrawlMustMatch = `^https?://(www\.)?(` + strings.Join(sites, "|") + `)/`
+		}, ""},
 		{"user_agent 512 bytes", func(p *contracts.Profile) { p.UserAgent = strings.Repeat("b", 512) }, ""},
 		{"user_agent 513 bytes", func(p *contracts.Profile) { p.UserAgent = strings.Repeat("b", 513) }, "user_agent"},
 		{"user_agent newline", func(p *contracts.Profile) { p.UserAgent = "bot\nX: y" }, "user_agent"},
 		{"user_agent carriage return", func(p *contracts.Profile) { p.UserAgent = "bot\r" }, "user_agent"},
+		{"user_agent NUL", func(p *contracts.Profile) { p.UserAgent = "bot\x00" }, "user_agent"},
+		{"user_agent tab", func(p *contracts.Profile) { p.UserAgent = "bot\t1.0" }, "user_agent"},
+		{"user_agent escape", func(p *contracts.Profile) { p.UserAgent = "bot\x1b[31m" }, "user_agent"},
+		{"user_agent DEL", func(p *contracts.Profile) { p.UserAgent = "bot\x7f" }, "user_agent"},
+		{"user_agent non-ASCII letters", func(p *contracts.Profile) { p.UserAgent = "bötli/1.0" }, ""},
 
 		{"min_delay_ms 0", func(p *contracts.Profile) { p.Politeness.MinDelayMS = 0 }, ""},
 		{"min_delay_ms -1", func(p *contracts.Profile) { p.Politeness.MinDelayMS = -1 }, "politeness.min_delay_ms"},
@@ -113,6 +131,9 @@ func TestProfileValidate(t *testing.T) {
 		"scope empty before defaults":  true,
 		"robots empty before defaults": true,
 		"start url port without host":  true,
+		// The cost of a regular expression is not a schema keyword.
+		"regex repeat 1000":             true,
+		"regex nested repeats multiply": true,
 	}
 	sch := compileAll(t)["profile"]
 	for _, tt := range tests {

@@ -40,3 +40,7 @@ go test -race -count=1 -timeout 40m ./...
 # Restarting the broker disrupts every other user of it: these run alone.
 GRIDCRAWL_RESTART_BROKER=1 GRIDCRAWL_AMQP_RESTART_TEST=1 \
 	go test -race -count=1 -timeout 15m -run 'BrokerRestart' ./services/internal/grid ./pkg/amqpqueue
+# The race detector makes the largest inputs too slow, so -race runs shrink
+# them (pkg/extract's 100 MiB pages become 10 MiB): run those at full size
+# without it.
+go test -count=1 -timeout 10m -run 'TestHugePage|TestHugeText' ./pkg/extract

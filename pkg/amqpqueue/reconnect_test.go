@@ -17,6 +17,7 @@ import (
 
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
 	"github.com/gridcrawl/gridcrawl/pkg/queue/queuetest"
+	"github.com/gridcrawl/gridcrawl/pkg/testenv"
 )
 
 // gen returns the generation of q's connection: 1 until the first reconnect.
@@ -312,20 +313,21 @@ type rabbitmqctl struct {
 	env []string
 }
 
-// newRabbitmqctl returns a working rabbitmqctl, or skips the test.
+// newRabbitmqctl returns a working rabbitmqctl, or skips the test (fails it
+// when backends are required).
 func newRabbitmqctl(t *testing.T) *rabbitmqctl {
 	t.Helper()
 	bin := "/usr/lib/rabbitmq/bin/rabbitmqctl" // the wrapper in /usr/sbin switches user
 	if _, err := os.Stat(bin); err != nil {
 		if bin, err = exec.LookPath("rabbitmqctl"); err != nil {
-			t.Skip("rabbitmqctl not installed")
+			testenv.Unavailable(t, "rabbitmqctl not installed")
 		}
 	}
 	dir := os.Getenv("GRIDCRAWL_SERVICES_DIR")
 	if dir == "" {
 		home, err := os.UserHomeDir()
 		if err != nil {
-			t.Skipf("no home directory to find the broker's Erlang cookie: %v", err)
+			testenv.Unavailable(t, "no home directory to find the broker's Erlang cookie: %v", err)
 		}
 		dir = filepath.Join(home, ".cache", "gridcrawl-services")
 	}
@@ -335,7 +337,7 @@ func newRabbitmqctl(t *testing.T) *rabbitmqctl {
 		"ERL_EPMD_ADDRESS=127.0.0.1",
 	)}
 	if out, err := c.run(t, "-q", "list_connections", "pid"); err != nil {
-		t.Skipf("rabbitmqctl cannot reach the node of scripts/services/rabbitmq.sh: %v\n%s", err, out)
+		testenv.Unavailable(t, "rabbitmqctl cannot reach the node of scripts/services/rabbitmq.sh: %v\n%s", err, out)
 	}
 	return c
 }

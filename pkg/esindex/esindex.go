@@ -42,6 +42,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -133,17 +134,17 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 		opts.Prefix = DefaultPrefix
 	}
 	if opts.Prefix != strings.ToLower(opts.Prefix) || strings.ContainsAny(opts.Prefix, ` "*\<|,>/?#:`) {
-		return nil, fmt.Errorf("open elasticsearch %q: invalid index prefix %q", opts.URL, opts.Prefix)
+		return nil, fmt.Errorf("open elasticsearch %q: invalid index prefix %q", redactURL(opts.URL), opts.Prefix)
 	}
 	switch opts.Refresh {
 	case "":
 		opts.Refresh = RefreshOnRead
 	case RefreshOnRead, RefreshWaitFor, RefreshOnWrite:
 	default:
-		return nil, fmt.Errorf("open elasticsearch %q: unknown refresh policy %q", opts.URL, opts.Refresh)
+		return nil, fmt.Errorf("open elasticsearch %q: unknown refresh policy %q", redactURL(opts.URL), opts.Refresh)
 	}
 	if opts.Replicas < 0 || opts.Shards < 0 {
-		return nil, fmt.Errorf("open elasticsearch %q: negative shards or replicas", opts.URL)
+		return nil, fmt.Errorf("open elasticsearch %q: negative shards or replicas", redactURL(opts.URL))
 	}
 	if opts.Shards == 0 {
 		opts.Shards = 1
@@ -177,7 +178,7 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 		Transport: rt,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("open elasticsearch %q: %w", opts.URL, err)
+		return nil, fmt.Errorf("open elasticsearch %q: %w", redactURL(opts.URL), err)
 	}
 	c.es = es
 	for _, ix := range []struct {
@@ -191,7 +192,7 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 	} {
 		if err := c.ensureIndex(ctx, ix.name, ix.shards, opts.Replicas, ix.props); err != nil {
 			c.Close()
-			return nil, fmt.Errorf("open elasticsearch %q: %w", opts.URL, err)
+			return nil, fmt.Errorf("open elasticsearch %q: %w", redactURL(opts.URL), err)
 		}
 	}
 	c.tx = &TxIndex{c: c, cache: newVersionCache()}
@@ -545,4 +546,14 @@ func webMapping() map[string]any {
 	}
 	props["url_s"].(map[string]any)["fields"] = map[string]any{"text": text}
 	return props
+}
+
+// redactURL returns u without its password, for messages. The client's own
+// errors may still quote u: callers redact those (wire.Backends.Redact).
+func redactURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return p.Redacted()
 }

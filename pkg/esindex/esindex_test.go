@@ -771,3 +771,38 @@ func TestReportsOnOlderRecords(t *testing.T) {
 		t.Errorf("Get(old record) = %+v, %v; want it as written, without size or history", got, err)
 	}
 }
+
+// TestUpsertRefusedDocumentSparesItsBatch: a document Elasticsearch refuses
+// is reported alone, by id, and the other documents of its bulk are stored.
+// The web index here is one whose content_type keyword has no ignore_above
+// (made by hand or by an older version), so that a 40 KiB content type is
+// an immense term Lucene refuses.
+func TestUpsertRefusedDocumentSparesItsBatch(t *testing.T) {
+	s := open(t, RefreshWaitFor).Search()
+	index := s.c.docsIndex
+	if code, body := raw(t, http.MethodDelete, "/"+index, ""); code != http.StatusOK {
+		t.Fatalf("delete %s = %d %s", index, code, body)
+	}
+	if code, body := raw(t, http.MethodPut, "/"+index, `{"mappings":{"properties":{"content_type":{"type":"keyword"}}}}`); code != http.StatusOK {
+		t.Fatalf("create %s = %d %s", index, code, body)
+	}
+	doc := func(id, ctype string) contracts.Document {
+		return contracts.Document{ID: id, CrawlID: "c", URL: "https://example.com/" + id, Host: "example.com",
+			Title: []string{"t"}, Text: "text", ContentType: []string{ctype}, HTTPStatus: 200, LoadDate: time.Now(),
+			InboundLinks: []string{}, InboundAnchorText: []string{}, OutboundLinks: []string{}, OutboundAnchorText: []string{}, Images: []string{}}
+	}
+	docs := []contracts.Document{doc("a", "text/html"), doc("immense", "text/"+strings.Repeat("x", 40<<10)), doc("b", "text/plain")}
+	err := s.Upsert(t.Context(), docs)
+	var refused *search.RefusedError
+	if !errors.As(err, &refused) {
+		t.Fatalf("Upsert = %v, want a *search.RefusedError", err)
+	}
+	if len(refused.Reasons) != 1 || !strings.Contains(refused.Reasons["immense"], "immense") {
+		t.Errorf("refused = %v, want only the document with the immense content type", refused.Reasons)
+	}
+	for _, id := range []string{"a", "b"} {
+		if _, err := s.Get(t.Context(), id); err != nil {
+			t.Errorf("neighbour %s of the refused document: %v, want it stored", id, err)
+		}
+	}
+}

@@ -113,13 +113,28 @@ func (s *Search) Upsert(ctx context.Context, docs []contracts.Document) error {
 	if err != nil {
 		return fmt.Errorf("upsert %d documents: %w", len(docs), err)
 	}
+	var refused map[string]string
 	for i, it := range items {
 		if ops[i].op == "delete" && it.Status == http.StatusNotFound {
 			continue // nothing to remove
 		}
-		if err := it.err(); err != nil {
-			return fmt.Errorf("upsert document %q: %w", ops[i].action.ID, err)
+		err := it.err()
+		if err == nil {
+			continue
 		}
+		// 400 (a field Elasticsearch cannot index) and 413 (too large) are
+		// the document's fault: the same request can never succeed.
+		if ops[i].op == "index" && (it.Status == http.StatusBadRequest || it.Status == http.StatusRequestEntityTooLarge) {
+			if refused == nil {
+				refused = map[string]string{}
+			}
+			refused[ops[i].action.ID] = err.Error()
+			continue
+		}
+		return fmt.Errorf("upsert document %q: %w", ops[i].action.ID, err)
+	}
+	if refused != nil {
+		return &search.RefusedError{Reasons: refused}
 	}
 	return nil
 }

@@ -65,6 +65,8 @@ const (
 	DefaultMaxTextBytes = 1 << 20
 	DefaultMaxLinks     = 10000
 	DefaultMaxHeadings  = 200
+	// DefaultMaxLinkBytes is the default of Limits.MaxLinkBytes.
+	DefaultMaxLinkBytes = 1 << 20
 
 	// MaxTokenBytes bounds the tokenizer's buffer: the largest single token
 	// (text run, script or style body, tag with its attributes) it holds.
@@ -93,6 +95,11 @@ type Limits struct {
 	MaxHeadings int
 	// MaxImages is how many distinct images are kept (default MaxLinks).
 	MaxImages int
+	// MaxLinkBytes bounds the bytes of the links and images kept, counting
+	// each one's URL and text (default 1 MiB). Resolving links can make them
+	// far longer than the page wrote them (a long <base href> and thousands
+	// of one-letter links), so callers bound this by the page's own size.
+	MaxLinkBytes int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -107,6 +114,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxImages <= 0 {
 		l.MaxImages = l.MaxLinks
+	}
+	if l.MaxLinkBytes <= 0 {
+		l.MaxLinkBytes = DefaultMaxLinkBytes
 	}
 	return l
 }
@@ -210,6 +220,9 @@ type extractor struct {
 	base *urlnorm.Resolver // page URL, then the <base href>
 	seen map[string]int    // link URL -> index in res.Links
 	imgs map[string]int    // image URL -> index in res.Images
+	// linkBytes counts the bytes of the links and images kept, against
+	// lim.MaxLinkBytes.
+	linkBytes int
 
 	baseSeen bool // the first <base href> was handled
 	inBody   bool // a tag that belongs in the body was seen
@@ -578,18 +591,31 @@ func (e *extractor) addLink(ref []byte, text string, nofollow bool) int {
 	if i, ok := e.seen[u]; ok {
 		l := &e.res.Links[i]
 		l.Nofollow = l.Nofollow && nofollow
-		if l.Text == "" {
+		if l.Text == "" && e.spendLinkBytes(len(text)) {
 			l.Text = text
 		}
 		return i
 	}
-	if len(e.res.Links) >= e.lim.MaxLinks {
+	if len(e.res.Links) >= e.lim.MaxLinks || !e.spendLinkBytes(len(u)) {
 		e.res.Truncated = true
 		return -1
+	}
+	if !e.spendLinkBytes(len(text)) {
+		text = ""
 	}
 	e.seen[u] = len(e.res.Links)
 	e.res.Links = append(e.res.Links, contracts.Link{URL: u, Text: text, Nofollow: nofollow})
 	return len(e.res.Links) - 1
+}
+
+// spendLinkBytes takes n bytes from the link budget, or reports that they
+// are not left. A link is kept without its text when only its URL fits.
+func (e *extractor) spendLinkBytes(n int) bool {
+	if e.linkBytes+n > e.lim.MaxLinkBytes {
+		return false
+	}
+	e.linkBytes += n
+	return true
 }
 
 func (e *extractor) endAnchor() {
@@ -598,7 +624,9 @@ func (e *extractor) endAnchor() {
 	}
 	e.inAnchor = false
 	if e.anchorIdx >= 0 && e.res.Links[e.anchorIdx].Text == "" {
-		e.res.Links[e.anchorIdx].Text = e.anchor.String()
+		if t := e.anchor.String(); e.spendLinkBytes(len(t)) {
+			e.res.Links[e.anchorIdx].Text = t
+		}
 	}
 	e.anchorIdx = -1
 }
@@ -628,16 +656,22 @@ func (e *extractor) addImage(src, alt []byte) {
 	}
 	if i, ok := e.imgs[u]; ok {
 		if e.res.Images[i].Alt == "" {
-			e.res.Images[i].Alt = collapse(alt, MaxAnchorTextBytes)
+			if a := collapse(alt, MaxAnchorTextBytes); e.spendLinkBytes(len(a)) {
+				e.res.Images[i].Alt = a
+			}
 		}
 		return
 	}
-	if len(e.res.Images) >= e.lim.MaxImages {
+	if len(e.res.Images) >= e.lim.MaxImages || !e.spendLinkBytes(len(u)) {
 		e.res.Truncated = true
 		return
 	}
+	a := collapse(alt, MaxAnchorTextBytes)
+	if !e.spendLinkBytes(len(a)) {
+		a = ""
+	}
 	e.imgs[u] = len(e.res.Images)
-	e.res.Images = append(e.res.Images, Image{URL: u, Alt: collapse(alt, MaxAnchorTextBytes)})
+	e.res.Images = append(e.res.Images, Image{URL: u, Alt: a})
 }
 
 // boundary separates words at a block-level tag. Inside a <noscript> only

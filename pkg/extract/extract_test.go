@@ -175,6 +175,9 @@ func TestHTML(t *testing.T) {
 		{"dedupe fills empty text", `<link rel=next href=n><a href=n>Next</a>`, "Links", links{l("http://www.example.test/dir/n", "Next")}, Limits{}},
 		{"links limit", `<a href=a>A</a><a href=b>B</a><a href=a>A</a><a href=c>C</a>`, "Links", links{l("http://www.example.test/dir/a", "A"), l("http://www.example.test/dir/b", "B")}, Limits{MaxLinks: 2}},
 		{"links limit truncates", `<a href=a>A</a><a href=b>B</a><a href=c>C</a>`, "Truncated", true, Limits{MaxLinks: 2}},
+		{"link bytes: kept without text, then dropped", `<a href=a>A</a><a href=b>BB</a><a href=c>C</a>`, "Links", links{l("http://www.example.test/dir/a", "A"), l("http://www.example.test/dir/b", "")}, Limits{MaxLinkBytes: 60}},
+		{"link bytes truncate", `<a href=a>A</a><a href=b>BB</a><a href=c>C</a>`, "Truncated", true, Limits{MaxLinkBytes: 60}},
+		{"link bytes: a long base makes few links", `<base href="/` + strings.Repeat("p", 1000) + `/"><a href=a>A</a><a href=b>B</a><a href=c>C</a>`, "Links", links{l("http://www.example.test/"+strings.Repeat("p", 1000)+"/a", "A")}, Limits{MaxLinkBytes: 1500}},
 		{"links limit dups do not truncate", `<a href=a>A</a><a href=b>B</a><a href=a>A</a>`, "Truncated", false, Limits{MaxLinks: 2}},
 	}
 	for _, tt := range tests {

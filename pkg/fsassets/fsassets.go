@@ -30,6 +30,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
+
+	"github.com/gridcrawl/gridcrawl/pkg/privfile"
 )
 
 // Key limits.
@@ -60,7 +62,7 @@ func Open(dir string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open asset directory %q: %w", dir, err)
 	}
-	if err := os.MkdirAll(abs, 0o755); err != nil {
+	if err := privfile.MkdirAll(abs); err != nil {
 		return nil, fmt.Errorf("open asset directory %q: %w", dir, err)
 	}
 	return &Store{dir: abs}, nil
@@ -122,7 +124,7 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64, co
 	}
 	dst := s.path(key)
 	dir := filepath.Dir(dst)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := privfile.MkdirAll(dir); err != nil {
 		return fmt.Errorf("put asset %q: %w", key, conflict(err))
 	}
 	f, err := os.CreateTemp(dir, tmpPrefix+"*")
@@ -178,10 +180,10 @@ func (s *Store) Append(ctx context.Context, key string, r io.Reader, size int64)
 	}
 	dst := s.path(key)
 	dir := filepath.Dir(dst)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := privfile.MkdirAll(dir); err != nil {
 		return 0, fmt.Errorf("append asset %q: %w", key, conflict(err))
 	}
-	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE, privfile.FileMode)
 	if err != nil {
 		return 0, fmt.Errorf("append asset %q: %w", key, conflict(err))
 	}

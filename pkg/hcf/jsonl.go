@@ -152,6 +152,9 @@ func parseRequest(line []byte) (Request, string) {
 	case w.FP[0] != '"':
 		return Request{}, "fp must be a string"
 	}
+	if reason := lossyString(w.FP); reason != "" {
+		return Request{}, "fp " + reason
+	}
 	if err := json.Unmarshal(w.FP, &req.FP); err != nil {
 		return Request{}, "fp: " + err.Error()
 	}
@@ -171,6 +174,58 @@ func parseRequest(line []byte) (Request, string) {
 	req.QData = compact(w.QData)
 	req.FData = compact(w.FData)
 	return req, ""
+}
+
+// lossyString returns why the JSON string token raw would not decode to the
+// text it was written as, or "" when it would. encoding/json turns invalid
+// UTF-8 and unpaired surrogate escapes ("\ud800") into U+FFFD, so two
+// different fingerprints would become one.
+func lossyString(raw []byte) string {
+	if !utf8.Valid(raw) {
+		return "is not valid UTF-8"
+	}
+	// pending is a high surrogate escape waiting for its low half.
+	pending := false
+	for i := 1; i < len(raw)-1; i++ {
+		if raw[i] != '\\' {
+			if pending {
+				return "holds an unpaired surrogate escape"
+			}
+			continue
+		}
+		i++
+		if raw[i] != 'u' || i+4 >= len(raw) {
+			if pending {
+				return "holds an unpaired surrogate escape"
+			}
+			continue
+		}
+		v, err := strconv.ParseUint(string(raw[i+1:i+5]), 16, 16)
+		i += 4
+		if err != nil {
+			continue // json.Unmarshal reports it
+		}
+		switch {
+		case v >= 0xD800 && v < 0xDC00:
+			if pending {
+				return "holds an unpaired surrogate escape"
+			}
+			pending = true
+		case v >= 0xDC00 && v < 0xE000:
+			if !pending {
+				return "holds an unpaired surrogate escape"
+			}
+			pending = false
+		default:
+			if pending {
+				return "holds an unpaired surrogate escape"
+			}
+		}
+	}
+	if pending {
+		return "holds an unpaired surrogate escape"
+	}
+	return ""
 }
 
 // parsePriority parses the JSON value of p.

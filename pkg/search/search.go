@@ -9,6 +9,7 @@ package search
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 )
@@ -56,8 +57,29 @@ type Result struct {
 	Facets map[string][]FacetValue
 }
 
+// RefusedError is returned by Upsert when the index refused some documents
+// for their content (a field it cannot index, say) and stored all the others:
+// retrying them cannot succeed, and they must not hold their neighbours back.
+type RefusedError struct {
+	// Reasons maps the id of every refused document to why.
+	Reasons map[string]string
+}
+
+func (e *RefusedError) Error() string {
+	for id, r := range e.Reasons {
+		if len(e.Reasons) == 1 {
+			return fmt.Sprintf("document %s refused: %s", id, r)
+		}
+		return fmt.Sprintf("%d documents refused, %s among them: %s", len(e.Reasons), id, r)
+	}
+	return "no document refused"
+}
+
 // Index is the search index.
 type Index interface {
+	// Upsert stores docs. When it returns a *RefusedError, every document
+	// not named in it is stored; any other error may leave any of them
+	// unstored, and the call is worth retrying.
 	Upsert(ctx context.Context, docs []contracts.Document) error
 	Get(ctx context.Context, id string) (contracts.Document, error)
 	Search(ctx context.Context, q Query) (Result, error)

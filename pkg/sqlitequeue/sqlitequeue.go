@@ -38,6 +38,8 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
+
+	"github.com/gridcrawl/gridcrawl/pkg/privfile"
 )
 
 // Row states.
@@ -159,6 +161,9 @@ func Open(path string, opts Options) (*Queue, error) {
 	}
 	if strings.HasPrefix(path, "file:") || path == ":memory:" {
 		return nil, fmt.Errorf("open queue %q: want a file path, not a URI or memory database", path)
+	}
+	if err := privfile.Touch(path); err != nil {
+		return nil, fmt.Errorf("open queue %q: %w", path, err)
 	}
 	if opts.MaxAttempts < 0 {
 		return nil, fmt.Errorf("open queue %q: negative MaxAttempts %d", path, opts.MaxAttempts)

@@ -17,7 +17,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -25,6 +24,8 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/gridcrawl/gridcrawl/pkg/privfile"
 )
 
 // busyTimeoutMS bounds how long a connection waits for a lock held by another
@@ -51,10 +52,11 @@ func openStore(path string, version int, schema []string) (*store, error) {
 	if path == "" || strings.ContainsAny(path, "?#") {
 		return nil, fmt.Errorf("open sqlite %q: path must be non-empty and contain no '?' or '#'", path)
 	}
-	if dir := filepath.Dir(path); dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("open sqlite %q: %w", path, err)
-		}
+	if err := privfile.MkdirAll(filepath.Dir(path)); err != nil {
+		return nil, fmt.Errorf("open sqlite %q: %w", path, err)
+	}
+	if err := privfile.Touch(path); err != nil {
+		return nil, fmt.Errorf("open sqlite %q: %w", path, err)
 	}
 	common := fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=synchronous(NORMAL)&_pragma=temp_store(MEMORY)&_pragma=cache_size(-32000)", busyTimeoutMS)
 	w, err := sql.Open("sqlite", path+"?"+common+"&_pragma=journal_mode(WAL)&_txlock=immediate")

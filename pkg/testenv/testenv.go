@@ -34,3 +34,14 @@ func Backend(t testing.TB, vars ...string) []string {
 	}
 	return out
 }
+
+// Unavailable skips t because something a backend test needs (a tool, a
+// directory) is missing, or fails it when backends are Required: in CI a
+// test that cannot run is a failure, never a silent skip.
+func Unavailable(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if Required() {
+		t.Fatalf(format+" (backends are required here: CI=true or GRIDCRAWL_REQUIRE_BACKENDS=1)", args...)
+	}
+	t.Skipf(format, args...)
+}

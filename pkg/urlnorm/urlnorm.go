@@ -19,7 +19,9 @@
 //     are stripped; a host may then hold only a-z, 0-9, '-', '_' and '.', with
 //     no empty label; a host ending in a number is parsed as an IPv4 address
 //     in the WHATWG way (so "0x7f.1" is "127.0.0.1"); IPv6 hosts are written
-//     in RFC 5952 form inside brackets, and zones are refused;
+//     in RFC 5952 form inside brackets, and zones are refused; an
+//     IPv4-mapped IPv6 address ("[::ffff:1.2.3.4]") is written as the IPv4
+//     address it maps;
 //   - userinfo and fragment are dropped; the scheme's default port (80 for
 //     http, 443 for https) is dropped, other ports are kept without leading
 //     zeros;
@@ -50,8 +52,11 @@ import (
 	"golang.org/x/net/publicsuffix"
 )
 
-// MaxLength is the longest URL, in bytes, that Normalize accepts or returns.
-const MaxLength = 8192
+// MaxLength is the longest URL, in bytes, that Normalize accepts or returns:
+// 2,048, about what browsers and major crawlers handle in practice. Longer
+// URLs are nearly always generated traps, and each one is carried in
+// documents, contracts and records.
+const MaxLength = 2048
 
 // Sentinel errors; every error this package returns wraps exactly one of them.
 var (
@@ -420,6 +425,10 @@ func normalizeHost(h string) (string, error) {
 		a, err := netip.ParseAddr(h[1 : len(h)-1])
 		if err != nil || !a.Is6() || a.Zone() != "" {
 			return "", fmt.Errorf("ipv6 host %q: %w", clip(h), ErrInvalid)
+		}
+		if a.Is4In6() {
+			// One host, one crawl host group: "[::ffff:1.2.3.4]" is 1.2.3.4.
+			return a.Unmap().String(), nil
 		}
 		return "[" + a.String() + "]", nil
 	}

@@ -89,7 +89,9 @@ func TestNormalize(t *testing.T) {
 		{"ipv4 trailing dot", "http://1.2.3.4./", "http://1.2.3.4/", nil},
 		{"ipv6", "http://[2001:DB8:0:0:0:0:0:1]:8080/", "http://[2001:db8::1]:8080/", nil},
 		{"ipv6 default port", "https://[::1]:443/", "https://[::1]/", nil},
-		{"ipv6 v4-mapped", "http://[::ffff:1.2.3.4]/", "http://[::ffff:1.2.3.4]/", nil},
+		{"ipv6 v4-mapped is the ipv4 host", "http://[::ffff:1.2.3.4]/", "http://1.2.3.4/", nil},
+		{"ipv6 v4-mapped hex, port kept", "http://[::FFFF:7f00:1]:8080/a", "http://127.0.0.1:8080/a", nil},
+		{"ipv6 v4-compatible stays ipv6", "http://[::1.2.3.4]/", "http://[::102:304]/", nil},
 		// Errors.
 		{"scheme mailto", "mailto:someone@example.com", "", ErrScheme},
 		{"scheme javascript", "javascript:alert(1)", "", ErrScheme},

@@ -15,7 +15,6 @@ package crawler
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,6 +30,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
 	"github.com/gridcrawl/gridcrawl/pkg/extract"
+	"github.com/gridcrawl/gridcrawl/pkg/httpbody"
 	"github.com/gridcrawl/gridcrawl/pkg/lru"
 	"github.com/gridcrawl/gridcrawl/pkg/profiles"
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
@@ -44,6 +44,14 @@ import (
 	"github.com/gridcrawl/gridcrawl/services/internal/routing"
 	"github.com/gridcrawl/gridcrawl/services/internal/scope"
 )
+
+// maxMediaTypeBytes bounds the media type kept from a response's
+// Content-Type: it is a keyword of the document.
+const maxMediaTypeBytes = 255
+
+// linkBytesPerPageByte is how many bytes of resolved links and images one
+// byte of page may bring.
+const linkBytesPerPageByte = 4
 
 // Config configures a crawler. Every field is an environment variable.
 type Config struct {
@@ -346,7 +354,14 @@ func (c *Crawler) parse(ctx context.Context, k contracts.CrawlerContract, profil
 	}
 	ctype := header.Get("Content-Type")
 	mt, _, _ := mime.ParseMediaType(ctype)
-	lim := extract.Limits{MaxTextBytes: c.cfg.MaxTextBytes, MaxLinks: c.cfg.MaxLinks}
+	if len(mt) > maxMediaTypeBytes {
+		mt = "" // no real media type is this long (RFC 6838: 127 + 1 + 127)
+	}
+	// A page's links may take at most a small multiple of its own bytes once
+	// resolved, so that what is stored and queued for it stays bounded by
+	// its size (and 64 KiB for the smallest pages).
+	lim := extract.Limits{MaxTextBytes: c.cfg.MaxTextBytes, MaxLinks: c.cfg.MaxLinks,
+		MaxLinkBytes: max(64<<10, linkBytesPerPageByte*len(body))}
 	var res extract.Result
 	switch {
 	case mt == "text/html" || mt == "application/xhtml+xml" || (mt == "" && looksHTML(body)):
@@ -385,6 +400,26 @@ func (c *Crawler) parse(ctx context.Context, k contracts.CrawlerContract, profil
 		}
 	}
 	return out, nil
+}
+
+// streamReader remembers how a read from the asset store went.
+type streamReader struct {
+	r   io.Reader
+	n   int64 // bytes read
+	eof bool  // the store reported the end
+	err error // the first error other than io.EOF
+}
+
+func (s *streamReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	s.n += int64(n)
+	switch {
+	case errors.Is(err, io.EOF):
+		s.eof = true
+	case err != nil && s.err == nil:
+		s.err = err
+	}
+	return n, err
 }
 
 type badRecordError struct{ msg string }
@@ -485,6 +520,7 @@ func (c *Crawler) load(ctx context.Context, ref contracts.AssetRef, handed map[c
 		block, ip = h.response, h.ip
 	} else {
 		var r io.Reader
+		var stream *streamReader
 		if sp, ok := spans[ref.Key]; ok && ref.Offset >= sp.off && ref.Offset+ref.Length <= sp.off+int64(len(sp.data)) {
 			r = bytes.NewReader(sp.data[ref.Offset-sp.off : ref.Offset-sp.off+ref.Length])
 		} else {
@@ -493,10 +529,17 @@ func (c *Crawler) load(ctx context.Context, ref contracts.AssetRef, handed map[c
 				return 0, nil, "", nil, fmt.Errorf("get asset %q: %w", ref.Key, err)
 			}
 			defer rc.Close()
-			r = rc
+			stream = &streamReader{r: rc}
+			r = stream
 		}
 		rec, err := warc.ReadRecord(r, maxBlock)
 		if err != nil {
+			// A stream that broke off (a reset connection, a transfer cut
+			// short) is the store's failure, worth a retry like the batched
+			// read's; a record that arrived whole and does not parse is bad.
+			if stream != nil && (stream.err != nil || stream.eof && stream.n < ref.Length) {
+				return 0, nil, "", nil, fmt.Errorf("read asset %q: %w", ref.Key, errors.Join(err, stream.err))
+			}
 			return 0, nil, "", nil, &badRecordError{"read warc record: " + err.Error()}
 		}
 		block, ip = rec.Block, rec.Header.Get(warc.FieldIPAddress)
@@ -505,19 +548,9 @@ func (c *Crawler) load(ctx context.Context, ref contracts.AssetRef, handed map[c
 	if err != nil {
 		return 0, nil, "", nil, &badRecordError{"parse http response: " + err.Error()}
 	}
-	if strings.EqualFold(strings.TrimSpace(header.Get("Content-Encoding")), "gzip") {
-		zr, err := gzip.NewReader(bytes.NewReader(body))
-		if err != nil {
-			return 0, nil, "", nil, &badRecordError{"gzip body: " + err.Error()}
-		}
-		dec, err := io.ReadAll(io.LimitReader(zr, c.cfg.MaxBodyBytes+1))
-		if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
-			return 0, nil, "", nil, &badRecordError{"gunzip body: " + err.Error()}
-		}
-		if int64(len(dec)) > c.cfg.MaxBodyBytes {
-			dec = dec[:c.cfg.MaxBodyBytes]
-		}
-		body = dec
+	body, err = httpbody.Decode(header, body, c.cfg.MaxBodyBytes)
+	if err != nil {
+		return 0, nil, "", nil, &badRecordError{"decode body: " + err.Error()}
 	}
 	return status, header, ip, body, nil
 }

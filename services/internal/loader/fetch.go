@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/httpbody"
 	"github.com/gridcrawl/gridcrawl/pkg/lru"
 	"github.com/gridcrawl/gridcrawl/pkg/netguard"
 	"github.com/gridcrawl/gridcrawl/pkg/politeness"
@@ -277,7 +278,7 @@ func (l *Loader) httpGet(ctx context.Context, t *task, u *url.URL) (*exchange, e
 	}
 	req.Header.Set("User-Agent", t.profile.UserAgent)
 	req.Header.Set("Accept", "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.8")
-	req.Header.Set("Accept-Encoding", "gzip")
+	req.Header.Set("Accept-Encoding", httpbody.AcceptEncoding)
 	ex.date = time.Now().UTC()
 	resp, err := l.client.Do(req)
 	if err != nil {

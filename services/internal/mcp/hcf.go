@@ -182,7 +182,7 @@ func (m *MCP) hcfDeleteBatches(w http.ResponseWriter, r *http.Request) {
 		m.writeStoreError(w, "delete batches", slot.String(), err)
 		return
 	}
-	w.WriteHeader(http.StatusNoContent)
+	writeEmptyOK(w)
 }
 
 func (m *MCP) hcfDeleteSlot(w http.ResponseWriter, r *http.Request) {
@@ -194,7 +194,14 @@ func (m *MCP) hcfDeleteSlot(w http.ResponseWriter, r *http.Request) {
 		m.writeStoreError(w, "delete slot", slot.String(), err)
 		return
 	}
-	w.WriteHeader(http.StatusNoContent)
+	writeEmptyOK(w)
+}
+
+// writeEmptyOK answers 200 with an empty body, as the hosted Hub Crawl
+// Frontier answered deletions (not 204: clients compare the status).
+func writeEmptyOK(w http.ResponseWriter) {
+	w.Header().Set("Content-Length", "0")
+	w.WriteHeader(http.StatusOK)
 }
 
 // lineWriter streams JSON lines through a buffer and remembers whether
@@ -238,7 +245,11 @@ func (m *MCP) finishLines(lw *lineWriter, action, slot string, err error) {
 			return
 		}
 		m.log.Warn("hcf "+action+" aborted", "slot", slot, "err", err)
-		return
+		// Part of the answer is out and the status was 200: ending the
+		// response normally would let the client take a truncated list as
+		// complete. Abort it, so the client sees the connection break.
+		_ = lw.bw.Flush()
+		panic(http.ErrAbortHandler)
 	}
 	if !lw.sent {
 		lw.w.Header().Set("Content-Type", jsonLines)

@@ -3,11 +3,14 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
+	"github.com/gridcrawl/gridcrawl/pkg/search"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 )
 
@@ -97,11 +100,48 @@ func (m *MCP) indexBatch(ctx context.Context, batch []queue.Delivery) []*pending
 		return nil
 	}
 	if err := m.deps.Search.Upsert(ctx, docs); err != nil {
-		m.fail(ctx, pend, fmt.Errorf("store documents: %w", err))
-		return nil
+		var refused *search.RefusedError
+		if !errors.As(err, &refused) {
+			m.fail(ctx, pend, fmt.Errorf("store documents: %w", err))
+			return nil
+		}
+		if err := m.failRefused(ctx, pend, refused); err != nil {
+			m.fail(ctx, pend, err)
+			return nil
+		}
 	}
 	m.met.Stored(len(docs))
 	return m.recheck(ctx, pend)
+}
+
+// failRefused records the pages whose documents the search index refused as
+// failed, with its reason, and stops waiting for them: their neighbours in
+// the batch were stored and go on.
+func (m *MCP) failRefused(ctx context.Context, pend []*pendingIndex, refused *search.RefusedError) error {
+	var ts []txindex.Transition
+	for id, reason := range refused.Reasons {
+		m.log.Warn("document refused by the search index", "key", id, "reason", reason)
+		ts = append(ts, txindex.Transition{Key: id, From: contracts.ToBeIndexed, To: contracts.Failed,
+			Error: contracts.ReasonRefusedByIndex + ": " + clipReason(reason)})
+	}
+	if _, err := m.deps.Tx.Transition(ctx, ts); err != nil {
+		return fmt.Errorf("mark refused pages failed: %w", err)
+	}
+	for _, p := range pend {
+		for id := range refused.Reasons {
+			delete(p.waiting, id)
+		}
+	}
+	return nil
+}
+
+// clipReason bounds a backend's error text kept in a record.
+func clipReason(s string) string {
+	const limit = 512
+	if len(s) <= limit {
+		return s
+	}
+	return strings.ToValidUTF8(s[:limit], "") + "…"
 }
 
 // recheck moves the waiting pages of pend to indexed, acks the deliveries

@@ -25,6 +25,8 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
 	"github.com/gridcrawl/gridcrawl/services/internal/routing"
+
+	"github.com/gridcrawl/gridcrawl/pkg/privfile"
 )
 
 // Backends selects and configures the backends. Each real backend is chosen
@@ -91,11 +93,17 @@ type Set struct {
 	lock    *os.File
 }
 
-// Open opens the configured backends.
+// Open opens the configured backends. Its errors never hold a credential
+// (Backends.Redact).
 func Open(ctx context.Context, b Backends, log *slog.Logger) (*Set, error) {
+	s, err := open(ctx, b, log)
+	return s, b.Redact(err)
+}
+
+func open(ctx context.Context, b Backends, log *slog.Logger) (*Set, error) {
 	s := &Set{Embedded: b.Embedded()}
 	if b.usesDataDir() {
-		if err := os.MkdirAll(b.DataDir, 0o755); err != nil {
+		if err := privfile.MkdirAll(b.DataDir); err != nil {
 			return nil, fmt.Errorf("create data directory: %w", err)
 		}
 		lock, err := lockDir(b.DataDir)
@@ -184,7 +192,7 @@ func (s *Set) Close() error {
 }
 
 func lockDir(dir string) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_CREATE|os.O_RDWR, privfile.FileMode)
 	if err != nil {
 		return nil, fmt.Errorf("open data directory lock: %w", err)
 	}

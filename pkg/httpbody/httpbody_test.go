@@ -1,0 +1,101 @@
+package httpbody
+
+import (
+	"bytes"
+	"compress/flate"
+	"compress/gzip"
+	"compress/zlib"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/andybalholm/brotli"
+)
+
+func encode(t *testing.T, coding string, b []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	var w io.WriteCloser
+	switch coding {
+	case "gzip":
+		w = gzip.NewWriter(&buf)
+	case "zlib":
+		w = zlib.NewWriter(&buf)
+	case "raw-deflate":
+		w, _ = flate.NewWriter(&buf, flate.BestSpeed)
+	case "br":
+		w = brotli.NewWriter(&buf)
+	default:
+		t.Fatalf("unknown coding %s", coding)
+	}
+	if _, err := w.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func TestDecode(t *testing.T) {
+	var words strings.Builder
+	for i := range 3000 {
+		words.WriteString(strings.Repeat("w", i%13+1) + string(rune('a'+i%26)) + " ")
+	}
+	page := []byte("<html><title>encoded</title><body>" + words.String() + "</body></html>")
+	gz := encode(t, "gzip", page)
+	bomb := bytes.Repeat([]byte{0}, 10<<20)
+	tests := []struct {
+		name     string
+		encoding []string // Content-Encoding header values
+		body     []byte
+		limit    int64
+		want     []byte
+		err      string
+	}{
+		{"identity", nil, page, 1 << 20, page, ""},
+		{"identity named", []string{"identity"}, page, 1 << 20, page, ""},
+		{"gzip", []string{"gzip"}, encode(t, "gzip", page), 1 << 20, page, ""},
+		{"x-gzip", []string{"x-gzip"}, encode(t, "gzip", page), 1 << 20, page, ""},
+		{"deflate (zlib)", []string{"deflate"}, encode(t, "zlib", page), 1 << 20, page, ""},
+		{"deflate (raw)", []string{"Deflate"}, encode(t, "raw-deflate", page), 1 << 20, page, ""},
+		{"br", []string{"br"}, encode(t, "br", page), 1 << 20, page, ""},
+		{"two codings, last applied first", []string{"gzip, br"}, encode(t, "br", encode(t, "gzip", page)), 1 << 20, page, ""},
+		{"two header lines", []string{"gzip", "br"}, encode(t, "br", encode(t, "gzip", page)), 1 << 20, page, ""},
+		{"bomb cut at the limit", []string{"br"}, encode(t, "br", bomb), 1000, bomb[:1000], ""},
+		{"gzip bomb cut at the limit", []string{"gzip"}, encode(t, "gzip", bomb), 1000, bomb[:1000], ""},
+		{"cut short (loader cap) keeps what decoded", []string{"gzip"}, gz[:len(gz)/2], 1 << 20, nil, ""},
+		{"unknown coding", []string{"compress"}, page, 1 << 20, nil, "content encoding compress: not supported"},
+		{"br that is not br", []string{"br"}, page, 1 << 20, nil, "content encoding br"},
+		{"gzip that is not gzip", []string{"gzip"}, page, 1 << 20, nil, "content encoding gzip"},
+		{"too many codings", []string{"gzip, gzip, gzip, gzip, gzip"}, page, 1 << 20, nil, "more than 4 codings"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := http.Header{}
+			for _, v := range tt.encoding {
+				h.Add("Content-Encoding", v)
+			}
+			got, err := Decode(h, tt.body, tt.limit)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("Decode error = %v, want one containing %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Decode: %v", err)
+			}
+			if tt.want == nil { // a prefix of the page
+				if len(got) == 0 || !bytes.HasPrefix(page, got) {
+					t.Fatalf("Decode = %d bytes, want a non-empty prefix of the page", len(got))
+				}
+				return
+			}
+			if !bytes.Equal(got, tt.want) {
+				t.Errorf("Decode = %d bytes, want %d", len(got), len(tt.want))
+			}
+		})
+	}
+}

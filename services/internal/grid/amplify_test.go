@@ -1,0 +1,125 @@
+package grid
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/txindex"
+)
+
+// amplifyingPage is a page of n one-character links under a <base href> of
+// a basePath-byte path: every link resolves to a URL about basePath bytes
+// long, so the links take n*basePath bytes once resolved although the page
+// holds about 12*n bytes.
+func amplifyingPage(basePath, n int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `<html><head><title>amplify</title><base href="/%s/"></head><body>`, strings.Repeat("p", basePath))
+	for i := range n {
+		fmt.Fprintf(&b, `<a href=%s>x</a>`, string(rune('a'+i%26))+fmt.Sprint(i))
+	}
+	b.WriteString("</body></html>")
+	return b.String()
+}
+
+// TestLinkAmplificationIsBounded crawls pages whose few bytes resolve to
+// megabytes of links: the document stored for each, and the records made
+// for its links, stay within a small multiple of the page's size, and URLs
+// longer than 2,048 bytes are not followed at all.
+func TestLinkAmplificationIsBounded(t *testing.T) {
+	pages := map[string]string{
+		"/long-base":  amplifyingPage(8<<10, 1000), // a base longer than the URL cap: ignored
+		"/under-base": amplifyingPage(1900, 5000),  // every link just under it
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/robots.txt", func(w http.ResponseWriter, _ *http.Request) { http.NotFound(w, nil) })
+	mux.HandleFunc("/{$}", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, `<html><title>start</title><body><a href="/long-base">a</a> <a href="/under-base">b</a></body></html>`)
+	})
+	for path, body := range pages {
+		mux.HandleFunc(path, func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			io.WriteString(w, body)
+		})
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: mux}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	start := fmt.Sprintf("http://amplify.test:%d/", ln.Addr().(*net.TCPAddr).Port)
+
+	cfg := testConfig(t, t.TempDir(), "amplify.test=127.0.0.1")
+	g, api := startGrid(t, cfg)
+	// Depth 2: records are made for the two pages' links, which are fetched
+	// (and answer 404).
+	p := contracts.Profile{StartURLs: []string{start}, MaxDepth: 2,
+		Politeness: contracts.Politeness{MinDelayMS: 1, MaxDelayMS: 10, DelayFactor: 1}}
+	var created contracts.CreateCrawlResponse
+	if code := apiDo(t, http.MethodPost, api+"/api/v1/crawls", p, &created); code != http.StatusCreated {
+		t.Fatalf("POST crawl = %d", code)
+	}
+	if st := waitFinished(t, api, created.CrawlID, 2*time.Minute); st.State != contracts.CrawlFinished {
+		t.Fatalf("crawl = %s", st.State)
+	}
+	base := strings.TrimSuffix(start, "/")
+	for path, body := range pages {
+		doc, err := g.Backends.Search.Get(t.Context(), txindex.Key(created.CrawlID, base+path))
+		if err != nil {
+			t.Errorf("document of %s: %v", path, err)
+			continue
+		}
+		stored, err := json.Marshal(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The links may take 4 bytes per page byte; the rest of the
+		// document (text, fields) is small here.
+		if limit := 5 * len(body); len(stored) > limit {
+			t.Errorf("%s: a %d-byte page stored a %d-byte document, want at most %d", path, len(body), len(stored), limit)
+		}
+		for _, l := range append(doc.InboundLinks, doc.OutboundLinks...) {
+			if len(l) > 2048 {
+				t.Errorf("%s: kept a link of %d bytes, want at most 2048", path, len(l))
+				break
+			}
+		}
+		t.Logf("%s: page %d bytes, document %d bytes, %d links kept", path, len(body), len(stored), len(doc.InboundLinks)+len(doc.OutboundLinks))
+	}
+	// Records exist only for the links kept: their URLs together stay
+	// within the same bound as the documents.
+	var urlBytes, records int
+	for _, status := range contracts.Statuses {
+		for after := ""; ; {
+			recs, err := g.Backends.Tx.List(t.Context(), created.CrawlID, status, after, 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range recs {
+				urlBytes += len(r.URL)
+				records++
+				after = r.Key
+			}
+			if len(recs) < 1000 {
+				break
+			}
+		}
+	}
+	pageBytes := len(pages["/long-base"]) + len(pages["/under-base"])
+	if limit := 5 * pageBytes; urlBytes > limit {
+		t.Errorf("%d records hold %d bytes of URLs, want at most %d", records, urlBytes, limit)
+	}
+	if records < 1000 {
+		t.Errorf("%d records, want the links of both pages (the short ones of /long-base at least)", records)
+	}
+	t.Logf("%d records, %d bytes of URLs", records, urlBytes)
+}
