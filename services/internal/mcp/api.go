@@ -96,8 +96,9 @@ func (m *MCP) authorized(r *http.Request) bool {
 		return m.deps.Embedded && fromLoopback(r)
 	}
 	got := ""
-	if h := r.Header.Get("Authorization"); strings.HasPrefix(h, "Bearer ") {
-		got = strings.TrimPrefix(h, "Bearer ")
+	// Auth schemes are case-insensitive (RFC 9110 §11.1): "bearer" is Bearer.
+	if scheme, cred, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
+		got = strings.TrimLeft(cred, " ")
 	} else if user, _, ok := r.BasicAuth(); ok {
 		got = user // HCF clients send the token as the basic-auth user name
 	}

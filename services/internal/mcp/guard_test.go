@@ -212,6 +212,10 @@ func TestLoginCookie(t *testing.T) {
 	}{
 		{"cookie", withCookie(c.Value), http.StatusOK},
 		{"bearer", map[string]string{"Authorization": "Bearer " + token}, http.StatusOK},
+		{"bearer in lower case", map[string]string{"Authorization": "bearer " + token}, http.StatusOK},
+		{"BEARER, two spaces", map[string]string{"Authorization": "BEARER  " + token}, http.StatusOK},
+		{"bearer with a wrong token", map[string]string{"Authorization": "bearer x" + token}, http.StatusUnauthorized},
+		{"basic in lower case", map[string]string{"Authorization": "basic " + basic(token)}, http.StatusOK},
 		{"basic user", map[string]string{"Authorization": "Basic " + basic(token)}, http.StatusOK},
 		{"nothing", nil, http.StatusUnauthorized},
 		{"tampered cookie", withCookie(tampered), http.StatusUnauthorized},
