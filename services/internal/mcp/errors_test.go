@@ -71,6 +71,7 @@ func TestRequestErrors(t *testing.T) {
 		{"invalid profile value", "", "POST", "/api/v1/crawls", ok + `,"max_depth":101}`, 400, "max_depth", "invalid max_depth: must be between 0 and 100", [2]string{}},
 		{"empty patch body", "", "PATCH", "/api/v1/crawls/" + id, "", 400, "", "request body is empty", [2]string{}},
 		{"patch delay a string", "", "PATCH", "/api/v1/crawls/" + id, `{"politeness":{"min_delay_ms":"x"}}`, 400, "politeness.min_delay_ms", "must be an integer, not a string", [2]string{}},
+		{"patch trailing data", "", "PATCH", "/api/v1/crawls/" + id, `{"politeness":{"min_delay_ms":700}} {"x":1}`, 400, "", "request body has data after its JSON value", [2]string{}},
 		{"patch unknown field", "", "PATCH", "/api/v1/crawls/" + id, `{"max_depth":3}`, 400, "max_depth", "unknown field; known fields here are budget, politeness", [2]string{}},
 		{"patch unknown budget field", "", "PATCH", "/api/v1/crawls/" + id, `{"budget":{"max_cost":1}}`, 400, "budget.max_cost", "unknown field", [2]string{}},
 		{"patch of nothing", "", "PATCH", "/api/v1/crawls/" + id, `{}`, 400, "", "nothing to change", [2]string{}},
