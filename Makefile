@@ -4,7 +4,7 @@ BIN     := bin
 DATA    ?= ./data
 PKGS    := ./...
 
-.PHONY: run demo test build lint bench clean services-up services-down
+.PHONY: run demo test fuzz build lint bench clean services-up services-down
 
 ## run: the whole grid in one process on embedded backends (data in $(DATA))
 run: build
@@ -13,6 +13,10 @@ run: build
 ## demo: serve the bundled multi-host demo site on loopback and crawl it
 demo: build
 	scripts/demo.sh
+
+## fuzz: every fuzz target for FUZZTIME each (default 30s)
+fuzz:
+	scripts/fuzz.sh $(FUZZTIME)
 
 ## build: all binaries into bin/
 build:

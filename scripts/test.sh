@@ -44,3 +44,6 @@ GRIDCRAWL_RESTART_BROKER=1 GRIDCRAWL_AMQP_RESTART_TEST=1 \
 # them (pkg/extract's 100 MiB pages become 10 MiB): run those at full size
 # without it.
 go test -count=1 -timeout 10m -run 'TestHugePage|TestHugeText' ./pkg/extract
+# Every fuzz target for a few seconds: new targets are run from the day they
+# are written, and the inputs they have saved under testdata/fuzz run above.
+scripts/fuzz.sh "${FUZZTIME:-3s}"

@@ -155,8 +155,10 @@ func HostPort(u *url.URL) string {
 // it returns the host itself, lowercased and without brackets or trailing
 // dot.
 func RegistrableDomain(host string) string {
-	h := strings.ToLower(strings.TrimRight(host, "."))
-	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
+	h := strings.TrimRight(strings.ToLower(host), ".")
+	if len(h) >= 2 && h[0] == '[' && h[len(h)-1] == ']' { // an IPv6 literal
+		h = strings.TrimRight(h[1:len(h)-1], ".")
+	}
 	if h == "" {
 		return ""
 	}

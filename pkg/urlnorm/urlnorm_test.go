@@ -485,3 +485,20 @@ func BenchmarkResolve(b *testing.B) {
 		sink = s
 	}
 }
+
+// FuzzRegistrableDomain: the registrable domain of any host is found in the
+// host (lowercased), and is its own registrable domain.
+func FuzzRegistrableDomain(f *testing.F) {
+	for _, s := range []string{"www.example.co.uk", "a.b.c.github.io", "localhost", "[::1]", "127.0.0.1", "EXAMPLE.COM.", "co.uk", "", ".", "..a", "xn--bcher-kva.example", "a.b.c.d.e.f.g", "[fe80::1%25eth0]", ".]", "]]"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, host string) {
+		d := RegistrableDomain(host)
+		if !strings.Contains(strings.ToLower(host), d) {
+			t.Fatalf("RegistrableDomain(%q) = %q, not part of the host", host, d)
+		}
+		if again := RegistrableDomain(d); again != d {
+			t.Fatalf("RegistrableDomain(%q) = %q, but RegistrableDomain(%q) = %q", host, d, d, again)
+		}
+	})
+}

@@ -488,3 +488,49 @@ func TestHCFListAbortsOnLateError(t *testing.T) {
 		t.Error("reading the truncated answer succeeded, want an error")
 	}
 }
+
+// FuzzHCFGzipBody: a gzip-encoded HCF body of any bytes is either refused or
+// parsed exactly as its decompressed lines would be when sent plain.
+func FuzzHCFGzipBody(f *testing.F) {
+	gz := func(s string) []byte {
+		var b bytes.Buffer
+		zw := gzip.NewWriter(&b)
+		zw.Write([]byte(s))
+		zw.Close()
+		return b.Bytes()
+	}
+	good := gz("{\"fp\":\"/\"}\n{\"fp\":\"page1.html\",\"p\":1,\"qdata\":{\"depth\":1}}\n")
+	f.Add(good)
+	f.Add(good[:len(good)/2])
+	f.Add(gz("{\"fp\":\"\\ud800\"}"))
+	f.Add(gz(strings.Repeat("\n", 1000)))
+	f.Add(append(gz("{\"fp\":\"a\"}\n"), gz("{\"fp\":\"b\"}\n")...)) // two members
+	f.Add([]byte("not gzip at all"))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		r := httptest.NewRequest(http.MethodPost, "/hcf/p/f/s/s", bytes.NewReader(body))
+		r.Header.Set("Content-Encoding", "gzip")
+		rd, err := hcfBody(httptest.NewRecorder(), r)
+		if err != nil {
+			return
+		}
+		reqs, err := hcf.ParseRequests(rd, hcfLimits)
+		if err != nil {
+			return
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(body))
+		if err != nil {
+			t.Fatalf("hcfBody accepted a body gzip refuses: %v", err)
+		}
+		plain, err := io.ReadAll(io.LimitReader(zr, hcfMaxBody+1))
+		if err != nil || len(plain) > hcfMaxBody {
+			t.Fatalf("parsed a body that does not decompress within the limit: %d bytes, %v", len(plain), err)
+		}
+		again, err := hcf.ParseRequests(bytes.NewReader(plain), hcfLimits)
+		if err != nil {
+			t.Fatalf("the same lines sent plain: %v", err)
+		}
+		if diff := cmp.Diff(again, reqs); diff != "" {
+			t.Fatalf("gzip and plain parse differently (-plain +gzip):\n%s", diff)
+		}
+	})
+}
