@@ -1,0 +1,35 @@
+package mcp
+
+import (
+	"testing"
+	"time"
+)
+
+// TestTimelineBounded adds many samples to a timeline: it never holds more
+// than maxTimelinePoints, keeps the first and the last sample, and its
+// pages per second are the rate between neighbouring points.
+func TestTimelineBounded(t *testing.T) {
+	for _, n := range []int{1, 2, maxTimelinePoints, maxTimelinePoints + 1, 5 * maxTimelinePoints} {
+		tl := &Timeline{}
+		start := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
+		for i := range n {
+			tl.add(start.Add(time.Duration(i)*time.Second), map[string]int64{"to-be-loaded": 10, "indexed": int64(2 * i)})
+		}
+		if len(tl.Points) > maxTimelinePoints {
+			t.Errorf("%d samples: %d points, want at most %d", n, len(tl.Points), maxTimelinePoints)
+		}
+		if n <= maxTimelinePoints && len(tl.Points) != n {
+			t.Errorf("%d samples: %d points, want all", n, len(tl.Points))
+		}
+		if !tl.Points[0].Time.Equal(start) || tl.Points[0].PagesPerSecond != nil {
+			t.Errorf("%d samples: first point %v, %v; want the first sample, no rate", n, tl.Points[0].Time, tl.Points[0].PagesPerSecond)
+		}
+		last := tl.Points[len(tl.Points)-1]
+		if want := start.Add(time.Duration(n-1) * time.Second); !last.Time.Equal(want) {
+			t.Errorf("%d samples: last point at %v, want %v", n, last.Time, want)
+		}
+		if n > 1 && (last.PagesPerSecond == nil || *last.PagesPerSecond != 2) {
+			t.Errorf("%d samples: last rate %v, want 2 pages/s", n, last.PagesPerSecond)
+		}
+	}
+}
