@@ -74,6 +74,13 @@ func TestEmbeddedMetrics(t *testing.T) {
 	if st.State != contracts.CrawlFinished {
 		t.Fatalf("crawl state = %s, want finished", st.State)
 	}
+	// Read the crawl log and a report, so that their backend calls are timed.
+	if code := apiDo(t, http.MethodGet, api+"/api/v1/crawls/"+created.CrawlID+"/urls?status=failed", nil, nil); code != http.StatusOK {
+		t.Fatalf("GET urls = %d", code)
+	}
+	if code := apiDo(t, http.MethodGet, api+"/api/v1/crawls/"+created.CrawlID+"/reports/hosts", nil, nil); code != http.StatusOK {
+		t.Fatalf("GET hosts report = %d", code)
+	}
 	s := metricstest.Get(t, api+"/metrics", "")
 
 	t.Run("families", func(t *testing.T) {
@@ -144,8 +151,10 @@ func TestEmbeddedMetrics(t *testing.T) {
 	if n := sum("gridcrawl_queue_consumed_total", map[string]string{"queue": contracts.QueueLoader}); n == 0 {
 		t.Errorf("no loader contract counted consumed")
 	}
-	if n := sum("gridcrawl_backend_operation_duration_seconds_count", map[string]string{"backend": "txindex", "operation": "transition"}); n == 0 {
-		t.Errorf("no transaction index transition timed")
+	for _, op := range []string{"transition", "find", "hosts-report"} {
+		if n := sum("gridcrawl_backend_operation_duration_seconds_count", map[string]string{"backend": "txindex", "operation": op}); n == 0 {
+			t.Errorf("no transaction index %s timed", op)
+		}
 	}
 
 	t.Run("readyz", func(t *testing.T) {

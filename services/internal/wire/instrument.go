@@ -36,12 +36,43 @@ func (s *Set) Instrument(reg *metrics.Registry) {
 type meteredTx struct {
 	txindex.Index
 	create, get, getMany, transition, lower, counts, countHost, stale, list metrics.Op
+	find, hosts, mimeTypes, statusCodes, failureReasons                     metrics.Op
 }
 
 func newMeteredTx(tx txindex.Index, b *metrics.Backend) *meteredTx {
 	op := func(name string) metrics.Op { return b.Op("txindex", name) }
 	return &meteredTx{Index: tx, create: op("create"), get: op("get"), getMany: op("get-many"), transition: op("transition"),
-		lower: op("lower-depth"), counts: op("counts"), countHost: op("count-host"), stale: op("stale"), list: op("list")}
+		lower: op("lower-depth"), counts: op("counts"), countHost: op("count-host"), stale: op("stale"), list: op("list"),
+		find: op("find"), hosts: op("hosts-report"), mimeTypes: op("mime-types-report"), statusCodes: op("status-codes-report"),
+		failureReasons: op("failure-reasons-report")}
+}
+
+// timed runs f and records its duration and outcome on op.
+func timed[T any](op metrics.Op, f func() (T, error)) (T, error) {
+	start := time.Now()
+	r, err := f()
+	op.Done(start, err)
+	return r, err
+}
+
+func (m *meteredTx) Find(ctx context.Context, crawlID string, f txindex.Filter, after string, limit int) ([]txindex.Record, error) {
+	return timed(m.find, func() ([]txindex.Record, error) { return m.Index.Find(ctx, crawlID, f, after, limit) })
+}
+
+func (m *meteredTx) HostsReport(ctx context.Context, crawlID string, limit int) ([]txindex.HostRow, error) {
+	return timed(m.hosts, func() ([]txindex.HostRow, error) { return m.Index.HostsReport(ctx, crawlID, limit) })
+}
+
+func (m *meteredTx) MIMETypesReport(ctx context.Context, crawlID string, limit int) ([]txindex.MIMERow, error) {
+	return timed(m.mimeTypes, func() ([]txindex.MIMERow, error) { return m.Index.MIMETypesReport(ctx, crawlID, limit) })
+}
+
+func (m *meteredTx) StatusCodesReport(ctx context.Context, crawlID string) ([]txindex.StatusCodeRow, error) {
+	return timed(m.statusCodes, func() ([]txindex.StatusCodeRow, error) { return m.Index.StatusCodesReport(ctx, crawlID) })
+}
+
+func (m *meteredTx) FailureReasonsReport(ctx context.Context, crawlID string, limit int) ([]txindex.ReasonRow, error) {
+	return timed(m.failureReasons, func() ([]txindex.ReasonRow, error) { return m.Index.FailureReasonsReport(ctx, crawlID, limit) })
 }
 
 func (m *meteredTx) Create(ctx context.Context, recs []txindex.Record) ([]bool, error) {
