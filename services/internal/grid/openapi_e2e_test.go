@@ -308,7 +308,7 @@ func TestAPIAnswersMatchOpenAPI(t *testing.T) {
 		"GET /yacy/grid/crawler/crawlStart.json 200", "GET /yacy/grid/crawler/crawlStart.json 400", "PUT /yacy/grid/crawler/crawlStart.json 405",
 		"POST /hcf/{project}/{frontier}/s/{slot} 200", "POST /hcf/{project}/{frontier}/s/{slot} 400", "GET /hcf/{project}/{frontier}/s/{slot}/q 200",
 		"GET /hcf/{project}/{frontier}/s/{slot}/f 200", "GET /hcf/{project}/list 200", "GET /hcf/{project}/{frontier}/list 200",
-		"DELETE /hcf/{project}/{frontier}/s/{slot} 204",
+		"DELETE /hcf/{project}/{frontier}/s/{slot} 200",
 		"POST /api/v1/crawls 400", "PATCH /api/v1/crawls/{id} 400", "PATCH /api/v1/crawls/{id} 409", "DELETE /api/v1/crawls/{id} 409",
 		"GET /api/v1/crawls/{id} 404", "GET /api/v1/search 400", "GET  404", "PUT /api/v1/frontier 405", "GET /api/v1/crawls 401",
 		"GET /healthz 200", "GET /api/v1/openapi.json 200",
