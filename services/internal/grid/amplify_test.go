@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -49,14 +48,7 @@ func TestLinkAmplificationIsBounded(t *testing.T) {
 			io.WriteString(w, body)
 		})
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: mux}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	start := fmt.Sprintf("http://amplify.test:%d/", ln.Addr().(*net.TCPAddr).Port)
+	start := serveSite(t, "amplify.test", mux)
 
 	cfg := testConfig(t, t.TempDir(), "amplify.test=127.0.0.1")
 	g, api := startGrid(t, cfg)
@@ -64,16 +56,10 @@ func TestLinkAmplificationIsBounded(t *testing.T) {
 	// (and answer 404).
 	p := contracts.Profile{StartURLs: []string{start}, MaxDepth: 2,
 		Politeness: contracts.Politeness{MinDelayMS: 1, MaxDelayMS: 10, DelayFactor: 1}}
-	var created contracts.CreateCrawlResponse
-	if code := apiDo(t, http.MethodPost, api+"/api/v1/crawls", p, &created); code != http.StatusCreated {
-		t.Fatalf("POST crawl = %d", code)
-	}
-	if st := waitFinished(t, api, created.CrawlID, 2*time.Minute); st.State != contracts.CrawlFinished {
-		t.Fatalf("crawl = %s", st.State)
-	}
+	crawlID := crawlToEnd(t, api, p, 2*time.Minute)
 	base := strings.TrimSuffix(start, "/")
 	for path, body := range pages {
-		doc, err := g.Backends.Search.Get(t.Context(), txindex.Key(created.CrawlID, base+path))
+		doc, err := g.Backends.Search.Get(t.Context(), txindex.Key(crawlID, base+path))
 		if err != nil {
 			t.Errorf("document of %s: %v", path, err)
 			continue
@@ -100,7 +86,7 @@ func TestLinkAmplificationIsBounded(t *testing.T) {
 	var urlBytes, records int
 	for _, status := range contracts.Statuses {
 		for after := ""; ; {
-			recs, err := g.Backends.Tx.List(t.Context(), created.CrawlID, status, after, 1000)
+			recs, err := g.Backends.Tx.List(t.Context(), crawlID, status, after, 1000)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,7 +6,6 @@ import (
 	"compress/zlib"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -53,28 +52,15 @@ func TestContentEncodings(t *testing.T) {
 		w.Header().Set("Content-Type", "text/html")
 		io.WriteString(w, "<html><title>start</title><body>"+links.String()+"</body></html>")
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: mux}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	start := fmt.Sprintf("http://encoded.test:%d/", ln.Addr().(*net.TCPAddr).Port)
+	start := serveSite(t, "encoded.test", mux)
 
 	g, api := startGrid(t, testConfig(t, t.TempDir(), "encoded.test=127.0.0.1"))
 	p := contracts.Profile{StartURLs: []string{start}, MaxDepth: 1,
 		Politeness: contracts.Politeness{MinDelayMS: 1, MaxDelayMS: 10, DelayFactor: 1}}
-	var created contracts.CreateCrawlResponse
-	if code := apiDo(t, http.MethodPost, api+"/api/v1/crawls", p, &created); code != http.StatusCreated {
-		t.Fatalf("POST crawl = %d", code)
-	}
-	if st := waitFinished(t, api, created.CrawlID, time.Minute); st.State != contracts.CrawlFinished {
-		t.Fatalf("crawl = %s", st.State)
-	}
+	crawlID := crawlToEnd(t, api, p, time.Minute)
 	base := strings.TrimSuffix(start, "/")
 	for coding := range encoders {
-		key := txindex.Key(created.CrawlID, base+"/"+coding)
+		key := txindex.Key(crawlID, base+"/"+coding)
 		r, err := g.Backends.Tx.Get(t.Context(), key)
 		if err != nil {
 			t.Errorf("record of /%s: %v", coding, err)

@@ -1,7 +1,6 @@
 package grid
 
 import (
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -75,14 +74,7 @@ func TestWARCReadCutShortIsRetried(t *testing.T) {
 		w.Header().Set("Content-Type", "text/html")
 		io.WriteString(w, "<html><title>one page</title><body>"+strings.Repeat("readable words ", 2000)+"</body></html>")
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	site := &http.Server{Handler: mux}
-	go site.Serve(ln)
-	t.Cleanup(func() { site.Close() })
-	start := fmt.Sprintf("http://cut.test:%d/", ln.Addr().(*net.TCPAddr).Port)
+	start := serveSite(t, "cut.test", mux)
 
 	cfg := testConfig(t, t.TempDir(), "cut.test=127.0.0.1")
 	cfg.HandoffBytes = 0
@@ -98,17 +90,11 @@ func TestWARCReadCutShortIsRetried(t *testing.T) {
 
 	p := contracts.Profile{StartURLs: []string{start}, MaxDepth: 0,
 		Politeness: contracts.Politeness{MinDelayMS: 1, MaxDelayMS: 10, DelayFactor: 1}}
-	var created contracts.CreateCrawlResponse
-	if code := apiDo(t, http.MethodPost, api+"/api/v1/crawls", p, &created); code != http.StatusCreated {
-		t.Fatalf("POST crawl = %d", code)
-	}
-	if st := waitFinished(t, api, created.CrawlID, 2*time.Minute); st.State != contracts.CrawlFinished {
-		t.Fatalf("crawl = %s", st.State)
-	}
+	crawlID := crawlToEnd(t, api, p, 2*time.Minute)
 	if cuts.Load() != 1 {
 		t.Fatalf("the proxy cut %d reads, want 1 (the test did not exercise the path)", cuts.Load())
 	}
-	r, err := g.Backends.Tx.Get(t.Context(), txindex.Key(created.CrawlID, start))
+	r, err := g.Backends.Tx.Get(t.Context(), txindex.Key(crawlID, start))
 	if err != nil {
 		t.Fatal(err)
 	}
