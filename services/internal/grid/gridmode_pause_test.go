@@ -106,18 +106,24 @@ func TestGridModePauseLongerThanLease(t *testing.T) {
 	}
 
 	// Pause for longer than the sweep needs to give up on a record, and
-	// watch the broker: a contract held unacked in three samples in a row
-	// (over two seconds) is held, not being parked.
+	// watch the broker once the loaders have had time to see the pause (the
+	// state cache's second, and the fetches in flight): a contract held
+	// unacked in five samples in a row (over four seconds) is held, not
+	// being parked. A loader that held the paused crawl's contracts would
+	// hold them through the whole pause.
 	pause := lease*(attempts+1) + 4*time.Second
+	const grace = 3 * time.Second
+	end := time.Now().Add(pause)
+	time.Sleep(grace)
 	held := 0
-	for end := time.Now().Add(pause); time.Now().Before(end); time.Sleep(time.Second) {
+	for ; time.Now().Before(end); time.Sleep(time.Second) {
 		n := unackedLoaderContracts(t, vhost)
 		if n == 0 {
 			held = 0
 			continue
 		}
-		if held++; held == 3 {
-			t.Errorf("loaders hold %d contracts of the paused crawl unacked for more than two seconds", n)
+		if held++; held == 5 {
+			t.Errorf("loaders hold %d contracts of the paused crawl unacked for more than four seconds", n)
 		}
 	}
 	c.do(http.MethodGet, "/api/v1/crawls/"+id, nil, &st)
