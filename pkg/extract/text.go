@@ -255,10 +255,34 @@ func metaCharset(p []byte) string {
 	}
 }
 
+// indexFoldASCII returns the index of the first instance of the lowercase
+// ASCII word in s, ignoring ASCII case, or -1.
+func indexFoldASCII(s, word string) int {
+	for i := 0; i+len(word) <= len(s); i++ {
+		j := 0
+		for ; j < len(word); j++ {
+			c := s[i+j]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if c != word[j] {
+				break
+			}
+		}
+		if j == len(word) {
+			return i
+		}
+	}
+	return -1
+}
+
 // charsetParam extracts the charset from a Content-Type-like value, leniently
 // (quotes optional, no full media type needed).
 func charsetParam(s string) string {
-	i := strings.Index(strings.ToLower(s), "charset")
+	// The index is found in s itself: lowercasing s first can change its
+	// length (invalid UTF-8 becomes U+FFFD), and an index into the lowered
+	// copy would then cut s out of range.
+	i := indexFoldASCII(s, "charset")
 	if i < 0 {
 		return ""
 	}

@@ -24,6 +24,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"runtime/debug"
 	"strings"
 	"sync"
 
@@ -362,15 +363,7 @@ func (c *Crawler) parse(ctx context.Context, k contracts.CrawlerContract, profil
 	// its size (and 64 KiB for the smallest pages).
 	lim := extract.Limits{MaxTextBytes: c.cfg.MaxTextBytes, MaxLinks: c.cfg.MaxLinks,
 		MaxLinkBytes: max(64<<10, linkBytesPerPageByte*len(body))}
-	var res extract.Result
-	switch {
-	case mt == "text/html" || mt == "application/xhtml+xml" || (mt == "" && looksHTML(body)):
-		res, err = extract.HTMLWithContentType(bytes.NewReader(body), ctype, pageURL, lim)
-	case strings.HasPrefix(mt, "text/"):
-		res, err = extract.Text(bytes.NewReader(body), lim)
-	default:
-		// Other media are indexed by their metadata only.
-	}
+	res, err := c.extract(p.URL, mt, ctype, body, pageURL, lim)
 	if err != nil {
 		out.final, out.reason = contracts.Failed, "parse: "+err.Error()
 		return out, nil
@@ -553,6 +546,25 @@ func (c *Crawler) load(ctx context.Context, ref contracts.AssetRef, handed map[c
 		return 0, nil, "", nil, &badRecordError{"decode body: " + err.Error()}
 	}
 	return status, header, ip, body, nil
+}
+
+// extract parses body by its media type. A panic of the parser (a bug a
+// hostile page found) fails this page with the panic as its reason, logged
+// with the stack, instead of crashing the service on every redelivery.
+func (c *Crawler) extract(pageURL, mt, ctype string, body []byte, u *url.URL, lim extract.Limits) (res extract.Result, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.log.Error("parser panic", "url", pageURL, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			err = fmt.Errorf("parser failed on this page: %v", p)
+		}
+	}()
+	switch {
+	case mt == "text/html" || mt == "application/xhtml+xml" || (mt == "" && looksHTML(body)):
+		return extract.HTMLWithContentType(bytes.NewReader(body), ctype, u, lim)
+	case strings.HasPrefix(mt, "text/"):
+		return extract.Text(bytes.NewReader(body), lim)
+	}
+	return extract.Result{}, nil // other media are indexed by their metadata only
 }
 
 func looksHTML(b []byte) bool {

@@ -34,7 +34,7 @@ func hostileSite(t *testing.T) string {
 	mux.HandleFunc("/robots.txt", func(w http.ResponseWriter, _ *http.Request) { http.NotFound(w, nil) })
 	mux.HandleFunc("/{$}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
-		io.WriteString(w, `<html><title>hostile</title><body><a href="/huge">huge</a> <a href="/deep">deep</a> <a href="/bomb">bomb</a></body></html>`)
+		io.WriteString(w, `<html><title>hostile</title><body><a href="/huge">huge</a> <a href="/deep">deep</a> <a href="/bomb">bomb</a> <a href="/charset">charset</a></body></html>`)
 	})
 	mux.HandleFunc("/huge", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
@@ -56,6 +56,12 @@ func hostileSite(t *testing.T) string {
 	mux.HandleFunc("/after-deep", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		io.WriteString(w, "<html><title>after deep</title><body>reached</body></html>")
+	})
+	// A meta charset declaration with a byte that is not UTF-8 before
+	// "charset" once panicked the parser (found by FuzzHTMLWithContentType).
+	mux.HandleFunc("/charset", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, "<html><metA http-equiv=Content-tYpe Content=00000\xffChArset><title>charset</title><body>words</body></html>")
 	})
 	mux.HandleFunc("/bomb", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
@@ -107,7 +113,7 @@ func TestHostilePagesAreBounded(t *testing.T) {
 		t.Fatalf("crawl = %s", st.State)
 	}
 	base := strings.TrimSuffix(start, "/")
-	for _, path := range []string{"/", "/huge", "/deep", "/after-deep", "/bomb"} {
+	for _, path := range []string{"/", "/huge", "/deep", "/after-deep", "/bomb", "/charset"} {
 		r, err := g.Backends.Tx.Get(t.Context(), txindex.Key(created.CrawlID, base+path))
 		if err != nil {
 			t.Errorf("record %s: %v", path, err)
