@@ -287,7 +287,23 @@ func (d *delivery) Retry(ctx context.Context, delay time.Duration) error {
 	if next > d.c.q.opts.MaxAttempts {
 		return d.deadLetter(ctx, "retry", queue.ReasonMaxAttempts, nil)
 	}
-	pub := d.publishing(amqp.Table{HeaderAttempt: int64(next)})
+	return d.requeue(ctx, "retry", next, delay)
+}
+
+// Postpone publishes the message to its queue's delay queue with its
+// attempt unchanged, then acks it.
+func (d *delivery) Postpone(ctx context.Context, delay time.Duration) error {
+	return d.requeue(ctx, "postpone", d.attempt, delay)
+}
+
+// requeue publishes the message again, to its queue or after delay to a
+// delay queue, with attempt, then acks it.
+func (d *delivery) requeue(ctx context.Context, action string, attempt int, delay time.Duration) error {
+	h := amqp.Table{}
+	if attempt > 1 {
+		h[HeaderAttempt] = int64(attempt)
+	}
+	pub := d.publishing(h)
 	t := d.c.q.mainTarget(d.c.queue)
 	if delay > 0 {
 		b, fits := bucketFor(delay)
@@ -296,7 +312,7 @@ func (d *delivery) Retry(ctx context.Context, delay time.Duration) error {
 		}
 		t = delayTarget(d.c.queue, b)
 	}
-	return d.settle(ctx, "retry", func(ctx context.Context) error {
+	return d.settle(ctx, action, func(ctx context.Context) error {
 		return d.c.q.publish(ctx, t, []amqp.Publishing{pub})
 	})
 }

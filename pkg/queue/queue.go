@@ -14,6 +14,10 @@
 //   - Retry settles a delivery and makes its message deliverable again after a
 //     delay with Attempt incremented. When Attempt would exceed the queue's
 //     maximum, the message is dead-lettered instead with reason ReasonMaxAttempts.
+//   - Postpone settles a delivery and makes its message deliverable again
+//     after a delay with Attempt unchanged: the delivery could not be
+//     processed for a reason that is not the message's (a backend is down),
+//     so it must not use up the message's attempts.
 //   - DeadLetter settles a delivery by moving its message to DeadLetterQueue(q)
 //     with the reason in the header HeaderReason.
 //   - Settling a delivery twice returns ErrSettled.
@@ -53,8 +57,8 @@ type Message struct {
 	Delay time.Duration
 }
 
-// Delivery is one delivered message. Exactly one of Ack, Retry or DeadLetter
-// must be called on it.
+// Delivery is one delivered message. Exactly one of Ack, Retry, Postpone or
+// DeadLetter must be called on it.
 type Delivery interface {
 	Body() []byte
 	Headers() map[string]string
@@ -64,6 +68,7 @@ type Delivery interface {
 	Redelivered() bool
 	Ack(ctx context.Context) error
 	Retry(ctx context.Context, delay time.Duration) error
+	Postpone(ctx context.Context, delay time.Duration) error
 	DeadLetter(ctx context.Context, reason string) error
 }
 

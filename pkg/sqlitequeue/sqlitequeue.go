@@ -82,6 +82,7 @@ const (
 	stRelease
 	stReleaseClaim
 	stRetry
+	stPostpone
 	stPromote
 	stNextDelayed
 	stLen
@@ -99,6 +100,8 @@ var stmtSQL = [numStmts]string{
 		WHERE id = ? AND token = ? AND state = 1`,
 	stReleaseClaim: `UPDATE messages SET state = 0, token = 0 WHERE token = ? AND state = 1`,
 	stRetry: `UPDATE messages SET state = ?, ready_at = ?, attempt = attempt + 1, redelivered = 0, token = 0
+		WHERE id = ? AND token = ? AND state = 1`,
+	stPostpone: `UPDATE messages SET state = ?, ready_at = ?, redelivered = 0, token = 0
 		WHERE id = ? AND token = ? AND state = 1`,
 	stPromote:     `UPDATE messages SET state = 0, ready_at = 0 WHERE state = 2 AND queue = ? AND ready_at <= ?`,
 	stNextDelayed: `SELECT MIN(ready_at) FROM messages WHERE state = 2 AND queue = ?`,
@@ -906,23 +909,37 @@ func (d *delivery) Retry(ctx context.Context, delay time.Duration) error {
 		if d.attempt >= q.maxAttempts {
 			return q.deadLetter(ctx, d, queue.ReasonMaxAttempts)
 		}
-		state, readyAt := stateReady, int64(0)
-		if delay > 0 {
-			state, readyAt = stateDelayed, time.Now().Add(delay).UnixNano()
-		}
-		err := q.write(ctx, false, func(w *wtx) error {
-			return checkHeld(w.stmt(stRetry).ExecContext(w.ctx, state, readyAt, d.id, d.token))
-		})
-		if err != nil {
-			return err
-		}
-		if state == stateDelayed {
-			q.schedule(d.c.queue, readyAt)
-		} else {
-			q.notify(d.c.queue, 1)
-		}
-		return nil
+		return q.requeue(ctx, d, stRetry, delay)
 	})
+}
+
+// Postpone makes the message deliverable again after delay without counting
+// an attempt.
+func (d *delivery) Postpone(ctx context.Context, delay time.Duration) error {
+	return d.settle(ctx, "postpone", func(q *Queue) error {
+		return q.requeue(ctx, d, stPostpone, delay)
+	})
+}
+
+// requeue releases d's row with statement st (stRetry counts an attempt,
+// stPostpone does not), ready after delay.
+func (q *Queue) requeue(ctx context.Context, d *delivery, st int, delay time.Duration) error {
+	state, readyAt := stateReady, int64(0)
+	if delay > 0 {
+		state, readyAt = stateDelayed, time.Now().Add(delay).UnixNano()
+	}
+	err := q.write(ctx, false, func(w *wtx) error {
+		return checkHeld(w.stmt(st).ExecContext(w.ctx, state, readyAt, d.id, d.token))
+	})
+	if err != nil {
+		return err
+	}
+	if state == stateDelayed {
+		q.schedule(d.c.queue, readyAt)
+	} else {
+		q.notify(d.c.queue, 1)
+	}
+	return nil
 }
 
 // DeadLetter moves the message to the dead-letter queue with reason.

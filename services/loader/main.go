@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/services/internal/loader"
+	"github.com/gridcrawl/gridcrawl/services/internal/outage"
 	"github.com/gridcrawl/gridcrawl/services/internal/svc"
 	"github.com/gridcrawl/gridcrawl/services/internal/wire"
 )
@@ -33,7 +34,7 @@ func main() {
 				return nil, err
 			}
 			return loader.New(cfg.Loader, loader.Deps{Queue: set.Queue, Tx: set.Tx, Assets: set.Assets, Profiles: set.Profiles,
-				Group: group, Shards: cfg.Frontier.Shards, Stagger: stagger(set.Embedded), Logger: log, Metrics: set.Metrics})
+				Group: group, Shards: cfg.Frontier.Shards, Stagger: stagger(set.Embedded), Logger: log, Gate: outage.New(set.Checks(false), log), Metrics: set.Metrics})
 		})
 	stop()
 	os.Exit(code)

@@ -80,6 +80,7 @@ func Run(t *testing.T, h Harness) {
 		{"RetryWithDelay", testRetryDelay},
 		{"PublishDelayed", testPublishDelayed},
 		{"MaxAttemptsDeadLetters", testMaxAttempts},
+		{"PostponeKeepsAttempt", testPostpone},
 		{"DeadLetter", testDeadLetter},
 		{"DoubleSettle", testDoubleSettle},
 		{"HeadersRoundTrip", testHeaders},
@@ -678,6 +679,57 @@ func testMaxAttempts(t *testing.T, h Harness) {
 	e.eventuallyLen(dlq, 0)
 }
 
+// testPostpone: a postponed message comes back after its delay with its
+// headers and its attempt unchanged, however often it is postponed: more
+// postponements than MaxAttempts never dead-letter it, and a Retry after
+// them counts from the attempt it had.
+func testPostpone(t *testing.T, h Harness) {
+	e := newEnv(t, h)
+	name := e.name()
+	hdr := map[string]string{"keep": "me"}
+	e.publish(name, queue.Message{Body: []byte("waits"), Headers: hdr})
+	ch, _ := e.consume(name, 1)
+	d := receive(t, ch)
+	if err := d.Retry(t.Context(), 0); err != nil {
+		t.Fatalf("Retry(0) = %v, want nil", err)
+	}
+	const delay = 200 * time.Millisecond
+	for i := range h.MaxAttempts + 2 {
+		d = receive(t, ch)
+		if d.Attempt() != 2 || string(d.Body()) != "waits" || d.Headers()["keep"] != "me" {
+			t.Fatalf("delivery after %d postponements: attempt %d body %q headers %v, want attempt 2", i, d.Attempt(), d.Body(), d.Headers())
+		}
+		start := time.Now()
+		if err := d.Postpone(t.Context(), delay); err != nil {
+			t.Fatalf("Postpone(%v) = %v, want nil", delay, err)
+		}
+		if i == 0 {
+			d = receive(t, ch)
+			if elapsed := time.Since(start); elapsed < delay-timingSlack {
+				t.Errorf("postponed message delivered after %v, want not before %v", elapsed, delay)
+			}
+			if err := d.Postpone(t.Context(), 0); err != nil {
+				t.Fatalf("Postpone(0) = %v, want nil", err)
+			}
+		}
+	}
+	d = receive(t, ch)
+	if err := d.Retry(t.Context(), 0); err != nil {
+		t.Fatalf("Retry(0) = %v, want nil", err)
+	}
+	if h.MaxAttempts > 2 {
+		if d = receive(t, ch); d.Attempt() != 3 {
+			t.Errorf("Attempt() after a Retry following postponements = %d, want 3", d.Attempt())
+		}
+		ack(t, d)
+		e.eventuallyLen(queue.DeadLetterQueue(name), 0)
+	} else {
+		expectNone(t, ch) // the second Retry used up the attempts
+		e.eventuallyLen(queue.DeadLetterQueue(name), 1)
+	}
+	e.eventuallyLen(name, 0)
+}
+
 func testDeadLetter(t *testing.T, h Harness) {
 	const reason = "undecodable: bad JSON at byte 7"
 	e := newEnv(t, h)
@@ -733,6 +785,7 @@ func testDoubleSettle(t *testing.T, h Harness) {
 	settles := []settle{
 		{"Ack", func(ctx context.Context, d queue.Delivery) error { return d.Ack(ctx) }},
 		{"Retry", func(ctx context.Context, d queue.Delivery) error { return d.Retry(ctx, time.Hour) }},
+		{"Postpone", func(ctx context.Context, d queue.Delivery) error { return d.Postpone(ctx, time.Hour) }},
 		{"DeadLetter", func(ctx context.Context, d queue.Delivery) error { return d.DeadLetter(ctx, "test") }},
 	}
 	for _, first := range settles {

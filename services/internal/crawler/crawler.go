@@ -42,6 +42,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/services/internal/crawlcache"
 	"github.com/gridcrawl/gridcrawl/services/internal/frontier"
 	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
+	"github.com/gridcrawl/gridcrawl/services/internal/outage"
 	"github.com/gridcrawl/gridcrawl/services/internal/routing"
 	"github.com/gridcrawl/gridcrawl/services/internal/scope"
 )
@@ -97,6 +98,11 @@ type Deps struct {
 	// of reading its WARC record back. Nil: every record is read.
 	Handoff *Handoff
 	Logger  *slog.Logger
+	// Gate tells backend outages from failed work (nil: every failure
+	// counts as the work's): a contract that failed while a backend is down
+	// is postponed without counting an attempt, and the worker waits for
+	// the backend before it takes another.
+	Gate *outage.Gate
 	// Metrics receives the crawler's metrics; nil: registered nowhere.
 	Metrics *metrics.Registry
 }
@@ -166,7 +172,7 @@ func (c *Crawler) handle(ctx context.Context, d queue.Delivery) {
 	}
 	if err != nil {
 		c.log.Warn("resolve profile", "crawl_id", k.CrawlID, "err", err)
-		if err := d.Retry(ctx, queue.RetryDelay(d.Attempt())); err != nil && ctx.Err() == nil {
+		if err := c.deps.Gate.Failed(ctx, d); err != nil && ctx.Err() == nil {
 			c.log.Error("retry crawler contract", "crawl_id", k.CrawlID, "err", err)
 		}
 		return
@@ -181,7 +187,7 @@ func (c *Crawler) handle(ctx context.Context, d queue.Delivery) {
 			return // shutting down: the delivery goes back to the queue
 		}
 		c.log.Warn("process crawler contract", "crawl_id", k.CrawlID, "attempt", d.Attempt(), "err", err)
-		if err := d.Retry(ctx, queue.RetryDelay(d.Attempt())); err != nil {
+		if err := c.deps.Gate.Failed(ctx, d); err != nil && ctx.Err() == nil {
 			c.log.Error("retry crawler contract", "crawl_id", k.CrawlID, "err", err)
 		}
 		return

@@ -13,6 +13,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/services/internal/loader"
 	"github.com/gridcrawl/gridcrawl/services/internal/mcp"
 	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
+	"github.com/gridcrawl/gridcrawl/services/internal/outage"
 	"github.com/gridcrawl/gridcrawl/services/internal/routing"
 	"github.com/gridcrawl/gridcrawl/services/internal/svc"
 	"github.com/gridcrawl/gridcrawl/services/internal/wire"
@@ -81,8 +82,10 @@ func Open(cfg Config, log *slog.Logger, ln net.Listener) (*Grid, error) {
 	// The loader and the crawler share a process: the crawler takes the
 	// responses the loader has just stored from memory.
 	handoff := crawler.NewHandoff(cfg.HandoffBytes)
+	// One outage gate for the three services: they share the backends.
+	gate := outage.New(set.Checks(true), log)
 	ld := loader.Deps{Queue: set.Queue, Tx: set.Tx, Assets: set.Assets, Profiles: set.Profiles,
-		Group: group, Shards: shards, Logger: log.With("service", "loader"), Metrics: set.Metrics}
+		Group: group, Shards: shards, Logger: log.With("service", "loader"), Gate: gate, Metrics: set.Metrics}
 	if handoff != nil {
 		ld.Handoff = handoff
 	}
@@ -94,10 +97,10 @@ func Open(cfg Config, log *slog.Logger, ln net.Listener) (*Grid, error) {
 	return &Grid{
 		Backends: set,
 		MCP: mcp.New(cfg.MCP, mcp.Deps{Queue: set.Queue, Tx: set.Tx, Profiles: set.Profiles, Search: set.Search, Assets: set.Assets, HCF: set.HCF,
-			Group: group, Shards: shards, Embedded: set.Embedded, Logger: log.With("service", "mcp"), Listener: ln, Metrics: set.Metrics}),
+			Group: group, Shards: shards, Embedded: set.Embedded, Logger: log.With("service", "mcp"), Listener: ln, Gate: gate, Metrics: set.Metrics}),
 		Loader: l,
 		Crawler: crawler.New(cfg.Crawler, crawler.Deps{Queue: set.Queue, Tx: set.Tx, Assets: set.Assets, Profiles: set.Profiles,
-			Group: group, Shards: shards, Handoff: handoff, Logger: log.With("service", "crawler"), Metrics: set.Metrics}),
+			Group: group, Shards: shards, Handoff: handoff, Logger: log.With("service", "crawler"), Gate: gate, Metrics: set.Metrics}),
 		Handoff: handoff,
 	}, nil
 }

@@ -66,7 +66,7 @@ func (l *Loader) accept(ctx context.Context, shard int, d queue.Delivery) {
 	if !ok {
 		return
 	}
-	dl := newDelivery(d, len(c.URLs))
+	dl := newDelivery(d, l.deps.Gate, len(c.URLs))
 	tasks := l.tasks(c, p, dl, shard)
 	if l.cancels.State(ctx, c.CrawlID) == contracts.CrawlPaused {
 		l.parkAll(ctx, dl, tasks, l.cfg.PausedDelay)
@@ -108,7 +108,7 @@ func (l *Loader) decode(ctx context.Context, d queue.Delivery) (*contracts.Loade
 		l.deadLetter(ctx, d, reason)
 	case err != nil:
 		l.log.Warn("resolve profile", "crawl_id", c.CrawlID, "err", err)
-		if err := d.Retry(ctx, queue.RetryDelay(d.Attempt())); err != nil && ctx.Err() == nil {
+		if err := l.deps.Gate.Failed(ctx, d); err != nil && ctx.Err() == nil {
 			l.log.Error("retry loader contract", "crawl_id", c.CrawlID, "err", err)
 		}
 	default:

@@ -50,6 +50,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/services/internal/crawlcache"
 	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
+	"github.com/gridcrawl/gridcrawl/services/internal/outage"
 	"github.com/gridcrawl/gridcrawl/services/internal/routing"
 )
 
@@ -156,6 +157,11 @@ type Deps struct {
 	// instead of reading the record back.
 	Handoff Handoff
 	Logger  *slog.Logger
+	// Gate tells backend outages from failed work (nil: every failure
+	// counts as the work's): while a backend is down the loader takes no
+	// new work, keeps what it fetched until it can be stored, and
+	// postpones contracts without counting an attempt.
+	Gate *outage.Gate
 	// Metrics receives the loader's metrics; nil: registered nowhere.
 	Metrics *metrics.Registry
 }
@@ -390,6 +396,9 @@ func (l *Loader) consume(ctx, consumeCtx context.Context, intake *sync.WaitGroup
 // ctx is done; the task in hand finishes under drain.
 func (l *Loader) work(ctx, drain context.Context) {
 	for {
+		if l.deps.Gate.Wait(ctx) != nil {
+			return
+		}
 		lease, err := l.sched.Next(ctx)
 		if err != nil {
 			return
@@ -409,21 +418,22 @@ func (l *Loader) work(ctx, drain context.Context) {
 // delivery tracks the URLs of one contract until all have an outcome.
 type delivery struct {
 	d         queue.Delivery
+	gate      *outage.Gate
 	remaining atomic.Int32
 	failed    atomic.Bool
 	// settled runs once the delivery is settled (may be nil).
 	settled func()
 }
 
-func newDelivery(d queue.Delivery, urls int) *delivery {
-	dl := &delivery{d: d}
+func newDelivery(d queue.Delivery, gate *outage.Gate, urls int) *delivery {
+	dl := &delivery{d: d, gate: gate}
 	dl.remaining.Store(int32(urls))
 	return dl
 }
 
 // done reports the outcome of one of the delivery's URLs; the last one
 // settles the delivery: acked if every URL's outcome is durable, otherwise
-// retried.
+// retried (postponed, when a backend is down).
 func (dl *delivery) done(ctx context.Context, log *slog.Logger, err error) {
 	if err != nil {
 		dl.failed.Store(true)
@@ -432,9 +442,12 @@ func (dl *delivery) done(ctx context.Context, log *slog.Logger, err error) {
 		return
 	}
 	var serr error
-	if dl.failed.Load() {
+	switch {
+	case dl.failed.Load() && len(dl.gate.Down(ctx)) > 0:
+		serr = dl.d.Postpone(ctx, time.Second)
+	case dl.failed.Load():
 		serr = dl.d.Retry(ctx, 5*time.Second)
-	} else {
+	default:
 		serr = dl.d.Ack(ctx)
 	}
 	if serr != nil && ctx.Err() == nil {

@@ -97,6 +97,13 @@ func (r *recorder) take(ctx context.Context, t *task, o outcome) {
 		l.claims.release(t)
 		t.dl.done(ctx, l.log, l.park(ctx, []*task{t}, l.cfg.PausedDelay))
 	case vAbandon:
+		if ctx.Err() == nil && len(l.deps.Gate.Down(ctx)) > 0 && l.deps.Gate.Wait(ctx) == nil {
+			// A backend was down (the record could not be read): the task
+			// keeps its place and its attempts, and waited for the backend.
+			l.claims.release(t)
+			l.schedule(ctx, t)
+			return
+		}
 		if ctx.Err() == nil {
 			l.log.Warn("abandon url", "url", t.url, "crawl_id", t.crawlID, "err", o.err)
 		}
@@ -245,9 +252,25 @@ func (r *recorder) flush(ctx context.Context) {
 	}
 	r.mu.Unlock()
 
+	// While a backend is down the results are kept and their steps tried
+	// again once it answers: what was fetched is not fetched again.
+	var rs recordState
 	err := r.store(ctx, seg, key, pending)
 	if err == nil {
-		err = r.record(ctx, pending)
+		err = r.record(ctx, pending, &rs)
+	}
+	for err != nil && ctx.Err() == nil && len(r.l.deps.Gate.Down(ctx)) > 0 {
+		r.l.log.Warn("flush segment waits for the backends", "err", err)
+		if r.l.deps.Gate.Wait(ctx) != nil {
+			break
+		}
+		if !rs.stored {
+			err = r.store(ctx, seg, key, pending)
+		}
+		if err == nil || rs.stored {
+			rs.stored = true
+			err = r.record(ctx, pending, &rs)
+		}
 	}
 	if seg.Len() <= 4*r.l.cfg.SegmentBytes {
 		seg.Reset()
@@ -300,31 +323,28 @@ func (r *recorder) store(ctx context.Context, seg *warc.Segment, key string, pen
 	return nil
 }
 
-// record applies the transitions of pending and publishes crawler contracts
-// for the pages that moved to to-be-parsed and those to publish again.
-func (r *recorder) record(ctx context.Context, pending []*result) error {
-	var ts []txindex.Transition
-	var moved []*result
-	for _, res := range pending {
-		if res.status == "" {
-			continue
+// recordState is how far a flush got, so that a flush tried again after an
+// outage neither stores twice nor loses the transitions it applied.
+type recordState struct {
+	stored  bool   // the segment is stored
+	applied []bool // the transitions' results, once applied
+	moved   []*result
+	// failed: an attempt to apply the transitions failed, and may have
+	// applied some of them before it did.
+	failed bool
+}
+
+// record applies the transitions of pending (unless rs holds them applied
+// already) and publishes crawler contracts for the pages that moved to
+// to-be-parsed and those to publish again.
+func (r *recorder) record(ctx context.Context, pending []*result, rs *recordState) error {
+	rs.stored = true
+	if rs.applied == nil {
+		if err := r.transition(ctx, pending, rs); err != nil {
+			return err
 		}
-		tr := txindex.Transition{Key: txindex.Key(res.t.crawlID, res.t.url), From: contracts.ToBeLoaded, To: res.status, Error: res.reason, HTTPStatus: res.page.StatusCode}
-		if res.inSeg {
-			a := res.page.Asset
-			tr.Asset = &a
-		}
-		if res.page.StatusCode != 0 { // a response arrived
-			tr.MIMEType = mediaType(res.page.ContentType)
-			tr.Bytes = &res.bytes
-		}
-		ts = append(ts, tr)
-		moved = append(moved, res)
 	}
-	applied, err := r.l.deps.Tx.Transition(ctx, ts)
-	if err != nil {
-		return fmt.Errorf("record fetch outcomes: %w", err)
-	}
+	applied, moved := rs.applied, rs.moved
 	var pages crawlerPages
 	for i, res := range moved {
 		if applied[i] && res.status == contracts.ToBeParsed {
@@ -345,6 +365,68 @@ func (r *recorder) record(ctx context.Context, pending []*result) error {
 	}
 	if err := r.l.deps.Queue.Publish(ctx, contracts.QueueCrawler, msgs...); err != nil {
 		return fmt.Errorf("publish crawler contracts: %w", err)
+	}
+	return nil
+}
+
+// transition applies the transitions of pending and keeps their results in rs.
+func (r *recorder) transition(ctx context.Context, pending []*result, rs *recordState) error {
+	var ts []txindex.Transition
+	var moved []*result
+	for _, res := range pending {
+		if res.status == "" {
+			continue
+		}
+		tr := txindex.Transition{Key: txindex.Key(res.t.crawlID, res.t.url), From: contracts.ToBeLoaded, To: res.status, Error: res.reason, HTTPStatus: res.page.StatusCode}
+		if res.inSeg {
+			a := res.page.Asset
+			tr.Asset = &a
+		}
+		if res.page.StatusCode != 0 { // a response arrived
+			tr.MIMEType = mediaType(res.page.ContentType)
+			tr.Bytes = &res.bytes
+		}
+		ts = append(ts, tr)
+		moved = append(moved, res)
+	}
+	applied, err := r.l.deps.Tx.Transition(ctx, ts)
+	if err == nil && rs.failed {
+		err = r.appliedBefore(ctx, ts, applied)
+	}
+	if err != nil {
+		rs.failed = true
+		return fmt.Errorf("record fetch outcomes: %w", err)
+	}
+	if applied == nil {
+		applied = []bool{}
+	}
+	rs.applied, rs.moved = applied, moved
+	return nil
+}
+
+// appliedBefore marks as applied the transitions that an earlier, failed
+// attempt applied (the record holds their outcome), so that their crawler
+// contracts are published now rather than after the recovery lease.
+func (r *recorder) appliedBefore(ctx context.Context, ts []txindex.Transition, applied []bool) error {
+	var keys []string
+	for i, tr := range ts {
+		if !applied[i] {
+			keys = append(keys, tr.Key)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	recs, err := r.l.deps.Tx.GetMany(ctx, keys)
+	if err != nil {
+		return fmt.Errorf("read records after a failed transition: %w", err)
+	}
+	for i, tr := range ts {
+		rec, ok := recs[tr.Key]
+		if applied[i] || !ok || rec.Status != tr.To {
+			continue
+		}
+		applied[i] = tr.Asset == nil || rec.Asset == *tr.Asset
 	}
 	return nil
 }

@@ -203,10 +203,20 @@ func (m *MCP) fail(ctx context.Context, pend []*pendingIndex, err error) {
 	if ctx.Err() != nil {
 		return
 	}
-	m.log.Error("index documents", "err", err)
+	down := m.deps.Gate.Down(ctx)
+	m.log.Error("index documents", "err", err, "backends_down", strings.Join(down, ","))
 	for _, p := range pend {
-		if serr := p.d.Retry(ctx, queue.RetryDelay(p.d.Attempt())); serr != nil {
+		var serr error
+		if len(down) > 0 { // the outage's failure, not the contract's
+			serr = p.d.Postpone(ctx, time.Second)
+		} else {
+			serr = p.d.Retry(ctx, queue.RetryDelay(p.d.Attempt()))
+		}
+		if serr != nil {
 			m.log.Error("retry index contract", "queue", contracts.QueueIndex, "err", serr)
 		}
+	}
+	if len(down) > 0 {
+		_ = m.deps.Gate.Wait(ctx) // take no more contracts until it is back
 	}
 }

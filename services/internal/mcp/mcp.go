@@ -24,6 +24,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/services/internal/frontier"
 	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
+	"github.com/gridcrawl/gridcrawl/services/internal/outage"
 	"github.com/gridcrawl/gridcrawl/services/internal/routing"
 )
 
@@ -98,6 +99,11 @@ type Deps struct {
 	Logger   *slog.Logger
 	// Listener, when set, is used instead of listening on Config.Listen.
 	Listener net.Listener
+	// Gate tells backend outages from failed work (nil: every failure
+	// counts as the work's): index contracts that failed while a backend
+	// is down are postponed without counting an attempt, and the indexer
+	// waits for the backend before it takes more.
+	Gate *outage.Gate
 	// Metrics is served at /metrics and receives MCP's metrics; nil: MCP
 	// makes a registry of its own.
 	Metrics *metrics.Registry

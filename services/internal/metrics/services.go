@@ -73,13 +73,13 @@ func (m *MCP) Recovered(n int) { m.recovered.Add(float64(n)) }
 
 // Queue holds the families of the message queue, as one process uses it.
 type Queue struct {
-	published, consumed, redelivered, acked, retried, deadLettered *prometheus.CounterVec
-	known                                                          map[string]*QueueCounters
+	published, consumed, redelivered, acked, retried, postponed, deadLettered *prometheus.CounterVec
+	known                                                                     map[string]*QueueCounters
 }
 
 // QueueCounters are the counters of one queue label.
 type QueueCounters struct {
-	Published, Consumed, Redelivered, Acked, Retried, DeadLettered prometheus.Counter
+	Published, Consumed, Redelivered, Acked, Retried, Postponed, DeadLettered prometheus.Counter
 }
 
 // Queue label values: the three work queues (every loader shard counts as
@@ -99,6 +99,8 @@ func newQueue(reg prometheus.Registerer) *Queue {
 			"Contracts this process acknowledged (done), by queue.", "queue"),
 		retried: f.counterVec("gridcrawl_queue_retried_total",
 			"Contracts this process returned for a later attempt (nack with delay), by queue.", "queue"),
+		postponed: f.counterVec("gridcrawl_queue_postponed_total",
+			"Contracts this process returned for later without counting an attempt, because a backend was down, by queue.", "queue"),
 		deadLettered: f.counterVec("gridcrawl_queue_dead_lettered_total",
 			"Contracts this process moved to the queue's dead-letter queue (undecodable, or out of attempts), by queue.", "queue"),
 		known: map[string]*QueueCounters{},
@@ -107,7 +109,7 @@ func newQueue(reg prometheus.Registerer) *Queue {
 		q.known[name] = &QueueCounters{
 			Published: q.published.WithLabelValues(name), Consumed: q.consumed.WithLabelValues(name),
 			Redelivered: q.redelivered.WithLabelValues(name), Acked: q.acked.WithLabelValues(name),
-			Retried: q.retried.WithLabelValues(name), DeadLettered: q.deadLettered.WithLabelValues(name),
+			Retried: q.retried.WithLabelValues(name), Postponed: q.postponed.WithLabelValues(name), DeadLettered: q.deadLettered.WithLabelValues(name),
 		}
 	}
 	return q

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 
-	"github.com/gridcrawl/gridcrawl/pkg/search"
 	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
 	"github.com/gridcrawl/gridcrawl/services/internal/routing"
 	"github.com/gridcrawl/gridcrawl/services/internal/wire"
@@ -81,11 +80,7 @@ func run(ctx context.Context, name, listen string, set *wire.Set, r Runner, log 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if listen != "" {
-		var si search.Index // the loader and the crawler do not use it
-		if name == "mcp" {
-			si = set.Search
-		}
-		checks := metrics.BackendChecks(set.Queue, set.Tx, set.Profiles, set.Assets, si)
+		checks := set.Checks(name == "mcp") // the loader and the crawler do not use search
 		_, done, err := metrics.Serve(ctx, listen, metrics.Mux(set.Metrics, checks), log)
 		if err != nil {
 			return err

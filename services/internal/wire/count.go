@@ -117,6 +117,16 @@ func (d *meteredDelivery) Retry(ctx context.Context, delay time.Duration) error 
 	return err
 }
 
+func (d *meteredDelivery) Postpone(ctx context.Context, delay time.Duration) error {
+	start := time.Now()
+	err := d.Delivery.Postpone(ctx, delay)
+	d.q.retry.Done(start, err)
+	if err == nil {
+		d.qc.Postponed.Inc()
+	}
+	return err
+}
+
 func (d *meteredDelivery) DeadLetter(ctx context.Context, reason string) error {
 	start := time.Now()
 	err := d.Delivery.DeadLetter(ctx, reason)

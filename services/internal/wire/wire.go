@@ -205,3 +205,14 @@ func lockDir(dir string) (*os.File, error) {
 	}
 	return f, nil
 }
+
+// Checks returns the readiness checks of the set's backends (see
+// metrics.BackendChecks); the search index only when withSearch, since
+// only MCP uses it.
+func (s *Set) Checks(withSearch bool) []metrics.Check {
+	var si search.Index
+	if withSearch {
+		si = s.Search
+	}
+	return metrics.BackendChecks(s.Queue, s.Tx, s.Profiles, s.Assets, si)
+}

@@ -1,0 +1,154 @@
+// Package outage tells a backend outage from failed work.
+//
+// When processing a contract fails, either the contract is at fault (or the
+// page, or the web) or a backend the service depends on is down. The first
+// case counts an attempt, and a contract that keeps failing ends in the
+// dead-letter queue. The second case is not the contract's: a Gate probes
+// the backends, and while one does not answer the contract is postponed
+// without counting an attempt and the service takes no new work, probing
+// again with a growing backoff until the backend is back. An outage then
+// costs its own duration and nothing more.
+package outage
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gridcrawl/gridcrawl/pkg/queue"
+	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
+)
+
+// Backoff bounds between probes while a backend is down.
+const (
+	firstBackoff = 250 * time.Millisecond
+	maxBackoff   = 5 * time.Second
+	// probeEvery bounds how often Down asks the backends while they answer.
+	probeEvery = time.Second
+	// postponeDelay is how long a postponed contract waits before it can be
+	// delivered again: short, since consumers hold back while the backend
+	// is down (Wait) and the contract should be taken soon after its return.
+	postponeDelay = time.Second
+)
+
+// Gate probes a service's backends after failures and holds the service's
+// work back while one of them is down. A nil Gate knows of no backend: every
+// failure counts as the work's own.
+type Gate struct {
+	checks []metrics.Check
+	log    *slog.Logger
+
+	mu      sync.Mutex
+	probed  time.Time // when the backends were last probed
+	failing []string  // backends that did not answer then
+	since   time.Time // start of the current outage; zero when none
+	probing chan struct{}
+}
+
+// New returns a gate over checks (see metrics.BackendChecks).
+func New(checks []metrics.Check, log *slog.Logger) *Gate {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Gate{checks: checks, log: log}
+}
+
+// Down probes the backends, at most once every second (a probe in progress
+// is shared), and returns the names of those that did not answer, or nil.
+func (g *Gate) Down(ctx context.Context) []string {
+	if g == nil || len(g.checks) == 0 {
+		return nil
+	}
+	g.mu.Lock()
+	for {
+		if time.Since(g.probed) < probeEvery {
+			f := g.failing
+			g.mu.Unlock()
+			return f
+		}
+		if g.probing == nil {
+			break
+		}
+		wait := g.probing
+		g.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil
+		}
+		g.mu.Lock()
+	}
+	done := make(chan struct{})
+	g.probing = done
+	g.mu.Unlock()
+
+	r := metrics.Ready(ctx, g.checks)
+
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.probing = nil
+	close(done)
+	if ctx.Err() != nil {
+		return nil // no verdict: the caller is shutting down
+	}
+	g.probed = time.Now()
+	g.failing = nil
+	if len(r.Failing) > 0 {
+		g.failing = r.Failing
+	}
+	switch {
+	case g.failing != nil && g.since.IsZero():
+		g.since = time.Now()
+		errs := make([]string, 0, len(g.failing))
+		for _, b := range g.failing {
+			errs = append(errs, b+": "+r.Backends[b])
+		}
+		g.log.Warn("backend unavailable: work waits for it", "backends", strings.Join(g.failing, ","), "err", strings.Join(errs, "; "))
+	case g.failing == nil && !g.since.IsZero():
+		g.log.Info("backends available again: work resumes", "outage_ms", time.Since(g.since).Milliseconds())
+		g.since = time.Time{}
+	}
+	return g.failing
+}
+
+// Wait returns once every backend answers, probing with a growing backoff,
+// or when ctx ends (then with ctx's error). It returns at once when the last
+// probe found every backend answering.
+func (g *Gate) Wait(ctx context.Context) error {
+	if g == nil {
+		return nil
+	}
+	g.mu.Lock()
+	up := g.since.IsZero()
+	g.mu.Unlock()
+	if up {
+		return nil
+	}
+	backoff := firstBackoff
+	for len(g.Down(ctx)) > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+	return ctx.Err()
+}
+
+// Failed settles d, whose processing failed. When a backend is
+// down the failure is the outage's: d is postponed without counting an
+// attempt, and Failed returns once the backends answer again (or ctx ends),
+// so that the caller takes no new work meanwhile. Otherwise d is retried
+// after queue.RetryDelay, counting an attempt. It returns the error of
+// settling d, if any.
+func (g *Gate) Failed(ctx context.Context, d queue.Delivery) error {
+	if down := g.Down(ctx); len(down) > 0 {
+		serr := d.Postpone(ctx, postponeDelay)
+		_ = g.Wait(ctx)
+		return serr
+	}
+	return d.Retry(ctx, queue.RetryDelay(d.Attempt()))
+}
