@@ -78,7 +78,7 @@ const (
 	DefaultMaxRedeliveries = 10
 	DefaultConnectionName  = "gridcrawl"
 	DefaultReconnectMin    = 100 * time.Millisecond
-	DefaultReconnectMax    = 5 * time.Second
+	DefaultReconnectMax    = 2 * time.Second
 	DefaultDialTimeout     = 10 * time.Second
 	DefaultHeartbeat       = 10 * time.Second
 )

@@ -106,6 +106,15 @@ func newCluster(t *testing.T, backendEnv []string, resolve string) *gridCluster 
 		for name := range c.procs {
 			c.stop(name, syscall.SIGKILL)
 		}
+		if dir := os.Getenv("GRIDCRAWL_TEST_LOGS"); t.Failed() && dir != "" {
+			// Keep every process's log for a look after the run.
+			dst := filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_"))
+			if err := os.CopyFS(dst, os.DirFS(c.logs)); err != nil {
+				t.Logf("keep logs: %v", err)
+			} else {
+				t.Logf("process logs kept in %s", dst)
+			}
+		}
 		if t.Failed() {
 			for _, f := range []string{"mcp", "loader-1", "crawler-1"} {
 				b, _ := os.ReadFile(filepath.Join(c.logs, f+".log"))

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -250,9 +251,13 @@ func outageCrawl(t *testing.T, env []string, vhost string, proxy *outageProxy, b
 	for _, r := range web.RequestLog() {
 		requested[r.URL]++
 	}
+	twice := 0
 	for u, n := range requested {
 		if n > 1 && !strings.HasSuffix(u, "/robots.txt") {
 			t.Errorf("%s fetched %d times", u, n)
+			if twice++; twice <= 2 {
+				c.logLinesWith(u)
+			}
 		}
 	}
 	_ = vhost
@@ -299,4 +304,18 @@ func deleteESIndices(t *testing.T, prefix string) {
 		return
 	}
 	resp.Body.Close()
+}
+
+// logLinesWith logs the lines of every process's log that mention s.
+func (c *gridCluster) logLinesWith(s string) {
+	c.t.Helper()
+	files, _ := filepath.Glob(filepath.Join(c.logs, "*.log"))
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, s) {
+				c.t.Logf("%s: %s", filepath.Base(f), line)
+			}
+		}
+	}
 }

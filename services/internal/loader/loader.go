@@ -333,6 +333,7 @@ func (l *Loader) Run(ctx context.Context) error {
 		defer close(flushed)
 		l.rec.flushLoop(ctx, drain)
 	}()
+	go l.rec.publishLoop(drain)
 	var loops sync.WaitGroup
 	loops.Go(func() { l.reportLoop(ctx) })
 	loops.Go(func() { l.retireLoop(ctx) })
@@ -342,7 +343,8 @@ func (l *Loader) Run(ctx context.Context) error {
 	stop()
 	wg.Wait()
 	<-flushed
-	l.rec.flush(drain) // what the workers finished after the last tick
+	l.rec.flush(drain, true) // what the workers finished after the last tick
+	l.rec.pub.close()        // and its publishing
 	loops.Wait()
 	l.log.Info("shutdown complete", "requests", l.fetched.Load(), "parked", l.parkedURLs.Load(), "drain_expired", drain.Err() != nil)
 	return nil

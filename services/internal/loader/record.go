@@ -58,6 +58,10 @@ type recorder struct {
 	key     string  // where seg goes
 	file    segFile // the open segment object of an appending store
 	serial  int
+	// stuck holds the batches a failed flush kept while a backend was down
+	// (only the flush goroutine touches it, under flushMu).
+	stuck []*batch
+	pub   *publisher
 }
 
 // segFile is the segment object appends go to.
@@ -69,7 +73,7 @@ type segFile struct {
 }
 
 func newRecorder(l *Loader) *recorder {
-	r := &recorder{l: l, flushCh: make(chan struct{}, 1), seg: warc.NewSegment(l.cfg.Gzip)}
+	r := &recorder{l: l, flushCh: make(chan struct{}, 1), seg: warc.NewSegment(l.cfg.Gzip), pub: newPublisher()}
 	r.appender, _ = l.deps.Assets.(assets.Appender)
 	return r
 }
@@ -231,57 +235,175 @@ func (r *recorder) flushLoop(ctx, drain context.Context) {
 		case <-tick.C:
 		case <-r.flushCh:
 		}
-		r.flush(drain)
+		r.flush(drain, false)
 	}
 }
 
-// flush stores the segment, records the pending results and settles their
-// contracts: acked if all of it succeeded, retried otherwise.
-func (r *recorder) flush(ctx context.Context) {
+// flush stores the segment and applies the transitions of the pending
+// results, then hands them to the publisher, which publishes their crawler
+// contracts and settles their loader contracts: acked if all of it
+// succeeded, retried otherwise. Publishing runs apart, so that a broker that
+// is away (a publish waits for its return) does not hold back the record of
+// what was fetched meanwhile: once recorded, a URL whose contract went back
+// to the queue is not fetched again by the loader that gets it next.
+//
+// When a step fails while a backend is down, the batch is kept with what it
+// has done so far and tried again at the next flush, before newer batches:
+// what was fetched is not fetched again. A final flush (at shutdown) keeps
+// nothing.
+func (r *recorder) flush(ctx context.Context, final bool) {
 	r.flushMu.Lock()
 	defer r.flushMu.Unlock()
+	batches := r.stuck
+	r.stuck = nil
 	r.mu.Lock()
-	if len(r.pending) == 0 && r.seg.Count() == 0 {
-		r.mu.Unlock()
-		return
-	}
-	seg, pending, key := r.seg, r.pending, r.key
-	r.seg, r.spare, r.pending = r.spare, nil, nil
-	if r.seg == nil {
-		r.seg = warc.NewSegment(r.l.cfg.Gzip)
+	if len(r.pending) > 0 || r.seg.Count() > 0 {
+		batches = append(batches, &batch{seg: r.seg, key: r.key, pending: r.pending})
+		r.seg, r.spare, r.pending = r.spare, nil, nil
+		if r.seg == nil {
+			r.seg = warc.NewSegment(r.l.cfg.Gzip)
+		}
 	}
 	r.mu.Unlock()
+	for _, b := range batches {
+		err := r.prepare(ctx, b)
+		if err != nil && !final && ctx.Err() == nil && len(r.l.deps.Gate.Down(ctx)) > 0 {
+			if !b.kept {
+				b.kept = true
+				r.l.log.Warn("flush segment waits for the backends", "urls", len(b.pending), "err", err)
+			}
+			r.stuck = append(r.stuck, b)
+			continue
+		}
+		if err != nil {
+			r.settle(ctx, b, err)
+			continue
+		}
+		r.pub.put(b)
+	}
+}
 
-	// While a backend is down the results are kept and their steps tried
-	// again once it answers: what was fetched is not fetched again.
-	var rs recordState
-	err := r.store(ctx, seg, key, pending)
-	if err == nil {
-		err = r.record(ctx, pending, &rs)
-	}
-	for err != nil && ctx.Err() == nil && len(r.l.deps.Gate.Down(ctx)) > 0 {
-		r.l.log.Warn("flush segment waits for the backends", "err", err)
-		if r.l.deps.Gate.Wait(ctx) != nil {
-			break
+// batch is one flush's segment and results, with how far it got.
+type batch struct {
+	seg     *warc.Segment
+	key     string
+	pending []*result
+	rs      recordState
+	kept    bool // kept for a later flush at least once
+}
+
+// prepare does the steps of b not done yet before publishing: store its
+// segment (then recycle it), apply its transitions.
+func (r *recorder) prepare(ctx context.Context, b *batch) error {
+	if !b.rs.stored {
+		if err := r.store(ctx, b.seg, b.key, b.pending); err != nil {
+			return err
 		}
-		if !rs.stored {
-			err = r.store(ctx, seg, key, pending)
+		b.rs.stored = true
+		if b.seg.Len() <= 4*r.l.cfg.SegmentBytes {
+			b.seg.Reset()
+			r.mu.Lock()
+			r.spare = b.seg
+			r.mu.Unlock()
 		}
-		if err == nil || rs.stored {
-			rs.stored = true
-			err = r.record(ctx, pending, &rs)
+		b.seg = nil
+	}
+	if b.rs.applied == nil {
+		return r.transition(ctx, b.pending, &b.rs)
+	}
+	return nil
+}
+
+// publishLoop publishes the crawler contracts of the batches flush hands
+// over, in order, and settles them, until the publisher is closed and
+// empty. While a backend is down it waits for it rather than give up.
+func (r *recorder) publishLoop(ctx context.Context) {
+	defer close(r.pub.done)
+	for {
+		b, ok := r.pub.take()
+		if !ok {
+			return
 		}
+		err := r.publish(ctx, b.pending, &b.rs)
+		for err != nil && ctx.Err() == nil && len(r.l.deps.Gate.Down(ctx)) > 0 {
+			if !b.kept {
+				b.kept = true
+				r.l.log.Warn("publish crawler contracts waits for the backends", "urls", len(b.pending), "err", err)
+			}
+			if r.l.deps.Gate.Wait(ctx) != nil {
+				break
+			}
+			err = r.publish(ctx, b.pending, &b.rs)
+		}
+		r.settle(ctx, b, err)
 	}
-	if seg.Len() <= 4*r.l.cfg.SegmentBytes {
-		seg.Reset()
-		r.mu.Lock()
-		r.spare = seg
-		r.mu.Unlock()
+}
+
+// publisher is the queue of batches between flush and publishLoop.
+type publisher struct {
+	mu      sync.Mutex
+	batches []*batch
+	closed  bool
+	wake    chan struct{}
+	done    chan struct{} // closed when publishLoop has returned
+}
+
+func newPublisher() *publisher {
+	return &publisher{wake: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+func (p *publisher) put(b *batch) {
+	p.mu.Lock()
+	p.batches = append(p.batches, b)
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
 	}
+}
+
+// take returns the oldest batch, waiting for one; false once closed and empty.
+func (p *publisher) take() (*batch, bool) {
+	for {
+		p.mu.Lock()
+		if len(p.batches) > 0 {
+			b := p.batches[0]
+			p.batches[0] = nil
+			p.batches = p.batches[1:]
+			p.mu.Unlock()
+			return b, true
+		}
+		closed := p.closed
+		p.mu.Unlock()
+		if closed {
+			return nil, false
+		}
+		<-p.wake
+	}
+}
+
+// close lets publishLoop return once it has published what it holds, and
+// waits for that.
+func (p *publisher) close() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+	<-p.done
+}
+
+// settle settles the contracts of b's results with err.
+func (r *recorder) settle(ctx context.Context, b *batch, err error) {
 	if err != nil && ctx.Err() == nil {
 		r.l.log.Error("flush segment", "err", err)
 	}
-	for _, res := range pending {
+	if b.kept && err == nil {
+		r.l.log.Info("flush segment done after the outage", "urls", len(b.pending))
+	}
+	for _, res := range b.pending {
 		r.l.claims.release(res.t) // recorded, or its contract is retried
 		res.t.dl.done(ctx, r.l.log, err)
 	}
@@ -323,7 +445,7 @@ func (r *recorder) store(ctx context.Context, seg *warc.Segment, key string, pen
 	return nil
 }
 
-// recordState is how far a flush got, so that a flush tried again after an
+// recordState is how far a batch got, so that a batch tried again after an
 // outage neither stores twice nor loses the transitions it applied.
 type recordState struct {
 	stored  bool   // the segment is stored
@@ -332,28 +454,24 @@ type recordState struct {
 	// failed: an attempt to apply the transitions failed, and may have
 	// applied some of them before it did.
 	failed bool
+	// handedOff: the responses went to the handoff (once is enough).
+	handedOff bool
 }
 
-// record applies the transitions of pending (unless rs holds them applied
-// already) and publishes crawler contracts for the pages that moved to
-// to-be-parsed and those to publish again.
-func (r *recorder) record(ctx context.Context, pending []*result, rs *recordState) error {
-	rs.stored = true
-	if rs.applied == nil {
-		if err := r.transition(ctx, pending, rs); err != nil {
-			return err
-		}
-	}
-	applied, moved := rs.applied, rs.moved
+// publish publishes crawler contracts for the pages of pending that moved
+// to to-be-parsed (rs holds the transitions, applied) and those to publish
+// again.
+func (r *recorder) publish(ctx context.Context, pending []*result, rs *recordState) error {
 	var pages crawlerPages
-	for i, res := range moved {
-		if applied[i] && res.status == contracts.ToBeParsed {
+	for i, res := range rs.moved {
+		if rs.applied[i] && res.status == contracts.ToBeParsed {
 			pages.add(res, res.page)
-			if res.response != nil {
+			if res.response != nil && !rs.handedOff {
 				r.l.deps.Handoff.Put(res.page.Asset, res.ip, res.response)
 			}
 		}
 	}
+	rs.handedOff = true
 	for _, res := range pending {
 		if res.repub != nil {
 			pages.add(res, *res.repub)

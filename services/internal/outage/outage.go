@@ -24,7 +24,7 @@ import (
 // Backoff bounds between probes while a backend is down.
 const (
 	firstBackoff = 250 * time.Millisecond
-	maxBackoff   = 5 * time.Second
+	maxBackoff   = 2 * time.Second
 	// probeEvery bounds how often Down asks the backends while they answer.
 	probeEvery = time.Second
 	// postponeDelay is how long a postponed contract waits before it can be
