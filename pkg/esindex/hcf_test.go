@@ -36,12 +36,11 @@ func TestHCFConformance(t *testing.T) {
 	}
 }
 
-func TestHCFIndexNames(t *testing.T) {
+func TestHCFIndexName(t *testing.T) {
 	c := open(t, RefreshOnRead)
-	fp, b := c.HCF().IndexNames()
 	tx, _, _ := c.IndexNames()
 	prefix := tx[:len(tx)-len("-transactions")]
-	if fp != prefix+"-hcf-fingerprints" || b != prefix+"-hcf-batches" {
-		t.Errorf("HCF().IndexNames() = %q, %q, want %q, %q", fp, b, prefix+"-hcf-fingerprints", prefix+"-hcf-batches")
+	if got := c.HCF().IndexName(); got != prefix+"-hcf-fingerprints" {
+		t.Errorf("HCF().IndexName() = %q, want %q", got, prefix+"-hcf-fingerprints")
 	}
 }
