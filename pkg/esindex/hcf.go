@@ -98,7 +98,7 @@ func (c *Client) newHCF(name string, now func() time.Time) *HCF {
 	return &HCF{
 		c:       c,
 		fpIndex: name + "-fingerprints", bIndex: name + "-batches",
-		fpRef:   newRefresher(),
+		fpRef:    newRefresher(),
 		gen:      hcf.NewIDGen(now),
 		observed: map[string]bool{},
 	}
@@ -184,7 +184,8 @@ func (h *HCF) migrate(ctx context.Context) error {
 		}
 		var ops, dels []bulkOp
 		err := h.search(ctx, h.bIndex, map[string]any{"match_all": map[string]any{}}, []any{map[string]any{"bid": "asc"}}, nil,
-			hcfFPPage/hcf.MaxBatch, nil, func(src json.RawMessage, _ []any) (bool, error) {
+			hcfFPPage/hcf.MaxBatch, []string{"project", "frontier", "slot", "bid", "requests"},
+			func(src json.RawMessage, _ []any) (bool, error) {
 				var d hcfBatchDoc
 				if err := json.Unmarshal(src, &d); err != nil {
 					return false, fmt.Errorf("decode batch: %w", err)
