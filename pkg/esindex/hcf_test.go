@@ -3,7 +3,9 @@ package esindex
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -152,4 +154,86 @@ func readBatches(t *testing.T, h *HCF, sl hcf.Slot) []hcf.Batch {
 		t.Fatalf("Batches(%v): %v", sl, err)
 	}
 	return out
+}
+
+// TestHCFBatchesAcrossPages reads batches that straddle the pages of the
+// index's searches, with and without mincount, and a call whose first
+// requests were seen before.
+func TestHCFBatchesAcrossPages(t *testing.T) {
+	ctx := t.Context()
+	c := open(t, RefreshOnRead)
+	h := newTestHCF(t, c, hcftest.Clock())
+	sl := hcf.Slot{Project: "p", Frontier: "f", Name: "pages.example"}
+	reqs := func(prefix string, from, n int) []hcf.Request {
+		out := make([]hcf.Request, n)
+		for i := range out {
+			out[i] = hcf.Request{FP: fmt.Sprintf("%s%05d", prefix, from+i), QData: json.RawMessage(fmt.Sprint(from + i))}
+		}
+		return out
+	}
+	add := func(want int, rs []hcf.Request) {
+		t.Helper()
+		if n, err := h.Add(ctx, sl, rs); err != nil || n != want {
+			t.Fatalf("Add(%d requests) = %d, %v, want %d", len(rs), n, err, want)
+		}
+	}
+	add(30, reqs("a", 0, 30))
+	add(hcfBatchPage+50, reqs("b", 0, hcfBatchPage+50))
+	// 100 seen, 50 new: one batch of 50, the call's second.
+	add(50, append(reqs("b", 0, 100), reqs("c", 0, 50)...))
+	ten := slices.Repeat([]int{hcf.MaxBatch}, hcfBatchPage/hcf.MaxBatch)
+	all := append(append(append([]int{30}, ten...), 50), 50)
+	for _, tc := range []struct {
+		mincount int
+		want     []int
+	}{
+		{0, all},
+		{30 + hcfBatchPage, all[:11]},
+		{30 + hcfBatchPage + 1, all[:12]},
+		{hcfBatchPage * 2, all},
+	} {
+		var sizes []int
+		var fps []string
+		var qdata []string
+		err := h.Batches(ctx, sl, tc.mincount, func(b hcf.Batch) error {
+			sizes = append(sizes, len(b.Requests))
+			for _, q := range b.Requests {
+				fps = append(fps, q.FP)
+				qdata = append(qdata, string(q.QData))
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(tc.want, sizes); diff != "" {
+			t.Errorf("Batches(mincount %d) sizes (-want +got):\n%s", tc.mincount, diff)
+		}
+		var want []string
+		for _, r := range append(append(reqs("a", 0, 30), reqs("b", 0, hcfBatchPage+50)...), reqs("c", 0, 50)...) {
+			want = append(want, r.FP+"="+string(r.QData))
+		}
+		var got []string
+		for i := range fps {
+			got = append(got, fps[i]+"="+qdata[i])
+		}
+		if diff := cmp.Diff(want[:len(got)], got); diff != "" {
+			t.Errorf("Batches(mincount %d) requests in read order (-want +got):\n%s", tc.mincount, diff)
+		}
+	}
+	bs := readBatches(t, h, sl)
+	var ids []string
+	for _, b := range bs {
+		ids = append(ids, b.ID)
+	}
+	if err := h.DeleteBatches(ctx, sl, ids); err != nil {
+		t.Fatal(err)
+	}
+	if got := readBatches(t, h, sl); len(got) != 0 {
+		t.Errorf("Batches after deleting all = %d batches, want none", len(got))
+	}
+	n := 0
+	if err := h.Fingerprints(ctx, sl, func(hcf.Fingerprint) error { n++; return nil }); err != nil || n != 30+hcfBatchPage+50+50 {
+		t.Errorf("Fingerprints after deleting all batches = %d, %v, want %d", n, err, 30+hcfBatchPage+50+50)
+	}
 }
