@@ -21,6 +21,7 @@ import (
 
 // Page sizes of HCF reads and deletes.
 const (
+	// hcfBatchPage is in requests: the batches of a page may straddle it.
 	hcfBatchPage = 1000
 	hcfFPPage    = 1000
 	hcfNamePage  = 1000
@@ -365,6 +366,7 @@ func (d *hcfFPDoc) setBatch(bid string, i int, qdata json.RawMessage) {
 // hcfDequeued is the update that takes a request out of the queue.
 var hcfDequeued = []byte(`{"doc":{"queued":false,"qdata":null}}`)
 
+// hcfBatchDoc is a batch in the batches index of earlier versions.
 type hcfBatchDoc struct {
 	Project  string `json:"project"`
 	Frontier string `json:"frontier"`
