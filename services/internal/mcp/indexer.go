@@ -102,6 +102,7 @@ func (m *MCP) indexBatch(ctx context.Context, batch []queue.Delivery) []*pending
 	if len(pend) == 0 {
 		return nil
 	}
+	stored := len(docs)
 	if err := m.deps.Search.Upsert(ctx, docs); err != nil {
 		var refused *search.RefusedError
 		if !errors.As(err, &refused) {
@@ -109,8 +110,9 @@ func (m *MCP) indexBatch(ctx context.Context, batch []queue.Delivery) []*pending
 			return nil
 		}
 		m.failRefused(pend, refused)
+		stored -= len(refused.Reasons)
 	}
-	m.met.Stored(len(docs))
+	m.met.Stored(stored)
 	return m.recheck(ctx, pend)
 }
 
