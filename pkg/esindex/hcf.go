@@ -657,9 +657,10 @@ func (h *HCF) DeleteBatches(ctx context.Context, slot hcf.Slot, ids []string) er
 	if err := h.init(ctx); err != nil {
 		return fmt.Errorf("delete hcf batches of %q: %w", slot, err)
 	}
-	if err := h.refresh(ctx); err != nil {
-		return fmt.Errorf("delete hcf batches of %q: %w", slot, err)
-	}
+	// No refresh: a batch id is known only from a search that found its
+	// requests, so they are visible already. A request dequeued by an
+	// earlier call but not refreshed yet is found again, and its update
+	// is a no-op.
 	var ops []bulkOp
 	flush := func() error {
 		if len(ops) == 0 {
