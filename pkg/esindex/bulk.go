@@ -27,8 +27,9 @@ type bulkAction struct {
 	IfPrimaryTerm *int64 `json:"if_primary_term,omitempty"`
 }
 
-// bulkOp is one operation of a bulk request: op is "create", "index" or
-// "delete"; source is the document, nil for delete.
+// bulkOp is one operation of a bulk request: op is "create", "index",
+// "update" or "delete"; source is the document (the update's body for
+// update), nil for delete.
 type bulkOp struct {
 	op     string
 	action bulkAction

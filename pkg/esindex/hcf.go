@@ -21,38 +21,55 @@ import (
 
 // Page sizes of HCF reads and deletes.
 const (
-	hcfBatchPage = 200
+	// hcfBatchPage is in requests: the batches of a page may straddle it.
+	hcfBatchPage = 1000
 	hcfFPPage    = 1000
 	hcfNamePage  = 1000
-	// hcfIDRetries bounds how often a batch whose id exists already (made
-	// by another process in the same millisecond) gets a new id.
-	hcfIDRetries = 5
+	// hcfDeleteIDs bounds the batch ids of one search of DeleteBatches.
+	hcfDeleteIDs = 1000
 	// hcfRollbackTimeout bounds the undoing of a failed Add.
 	hcfRollbackTimeout = 30 * time.Second
 )
 
-// HCF is the Hub Crawl Frontier (hcf.Store) in two indices,
-// "<prefix>-hcf-fingerprints" and "<prefix>-hcf-batches", created on first
-// use with strict mappings and auto-expanded replicas (0-1).
+// HCF is the Hub Crawl Frontier (hcf.Store) in one index,
+// "<prefix>-hcf-fingerprints", created on first use with a strict mapping
+// and auto-expanded replicas (0-1).
 //
 // A fingerprint is a document whose id is a SHA-256 of project, frontier,
-// slot and fingerprint; Add dedupes with bulk create operations, which
-// Elasticsearch refuses atomically for an id that exists. A batch is a
-// document whose id is a hash of the slot and the batch id; its requests are
-// kept as the JSON text the API serves, not indexed.
+// slot and fingerprint, and the fingerprint's document is also its
+// request's place in the queue: it holds the batch id, the request's
+// position in the batch, its qdata (kept as the JSON text the API serves,
+// not indexed) and whether it is still queued. Add cuts the requests into
+// batches first and then writes all their documents with bulk create
+// operations, which Elasticsearch applies to each document atomically and
+// refuses for an id that exists. So marking a fingerprint seen and queueing
+// its request are one write: whenever the process dies, before, during or
+// after the bulk request, each request of the call is either seen and
+// queued or neither, and a client that replays a failed call queues the
+// rest, each once. Batches reads the queued documents in batch order;
+// DeleteBatches marks them dequeued and keeps them as fingerprints.
 //
-// Add writes the fingerprints with one bulk request and the batches of those
-// that were new with a second. If the second fails, Add deletes what it
-// wrote before returning the error, so a failed Add leaves nothing behind;
-// only if the process dies between the two requests do fingerprints stay
-// marked seen without their requests queued. Reads refresh the indices as
-// the Client's Refresh policy says. Batch ids increase per slot across
-// restarts: a store reads a slot's latest batch id before it first adds to
-// the slot.
+// Requests seen before, among the requests of one call, leave their share
+// of a batch empty: a call of 150 requests of one priority, whose first 100
+// were seen, makes one batch of 50 whose id is the second the call drew.
+// Batches never hold more than hcf.MaxBatch requests, but two stores (two
+// processes) that draw the same batch id for one slot in the same
+// millisecond make one batch of both calls' requests.
+//
+// A failed Add deletes what it wrote before returning the error, unless
+// the process dies first or Elasticsearch cannot be reached; then the
+// requests it wrote stay seen and queued, and a replay of the call queues
+// the others. Reads refresh the index as the Client's Refresh policy says.
+// Batch ids increase per slot across restarts: a store reads a slot's
+// latest batch id before it first adds to the slot.
+//
+// Indices of earlier versions kept batches in a second index,
+// "<prefix>-hcf-batches": the first call of a store moves its batches into
+// their fingerprints' documents and deletes it.
 type HCF struct {
 	c               *Client
-	fpIndex, bIndex string
-	fpRef, bRef     *refresher
+	fpIndex, bIndex string // bIndex is the batches index of earlier versions
+	fpRef           *refresher
 	gen             *hcf.IDGen
 
 	initMu sync.Mutex
@@ -82,14 +99,14 @@ func (c *Client) newHCF(name string, now func() time.Time) *HCF {
 	return &HCF{
 		c:       c,
 		fpIndex: name + "-fingerprints", bIndex: name + "-batches",
-		fpRef: newRefresher(), bRef: newRefresher(),
+		fpRef:    newRefresher(),
 		gen:      hcf.NewIDGen(now),
 		observed: map[string]bool{},
 	}
 }
 
-// IndexNames returns the names of the fingerprints and batches indices.
-func (h *HCF) IndexNames() (fingerprints, batches string) { return h.fpIndex, h.bIndex }
+// IndexName returns the name of the index.
+func (h *HCF) IndexName() string { return h.fpIndex }
 
 // Close does nothing: the Client owns the connection.
 func (h *HCF) Close() error { return nil }
@@ -104,7 +121,17 @@ var (
 		// hcf.MaxFPBytes keeps every fingerprint below Lucene's term limit.
 		"fp":    keyword,
 		"fdata": storedJSON,
+		// The request's batch: bid and ms_seq stay when the batch is
+		// deleted, so that a slot's latest batch id is known; queued and
+		// qdata go.
+		"bid":    keyword,
+		"ms_seq": keyword,
+		"i":      integer,
+		"queued": map[string]any{"type": "boolean"},
+		"qdata":  storedJSON,
 	}
+	// hcfBatchMapping is the mapping of the batches index of earlier
+	// versions, which init migrates.
 	hcfBatchMapping = map[string]any{
 		"project":  keyword,
 		"frontier": keyword,
@@ -125,15 +152,87 @@ func (h *HCF) init(ctx context.Context) error {
 	if h.ready {
 		return nil
 	}
-	for _, ix := range []struct {
-		name  string
-		props map[string]any
-	}{{h.fpIndex, hcfFPMapping}, {h.bIndex, hcfBatchMapping}} {
-		if err := h.ensureIndex(ctx, ix.name, ix.props); err != nil {
-			return err
-		}
+	if err := h.ensureIndex(ctx, h.fpIndex, hcfFPMapping); err != nil {
+		return err
+	}
+	if err := h.migrate(ctx); err != nil {
+		return err
 	}
 	h.ready = true
+	return nil
+}
+
+// migrate moves the batches of the index of earlier versions, if there is
+// one, into their fingerprints' documents, a page at a time, and deletes
+// that index. A migration cut short does the rest the next time: moving a
+// batch again rewrites the same values.
+func (h *HCF) migrate(ctx context.Context) error {
+	res, err := esapi.IndicesExistsRequest{Index: []string{h.bIndex}}.Do(ctx, h.c.es)
+	if err != nil {
+		return fmt.Errorf("check index %q: %w", h.bIndex, err)
+	}
+	res.Body.Close()
+	if res.StatusCode == http.StatusNotFound {
+		return nil
+	}
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("check index %q: status %d", h.bIndex, res.StatusCode)
+	}
+	moved := 0
+	for {
+		if err := h.c.do(ctx, esapi.IndicesRefreshRequest{Index: []string{h.bIndex}}, nil); err != nil {
+			return fmt.Errorf("migrate index %q: refresh: %w", h.bIndex, err)
+		}
+		var ops, dels []bulkOp
+		err := h.search(ctx, h.bIndex, map[string]any{"match_all": map[string]any{}}, []any{map[string]any{"bid": "asc"}}, nil,
+			hcfFPPage/hcf.MaxBatch, []string{"project", "frontier", "slot", "bid", "requests"},
+			func(src json.RawMessage, _ []any) (bool, error) {
+				var d hcfBatchDoc
+				if err := json.Unmarshal(src, &d); err != nil {
+					return false, fmt.Errorf("decode batch: %w", err)
+				}
+				qs, err := hcf.DecodeRequests([]byte(d.Requests))
+				if err != nil {
+					return false, fmt.Errorf("batch %q: %w", d.BID, err)
+				}
+				slot := hcf.Slot{Project: d.Project, Frontier: d.Frontier, Name: d.Slot}
+				for i, q := range qs {
+					doc := newFPDoc(slot, q.FP, nil)
+					doc.setBatch(d.BID, i, q.QData)
+					src, err := json.Marshal(map[string]any{"doc": doc, "doc_as_upsert": true})
+					if err != nil {
+						return false, err
+					}
+					ops = append(ops, bulkOp{op: "update", action: bulkAction{Index: h.fpIndex, ID: fpDocID(slot, q.FP)}, source: src})
+				}
+				dels = append(dels, bulkOp{op: "delete", action: bulkAction{Index: h.bIndex, ID: batchDocID(slot, d.BID)}})
+				return len(dels) < hcfFPPage/hcf.MaxBatch, nil
+			})
+		if err != nil {
+			return fmt.Errorf("migrate index %q: %w", h.bIndex, err)
+		}
+		if len(dels) == 0 {
+			break
+		}
+		items, err := h.c.bulk(ctx, ops)
+		if err != nil {
+			return fmt.Errorf("migrate index %q: %w", h.bIndex, err)
+		}
+		for i, it := range items {
+			if err := it.err(); err != nil {
+				return fmt.Errorf("migrate index %q: move request to %q: %w", h.bIndex, ops[i].action.ID, err)
+			}
+		}
+		if err := h.deleteDocs(ctx, dels); err != nil {
+			return fmt.Errorf("migrate index %q: %w", h.bIndex, err)
+		}
+		moved += len(dels)
+	}
+	ignore := true
+	if err := h.c.do(ctx, esapi.IndicesDeleteRequest{Index: []string{h.bIndex}, IgnoreUnavailable: &ignore}, nil); err != nil {
+		return fmt.Errorf("delete index %q: %w", h.bIndex, err)
+	}
+	h.c.log.Info("moved hcf batches into the fingerprints index", "index", h.bIndex, "batches", moved)
 	return nil
 }
 
@@ -167,8 +266,9 @@ func (h *HCF) ensureIndex(ctx context.Context, name string, props map[string]any
 	return nil
 }
 
-// DeleteIndices deletes both indices with everything in them. Absent
-// indices are not an error. It is meant for tests.
+// DeleteIndices deletes the index, and that of earlier versions, with
+// everything in them. Absent indices are not an error. It is meant for
+// tests.
 func (h *HCF) DeleteIndices(ctx context.Context) error {
 	ignore := true
 	req := esapi.IndicesDeleteRequest{Index: []string{h.fpIndex, h.bIndex}, IgnoreUnavailable: &ignore}
@@ -178,17 +278,14 @@ func (h *HCF) DeleteIndices(ctx context.Context) error {
 	return nil
 }
 
-// refresh makes acknowledged writes to index visible to searches, when the
-// Client's policy leaves that to readers.
-func (h *HCF) refresh(ctx context.Context, index string) error {
+// refresh makes acknowledged writes to the index visible to searches, when
+// the Client's policy leaves that to readers.
+func (h *HCF) refresh(ctx context.Context) error {
+	index := h.fpIndex
 	if h.c.refresh != RefreshOnRead {
 		return nil
 	}
-	r := h.fpRef
-	if index == h.bIndex {
-		r = h.bRef
-	}
-	err := r.refresh(ctx, func(ctx context.Context) error {
+	err := h.fpRef.refresh(ctx, func(ctx context.Context) error {
 		return h.c.do(ctx, esapi.IndicesRefreshRequest{Index: []string{index}}, nil)
 	})
 	if err != nil {
@@ -215,7 +312,8 @@ func slotKey(s hcf.Slot) string { return hashParts(16, s.Project, s.Frontier, s.
 // fpDocID is the id of the fingerprint document of fp in slot.
 func fpDocID(s hcf.Slot, fp string) string { return hashParts(32, s.Project, s.Frontier, s.Name, fp) }
 
-// batchDocID is the id of the batch document of id in slot.
+// batchDocID is the id of the batch document of id in slot, in the
+// batches index of earlier versions.
 func batchDocID(s hcf.Slot, id string) string { return slotKey(s) + "-" + id }
 
 // slotFilter is the query of the documents of one slot.
@@ -225,14 +323,50 @@ func slotFilter(s hcf.Slot) map[string]any {
 	}}}
 }
 
+// queuedFilter is the query of the queued requests of one slot.
+func queuedFilter(s hcf.Slot, more ...any) map[string]any {
+	f := []any{term("project", s.Project), term("frontier", s.Frontier), term("slot", s.Name),
+		map[string]any{"term": map[string]any{"queued": true}}}
+	return map[string]any{"bool": map[string]any{"filter": append(f, more...)}}
+}
+
+// hcfFPDoc is a fingerprint and, while Queued, its request in the queue.
 type hcfFPDoc struct {
 	Project  string  `json:"project"`
 	Frontier string  `json:"frontier"`
 	Slot     string  `json:"slot"`
 	FP       string  `json:"fp"`
 	FData    *string `json:"fdata,omitempty"`
+	BID      string  `json:"bid,omitempty"`
+	MsSeq    string  `json:"ms_seq,omitempty"`
+	I        int     `json:"i"`
+	Queued   bool    `json:"queued,omitempty"`
+	QData    *string `json:"qdata,omitempty"`
 }
 
+// newFPDoc returns the document of fingerprint fp with fdata.
+func newFPDoc(slot hcf.Slot, fp string, fdata json.RawMessage) hcfFPDoc {
+	doc := hcfFPDoc{Project: slot.Project, Frontier: slot.Frontier, Slot: slot.Name, FP: fp}
+	if d := hcf.Data(fdata); d != nil {
+		s := string(d)
+		doc.FData = &s
+	}
+	return doc
+}
+
+// setBatch queues the document's request at position i of batch bid.
+func (d *hcfFPDoc) setBatch(bid string, i int, qdata json.RawMessage) {
+	d.BID, d.MsSeq, d.I, d.Queued = bid, bid[2:], i, true
+	if q := hcf.Data(qdata); q != nil {
+		s := string(q)
+		d.QData = &s
+	}
+}
+
+// hcfDequeued is the update that takes a request out of the queue.
+var hcfDequeued = []byte(`{"doc":{"queued":false,"qdata":null}}`)
+
+// hcfBatchDoc is a batch in the batches index of earlier versions.
 type hcfBatchDoc struct {
 	Project  string `json:"project"`
 	Frontier string `json:"frontier"`
@@ -243,8 +377,9 @@ type hcfBatchDoc struct {
 	Requests string `json:"requests"`
 }
 
-// Add enqueues the requests whose fingerprints the slot has not seen; see
-// HCF for what happens on failure.
+// Add enqueues the requests whose fingerprints the slot has not seen with
+// one bulk request (more for over 8 MiB); see HCF for what happens on
+// failure.
 func (h *HCF) Add(ctx context.Context, slot hcf.Slot, reqs []hcf.Request) (int, error) {
 	if err := hcf.ValidateAll(slot, reqs); err != nil {
 		return 0, fmt.Errorf("add to hcf slot %q: %w", slot, err)
@@ -259,48 +394,49 @@ func (h *HCF) Add(ctx context.Context, slot hcf.Slot, reqs []hcf.Request) (int, 
 	if err := h.observeSlot(ctx, slot); err != nil {
 		return 0, fmt.Errorf("add to hcf slot %q: %w", slot, err)
 	}
-	ops := make([]bulkOp, len(uniq))
-	for i, r := range uniq {
-		doc := hcfFPDoc{Project: slot.Project, Frontier: slot.Frontier, Slot: slot.Name, FP: r.FP}
+	var fdata map[string]json.RawMessage // of the requests that have some
+	for _, r := range uniq {
 		if d := hcf.Data(r.FData); d != nil {
-			s := string(d)
-			doc.FData = &s
+			if fdata == nil {
+				fdata = map[string]json.RawMessage{}
+			}
+			fdata[r.FP] = d
 		}
-		src, err := json.Marshal(doc)
-		if err != nil {
-			return 0, fmt.Errorf("add to hcf slot %q: %w", slot, err)
+	}
+	ops := make([]bulkOp, 0, len(uniq))
+	for _, b := range hcf.NewBatches(h.gen, uniq) {
+		for i, q := range b.Requests {
+			doc := newFPDoc(slot, q.FP, fdata[q.FP])
+			doc.setBatch(b.ID, i, q.QData)
+			src, err := json.Marshal(doc)
+			if err != nil {
+				return 0, fmt.Errorf("add to hcf slot %q: %w", slot, err)
+			}
+			ops = append(ops, bulkOp{op: "create", action: bulkAction{Index: h.fpIndex, ID: fpDocID(slot, q.FP)}, source: src})
 		}
-		ops[i] = bulkOp{op: "create", action: bulkAction{Index: h.fpIndex, ID: fpDocID(slot, r.FP)}, source: src}
 	}
 	items, err := h.c.bulk(ctx, ops)
 	if err != nil {
-		// Some fingerprints may have been written; which is unknown.
-		return 0, fmt.Errorf("add to hcf slot %q: write fingerprints (outcome unknown): %w", slot, err)
+		// Some requests may have been written, each seen and queued.
+		return 0, fmt.Errorf("add to hcf slot %q: write requests (outcome unknown): %w", slot, err)
 	}
-	var fresh []hcf.Request
-	var written []string // fingerprint documents this call created
+	n := 0
+	var written []string // documents this call created
 	var itemErr error
 	for i, it := range items {
 		switch {
 		case it.Status == http.StatusConflict:
 		case it.err() != nil:
-			itemErr = cmpErr(itemErr, fmt.Errorf("write fingerprint %q: %w", uniq[i].FP, it.err()))
+			itemErr = cmpErr(itemErr, fmt.Errorf("write request %q: %w", ops[i].action.ID, it.err()))
 		default:
-			fresh = append(fresh, uniq[i])
+			n++
 			written = append(written, ops[i].action.ID)
 		}
 	}
 	if itemErr != nil {
-		return 0, fmt.Errorf("add to hcf slot %q: %w", slot, h.rollback(ctx, itemErr, written, nil))
+		return 0, fmt.Errorf("add to hcf slot %q: %w", slot, h.rollback(ctx, itemErr, written))
 	}
-	if len(fresh) == 0 {
-		return 0, nil
-	}
-	batchIDs, err := h.writeBatches(ctx, slot, hcf.NewBatches(h.gen, fresh))
-	if err != nil {
-		return 0, fmt.Errorf("add to hcf slot %q: %w", slot, h.rollback(ctx, err, written, batchIDs))
-	}
-	return len(fresh), nil
+	return n, nil
 }
 
 // cmpErr keeps the first error.
@@ -311,69 +447,20 @@ func cmpErr(first, next error) error {
 	return next
 }
 
-// writeBatches creates the batch documents and returns the ids of those it
-// created, also when it fails. A batch whose id exists gets a new one.
-func (h *HCF) writeBatches(ctx context.Context, slot hcf.Slot, batches []hcf.Batch) ([]string, error) {
-	var created []string
-	todo := batches
-	for attempt := 0; len(todo) > 0; attempt++ {
-		ops := make([]bulkOp, len(todo))
-		for i, b := range todo {
-			src, err := json.Marshal(hcfBatchDoc{
-				Project: slot.Project, Frontier: slot.Frontier, Slot: slot.Name,
-				BID: b.ID, MsSeq: b.ID[2:], N: len(b.Requests),
-				Requests: string(hcf.AppendRequests(nil, b.Requests)),
-			})
-			if err != nil {
-				return created, err
-			}
-			ops[i] = bulkOp{op: "create", action: bulkAction{Index: h.bIndex, ID: batchDocID(slot, b.ID)}, source: src}
-		}
-		items, err := h.c.bulk(ctx, ops)
-		if err != nil {
-			// Which batches were written is unknown: roll all back.
-			for _, op := range ops {
-				created = append(created, op.action.ID)
-			}
-			return created, fmt.Errorf("write batches: %w", err)
-		}
-		var again []hcf.Batch
-		for i, it := range items {
-			switch {
-			case it.Status == http.StatusConflict && attempt < hcfIDRetries:
-				b := todo[i]
-				p, _, _, _ := hcf.ParseBatchID(b.ID)
-				h.gen.Observe(b.ID)
-				b.ID = h.gen.Next(p)
-				again = append(again, b)
-			case it.err() != nil:
-				return created, fmt.Errorf("write batch %q: %w", todo[i].ID, it.err())
-			default:
-				created = append(created, ops[i].action.ID)
-			}
-		}
-		todo = again
-	}
-	return created, nil
-}
-
-// rollback deletes the fingerprint and batch documents a failed Add wrote
-// and returns cause, joined with the rollback's own error.
-func (h *HCF) rollback(ctx context.Context, cause error, fpIDs, batchIDs []string) error {
-	if len(fpIDs) == 0 && len(batchIDs) == 0 {
+// rollback deletes the documents a failed Add wrote and returns cause,
+// joined with the rollback's own error.
+func (h *HCF) rollback(ctx context.Context, cause error, ids []string) error {
+	if len(ids) == 0 {
 		return cause
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), hcfRollbackTimeout)
 	defer cancel()
-	ops := make([]bulkOp, 0, len(fpIDs)+len(batchIDs))
-	for _, id := range batchIDs {
-		ops = append(ops, bulkOp{op: "delete", action: bulkAction{Index: h.bIndex, ID: id}})
-	}
-	for _, id := range fpIDs {
-		ops = append(ops, bulkOp{op: "delete", action: bulkAction{Index: h.fpIndex, ID: id}})
+	ops := make([]bulkOp, len(ids))
+	for i, id := range ids {
+		ops[i] = bulkOp{op: "delete", action: bulkAction{Index: h.fpIndex, ID: id}}
 	}
 	if err := h.deleteDocs(ctx, ops); err != nil {
-		h.c.log.Error("hcf add rollback failed: fingerprints stay seen without queued requests", "err", err)
+		h.c.log.Error("hcf add rollback failed: some requests of a failed add stay queued", "err", err)
 		return errors.Join(cause, fmt.Errorf("roll back: %w", err))
 	}
 	return cause
@@ -408,11 +495,11 @@ func (h *HCF) observeSlot(ctx context.Context, slot hcf.Slot) error {
 	}
 	h.observeMu.Lock()
 	defer h.observeMu.Unlock()
-	if err := h.refresh(ctx, h.bIndex); err != nil {
+	if err := h.refresh(ctx); err != nil {
 		return err
 	}
 	var last string
-	err := h.search(ctx, h.bIndex, slotFilter(slot), []any{map[string]any{"ms_seq": "desc"}}, nil, 1, []string{"bid"},
+	err := h.search(ctx, h.fpIndex, slotFilter(slot), []any{map[string]any{"ms_seq": "desc"}}, nil, 1, []string{"bid"},
 		func(src json.RawMessage, _ []any) (bool, error) {
 			var d struct {
 				BID string `json:"bid"`
@@ -488,7 +575,8 @@ type errStop struct{ err error }
 
 func (e errStop) Error() string { return e.err.Error() }
 
-// Batches reads the slot's batches in id order, a page at a time.
+// Batches reads the slot's queued requests in batch order, a page at a
+// time, and calls fn with each batch once its last request is read.
 func (h *HCF) Batches(ctx context.Context, slot hcf.Slot, mincount int, fn func(hcf.Batch) error) error {
 	if err := slot.Validate(); err != nil {
 		return fmt.Errorf("read hcf slot %q: %w", slot, err)
@@ -496,26 +584,48 @@ func (h *HCF) Batches(ctx context.Context, slot hcf.Slot, mincount int, fn func(
 	if err := h.init(ctx); err != nil {
 		return fmt.Errorf("read hcf slot %q: %w", slot, err)
 	}
-	if err := h.refresh(ctx, h.bIndex); err != nil {
+	if err := h.refresh(ctx); err != nil {
 		return fmt.Errorf("read hcf slot %q: %w", slot, err)
 	}
 	total := 0
-	err := h.search(ctx, h.bIndex, slotFilter(slot), []any{map[string]any{"bid": "asc"}}, nil, hcfBatchPage,
-		[]string{"bid", "requests"}, func(src json.RawMessage, _ []any) (bool, error) {
-			var d hcfBatchDoc
+	var cur hcf.Batch
+	// emit passes on cur and tells whether to read on.
+	emit := func() (bool, error) {
+		if len(cur.Requests) == 0 {
+			return true, nil
+		}
+		if err := fn(cur); err != nil {
+			return false, errStop{err}
+		}
+		total += len(cur.Requests)
+		cur = hcf.Batch{}
+		return mincount <= 0 || total < mincount, nil
+	}
+	more := true
+	sort := []any{map[string]any{"bid": "asc"}, map[string]any{"i": "asc"}, map[string]any{"fp": "asc"}}
+	err := h.search(ctx, h.fpIndex, queuedFilter(slot), sort, nil, hcfBatchPage,
+		[]string{"bid", "fp", "qdata"}, func(src json.RawMessage, _ []any) (bool, error) {
+			var d hcfFPDoc
 			if err := json.Unmarshal(src, &d); err != nil {
-				return false, fmt.Errorf("decode batch: %w", err)
+				return false, fmt.Errorf("decode request: %w", err)
 			}
-			qs, err := hcf.DecodeRequests([]byte(d.Requests))
-			if err != nil {
-				return false, fmt.Errorf("batch %q: %w", d.BID, err)
+			if d.BID != cur.ID {
+				var err error
+				if more, err = emit(); !more || err != nil {
+					return false, err
+				}
+				cur.ID = d.BID
 			}
-			if err := fn(hcf.Batch{ID: d.BID, Requests: qs}); err != nil {
-				return false, errStop{err}
+			q := hcf.Queued{FP: d.FP}
+			if d.QData != nil {
+				q.QData = json.RawMessage(*d.QData)
 			}
-			total += len(qs)
-			return mincount <= 0 || total < mincount, nil
+			cur.Requests = append(cur.Requests, q)
+			return true, nil
 		})
+	if err == nil && more {
+		_, err = emit()
+	}
 	if es := (errStop{}); errors.As(err, &es) {
 		return es.err
 	}
@@ -525,29 +635,71 @@ func (h *HCF) Batches(ctx context.Context, slot hcf.Slot, mincount int, fn func(
 	return nil
 }
 
-// DeleteBatches deletes the batches with the given ids with one bulk
-// request.
+// DeleteBatches takes the requests of the batches with the given ids out
+// of the queue: it finds them with searches and updates them with bulk
+// requests. Their documents stay, as fingerprints.
 func (h *HCF) DeleteBatches(ctx context.Context, slot hcf.Slot, ids []string) error {
 	if err := slot.Validate(); err != nil {
 		return fmt.Errorf("delete hcf batches of %q: %w", slot, err)
 	}
 	seen := map[string]bool{}
-	var ops []bulkOp
+	var valid []string
 	for _, id := range ids {
 		if _, _, _, ok := hcf.ParseBatchID(id); !ok || seen[id] {
 			continue
 		}
 		seen[id] = true
-		ops = append(ops, bulkOp{op: "delete", action: bulkAction{Index: h.bIndex, ID: batchDocID(slot, id)}})
+		valid = append(valid, id)
 	}
-	if len(ops) == 0 {
+	if len(valid) == 0 {
 		return nil
 	}
 	if err := h.init(ctx); err != nil {
 		return fmt.Errorf("delete hcf batches of %q: %w", slot, err)
 	}
-	if err := h.deleteDocs(ctx, ops); err != nil {
-		return fmt.Errorf("delete hcf batches of %q: %w", slot, err)
+	// No refresh: a batch id is known only from a search that found its
+	// requests, so they are visible already. A request dequeued by an
+	// earlier call but not refreshed yet is found again, and its update
+	// is a no-op.
+	var ops []bulkOp
+	flush := func() error {
+		if len(ops) == 0 {
+			return nil
+		}
+		items, err := h.c.bulk(ctx, ops)
+		if err != nil {
+			return err
+		}
+		for i, it := range items {
+			// A document deleted since (DeleteSlot) is not an error.
+			if it.Status != http.StatusNotFound && it.err() != nil {
+				return fmt.Errorf("dequeue %q: %w", ops[i].action.ID, it.err())
+			}
+		}
+		ops = ops[:0]
+		return nil
+	}
+	for start := 0; start < len(valid); start += hcfDeleteIDs {
+		chunk := valid[start:min(start+hcfDeleteIDs, len(valid))]
+		in := map[string]any{"terms": map[string]any{"bid": chunk}}
+		err := h.search(ctx, h.fpIndex, queuedFilter(slot, in), []any{map[string]any{"fp": "asc"}}, nil, hcfFPPage,
+			[]string{"fp"}, func(src json.RawMessage, _ []any) (bool, error) {
+				var d hcfFPDoc
+				if err := json.Unmarshal(src, &d); err != nil {
+					return false, fmt.Errorf("decode request: %w", err)
+				}
+				ops = append(ops, bulkOp{op: "update", action: bulkAction{Index: h.fpIndex, ID: fpDocID(slot, d.FP)}, source: hcfDequeued})
+				if len(ops) == hcfFPPage {
+					return true, flush()
+				}
+				return true, nil
+			})
+		if err == nil {
+			err = flush()
+		}
+		if err != nil {
+			return fmt.Errorf("delete hcf batches of %q: %w", slot, err)
+		}
 	}
 	return nil
 }
@@ -561,7 +713,7 @@ func (h *HCF) Fingerprints(ctx context.Context, slot hcf.Slot, fn func(hcf.Finge
 	if err := h.init(ctx); err != nil {
 		return fmt.Errorf("read hcf fingerprints of %q: %w", slot, err)
 	}
-	if err := h.refresh(ctx, h.fpIndex); err != nil {
+	if err := h.refresh(ctx); err != nil {
 		return fmt.Errorf("read hcf fingerprints of %q: %w", slot, err)
 	}
 	err := h.search(ctx, h.fpIndex, slotFilter(slot), []any{map[string]any{"fp": "asc"}}, nil, hcfFPPage,
@@ -589,9 +741,9 @@ func (h *HCF) Fingerprints(ctx context.Context, slot hcf.Slot, fn func(hcf.Finge
 }
 
 // DeleteSlot deletes the slot's documents: it finds their ids with
-// searches and deletes them with bulk requests, batches first, so that a
-// failure half way leaves fingerprints (the slot stays listed, and a retry
-// finishes the job).
+// searches and deletes them with bulk requests, so that a failure half way
+// leaves part of the slot (which stays listed, and a retry finishes the
+// job).
 func (h *HCF) DeleteSlot(ctx context.Context, slot hcf.Slot) error {
 	if err := slot.Validate(); err != nil {
 		return fmt.Errorf("delete hcf slot %q: %w", slot, err)
@@ -599,48 +751,32 @@ func (h *HCF) DeleteSlot(ctx context.Context, slot hcf.Slot) error {
 	if err := h.init(ctx); err != nil {
 		return fmt.Errorf("delete hcf slot %q: %w", slot, err)
 	}
-	for _, ix := range []struct {
-		index, sortField string
-		id               func(src json.RawMessage) (string, error)
-	}{
-		{h.bIndex, "bid", func(src json.RawMessage) (string, error) {
-			var d hcfBatchDoc
-			err := json.Unmarshal(src, &d)
-			return batchDocID(slot, d.BID), err
-		}},
-		{h.fpIndex, "fp", func(src json.RawMessage) (string, error) {
+	if err := h.refresh(ctx); err != nil {
+		return fmt.Errorf("delete hcf slot %q: %w", slot, err)
+	}
+	var ops []bulkOp
+	flush := func() error {
+		err := h.deleteDocs(ctx, ops)
+		ops = ops[:0]
+		return err
+	}
+	err := h.search(ctx, h.fpIndex, slotFilter(slot), []any{map[string]any{"fp": "asc"}}, nil, hcfFPPage,
+		[]string{"fp"}, func(src json.RawMessage, _ []any) (bool, error) {
 			var d hcfFPDoc
-			err := json.Unmarshal(src, &d)
-			return fpDocID(slot, d.FP), err
-		}},
-	} {
-		if err := h.refresh(ctx, ix.index); err != nil {
-			return fmt.Errorf("delete hcf slot %q: %w", slot, err)
-		}
-		var ops []bulkOp
-		flush := func() error {
-			err := h.deleteDocs(ctx, ops)
-			ops = ops[:0]
-			return err
-		}
-		err := h.search(ctx, ix.index, slotFilter(slot), []any{map[string]any{ix.sortField: "asc"}}, nil, hcfFPPage,
-			[]string{ix.sortField}, func(src json.RawMessage, _ []any) (bool, error) {
-				id, err := ix.id(src)
-				if err != nil {
-					return false, err
-				}
-				ops = append(ops, bulkOp{op: "delete", action: bulkAction{Index: ix.index, ID: id}})
-				if len(ops) == hcfFPPage {
-					return true, flush()
-				}
-				return true, nil
-			})
-		if err == nil {
-			err = flush()
-		}
-		if err != nil {
-			return fmt.Errorf("delete hcf slot %q: %w", slot, err)
-		}
+			if err := json.Unmarshal(src, &d); err != nil {
+				return false, err
+			}
+			ops = append(ops, bulkOp{op: "delete", action: bulkAction{Index: h.fpIndex, ID: fpDocID(slot, d.FP)}})
+			if len(ops) == hcfFPPage {
+				return true, flush()
+			}
+			return true, nil
+		})
+	if err == nil {
+		err = flush()
+	}
+	if err != nil {
+		return fmt.Errorf("delete hcf slot %q: %w", slot, err)
 	}
 	h.mu.Lock()
 	delete(h.observed, slotKey(slot))
@@ -678,7 +814,7 @@ func (h *HCF) names(ctx context.Context, field string, filters ...any) ([]string
 	if err := h.init(ctx); err != nil {
 		return nil, err
 	}
-	if err := h.refresh(ctx, h.fpIndex); err != nil {
+	if err := h.refresh(ctx); err != nil {
 		return nil, err
 	}
 	out := []string{}

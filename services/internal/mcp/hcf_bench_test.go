@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -128,6 +129,45 @@ func BenchmarkHCFRead(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(b.N*total)/b.Elapsed().Seconds(), "requests/s")
+		})
+	}
+}
+
+// BenchmarkHCFConsume runs a scheduler's cycle over a queue of 1,000 new
+// requests (10 batches): POST them, GET q, POST q/deleted with the ids read.
+// It reports requests consumed per second.
+func BenchmarkHCFConsume(b *testing.B) {
+	const n = 1000
+	for _, be := range benchBackends() {
+		b.Run(be.name, func(b *testing.B) {
+			u := hcfServer(b, be.new(b, hcftest.Clock()), "") + "/hcf/bench/f/s/host.example"
+			body := strings.ReplaceAll(ingestBody(0, n), `,"p":`, `,"x":`)
+			for i := range b.N {
+				benchPost(b, u, strings.ReplaceAll(body, "page-", fmt.Sprintf("page%d-", i)))
+				res, err := http.Get(u + "/q")
+				if err != nil {
+					b.Fatal(err)
+				}
+				var ids strings.Builder
+				dec := json.NewDecoder(res.Body)
+				for {
+					var batch struct {
+						ID string `json:"id"`
+					}
+					if err := dec.Decode(&batch); err == io.EOF {
+						break
+					} else if err != nil {
+						b.Fatal(err)
+					}
+					fmt.Fprintf(&ids, "%q\n", batch.ID)
+				}
+				res.Body.Close()
+				if got := strings.Count(ids.String(), "\n"); got != n/100 {
+					b.Fatalf("GET q = %d batches, want %d", got, n/100)
+				}
+				benchPost(b, u+"/q/deleted", ids.String())
+			}
+			b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "requests/s")
 		})
 	}
 }

@@ -27,7 +27,10 @@ const (
 type pendingIndex struct {
 	d       queue.Delivery
 	crawlID string
-	waiting map[string]bool // record keys still to move to indexed
+	// waiting maps the record keys still to move on to "", for indexed, or
+	// to the error of a page whose document the search index refused, for
+	// failed.
+	waiting map[string]string
 	since   time.Time
 }
 
@@ -89,9 +92,9 @@ func (m *MCP) indexBatch(ctx context.Context, batch []queue.Delivery) []*pending
 			}
 			continue
 		}
-		p := &pendingIndex{d: d, crawlID: k.CrawlID, waiting: make(map[string]bool, len(k.Docs)), since: time.Now()}
+		p := &pendingIndex{d: d, crawlID: k.CrawlID, waiting: make(map[string]string, len(k.Docs)), since: time.Now()}
 		for _, doc := range k.Docs {
-			p.waiting[doc.ID] = true
+			p.waiting[doc.ID] = ""
 		}
 		docs = append(docs, k.Docs...)
 		pend = append(pend, p)
@@ -99,40 +102,34 @@ func (m *MCP) indexBatch(ctx context.Context, batch []queue.Delivery) []*pending
 	if len(pend) == 0 {
 		return nil
 	}
+	stored := len(docs)
 	if err := m.deps.Search.Upsert(ctx, docs); err != nil {
 		var refused *search.RefusedError
 		if !errors.As(err, &refused) {
 			m.fail(ctx, pend, fmt.Errorf("store documents: %w", err))
 			return nil
 		}
-		if err := m.failRefused(ctx, pend, refused); err != nil {
-			m.fail(ctx, pend, err)
-			return nil
-		}
+		m.failRefused(pend, refused)
+		stored -= len(refused.Reasons)
 	}
-	m.met.Stored(len(docs))
+	m.met.Stored(stored)
 	return m.recheck(ctx, pend)
 }
 
-// failRefused records the pages whose documents the search index refused as
-// failed, with its reason, and stops waiting for them: their neighbours in
-// the batch were stored and go on.
-func (m *MCP) failRefused(ctx context.Context, pend []*pendingIndex, refused *search.RefusedError) error {
-	var ts []txindex.Transition
+// failRefused has recheck move the pages whose documents the search index
+// refused to failed, with its reason, instead of indexed: their neighbours
+// in the batch were stored and go on. A refused page still to be parsed
+// (the crawler publishes documents before it moves their pages on) fails
+// once it is to be indexed, as its neighbours would be indexed.
+func (m *MCP) failRefused(pend []*pendingIndex, refused *search.RefusedError) {
 	for id, reason := range refused.Reasons {
 		m.log.Warn("document refused by the search index", "key", id, "reason", reason)
-		ts = append(ts, txindex.Transition{Key: id, From: contracts.ToBeIndexed, To: contracts.Failed,
-			Error: contracts.ReasonRefusedByIndex + ": " + clipReason(reason)})
-	}
-	if _, err := m.deps.Tx.Transition(ctx, ts); err != nil {
-		return fmt.Errorf("mark refused pages failed: %w", err)
-	}
-	for _, p := range pend {
-		for id := range refused.Reasons {
-			delete(p.waiting, id)
+		for _, p := range pend {
+			if _, ok := p.waiting[id]; ok {
+				p.waiting[id] = contracts.ReasonRefusedByIndex + ": " + clipReason(reason)
+			}
 		}
 	}
-	return nil
 }
 
 // clipReason bounds a backend's error text kept in a record.
@@ -144,13 +141,18 @@ func clipReason(s string) string {
 	return strings.ToValidUTF8(s[:limit], "") + "…"
 }
 
-// recheck moves the waiting pages of pend to indexed, acks the deliveries
-// that have none left and returns the others.
+// recheck moves the waiting pages of pend to indexed (or failed, see
+// failRefused), acks the deliveries that have none left and returns the
+// others.
 func (m *MCP) recheck(ctx context.Context, pend []*pendingIndex) []*pendingIndex {
 	var ts []txindex.Transition
 	for _, p := range pend {
-		for k := range p.waiting {
-			ts = append(ts, txindex.Transition{Key: k, From: contracts.ToBeIndexed, To: contracts.Indexed})
+		for k, reason := range p.waiting {
+			t := txindex.Transition{Key: k, From: contracts.ToBeIndexed, To: contracts.Indexed}
+			if reason != "" {
+				t.To, t.Error = contracts.Failed, reason
+			}
+			ts = append(ts, t)
 		}
 	}
 	applied, err := m.deps.Tx.Transition(ctx, ts)
@@ -159,12 +161,16 @@ func (m *MCP) recheck(ctx context.Context, pend []*pendingIndex) []*pendingIndex
 		return nil
 	}
 	var unsure []string
+	indexed := 0
 	for i, t := range ts {
-		if !applied[i] {
+		switch {
+		case !applied[i]:
 			unsure = append(unsure, t.Key)
+		case t.To == contracts.Indexed:
+			indexed++
 		}
 	}
-	m.met.Indexed(len(ts) - len(unsure))
+	m.met.Indexed(indexed)
 	recs, err := m.deps.Tx.GetMany(ctx, unsure)
 	if err != nil {
 		m.fail(ctx, pend, fmt.Errorf("get pages: %w", err))
