@@ -218,16 +218,16 @@ type extractor struct {
 	lim  Limits
 	res  Result
 	base *urlnorm.Resolver // page URL, then the <base href>
-	// longBase is the <base href> when it resolves to a URL longer than
-	// urlnorm.MaxLength (base then stays the page URL): path-relative links
-	// resolve against it, and are dropped when too long as well, instead
-	// of resolving against the page URL to URLs the page never linked.
-	longBase *url.URL
 	seen map[string]int    // link URL -> index in res.Links
 	imgs map[string]int    // image URL -> index in res.Images
 	// linkBytes counts the bytes of the links and images kept, against
 	// lim.MaxLinkBytes.
 	linkBytes int
+	// longBase is the <base href> when it resolves to a URL longer than
+	// urlnorm.MaxLength (base then stays the page URL): path-relative links
+	// resolve against it, and are dropped when too long as well, instead
+	// of resolving against the page URL to URLs the page never linked.
+	longBase *url.URL
 
 	baseSeen bool // the first <base href> was handled
 	inBody   bool // a tag that belongs in the body was seen
