@@ -228,6 +228,10 @@ type extractor struct {
 	// resolve against it, and are dropped when too long as well, instead
 	// of resolving against the page URL to URLs the page never linked.
 	longBase *url.URL
+	// longDir and longPath are the lengths of longBase up to the end of
+	// its directory and of its path: the least a path-relative link
+	// resolves to unless it climbs with "..".
+	longDir, longPath int
 
 	baseSeen bool // the first <base href> was handled
 	inBody   bool // a tag that belongs in the body was seen
@@ -562,7 +566,10 @@ func (e *extractor) setBase(href []byte) {
 		pu, perr := url.Parse(e.base.Base())
 		ref, rerr := url.Parse(strings.TrimSpace(string(href)))
 		if perr == nil && rerr == nil {
-			e.longBase = pu.ResolveReference(ref)
+			b := pu.ResolveReference(ref)
+			prefix := len(b.Scheme) + len("://") + len(b.Host)
+			p := b.EscapedPath()
+			e.longBase, e.longDir, e.longPath = b, prefix+strings.LastIndexByte(p, '/')+1, prefix+len(p)
 		}
 		return
 	}
@@ -589,6 +596,15 @@ func (e *extractor) resolve(ref []byte) (string, bool) {
 	}
 	if e.longBase != nil {
 		if rel, ok := pathRelative(ref[i:], e.longBase.Scheme); ok {
+			// Most such links (thousands of "a1", "b2"...) are over the cap
+			// whatever they add: drop them without building the long URL.
+			least := e.longDir
+			if len(rel) > 0 && rel[0] == '?' {
+				least = e.longPath
+			}
+			if least > urlnorm.MaxLength && !bytes.Contains(rel, []byte("..")) {
+				return "", false
+			}
 			r, err := url.Parse(string(rel))
 			if err != nil {
 				return "", false

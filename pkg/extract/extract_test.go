@@ -187,6 +187,8 @@ func TestHTML(t *testing.T) {
 			"Links", links{l("http://www.example.test/short", "S")}, Limits{}},
 		{"over-long base: images dropped too", `<base href="/` + strings.Repeat("p", 3000) + `/"><img src="i.png" alt=x><img src="/j.png" alt=y>`,
 			"Images", []Image{{URL: "http://www.example.test/j.png", Alt: "y"}}, Limits{}},
+		{"over-long base in its last segment: its directory still resolves", `<base href="/short/` + strings.Repeat("p", 3000) + `"><a href=a>A</a><a href="?q">Q</a>`,
+			"Links", links{l("http://www.example.test/short/a", "A")}, Limits{}},
 		{"over-long base not reported", `<base href="/` + strings.Repeat("p", 3000) + `/">`, "Base", pageURL, Limits{}},
 		{"link bytes: a long base makes few links", `<base href="/` + strings.Repeat("p", 1000) + `/"><a href=a>A</a><a href=b>B</a><a href=c>C</a>`, "Links", links{l("http://www.example.test/"+strings.Repeat("p", 1000)+"/a", "A")}, Limits{MaxLinkBytes: 1500}},
 		{"links limit dups do not truncate", `<a href=a>A</a><a href=b>B</a><a href=a>A</a>`, "Truncated", false, Limits{MaxLinks: 2}},
