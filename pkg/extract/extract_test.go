@@ -407,6 +407,7 @@ func FuzzHTML(f *testing.F) {
 		`<template><h1>x<a href=#>y</a></template><h2>z</h2><script>"</script>"</script>`,
 		"\xff\xfe<\x00p\x00>\x00",
 		`<a href="http://a..b/">bad</a><a href="http://0x7f.1/">ip</a><plaintext><a href=/p>`,
+		`<base href="/` + strings.Repeat("p", 2100) + `/x/"><a href="../../a">1</a><a href="http:b">2</a><a href="?q">3</a><a href="\\h/c">4</a><img src=../i>`,
 	}
 	for _, s := range seeds {
 		f.Add(s)
