@@ -385,5 +385,6 @@ func gridStored(prefix, bucket string) (map[string]int64, error) {
 			fmt.Fprintf(os.Stderr, "warning: delete indices %s-*: %s\n", prefix, resp.Status)
 		}
 	}
+	fmt.Printf("(measured, then deleted: indices %s-*, bucket %s)\n", prefix, bucket)
 	return out, nil
 }
