@@ -274,3 +274,25 @@ func BenchmarkHTML(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkHTMLOverLongBase parses a 60 KB page whose 5,000 one-letter links
+// sit under an 8 KB <base href>: every link is over the URL cap, and dropping
+// them should cost no more than parsing the page.
+func BenchmarkHTMLOverLongBase(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString(`<html><head><title>amplify</title><base href="/` + strings.Repeat("p", 8<<10) + `/"></head><body>`)
+	for i := range 5000 {
+		fmt.Fprintf(&sb, `<a href=%c%d>x</a>`, 'a'+i%26, i)
+	}
+	sb.WriteString("</body></html>")
+	page := sb.String()
+	u := mustURL(b, "https://amplify.example.test/p/1.html")
+	b.SetBytes(int64(len(page)))
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := HTML(strings.NewReader(page), u, Limits{})
+		if err != nil || len(res.Links) != 0 {
+			b.Fatalf("HTML(page under an over-long base) = %d links, %v, want none", len(res.Links), err)
+		}
+	}
+}

@@ -223,6 +223,15 @@ type extractor struct {
 	// linkBytes counts the bytes of the links and images kept, against
 	// lim.MaxLinkBytes.
 	linkBytes int
+	// longBase is the <base href> when it resolves to a URL longer than
+	// urlnorm.MaxLength (base then stays the page URL): path-relative links
+	// resolve against it, and are dropped when too long as well, instead
+	// of resolving against the page URL to URLs the page never linked.
+	longBase *url.URL
+	// longDir and longPath are the lengths of longBase up to the end of
+	// its directory and of its path: the least a path-relative link
+	// resolves to unless it climbs with "..".
+	longDir, longPath int
 
 	baseSeen bool // the first <base href> was handled
 	inBody   bool // a tag that belongs in the body was seen
@@ -553,6 +562,17 @@ func (e *extractor) onMeta(at tagAttrs) {
 // href that does not resolve to an http(s) URL leaves the page URL in place.
 func (e *extractor) setBase(href []byte) {
 	u, err := e.base.Resolve(string(href))
+	if errors.Is(err, urlnorm.ErrTooLong) {
+		pu, perr := url.Parse(e.base.Base())
+		ref, rerr := url.Parse(strings.TrimSpace(string(href)))
+		if perr == nil && rerr == nil {
+			b := pu.ResolveReference(ref)
+			prefix := len(b.Scheme) + len("://") + len(b.Host)
+			p := b.EscapedPath()
+			e.longBase, e.longDir, e.longPath = b, prefix+strings.LastIndexByte(p, '/')+1, prefix+len(p)
+		}
+		return
+	}
 	if err != nil {
 		return
 	}
@@ -574,11 +594,59 @@ func (e *extractor) resolve(ref []byte) (string, bool) {
 	if i == len(ref) || ref[i] == '#' {
 		return "", false
 	}
+	if e.longBase != nil {
+		if rel, ok := pathRelative(ref[i:], e.longBase.Scheme); ok {
+			// Most such links (thousands of "a1", "b2"...) are over the cap
+			// whatever they add: drop them without building the long URL.
+			least := e.longDir
+			if len(rel) > 0 && rel[0] == '?' {
+				least = e.longPath
+			}
+			if least > urlnorm.MaxLength && !bytes.Contains(rel, []byte("..")) {
+				return "", false
+			}
+			r, err := url.Parse(string(rel))
+			if err != nil {
+				return "", false
+			}
+			u, err := urlnorm.Normalize(e.longBase.ResolveReference(r).String())
+			return u, err == nil
+		}
+	}
 	u, err := e.base.Resolve(string(ref))
 	if err != nil {
 		return "", false
 	}
 	return u, true
+}
+
+// pathRelative reports whether ref (trimmed of leading space) resolves
+// against its base's path, as "a", "../a", "?q" or "http:a" under an http
+// base do, and returns it without such a scheme. References with another
+// scheme, or a path or authority from the root ("/a", "//h/a", "\\a"), do
+// not depend on the base's path.
+func pathRelative(ref []byte, baseScheme string) ([]byte, bool) {
+	if len(ref) > 0 && (ref[0] == '/' || ref[0] == '\\') {
+		return nil, false
+	}
+	for j, c := range ref {
+		switch {
+		case c == ':' && j > 0:
+			if !strings.EqualFold(string(ref[:j]), baseScheme) {
+				return nil, false
+			}
+			rest := ref[j+1:]
+			if len(rest) > 0 && (rest[0] == '/' || rest[0] == '\\') {
+				return nil, false
+			}
+			return rest, true
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z',
+			j > 0 && ('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'):
+			continue
+		}
+		break
+	}
+	return ref, true
 }
 
 // addLink resolves ref and records the link; it returns the link's index in

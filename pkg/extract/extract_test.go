@@ -177,6 +177,19 @@ func TestHTML(t *testing.T) {
 		{"links limit truncates", `<a href=a>A</a><a href=b>B</a><a href=c>C</a>`, "Truncated", true, Limits{MaxLinks: 2}},
 		{"link bytes: kept without text, then dropped", `<a href=a>A</a><a href=b>BB</a><a href=c>C</a>`, "Links", links{l("http://www.example.test/dir/a", "A"), l("http://www.example.test/dir/b", "")}, Limits{MaxLinkBytes: 60}},
 		{"link bytes truncate", `<a href=a>A</a><a href=b>BB</a><a href=c>C</a>`, "Truncated", true, Limits{MaxLinkBytes: 60}},
+		// A <base href> over the URL cap: links relative to its path would be
+		// over the cap too and are dropped; they are not resolved against the
+		// page URL instead (5,000 one-letter links became 5,000 URLs the page
+		// never linked, each fetched). Links from the root still resolve.
+		{"over-long base drops path-relative links", `<base href="/` + strings.Repeat("p", 3000) + `/"><a href=a>A</a><a href="?q">Q</a><a href="http:z">Z</a><a href="/root">R</a><a href="\back">B</a><a href="//h.test/y">H</a><a href="HTTPS://o.test/x">O</a>`,
+			"Links", links{l("http://www.example.test/root", "R"), l("http://www.example.test/back", "B"), l("http://h.test/y", "H"), l("https://o.test/x", "O")}, Limits{}},
+		{"over-long base: dot segments back under the cap", `<base href="/` + strings.Repeat("p", 3000) + `/q/"><a href="../../short">S</a><img src="i.png">`,
+			"Links", links{l("http://www.example.test/short", "S")}, Limits{}},
+		{"over-long base: images dropped too", `<base href="/` + strings.Repeat("p", 3000) + `/"><img src="i.png" alt=x><img src="/j.png" alt=y>`,
+			"Images", []Image{{URL: "http://www.example.test/j.png", Alt: "y"}}, Limits{}},
+		{"over-long base in its last segment: its directory still resolves", `<base href="/short/` + strings.Repeat("p", 3000) + `"><a href=a>A</a><a href="?q">Q</a>`,
+			"Links", links{l("http://www.example.test/short/a", "A")}, Limits{}},
+		{"over-long base not reported", `<base href="/` + strings.Repeat("p", 3000) + `/">`, "Base", pageURL, Limits{}},
 		{"link bytes: a long base makes few links", `<base href="/` + strings.Repeat("p", 1000) + `/"><a href=a>A</a><a href=b>B</a><a href=c>C</a>`, "Links", links{l("http://www.example.test/"+strings.Repeat("p", 1000)+"/a", "A")}, Limits{MaxLinkBytes: 1500}},
 		{"links limit dups do not truncate", `<a href=a>A</a><a href=b>B</a><a href=a>A</a>`, "Truncated", false, Limits{MaxLinks: 2}},
 	}
@@ -394,6 +407,7 @@ func FuzzHTML(f *testing.F) {
 		`<template><h1>x<a href=#>y</a></template><h2>z</h2><script>"</script>"</script>`,
 		"\xff\xfe<\x00p\x00>\x00",
 		`<a href="http://a..b/">bad</a><a href="http://0x7f.1/">ip</a><plaintext><a href=/p>`,
+		`<base href="/` + strings.Repeat("p", 2100) + `/x/"><a href="../../a">1</a><a href="http:b">2</a><a href="?q">3</a><a href="\\h/c">4</a><img src=../i>`,
 	}
 	for _, s := range seeds {
 		f.Add(s)

@@ -11,7 +11,9 @@
 // pages (robots rules, redirects, traps, frames, odd links) together with
 // Expect, the outcome a correct crawl must have, computed from the site's own
 // link graph. Web (NewWeb) is a large generated web whose pages are computed
-// from a seed on every request, for benchmarks and demos at scale.
+// from a seed on every request, for benchmarks and demos at scale; with
+// WebConfig.HostileEvery it mixes hostile pages (compression bombs, endless
+// bodies, link amplification, huge headers...) among the ordinary ones.
 package websim
 
 import (

@@ -43,6 +43,12 @@ type WebConfig struct {
 	// RecordRequests keeps a log of every request served, read with
 	// RequestLog. It costs memory per request, so it is off by default.
 	RecordRequests bool
+	// HostileEvery, when positive, makes one page in HostileEvery of every
+	// host (pages HostileEvery, 2*HostileEvery... ; never the root) a
+	// hostile page instead of an ordinary one, each of the kinds of
+	// HostileKinds in turn; see Hostile. Zero (the default) serves ordinary
+	// pages only.
+	HostileEvery int
 }
 
 // withDefaults returns c with defaults applied and fields clamped.
@@ -88,6 +94,7 @@ type Web struct {
 	ctHTML []string
 	ctText []string
 	pool   sync.Pool
+	bombs  bombs // made on first request of a compression bomb
 }
 
 // NewWeb returns a generated web for cfg, not yet serving.
@@ -178,7 +185,8 @@ func (w *Web) StartURLs() []string {
 // Vocabulary returns the words page texts are made of.
 func (w *Web) Vocabulary() []string { return append([]string(nil), w.vocab...) }
 
-// Links returns the absolute URLs page links to, in document order.
+// Links returns the absolute URLs page links to, in document order. A
+// hostile page (see Hostile) serves other links or none.
 func (w *Web) Links(host, page int) []string {
 	var out []string
 	w.eachLink(host, page, func(h, p int, _ uint64) { out = append(out, w.URL(h, p)) })
@@ -322,7 +330,15 @@ func (w *Web) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	}
 	page, ok := w.parsePage(r.URL.Path)
 	if !ok {
+		if w.cfg.HostileEvery > 0 && strings.HasPrefix(r.URL.Path, hostilePrefix) {
+			w.serveHostileExtra(rw, r)
+			return
+		}
 		http.NotFound(rw, r)
+		return
+	}
+	if kind := w.Hostile(host, page); kind != "" {
+		w.serveHostile(rw, r, host, page, kind)
 		return
 	}
 	bp := w.pool.Get().(*[]byte)

@@ -32,10 +32,21 @@ type curveConfig struct {
 // gridResult is the cost of a grid-mode crawl to our services (the
 // backends not counted).
 type gridResult struct {
-	pages  int64
-	wall   time.Duration
-	cpu    float64 // seconds, all our services
-	rssMiB int64   // the largest peak of one service
+	pages    int64
+	wall     time.Duration
+	cpu      float64 // seconds, all our services
+	rssMiB   int64   // the largest peak of one service
+	services []serviceUsage
+	status   contracts.CrawlStatus
+	prefix   string // of the crawl's Elasticsearch indices
+	bucket   string // of its assets
+}
+
+// serviceUsage is what one service process of a grid-mode crawl cost.
+type serviceUsage struct {
+	name   string // mcp, loader-1, crawler-2...
+	cpu    float64
+	rssMiB int64
 }
 
 // curveRow is one crawl of the curve.

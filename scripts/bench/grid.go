@@ -194,10 +194,12 @@ func gridBench(web *websim.Web, depth, delay, loaders, crawlers int, binDir stri
 		fmt.Printf("  %-10s cpu %6.2fs  cpu-ms/page %.3f  peak rss %4d MiB  published %d\n", p.name, cpu, 1000*cpu/float64(pages), ru.Maxrss/1024, n)
 		if res != nil {
 			res.rssMiB = max(res.rssMiB, ru.Maxrss/1024)
+			res.services = append(res.services, serviceUsage{name: p.name, cpu: cpu, rssMiB: ru.Maxrss / 1024})
 		}
 	}
 	if res != nil {
 		res.pages, res.wall, res.cpu = pages, wall, cpuTotal
+		res.status, res.prefix, res.bucket = st, prefix, bucket
 	}
 	fmt.Printf("all services: cpu-ms/page %.3f\n", 1000*cpuTotal/float64(pages))
 	fmt.Printf("broker messages per page: %.3f (%d published)\n", float64(published)/float64(pages), published)

@@ -15,6 +15,15 @@
 // grows with the crawl shows (-grid-mode for the grid-mode services):
 //
 //	go run ./scripts/bench -curve 20000,200000,1000000 -hosts 1000 -min-delay-ms 10
+//
+// With -hostile it crawls a web of ordinary pages and the same web with
+// hostile pages mixed in (websim's HostileEvery: link amplification, huge
+// headers, compression bombs, endless bodies...), in turn, and fails when
+// the hostile web's peak memory of a service or stored bytes per page
+// exceed -max-ratio (1.5) times the ordinary web's (-grid-mode for the
+// grid-mode services):
+//
+//	go build -o bin/ ./services/... && go run ./scripts/bench -hostile
 package main
 
 import (
@@ -56,7 +65,37 @@ func main() {
 	peersDir := flag.String("peers-dir", "scripts/peers", "with -peers, the directory of the colly and scrapy peers")
 	curve := flag.String("curve", "", "crawl sizes in pages, such as 20000,200000,1000000: one crawl each over -hosts hosts, printing the cost per -slice pages as it grows and one table")
 	slice := flag.Int("slice", 20000, "with -curve, pages per slice of the per-slice cost")
+	hostile := flag.Bool("hostile", false, "crawl the web plain and with hostile pages mixed in, in turn, and compare peak memory and stored bytes per page (default web: 100 hosts x 100 pages of 20 KB)")
+	hostileEvery := flag.Int("hostile-every", 10, "with -hostile, one page in this many of each host is hostile")
+	rounds := flag.Int("rounds", 1, "with -hostile, how many times to crawl each web, in turn")
+	maxRatio := flag.Float64("max-ratio", 1.5, "with -hostile, the most hostile/ordinary may be for peak memory and stored bytes per page; over it the command fails")
 	flag.Parse()
+	if *hostile {
+		set := map[string]bool{}
+		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		for name, v := range map[string]*int{"hosts": hosts, "pages": pages} {
+			if !set[name] {
+				*v = 100
+			}
+		}
+		if !set["page-bytes"] {
+			*bytesPer = 20 << 10
+		}
+		if !set["depth"] {
+			// Page n links to 2n+1 and 2n+2: every page is within
+			// log2(pages)+1 links of its root.
+			for *depth = 1; 1<<*depth < *pages+1; *depth++ {
+			}
+		}
+		err := hostileBench(hostileConfig{hosts: *hosts, pages: *pages, links: *links, cross: *cross, bytes: *bytesPer,
+			depth: *depth, delay: *delay, every: *hostileEvery, rounds: max(*rounds, 1), latency: *latency, maxRatio: *maxRatio,
+			gridMode: *gridMode, gridBin: *gridBin, binDir: *binDir, loaders: *loaders, crawlers: *crawlers})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *curve != "" {
 		sizes, err := parseSizes(*curve)
 		if err == nil {
@@ -142,6 +181,7 @@ type gridRun struct {
 	status contracts.CrawlStatus
 	wall   time.Duration
 	rusage *syscall.Rusage
+	stored map[string]int64 // bytes of the data directory when the crawl ended, by part
 }
 
 // fetched returns the pages the grid fetched by its own count.
@@ -206,6 +246,9 @@ func gridCrawlWatched(starts []string, resolve string, depth, delay int, gridBin
 		return gridRun{}, fmt.Errorf("grid crawl: %w\n%s", err, out.String())
 	}
 	g := gridRun{wall: time.Since(start), rusage: cmd.ProcessState.SysUsage().(*syscall.Rusage)}
+	if g.stored, err = dataBytes(filepath.Join(data, "grid")); err != nil {
+		return gridRun{}, err
+	}
 	sc := bufio.NewScanner(&out)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	var last []byte
