@@ -337,6 +337,7 @@ func (l *Loader) Run(ctx context.Context) error {
 	wg.Wait()
 	<-flushed
 	l.rec.flush(drain) // what the workers finished after the last tick
+	l.rec.close(drain)
 	loops.Wait()
 	l.log.Info("shutdown complete", "requests", l.fetched.Load(), "parked", l.parkedURLs.Load(), "drain_expired", drain.Err() != nil)
 	return nil

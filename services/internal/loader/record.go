@@ -3,7 +3,9 @@ package loader
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"time"
@@ -51,13 +53,16 @@ type recorder struct {
 	flushCh  chan struct{}
 	flushMu  sync.Mutex // one flush at a time
 
-	mu      sync.Mutex
-	seg     *warc.Segment
-	spare   *warc.Segment // a stored segment kept for reuse of its buffers
-	pending []*result
-	key     string  // where seg goes
-	file    segFile // the open segment object of an appending store
-	serial  int
+	mu       sync.Mutex
+	seg      *warc.Segment
+	spare    *warc.Segment // a stored segment kept for reuse of its buffers
+	pending  []*result
+	cdx      []warc.CDXJ // index lines of seg's records, offsets within seg
+	spareCDX []warc.CDXJ
+	key      string   // where seg goes
+	file     segFile  // the open segment object of an appending store
+	toSeal   []string // closed segment objects of an appending store whose index is unsorted
+	serial   int
 }
 
 // segFile is the segment object appends go to.
@@ -79,7 +84,7 @@ func newRecorder(l *Loader) *recorder {
 func (r *recorder) take(ctx context.Context, t *task, o outcome) {
 	l := r.l
 	if o.robots != nil {
-		r.archive(o.robots)
+		r.archive(o.robots, t.crawlID)
 	}
 	switch o.verdict {
 	case vAgain:
@@ -136,7 +141,7 @@ func (r *recorder) addExchange(t *task, o outcome) {
 		res.status = contracts.Failed
 	}
 	r.mu.Lock()
-	off, n, err := r.appendLocked(ex)
+	off, n, err := r.appendLocked(ex, t.crawlID)
 	if err != nil {
 		res.status, res.reason = contracts.Failed, "warc: "+err.Error()
 	} else {
@@ -163,17 +168,18 @@ func (r *recorder) nudge() {
 
 // archive writes an exchange that settles nothing (robots.txt) into the
 // segment; it is stored with the next flush.
-func (r *recorder) archive(ex *exchange) {
+func (r *recorder) archive(ex *exchange, crawlID string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, _, err := r.appendLocked(ex); err != nil {
+	if _, _, err := r.appendLocked(ex, crawlID); err != nil {
 		r.l.log.Warn("archive exchange", "url", ex.url, "err", err)
 	}
 }
 
-// appendLocked appends ex's request and response records to the segment
-// and returns where the response lies in it.
-func (r *recorder) appendLocked(ex *exchange) (offset, length int64, err error) {
+// appendLocked appends ex's request and response records to the segment,
+// notes the response's CDXJ line (for the crawl crawlID) and returns where
+// the response lies in the segment.
+func (r *recorder) appendLocked(ex *exchange, crawlID string) (offset, length int64, err error) {
 	if r.seg.Count() == 0 {
 		r.startLocked(time.Now())
 	}
@@ -182,7 +188,15 @@ func (r *recorder) appendLocked(ex *exchange) (offset, length int64, err error) 
 	if _, _, err := r.seg.Append(req); err != nil {
 		return 0, 0, err
 	}
-	return r.seg.Append(resp)
+	offset, length, err = r.seg.Append(resp)
+	if err != nil {
+		return 0, 0, err
+	}
+	if c, ok := r.seg.CDXJOf(resp, 0, offset, length, ""); ok {
+		c.Crawl = crawlID
+		r.cdx = append(r.cdx, c)
+	}
+	return offset, length, nil
 }
 
 // startLocked chooses the object the empty segment goes to: the open one,
@@ -193,6 +207,9 @@ func (r *recorder) startLocked(now time.Time) {
 	if r.appender != nil && f.key != "" && !f.broken && f.size < cfg.SegmentBytes && now.Sub(f.opened) < cfg.SegmentAge {
 		r.key = f.key
 		return
+	}
+	if r.appender != nil && f.key != "" {
+		r.toSeal = append(r.toSeal, f.key)
 	}
 	r.serial++
 	stamp := strings.Replace(now.UTC().Format("20060102150405.000"), ".", "", 1) // Heritrix's 17 digits
@@ -238,25 +255,32 @@ func (r *recorder) flush(ctx context.Context) {
 		r.mu.Unlock()
 		return
 	}
-	seg, pending, key := r.seg, r.pending, r.key
-	r.seg, r.spare, r.pending = r.spare, nil, nil
+	seg, pending, key, cdx := r.seg, r.pending, r.key, r.cdx
+	r.seg, r.spare, r.pending, r.cdx, r.spareCDX = r.spare, nil, nil, r.spareCDX[:0], nil
 	if r.seg == nil {
 		r.seg = warc.NewSegment(r.l.cfg.Gzip)
 	}
 	r.mu.Unlock()
 
-	err := r.store(ctx, seg, key, pending)
+	err := r.store(ctx, seg, key, cdx, pending)
 	if err == nil {
 		err = r.record(ctx, pending)
 	}
 	if seg.Len() <= 4*r.l.cfg.SegmentBytes {
 		seg.Reset()
 		r.mu.Lock()
-		r.spare = seg
+		r.spare, r.spareCDX = seg, cdx[:0]
 		r.mu.Unlock()
 	}
 	if err != nil && ctx.Err() == nil {
 		r.l.log.Error("flush segment", "err", err)
+	}
+	r.mu.Lock()
+	toSeal := r.toSeal
+	r.toSeal = nil
+	r.mu.Unlock()
+	for _, key := range toSeal {
+		r.sealIndex(ctx, key)
 	}
 	for _, res := range pending {
 		r.l.claims.release(res.t) // recorded, or its contract is retried
@@ -264,9 +288,10 @@ func (r *recorder) flush(ctx context.Context) {
 	}
 }
 
-// store writes seg to key (appending when the store can) and points the
-// pending results into it.
-func (r *recorder) store(ctx context.Context, seg *warc.Segment, key string, pending []*result) error {
+// store writes seg to key and the CDXJ lines of its records to key's index
+// object (appending both when the store can), and points the pending
+// results into it.
+func (r *recorder) store(ctx context.Context, seg *warc.Segment, key string, cdx []warc.CDXJ, pending []*result) error {
 	if seg.Count() == 0 {
 		return nil
 	}
@@ -280,6 +305,12 @@ func (r *recorder) store(ctx context.Context, seg *warc.Segment, key string, pen
 			ctype = "application/warc+gzip"
 		}
 		err = r.l.deps.Assets.Put(ctx, key, bytes.NewReader(seg.Bytes()), seg.Len(), ctype)
+	}
+	if err == nil && len(cdx) > 0 {
+		// The index follows its segment: a flush whose lines are not
+		// stored fails like one whose records are not, and the segment
+		// object is not appended to again.
+		err = r.storeIndex(ctx, key, base, cdx)
 	}
 	r.mu.Lock()
 	if r.file.key == key {
@@ -391,4 +422,76 @@ func (c *crawlerPages) messages() ([]queue.Message, error) {
 func mediaType(contentType string) string {
 	mt, _, _ := strings.Cut(contentType, ";")
 	return strings.ToLower(strings.TrimSpace(mt))
+}
+
+// storeIndex writes the CDXJ lines of records stored at base in the
+// segment key, sorted, to the segment's index object (assets.CDXJKey):
+// appended on an appending store, where the object is a series of sorted
+// runs, one per flush, until the loader seals it (see sealIndex); one
+// object per segment object elsewhere.
+func (r *recorder) storeIndex(ctx context.Context, key string, base int64, cdx []warc.CDXJ) error {
+	filename := key[strings.LastIndexByte(key, '/')+1:]
+	lines := make([][]byte, 0, len(cdx))
+	size := 0
+	for _, c := range cdx {
+		c.Offset += base
+		c.Filename = filename
+		line := c.AppendLine(nil)
+		size += len(line)
+		lines = append(lines, line)
+	}
+	body := make([]byte, 0, size)
+	for _, l := range warc.SortCDXJ(lines) {
+		body = append(body, l...)
+	}
+	var err error
+	if r.appender != nil {
+		_, err = r.appender.Append(ctx, assets.CDXJKey(key), bytes.NewReader(body), int64(len(body)))
+	} else {
+		err = r.l.deps.Assets.Put(ctx, assets.CDXJKey(key), bytes.NewReader(body), int64(len(body)), assets.ContentTypeCDXJ)
+	}
+	if err != nil {
+		return fmt.Errorf("store segment index %q: %w", assets.CDXJKey(key), err)
+	}
+	return nil
+}
+
+// sealIndex rewrites the index of the closed segment key, a series of
+// sorted runs on an appending store, as one sorted file, which pywb can
+// search. A failure leaves the runs, which gridcrawl's readers sort
+// anyway, and is logged.
+func (r *recorder) sealIndex(ctx context.Context, key string) {
+	ikey := assets.CDXJKey(key)
+	rc, err := r.l.deps.Assets.Get(ctx, ikey, 0, -1)
+	if errors.Is(err, assets.ErrNotFound) {
+		return
+	}
+	var body []byte
+	if err == nil {
+		body, err = io.ReadAll(rc)
+		rc.Close()
+	}
+	if err == nil {
+		var lines [][]byte
+		for l := range bytes.Lines(body) {
+			lines = append(lines, l)
+		}
+		sorted := bytes.Join(warc.SortCDXJ(lines), nil)
+		err = r.l.deps.Assets.Put(ctx, ikey, bytes.NewReader(sorted), int64(len(sorted)), assets.ContentTypeCDXJ)
+	}
+	if err != nil && ctx.Err() == nil {
+		r.l.log.Warn("seal segment index", "key", ikey, "err", err)
+	}
+}
+
+// close seals the index of the open segment object of an appending store,
+// which no flush appends to after the loader stops.
+func (r *recorder) close(ctx context.Context) {
+	r.mu.Lock()
+	key := r.file.key
+	r.file = segFile{}
+	r.mu.Unlock()
+	if r.appender != nil && key != "" {
+		r.sealIndex(ctx, key)
+	}
 }
