@@ -141,12 +141,12 @@ func (m *meteredTx) List(ctx context.Context, crawlID string, status contracts.S
 // meteredSearch times every search index operation.
 type meteredSearch struct {
 	search.Index
-	upsert, get, query, count, writes metrics.Op
+	upsert, get, query, count, writes, documents metrics.Op
 }
 
 func newMeteredSearch(si search.Index, b *metrics.Backend) *meteredSearch {
 	op := func(name string) metrics.Op { return b.Op("search", name) }
-	return &meteredSearch{Index: si, upsert: op("upsert"), get: op("get"), query: op("search"), count: op("count"), writes: op("writes")}
+	return &meteredSearch{Index: si, upsert: op("upsert"), get: op("get"), query: op("search"), count: op("count"), writes: op("writes"), documents: op("documents")}
 }
 
 func (m *meteredSearch) Upsert(ctx context.Context, docs []contracts.Document) error {
@@ -154,6 +154,13 @@ func (m *meteredSearch) Upsert(ctx context.Context, docs []contracts.Document) e
 	err := m.Index.Upsert(ctx, docs)
 	m.upsert.Done(start, err)
 	return err
+}
+
+func (m *meteredSearch) Documents(ctx context.Context, crawlID, after string, limit int) ([]contracts.Document, error) {
+	start := time.Now()
+	docs, err := m.Index.Documents(ctx, crawlID, after, limit)
+	m.documents.Done(start, err)
+	return docs, err
 }
 
 func (m *meteredSearch) Get(ctx context.Context, id string) (contracts.Document, error) {
