@@ -69,7 +69,9 @@ type Info struct {
 }
 
 // Stater is an optional capability of a Store: the size and time of an
-// object without reading it. Stat returns ErrNotFound for a missing key.
+// object without reading it. Stat returns ErrNotFound for a missing key,
+// and an error wrapping errors.ErrUnsupported from a wrapper over a store
+// that cannot tell.
 type Stater interface {
 	Stat(ctx context.Context, key string) (Info, error)
 }

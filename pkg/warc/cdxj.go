@@ -44,7 +44,8 @@ type CDXJ struct {
 	// MIME is the media type of the response, MIMERevisit for a revisit
 	// record, "" when unknown (written "-").
 	MIME string
-	// Status is the HTTP status code, 0 when unknown (written "-").
+	// Status is the HTTP status code; 0 (unknown, and for a revisit
+	// record, as pywb indexes it) leaves it out of the line.
 	Status int
 	// Digest is the payload digest as the record states it ("sha1:..."); the
 	// line holds it without the label.
@@ -66,13 +67,11 @@ func (c CDXJ) AppendLine(dst []byte) []byte {
 	dst = appendJSONString(dst, c.URL)
 	dst = append(dst, `, "mime": `...)
 	dst = appendJSONString(dst, dashIfEmpty(c.MIME))
-	dst = append(dst, `, "status": "`...)
 	if c.Status > 0 {
+		dst = append(dst, `, "status": "`...)
 		dst = strconv.AppendInt(dst, int64(c.Status), 10)
-	} else {
-		dst = append(dst, '-')
+		dst = append(dst, '"')
 	}
-	dst = append(dst, '"')
 	if d := cdxjDigest(c.Digest); d != "" {
 		dst = append(dst, `, "digest": `...)
 		dst = appendJSONString(dst, d)
@@ -257,7 +256,9 @@ func CDXJOf(rec Record, offset, length int64, filename string) (CDXJ, bool) {
 		c.Status = status
 		c.MIME = mediaTypeOf(ctype)
 		if typ == TypeRevisit {
-			c.MIME = MIMERevisit
+			// pywb resolves the payload, and so the replayed status and
+			// type, from the original.
+			c.MIME, c.Status = MIMERevisit, 0
 		}
 	}
 	return c, true

@@ -3,6 +3,7 @@ package warc
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -42,6 +43,13 @@ type Revisit struct {
 	// HTTPResponse is the response as received: status line and header;
 	// anything after the header block (a body) is left out of the record.
 	HTTPResponse []byte
+	// OriginalHeader, with ProfileServerNotModified, is the original
+	// response's status line and header. When set, the block is that
+	// header freshened with the 304's fields (see FreshenHeader) instead of
+	// the 304's own header: replay tools serve a revisit with its block's
+	// status and the original's payload, and pywb replays a 304 header as
+	// an empty 304, not as the page.
+	OriginalHeader []byte
 	// PayloadDigest is the original's payload digest ("sha1:...", its
 	// WARC-Payload-Digest). Required for ProfileIdenticalPayloadDigest (it
 	// is also this fetch's); with ProfileServerNotModified it is what the
@@ -78,6 +86,13 @@ func NewRevisitRecord(v Revisit) (Record, error) {
 		block = block[:end]
 	} else {
 		return Record{}, fmt.Errorf("new revisit record: http response has no end of header: %w", ErrInvalidRecord)
+	}
+	if v.Profile == ProfileServerNotModified && len(v.OriginalHeader) > 0 {
+		fresh, err := FreshenHeader(v.OriginalHeader, block)
+		if err != nil {
+			return Record{}, fmt.Errorf("new revisit record: %w: %w", ErrInvalidRecord, err)
+		}
+		block = fresh
 	}
 	if _, err := parseStatusLine(firstLine(block)); err != nil {
 		return Record{}, fmt.Errorf("new revisit record: %w: %w", ErrInvalidRecord, err)
@@ -128,4 +143,83 @@ func firstLine(b []byte) string {
 		}
 	}
 	return string(b)
+}
+
+// notFreshened are the fields a 304 does not update in the stored header:
+// they describe the stored payload (RFC 9111 §3.2 and §4.3.4).
+var notFreshened = map[string]bool{
+	"content-length": true, "content-encoding": true, "transfer-encoding": true, "content-range": true,
+}
+
+// FreshenHeader returns the original response's status line and header
+// (anything after its header block is ignored) with every field that the
+// 304 response notModified carries replaced by the 304's, as a cache
+// freshens a stored response (RFC 9111 §4.3.4): the header of the page as
+// the server would have sent it in full. Fields describing the payload
+// (Content-Length, Content-Encoding, Transfer-Encoding, Content-Range) are
+// the original's. The result ends with the blank line.
+func FreshenHeader(original, notModified []byte) ([]byte, error) {
+	end := httpHeaderEnd(original)
+	if end < 0 {
+		return nil, fmt.Errorf("freshen header: original has no end of header: %w", ErrMalformed)
+	}
+	origLines := headerLines(original[:end])
+	if len(origLines) == 0 {
+		return nil, fmt.Errorf("freshen header: original has no status line: %w", ErrMalformed)
+	}
+	if _, err := parseStatusLine(origLines[0]); err != nil {
+		return nil, fmt.Errorf("freshen header: %w", err)
+	}
+	if e := httpHeaderEnd(notModified); e >= 0 {
+		notModified = notModified[:e]
+	}
+	newLines := headerLines(notModified)
+	if len(newLines) > 0 {
+		newLines = newLines[1:] // the 304's status line
+	}
+	updated := map[string]bool{}
+	var fresh []string
+	for _, l := range newLines {
+		name, _, ok := strings.Cut(l, ":")
+		name = strings.ToLower(strings.TrimSpace(name))
+		if !ok || name == "" || notFreshened[name] {
+			continue
+		}
+		updated[name] = true
+		fresh = append(fresh, l)
+	}
+	var b strings.Builder
+	b.WriteString(origLines[0])
+	b.WriteString("\r\n")
+	for _, l := range origLines[1:] {
+		name, _, _ := strings.Cut(l, ":")
+		if updated[strings.ToLower(strings.TrimSpace(name))] {
+			continue
+		}
+		b.WriteString(l)
+		b.WriteString("\r\n")
+	}
+	for _, l := range fresh {
+		b.WriteString(l)
+		b.WriteString("\r\n")
+	}
+	b.WriteString("\r\n")
+	return []byte(b.String()), nil
+}
+
+// headerLines splits an HTTP header block into its lines, without line
+// ends or the blank line; continuation lines join the line before.
+func headerLines(block []byte) []string {
+	var out []string
+	for _, l := range strings.Split(string(block), "\n") {
+		l = strings.TrimRight(l, "\r")
+		switch {
+		case l == "":
+		case (l[0] == ' ' || l[0] == '\t') && len(out) > 0:
+			out[len(out)-1] += " " + strings.TrimSpace(l)
+		default:
+			out = append(out, l)
+		}
+	}
+	return out
 }

@@ -127,7 +127,7 @@ func (m *MCP) listSegments(w http.ResponseWriter, r *http.Request) {
 			case err == nil:
 				seg.Size, seg.Modified = &info.Size, &info.Modified
 				out.TotalSize += info.Size
-			case !errors.Is(err, assets.ErrNotFound):
+			case !errors.Is(err, assets.ErrNotFound) && !errors.Is(err, errors.ErrUnsupported):
 				m.log.Error("stat segment", "crawl_id", id, "key", s.key, "err", err)
 				writeError(w, http.StatusInternalServerError, "could not read the segment's size", "")
 				return
@@ -191,16 +191,18 @@ func (m *MCP) segmentFile(w http.ResponseWriter, r *http.Request) {
 	var size int64 = -1
 	if st, ok := m.deps.Assets.(assets.Stater); ok {
 		info, err := st.Stat(r.Context(), key)
-		if errors.Is(err, assets.ErrNotFound) {
+		switch {
+		case errors.Is(err, assets.ErrNotFound):
 			writeError(w, http.StatusNotFound, "no such segment", "name")
 			return
-		}
-		if err != nil {
+		case errors.Is(err, errors.ErrUnsupported):
+		case err != nil:
 			m.log.Error("stat segment", "crawl_id", id, "key", key, "err", err)
 			writeError(w, http.StatusInternalServerError, "could not read the segment", "")
 			return
+		default:
+			size = info.Size
 		}
-		size = info.Size
 	}
 	offset, length, partial, ok := byteRange(r.Header.Get("Range"), size)
 	if !ok {
