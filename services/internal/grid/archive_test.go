@@ -365,3 +365,104 @@ func replay(t *testing.T, wayback string, at time.Time, target string) (string, 
 	memento, _ := http.ParseTime(res.Header.Get("Memento-Datetime"))
 	return string(body), memento
 }
+
+// TestExportOffline: grid export answers the same from a running grid's API
+// and, once the grid has stopped, from its data directory (MCP in process,
+// streaming): the crawl's CDXJ, its documents and its segment list. The
+// segments' own indexes are sorted once the loader has stopped.
+func TestExportOffline(t *testing.T) {
+	start := serveSite(t, "archive.test", archiveHandler())
+	data := t.TempDir()
+	cfg := testConfig(t, data, "archive.test=127.0.0.1")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := Open(cfg, discardLogger(), ln)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx) }()
+	stop := func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("grid run: %v", err)
+		}
+		cancel = func() {}
+	}
+	defer func() { cancel() }()
+	api := "http://" + ln.Addr().String()
+	id := crawlToEnd(t, api, contracts.Profile{StartURLs: []string{start}, MaxDepth: 3,
+		Politeness: contracts.Politeness{MinDelayMS: 1, MaxDelayMS: 1, DelayFactor: 1}}, time.Minute)
+	online := map[string]string{}
+	for _, what := range []string{"cdxj", "docs", "segments"} {
+		online[what] = cliExport(t, "--api", api, what, id)
+	}
+	// Downloads by byte range match the stored segment.
+	var list mcp.SegmentList
+	if err := json.Unmarshal([]byte(cliExport(t, "--api", api, "--json", "segments", id)), &list); err != nil || len(list.Segments) == 0 {
+		t.Fatalf("segments: %v, %v", list, err)
+	}
+	seg := list.Segments[0]
+	stored, err := os.ReadFile(filepath.Join(data, "assets", filepath.FromSlash(seg.Key)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := int64(len(stored))
+	for _, tc := range []struct {
+		rng  string
+		code int
+		want []byte
+	}{
+		{"", http.StatusOK, stored},
+		{"bytes=0-9", http.StatusPartialContent, stored[:10]},
+		{"bytes=-5", http.StatusPartialContent, stored[size-5:]},
+		{fmt.Sprintf("bytes=%d-", size-3), http.StatusPartialContent, stored[size-3:]},
+		{fmt.Sprintf("bytes=%d-", size), http.StatusRequestedRangeNotSatisfiable, nil},
+	} {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, api+seg.URL, nil)
+		if tc.rng != "" {
+			req.Header.Set("Range", tc.rng)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != tc.code || tc.want != nil && !bytes.Equal(body, tc.want) {
+			t.Errorf("GET %s Range %q = %d, %d bytes; want %d, %d bytes", seg.URL, tc.rng, res.StatusCode, len(body), tc.code, len(tc.want))
+		}
+	}
+	stop()
+	for what, want := range online {
+		if got := cliExport(t, "--data", data, what, id); got != want {
+			t.Errorf("grid export %s offline =\n%s\nonline =\n%s", what, got, want)
+		}
+	}
+	if n := strings.Count(online["docs"], "\n"); n != len(archiveSite) {
+		t.Errorf("grid export docs printed %d lines, want the %d pages", n, len(archiveSite))
+	}
+	if n := strings.Count(online["cdxj"], "\n"); n != len(archiveSite)+2 { // robots.txt and the 404 too
+		t.Errorf("grid export cdxj printed %d lines, want %d", n, len(archiveSite)+2)
+	}
+	idx, _ := filepath.Glob(filepath.Join(data, "assets", "warc", "*", "*", "*", "*.cdxj"))
+	if len(idx) == 0 {
+		t.Fatalf("no segment index under %s", data)
+	}
+	for _, f := range idx {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lines := slices.Collect(bytes.Lines(b)); !slices.IsSortedFunc(lines, bytes.Compare) || len(lines) == 0 {
+			t.Errorf("segment index %s after the grid stopped is not sorted (or empty):\n%s", f, b)
+		}
+	}
+	var out, errOut bytes.Buffer
+	if code := Main(t.Context(), []string{"export", "--data", data, "cdxj", "no-such-crawl"}, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "no such crawl") {
+		t.Errorf("grid export cdxj of an unknown crawl = %d, %q", code, errOut.String())
+	}
+}
