@@ -228,3 +228,18 @@ func TestPayloadDigest(t *testing.T) {
 		t.Errorf("PayloadDigest(no header end) = %q, want empty", got)
 	}
 }
+
+// BenchmarkCDXJOf is what the loader adds per fetched page: the CDXJ line
+// of a response record (SURT, header parse) and its formatting.
+func BenchmarkCDXJOf(b *testing.B) {
+	seg := NewSegment(true)
+	resp := NewResponseRecord("https://www.example.com/Some/Path/page.html?b=2&a=1", fixedDate, "", []byte(httpResponse), false, "")
+	off, n, _ := seg.Append(resp)
+	var line []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		c, _ := seg.CDXJOf(resp, 0, off, n, "gridcrawl-20261123195000123-00001-l1-abc.warc.gz")
+		c.Crawl = "20261123t195000-a333788f"
+		line = c.AppendLine(line[:0])
+	}
+}
