@@ -43,10 +43,11 @@ var goTypes = map[string]func() any{
 // the schema only; the end-to-end test of services/internal/grid validates
 // MCP's real answers against them through the OpenAPI document.
 var schemaOnly = map[string]bool{
-	"url_record": true,
-	"url_list":   true,
-	"report":     true,
-	"timeline":   true,
+	"url_record":   true,
+	"url_list":     true,
+	"segment_list": true,
+	"report":       true,
+	"timeline":     true,
 }
 
 // schemaNames returns the short names of every schema the tests know.

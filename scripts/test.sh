@@ -33,6 +33,10 @@ export GRIDCRAWL_REQUIRE_BACKENDS=1
 scripts/services/chromium.sh install
 scripts/services/chromium.sh check
 eval "$(scripts/services/chromium.sh env)"
+scripts/services/pywb.sh install
+scripts/services/pywb.sh check
+eval "$(scripts/services/pywb.sh env)"
+export GRIDCRAWL_PYWB_VENV
 export GRIDCRAWL_CHROMIUM GRIDCRAWL_REQUIRE_BROWSER=1
 export GRIDCRAWL_ARTIFACTS="${GRIDCRAWL_ARTIFACTS:-$PWD/artifacts}"
 

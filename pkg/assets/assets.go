@@ -15,6 +15,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
+	"time"
 )
 
 // ErrNotFound is returned for a key that has no object.
@@ -43,4 +45,33 @@ type Store interface {
 // caller's error.
 type Appender interface {
 	Append(ctx context.Context, key string, r io.Reader, size int64) (offset int64, err error)
+}
+
+// CDXJ indexes: every WARC segment object "<key>" has its CDXJ index (see
+// warc.CDXJ) in the object "<key>.cdxj", written as the segment is.
+
+// CDXJSuffix ends the key of a segment's CDXJ index.
+const CDXJSuffix = ".cdxj"
+
+// ContentTypeCDXJ is the content type CDXJ indexes are stored with.
+const ContentTypeCDXJ = "application/x-cdxj"
+
+// CDXJKey returns the key of the CDXJ index of the segment segmentKey.
+func CDXJKey(segmentKey string) string { return segmentKey + CDXJSuffix }
+
+// IsCDXJKey reports whether key names a CDXJ index.
+func IsCDXJKey(key string) bool { return strings.HasSuffix(key, CDXJSuffix) }
+
+// Info is what a store knows of one object.
+type Info struct {
+	Size     int64
+	Modified time.Time
+}
+
+// Stater is an optional capability of a Store: the size and time of an
+// object without reading it. Stat returns ErrNotFound for a missing key,
+// and an error wrapping errors.ErrUnsupported from a wrapper over a store
+// that cannot tell.
+type Stater interface {
+	Stat(ctx context.Context, key string) (Info, error)
 }

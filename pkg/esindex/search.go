@@ -345,6 +345,54 @@ func (s *Search) Count(ctx context.Context, crawlID string) (int64, error) {
 	return n, nil
 }
 
+// Documents returns up to limit documents of crawlID (all crawls if empty)
+// with ids after after, in id order (see search.Index): a search_after
+// page sorted on the keyword field id, which holds no search context open
+// between pages.
+func (s *Search) Documents(ctx context.Context, crawlID, after string, limit int) ([]contracts.Document, error) {
+	limit = min(max(limit, 1), search.MaxExportPage)
+	if err := s.c.readRefresh(ctx, s.c.docsIndex); err != nil {
+		return nil, fmt.Errorf("export documents of crawl %q: %w", crawlID, err)
+	}
+	query := map[string]any{"match_all": map[string]any{}}
+	if crawlID != "" {
+		query = map[string]any{"bool": map[string]any{"filter": []any{term("crawl_id_s", crawlID)}}}
+	}
+	req := map[string]any{
+		"size":             limit,
+		"query":            query,
+		"sort":             []any{map[string]any{"id": "asc"}},
+		"track_total_hits": false,
+	}
+	if after != "" {
+		req["search_after"] = []string{after}
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("export documents of crawl %q: %w", crawlID, err)
+	}
+	var res struct {
+		Hits struct {
+			Hits []struct {
+				Source json.RawMessage `json:"_source"`
+			} `json:"hits"`
+		} `json:"hits"`
+	}
+	sreq := esapi.SearchRequest{Index: []string{s.c.docsIndex}, Body: bytes.NewReader(body), FilterPath: []string{"hits.hits._source"}}
+	if err := s.c.do(ctx, sreq, &res); err != nil {
+		return nil, fmt.Errorf("export documents of crawl %q: %w", crawlID, err)
+	}
+	out := make([]contracts.Document, 0, len(res.Hits.Hits))
+	for _, h := range res.Hits.Hits {
+		var d contracts.Document
+		if err := json.Unmarshal(h.Source, &d); err != nil {
+			return nil, fmt.Errorf("export documents of crawl %q: decode: %w", crawlID, err)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
 // Writes returns the document's Elasticsearch _version, which every index
 // operation on it raises by one: the number of times it was stored. It is
 // realtime. It returns search.ErrNotFound when no document with id exists.

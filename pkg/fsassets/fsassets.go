@@ -368,3 +368,24 @@ func (s *Store) List(ctx context.Context, prefix string) ([]string, error) {
 
 // Close releases nothing; the store holds no open files between calls.
 func (s *Store) Close() error { return nil }
+
+var _ assets.Stater = (*Store)(nil)
+
+// Stat returns the size and modification time of the object key, or
+// assets.ErrNotFound.
+func (s *Store) Stat(ctx context.Context, key string) (assets.Info, error) {
+	if err := ValidateKey(key); err != nil {
+		return assets.Info{}, fmt.Errorf("stat asset: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return assets.Info{}, fmt.Errorf("stat asset %q: %w", key, err)
+	}
+	fi, err := os.Stat(s.path(key))
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || err == nil && !fi.Mode().IsRegular() {
+		return assets.Info{}, fmt.Errorf("stat asset %q: %w", key, assets.ErrNotFound)
+	}
+	if err != nil {
+		return assets.Info{}, fmt.Errorf("stat asset %q: %w", key, err)
+	}
+	return assets.Info{Size: fi.Size(), Modified: fi.ModTime().UTC()}, nil
+}

@@ -348,3 +348,21 @@ func (s *Store) Close() error {
 	s.transport.CloseIdleConnections()
 	return nil
 }
+
+var _ assets.Stater = (*Store)(nil)
+
+// Stat returns the size and modification time of the object key, or
+// assets.ErrNotFound.
+func (s *Store) Stat(ctx context.Context, key string) (assets.Info, error) {
+	if err := s3utils.CheckValidObjectName(key); err != nil {
+		return assets.Info{}, fmt.Errorf("stat asset %q: %w", key, err)
+	}
+	info, err := s.client.StatObject(ctx, s.bucket, key, minio.StatObjectOptions{})
+	if errorCode(err) == minio.NoSuchKey {
+		return assets.Info{}, fmt.Errorf("stat asset %q: %w", key, assets.ErrNotFound)
+	}
+	if err != nil {
+		return assets.Info{}, fmt.Errorf("stat asset %q: %w", key, err)
+	}
+	return assets.Info{Size: info.Size, Modified: info.LastModified.UTC()}, nil
+}

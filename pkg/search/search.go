@@ -36,6 +36,9 @@ const (
 	FacetFileTypes = "url_file_ext_s"
 )
 
+// MaxExportPage caps the limit of Index.Documents.
+const MaxExportPage = 1000
+
 // MaxFacetValues is the most values of one facet that are returned.
 const MaxFacetValues = 50
 
@@ -85,6 +88,14 @@ type Index interface {
 	Search(ctx context.Context, q Query) (Result, error)
 	// Count returns the number of documents of crawlID (all crawls if empty).
 	Count(ctx context.Context, crawlID string) (int64, error)
+	// Documents returns up to limit documents of crawlID (all crawls if
+	// empty), whole, in id order, starting after the id after ("" for the
+	// first): one page of an export, continued with the last id returned.
+	// A page shorter than limit (capped at MaxExportPage) is the last.
+	// Documents stored while an export pages through are included if their
+	// ids come after the page being read; an export of a crawl that is no
+	// longer indexing sees every document exactly once.
+	Documents(ctx context.Context, crawlID, after string, limit int) ([]contracts.Document, error)
 	// Writes returns how many times the document with id has been stored:
 	// 1 after its first Upsert, one more for every later Upsert that stores
 	// it (a batch holding several versions of it counts once). A removal

@@ -298,6 +298,40 @@ func (s *Search) Get(ctx context.Context, id string) (contracts.Document, error)
 	return d, nil
 }
 
+// Documents returns up to limit documents of crawlID (all crawls if empty)
+// with ids after after, in id order (see search.Index).
+func (s *Search) Documents(ctx context.Context, crawlID, after string, limit int) ([]contracts.Document, error) {
+	limit = min(max(limit, 1), search.MaxExportPage)
+	q := `SELECT body, doc FROM web WHERE id > ? ORDER BY id LIMIT ?`
+	args := []any{after, limit}
+	if crawlID != "" {
+		q = `SELECT body, doc FROM web WHERE crawl_id = ? AND id > ? ORDER BY id LIMIT ?`
+		args = []any{crawlID, after, limit}
+	}
+	rows, err := s.st.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("export documents of crawl %q: %w", crawlID, err)
+	}
+	defer rows.Close()
+	out := make([]contracts.Document, 0, limit)
+	for rows.Next() {
+		var body, doc string
+		if err := rows.Scan(&body, &doc); err != nil {
+			return nil, fmt.Errorf("export documents of crawl %q: %w", crawlID, err)
+		}
+		var d contracts.Document
+		if err := json.Unmarshal([]byte(doc), &d); err != nil {
+			return nil, fmt.Errorf("export documents of crawl %q: decode: %w", crawlID, err)
+		}
+		d.Text = body
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("export documents of crawl %q: %w", crawlID, err)
+	}
+	return out, nil
+}
+
 // Search returns one page of the documents that match q.Q (see
 // search.Parse: words, phrases, exclusions, site:, filetype:, inurl:),
 // best first by bm25, or in the order they were stored when q.Q has only

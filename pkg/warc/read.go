@@ -130,9 +130,10 @@ func (r *Reader) Next() (Record, error) {
 	return rec, nil
 }
 
-// readRecord reads one record. It returns io.EOF, unwrapped, if the input
-// ends before the record starts (stray blank lines aside).
-func readRecord(br *bufio.Reader, maxBlock int64) (Record, error) {
+// readRecordNoTrailer reads one record up to the end of its block. It
+// returns io.EOF, unwrapped, if the input ends before the record starts
+// (stray blank lines aside).
+func readRecordNoTrailer(br *bufio.Reader, maxBlock int64) (Record, error) {
 	budget := MaxHeaderSize
 	var line []byte
 	var err error
@@ -214,8 +215,22 @@ func readRecord(br *bufio.Reader, maxBlock int64) (Record, error) {
 		}
 		return Record{}, fmt.Errorf("read warc record block: %w", err)
 	}
-	// The trailer is two line ends; accept bare LFs and a missing trailer
-	// at the end of the input.
+	return Record{Header: h, Block: block}, nil
+}
+
+// readRecord reads one record and its trailer. It returns io.EOF, unwrapped,
+// if the input ends before the record starts (stray blank lines aside).
+func readRecord(br *bufio.Reader, maxBlock int64) (Record, error) {
+	rec, err := readRecordNoTrailer(br, maxBlock)
+	if err == nil {
+		skipTrailer(br)
+	}
+	return rec, err
+}
+
+// skipTrailer reads the two line ends after a record's block; it accepts
+// bare LFs and a missing trailer at the end of the input.
+func skipTrailer(br *bufio.Reader) {
 	for range 2 {
 		if c, err := br.Peek(1); err != nil || (c[0] != '\r' && c[0] != '\n') {
 			break
@@ -226,7 +241,6 @@ func readRecord(br *bufio.Reader, maxBlock int64) (Record, error) {
 			}
 		}
 	}
-	return Record{Header: h, Block: block}, nil
 }
 
 func headerErr(err error) error {

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -31,7 +32,8 @@ type Harness struct {
 }
 
 // Run runs the conformance suite against h. Stores that implement
-// assets.Appender also run the Append tests; the others skip them.
+// assets.Appender also run the Append tests, and assets.Stater the Stat
+// test; the others skip them.
 func Run(t *testing.T, h Harness) {
 	tests := []struct {
 		name string
@@ -47,6 +49,7 @@ func Run(t *testing.T, h Harness) {
 		{"Reopen", testReopen},
 		{"Append", testAppend},
 		{"AppendReopen", testAppendReopen},
+		{"Stat", testStat},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.f(t, h) })
@@ -364,5 +367,34 @@ func testAppendReopen(t *testing.T, h Harness) {
 	}
 	if got := mustGet(t, s, key, 0, -1); !bytes.Equal(got, append(b1, b2...)) {
 		t.Errorf("Get after reopen = %d bytes, want %d", len(got), len(b1)+len(b2))
+	}
+}
+
+func testStat(t *testing.T, h Harness) {
+	s := h.New(t)
+	st, ok := s.(assets.Stater)
+	if !ok {
+		t.Skip("not an assets.Stater")
+	}
+	p := prefix()
+	b := data(12345, 7)
+	before := time.Now().Add(-time.Minute)
+	mustPut(t, s, p+"dir/obj", b)
+	info, err := st.Stat(t.Context(), p+"dir/obj")
+	if err != nil || info.Size != int64(len(b)) || info.Modified.Before(before) || info.Modified.After(time.Now().Add(time.Minute)) {
+		t.Errorf("Stat = %+v, %v, want size %d, modified about now", info, err, len(b))
+	}
+	if ap, ok := s.(assets.Appender); ok {
+		if _, err := ap.Append(t.Context(), p+"dir/obj", bytes.NewReader(b[:5]), 5); err != nil {
+			t.Fatal(err)
+		}
+		if info, err := st.Stat(t.Context(), p+"dir/obj"); err != nil || info.Size != int64(len(b)+5) {
+			t.Errorf("Stat after Append = %+v, %v, want size %d", info, err, len(b)+5)
+		}
+	}
+	for _, key := range []string{p + "absent", p + "dir", p + "dir/obj/deeper"} {
+		if _, err := st.Stat(t.Context(), key); !errors.Is(err, assets.ErrNotFound) {
+			t.Errorf("Stat(%q) error = %v, want ErrNotFound", key, err)
+		}
 	}
 }

@@ -51,6 +51,7 @@ func Run(t *testing.T, h Harness) {
 		{"Operators", testOperators},
 		{"Facets", testFacets},
 		{"CollectionFilter", testCollection},
+		{"Documents", testDocuments},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.f(t, h) })
@@ -618,5 +619,45 @@ func testCollection(t *testing.T, h Harness) {
 	got, err := x.Get(t.Context(), both.ID)
 	if err != nil || !slices.Equal(got.Collection, both.Collection) {
 		t.Errorf("Get(%q).Collection = %v, %v, want %v", both.ID, got.Collection, err, both.Collection)
+	}
+}
+
+// testDocuments pages through a crawl's documents: each exactly once, whole
+// (as Get returns it), in id order, none of another crawl.
+func testDocuments(t *testing.T, h Harness) {
+	x := h.New(t)
+	crawl, other := newCrawlID(), newCrawlID()
+	var want []contracts.Document
+	for i := range 7 {
+		d := doc(crawl, fmt.Sprintf("Export %d", i), filler)
+		d.Description = []string{"described"}
+		want = append(want, d)
+	}
+	mustUpsert(t, x, want...)
+	mustUpsert(t, x, doc(other, "Other", filler))
+	slices.SortFunc(want, func(a, b contracts.Document) int { return strings.Compare(a.ID, b.ID) })
+	for _, limit := range []int{1, 3, 7, 100} {
+		var got []contracts.Document
+		after := ""
+		for pages := 0; ; pages++ {
+			page, err := x.Documents(t.Context(), crawl, after, limit)
+			if err != nil {
+				t.Fatalf("Documents(%q, %q, %d): %v", crawl, after, limit, err)
+			}
+			if len(page) > limit || pages > len(want) {
+				t.Fatalf("Documents(%q, %q, %d) = %d documents after %d pages", crawl, after, limit, len(page), pages)
+			}
+			got = append(got, page...)
+			if len(page) < limit {
+				break
+			}
+			after = page[len(page)-1].ID
+		}
+		if diff := cmp.Diff(want, got, cmpTime); diff != "" {
+			t.Errorf("Documents pages of %d (-want +got):\n%s", limit, diff)
+		}
+	}
+	if page, err := x.Documents(t.Context(), crawl, want[len(want)-1].ID, 10); err != nil || len(page) != 0 {
+		t.Errorf("Documents after the last id = %d documents, %v; want none", len(page), err)
 	}
 }

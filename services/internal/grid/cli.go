@@ -33,7 +33,7 @@ commands:
                                                 show crawls (or one crawl)
   search  [--data DIR] [--api URL] [--crawl ID] [--limit N] [--json] QUERY...
                                                 search the indexed documents
-` + logUsage + `  version                                       print the version (also: grid --version)
+` + logUsage + exportUsage + `  version                                       print the version (also: grid --version)
 
 The API address of a running 'grid up' or 'grid crawl' is found in DIR/grid.addr;
 --api (or GRIDCRAWL_API_URL) names another MCP. GRIDCRAWL_API_TOKEN is sent as
@@ -67,6 +67,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdURLs(ctx, args[1:], stdout, stderr)
 	case "report":
 		err = cmdReport(ctx, args[1:], stdout, stderr)
+	case "export":
+		err = cmdExport(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

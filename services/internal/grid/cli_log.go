@@ -45,7 +45,9 @@ func apiClient(api, data string) (*client, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	c := &client{base: "http://grid.local", http: http.Client{Transport: inProcess{g.MCP.Handler()}}}
+	// In process, from loopback: the Host must be one MCP answers to on
+	// loopback (its guard refuses others with 421).
+	c := &client{base: "http://localhost", http: http.Client{Transport: inProcess{g.MCP.Handler()}}}
 	return c, func() { _ = g.Backends.Close() }, nil
 }
 

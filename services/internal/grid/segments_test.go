@@ -1,7 +1,9 @@
 package grid
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"net/http"
 	"syscall"
 	"testing"
@@ -11,8 +13,10 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/assets"
 	"github.com/gridcrawl/gridcrawl/pkg/warc"
 	"github.com/gridcrawl/gridcrawl/pkg/websim"
+	"github.com/gridcrawl/gridcrawl/services/internal/mcp"
 )
 
 // segmentObject is what the object store says of one stored segment.
@@ -95,6 +99,7 @@ func TestGridModeFixedLoaderIDRestart(t *testing.T) {
 	set := c.openBackends(t)
 	ctx := t.Context()
 	indexed := 0
+	indexes := map[string]map[int64]warc.CDXJ{} // segment key → its index lines by offset
 	for after := ""; ; {
 		recs, err := set.Tx.List(ctx, id, "", after, 1000)
 		if err != nil {
@@ -128,10 +133,41 @@ func TestGridModeFixedLoaderIDRestart(t *testing.T) {
 			if code, _, _, err := warc.ParseHTTPResponse(rec.Block); err != nil || code != http.StatusOK {
 				t.Errorf("HTTP response in the WARC record of %s: %d, %v", r.URL, code, err)
 			}
+			// The segment's CDXJ index, stored beside it, has the record.
+			lines, ok := indexes[r.Asset.Key]
+			if !ok {
+				lines = map[int64]warc.CDXJ{}
+				if rc, err := set.Assets.Get(ctx, assets.CDXJKey(r.Asset.Key), 0, -1); err == nil {
+					body, _ := io.ReadAll(rc)
+					rc.Close()
+					for l := range bytes.Lines(body) {
+						if c, err := warc.ParseCDXJ(l); err == nil {
+							lines[c.Offset] = c
+						}
+					}
+				}
+				indexes[r.Asset.Key] = lines
+			}
+			if c := lines[r.Asset.Offset]; c.URL != r.URL || c.Length != r.Asset.Length || c.Crawl != id {
+				t.Errorf("CDXJ index of %s at offset %d: %+v, want the line of %s (length %d, crawl %s)", r.Asset.Key, r.Asset.Offset, c, r.URL, r.Asset.Length, id)
+			}
 		}
 	}
 	if indexed != len(want) {
 		t.Errorf("indexed records = %d, want %d", indexed, len(want))
+	}
+	// The API lists the segments the records point into, with MinIO's sizes.
+	var list mcp.SegmentList
+	if code := c.do(http.MethodGet, "/api/v1/crawls/"+id+"/segments", nil, &list); code != http.StatusOK {
+		t.Fatalf("GET segments = %d", code)
+	}
+	if len(list.Segments) != len(indexes) {
+		t.Errorf("GET segments listed %d segments, the records point into %d", len(list.Segments), len(indexes))
+	}
+	for _, s := range list.Segments {
+		if s.Size == nil || *s.Size != final[s.Key].size {
+			t.Errorf("segment %s listed with size %v, MinIO has %d", s.Key, s.Size, final[s.Key].size)
+		}
 	}
 	t.Logf("%d segments, %d of them stored before a restart", len(final), len(seen))
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/caarlos0/env/v10"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/assets"
 	"github.com/gridcrawl/gridcrawl/pkg/fsassets"
 	"github.com/gridcrawl/gridcrawl/pkg/profiles"
 	"github.com/gridcrawl/gridcrawl/pkg/sqlitequeue"
@@ -33,7 +34,7 @@ type backends struct {
 	q      *sqlitequeue.Queue
 	tx     *sqlitestore.TxIndex
 	prof   *sqlitestore.Profiles
-	assets *fsassets.Store
+	assets assets.Store
 	shards int
 }
 
@@ -283,6 +284,9 @@ func (b *backends) warcObjects(t *testing.T) map[string][]byte {
 	}
 	out := map[string][]byte{}
 	for _, k := range keys {
+		if assets.IsCDXJKey(k) {
+			continue
+		}
 		rc, err := b.assets.Get(t.Context(), k, 0, -1)
 		if err != nil {
 			t.Fatal(err)

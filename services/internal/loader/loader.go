@@ -345,6 +345,7 @@ func (l *Loader) Run(ctx context.Context) error {
 	<-flushed
 	l.rec.flush(drain, true) // what the workers finished after the last tick
 	l.rec.pub.close()        // and its publishing
+	l.rec.close(drain)       // and seal the open segment's index
 	loops.Wait()
 	l.log.Info("shutdown complete", "requests", l.fetched.Load(), "parked", l.parkedURLs.Load(), "drain_expired", drain.Err() != nil)
 	return nil

@@ -3,7 +3,9 @@ package loader
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"time"
@@ -51,13 +53,16 @@ type recorder struct {
 	flushCh  chan struct{}
 	flushMu  sync.Mutex // one flush at a time
 
-	mu      sync.Mutex
-	seg     *warc.Segment
-	spare   *warc.Segment // a stored segment kept for reuse of its buffers
-	pending []*result
-	key     string  // where seg goes
-	file    segFile // the open segment object of an appending store
-	serial  int
+	mu       sync.Mutex
+	seg      *warc.Segment
+	spare    *warc.Segment // a stored segment kept for reuse of its buffers
+	pending  []*result
+	cdx      []warc.CDXJ // index lines of seg's records, offsets within seg
+	spareCDX []warc.CDXJ
+	key      string   // where seg goes
+	file     segFile  // the open segment object of an appending store
+	toSeal   []string // closed segment objects of an appending store whose index is unsorted
+	serial   int
 	// stuck holds the batches a failed flush kept while a backend was down
 	// (only the flush goroutine touches it, under flushMu).
 	stuck []*batch
@@ -83,7 +88,7 @@ func newRecorder(l *Loader) *recorder {
 func (r *recorder) take(ctx context.Context, t *task, o outcome) {
 	l := r.l
 	if o.robots != nil {
-		r.archive(o.robots)
+		r.archive(o.robots, t.crawlID)
 	}
 	switch o.verdict {
 	case vAgain:
@@ -147,7 +152,7 @@ func (r *recorder) addExchange(t *task, o outcome) {
 		res.status = contracts.Failed
 	}
 	r.mu.Lock()
-	off, n, err := r.appendLocked(ex)
+	off, n, err := r.appendLocked(ex, t.crawlID)
 	if err != nil {
 		res.status, res.reason = contracts.Failed, "warc: "+err.Error()
 	} else {
@@ -174,17 +179,18 @@ func (r *recorder) nudge() {
 
 // archive writes an exchange that settles nothing (robots.txt) into the
 // segment; it is stored with the next flush.
-func (r *recorder) archive(ex *exchange) {
+func (r *recorder) archive(ex *exchange, crawlID string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, _, err := r.appendLocked(ex); err != nil {
+	if _, _, err := r.appendLocked(ex, crawlID); err != nil {
 		r.l.log.Warn("archive exchange", "url", ex.url, "err", err)
 	}
 }
 
-// appendLocked appends ex's request and response records to the segment
-// and returns where the response lies in it.
-func (r *recorder) appendLocked(ex *exchange) (offset, length int64, err error) {
+// appendLocked appends ex's request and response records to the segment,
+// notes the response's CDXJ line (for the crawl crawlID) and returns where
+// the response lies in the segment.
+func (r *recorder) appendLocked(ex *exchange, crawlID string) (offset, length int64, err error) {
 	if r.seg.Count() == 0 {
 		r.startLocked(time.Now())
 	}
@@ -193,7 +199,15 @@ func (r *recorder) appendLocked(ex *exchange) (offset, length int64, err error) 
 	if _, _, err := r.seg.Append(req); err != nil {
 		return 0, 0, err
 	}
-	return r.seg.Append(resp)
+	offset, length, err = r.seg.Append(resp)
+	if err != nil {
+		return 0, 0, err
+	}
+	if c, ok := r.seg.CDXJOf(resp, 0, offset, length, ""); ok {
+		c.Crawl = crawlID
+		r.cdx = append(r.cdx, c)
+	}
+	return offset, length, nil
 }
 
 // startLocked chooses the object the empty segment goes to: the open one,
@@ -204,6 +218,9 @@ func (r *recorder) startLocked(now time.Time) {
 	if r.appender != nil && f.key != "" && !f.broken && f.size < cfg.SegmentBytes && now.Sub(f.opened) < cfg.SegmentAge {
 		r.key = f.key
 		return
+	}
+	if r.appender != nil && f.key != "" {
+		r.toSeal = append(r.toSeal, f.key)
 	}
 	r.serial++
 	stamp := strings.Replace(now.UTC().Format("20060102150405.000"), ".", "", 1) // Heritrix's 17 digits
@@ -258,8 +275,8 @@ func (r *recorder) flush(ctx context.Context, final bool) {
 	r.stuck = nil
 	r.mu.Lock()
 	if len(r.pending) > 0 || r.seg.Count() > 0 {
-		batches = append(batches, &batch{seg: r.seg, key: r.key, pending: r.pending})
-		r.seg, r.spare, r.pending = r.spare, nil, nil
+		batches = append(batches, &batch{seg: r.seg, key: r.key, cdx: r.cdx, pending: r.pending})
+		r.seg, r.spare, r.pending, r.cdx, r.spareCDX = r.spare, nil, nil, r.spareCDX[:0], nil
 		if r.seg == nil {
 			r.seg = warc.NewSegment(r.l.cfg.Gzip)
 		}
@@ -281,32 +298,44 @@ func (r *recorder) flush(ctx context.Context, final bool) {
 		}
 		r.pub.put(b)
 	}
+	r.mu.Lock()
+	toSeal := r.toSeal
+	r.toSeal = nil
+	r.mu.Unlock()
+	for _, key := range toSeal {
+		r.sealIndex(ctx, key)
+	}
 }
 
 // batch is one flush's segment and results, with how far it got.
 type batch struct {
 	seg     *warc.Segment
 	key     string
+	cdx     []warc.CDXJ
 	pending []*result
-	rs      recordState
-	kept    bool // kept for a later flush at least once
+	// segStored and base: the segment is stored, at base of its object
+	// (its index may not be).
+	segStored bool
+	base      int64
+	rs        recordState
+	kept      bool // kept for a later flush at least once
 }
 
 // prepare does the steps of b not done yet before publishing: store its
 // segment (then recycle it), apply its transitions.
 func (r *recorder) prepare(ctx context.Context, b *batch) error {
 	if !b.rs.stored {
-		if err := r.store(ctx, b.seg, b.key, b.pending); err != nil {
+		if err := r.store(ctx, b); err != nil {
 			return err
 		}
 		b.rs.stored = true
 		if b.seg.Len() <= 4*r.l.cfg.SegmentBytes {
 			b.seg.Reset()
 			r.mu.Lock()
-			r.spare = b.seg
+			r.spare, r.spareCDX = b.seg, b.cdx[:0]
 			r.mu.Unlock()
 		}
-		b.seg = nil
+		b.seg, b.cdx = nil, nil
 	}
 	if b.rs.applied == nil {
 		return r.transition(ctx, b.pending, &b.rs)
@@ -409,26 +438,39 @@ func (r *recorder) settle(ctx context.Context, b *batch, err error) {
 	}
 }
 
-// store writes seg to key (appending when the store can) and points the
-// pending results into it.
-func (r *recorder) store(ctx context.Context, seg *warc.Segment, key string, pending []*result) error {
+// store writes seg to key and the CDXJ lines of its records to key's index
+// object (appending both when the store can), and points the pending
+// results into it.
+func (r *recorder) store(ctx context.Context, b *batch) error {
+	seg, key := b.seg, b.key
 	if seg.Count() == 0 {
 		return nil
 	}
-	var base int64
 	var err error
-	if r.appender != nil {
-		base, err = r.appender.Append(ctx, key, bytes.NewReader(seg.Bytes()), seg.Len())
-	} else {
-		ctype := "application/warc"
-		if r.l.cfg.Gzip {
-			ctype = "application/warc+gzip"
+	if !b.segStored { // tried again after a failed index: the segment is there
+		var base int64
+		if r.appender != nil {
+			base, err = r.appender.Append(ctx, key, bytes.NewReader(seg.Bytes()), seg.Len())
+		} else {
+			ctype := "application/warc"
+			if r.l.cfg.Gzip {
+				ctype = "application/warc+gzip"
+			}
+			err = r.l.deps.Assets.Put(ctx, key, bytes.NewReader(seg.Bytes()), seg.Len(), ctype)
 		}
-		err = r.l.deps.Assets.Put(ctx, key, bytes.NewReader(seg.Bytes()), seg.Len(), ctype)
+		if err == nil {
+			b.segStored, b.base = true, base
+		}
+	}
+	if err == nil && len(b.cdx) > 0 {
+		// The index follows its segment: a flush whose lines are not
+		// stored fails like one whose records are not, and the segment
+		// object is not appended to again.
+		err = r.storeIndex(ctx, key, b.base, b.cdx)
 	}
 	r.mu.Lock()
 	if r.file.key == key {
-		r.file.size = base + seg.Len()
+		r.file.size = b.base + seg.Len()
 		r.file.broken = err != nil
 	}
 	r.mu.Unlock()
@@ -436,10 +478,10 @@ func (r *recorder) store(ctx context.Context, seg *warc.Segment, key string, pen
 		return fmt.Errorf("store segment %q: %w", key, err)
 	}
 	r.l.met.WARCBytes(seg.Len())
-	for _, res := range pending {
+	for _, res := range b.pending {
 		if res.inSeg {
 			res.page.Asset.Key = key
-			res.page.Asset.Offset += base
+			res.page.Asset.Offset += b.base
 		}
 	}
 	return nil
@@ -591,4 +633,76 @@ func (c *crawlerPages) messages() ([]queue.Message, error) {
 func mediaType(contentType string) string {
 	mt, _, _ := strings.Cut(contentType, ";")
 	return strings.ToLower(strings.TrimSpace(mt))
+}
+
+// storeIndex writes the CDXJ lines of records stored at base in the
+// segment key, sorted, to the segment's index object (assets.CDXJKey):
+// appended on an appending store, where the object is a series of sorted
+// runs, one per flush, until the loader seals it (see sealIndex); one
+// object per segment object elsewhere.
+func (r *recorder) storeIndex(ctx context.Context, key string, base int64, cdx []warc.CDXJ) error {
+	filename := key[strings.LastIndexByte(key, '/')+1:]
+	lines := make([][]byte, 0, len(cdx))
+	size := 0
+	for _, c := range cdx {
+		c.Offset += base
+		c.Filename = filename
+		line := c.AppendLine(nil)
+		size += len(line)
+		lines = append(lines, line)
+	}
+	body := make([]byte, 0, size)
+	for _, l := range warc.SortCDXJ(lines) {
+		body = append(body, l...)
+	}
+	var err error
+	if r.appender != nil {
+		_, err = r.appender.Append(ctx, assets.CDXJKey(key), bytes.NewReader(body), int64(len(body)))
+	} else {
+		err = r.l.deps.Assets.Put(ctx, assets.CDXJKey(key), bytes.NewReader(body), int64(len(body)), assets.ContentTypeCDXJ)
+	}
+	if err != nil {
+		return fmt.Errorf("store segment index %q: %w", assets.CDXJKey(key), err)
+	}
+	return nil
+}
+
+// sealIndex rewrites the index of the closed segment key, a series of
+// sorted runs on an appending store, as one sorted file, which pywb can
+// search. A failure leaves the runs, which gridcrawl's readers sort
+// anyway, and is logged.
+func (r *recorder) sealIndex(ctx context.Context, key string) {
+	ikey := assets.CDXJKey(key)
+	rc, err := r.l.deps.Assets.Get(ctx, ikey, 0, -1)
+	if errors.Is(err, assets.ErrNotFound) {
+		return
+	}
+	var body []byte
+	if err == nil {
+		body, err = io.ReadAll(rc)
+		rc.Close()
+	}
+	if err == nil {
+		var lines [][]byte
+		for l := range bytes.Lines(body) {
+			lines = append(lines, l)
+		}
+		sorted := bytes.Join(warc.SortCDXJ(lines), nil)
+		err = r.l.deps.Assets.Put(ctx, ikey, bytes.NewReader(sorted), int64(len(sorted)), assets.ContentTypeCDXJ)
+	}
+	if err != nil && ctx.Err() == nil {
+		r.l.log.Warn("seal segment index", "key", ikey, "err", err)
+	}
+}
+
+// close seals the index of the open segment object of an appending store,
+// which no flush appends to after the loader stops.
+func (r *recorder) close(ctx context.Context) {
+	r.mu.Lock()
+	key := r.file.key
+	r.file = segFile{}
+	r.mu.Unlock()
+	if r.appender != nil && key != "" {
+		r.sealIndex(ctx, key)
+	}
 }

@@ -61,6 +61,10 @@ func (m *MCP) routes() *router {
 	// The crawl log, reports and timeline (issue 11).
 	mux.HandleFunc("GET /api/v1/crawls/{id}/urls", m.crawlLog)
 	mux.HandleFunc("GET /api/v1/crawls/{id}/warc", m.warcRecord)
+	mux.HandleFunc("GET /api/v1/crawls/{id}/segments", m.listSegments)
+	mux.HandleFunc("GET /api/v1/crawls/{id}/segments/{name}", m.segmentFile)
+	mux.HandleFunc("GET /api/v1/crawls/{id}/cdxj", m.crawlCDXJ)
+	mux.HandleFunc("GET /api/v1/crawls/{id}/documents", m.crawlDocuments)
 	mux.HandleFunc("GET /api/v1/crawls/{id}/reports/{name}", m.report)
 	mux.HandleFunc("GET /api/v1/crawls/{id}/timeline", m.timeline)
 	mux.HandleFunc(yacyCrawlStartPath, m.yacyCrawlStart)

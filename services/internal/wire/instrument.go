@@ -3,6 +3,7 @@ package wire
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"time"
 
@@ -19,7 +20,7 @@ import (
 // Call it once, before the services are built on s.
 //
 // The wrappers expose the capability interfaces only (and
-// assets.Appender when the store has it): an optional interface asserted on
+// assets.Appender when the store has it, assets.Stater always): an optional interface asserted on
 // a backend must be forwarded here too.
 func (s *Set) Instrument(reg *metrics.Registry) {
 	s.Metrics = reg
@@ -141,12 +142,12 @@ func (m *meteredTx) List(ctx context.Context, crawlID string, status contracts.S
 // meteredSearch times every search index operation.
 type meteredSearch struct {
 	search.Index
-	upsert, get, query, count, writes metrics.Op
+	upsert, get, query, count, writes, documents metrics.Op
 }
 
 func newMeteredSearch(si search.Index, b *metrics.Backend) *meteredSearch {
 	op := func(name string) metrics.Op { return b.Op("search", name) }
-	return &meteredSearch{Index: si, upsert: op("upsert"), get: op("get"), query: op("search"), count: op("count"), writes: op("writes")}
+	return &meteredSearch{Index: si, upsert: op("upsert"), get: op("get"), query: op("search"), count: op("count"), writes: op("writes"), documents: op("documents")}
 }
 
 func (m *meteredSearch) Upsert(ctx context.Context, docs []contracts.Document) error {
@@ -154,6 +155,13 @@ func (m *meteredSearch) Upsert(ctx context.Context, docs []contracts.Document) e
 	err := m.Index.Upsert(ctx, docs)
 	m.upsert.Done(start, err)
 	return err
+}
+
+func (m *meteredSearch) Documents(ctx context.Context, crawlID, after string, limit int) ([]contracts.Document, error) {
+	start := time.Now()
+	docs, err := m.Index.Documents(ctx, crawlID, after, limit)
+	m.documents.Done(start, err)
+	return docs, err
 }
 
 func (m *meteredSearch) Get(ctx context.Context, id string) (contracts.Document, error) {
@@ -184,10 +192,12 @@ func (m *meteredSearch) Writes(ctx context.Context, id string) (int64, error) {
 	return n, err
 }
 
-// meteredAssets times every asset store operation.
+// meteredAssets times every asset store operation. It is an
+// assets.Stater whatever the store: over one that is not, Stat answers
+// errors.ErrUnsupported.
 type meteredAssets struct {
 	assets.Store
-	put, get, list metrics.Op
+	put, get, list, stat metrics.Op
 }
 
 // meteredAppender is a meteredAssets over a store that can append.
@@ -199,7 +209,7 @@ type meteredAppender struct {
 
 func newMeteredAssets(st assets.Store, b *metrics.Backend) assets.Store {
 	op := func(name string) metrics.Op { return b.Op("assets", name) }
-	m := &meteredAssets{Store: st, put: op("put"), get: op("get"), list: op("list")}
+	m := &meteredAssets{Store: st, put: op("put"), get: op("get"), list: op("list"), stat: op("stat")}
 	if app, ok := st.(assets.Appender); ok {
 		return &meteredAppender{meteredAssets: m, app: app, append: op("append")}
 	}
@@ -226,6 +236,17 @@ func (m *meteredAssets) List(ctx context.Context, prefix string) ([]string, erro
 	r, err := m.Store.List(ctx, prefix)
 	m.list.Done(start, err)
 	return r, err
+}
+
+func (m *meteredAssets) Stat(ctx context.Context, key string) (assets.Info, error) {
+	st, ok := m.Store.(assets.Stater)
+	if !ok {
+		return assets.Info{}, fmt.Errorf("stat asset %q: %w", key, errors.ErrUnsupported)
+	}
+	start := time.Now()
+	info, err := st.Stat(ctx, key)
+	m.stat.Done(start, notFoundIsNoError(err, assets.ErrNotFound))
+	return info, err
 }
 
 func (m *meteredAppender) Append(ctx context.Context, key string, r io.Reader, size int64) (int64, error) {
