@@ -130,7 +130,7 @@ func (r *recorder) addExchange(t *task, o outcome) {
 	ex := o.ex
 	res := &result{t: t, status: contracts.ToBeParsed, reason: o.reason, page: contracts.CrawlerPage{
 		URL: t.url, Depth: t.depth, Hops: t.hops, StatusCode: ex.status, ContentType: ex.contentType, FetchedAt: ex.date,
-		ResponseTimeMS: int(ex.elapsed.Milliseconds()),
+		ResponseTimeMS: int(ex.elapsed.Milliseconds()), Sitemaps: t.robotsSitemaps, Truncated: ex.truncated,
 	}, bytes: ex.bodyBytes}
 	if o.reason != "" {
 		res.status = contracts.Failed

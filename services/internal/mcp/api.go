@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"reflect"
 	"slices"
 	"strconv"
@@ -167,6 +168,9 @@ func (m *MCP) CreateCrawl(ctx context.Context, p contracts.Profile) (string, err
 	for _, u := range p.StartURLs {
 		cands = append(cands, frontier.Candidate{URL: u})
 	}
+	if p.SitemapsEnabled() {
+		cands = append(cands, sitemapProbes(p)...)
+	}
 	// A failure after the profile is stored leaves records for the recovery
 	// sweep, never a crawl without records: start URLs are created first.
 	if _, err := m.frontier.Enqueue(ctx, id, p, cands); err != nil {
@@ -174,6 +178,28 @@ func (m *MCP) CreateCrawl(ctx context.Context, p contracts.Profile) (string, err
 	}
 	m.log.Info("crawl created", "crawl_id", id, "start_urls", len(p.StartURLs))
 	return id, nil
+}
+
+// sitemapProbes returns the /sitemap.xml of each start URL's origin, once
+// each, as sitemap probes at the profile's sitemap depth. They come after
+// the start URLs: a start URL that is itself one stays a page. The loader
+// hands each probe the Sitemap: lines of its origin's robots.txt.
+func sitemapProbes(p contracts.Profile) []frontier.Candidate {
+	var out []frontier.Candidate
+	seen := map[string]bool{}
+	for _, s := range p.StartURLs {
+		u, err := url.Parse(s)
+		if err != nil {
+			continue
+		}
+		probe, err := urlnorm.Normalize((&url.URL{Scheme: u.Scheme, Host: u.Host, Path: "/sitemap.xml"}).String())
+		if err != nil || seen[probe] {
+			continue
+		}
+		seen[probe] = true
+		out = append(out, frontier.Candidate{URL: probe, Depth: p.SitemapDepth, Sitemap: txindex.SitemapProbe})
+	}
+	return out
 }
 
 func (m *MCP) createCrawl(w http.ResponseWriter, r *http.Request) {
