@@ -105,7 +105,13 @@ func (r *recorder) take(ctx context.Context, t *task, o outcome) {
 	case vFetched:
 		r.addExchange(t, o)
 	case vFailed:
-		r.add(&result{t: t, status: contracts.Failed, reason: o.reason})
+		st := contracts.Failed
+		if t.sitemap == txindex.SitemapProbe && strings.HasPrefix(o.reason, "robots.txt") {
+			// A start host's /sitemap.xml that robots.txt keeps us from
+			// trying was never known to exist: no failure either.
+			st = contracts.Sitemap
+		}
+		r.add(&result{t: t, status: st, reason: o.reason})
 	case vRetired:
 		r.add(&result{t: t, status: contracts.Retired, reason: o.reason})
 	case vRepublish:
