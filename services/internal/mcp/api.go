@@ -164,12 +164,12 @@ func (m *MCP) CreateCrawl(ctx context.Context, p contracts.Profile) (string, err
 	if err := m.deps.Profiles.Put(ctx, profiles.Crawl{ID: id, Profile: p, State: contracts.CrawlRunning, CreatedAt: time.Now().UTC()}); err != nil {
 		return "", fmt.Errorf("store crawl: %w", err)
 	}
-	cands := make([]frontier.Candidate, 0, len(p.StartURLs))
+	var cands []frontier.Candidate
+	if p.SitemapsEnabled() {
+		cands = sitemapProbes(p)
+	}
 	for _, u := range p.StartURLs {
 		cands = append(cands, frontier.Candidate{URL: u})
-	}
-	if p.SitemapsEnabled() {
-		cands = append(cands, sitemapProbes(p)...)
 	}
 	// A failure after the profile is stored leaves records for the recovery
 	// sweep, never a crawl without records: start URLs are created first.
@@ -181,9 +181,13 @@ func (m *MCP) CreateCrawl(ctx context.Context, p contracts.Profile) (string, err
 }
 
 // sitemapProbes returns the /sitemap.xml of each start URL's origin, once
-// each, as sitemap probes at the profile's sitemap depth. They come after
-// the start URLs: a start URL that is itself one stays a page. The loader
-// hands each probe the Sitemap: lines of its origin's robots.txt.
+// each, as sitemap probes at the profile's sitemap depth. They go before
+// the start URLs, so that a loader fetches a host's probe before its first
+// page: the start URLs' contract is then settled with the first page and
+// does not hold its shard's prefetch slot for another politeness delay
+// while the page's links arrive. A start URL that is itself a probe is read
+// as a sitemap. The loader hands each probe the Sitemap: lines of its
+// origin's robots.txt.
 func sitemapProbes(p contracts.Profile) []frontier.Candidate {
 	var out []frontier.Candidate
 	seen := map[string]bool{}
