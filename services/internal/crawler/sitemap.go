@@ -64,8 +64,11 @@ func (c *Crawler) readSitemap(ctx context.Context, sc *scope.Rules, p contracts.
 				Referrer: p.URL, Sitemap: txindex.SitemapFile})
 		}
 		return out, nil
+	case status >= 500:
+		// Only a probe's errors get here: the loader fails the others.
+		out.final, out.reason = contracts.Failed, fmt.Sprintf("http %d", status)
+		return out, nil
 	case status < 200 || status >= 300:
-		// Only a probe's 4xx gets here: the loader fails the others.
 		out.reason = fmt.Sprintf("no sitemap at this address (http %d)", status)
 		return out, nil
 	}

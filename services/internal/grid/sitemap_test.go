@@ -180,3 +180,46 @@ func TestMissingSitemapIsNoFailure(t *testing.T) {
 		})
 	}
 }
+
+// TestBrokenSitemapProbeStillReadsRobotsSitemaps: a start host whose
+// /sitemap.xml answers 500 has its probe failed with the status, and the
+// sitemap its robots.txt names is read all the same.
+func TestBrokenSitemapProbeStillReadsRobotsSitemaps(t *testing.T) {
+	const host = "brokenmap.example.test"
+	var base string
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/robots.txt":
+			_, _ = w.Write([]byte("User-agent: *\nAllow: /\nSitemap: " + base + "real.xml\n"))
+		case "/", "/only-listed":
+			w.Header().Set("Content-Type", "text/html")
+			_, _ = w.Write([]byte("<html><head><title>page</title></head><body>page</body></html>"))
+		case "/sitemap.xml":
+			http.Error(w, "boom", http.StatusInternalServerError)
+		case "/real.xml":
+			w.Header().Set("Content-Type", "application/xml")
+			_, _ = w.Write([]byte(`<urlset><url><loc>` + base + `only-listed</loc></url></urlset>`))
+		default:
+			http.NotFound(w, r)
+		}
+	})
+	base = serveSite(t, host, mux)
+	g, api := startGrid(t, testConfig(t, t.TempDir(), host+"=127.0.0.1"))
+	id := crawlToEnd(t, api, contracts.Profile{StartURLs: []string{base}, MaxDepth: 1,
+		Politeness: contracts.Politeness{MinDelayMS: 5, MaxDelayMS: 50, DelayFactor: 1, Robots: contracts.RobotsObey}}, time.Minute)
+	for _, tc := range []struct {
+		path   string
+		status contracts.Status
+		reason string
+	}{
+		{"sitemap.xml", contracts.Failed, "http 500"},
+		{"real.xml", contracts.Sitemap, "sitemap: 1 entries, 1 followed"},
+		{"only-listed", contracts.Indexed, ""},
+	} {
+		r, err := g.Backends.Tx.Get(t.Context(), txindex.Key(id, base+tc.path))
+		if err != nil || r.Status != tc.status || r.Error != tc.reason {
+			t.Errorf("record %s = %s %q (%v), want %s %q", tc.path, r.Status, r.Error, err, tc.status, tc.reason)
+		}
+	}
+}

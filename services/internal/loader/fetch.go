@@ -249,11 +249,11 @@ func (l *Loader) get(ctx context.Context, t *task, u *url.URL, crawlDelay time.D
 		o.verdict = vRetry
 	default:
 		o.verdict, o.ex = vFetched, ex
-		// A start host's /sitemap.xml that is not there (4xx) is no
-		// failure: the crawler settles it and reads the robots.txt
-		// Sitemap: lines it carries.
-		missingProbe := t.sitemap == txindex.SitemapProbe && ex.status >= 400 && ex.status < 500
-		if (ex.status < 200 || ex.status >= 400) && !missingProbe {
+		// A start host's /sitemap.xml that answers an error goes to the
+		// crawler all the same: it reads the robots.txt Sitemap: lines the
+		// probe carries and settles it (a 4xx is no failure).
+		probeError := t.sitemap == txindex.SitemapProbe && ex.status >= 400
+		if (ex.status < 200 || ex.status >= 400) && !probeError {
 			o.reason = fmt.Sprintf("http %d", ex.status)
 		}
 	}
