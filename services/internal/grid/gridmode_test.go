@@ -506,7 +506,7 @@ func faultCrawl(t *testing.T, env []string, fault func(*gridCluster)) {
 	web, starts, want := startWeb(t, websim.WebConfig{Hosts: 10, PagesPerHost: 30, LinksPerPage: 6, CrossHostLinks: 2, Seed: 11}, 3)
 	c := newCluster(t, env, web.Resolve())
 	c.startAll()
-	p := contracts.Profile{StartURLs: starts, MaxDepth: contracts.MaxDepthLimit, Scope: contracts.ScopeDomain,
+	p := contracts.Profile{StartURLs: starts, MaxDepth: contracts.MaxDepthLimit, Scope: contracts.ScopeDomain, Sitemaps: new(bool), // the oracle is the link graph
 		Politeness: contracts.Politeness{MinDelayMS: 80, MaxDelayMS: 80, DelayFactor: 1}}
 	var created contracts.CreateCrawlResponse
 	if code := c.do(http.MethodPost, "/api/v1/crawls", p, &created); code != http.StatusCreated {
