@@ -391,6 +391,14 @@ func TestGridModeEndToEnd(t *testing.T) {
 			t.Errorf("record %s = %q, %v; want failed", u, r.Status, err)
 		}
 	}
+	// The start host's /sitemap.xml probe, read back from Elasticsearch
+	// with its sitemap kind, and archived like any fetch.
+	for _, u := range exp.SitemapProbes {
+		if r, err := set.Tx.Get(ctx, txindex.Key(id, u)); err != nil || r.Status != contracts.Sitemap || r.Sitemap != txindex.SitemapProbe ||
+			r.HTTPStatus != http.StatusNotFound || r.Asset.Key == "" {
+			t.Errorf("sitemap probe %s = %q kind %q http %d asset %q, %v; want sitemap, probe, 404, archived", u, r.Status, r.Sitemap, r.HTTPStatus, r.Asset.Key, err)
+		}
+	}
 	requested := map[string]int{}
 	for _, r := range site.Requests() {
 		requested[r.URL]++
