@@ -22,16 +22,25 @@ const (
 	// is neither pending nor terminal: it does not keep a crawl from
 	// finishing, and raising the budget puts it back to to-be-loaded.
 	Retired Status = "retired"
+	// Sitemap marks a sitemap that was read (its URLs handed to the
+	// frontier, its limits noted in the record's error), or a start host's
+	// /sitemap.xml that does not exist (4xx): neither is a page of the
+	// crawl, and a missing /sitemap.xml is no failure.
+	Sitemap Status = "sitemap"
 )
 
 // Statuses lists every status in pipeline order.
-var Statuses = []Status{ToBeLoaded, ToBeParsed, ToBeIndexed, Indexed, Redirected, Failed, Retired}
+// Sitemap comes last so that the letters the SQLite history column gives
+// the statuses by position stay those of the records written before it.
+var Statuses = []Status{ToBeLoaded, ToBeParsed, ToBeIndexed, Indexed, Redirected, Failed, Retired, Sitemap}
 
 // Pending reports whether s keeps a crawl from finishing.
 func (s Status) Pending() bool { return s == ToBeLoaded || s == ToBeParsed || s == ToBeIndexed }
 
 // Terminal reports whether s is a final status.
-func (s Status) Terminal() bool { return s == Indexed || s == Redirected || s == Failed }
+func (s Status) Terminal() bool {
+	return s == Indexed || s == Redirected || s == Failed || s == Sitemap
+}
 
 // Valid reports whether s is a known status.
 func (s Status) Valid() bool {

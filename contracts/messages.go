@@ -99,6 +99,11 @@ type CrawlerPage struct {
 	// ResponseTimeMS is the time from sending the request to the end of the
 	// response, in milliseconds (0 when unknown).
 	ResponseTimeMS int `json:"response_time_ms,omitempty"`
+	// Sitemaps are the Sitemap: lines of the origin's robots.txt, carried
+	// with a start host's /sitemap.xml probe only.
+	Sitemaps []string `json:"sitemaps,omitempty"`
+	// Truncated reports a body cut by the loader's size limit.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // CrawlerContract asks a crawler to parse fetched pages of one crawl. It is

@@ -172,10 +172,23 @@ type Profile struct {
 	Collection []string `json:"collection,omitempty"`
 	// Budget sets Heritrix-style queue budgets per crawl host group.
 	Budget *Budget `json:"budget,omitempty"`
+	// Sitemaps turns the reading of sitemaps on or off: the Sitemap: lines
+	// of each start host's robots.txt and its /sitemap.xml, with the sitemap
+	// index files and gzipped sitemaps they lead to. Nil (absent) means on;
+	// use SitemapsEnabled.
+	Sitemaps *bool `json:"sitemaps,omitempty"`
+	// SitemapDepth is the depth of the sitemaps and of the URLs they list:
+	// 0 (default) makes sitemap URLs start URLs; a page linked from one has
+	// depth SitemapDepth+1. At most MaxDepth.
+	SitemapDepth int `json:"sitemap_depth,omitempty"`
 	// Version counts the changes made to the profile mid-crawl (PATCH); 0 as
 	// submitted.
 	Version int `json:"version,omitempty"`
 }
+
+// SitemapsEnabled reports whether the crawl reads sitemaps: unless
+// Sitemaps is false.
+func (p Profile) SitemapsEnabled() bool { return p.Sitemaps == nil || *p.Sitemaps }
 
 // Cost policies a budget may name.
 const (
@@ -411,6 +424,9 @@ func (p Profile) Validate() error {
 	}
 	if pol.Robots != RobotsObey && pol.Robots != RobotsIgnore {
 		return &FieldError{"politeness.robots", `must be "obey" or "ignore"`}
+	}
+	if p.SitemapDepth < 0 || p.SitemapDepth > p.MaxDepth {
+		return &FieldError{"sitemap_depth", "must be between 0 and max_depth"}
 	}
 	if p.Priority < 0 || p.Priority > MaxPriority {
 		return &FieldError{"priority", fmt.Sprintf("must be between 0 and %d", MaxPriority)}

@@ -121,6 +121,9 @@ func TestProfileValidate(t *testing.T) {
 		{"priority 9", func(p *contracts.Profile) { p.Priority = 9 }, ""},
 		{"priority 10", func(p *contracts.Profile) { p.Priority = 10 }, "priority"},
 		{"priority -1", func(p *contracts.Profile) { p.Priority = -1 }, "priority"},
+		{"sitemap depth max depth", func(p *contracts.Profile) { p.MaxDepth, p.SitemapDepth = 2, 2 }, ""},
+		{"sitemap depth over max depth", func(p *contracts.Profile) { p.MaxDepth, p.SitemapDepth = 2, 3 }, "sitemap_depth"},
+		{"sitemap depth -1", func(p *contracts.Profile) { p.SitemapDepth = -1 }, "sitemap_depth"},
 
 		{"first error wins", func(p *contracts.Profile) { p.MaxDepth, p.Priority = -1, -1 }, "max_depth"},
 	}

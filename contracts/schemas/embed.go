@@ -57,6 +57,9 @@ const (
 	// is at least min_delay_ms, an absent min_delay_ms at most
 	// max_delay_ms), so only two given values, 0 included, can be wrong.
 	FormatDelayRange = "gridcrawl-delay-range"
+	// FormatSitemapDepth marks a profile whose sitemap_depth must not
+	// exceed its max_depth (3 when absent).
+	FormatSitemapDepth = "gridcrawl-sitemap-depth"
 )
 
 // Names returns the paths of the schemas in FS, sorted, such as
@@ -78,9 +81,29 @@ func Names() []string {
 // type it does not constrain.
 func Formats() map[string]func(v any) error {
 	return map[string]func(v any) error{
-		FormatRE2:        checkRE2,
-		FormatDelayRange: checkDelayRange,
+		FormatRE2:          checkRE2,
+		FormatDelayRange:   checkDelayRange,
+		FormatSitemapDepth: checkSitemapDepth,
 	}
+}
+
+func checkSitemapDepth(v any) error {
+	obj, ok := v.(map[string]any)
+	if !ok || obj["sitemap_depth"] == nil {
+		return nil
+	}
+	d, okD := number(obj["sitemap_depth"])
+	maxDepth := float64(3) // contracts.DefaultMaxDepth; this package imports no contracts
+	if obj["max_depth"] != nil {
+		var okM bool
+		if maxDepth, okM = number(obj["max_depth"]); !okM {
+			return nil
+		}
+	}
+	if !okD || d <= maxDepth {
+		return nil // wrong types fail other keywords
+	}
+	return fmt.Errorf("sitemap_depth %v is greater than max_depth %v", d, maxDepth)
 }
 
 func checkRE2(v any) error {

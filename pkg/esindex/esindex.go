@@ -498,6 +498,8 @@ var (
 		"mime_type":   aggOnly("keyword"),
 		"bytes":       aggOnly("long"),
 		"history":     storedOnly,
+		"sitemap":     sourceOnly("keyword"),
+		"lastmod":     sourceOnly("date"),
 	}
 
 	profilesMapping = map[string]any{

@@ -152,11 +152,14 @@ func migrateSearchV2(path string) error {
 	return nil
 }
 
-// migrateTxV2 turns a transaction index of schema version 2 into version
-// 3 in one transaction: it adds the columns of the fetched response's media
-// type and size (NULL size: unknown, as for every record fetched before)
-// and of the status history (empty for older records). Adding columns with constant defaults rewrites
-// no row. A missing file or a database of another version is left alone.
+// migrateTxV2 turns a transaction index of schema version 2 or 3 into the
+// current version in one transaction. Version 2 gets the columns of the
+// fetched response's media type and size (NULL size: unknown, as for every
+// record fetched before) and of the status history (empty for older
+// records); versions 2 and 3 get the sitemap kind (empty: a page) and the
+// sitemap lastmod (NULL: none). Adding columns with constant defaults
+// rewrites no row. A missing file or a database of another version is left
+// alone.
 func migrateTxV2(path string) error {
 	db, err := openForMigration(path)
 	if db == nil || err != nil {
@@ -173,13 +176,20 @@ func migrateTxV2(path string) error {
 	if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
 		return fmt.Errorf("migrate transaction index: read version: %w", err)
 	}
-	if version != 2 {
+	var stmts []string
+	switch version {
+	case 2:
+		stmts = append(stmts,
+			`ALTER TABLE records ADD COLUMN mime_type TEXT NOT NULL DEFAULT ''`,
+			`ALTER TABLE records ADD COLUMN bytes INTEGER`,
+			`ALTER TABLE records ADD COLUMN history TEXT NOT NULL DEFAULT ''`)
+		fallthrough
+	case 3:
+		stmts = append(stmts,
+			`ALTER TABLE records ADD COLUMN sitemap TEXT NOT NULL DEFAULT ''`,
+			`ALTER TABLE records ADD COLUMN lastmod INTEGER`)
+	default:
 		return nil
-	}
-	stmts := []string{
-		`ALTER TABLE records ADD COLUMN mime_type TEXT NOT NULL DEFAULT ''`,
-		`ALTER TABLE records ADD COLUMN bytes INTEGER`,
-		`ALTER TABLE records ADD COLUMN history TEXT NOT NULL DEFAULT ''`,
 	}
 	for _, stmt := range append(append(stmts, txSchema...), fmt.Sprintf(`PRAGMA user_version = %d`, txSchemaVersion)) {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -328,4 +329,38 @@ func mustGetTx(t *testing.T, x *TxIndex, key string) txindex.Record {
 		t.Fatalf("Get(%q): %v", key, err)
 	}
 	return r
+}
+
+// TestMigrateTxV3 opens a version 3 transaction index (the current schema
+// without the sitemap kind and lastmod columns) holding a record: it reads
+// back as a page without lastmod, and new records keep both fields.
+func TestMigrateTxV3(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tx.db")
+	v3 := slices.Clone(txSchema)
+	v3[0] = strings.Replace(v3[0], "history      TEXT NOT NULL DEFAULT '',\n\t\tsitemap      TEXT NOT NULL DEFAULT '',\n\t\tlastmod      INTEGER", "history      TEXT NOT NULL DEFAULT ''", 1)
+	if v3[0] == txSchema[0] {
+		t.Fatal("could not derive the version 3 schema from the current one")
+	}
+	db := oldIndex(t, path, v3, 3)
+	ts := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC).UnixNano()
+	if _, err := db.Exec(`INSERT INTO records (key, crawl_id, url, host, chg, depth, hops, referrer, status, status_time,
+		attempts, error, http_status, asset_key, asset_offset, asset_length, created_at)
+		VALUES ('k1', 'c1', 'http://a.test/1', 'a.test', 'a.test', 0, 0, '', 'indexed', ?, 1, '', 200, '', 0, 0, ?)`, ts, ts); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	x := open(t, path, OpenTxIndex)
+	if r := mustGetTx(t, x, "k1"); r.URL != "http://a.test/1" || r.Sitemap != "" || r.Lastmod != nil {
+		t.Errorf("migrated record = %+v; want a page without lastmod", r)
+	}
+	lastmod := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
+	now := time.Now()
+	if _, err := x.Create(t.Context(), []txindex.Record{{Key: "k2", CrawlID: "c1", URL: "http://a.test/sitemap.xml", Host: "a.test", Group: "a.test",
+		Status: contracts.ToBeLoaded, StatusTime: now, CreatedAt: now, Sitemap: txindex.SitemapProbe, Lastmod: &lastmod}}); err != nil {
+		t.Fatal(err)
+	}
+	if r := mustGetTx(t, x, "k2"); r.Sitemap != txindex.SitemapProbe || r.Lastmod == nil || !r.Lastmod.Equal(lastmod) {
+		t.Errorf("new record after migration = sitemap %q, lastmod %v; want %q, %v", r.Sitemap, r.Lastmod, txindex.SitemapProbe, lastmod)
+	}
 }

@@ -28,8 +28,8 @@ var inFlightSQL = func() string {
 }()
 
 // txSchemaVersion is stored in PRAGMA user_version. Files of version 2 are
-// migrated when opened (migrateTxV2).
-const txSchemaVersion = 3
+// Files of versions 2 and 3 are migrated when opened (migrateTxV2).
+const txSchemaVersion = 4
 
 // Records get an integer rowid in creation order. Only the unique key index
 // is keyed by the (random) record key; the other indexes end in the rowid,
@@ -59,7 +59,9 @@ var txSchema = []string{
 		created_at   INTEGER NOT NULL,
 		mime_type    TEXT NOT NULL DEFAULT '',
 		bytes        INTEGER,
-		history      TEXT NOT NULL DEFAULT ''
+		history      TEXT NOT NULL DEFAULT '',
+		sitemap      TEXT NOT NULL DEFAULT '',
+		lastmod      INTEGER
 	)`,
 	`CREATE INDEX IF NOT EXISTS records_crawl_status ON records (crawl_id, status)`,
 	`CREATE INDEX IF NOT EXISTS records_crawl_host ON records (crawl_id, host)`,
@@ -73,7 +75,7 @@ var txSchema = []string{
 }
 
 const recordCols = `key, crawl_id, url, host, chg, depth, hops, referrer, status, status_time,
-	attempts, error, http_status, asset_key, asset_offset, asset_length, created_at, mime_type, bytes, history`
+	attempts, error, http_status, asset_key, asset_offset, asset_length, created_at, mime_type, bytes, history, sitemap, lastmod`
 
 // The history column holds the status history as fixed-width events of
 // histEventLen characters: a status letter (histLetter) and 13 digits of
@@ -120,7 +122,7 @@ func OpenTxIndex(path string) (*TxIndex, error) {
 	}{
 		{&x.existing, st.w, `SELECT key FROM records WHERE key IN (SELECT value FROM json_each(?))`},
 		{&x.insert, st.w, `INSERT INTO records (` + recordCols + `)
-			VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (key) DO NOTHING`},
+			VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (key) DO NOTHING`},
 		// NULL outcome arguments leave the stored value alone. A change of
 		// status (not a lease renewal) appends to the history in the same
 		// write.
@@ -225,14 +227,17 @@ func (x *TxIndex) Create(ctx context.Context, recs []txindex.Record) ([]bool, er
 				continue
 			}
 			seen[r.Key] = struct{}{}
-			var bytes any
+			var bytes, lastmod any
 			if r.Bytes != nil {
 				bytes = *r.Bytes
+			}
+			if r.Lastmod != nil {
+				lastmod = nanos(*r.Lastmod)
 			}
 			res, err := ins.Exec(r.Key, r.CrawlID, r.URL, r.Host, r.Group, r.Depth, r.Hops, r.Referrer,
 				string(r.Status), nanos(r.StatusTime), r.Attempts, r.Error, r.HTTPStatus,
 				r.Asset.Key, r.Asset.Offset, r.Asset.Length, nanos(r.CreatedAt), r.MIMEType, bytes,
-				encodeHistory(txindex.StartHistory(r)))
+				encodeHistory(txindex.StartHistory(r)), r.Sitemap, lastmod)
 			if err != nil {
 				return fmt.Errorf("create record %q: %w", r.Key, err)
 			}
@@ -564,7 +569,7 @@ func scanRecord(row scanner, history bool) (txindex.Record, error) {
 	var r txindex.Record
 	var status string
 	var statusTime, createdAt int64
-	var bytes sql.NullInt64
+	var bytes, lastmod sql.NullInt64
 	var hist sql.RawBytes
 	var histStr string
 	histDst := any(&hist)
@@ -573,7 +578,7 @@ func scanRecord(row scanner, history bool) (txindex.Record, error) {
 	}
 	err := row.Scan(&r.Key, &r.CrawlID, &r.URL, &r.Host, &r.Group, &r.Depth, &r.Hops, &r.Referrer,
 		&status, &statusTime, &r.Attempts, &r.Error, &r.HTTPStatus,
-		&r.Asset.Key, &r.Asset.Offset, &r.Asset.Length, &createdAt, &r.MIMEType, &bytes, histDst)
+		&r.Asset.Key, &r.Asset.Offset, &r.Asset.Length, &createdAt, &r.MIMEType, &bytes, histDst, &r.Sitemap, &lastmod)
 	if err != nil {
 		return txindex.Record{}, err
 	}
@@ -582,6 +587,10 @@ func scanRecord(row scanner, history bool) (txindex.Record, error) {
 	r.CreatedAt = fromNanos(createdAt)
 	if bytes.Valid {
 		r.Bytes = &bytes.Int64
+	}
+	if lastmod.Valid {
+		t := fromNanos(lastmod.Int64)
+		r.Lastmod = &t
 	}
 	if history {
 		if r.History, err = decodeHistory(histStr); err != nil {

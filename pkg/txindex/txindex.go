@@ -56,9 +56,16 @@ type Record struct {
 	// Bytes is the size of the fetched response body as the server sent it
 	// (still content-encoded, at most the loader's limit); nil when nothing
 	// was fetched or the record predates the field.
-	Bytes     *int64             `json:"bytes,omitempty"`
-	Asset     contracts.AssetRef `json:"asset"`
-	CreatedAt time.Time          `json:"created_at"`
+	Bytes *int64             `json:"bytes,omitempty"`
+	Asset contracts.AssetRef `json:"asset"`
+	// Sitemap is what the URL is as a sitemap: SitemapProbe, SitemapFile,
+	// or empty for a page. The crawler reads a sitemap's response as a
+	// sitemap instead of a page.
+	Sitemap string `json:"sitemap,omitempty"`
+	// Lastmod is the <lastmod> of the sitemap entry that created the
+	// record (nil when none did), UTC, second precision.
+	Lastmod   *time.Time `json:"lastmod,omitempty"`
+	CreatedAt time.Time  `json:"created_at"`
 	// History is the record's status history, oldest first: its status at
 	// creation, then one event per applied transition that changed the
 	// status (lease renewals add none), bounded by MaxHistory. Get and Find
@@ -66,6 +73,15 @@ type Record struct {
 	// LowerDepth's result) may leave it empty.
 	History []Event `json:"history,omitempty"`
 }
+
+// Kinds of sitemap records (Record.Sitemap).
+const (
+	// SitemapProbe is a start host's /sitemap.xml, tried whether it exists
+	// or not: a 4xx answer settles it as contracts.Sitemap, not failed.
+	SitemapProbe = "probe"
+	// SitemapFile is a sitemap named by robots.txt or by a sitemap index.
+	SitemapFile = "sitemap"
+)
 
 // Event is one status change of a record.
 type Event struct {

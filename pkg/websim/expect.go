@@ -64,6 +64,11 @@ type Expect struct {
 	// followed, and deeper than MaxDepth (including the calendar trap's next
 	// few months).
 	NeverFetched []string
+	// SitemapProbes lists the start host's /sitemap.xml, which a crawl
+	// with sitemaps on (gridcrawl's default) requests once and records: the
+	// site answers 404, so it ends in status sitemap, not failed. It is in
+	// no other list.
+	SitemapProbes []string
 	// Depth gives the depth of every URL the crawler records (Fetched and
 	// RobotsDenied).
 	Depth map[string]int
@@ -149,7 +154,8 @@ func (s *Site) Expect(maxDepth int) Expect {
 		return h == zone || strings.HasSuffix(h, "."+zone)
 	}
 
-	e := Expect{MaxDepth: maxDepth, Depth: map[string]int{}, Docs: map[string]Doc{}}
+	e := Expect{MaxDepth: maxDepth, Depth: map[string]int{}, Docs: map[string]Doc{},
+		SitemapProbes: []string{s.URL(HostWWW, "/sitemap.xml")}}
 	startURL := normalize(start)
 	e.Depth[startURL] = 0
 	// A deque: redirect targets keep their depth and go to the front, links

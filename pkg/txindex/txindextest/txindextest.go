@@ -62,6 +62,7 @@ func Run(t *testing.T, h Harness) {
 		{"History", testHistory},
 		{"Reports", testReports},
 		{"Reopen", testReopen},
+		{"SitemapFields", testSitemapFields},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.f(t, h) })
@@ -880,6 +881,51 @@ func testReopen(t *testing.T, h Harness) {
 	created, err := x.Create(t.Context(), []txindex.Record{b})
 	if err != nil || !slices.Equal(created, []bool{false}) {
 		t.Errorf("Create(existing) after reopen = %v, %v, want [false], nil", created, err)
+	}
+}
+
+// testSitemapFields checks that a record's sitemap kind and lastmod are
+// kept from Create through a transition to contracts.Sitemap, and that a
+// record without them reads back without them.
+func testSitemapFields(t *testing.T, h Harness) {
+	x := h.New(t)
+	crawl := newCrawlID(t)
+	now := time.Now()
+	lastmod := time.Date(2024, 3, 1, 8, 20, 30, 0, time.UTC)
+	sm := rec(crawl, "http://a.example/sitemap.xml", contracts.ToBeLoaded, now)
+	sm.Sitemap = txindex.SitemapProbe
+	page := rec(crawl, "http://a.example/listed", contracts.ToBeLoaded, now)
+	page.Lastmod = &lastmod
+	plain := rec(crawl, "http://a.example/plain", contracts.ToBeLoaded, now)
+	mustCreate(t, x, sm, page, plain)
+	ok, err := x.Transition(t.Context(), []txindex.Transition{
+		{Key: sm.Key, From: contracts.ToBeLoaded, To: contracts.ToBeParsed, HTTPStatus: 404},
+		{Key: sm.Key, From: contracts.ToBeParsed, To: contracts.Sitemap, Error: "no sitemap at this address (http 404)"},
+	})
+	if err != nil || !slices.Equal(ok, []bool{true, true}) {
+		t.Fatalf("Transition = %v, %v; want both applied", ok, err)
+	}
+	got := mustGet(t, x, sm.Key)
+	if got.Sitemap != txindex.SitemapProbe || got.Status != contracts.Sitemap || got.Lastmod != nil {
+		t.Errorf("Get(probe) = sitemap %q, status %s, lastmod %v; want %q, %s, nil", got.Sitemap, got.Status, got.Lastmod, txindex.SitemapProbe, contracts.Sitemap)
+	}
+	many, err := x.GetMany(t.Context(), []string{page.Key, plain.Key})
+	if err != nil {
+		t.Fatalf("GetMany error: %v", err)
+	}
+	if g := many[page.Key]; g.Lastmod == nil || !g.Lastmod.Equal(lastmod) || g.Sitemap != "" {
+		t.Errorf("GetMany(listed page) = lastmod %v, sitemap %q; want %v, \"\"", g.Lastmod, g.Sitemap, lastmod)
+	}
+	if g := many[plain.Key]; g.Lastmod != nil || g.Sitemap != "" {
+		t.Errorf("GetMany(plain page) = lastmod %v, sitemap %q; want nil, \"\"", g.Lastmod, g.Sitemap)
+	}
+	counts, err := x.Counts(t.Context(), crawl)
+	if err != nil {
+		t.Fatalf("Counts error: %v", err)
+	}
+	want := map[contracts.Status]int64{contracts.ToBeLoaded: 2, contracts.Sitemap: 1}
+	if diff := cmp.Diff(want, nonZero(counts)); diff != "" {
+		t.Errorf("Counts (-want +got):\n%s", diff)
 	}
 }
 

@@ -240,11 +240,12 @@ func (c *Crawler) Process(ctx context.Context, k contracts.CrawlerContract, prof
 	// were handled by an earlier delivery. The record's depth is the page's:
 	// it may have been lowered since the contract was written.
 	var todo []contracts.CrawlerPage
-	var todoKeys, todoRefs []string
+	var todoKeys, todoRefs, todoKinds []string
 	for i, p := range k.Pages {
 		if r, ok := recs[keys[i]]; ok && r.Status == want {
 			p.Depth, p.Hops = r.Depth, r.Hops
 			todo, todoKeys, todoRefs = append(todo, p), append(todoKeys, keys[i]), append(todoRefs, r.Referrer)
+			todoKinds = append(todoKinds, r.Sitemap)
 		}
 	}
 	var pages []*parsed
@@ -261,7 +262,12 @@ func (c *Crawler) Process(ctx context.Context, k contracts.CrawlerContract, prof
 		return err
 	}
 	for i, p := range todo {
-		pp, err := c.parse(ctx, k, profile, scope, p, todoKeys[i], todoRefs[i], handed, spans)
+		var pp *parsed
+		if todoKinds[i] != "" {
+			pp, err = c.readSitemap(ctx, scope, p, todoKeys[i], todoKinds[i], handed, spans)
+		} else {
+			pp, err = c.parse(ctx, k, profile, scope, p, todoKeys[i], todoRefs[i], handed, spans)
+		}
 		if err != nil {
 			return err
 		}
@@ -325,7 +331,7 @@ func (c *Crawler) Process(ctx context.Context, k contracts.CrawlerContract, prof
 func (c *Crawler) parse(ctx context.Context, k contracts.CrawlerContract, profile contracts.Profile, scope *scope.Rules,
 	p contracts.CrawlerPage, key, referrer string, handed map[contracts.AssetRef]handedResponse, spans map[string]span) (*parsed, error) {
 	out := &parsed{page: p, key: key, final: contracts.ToBeIndexed}
-	status, header, ip, body, err := c.load(ctx, p.Asset, handed, spans)
+	status, header, ip, body, err := c.load(ctx, p.Asset, handed, spans, c.cfg.MaxBodyBytes)
 	if err != nil {
 		if errors.Is(err, assets.ErrNotFound) {
 			out.final, out.reason = contracts.Failed, "asset missing: "+p.Asset.Key
@@ -505,11 +511,11 @@ func (c *Crawler) readSpans(ctx context.Context, pages []contracts.CrawlerPage, 
 }
 
 // load returns the HTTP status, headers and decoded body of the response at
-// ref, capped at MaxBodyBytes (a gzip bomb is cut there): the response
-// handed over when there is one, else the WARC response record (from spans
-// when they hold it).
-func (c *Crawler) load(ctx context.Context, ref contracts.AssetRef, handed map[contracts.AssetRef]handedResponse, spans map[string]span) (status int, header http.Header, ip string, body []byte, err error) {
-	maxBlock := c.cfg.MaxBodyBytes + 1<<20
+// ref, capped at limit (a gzip bomb is cut there): the response handed over
+// when there is one, else the WARC response record (from spans when they
+// hold it).
+func (c *Crawler) load(ctx context.Context, ref contracts.AssetRef, handed map[contracts.AssetRef]handedResponse, spans map[string]span, limit int64) (status int, header http.Header, ip string, body []byte, err error) {
+	maxBlock := max(c.cfg.MaxBodyBytes, limit) + 1<<20
 	var block []byte
 	if h, ok := handed[ref]; ok {
 		// The record's block is exactly this response; keep its limit.
@@ -547,7 +553,7 @@ func (c *Crawler) load(ctx context.Context, ref contracts.AssetRef, handed map[c
 	if err != nil {
 		return 0, nil, "", nil, &badRecordError{"parse http response: " + err.Error()}
 	}
-	body, err = httpbody.Decode(header, body, c.cfg.MaxBodyBytes)
+	body, err = httpbody.Decode(header, body, limit)
 	if err != nil {
 		return 0, nil, "", nil, &badRecordError{"decode body: " + err.Error()}
 	}

@@ -28,6 +28,11 @@ type Candidate struct {
 	Depth    int
 	Hops     int
 	Referrer string // record key of the page that found it
+	// Sitemap is the record's sitemap kind (txindex.SitemapProbe,
+	// txindex.SitemapFile) when the URL is to be read as a sitemap.
+	Sitemap string
+	// Lastmod is the <lastmod> of the sitemap entry that found the URL.
+	Lastmod *time.Time
 }
 
 // errNoGroup: a record must carry its crawl host group to be routed.
@@ -87,7 +92,7 @@ func (f *Frontier) Enqueue(ctx context.Context, crawlID string, p contracts.Prof
 		host := urlnorm.Host(u)
 		recs = append(recs, txindex.Record{
 			Key: key, CrawlID: crawlID, URL: c.URL, Host: host, Group: f.group(host),
-			Depth: c.Depth, Hops: c.Hops, Referrer: c.Referrer,
+			Depth: c.Depth, Hops: c.Hops, Referrer: c.Referrer, Sitemap: c.Sitemap, Lastmod: c.Lastmod,
 			Status: contracts.ToBeLoaded, StatusTime: now, CreatedAt: now,
 		})
 	}

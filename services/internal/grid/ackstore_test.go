@@ -147,7 +147,7 @@ func TestGridModeKillDuringSegmentStore(t *testing.T) {
 	c.start("mcp", "mcp")
 	startLoader()
 	c.start("crawler-1", "crawler")
-	p := contracts.Profile{StartURLs: starts, MaxDepth: contracts.MaxDepthLimit, Scope: contracts.ScopeDomain,
+	p := contracts.Profile{StartURLs: starts, MaxDepth: contracts.MaxDepthLimit, Scope: contracts.ScopeDomain, Sitemaps: new(bool), // the oracle is the link graph
 		Politeness: contracts.Politeness{MinDelayMS: 60, MaxDelayMS: 60, DelayFactor: 1}}
 	id := c.startCrawl(p)
 	st := c.waitFetched(id, int64(len(want)/4), "the kill")

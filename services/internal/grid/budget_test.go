@@ -107,6 +107,7 @@ func budgetProfile(port int, pause bool, trapBudget int64) contracts.Profile {
 		StartURLs:  []string{fmt.Sprintf("http://ok1.budget.test:%d/", port), fmt.Sprintf("http://ok2.budget.test:%d/", port)},
 		MaxDepth:   60,
 		Scope:      contracts.ScopeDomain,
+		Sitemaps:   new(bool), // the budgets below count the link graph's pages
 		Politeness: contracts.Politeness{MinDelayMS: 1, MaxDelayMS: 5, DelayFactor: 1},
 		Budget: &contracts.Budget{PauseAtFinish: pause,
 			Overrides: []contracts.BudgetOverride{{Domain: "trap.budget.test", TotalBudget: trapBudget}}},

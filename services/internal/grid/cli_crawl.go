@@ -28,6 +28,8 @@ type crawlOpts struct {
 	data, scope, urlsFile, api, listen *string
 	depth, maxPages, minDelay          *int
 	asJSON                             *bool
+	sitemaps                           *bool
+	sitemapDepth                       *int
 }
 
 // newCrawlFlags defines grid crawl's flags. The profile flags show the
@@ -36,15 +38,17 @@ type crawlOpts struct {
 func newCrawlFlags(stderr io.Writer) (*flag.FlagSet, *crawlOpts) {
 	fs := newFlags("crawl", "[flags] URL...", stderr)
 	o := &crawlOpts{
-		data:     fs.String("data", "", "data directory (default $GRIDCRAWL_DATA or ./data)"),
-		depth:    fs.Int("depth", contracts.DefaultMaxDepth, "maximum link depth from the start URLs"),
-		asJSON:   fs.Bool("json", false, "print the final crawl status as JSON on the last line"),
-		scope:    fs.String("scope", string(contracts.DefaultScope), "host, domain or any"),
-		maxPages: fs.Int("max-pages", 0, "stop discovering URLs after this many (0: no limit)"),
-		minDelay: fs.Int("min-delay-ms", contracts.DefaultMinDelayMS, "politeness: least milliseconds between fetches from one host"),
-		urlsFile: fs.String("urls-file", "", "read more start URLs from this file (- for stdin), one per line; # starts a comment"),
-		api:      fs.String("api", "", "submit the crawl to the MCP at this base URL (default $GRIDCRAWL_API_URL) instead of running a grid"),
-		listen:   fs.String("listen", "127.0.0.1:0", "API and dashboard address of the grid this command runs"),
+		data:         fs.String("data", "", "data directory (default $GRIDCRAWL_DATA or ./data)"),
+		depth:        fs.Int("depth", contracts.DefaultMaxDepth, "maximum link depth from the start URLs"),
+		asJSON:       fs.Bool("json", false, "print the final crawl status as JSON on the last line"),
+		scope:        fs.String("scope", string(contracts.DefaultScope), "host, domain or any"),
+		maxPages:     fs.Int("max-pages", 0, "stop discovering URLs after this many (0: no limit)"),
+		minDelay:     fs.Int("min-delay-ms", contracts.DefaultMinDelayMS, "politeness: least milliseconds between fetches from one host"),
+		urlsFile:     fs.String("urls-file", "", "read more start URLs from this file (- for stdin), one per line; # starts a comment"),
+		api:          fs.String("api", "", "submit the crawl to the MCP at this base URL (default $GRIDCRAWL_API_URL) instead of running a grid"),
+		listen:       fs.String("listen", "127.0.0.1:0", "API and dashboard address of the grid this command runs"),
+		sitemaps:     fs.Bool("sitemaps", true, "read the start hosts' sitemaps (robots.txt Sitemap: lines, /sitemap.xml)"),
+		sitemapDepth: fs.Int("sitemap-depth", 0, "depth of sitemaps and the URLs they list (at most -depth)"),
 	}
 	return fs, o
 }
@@ -64,6 +68,10 @@ func (o *crawlOpts) profile(fs *flag.FlagSet, starts []string) contracts.Profile
 			p.MaxPages = *o.maxPages
 		case "min-delay-ms":
 			p.Politeness = contracts.PolitenessPatch{MinDelayMS: o.minDelay}.WithDefaults()
+		case "sitemaps":
+			p.Sitemaps = o.sitemaps
+		case "sitemap-depth":
+			p.SitemapDepth = *o.sitemapDepth
 		}
 	})
 	return p

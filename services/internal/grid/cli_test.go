@@ -132,14 +132,15 @@ func TestCrawlProgress(t *testing.T) {
 		t.Fatalf("grid crawl = %d, want 0\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	// The oracle: /, /a, /b indexed; /r redirected (to /a, found anyway);
-	// /missing failed.
-	const indexed, redirected, failed = 3, 1, 1
+	// /missing failed; and the start host's /sitemap.xml (missing, so
+	// status sitemap, not failed) among the URLs.
+	const indexed, redirected, failed, sitemaps = 3, 1, 1, 1
 	lines := strings.Split(strings.TrimSpace(stderr), "\n")
 	if !regexp.MustCompile(`^grid crawl: crawl \S+ started; dashboard http://127\.0\.0\.1:\d+/$`).MatchString(lines[0]) {
 		t.Errorf("first line of stderr = %q, want the crawl and its dashboard URL", lines[0])
 	}
 	want := regexp.MustCompile(fmt.Sprintf(`^finished  \d+s  %d/%d urls  %d indexed  %d redirected  %d failed  0 retired  0 pending  \d+\.\d pages/s$`,
-		indexed+redirected+failed, indexed+redirected+failed, indexed, redirected, failed))
+		indexed+redirected+failed+sitemaps, indexed+redirected+failed+sitemaps, indexed, redirected, failed))
 	if last := lines[len(lines)-1]; !want.MatchString(last) {
 		t.Errorf("last progress line = %q, want it to match %s", last, want)
 	}

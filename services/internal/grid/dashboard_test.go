@@ -245,7 +245,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	want := map[string]int64{
 		"indexed": int64(len(exp.Indexed)), "redirected": int64(len(exp.Redirected)),
 		"failed": int64(len(exp.Failed) + len(exp.NoIndex)), "to-be-loaded": 0,
-		"documents": int64(len(exp.Indexed)), "total": int64(len(exp.Fetched) + len(exp.RobotsDenied)),
+		"documents": int64(len(exp.Indexed)), "total": int64(len(exp.Fetched) + len(exp.RobotsDenied) + len(exp.SitemapProbes)),
 	}
 	api2page := map[string]int64{"indexed": st.Counts[contracts.Indexed], "redirected": st.Counts[contracts.Redirected],
 		"failed": st.Counts[contracts.Failed], "to-be-loaded": st.Counts[contracts.ToBeLoaded], "documents": st.Documents, "total": st.Total}

@@ -28,6 +28,8 @@ func TestCrawlDefaultsMatchAPI(t *testing.T) {
 		{"min delay above default max", []string{"--min-delay-ms", "20000"}, `{"start_urls":["` + start + `"],"politeness":{"min_delay_ms":20000}}`},
 		{"depth 0", []string{"--depth", "0"}, `{"start_urls":["` + start + `"],"max_depth":0}`},
 		{"scope and pages", []string{"--scope", "domain", "--max-pages", "7"}, `{"start_urls":["` + start + `"],"scope":"domain","max_pages":7}`},
+		{"sitemaps off", []string{"--sitemaps=false"}, `{"start_urls":["` + start + `"],"sitemaps":false}`},
+		{"sitemap depth", []string{"--depth", "2", "--sitemap-depth", "1"}, `{"start_urls":["` + start + `"],"max_depth":2,"sitemap_depth":1}`},
 	}
 	_, api := startGrid(t, testConfig(t, t.TempDir(), ""))
 	create := func(t *testing.T, body []byte) contracts.Profile {

@@ -176,7 +176,8 @@ func TestDepthIsShortestPath(t *testing.T) {
 	site := newDepthSite(t)
 	want := site.expect(maxDepth)
 	g, api := startGrid(t, testConfig(t, t.TempDir(), site.resolve()))
-	p := contracts.Profile{StartURLs: []string{site.start()}, MaxDepth: maxDepth, Scope: contracts.ScopeDomain,
+	// Sitemaps off: the oracle is the link graph.
+	p := contracts.Profile{StartURLs: []string{site.start()}, MaxDepth: maxDepth, Scope: contracts.ScopeDomain, Sitemaps: new(bool),
 		Politeness: contracts.Politeness{MinDelayMS: 1, MaxDelayMS: 1, DelayFactor: 0.01}}
 	var created contracts.CreateCrawlResponse
 	if code := apiDo(t, http.MethodPost, api+"/api/v1/crawls", p, &created); code != http.StatusCreated {

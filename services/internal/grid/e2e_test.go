@@ -241,6 +241,13 @@ func testEndToEndTestSite(t *testing.T) *Grid {
 			t.Errorf("%s fetched %d times, want once", u, requested[u])
 		}
 	}
+	// The start host's /sitemap.xml, which its robots.txt names too, is
+	// tried once, and its 404 is no failure.
+	for _, u := range exp.SitemapProbes {
+		if r, ok := statusOf(u); !ok || r.Status != contracts.Sitemap || requested[u] != 1 {
+			t.Errorf("sitemap probe %s = %q (found %v), fetched %d times; want status sitemap, fetched once", u, r.Status, ok, requested[u])
+		}
+	}
 	for _, w := range exp.Words {
 		if w.Field == "anchor" {
 			continue // anchor text is indexed with the linking page's links, not its text

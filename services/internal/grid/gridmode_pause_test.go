@@ -93,7 +93,7 @@ func TestGridModePauseLongerThanLease(t *testing.T) {
 	c.env = append(c.env, "GRIDCRAWL_RECOVERY_LEASE="+lease.String(), "GRIDCRAWL_RECOVERY_INTERVAL=500ms",
 		"GRIDCRAWL_RECOVERY_ATTEMPTS="+strconv.Itoa(attempts))
 	c.startAll()
-	p := contracts.Profile{StartURLs: starts, MaxDepth: contracts.MaxDepthLimit, Scope: contracts.ScopeDomain,
+	p := contracts.Profile{StartURLs: starts, MaxDepth: contracts.MaxDepthLimit, Scope: contracts.ScopeDomain, Sitemaps: new(bool), // the oracle is the link graph
 		Politeness: contracts.Politeness{MinDelayMS: 200, MaxDelayMS: 200, DelayFactor: 1}}
 	id := c.startCrawl(p)
 	st := c.waitFetched(id, int64(len(want)/5), "the pause")

@@ -401,6 +401,14 @@ func TestGridModeEndToEnd(t *testing.T) {
 			t.Errorf("record %s = %q, %v; want failed", u, r.Status, err)
 		}
 	}
+	// The start host's /sitemap.xml probe, read back from Elasticsearch
+	// with its sitemap kind, and archived like any fetch.
+	for _, u := range exp.SitemapProbes {
+		if r, err := set.Tx.Get(ctx, txindex.Key(id, u)); err != nil || r.Status != contracts.Sitemap || r.Sitemap != txindex.SitemapProbe ||
+			r.HTTPStatus != http.StatusNotFound || r.Asset.Key == "" {
+			t.Errorf("sitemap probe %s = %q kind %q http %d asset %q, %v; want sitemap, probe, 404, archived", u, r.Status, r.Sitemap, r.HTTPStatus, r.Asset.Key, err)
+		}
+	}
 	requested := map[string]int{}
 	for _, r := range site.Requests() {
 		requested[r.URL]++
@@ -516,7 +524,7 @@ func faultCrawl(t *testing.T, env []string, fault func(*gridCluster)) {
 	web, starts, want := startWeb(t, websim.WebConfig{Hosts: 10, PagesPerHost: 30, LinksPerPage: 6, CrossHostLinks: 2, Seed: 11}, 3)
 	c := newCluster(t, env, web.Resolve())
 	c.startAll()
-	p := contracts.Profile{StartURLs: starts, MaxDepth: contracts.MaxDepthLimit, Scope: contracts.ScopeDomain,
+	p := contracts.Profile{StartURLs: starts, MaxDepth: contracts.MaxDepthLimit, Scope: contracts.ScopeDomain, Sitemaps: new(bool), // the oracle is the link graph
 		Politeness: contracts.Politeness{MinDelayMS: 80, MaxDelayMS: 80, DelayFactor: 1}}
 	var created contracts.CreateCrawlResponse
 	if code := c.do(http.MethodPost, "/api/v1/crawls", p, &created); code != http.StatusCreated {

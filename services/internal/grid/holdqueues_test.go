@@ -88,7 +88,8 @@ func crawlHoldSite(t *testing.T, holdQueues bool, hosts, pages int) []string {
 	site := newHoldSite(t)
 	t.Setenv("GRIDCRAWL_LOADER_WORKERS", "1")
 	_, api := startGrid(t, testConfig(t, t.TempDir(), "*.hold.test=127.0.0.1"))
-	p := contracts.Profile{MaxDepth: 0, Politeness: contracts.Politeness{Robots: contracts.RobotsObey}}
+	// Sitemaps off: the order below is the pages'.
+	p := contracts.Profile{MaxDepth: 0, Sitemaps: new(bool), Politeness: contracts.Politeness{Robots: contracts.RobotsObey}}
 	for h := range hosts {
 		for i := range pages {
 			p.StartURLs = append(p.StartURLs, fmt.Sprintf("http://h%d.hold.test:%d/p%d", h, site.port, i))

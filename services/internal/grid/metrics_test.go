@@ -65,7 +65,8 @@ func TestEmbeddedMetrics(t *testing.T) {
 	g, api := startGrid(t, cfg)
 
 	var created contracts.CreateCrawlResponse
-	p := contracts.Profile{StartURLs: []string{site.StartURL()}, MaxDepth: depth, Scope: contracts.ScopeDomain,
+	// Sitemaps off: the oracle is the link graph.
+	p := contracts.Profile{StartURLs: []string{site.StartURL()}, MaxDepth: depth, Scope: contracts.ScopeDomain, Sitemaps: new(bool),
 		Politeness: contracts.Politeness{MinDelayMS: 5, MaxDelayMS: 50, DelayFactor: 1, Robots: contracts.RobotsObey}}
 	if code := apiDo(t, http.MethodPost, api+"/api/v1/crawls", p, &created); code != http.StatusCreated {
 		t.Fatalf("POST /api/v1/crawls = %d", code)

@@ -137,7 +137,8 @@ func TestRestartMidCrawl(t *testing.T) {
 		"GRIDCRAWL_LOG_LEVEL=debug",
 	}
 	p := startGridProc(t, bin, data, env)
-	profile := contracts.Profile{StartURLs: starts, MaxDepth: depth, Scope: contracts.ScopeDomain,
+	// Sitemaps off: the oracle is the link graph.
+	profile := contracts.Profile{StartURLs: starts, MaxDepth: depth, Scope: contracts.ScopeDomain, Sitemaps: new(bool),
 		Politeness: contracts.Politeness{MinDelayMS: 60, MaxDelayMS: 60, DelayFactor: 1}}
 	var created contracts.CreateCrawlResponse
 	if code := apiDo(t, http.MethodPost, p.api+"/api/v1/crawls", profile, &created); code != http.StatusCreated {

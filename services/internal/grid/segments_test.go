@@ -59,7 +59,7 @@ func TestGridModeFixedLoaderIDRestart(t *testing.T) {
 	c.start("mcp", "mcp")
 	c.startLoaderWithID("loader-1", "fixed-loader")
 	c.start("crawler-1", "crawler")
-	p := contracts.Profile{StartURLs: starts, MaxDepth: contracts.MaxDepthLimit, Scope: contracts.ScopeDomain,
+	p := contracts.Profile{StartURLs: starts, MaxDepth: contracts.MaxDepthLimit, Scope: contracts.ScopeDomain, Sitemaps: new(bool), // the oracle is the link graph
 		Politeness: contracts.Politeness{MinDelayMS: 150, MaxDelayMS: 150, DelayFactor: 1}}
 	id := c.startCrawl(p)
 

@@ -24,6 +24,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/politeness"
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
 	"github.com/gridcrawl/gridcrawl/pkg/robots"
+	"github.com/gridcrawl/gridcrawl/pkg/sitemap"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/pkg/urlnorm"
 	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
@@ -126,6 +127,7 @@ func (l *Loader) admit(ctx context.Context, t *task) (*url.URL, outcome, bool) {
 		// yet: this one only settles, like a record no longer to-be-loaded.
 		o.verdict = vSkip
 	default:
+		t.sitemap = rec.Sitemap
 		if u, err = url.Parse(t.url); err != nil {
 			o.verdict, o.reason = vFailed, "invalid url"
 		}
@@ -181,6 +183,9 @@ func (l *Loader) checkRobots(ctx context.Context, t *task, u *url.URL) (time.Dur
 	var cd time.Duration
 	if err == nil {
 		cd, _ = res.Rules.CrawlDelay(t.profile.UserAgent) // a long Crawl-delay slows the group; it never fails URLs
+		if t.sitemap == txindex.SitemapProbe {
+			t.robotsSitemaps = res.Rules.Sitemaps()
+		}
 	}
 	o := outcome{pol: nothing}
 	switch {
@@ -244,7 +249,11 @@ func (l *Loader) get(ctx context.Context, t *task, u *url.URL, crawlDelay time.D
 		o.verdict = vRetry
 	default:
 		o.verdict, o.ex = vFetched, ex
-		if ex.status < 200 || ex.status >= 400 {
+		// A start host's /sitemap.xml that answers an error goes to the
+		// crawler all the same: it reads the robots.txt Sitemap: lines the
+		// probe carries and settles it (a 4xx is no failure).
+		probeError := t.sitemap == txindex.SitemapProbe && ex.status >= 400
+		if (ex.status < 200 || ex.status >= 400) && !probeError {
 			o.reason = fmt.Sprintf("http %d", ex.status)
 		}
 	}
@@ -267,7 +276,8 @@ type exchange struct {
 }
 
 // httpGet GETs u once, without following redirects, and keeps at most
-// MaxBodyBytes of the body exactly as the server sent it.
+// MaxBodyBytes of the body exactly as the server sent it (a sitemap: at
+// least sitemap.MaxBytes, the protocol's limit).
 func (l *Loader) httpGet(ctx context.Context, t *task, u *url.URL) (*exchange, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.FetchTimeout)
 	defer cancel()
@@ -275,6 +285,10 @@ func (l *Loader) httpGet(ctx context.Context, t *task, u *url.URL) (*exchange, e
 	req, err := http.NewRequestWithContext(withPeerIP(ctx, ex), http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("build request: %w", err)
+	}
+	limit := l.cfg.MaxBodyBytes
+	if t.sitemap != "" {
+		limit = max(limit, sitemap.MaxBytes)
 	}
 	req.Header.Set("User-Agent", t.profile.UserAgent)
 	req.Header.Set("Accept", "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.8")
@@ -290,17 +304,17 @@ func (l *Loader) httpGet(ctx context.Context, t *task, u *url.URL) (*exchange, e
 	// for every page.
 	buf := bodyBufs.Get().(*bytes.Buffer)
 	defer putBodyBuf(buf)
-	if n := resp.ContentLength; n > 0 && n <= l.cfg.MaxBodyBytes {
+	if n := resp.ContentLength; n > 0 && n <= limit {
 		buf.Grow(int(n) + bytes.MinRead)
 	}
-	_, err = buf.ReadFrom(io.LimitReader(resp.Body, l.cfg.MaxBodyBytes+1))
+	_, err = buf.ReadFrom(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("read body: %w", err)
 	}
 	ex.elapsed = time.Since(ex.date)
 	body := buf.Bytes()
-	if int64(len(body)) > l.cfg.MaxBodyBytes {
-		body, ex.truncated = body[:l.cfg.MaxBodyBytes], true
+	if int64(len(body)) > limit {
+		body, ex.truncated = body[:limit], true
 	}
 	l.met.Response(metrics.KindPage, ex.elapsed, len(body))
 	ex.fill(req, resp, body)

@@ -488,6 +488,11 @@ type task struct {
 	// prepaid: the task's group was charged for it by the lease that
 	// fetched robots.txt in its stead, so its next lease costs nothing.
 	prepaid bool
+	// sitemap is the record's sitemap kind (txindex.SitemapProbe,
+	// txindex.SitemapFile), read at admission; robotsSitemaps are the
+	// Sitemap: lines of the origin's robots.txt, handed with a probe.
+	sitemap        string
+	robotsSitemaps []string
 }
 
 // groupStates is the scheduler's snapshot for the metrics.

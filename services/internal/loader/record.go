@@ -121,7 +121,13 @@ func (r *recorder) take(ctx context.Context, t *task, o outcome) {
 	case vFetched:
 		r.addExchange(t, o)
 	case vFailed:
-		r.add(&result{t: t, status: contracts.Failed, reason: o.reason})
+		st := contracts.Failed
+		if t.sitemap == txindex.SitemapProbe && strings.HasPrefix(o.reason, "robots.txt") {
+			// A start host's /sitemap.xml that robots.txt keeps us from
+			// trying was never known to exist: no failure either.
+			st = contracts.Sitemap
+		}
+		r.add(&result{t: t, status: st, reason: o.reason})
 	case vRetired:
 		r.add(&result{t: t, status: contracts.Retired, reason: o.reason})
 	case vRepublish:
@@ -146,7 +152,7 @@ func (r *recorder) addExchange(t *task, o outcome) {
 	ex := o.ex
 	res := &result{t: t, status: contracts.ToBeParsed, reason: o.reason, page: contracts.CrawlerPage{
 		URL: t.url, Depth: t.depth, Hops: t.hops, StatusCode: ex.status, ContentType: ex.contentType, FetchedAt: ex.date,
-		ResponseTimeMS: int(ex.elapsed.Milliseconds()),
+		ResponseTimeMS: int(ex.elapsed.Milliseconds()), Sitemaps: t.robotsSitemaps, Truncated: ex.truncated,
 	}, bytes: ex.bodyBytes}
 	if o.reason != "" {
 		res.status = contracts.Failed

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"reflect"
 	"slices"
 	"strconv"
@@ -167,7 +168,10 @@ func (m *MCP) CreateCrawl(ctx context.Context, p contracts.Profile) (string, err
 	if err := m.deps.Profiles.Put(ctx, profiles.Crawl{ID: id, Profile: p, State: contracts.CrawlRunning, CreatedAt: time.Now().UTC()}); err != nil {
 		return "", fmt.Errorf("store crawl: %w", err)
 	}
-	cands := make([]frontier.Candidate, 0, len(p.StartURLs))
+	var cands []frontier.Candidate
+	if p.SitemapsEnabled() {
+		cands = sitemapProbes(p)
+	}
 	for _, u := range p.StartURLs {
 		cands = append(cands, frontier.Candidate{URL: u})
 	}
@@ -178,6 +182,32 @@ func (m *MCP) CreateCrawl(ctx context.Context, p contracts.Profile) (string, err
 	}
 	m.log.Info("crawl created", "crawl_id", id, "start_urls", len(p.StartURLs))
 	return id, nil
+}
+
+// sitemapProbes returns the /sitemap.xml of each start URL's origin, once
+// each, as sitemap probes at the profile's sitemap depth. They go before
+// the start URLs, so that a loader fetches a host's probe before its first
+// page: the start URLs' contract is then settled with the first page and
+// does not hold its shard's prefetch slot for another politeness delay
+// while the page's links arrive. A start URL that is itself a probe is read
+// as a sitemap. The loader hands each probe the Sitemap: lines of its
+// origin's robots.txt.
+func sitemapProbes(p contracts.Profile) []frontier.Candidate {
+	var out []frontier.Candidate
+	seen := map[string]bool{}
+	for _, s := range p.StartURLs {
+		u, err := url.Parse(s)
+		if err != nil {
+			continue
+		}
+		probe, err := urlnorm.Normalize((&url.URL{Scheme: u.Scheme, Host: u.Host, Path: "/sitemap.xml"}).String())
+		if err != nil || seen[probe] {
+			continue
+		}
+		seen[probe] = true
+		out = append(out, frontier.Candidate{URL: probe, Depth: p.SitemapDepth, Sitemap: txindex.SitemapProbe})
+	}
+	return out
 }
 
 func (m *MCP) createCrawl(w http.ResponseWriter, r *http.Request) {

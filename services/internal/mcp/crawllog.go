@@ -40,9 +40,13 @@ type URLRecord struct {
 	MIMEType   *string          `json:"mime_type"`
 	Bytes      *int64           `json:"bytes"`
 	Reason     *string          `json:"reason"`
-	CreatedAt  *time.Time       `json:"created_at"`
-	History    []URLEvent       `json:"history"`
-	WARC       *WARCRef         `json:"warc"`
+	// Sitemap is the record's sitemap kind, null for a page.
+	Sitemap *string `json:"sitemap"`
+	// Lastmod is the <lastmod> of the sitemap entry that listed the URL.
+	Lastmod   *time.Time `json:"lastmod"`
+	CreatedAt *time.Time `json:"created_at"`
+	History   []URLEvent `json:"history"`
+	WARC      *WARCRef   `json:"warc"`
 }
 
 // URLEvent is one status change of a URL.
@@ -82,6 +86,10 @@ func urlRecord(r txindex.Record) URLRecord {
 	if r.Error != "" {
 		out.Reason = &r.Error
 	}
+	if r.Sitemap != "" {
+		out.Sitemap = &r.Sitemap
+	}
+	out.Lastmod = r.Lastmod
 	if !r.CreatedAt.IsZero() {
 		out.CreatedAt = &r.CreatedAt
 	}

@@ -83,6 +83,23 @@ func (s *Rules) Follow(u *url.URL, raw string, depth, hops int) (bool, string) {
 	return true, ""
 }
 
+// InScope reports whether u's host is in the crawl's scope (host, domain
+// or any), whatever the filters and depth say: the test of a sitemap file,
+// which is no page.
+func (s *Rules) InScope(u *url.URL) bool {
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return false
+	}
+	h := urlnorm.Host(u)
+	switch s.profile.Scope {
+	case contracts.ScopeHost:
+		return s.hosts[h]
+	case contracts.ScopeDomain:
+		return s.domains[urlnorm.RegistrableDomain(h)]
+	}
+	return true
+}
+
 // Index reports whether a page at raw may be indexed by the profile's filters.
 func (s *Rules) Index(raw string) bool {
 	if s.indexMust != nil && !s.indexMust.MatchString(raw) {

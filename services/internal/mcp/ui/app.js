@@ -4,10 +4,11 @@
 // as text nodes or through safeHref, never as markup.
 import { lineChart } from "./chart.js";
 
-export const STATUSES = ["to-be-loaded", "to-be-parsed", "to-be-indexed", "indexed", "redirected", "failed", "retired"];
+export const STATUSES = ["to-be-loaded", "to-be-parsed", "to-be-indexed", "indexed", "redirected", "failed", "retired", "sitemap"];
 const STATUS_COLORS = {
   "to-be-loaded": "#90caf9", "to-be-parsed": "#5c9ce6", "to-be-indexed": "#3f51b5", indexed: "#43a047",
   redirected: "#8e24aa", failed: "#e53935", retired: "#9e9e9e",
+  sitemap: "#00897b",
 };
 const POLL_MS = 2000;
 
