@@ -192,7 +192,7 @@ func outageCrawl(t *testing.T, env []string, vhost string, proxy *outageProxy, b
 	web, starts, want := startWeb(t, websim.WebConfig{Hosts: 10, PagesPerHost: 60, LinksPerPage: 6, CrossHostLinks: 2, Seed: 12, RecordRequests: true}, 3)
 	c := newCluster(t, env, web.Resolve())
 	c.startAll()
-	id := c.startCrawl(contracts.Profile{StartURLs: starts, MaxDepth: contracts.MaxDepthLimit, Scope: contracts.ScopeDomain,
+	id := c.startCrawl(contracts.Profile{StartURLs: starts, MaxDepth: contracts.MaxDepthLimit, Scope: contracts.ScopeDomain, Sitemaps: new(bool), // the oracle is the link graph
 		Politeness: contracts.Politeness{MinDelayMS: 60, MaxDelayMS: 60, DelayFactor: 1}})
 	before := c.waitFetched(id, int64(len(want)/6), "the outage")
 	t.Logf("backend %s down at %v", backend, before.Counts)
