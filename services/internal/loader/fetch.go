@@ -307,7 +307,9 @@ func (l *Loader) httpGet(ctx context.Context, t *task, u *url.URL) (*exchange, e
 	if n := resp.ContentLength; n > 0 && n <= limit {
 		buf.Grow(int(n) + bytes.MinRead)
 	}
-	_, err = buf.ReadFrom(io.LimitReader(resp.Body, limit+1))
+	br := l.bodies.Reader(ctx, io.LimitReader(resp.Body, limit+1))
+	defer br.Release() // once the body is copied into the exchange
+	_, err = buf.ReadFrom(br)
 	if err != nil {
 		return nil, fmt.Errorf("read body: %w", err)
 	}
@@ -320,6 +322,10 @@ func (l *Loader) httpGet(ctx context.Context, t *task, u *url.URL) (*exchange, e
 	ex.fill(req, resp, body)
 	return ex, nil
 }
+
+// freeBodyBytes of each body are read without taking any of the body
+// budget: most pages are smaller, and never wait.
+const freeBodyBytes = 256 << 10
 
 // bodyBufs holds buffers for reading response bodies.
 var bodyBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}

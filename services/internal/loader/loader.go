@@ -42,11 +42,13 @@ import (
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
+	"github.com/gridcrawl/gridcrawl/pkg/bytebudget"
 	"github.com/gridcrawl/gridcrawl/pkg/netguard"
 	"github.com/gridcrawl/gridcrawl/pkg/politeness"
 	"github.com/gridcrawl/gridcrawl/pkg/profiles"
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
 	"github.com/gridcrawl/gridcrawl/pkg/robots"
+	"github.com/gridcrawl/gridcrawl/pkg/sitemap"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/services/internal/crawlcache"
 	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
@@ -63,6 +65,11 @@ type Config struct {
 	Workers       int           `env:"GRIDCRAWL_LOADER_WORKERS" envDefault:"32"`
 	Prefetch      int           `env:"GRIDCRAWL_LOADER_PREFETCH" envDefault:"2048"`
 	MaxBodyBytes  int64         `env:"GRIDCRAWL_MAX_BODY_BYTES" envDefault:"8388608"`
+	// BodyBudget bounds the body bytes the workers hold together beyond
+	// the first 256 KiB of each body (raised to the largest body a fetch
+	// may keep): a web that sends every worker a body at the cap at once
+	// makes them take turns instead of multiplying the memory.
+	BodyBudget int64 `env:"GRIDCRAWL_LOADER_BODY_BUDGET" envDefault:"67108864"`
 	FetchTimeout  time.Duration `env:"GRIDCRAWL_FETCH_TIMEOUT" envDefault:"30s"`
 	FetchAttempts int           `env:"GRIDCRAWL_FETCH_ATTEMPTS" envDefault:"3"`
 	RetryDelay    time.Duration `env:"GRIDCRAWL_FETCH_RETRY_DELAY" envDefault:"10s"`
@@ -101,6 +108,8 @@ func (c *Config) Validate() error {
 		return errors.New("GRIDCRAWL_LOADER_PREFETCH must be at least 1")
 	case c.MaxBodyBytes < 1024:
 		return errors.New("GRIDCRAWL_MAX_BODY_BYTES must be at least 1024")
+	case c.BodyBudget < 1<<20:
+		return errors.New("GRIDCRAWL_LOADER_BODY_BUDGET must be at least 1048576")
 	case c.FetchTimeout <= 0:
 		return errors.New("GRIDCRAWL_FETCH_TIMEOUT must be positive")
 	case c.FetchAttempts < 1:
@@ -212,6 +221,8 @@ type Loader struct {
 
 	fetched    atomic.Int64
 	parkedURLs atomic.Int64
+	// bodies bounds the memory of bodies being read (Config.BodyBudget).
+	bodies *bytebudget.Budget
 }
 
 // New returns a loader; cfg must have been validated.
@@ -263,6 +274,7 @@ func New(cfg Config, deps Deps) (*Loader, error) {
 		pol:     newPolicies(cfg.CrawlDelayCap),
 		holders: map[string]*delivery{},
 		claims:  newClaims(),
+		bodies:  bytebudget.New(max(cfg.BodyBudget, cfg.MaxBodyBytes+1, sitemap.MaxBytes+1), freeBodyBytes),
 	}
 	l.state = newPolitenessState(deps.Assets, l.shards, log)
 	l.rec = newRecorder(l)
