@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"time"
+
+	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/websim"
+)
+
+// expectedWeb is the oracle: the URLs reachable from starts within depth
+// links, walked breadth first over the web's own link graph (it imports
+// nothing of the crawler).
+func expectedWeb(w *websim.Web, starts []string, depth int) []string {
+	index := map[string][2]int{}
+	cfg := w.Config()
+	for h := range cfg.Hosts {
+		for p := range cfg.PagesPerHost {
+			index[w.URL(h, p)] = [2]int{h, p}
+		}
+	}
+	seen := map[string]bool{}
+	frontier := starts
+	for _, s := range starts {
+		seen[s] = true
+	}
+	for d := 0; d < depth && len(frontier) > 0; d++ {
+		var next []string
+		for _, u := range frontier {
+			hp := index[u]
+			for _, l := range w.Links(hp[0], hp[1]) {
+				if !seen[l] {
+					seen[l] = true
+					next = append(next, l)
+				}
+			}
+		}
+		frontier = next
+	}
+	out := make([]string, 0, len(seen))
+	for u := range seen {
+		out = append(out, u)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// storedDoc is what the check reads of a stored document.
+type storedDoc struct {
+	id      string
+	version int64 // Elasticsearch's _version: how many times the document was stored
+}
+
+// scanDocs returns the documents of crawlID in the index docsIndex by URL
+// (several when one URL has several documents), with their _version.
+func scanDocs(esURL, docsIndex, crawlID string) (map[string][]storedDoc, error) {
+	type hit struct {
+		ID      string `json:"_id"`
+		Version int64  `json:"_version"`
+		Source  struct {
+			URL string `json:"url_s"`
+		} `json:"_source"`
+	}
+	type page struct {
+		ScrollID string `json:"_scroll_id"`
+		Hits     struct {
+			Hits []hit `json:"hits"`
+		} `json:"hits"`
+	}
+	post := func(path string, body any, out any) error {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		resp, err := http.Post(esURL+path, "application/json", bytes.NewReader(b))
+		if err != nil {
+			return fmt.Errorf("elasticsearch %s: %w", path, err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("elasticsearch %s: %s", path, resp.Status)
+		}
+		return json.NewDecoder(resp.Body).Decode(out)
+	}
+	var p page
+	if err := post("/"+docsIndex+"/_search?scroll=2m", map[string]any{
+		"size": 5000, "version": true, "_source": []string{"url_s"}, "sort": []string{"_doc"},
+		"query": map[string]any{"term": map[string]any{"crawl_id_s": crawlID}},
+	}, &p); err != nil {
+		return nil, err
+	}
+	out := map[string][]storedDoc{}
+	for len(p.Hits.Hits) > 0 {
+		for _, h := range p.Hits.Hits {
+			out[h.Source.URL] = append(out[h.Source.URL], storedDoc{id: h.ID, version: h.Version})
+		}
+		id := p.ScrollID
+		p = page{}
+		if err := post("/_search/scroll", map[string]any{"scroll": "2m", "scroll_id": id}, &p); err != nil {
+			return nil, err
+		}
+	}
+	if p.ScrollID != "" {
+		b, _ := json.Marshal(map[string]any{"scroll_id": p.ScrollID})
+		req, _ := http.NewRequest(http.MethodDelete, esURL+"/_search/scroll", bytes.NewReader(b))
+		req.Header.Set("Content-Type", "application/json")
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}
+	return out, nil
+}
+
+// epochResult is the check of one crawl against its web.
+type epochResult struct {
+	epoch     int
+	crawlID   string
+	finished  bool
+	wall      time.Duration
+	expected  int // reachable pages (oracle)
+	status    contracts.CrawlStatus
+	documents int   // stored documents of the crawl
+	lost      int   // reachable, no document
+	extra     int   // documents of URLs the oracle does not reach
+	multiDoc  int   // URLs with more than one document
+	rewritten int   // documents stored more than once (_version > 1)
+	writes    int64 // document index operations in all (sum of _version)
+	requests  websim.RequestStats
+	examples  []string // a few lost or duplicated URLs, for the report
+}
+
+// check compares the crawl's stored documents and the web's request log with
+// the oracle.
+func check(esURL, docsIndex string, web *websim.Web, want []string, st contracts.CrawlStatus, delay time.Duration) (epochResult, error) {
+	r := epochResult{crawlID: st.CrawlID, status: st, expected: len(want)}
+	docs, err := scanDocs(esURL, docsIndex, st.CrawlID)
+	if err != nil {
+		return r, err
+	}
+	wanted := make(map[string]bool, len(want))
+	for _, u := range want {
+		wanted[u] = true
+		if len(docs[u]) == 0 {
+			r.lost++
+			if len(r.examples) < 10 {
+				r.examples = append(r.examples, "lost "+u)
+			}
+		}
+	}
+	for u, ds := range docs {
+		r.documents += len(ds)
+		if !wanted[u] {
+			r.extra += len(ds)
+		}
+		if len(ds) > 1 {
+			r.multiDoc++
+		}
+		for _, d := range ds {
+			r.writes += d.version
+			if d.version > 1 {
+				r.rewritten++
+				if len(r.examples) < 20 {
+					r.examples = append(r.examples, fmt.Sprintf("document of %s stored %d times", u, d.version))
+				}
+			}
+		}
+	}
+	r.requests = websim.Stats(web.RequestLog(), delay, nil)
+	return r, nil
+}
