@@ -128,6 +128,7 @@ type epochResult struct {
 	extra     int   // documents of URLs the oracle does not reach
 	multiDoc  int   // URLs with more than one document
 	rewritten int   // documents stored more than once (_version > 1)
+	relowered int   // of the extra stores, those after a depth lowering sent the page back to to-be-parsed
 	writes    int64 // document index operations in all (sum of _version)
 	requests  websim.RequestStats
 	examples  []string // a few lost or duplicated URLs, for the report
@@ -135,7 +136,7 @@ type epochResult struct {
 
 // check compares the crawl's stored documents and the web's request log with
 // the oracle.
-func check(esURL, docsIndex string, web *websim.Web, want []string, st contracts.CrawlStatus, delay time.Duration) (epochResult, error) {
+func check(esURL, docsIndex, txIndex string, web *websim.Web, want []string, st contracts.CrawlStatus, delay time.Duration) (epochResult, error) {
 	r := epochResult{crawlID: st.CrawlID, status: st, expected: len(want)}
 	docs, err := scanDocs(esURL, docsIndex, st.CrawlID)
 	if err != nil {
@@ -169,6 +170,69 @@ func check(esURL, docsIndex string, web *websim.Web, want []string, st contracts
 			}
 		}
 	}
+	var ids []string
+	extra := map[string]int64{}
+	for _, ds := range docs {
+		for _, d := range ds {
+			if d.version > 1 {
+				ids = append(ids, d.id)
+				extra[d.id] = d.version - 1
+			}
+		}
+	}
+	back, err := returnsToParse(esURL, txIndex, ids)
+	if err != nil {
+		return r, err
+	}
+	for id, n := range extra {
+		r.relowered += int(min(n, back[id]))
+	}
 	r.requests = websim.Stats(web.RequestLog(), delay, nil)
 	return r, nil
+}
+
+// returnsToParse reads the transaction records with ids and returns, by id,
+// how many times each went back to to-be-parsed after the crawler had
+// parsed it: a page found again on a shorter path while its document was on
+// its way to the index is parsed again at its new depth and its document
+// stored again (frontier.Enqueue), by design. A lowering while the page is
+// being parsed leaves no such trace in the history.
+func returnsToParse(esURL, txIndex string, ids []string) (map[string]int64, error) {
+	out := map[string]int64{}
+	for len(ids) > 0 {
+		n := min(len(ids), 1000)
+		b, err := json.Marshal(map[string]any{"ids": ids[:n]})
+		if err != nil {
+			return nil, err
+		}
+		ids = ids[n:]
+		resp, err := http.Post(esURL+"/"+txIndex+"/_mget?_source=history", "application/json", bytes.NewReader(b))
+		if err != nil {
+			return nil, fmt.Errorf("read records: %w", err)
+		}
+		var res struct {
+			Docs []struct {
+				ID     string `json:"_id"`
+				Source struct {
+					History []struct {
+						Status contracts.Status `json:"status"`
+					} `json:"history"`
+				} `json:"_source"`
+			} `json:"docs"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&res)
+		resp.Body.Close()
+		if err != nil {
+			return nil, fmt.Errorf("read records: %w", err)
+		}
+		for _, d := range res.Docs {
+			h := d.Source.History
+			for i := 1; i < len(h); i++ {
+				if h[i].Status == contracts.ToBeParsed && h[i-1].Status != contracts.ToBeLoaded {
+					out[d.ID]++
+				}
+			}
+		}
+	}
+	return out, nil
 }

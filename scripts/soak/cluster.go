@@ -164,7 +164,7 @@ func (c *cluster) waitHealthy(timeout time.Duration) error {
 
 // goroutines reads go_goroutines from a service's metrics listener.
 func goroutines(addr string) (int, error) {
-	cl := http.Client{Timeout: 5 * time.Second}
+	cl := http.Client{Timeout: 30 * time.Second}
 	resp, err := cl.Get("http://" + addr + "/metrics")
 	if err != nil {
 		return 0, err
@@ -182,6 +182,42 @@ func goroutines(addr string) (int, error) {
 		return 0, err
 	}
 	return 0, errors.New("no go_goroutines in /metrics")
+}
+
+// counterNames are the counters the soak adds up over every incarnation of
+// every service: what the services did twice, by their own count.
+var counterNames = []string{
+	`gridcrawl_loader_urls_total{outcome="fetched"}`,
+	`gridcrawl_loader_urls_total{outcome="republished"}`,
+	`gridcrawl_loader_urls_total{outcome="skipped"}`,
+	"gridcrawl_mcp_documents_stored_total",
+	"gridcrawl_mcp_documents_indexed_total",
+	"gridcrawl_mcp_recovered_urls_total",
+}
+
+// counters reads counterNames from a service's metrics listener; missing
+// ones read 0.
+func counters(addr string) (map[string]float64, error) {
+	cl := http.Client{Timeout: 30 * time.Second}
+	resp, err := cl.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		for _, n := range counterNames {
+			if v, ok := strings.CutPrefix(sc.Text(), n+" "); ok {
+				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				if err == nil {
+					out[n] = f
+				}
+			}
+		}
+	}
+	return out, sc.Err()
 }
 
 // procRSS returns VmRSS of pid in KiB.
@@ -210,9 +246,26 @@ func procFDs(pid int) (int, error) {
 // that deletes it. Queue names are fixed, so a run on a shared virtual host
 // would consume other runs' contracts.
 func ownVhost(amqpURL, name string) (string, func() error, error) {
-	u, err := url.Parse(amqpURL)
+	ctl, drop, err := vhostDropper(amqpURL, name)
 	if err != nil {
-		return "", nil, fmt.Errorf("GRIDCRAWL_AMQP_URL: %w", err)
+		return "", nil, err
+	}
+	u, _ := url.Parse(amqpURL)
+	if err := ctl("add_vhost", name); err != nil {
+		return "", nil, err
+	}
+	if err := ctl("set_permissions", "-p", name, u.User.Username(), ".*", ".*", ".*"); err != nil {
+		return "", nil, errors.Join(err, drop())
+	}
+	u.Path = "/" + name
+	return u.String(), drop, nil
+}
+
+// vhostDropper returns a rabbitmqctl runner and a function that deletes
+// the virtual host name.
+func vhostDropper(amqpURL, name string) (func(args ...string) error, func() error, error) {
+	if _, err := url.Parse(amqpURL); err != nil {
+		return nil, nil, fmt.Errorf("GRIDCRAWL_AMQP_URL: %w", err)
 	}
 	ctl := func(args ...string) error {
 		out, err := exec.Command("scripts/services/rabbitmq.sh", append([]string{"ctl", "rabbitmqctl", "-q"}, args...)...).CombinedOutput()
@@ -221,15 +274,7 @@ func ownVhost(amqpURL, name string) (string, func() error, error) {
 		}
 		return nil
 	}
-	if err := ctl("add_vhost", name); err != nil {
-		return "", nil, err
-	}
-	drop := func() error { return ctl("delete_vhost", name) }
-	if err := ctl("set_permissions", "-p", name, u.User.Username(), ".*", ".*", ".*"); err != nil {
-		return "", nil, errors.Join(err, drop())
-	}
-	u.Path = "/" + name
-	return u.String(), drop, nil
+	return ctl, func() error { return ctl("delete_vhost", name) }, nil
 }
 
 // deleteIndices deletes every Elasticsearch index named prefix-*, one by

@@ -70,7 +70,15 @@ func main() {
 	flag.StringVar(&c.logLevel, "log-level", "warn", "GRIDCRAWL_LOG_LEVEL of the services (info logs grow with the pages)")
 	flag.BoolVar(&c.keep, "keep", false, "keep the RabbitMQ virtual host, Elasticsearch indices and MinIO bucket for inspection")
 	flag.Int64Var(&c.seed, "seed", 1, "seed of the first web and of the kill schedule")
+	clean := flag.String("clean", "", "delete what a -keep run left (its name, gridsoak-XXXXXXXX: virtual host, indices, bucket) and exit")
 	flag.Parse()
+	if *clean != "" {
+		if err := cleanUp(*clean); err != nil {
+			fmt.Fprintln(os.Stderr, "soak:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *short {
 		set := map[string]bool{}
 		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })

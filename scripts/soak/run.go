@@ -59,7 +59,12 @@ func (r *recorder) event(format string, args ...any) {
 // so far in all crawls (-1 when MCP did not answer).
 func (r *recorder) take(svcs []*service, progress int64) {
 	t := r.since()
-	for _, s := range svcs {
+	// Services are scraped at once: MCP's /metrics may take seconds on a
+	// loaded machine (its crawl collector reads the store), which must not
+	// delay the others' samples.
+	got := make([]*sample, len(svcs))
+	var wg sync.WaitGroup
+	for i, s := range svcs {
 		pid, inc, started := s.running()
 		if pid == 0 {
 			continue
@@ -69,19 +74,28 @@ func (r *recorder) take(svcs []*service, progress int64) {
 		if err1 != nil || err2 != nil {
 			continue // exited meanwhile
 		}
-		g, err := goroutines(s.metrics)
-		if err != nil {
-			g = -1
-		}
-		sm := sample{t: t, service: s.name, incarnation: inc, start: started.Sub(r.t0).Seconds(), pid: pid, rssKiB: rss, goroutines: g, fds: fds}
-		r.mu.Lock()
-		r.samples = append(r.samples, sm)
-		fmt.Fprintf(r.tsv, "%.1f\t%s\t%d\t%d\t%d\t%d\t%d\t%d\n", sm.t, sm.service, sm.incarnation, sm.pid, sm.rssKiB, sm.goroutines, sm.fds, progress)
-		r.mu.Unlock()
+		got[i] = &sample{t: t, service: s.name, incarnation: inc, start: started.Sub(r.t0).Seconds(), pid: pid, rssKiB: rss, fds: fds}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g, err := goroutines(s.metrics)
+			if err != nil {
+				g = -1
+			}
+			got[i].goroutines = g
+		}()
 	}
+	wg.Wait()
 	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, sm := range got {
+		if sm == nil {
+			continue
+		}
+		r.samples = append(r.samples, *sm)
+		fmt.Fprintf(r.tsv, "%.1f\t%s\t%d\t%d\t%d\t%d\t%d\t%d\n", sm.t, sm.service, sm.incarnation, sm.pid, sm.rssKiB, sm.goroutines, sm.fds, progress)
+	}
 	r.tsv.Flush()
-	r.mu.Unlock()
 }
 
 // settled returns the pages settled (indexed, failed, redirected) in all
@@ -126,7 +140,7 @@ func run(c config) (err error) {
 	}
 	defer os.RemoveAll(data)
 	esURL := strings.TrimRight(os.Getenv("GRIDCRAWL_ES_URL"), "/")
-	amqpURL, dropVhost, err := ownVhost(os.Getenv("GRIDCRAWL_AMQP_URL"), prefix)
+	amqpURL, _, err := ownVhost(os.Getenv("GRIDCRAWL_AMQP_URL"), prefix)
 	if err != nil {
 		return fmt.Errorf("own virtual host (concurrent grid runs on one virtual host take each other's contracts): %w", err)
 	}
@@ -135,9 +149,7 @@ func run(c config) (err error) {
 			fmt.Printf("kept: virtual host, indices %s-*, bucket %s\n", prefix, bucket)
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		if e := errors.Join(dropVhost(), deleteIndices(esURL, prefix), removeBucket(ctx, bucket)); e != nil {
+		if e := cleanUp(prefix); e != nil {
 			fmt.Fprintf(os.Stderr, "soak: clean up: %v\n", e)
 		}
 	}()
@@ -265,16 +277,30 @@ func run(c config) (err error) {
 	}
 	var results []epochResult
 	finish := func(e *epoch, st contracts.CrawlStatus, finished bool) error {
-		r, err := check(esURL, prefix+"-web", e.web, e.want, st, delay)
+		r, err := check(esURL, prefix+"-web", prefix+"-transactions", e.web, e.want, st, delay)
 		e.web.Close()
 		if err != nil {
 			return fmt.Errorf("check crawl %s: %w", e.id, err)
 		}
 		r.epoch, r.finished, r.wall = e.n, finished, time.Since(e.start)
 		results = append(results, r)
-		rec.event("crawl %d %s after %s: %d reachable, %d documents, %d lost, %d stored more than once, %d fetched more than once",
-			e.n, map[bool]string{true: "finished", false: "NOT finished"}[finished], r.wall.Round(time.Second), r.expected, r.documents, r.lost, r.rewritten, r.requests.FetchedTwice)
+		rec.event("crawl %d %s after %s: %d reachable, %d documents, %d lost, %d stored more than once (%d extra stores after a depth lowering), %d fetched more than once",
+			e.n, map[bool]string{true: "finished", false: "NOT finished"}[finished], r.wall.Round(time.Second), r.expected, r.documents, r.lost, r.rewritten, r.relowered, r.requests.FetchedTwice)
 		return nil
+	}
+	// Counters of the services, added up over their incarnations: read
+	// just before each kill (what the killed process did since then is not
+	// counted) and at the end.
+	totals := map[string]float64{}
+	addCounters := func(s *service) {
+		m, err := counters(s.metrics)
+		if err != nil {
+			rec.event("counters of %s: %v", s.name, err)
+			return
+		}
+		for k, v := range m {
+			totals[k] += v
+		}
 	}
 	kills := 0
 	nextKill := rec.t0.Add(c.killEvery)
@@ -300,6 +326,7 @@ func run(c config) (err error) {
 		if c.killEvery > 0 && now.Before(end) && now.After(nextKill) && (c.maxKills == 0 || kills < c.maxKills) && len(pending) == 0 {
 			s := cl.services[rng.IntN(len(cl.services))]
 			pid, inc, _ := s.running()
+			addCounters(s)
 			s.signal(syscall.SIGKILL, 10*time.Second)
 			kills++
 			rec.event("kill -9 %s (pid %d, incarnation %d)", s.name, pid, inc)
@@ -341,6 +368,9 @@ func run(c config) (err error) {
 	cancel()
 	esBytes, esErr := indicesBytes(esURL, prefix)
 	for _, s := range cl.services {
+		addCounters(s)
+	}
+	for _, s := range cl.services {
 		s.signal(syscall.SIGTERM, 30*time.Second)
 	}
 	f, err := os.Create(filepath.Join(out, "summary.txt"))
@@ -359,35 +389,57 @@ func run(c config) (err error) {
 	samples := append([]sample(nil), rec.samples...)
 	rec.mu.Unlock()
 	report(w, samples, wall.Seconds(), c.sample.Seconds())
-	lost, twiceFetched, twiceStored, multi, extra, unfinished := 0, 0, 0, 0, 0, 0
+	lost, twiceFetched, twiceStored, lowered, multi, extra, unfinished := 0, 0, 0, 0, 0, 0, 0
 	fmt.Fprintf(w, "\ncrawls (oracle: the web's link graph; fetches: the web server's request log; stores: Elasticsearch _version of each document)\n")
-	fmt.Fprintf(w, "%-5s %-26s %-8s %8s %9s %9s %6s %6s %13s %12s %11s %10s %8s\n", "crawl", "id", "state", "wall", "reachable", "documents", "lost", "extra", "fetched twice", "stored twice", "short gaps", "overlaps", "pages/s")
+	fmt.Fprintf(w, "%-5s %-26s %-8s %8s %9s %9s %6s %6s %13s %12s %11s %10s %8s %s\n", "crawl", "id", "state", "wall", "reachable", "documents", "lost", "extra", "fetched twice", "stored twice", "short gaps", "overlaps", "pages/s", "re-stores after lowering")
 	for _, r := range results {
 		state := "finished"
 		if !r.finished {
 			state = "running"
 			unfinished++
 		}
-		fmt.Fprintf(w, "%-5d %-26s %-8s %8s %9d %9d %6d %6d %13d %12d %11d %10d %8.1f\n", r.epoch, r.crawlID, state, r.wall.Round(time.Second),
+		fmt.Fprintf(w, "%-5d %-26s %-8s %8s %9d %9d %6d %6d %13d %12d %11d %10d %8.1f %d\n", r.epoch, r.crawlID, state, r.wall.Round(time.Second),
 			r.expected, r.documents, r.lost, r.extra, r.requests.FetchedTwice, r.rewritten, r.requests.ShortGaps, r.requests.Overlaps,
-			float64(r.requests.Pages)/r.wall.Seconds())
+			float64(r.requests.Pages)/r.wall.Seconds(), r.relowered)
 		if r.finished {
 			lost += r.lost
 		}
 		twiceFetched += r.requests.FetchedTwice
 		twiceStored += r.rewritten
+		lowered += r.relowered
 		multi += r.multiDoc
 		extra += r.extra
 		for _, ex := range r.examples {
 			fmt.Fprintf(w, "      %s\n", ex)
 		}
 	}
-	fmt.Fprintf(w, "pages lost: %d   fetched twice: %d   indexed twice: %d (documents stored more than once) + %d (URLs with two documents)   unexpected documents: %d   unfinished crawls: %d\n",
-		lost, twiceFetched, twiceStored, multi, extra, unfinished)
-	if lost+twiceFetched+twiceStored+multi+extra+unfinished > 0 {
+	fmt.Fprintf(w, "pages lost: %d   fetched twice: %d   indexed twice: %d documents stored more than once (%d extra stores follow a depth lowering, by design) + %d URLs with two documents   unexpected documents: %d   unfinished crawls: %d\n",
+		lost, twiceFetched, twiceStored, lowered, multi, extra, unfinished)
+	docs := 0
+	for _, r := range results {
+		docs += r.documents
+	}
+	fmt.Fprintf(w, "services' own counts over all incarnations (read before each kill and at the end): loader fetched %.0f, republished %.0f (fetched before, crawler contract published again), skipped %.0f; mcp documents stored %.0f (%d documents exist), pages indexed %.0f, recovery sweep republished %.0f\n",
+		totals[counterNames[0]], totals[counterNames[1]], totals[counterNames[2]], totals[counterNames[3]], docs, totals[counterNames[4]], totals[counterNames[5]])
+	if lost+twiceFetched+(twiceStored-lowered)+multi+extra+unfinished > 0 {
 		return errors.New("the soak found lost, unfinished or duplicated work (above)")
 	}
 	return nil
+}
+
+// cleanUp deletes the virtual host, Elasticsearch indices and MinIO bucket
+// of the run named name (they share it).
+func cleanUp(name string) error {
+	if !strings.HasPrefix(name, "gridsoak-") {
+		return fmt.Errorf("%q is not the name of a soak run (gridsoak-...)", name)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	_, drop, err := vhostDropper(os.Getenv("GRIDCRAWL_AMQP_URL"), name)
+	if err == nil {
+		err = drop()
+	}
+	return errors.Join(err, deleteIndices(strings.TrimRight(os.Getenv("GRIDCRAWL_ES_URL"), "/"), name), removeBucket(ctx, name))
 }
 
 // report prints, per service, the first, last and largest RSS, goroutine
