@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/pkg/websim"
 )
 
@@ -180,25 +181,58 @@ func check(esURL, docsIndex, txIndex string, web *websim.Web, want []string, st 
 			}
 		}
 	}
-	back, err := returnsToParse(esURL, txIndex, ids)
+	recs, err := getRecords(esURL, txIndex, ids)
+	if err != nil {
+		return r, err
+	}
+	var refIDs []string
+	for _, id := range ids {
+		if rec, ok := recs[id]; ok && rec.Referrer != "" {
+			refIDs = append(refIDs, txindex.Key(st.CrawlID, rec.Referrer))
+		}
+	}
+	refs, err := getRecords(esURL, txIndex, refIDs)
 	if err != nil {
 		return r, err
 	}
 	for id, n := range extra {
-		r.relowered += int(min(n, back[id]))
+		rec := recs[id]
+		// Each return to to-be-parsed after a parse is one store more. A
+		// record lowered while it was being parsed stays to-be-parsed (no
+		// trace in the history) but is parsed and stored twice: its depth
+		// is then below its referrer's plus one, or the referrer itself
+		// went back to be parsed (and found it again on its new, shorter
+		// path). A lowering that leaves neither trace is not told apart.
+		explained := min(n, rec.returns)
+		if explained < n {
+			ref, ok := refs[txindex.Key(st.CrawlID, rec.Referrer)]
+			if ok && (rec.Depth < ref.Depth+1 || ref.returns > 0) {
+				explained++
+			}
+		}
+		r.relowered += int(explained)
 	}
 	r.requests = websim.Stats(web.RequestLog(), delay, nil)
 	return r, nil
 }
 
-// returnsToParse reads the transaction records with ids and returns, by id,
-// how many times each went back to to-be-parsed after the crawler had
-// parsed it: a page found again on a shorter path while its document was on
-// its way to the index is parsed again at its new depth and its document
-// stored again (frontier.Enqueue), by design. A lowering while the page is
-// being parsed leaves no such trace in the history.
-func returnsToParse(esURL, txIndex string, ids []string) (map[string]int64, error) {
-	out := map[string]int64{}
+// txRecord is what the check reads of a transaction record.
+type txRecord struct {
+	Depth    int    `json:"depth"`
+	Referrer string `json:"referrer"`
+	History  []struct {
+		Status contracts.Status `json:"status"`
+	} `json:"history"`
+	returns int64 // times it went back to to-be-parsed after a parse
+}
+
+// getRecords reads the transaction records with ids. returns counts how
+// many times each went back to to-be-parsed after the crawler had parsed
+// it: a page found again on a shorter path while its document was on its
+// way to the index is parsed again at its new depth and its document
+// stored again (frontier.Enqueue), by design.
+func getRecords(esURL, txIndex string, ids []string) (map[string]txRecord, error) {
+	out := map[string]txRecord{}
 	for len(ids) > 0 {
 		n := min(len(ids), 1000)
 		b, err := json.Marshal(map[string]any{"ids": ids[:n]})
@@ -206,18 +240,15 @@ func returnsToParse(esURL, txIndex string, ids []string) (map[string]int64, erro
 			return nil, err
 		}
 		ids = ids[n:]
-		resp, err := http.Post(esURL+"/"+txIndex+"/_mget?_source=history", "application/json", bytes.NewReader(b))
+		resp, err := http.Post(esURL+"/"+txIndex+"/_mget?_source=depth,referrer,history", "application/json", bytes.NewReader(b))
 		if err != nil {
 			return nil, fmt.Errorf("read records: %w", err)
 		}
 		var res struct {
 			Docs []struct {
-				ID     string `json:"_id"`
-				Source struct {
-					History []struct {
-						Status contracts.Status `json:"status"`
-					} `json:"history"`
-				} `json:"_source"`
+				ID     string   `json:"_id"`
+				Found  bool     `json:"found"`
+				Source txRecord `json:"_source"`
 			} `json:"docs"`
 		}
 		err = json.NewDecoder(resp.Body).Decode(&res)
@@ -226,12 +257,16 @@ func returnsToParse(esURL, txIndex string, ids []string) (map[string]int64, erro
 			return nil, fmt.Errorf("read records: %w", err)
 		}
 		for _, d := range res.Docs {
-			h := d.Source.History
-			for i := 1; i < len(h); i++ {
-				if h[i].Status == contracts.ToBeParsed && h[i-1].Status != contracts.ToBeLoaded {
-					out[d.ID]++
+			if !d.Found {
+				continue
+			}
+			rec := d.Source
+			for i := 1; i < len(rec.History); i++ {
+				if rec.History[i].Status == contracts.ToBeParsed && rec.History[i-1].Status != contracts.ToBeLoaded {
+					rec.returns++
 				}
 			}
+			out[d.ID] = rec
 		}
 	}
 	return out, nil

@@ -18,9 +18,12 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 )
 
@@ -103,7 +106,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, "soak:", err)
 		os.Exit(2)
 	}
-	if err := run(c); err != nil {
+	// An interrupt stops the run: the services are killed and the virtual
+	// host, indices and bucket deleted all the same.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, c); err != nil {
 		fmt.Fprintln(os.Stderr, "soak:", err)
 		os.Exit(1)
 	}

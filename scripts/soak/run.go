@@ -121,7 +121,7 @@ type epoch struct {
 	start time.Time
 }
 
-func run(c config) (err error) {
+func run(ctx context.Context, c config) (err error) {
 	var rb [4]byte
 	_, _ = rand.Read(rb[:])
 	suffix := hex.EncodeToString(rb[:])
@@ -312,7 +312,11 @@ func run(c config) (err error) {
 	end := rec.t0.Add(c.duration)
 	last := contracts.CrawlStatus{CrawlID: cur.id}
 	for {
-		time.Sleep(time.Second)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("interrupted: %w", ctx.Err())
+		case <-time.After(time.Second):
+		}
 		now := time.Now()
 		for len(pending) > 0 && now.After(pending[0].at) {
 			s := pending[0].s
