@@ -354,7 +354,11 @@ func run(ctx context.Context, c config) (err error) {
 				return err
 			}
 			if !c.recrawl || !time.Now().Before(end) {
-				cur = nil
+				break
+			}
+			if used := diskMiB(esURL, prefix); used > c.maxDiskMiB {
+				rec.event("no further crawl: the run's indices and objects take %d MiB, over -max-disk-mib %d", used, c.maxDiskMiB)
+				end = time.Now() // the soak ends with the crawls it could hold
 				break
 			}
 			if cur, err = newEpoch(cur.n + 1); err != nil {
@@ -429,6 +433,19 @@ func run(ctx context.Context, c config) (err error) {
 		return errors.New("the soak found lost, unfinished or duplicated work (above)")
 	}
 	return nil
+}
+
+// diskMiB returns the MiB taken by the run's indices and objects, or 0 if
+// they cannot be read.
+func diskMiB(esURL, prefix string) int64 {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, objs, err1 := bucketBytes(ctx, prefix)
+	es, err2 := indicesBytes(esURL, prefix)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return (objs + es) >> 20
 }
 
 // cleanUp deletes the virtual host, Elasticsearch indices and MinIO bucket
