@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
@@ -129,8 +130,9 @@ type epochResult struct {
 	extra     int   // documents of URLs the oracle does not reach
 	multiDoc  int   // URLs with more than one document
 	rewritten int   // documents stored more than once (_version > 1)
-	relowered int   // of the extra stores, those after a depth lowering sent the page back to to-be-parsed
+	relowered int64 // of the extra stores, those after a depth lowering sent the page back to to-be-parsed
 	writes    int64 // document index operations in all (sum of _version)
+	stores    int64 // index operations beyond one per document (sum of _version - 1)
 	requests  websim.RequestStats
 	examples  []string // a few lost or duplicated URLs, for the report
 }
@@ -165,9 +167,7 @@ func check(esURL, docsIndex, txIndex string, web *websim.Web, want []string, st 
 			r.writes += d.version
 			if d.version > 1 {
 				r.rewritten++
-				if len(r.examples) < 20 {
-					r.examples = append(r.examples, fmt.Sprintf("document of %s stored %d times", u, d.version))
-				}
+				r.stores += d.version - 1
 			}
 		}
 	}
@@ -195,8 +195,8 @@ func check(esURL, docsIndex, txIndex string, web *websim.Web, want []string, st 
 	if err != nil {
 		return r, err
 	}
-	for id, n := range extra {
-		rec := recs[id]
+	for _, id := range ids {
+		n, rec := extra[id], recs[id]
 		// Each return to to-be-parsed after a parse is one store more. A
 		// record lowered while it was being parsed stays to-be-parsed (no
 		// trace in the history) but is parsed and stored twice: its depth
@@ -210,7 +210,15 @@ func check(esURL, docsIndex, txIndex string, web *websim.Web, want []string, st 
 				explained++
 			}
 		}
-		r.relowered += int(explained)
+		r.relowered += explained
+		if explained < n && len(r.examples) < 20 {
+			var h []string
+			for _, x := range rec.History {
+				h = append(h, string(x.Status))
+			}
+			r.examples = append(r.examples, fmt.Sprintf("document of %s stored %d times, not explained by a lowering (depth %d, history %s)",
+				rec.URL, n+1, rec.Depth, strings.Join(h, " > ")))
+		}
 	}
 	r.requests = websim.Stats(web.RequestLog(), delay, nil)
 	return r, nil
@@ -218,6 +226,7 @@ func check(esURL, docsIndex, txIndex string, web *websim.Web, want []string, st 
 
 // txRecord is what the check reads of a transaction record.
 type txRecord struct {
+	URL      string `json:"url"`
 	Depth    int    `json:"depth"`
 	Referrer string `json:"referrer"`
 	History  []struct {
@@ -240,7 +249,7 @@ func getRecords(esURL, txIndex string, ids []string) (map[string]txRecord, error
 			return nil, err
 		}
 		ids = ids[n:]
-		resp, err := http.Post(esURL+"/"+txIndex+"/_mget?_source=depth,referrer,history", "application/json", bytes.NewReader(b))
+		resp, err := http.Post(esURL+"/"+txIndex+"/_mget?_source=url,depth,referrer,history", "application/json", bytes.NewReader(b))
 		if err != nil {
 			return nil, fmt.Errorf("read records: %w", err)
 		}
