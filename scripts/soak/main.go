@@ -38,6 +38,7 @@ type config struct {
 	delayMS      int           // politeness: least milliseconds between fetches of one host
 	killEvery    time.Duration // a random service is killed this often (0: never)
 	maxKills     int           // at most this many kills (0: no limit)
+	victims      string        // comma-separated services that may be killed (empty: any)
 	restartAfter time.Duration // a killed service is started again after this
 	sample       time.Duration
 	loaders      int
@@ -63,6 +64,7 @@ func main() {
 	flag.IntVar(&c.pageBytes, "page-bytes", 20<<10, "bytes per page")
 	flag.IntVar(&c.delayMS, "min-delay-ms", 4000, "politeness: least milliseconds between fetches of one host; hosts×1000/delay bounds the page rate")
 	flag.DurationVar(&c.killEvery, "kill-every", 3*time.Minute, "kill -9 a random service this often (0: never)")
+	flag.StringVar(&c.victims, "victims", "", "comma-separated services that may be killed, such as mcp,loader-1 (default: any)")
 	flag.IntVar(&c.maxKills, "max-kills", 0, "at most this many kills (0: no limit)")
 	flag.DurationVar(&c.restartAfter, "restart-after", 5*time.Second, "restart a killed service after this")
 	flag.DurationVar(&c.sample, "sample", 10*time.Second, "sample every service this often")

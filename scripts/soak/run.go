@@ -244,6 +244,20 @@ func run(ctx context.Context, c config) (err error) {
 	}()
 	defer func() { close(stopSampling); <-sampled }()
 
+	victims := cl.services
+	if c.victims != "" {
+		victims = nil
+		for _, name := range strings.Split(c.victims, ",") {
+			for _, s := range cl.services {
+				if s.name == strings.TrimSpace(name) {
+					victims = append(victims, s)
+				}
+			}
+		}
+		if len(victims) == 0 {
+			return fmt.Errorf("-victims %q names no service (mcp, loader-N, crawler-N)", c.victims)
+		}
+	}
 	rng := mrand.New(mrand.NewPCG(uint64(c.seed), 7))
 	delay := time.Duration(c.delayMS) * time.Millisecond
 	newEpoch := func(n int) (*epoch, error) {
@@ -333,7 +347,7 @@ func run(ctx context.Context, c config) (err error) {
 			}
 		}
 		if c.killEvery > 0 && now.Before(end) && now.After(nextKill) && (c.maxKills == 0 || kills < c.maxKills) && len(pending) == 0 {
-			s := cl.services[rng.IntN(len(cl.services))]
+			s := victims[rng.IntN(len(victims))]
 			pid, inc, _ := s.running()
 			addCounters(s)
 			if s.name == "mcp" {
