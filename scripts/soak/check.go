@@ -119,31 +119,45 @@ func scanDocs(esURL, docsIndex, crawlID string) (map[string][]storedDoc, error) 
 
 // epochResult is the check of one crawl against its web.
 type epochResult struct {
-	epoch     int
-	crawlID   string
-	finished  bool
-	wall      time.Duration
-	expected  int // reachable pages (oracle)
-	status    contracts.CrawlStatus
-	documents int   // stored documents of the crawl
-	lost      int   // reachable, no document
-	extra     int   // documents of URLs the oracle does not reach
-	multiDoc  int   // URLs with more than one document
-	rewritten int   // documents stored more than once (_version > 1)
-	replayed  int64 // of the extra stores, those of an index batch in flight at an MCP kill
-	relowered int64 // of the extra stores, those after a depth lowering sent the page back to to-be-parsed
-	writes    int64 // document index operations in all (sum of _version)
-	stores    int64 // index operations beyond one per document (sum of _version - 1)
-	requests  websim.RequestStats
-	examples  []string // a few lost or duplicated URLs, for the report
+	epoch              int
+	crawlID            string
+	finished           bool
+	wall               time.Duration
+	expected           int // reachable pages (oracle)
+	status             contracts.CrawlStatus
+	documents          int   // stored documents of the crawl
+	lost               int   // reachable, no document
+	extra              int   // documents of URLs the oracle does not reach
+	multiDoc           int   // URLs with more than one document
+	rewritten          int   // documents stored more than once (_version > 1)
+	refetchedAfterKill int   // fetches beyond the first of a page fetched just before a loader kill
+	replayed           int64 // of the extra stores, those of an index batch in flight at an MCP kill
+	relowered          int64 // of the extra stores, those after a depth lowering sent the page back to to-be-parsed
+	writes             int64 // document index operations in all (sum of _version)
+	stores             int64 // index operations beyond one per document (sum of _version - 1)
+	requests           websim.RequestStats
+	examples           []string // a few lost or duplicated URLs, for the report
 }
 
-// outage is a time MCP was down: from its kill to its restart.
-type outage struct{ from, to time.Time }
+// outage is a time a service was down: from its kill to its restart.
+type outage struct {
+	service  string
+	from, to time.Time
+}
 
 // check compares the crawl's stored documents and the web's request log with
-// the oracle. mcpDown are MCP's kills so far, to tell its replays apart.
-func check(esURL, docsIndex, txIndex string, web *websim.Web, want []string, st contracts.CrawlStatus, delay time.Duration, mcpDown []outage) (epochResult, error) {
+// the oracle. kills are the kills so far, to tell the work they redid
+// apart.
+func check(esURL, docsIndex, txIndex string, web *websim.Web, want []string, st contracts.CrawlStatus, delay time.Duration, kills []outage) (epochResult, error) {
+	var mcpDown, loaderDown []outage
+	for _, k := range kills {
+		switch {
+		case k.service == "mcp":
+			mcpDown = append(mcpDown, k)
+		case strings.HasPrefix(k.service, "loader"):
+			loaderDown = append(loaderDown, k)
+		}
+	}
 	r := epochResult{crawlID: st.CrawlID, status: st, expected: len(want)}
 	docs, err := scanDocs(esURL, docsIndex, st.CrawlID)
 	if err != nil {
@@ -233,7 +247,35 @@ func check(esURL, docsIndex, txIndex string, web *websim.Web, want []string, st 
 				rec.URL, n+1, rec.Depth, strings.Join(h, " > ")))
 		}
 	}
-	r.requests = websim.Stats(web.RequestLog(), delay, nil)
+	log := web.RequestLog()
+	r.requests = websim.Stats(log, delay, nil)
+	// A loader killed after a fetch but before recording it leaves the page
+	// to-be-loaded, and the contract goes to another loader, which fetches
+	// it again (at-least-once). Such a page was first fetched within a
+	// minute before a loader's kill and again after it.
+	first := map[string]websim.Request{}
+	for _, q := range log {
+		if q.Path == "/robots.txt" {
+			continue
+		}
+		f, seen := first[q.URL]
+		if !seen {
+			first[q.URL] = q
+			continue
+		}
+		inFlight := false
+		for _, k := range loaderDown {
+			if f.Start.Before(k.from) && f.Start.After(k.from.Add(-time.Minute)) && q.Start.After(k.from) {
+				inFlight = true
+			}
+		}
+		if inFlight {
+			r.refetchedAfterKill++
+		} else if len(r.examples) < 30 {
+			r.examples = append(r.examples, fmt.Sprintf("%s fetched again at %s (first at %s), not after a loader kill",
+				q.URL, q.Start.Format("15:04:05.000"), f.Start.Format("15:04:05.000")))
+		}
+	}
 	return r, nil
 }
 
