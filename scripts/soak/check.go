@@ -253,7 +253,7 @@ func check(esURL, docsIndex, txIndex string, web *websim.Web, want []string, st 
 	// to-be-loaded, and the contract goes to another loader, which fetches
 	// it again (at-least-once). Such a page was first fetched within a
 	// minute before a loader's kill and again after it.
-	first := map[string]websim.Request{}
+	first, again := map[string]websim.Request{}, map[string]bool{}
 	for _, q := range log {
 		if q.Path == "/robots.txt" {
 			continue
@@ -263,6 +263,10 @@ func check(esURL, docsIndex, txIndex string, web *websim.Web, want []string, st 
 			first[q.URL] = q
 			continue
 		}
+		if again[q.URL] {
+			continue // counted as fetched twice already, like Stats
+		}
+		again[q.URL] = true
 		inFlight := false
 		for _, k := range loaderDown {
 			if f.Start.Before(k.from) && f.Start.After(k.from.Add(-time.Minute)) && q.Start.After(k.from) {

@@ -450,7 +450,7 @@ func run(ctx context.Context, c config) (err error) {
 			fmt.Fprintf(w, "      %s\n", ex)
 		}
 	}
-	fmt.Fprintf(w, "pages lost: %d   fetched twice: %d (%d fetches beyond the first just before a loader kill, at-least-once)   indexed twice: %d documents stored more than once, %d stores beyond one a document: %d after a depth lowering (by design), %d an index batch replayed after an MCP kill (at-least-once), %d unexplained; %d URLs with two documents   unexpected documents: %d   unfinished crawls: %d\n",
+	fmt.Fprintf(w, "pages lost: %d   fetched twice: %d (%d of them first fetched just before a loader kill, at-least-once)   indexed twice: %d documents stored more than once, %d stores beyond one a document: %d after a depth lowering (by design), %d an index batch replayed after an MCP kill (at-least-once), %d unexplained; %d URLs with two documents   unexpected documents: %d   unfinished crawls: %d\n",
 		lost, twiceFetched, refetched, twiceStored, stores, lowered, replayed, stores-lowered-replayed, multi, extra, unfinished)
 	docs := 0
 	for _, r := range results {
