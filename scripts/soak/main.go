@@ -63,7 +63,7 @@ func main() {
 	flag.IntVar(&c.cross, "cross", 2, "links per page to other hosts")
 	flag.IntVar(&c.pageBytes, "page-bytes", 20<<10, "bytes per page")
 	flag.IntVar(&c.delayMS, "min-delay-ms", 4000, "politeness: least milliseconds between fetches of one host; hosts×1000/delay bounds the page rate")
-	flag.DurationVar(&c.killEvery, "kill-every", 3*time.Minute, "kill -9 a random service this often (0: never)")
+	flag.DurationVar(&c.killEvery, "kill-every", 3*time.Minute, "kill -9 a random service this often (0: never); services are drawn in shuffled rounds, so each is killed as often as the others")
 	flag.StringVar(&c.victims, "victims", "", "comma-separated services that may be killed, such as mcp,loader-1 (default: any)")
 	flag.IntVar(&c.maxKills, "max-kills", 0, "at most this many kills (0: no limit)")
 	flag.DurationVar(&c.restartAfter, "restart-after", 5*time.Second, "restart a killed service after this")

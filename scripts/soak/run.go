@@ -259,6 +259,7 @@ func run(ctx context.Context, c config) (err error) {
 		}
 	}
 	rng := mrand.New(mrand.NewPCG(uint64(c.seed), 7))
+	var bag []*service
 	delay := time.Duration(c.delayMS) * time.Millisecond
 	newEpoch := func(n int) (*epoch, error) {
 		web := websim.NewWeb(websim.WebConfig{Hosts: c.hosts, PagesPerHost: perHost, LinksPerPage: c.links, CrossHostLinks: c.cross,
@@ -349,7 +350,14 @@ func run(ctx context.Context, c config) (err error) {
 			}
 		}
 		if c.killEvery > 0 && now.Before(end) && now.After(nextKill) && (c.maxKills == 0 || nKills < c.maxKills) && len(pending) == 0 {
-			s := victims[rng.IntN(len(victims))]
+			// Victims are drawn in rounds, each a shuffle of all of them:
+			// random, but every service is killed as often as the others.
+			if len(bag) == 0 {
+				bag = append(bag, victims...)
+				rng.Shuffle(len(bag), func(i, j int) { bag[i], bag[j] = bag[j], bag[i] })
+			}
+			s := bag[0]
+			bag = bag[1:]
 			pid, inc, _ := s.running()
 			addCounters(s)
 			kills = append(kills, outage{service: s.name, from: time.Now()})
