@@ -511,6 +511,7 @@ func report(w io.Writer, samples []sample, wall, step float64) {
 		}
 		by[s.service] = append(by[s.service], s)
 	}
+	timeline(w, samples, order, wall, 6)
 	from := wall / 2
 	warm := math.Max(30, 3*step)
 	fmt.Fprintf(w, "\nper service: first / last / max; trend over the second half (from %.0fs, leaving out %.0fs after each start; GROWING when it adds more than a tenth of the median and the floor)\n", from, warm)
@@ -532,6 +533,39 @@ func report(w io.Writer, samples []sample, wall, step float64) {
 			fmt.Sprintf("%.0f / %.0f / %.0f", r.first, r.last, r.max), fmt.Sprintf("%s %+.1f/h", r.verdict, r.perHour),
 			fmt.Sprintf("%.0f / %.0f / %.0f", g.first, g.last, g.max), fmt.Sprintf("%.0f / %.0f / %.0f", f.first, f.last, f.max),
 			fmt.Sprintf("%s %+.0f/h / %s %+.0f/h", g.verdict, g.perHour, f.verdict, f.perHour))
+	}
+}
+
+// timeline prints each service's RSS (MiB), goroutines and open files at
+// cols evenly spaced times of the run: the last sample at or before each,
+// with the incarnation when it is not the first ("r2" after one restart).
+func timeline(w io.Writer, samples []sample, order []string, wall float64, cols int) {
+	fmt.Fprintf(w, "\nover time: rss MiB / goroutines / open files (rN: N-th incarnation)\n%-10s", "service")
+	ts := make([]float64, cols)
+	for i := range ts {
+		ts[i] = wall * float64(i+1) / float64(cols)
+		fmt.Fprintf(w, " %17s", fmt.Sprintf("%.0fs", ts[i]))
+	}
+	fmt.Fprintln(w)
+	for _, name := range order {
+		fmt.Fprintf(w, "%-10s", name)
+		for _, t := range ts {
+			var got *sample
+			for i := range samples {
+				if samples[i].service == name && samples[i].t <= t {
+					got = &samples[i]
+				}
+			}
+			cell := "-"
+			if got != nil {
+				cell = fmt.Sprintf("%.0f/%d/%d", float64(got.rssKiB)/1024, got.goroutines, got.fds)
+				if got.incarnation > 1 {
+					cell = fmt.Sprintf("r%d %s", got.incarnation, cell)
+				}
+			}
+			fmt.Fprintf(w, " %17s", cell)
+		}
+		fmt.Fprintln(w)
 	}
 }
 
