@@ -78,7 +78,15 @@ func main() {
 	flag.BoolVar(&c.keep, "keep", false, "keep the RabbitMQ virtual host, Elasticsearch indices and MinIO bucket for inspection")
 	flag.Int64Var(&c.seed, "seed", 1, "seed of the first web and of the kill schedule")
 	clean := flag.String("clean", "", "delete what a -keep run left (its name, gridsoak-XXXXXXXX: virtual host, indices, bucket) and exit")
+	reportDir := flag.String("report", "", "print the per-service summary of the samples.tsv in this directory (of an earlier run) and exit")
 	flag.Parse()
+	if *reportDir != "" {
+		if err := reportFile(*reportDir, c.sample); err != nil {
+			fmt.Fprintln(os.Stderr, "soak:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *clean != "" {
 		if err := cleanUp(*clean); err != nil {
 			fmt.Fprintln(os.Stderr, "soak:", err)

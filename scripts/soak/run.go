@@ -514,8 +514,8 @@ func report(w io.Writer, samples []sample, wall, step float64) {
 	timeline(w, samples, order, wall, 6)
 	from := wall / 2
 	warm := math.Max(30, 3*step)
-	fmt.Fprintf(w, "\nper service: first / last / max; trend over the second half (from %.0fs, leaving out %.0fs after each start; GROWING when it adds more than a tenth of the median and the floor)\n", from, warm)
-	fmt.Fprintf(w, "%-10s %-4s %-28s %-14s %-34s %-28s %-28s\n", "service", "runs", "rss MiB", "rss trend", "goroutines", "open files", "goroutine / fd trend")
+	fmt.Fprintf(w, "\nper service: first / last / max; trend: slope within incarnations over the second half (from %.0fs, leaving out %.0fs after each start) and peak before -> in the last third; GROWING when both rise by more than a tenth and a floor (16 MiB, 20 goroutines, 10 files), check when one does\n", from, warm)
+	fmt.Fprintf(w, "%-10s %-4s %-10s %7s %7s %7s %17s %10s  %s\n", "service", "runs", "quantity", "first", "last", "max", "peak before->last", "slope/h", "verdict")
 	for _, name := range order {
 		ss := by[name]
 		var rss, gor, fds []point
@@ -526,13 +526,17 @@ func report(w io.Writer, samples []sample, wall, step float64) {
 			}
 			fds = append(fds, point{s.t, s.start, float64(s.fds)})
 		}
-		r := summarize(rss, from, wall, warm, 16)
-		g := summarize(gor, from, wall, warm, 20)
-		f := summarize(fds, from, wall, warm, 10)
-		fmt.Fprintf(w, "%-10s %-4d %-28s %-14s %-34s %-28s %-28s\n", name, ss[len(ss)-1].incarnation,
-			fmt.Sprintf("%.0f / %.0f / %.0f", r.first, r.last, r.max), fmt.Sprintf("%s %+.1f/h", r.verdict, r.perHour),
-			fmt.Sprintf("%.0f / %.0f / %.0f", g.first, g.last, g.max), fmt.Sprintf("%.0f / %.0f / %.0f", f.first, f.last, f.max),
-			fmt.Sprintf("%s %+.0f/h / %s %+.0f/h", g.verdict, g.perHour, f.verdict, f.perHour))
+		for _, q := range []struct {
+			name string
+			s    series
+		}{
+			{"rss MiB", summarize(rss, from, wall, warm, 16)},
+			{"goroutines", summarize(gor, from, wall, warm, 20)},
+			{"open files", summarize(fds, from, wall, warm, 10)},
+		} {
+			fmt.Fprintf(w, "%-10s %-4d %-10s %7.0f %7.0f %7.0f %17s %+10.1f  %s\n", name, ss[len(ss)-1].incarnation, q.name,
+				q.s.first, q.s.last, q.s.max, fmt.Sprintf("%.0f->%.0f", q.s.earlyMax, q.s.lateMax), q.s.perHour, q.s.verdict)
+		}
 	}
 }
 

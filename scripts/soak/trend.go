@@ -1,9 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"sort"
+	"strconv"
+	"strings"
+	"time"
 )
 
 // point is one sample of one quantity of one service: at t seconds into the
@@ -50,17 +56,26 @@ func slope(ps []point, from, warm float64) (perSec float64, n int) {
 	return sxy / sxx, len(used)
 }
 
-// verdict calls a trend growing when the slope over span seconds adds more
-// than a tenth of the median level and more than floor (noise of a healthy
-// service: a garbage collection, a burst of connections), and flat
-// otherwise. It returns the verdict and the growth over span.
-func verdict(perSec, span, median, floor float64) (string, float64) {
+// verdict judges a quantity by two signs of a leak, each beyond a tenth of
+// the level and beyond floor (noise of a healthy service: a garbage
+// collection, a burst of connections): the slope within incarnations over
+// the second half adds more than that over span, and the peak of the last
+// third exceeds the peak before it by more than that. Both: GROWING; one:
+// "check" (a load that moved between services after a restart raises one
+// process's level without a leak); neither: flat. It returns the verdict
+// and the growth by the slope over span.
+func verdict(perSec, span, median, earlyMax, lateMax, floor float64) (string, float64) {
 	growth := perSec * span
-	switch {
-	case span <= 0:
+	if span <= 0 {
 		return "too short", 0
-	case growth > math.Max(0.1*median, floor):
+	}
+	bySlope := growth > math.Max(0.1*median, floor)
+	byPeak := lateMax > earlyMax+math.Max(0.1*earlyMax, floor)
+	switch {
+	case bySlope && byPeak:
 		return "GROWING", growth
+	case bySlope || byPeak:
+		return "check", growth
 	default:
 		return "flat", growth
 	}
@@ -68,12 +83,13 @@ func verdict(perSec, span, median, floor float64) (string, float64) {
 
 // series summarizes one quantity of one service over the run.
 type series struct {
-	first, last, max float64
-	median           float64
-	perHour          float64 // slope over the second half, per hour
-	growth           float64 // over the second half
-	verdict          string
-	n                int
+	first, last, max  float64
+	median            float64
+	earlyMax, lateMax float64 // peaks before and in the last third of the run
+	perHour           float64 // slope over the second half, per hour
+	growth            float64 // over the second half
+	verdict           string
+	n                 int
 }
 
 // summarize returns the first, last and largest value of ps (in time order)
@@ -89,6 +105,11 @@ func summarize(ps []point, from, end, warm, floor float64) series {
 		if p.t >= from {
 			tail = append(tail, p.v)
 		}
+		if p.t < end*2/3 {
+			s.earlyMax = math.Max(s.earlyMax, p.v)
+		} else {
+			s.lateMax = math.Max(s.lateMax, p.v)
+		}
 	}
 	if len(tail) > 0 {
 		sort.Float64s(tail)
@@ -96,9 +117,56 @@ func summarize(ps []point, from, end, warm, floor float64) series {
 	}
 	perSec, n := slope(ps, from, warm)
 	s.n, s.perHour = n, perSec*3600
-	s.verdict, s.growth = verdict(perSec, end-from, s.median, floor)
+	s.verdict, s.growth = verdict(perSec, end-from, s.median, s.earlyMax, s.lateMax, floor)
 	if n < 3 {
 		s.verdict = fmt.Sprintf("too few samples (%d)", n)
 	}
 	return s
+}
+
+// reportFile prints the per-service summary of dir/samples.tsv. An
+// incarnation's start is taken as its first sample.
+func reportFile(dir string, step time.Duration) error {
+	f, err := os.Open(filepath.Join(dir, "samples.tsv"))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var samples []sample
+	starts := map[string]float64{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		c := strings.Split(sc.Text(), "\t")
+		if len(c) < 7 || c[0] == "t_s" {
+			continue
+		}
+		var s sample
+		var errs [6]error
+		s.t, errs[0] = strconv.ParseFloat(c[0], 64)
+		s.service = c[1]
+		s.incarnation, errs[1] = strconv.Atoi(c[2])
+		s.pid, errs[2] = strconv.Atoi(c[3])
+		s.rssKiB, errs[3] = strconv.ParseInt(c[4], 10, 64)
+		s.goroutines, errs[4] = strconv.Atoi(c[5])
+		s.fds, errs[5] = strconv.Atoi(c[6])
+		for _, err := range errs {
+			if err != nil {
+				return fmt.Errorf("samples.tsv line %q: %w", sc.Text(), err)
+			}
+		}
+		k := s.service + "/" + c[2]
+		if _, ok := starts[k]; !ok {
+			starts[k] = s.t
+		}
+		s.start = starts[k]
+		samples = append(samples, s)
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	if len(samples) == 0 {
+		return fmt.Errorf("no samples in %s", dir)
+	}
+	report(os.Stdout, samples, samples[len(samples)-1].t, step.Seconds())
+	return nil
 }

@@ -44,21 +44,24 @@ func TestSlope(t *testing.T) {
 
 func TestVerdict(t *testing.T) {
 	tests := []struct {
-		name                        string
-		perSec, span, median, floor float64
-		want                        string
+		name                     string
+		perSec, span, median     float64
+		earlyMax, lateMax, floor float64
+		want                     string
 	}{
-		{"flat", 0, 900, 100, 16, "flat"},
-		{"noise under the floor", 0.01, 900, 100, 16, "flat"},
-		{"over a tenth and the floor", 0.05, 900, 100, 16, "GROWING"},
-		{"over the floor, under a tenth of a large level", 0.05, 900, 1000, 16, "flat"},
-		{"falling", -1, 900, 100, 16, "flat"},
-		{"no span", 1, 0, 100, 16, "too short"},
+		{"flat", 0, 900, 100, 110, 110, 16, "flat"},
+		{"noise under the floor", 0.01, 900, 100, 110, 120, 16, "flat"},
+		{"slope and peak over a tenth and the floor", 0.05, 900, 100, 110, 160, 16, "GROWING"},
+		{"slope only: a climb back to the old peak", 0.05, 900, 100, 160, 160, 16, "check"},
+		{"peak only: a load that moved here", 0, 900, 100, 110, 400, 16, "check"},
+		{"over the floor, under a tenth of a large level", 0.05, 900, 1000, 1000, 1040, 16, "flat"},
+		{"falling", -1, 900, 100, 200, 100, 16, "flat"},
+		{"no span", 1, 0, 100, 100, 200, 16, "too short"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got, _ := verdict(tt.perSec, tt.span, tt.median, tt.floor); got != tt.want {
-				t.Errorf("verdict(%v, %v, %v, %v) = %q, want %q", tt.perSec, tt.span, tt.median, tt.floor, got, tt.want)
+			if got, _ := verdict(tt.perSec, tt.span, tt.median, tt.earlyMax, tt.lateMax, tt.floor); got != tt.want {
+				t.Errorf("verdict(%v, %v, %v, %v, %v, %v) = %q, want %q", tt.perSec, tt.span, tt.median, tt.earlyMax, tt.lateMax, tt.floor, got, tt.want)
 			}
 		})
 	}
