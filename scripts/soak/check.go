@@ -219,12 +219,19 @@ func check(esURL, docsIndex, txIndex string, web *websim.Web, want []string, st 
 		// record lowered while it was being parsed stays to-be-parsed (no
 		// trace in the history) but is parsed and stored twice: its depth
 		// is then below its referrer's plus one, or the referrer itself
-		// went back to be parsed (and found it again on its new, shorter
-		// path). A lowering that leaves neither trace is not told apart.
+		// was parsed twice (it went back to to-be-parsed, or its own
+		// document was stored twice) and found it again on its new,
+		// shorter path. A lowering that leaves none of these traces is not
+		// told apart; the referrer's second parse is taken for a lowering,
+		// which it nearly always is (a replay parses nothing again).
 		explained := min(n, rec.returns)
 		if explained < n {
 			ref, ok := refs[txindex.Key(st.CrawlID, rec.Referrer)]
-			if ok && (rec.Depth < ref.Depth+1 || ref.returns > 0) {
+			refStored := int64(0)
+			for _, d := range docs[rec.Referrer] {
+				refStored = max(refStored, d.version)
+			}
+			if ok && (rec.Depth < ref.Depth+1 || ref.returns > 0 || refStored > 1) {
 				explained++
 			}
 		}
