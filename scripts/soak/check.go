@@ -222,8 +222,10 @@ func check(esURL, docsIndex, txIndex string, web *websim.Web, want []string, st 
 		// was parsed twice (it went back to to-be-parsed, or its own
 		// document was stored twice) and found it again on its new,
 		// shorter path. A lowering that leaves none of these traces is not
-		// told apart; the referrer's second parse is taken for a lowering,
-		// which it nearly always is (a replay parses nothing again).
+		// told apart. A referrer's second store is taken for a second
+		// parse, which an MCP replay is not (it stores again without
+		// parsing): a page re-stored for another reason whose referrer
+		// was replayed would be counted as a lowering.
 		explained := min(n, rec.returns)
 		if explained < n {
 			ref, ok := refs[txindex.Key(st.CrawlID, rec.Referrer)]
