@@ -243,14 +243,15 @@ func check(esURL, docsIndex, txIndex string, web *websim.Web, want []string, st 
 		// when the contract comes back (at-least-once delivery; the same
 		// fetch, the same document). Its pages were to-be-indexed before
 		// the kill and became indexed only after the restart.
-		if explained < n && rec.replayedAfter(mcpDown) {
-			r.replayed++
-			explained++
+		if explained < n {
+			k := min(n-explained, rec.replaysAfter(mcpDown))
+			r.replayed += k
+			explained += k
 		}
 		if explained < n && len(r.examples) < 20 {
 			var h []string
 			for _, x := range rec.History {
-				h = append(h, string(x.Status))
+				h = append(h, string(x.Status)+" "+x.Time.UTC().Format("15:04:05.000"))
 			}
 			r.examples = append(r.examples, fmt.Sprintf("document of %s stored %d times, not explained by a lowering (depth %d, history %s)",
 				rec.URL, n+1, rec.Depth, strings.Join(h, " > ")))
@@ -304,24 +305,28 @@ type txRecord struct {
 	returns int64 // times it went back to to-be-parsed after a parse
 }
 
-// replayedAfter reports whether the record went to to-be-indexed before one
-// of the outages and to indexed after it, within two minutes of its end.
-func (rec txRecord) replayedAfter(outages []outage) bool {
+// replaysAfter returns how many of the outages the record went to
+// to-be-indexed before and to indexed after, within two minutes of its end:
+// each may have replayed the batch that held its document.
+func (rec txRecord) replaysAfter(outages []outage) int64 {
 	var queued, indexed time.Time
 	for _, h := range rec.History {
 		switch h.Status {
 		case contracts.ToBeIndexed:
-			queued = h.Time
+			if queued.IsZero() {
+				queued = h.Time // the first: a document on its way since then
+			}
 		case contracts.Indexed:
 			indexed = h.Time
 		}
 	}
+	var n int64
 	for _, o := range outages {
 		if !queued.IsZero() && queued.Before(o.from) && indexed.After(o.from) && indexed.Before(o.to.Add(2*time.Minute)) {
-			return true
+			n++
 		}
 	}
-	return false
+	return n
 }
 
 // getRecords reads the transaction records with ids. returns counts how
