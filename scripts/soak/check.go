@@ -306,8 +306,8 @@ type txRecord struct {
 }
 
 // replaysAfter returns how many of the outages the record went to
-// to-be-indexed before and to indexed after, within two minutes of its end:
-// each may have replayed the batch that held its document.
+// to-be-indexed before and to indexed from ten seconds before to two
+// minutes after: each may have replayed the batch that held its document.
 func (rec txRecord) replaysAfter(outages []outage) int64 {
 	var queued, indexed time.Time
 	for _, h := range rec.History {
@@ -322,7 +322,9 @@ func (rec txRecord) replaysAfter(outages []outage) int64 {
 	}
 	var n int64
 	for _, o := range outages {
-		if !queued.IsZero() && queued.Before(o.from) && indexed.After(o.from) && indexed.Before(o.to.Add(2*time.Minute)) {
+		// Indexed after the kill: stored, killed before the transition.
+		// Indexed just before it: moved to indexed, killed before the ack.
+		if !queued.IsZero() && queued.Before(o.from) && indexed.After(o.from.Add(-10*time.Second)) && indexed.Before(o.to.Add(2*time.Minute)) {
 			n++
 		}
 	}
