@@ -131,7 +131,7 @@ type epochResult struct {
 	multiDoc           int   // URLs with more than one document
 	rewritten          int   // documents stored more than once (_version > 1)
 	refetchedAfterKill int   // fetches beyond the first of a page fetched just before a loader kill
-	replayed           int64 // of the extra stores, those of an index batch in flight at an MCP kill
+	replayed           int64 // of the extra stores, those of work in flight at a kill, done again (at-least-once)
 	relowered          int64 // of the extra stores, those after a depth lowering sent the page back to to-be-parsed
 	writes             int64 // document index operations in all (sum of _version)
 	stores             int64 // index operations beyond one per document (sum of _version - 1)
@@ -149,13 +149,15 @@ type outage struct {
 // the oracle. kills are the kills so far, to tell the work they redid
 // apart.
 func check(esURL, docsIndex, txIndex string, web *websim.Web, want []string, st contracts.CrawlStatus, delay time.Duration, kills []outage) (epochResult, error) {
-	var mcpDown, loaderDown []outage
+	var mcpDown, loaderDown, crawlerDown []outage
 	for _, k := range kills {
 		switch {
 		case k.service == "mcp":
 			mcpDown = append(mcpDown, k)
 		case strings.HasPrefix(k.service, "loader"):
 			loaderDown = append(loaderDown, k)
+		case strings.HasPrefix(k.service, "crawler"):
+			crawlerDown = append(crawlerDown, k)
 		}
 	}
 	r := epochResult{crawlID: st.CrawlID, status: st, expected: len(want)}
@@ -244,7 +246,7 @@ func check(esURL, docsIndex, txIndex string, web *websim.Web, want []string, st 
 		// fetch, the same document). Its pages were to-be-indexed before
 		// the kill and became indexed only after the restart.
 		if explained < n {
-			k := min(n-explained, rec.replaysAfter(mcpDown))
+			k := min(n-explained, rec.replaysAfter(mcpDown)+rec.reparsesAfter(crawlerDown, 0)+rec.reparsesAfter(loaderDown, 10*time.Second))
 			r.replayed += k
 			explained += k
 		}
@@ -326,6 +328,32 @@ func (rec txRecord) replaysAfter(outages []outage) int64 {
 		// Indexed just before it: moved to indexed, killed before the ack.
 		if !queued.IsZero() && queued.Before(o.from) && indexed.After(o.from.Add(-10*time.Second)) && indexed.Before(o.to.Add(2*time.Minute)) {
 			n++
+		}
+	}
+	return n
+}
+
+// reparsesAfter returns how many of the outages the record was
+// to-be-parsed at (from before the kill, or up to early after it) and
+// to-be-indexed after, within two minutes of the restart. A crawler killed
+// after publishing the page's document but before recording it leaves the
+// page to-be-parsed, and the contract's redelivery parses and stores it
+// again. A loader killed with a contract some of whose pages were fetched
+// and recorded leaves them to-be-parsed; the loader that takes the
+// contract over publishes their crawler contracts again (the first ones
+// may be lost), and when both copies are parsed before either records the
+// page, its document is stored twice. early is how long after the kill the
+// page may have reached to-be-parsed (the dying loader's last writes land).
+func (rec txRecord) reparsesAfter(outages []outage, early time.Duration) int64 {
+	var n int64
+	for _, o := range outages {
+		for i := 1; i < len(rec.History); i++ {
+			p, x := rec.History[i-1], rec.History[i]
+			if p.Status == contracts.ToBeParsed && x.Status == contracts.ToBeIndexed &&
+				p.Time.Before(o.from.Add(early)) && x.Time.After(o.from) && x.Time.Before(o.to.Add(2*time.Minute)) {
+				n++
+				break
+			}
 		}
 	}
 	return n

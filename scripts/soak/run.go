@@ -300,7 +300,7 @@ func run(ctx context.Context, c config) (err error) {
 		}
 		r.epoch, r.finished, r.wall = e.n, finished, time.Since(e.start)
 		results = append(results, r)
-		rec.event("crawl %d %s after %s: %d reachable, %d documents, %d lost, %d fetched more than once, %d stored more than once (%d stores beyond one a document: %d after a depth lowering, %d replayed after an MCP kill)",
+		rec.event("crawl %d %s after %s: %d reachable, %d documents, %d lost, %d fetched more than once, %d stored more than once (%d stores beyond one a document: %d after a depth lowering, %d redone after a kill)",
 			e.n, map[bool]string{true: "finished", false: "NOT finished"}[finished], r.wall.Round(time.Second), r.expected, r.documents, r.lost,
 			r.requests.FetchedTwice, r.rewritten, r.stores, r.relowered, r.replayed)
 		return nil
@@ -432,8 +432,8 @@ func run(ctx context.Context, c config) (err error) {
 	refetched := 0
 	fmt.Fprintf(w, "\ncrawls (oracle: the web's link graph; fetches: the web server's request log; stores: Elasticsearch _version of each document)\n")
 	fmt.Fprintf(w, "%-5s %-26s %-8s %8s %9s %9s %5s %5s %7s %8s %7s %7s %8s %8s %7s %6s %8s %8s\n", "crawl", "id", "state", "wall", "reachable", "documents",
-		"lost", "extra", "fetched", "after a", "stored", "extra", "after a", "replayed", "unex-", "short", "overlaps", "pages/s")
-	fmt.Fprintf(w, "%-5s %-26s %-8s %8s %9s %9s %5s %5s %7s %8s %7s %7s %8s %8s %7s %6s %8s %8s\n", "", "", "", "", "", "", "", "", "twice", "ldr kill", "twice", "stores", "lowering", "mcp kill", "plained", "gaps", "", "")
+		"lost", "extra", "fetched", "after a", "stored", "extra", "after a", "redone", "unex-", "short", "overlaps", "pages/s")
+	fmt.Fprintf(w, "%-5s %-26s %-8s %8s %9s %9s %5s %5s %7s %8s %7s %7s %8s %8s %7s %6s %8s %8s\n", "", "", "", "", "", "", "", "", "twice", "ldr kill", "twice", "stores", "lowering", "aft kill", "plained", "gaps", "", "")
 	for _, r := range results {
 		state := "finished"
 		if !r.finished {
@@ -458,7 +458,7 @@ func run(ctx context.Context, c config) (err error) {
 			fmt.Fprintf(w, "      %s\n", ex)
 		}
 	}
-	fmt.Fprintf(w, "pages lost: %d   fetched twice: %d (%d of them first fetched just before a loader kill, at-least-once)   indexed twice: %d documents stored more than once, %d stores beyond one a document: %d after a depth lowering (by design), %d an index batch replayed after an MCP kill (at-least-once), %d unexplained; %d URLs with two documents   unexpected documents: %d   unfinished crawls: %d\n",
+	fmt.Fprintf(w, "pages lost: %d   fetched twice: %d (%d of them first fetched just before a loader kill, at-least-once)   indexed twice: %d documents stored more than once, %d stores beyond one a document: %d after a depth lowering (by design), %d work in flight at a kill done again (at-least-once: an MCP's index batch, a crawler's page, a loader's republished page), %d unexplained; %d URLs with two documents   unexpected documents: %d   unfinished crawls: %d\n",
 		lost, twiceFetched, refetched, twiceStored, stores, lowered, replayed, stores-lowered-replayed, multi, extra, unfinished)
 	docs := 0
 	for _, r := range results {

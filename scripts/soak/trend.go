@@ -62,12 +62,13 @@ func slope(ps []point, from, warm float64) (perSec float64, n int) {
 // the second half adds more than that over span, and the peak of the last
 // third exceeds the peak before it by more than that. Both: GROWING; one:
 // "check" (a load that moved between services after a restart raises one
-// process's level without a leak); neither: flat. It returns the verdict
+// process's level without a leak); neither: flat; a span under minSpan
+// seconds: too short. It returns the verdict
 // and the growth by the slope over span.
 func verdict(perSec, span, median, earlyMax, lateMax, floor float64) (string, float64) {
 	growth := perSec * span
-	if span <= 0 {
-		return "too short", 0
+	if span < minSpan {
+		return "too short", growth
 	}
 	bySlope := growth > math.Max(0.1*median, floor)
 	byPeak := lateMax > earlyMax+math.Max(0.1*earlyMax, floor)
@@ -80,6 +81,10 @@ func verdict(perSec, span, median, earlyMax, lateMax, floor float64) (string, fl
 		return "flat", growth
 	}
 }
+
+// minSpan is the shortest second half the verdict judges: in a few minutes
+// a restart or a crawl's start moves the levels more than any leak would.
+const minSpan = 300
 
 // series summarizes one quantity of one service over the run.
 type series struct {

@@ -57,6 +57,7 @@ func TestVerdict(t *testing.T) {
 		{"over the floor, under a tenth of a large level", 0.05, 900, 1000, 1000, 1040, 16, "flat"},
 		{"falling", -1, 900, 100, 200, 100, 16, "flat"},
 		{"no span", 1, 0, 100, 100, 200, 16, "too short"},
+		{"a short run", 0.05, 120, 100, 110, 400, 16, "too short"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
