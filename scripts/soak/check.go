@@ -308,8 +308,8 @@ type txRecord struct {
 }
 
 // replaysAfter returns how many of the outages the record went to
-// to-be-indexed before and to indexed from ten seconds before to two
-// minutes after: each may have replayed the batch that held its document.
+// to-be-indexed before and to indexed from a minute before to two minutes
+// after: each may have replayed the batch that held its document.
 func (rec txRecord) replaysAfter(outages []outage) int64 {
 	var queued, indexed time.Time
 	for _, h := range rec.History {
@@ -325,8 +325,11 @@ func (rec txRecord) replaysAfter(outages []outage) int64 {
 	var n int64
 	for _, o := range outages {
 		// Indexed after the kill: stored, killed before the transition.
-		// Indexed just before it: moved to indexed, killed before the ack.
-		if !queued.IsZero() && queued.Before(o.from) && indexed.After(o.from.Add(-10*time.Second)) && indexed.Before(o.to.Add(2*time.Minute)) {
+		// Indexed up to a minute before it: the contract is acked only
+		// when all its pages are indexed, waiting up to a minute (MCP's
+		// deferLimit) for pages still being parsed; killed meanwhile, it
+		// is delivered again and stores its indexed pages once more.
+		if !queued.IsZero() && queued.Before(o.from) && indexed.After(o.from.Add(-time.Minute)) && indexed.Before(o.to.Add(2*time.Minute)) {
 			n++
 		}
 	}
