@@ -1,0 +1,369 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+)
+
+// service is one service process, started again after each kill.
+type service struct {
+	name, bin string
+	metrics   string // its GRIDCRAWL_METRICS_LISTEN address
+
+	mu          sync.Mutex
+	cmd         *exec.Cmd
+	done        chan struct{} // closed when cmd has exited
+	incarnation int           // 1 for the first start, one more for each restart
+	started     time.Time
+	exits       []string // how each earlier incarnation ended
+}
+
+// running returns the process id, incarnation and start time of the
+// running process, or pid 0 when none runs.
+func (s *service) running() (pid, incarnation int, started time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return 0, s.incarnation, s.started
+	}
+	select {
+	case <-s.done:
+		return 0, s.incarnation, s.started
+	default:
+	}
+	return s.cmd.Process.Pid, s.incarnation, s.started
+}
+
+// cluster is the services of one run on their backends.
+type cluster struct {
+	env      []string
+	logs     string
+	api      string
+	token    string
+	services []*service
+}
+
+// freeAddr returns a loopback address whose port was free a moment ago.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("find a free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// start runs s (again), its output appended to its log.
+func (c *cluster) start(s *service) error {
+	f, err := os.OpenFile(filepath.Join(c.logs, s.name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("open log of %s: %w", s.name, err)
+	}
+	cmd := exec.Command(s.bin)
+	cmd.Env = append(append(os.Environ(), c.env...), "GRIDCRAWL_METRICS_LISTEN="+s.metrics)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return fmt.Errorf("start %s: %w", s.name, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		f.Close()
+		close(done)
+	}()
+	s.mu.Lock()
+	s.cmd, s.done = cmd, done
+	s.incarnation++
+	s.started = time.Now()
+	s.mu.Unlock()
+	return nil
+}
+
+// signal sends sig to s's process and waits for it to exit, for at most
+// wait (then it is killed).
+func (s *service) signal(sig syscall.Signal, wait time.Duration) {
+	s.mu.Lock()
+	cmd, done := s.cmd, s.done
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(sig)
+	select {
+	case <-done:
+	case <-time.After(wait):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+	s.mu.Lock()
+	s.exits = append(s.exits, fmt.Sprintf("%s: %v", sig, cmd.ProcessState))
+	s.cmd = nil
+	s.mu.Unlock()
+}
+
+// call sends a JSON request to MCP's API and decodes the answer into out.
+func (c *cluster) call(method, path string, body, out any) (int, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return 0, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, c.api+path, rd)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	cl := http.Client{Timeout: 30 * time.Second}
+	resp, err := cl.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if out != nil && resp.StatusCode < 300 {
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			return resp.StatusCode, fmt.Errorf("decode %s %s: %w", method, path, err)
+		}
+	}
+	return resp.StatusCode, nil
+}
+
+// waitHealthy waits until MCP answers /healthz.
+func (c *cluster) waitHealthy(timeout time.Duration) error {
+	for deadline := time.Now().Add(timeout); ; time.Sleep(100 * time.Millisecond) {
+		if code, _ := c.call(http.MethodGet, "/healthz", nil, nil); code == http.StatusOK {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errors.New("mcp did not answer /healthz")
+		}
+	}
+}
+
+// goroutines reads go_goroutines from a service's metrics listener.
+func goroutines(addr string) (int, error) {
+	cl := http.Client{Timeout: 30 * time.Second}
+	resp, err := cl.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "go_goroutines "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return int(f), err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, errors.New("no go_goroutines in /metrics")
+}
+
+// counterNames are the counters the soak adds up over every incarnation of
+// every service: what the services did twice, by their own count.
+var counterNames = []string{
+	`gridcrawl_loader_urls_total{outcome="fetched"}`,
+	`gridcrawl_loader_urls_total{outcome="republished"}`,
+	`gridcrawl_loader_urls_total{outcome="skipped"}`,
+	"gridcrawl_mcp_documents_stored_total",
+	"gridcrawl_mcp_documents_indexed_total",
+	"gridcrawl_mcp_recovered_urls_total",
+}
+
+// counters reads counterNames from a service's metrics listener; missing
+// ones read 0.
+func counters(addr string) (map[string]float64, error) {
+	cl := http.Client{Timeout: 30 * time.Second}
+	resp, err := cl.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		for _, n := range counterNames {
+			if v, ok := strings.CutPrefix(sc.Text(), n+" "); ok {
+				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				if err == nil {
+					out[n] = f
+				}
+			}
+		}
+	}
+	return out, sc.Err()
+}
+
+// procRSS returns VmRSS of pid in KiB.
+func procRSS(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		}
+	}
+	return 0, errors.New("no VmRSS")
+}
+
+// procFDs returns the number of open files of pid.
+func procFDs(pid int) (int, error) {
+	es, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	return len(es), err
+}
+
+// ownVhost creates the RabbitMQ virtual host name on the local broker
+// (scripts/services/rabbitmq.sh ctl rabbitmqctl), grants the user of
+// amqpURL every permission on it, and returns amqpURL on it and a function
+// that deletes it. Queue names are fixed, so a run on a shared virtual host
+// would consume other runs' contracts.
+func ownVhost(amqpURL, name string) (string, func() error, error) {
+	ctl, drop, err := vhostDropper(amqpURL, name)
+	if err != nil {
+		return "", nil, err
+	}
+	u, _ := url.Parse(amqpURL)
+	if err := ctl("add_vhost", name); err != nil {
+		return "", nil, err
+	}
+	if err := ctl("set_permissions", "-p", name, u.User.Username(), ".*", ".*", ".*"); err != nil {
+		return "", nil, errors.Join(err, drop())
+	}
+	u.Path = "/" + name
+	return u.String(), drop, nil
+}
+
+// vhostDropper returns a rabbitmqctl runner and a function that deletes
+// the virtual host name.
+func vhostDropper(amqpURL, name string) (func(args ...string) error, func() error, error) {
+	if _, err := url.Parse(amqpURL); err != nil {
+		return nil, nil, fmt.Errorf("GRIDCRAWL_AMQP_URL: %w", err)
+	}
+	ctl := func(args ...string) error {
+		out, err := exec.Command("scripts/services/rabbitmq.sh", append([]string{"ctl", "rabbitmqctl", "-q"}, args...)...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("rabbitmqctl %s: %w: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
+		}
+		return nil
+	}
+	return ctl, func() error { return ctl("delete_vhost", name) }, nil
+}
+
+// deleteIndices deletes every Elasticsearch index named prefix-*, one by
+// name (wildcard deletes are refused by default).
+func deleteIndices(esURL, prefix string) error {
+	resp, err := http.Get(esURL + "/_cat/indices/" + prefix + "-*?h=index")
+	if err != nil {
+		return fmt.Errorf("list indices %s-*: %w", prefix, err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return fmt.Errorf("list indices %s-*: %w", prefix, err)
+	}
+	var errs []error
+	for _, name := range strings.Fields(string(b)) {
+		if !strings.HasPrefix(name, prefix+"-") {
+			continue
+		}
+		req, _ := http.NewRequest(http.MethodDelete, esURL+"/"+name, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("delete index %s: %w", name, err))
+			continue
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			errs = append(errs, fmt.Errorf("delete index %s: %s", name, resp.Status))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeBucket deletes every object of bucket and the bucket.
+func removeBucket(ctx context.Context, bucket string) error {
+	cl, err := minio.New(os.Getenv("GRIDCRAWL_S3_ENDPOINT"), &minio.Options{
+		Creds: credentials.NewStaticV4(os.Getenv("GRIDCRAWL_S3_ACCESS_KEY"), os.Getenv("GRIDCRAWL_S3_SECRET_KEY"), ""),
+	})
+	if err != nil {
+		return fmt.Errorf("connect to minio: %w", err)
+	}
+	if ok, err := cl.BucketExists(ctx, bucket); err != nil || !ok {
+		return err
+	}
+	objects := cl.ListObjects(ctx, bucket, minio.ListObjectsOptions{Recursive: true})
+	for e := range cl.RemoveObjects(ctx, bucket, objects, minio.RemoveObjectsOptions{}) {
+		return fmt.Errorf("remove object %q: %w", e.ObjectName, e.Err)
+	}
+	if err := cl.RemoveBucket(ctx, bucket); err != nil {
+		return fmt.Errorf("remove bucket %s: %w", bucket, err)
+	}
+	return nil
+}
+
+// bucketBytes returns the objects and bytes stored in bucket.
+func bucketBytes(ctx context.Context, bucket string) (int, int64, error) {
+	cl, err := minio.New(os.Getenv("GRIDCRAWL_S3_ENDPOINT"), &minio.Options{
+		Creds: credentials.NewStaticV4(os.Getenv("GRIDCRAWL_S3_ACCESS_KEY"), os.Getenv("GRIDCRAWL_S3_SECRET_KEY"), ""),
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("connect to minio: %w", err)
+	}
+	var n int
+	var size int64
+	for o := range cl.ListObjects(ctx, bucket, minio.ListObjectsOptions{Recursive: true}) {
+		if o.Err != nil {
+			return n, size, o.Err
+		}
+		n++
+		size += o.Size
+	}
+	return n, size, nil
+}
+
+// indicesBytes returns the store size of the indices prefix-* in bytes.
+func indicesBytes(esURL, prefix string) (int64, error) {
+	resp, err := http.Get(esURL + "/_cat/indices/" + prefix + "-*?h=store.size&bytes=b")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, f := range strings.Fields(string(b)) {
+		n, _ := strconv.ParseInt(f, 10, 64)
+		total += n
+	}
+	return total, nil
+}
