@@ -61,15 +61,15 @@ type Config struct {
 	// ID names the loader in WARC metadata and its frontier report. WARC
 	// segment keys add a per-process component, so a fixed ID never makes
 	// a restarted loader overwrite a segment.
-	ID            string        `env:"GRIDCRAWL_LOADER_ID"`
-	Workers       int           `env:"GRIDCRAWL_LOADER_WORKERS" envDefault:"32"`
-	Prefetch      int           `env:"GRIDCRAWL_LOADER_PREFETCH" envDefault:"2048"`
-	MaxBodyBytes  int64         `env:"GRIDCRAWL_MAX_BODY_BYTES" envDefault:"8388608"`
+	ID           string `env:"GRIDCRAWL_LOADER_ID"`
+	Workers      int    `env:"GRIDCRAWL_LOADER_WORKERS" envDefault:"32"`
+	Prefetch     int    `env:"GRIDCRAWL_LOADER_PREFETCH" envDefault:"2048"`
+	MaxBodyBytes int64  `env:"GRIDCRAWL_MAX_BODY_BYTES" envDefault:"8388608"`
 	// BodyBudget bounds the body bytes the workers hold together beyond
 	// the first 256 KiB of each body (raised to the largest body a fetch
 	// may keep): a web that sends every worker a body at the cap at once
 	// makes them take turns instead of multiplying the memory.
-	BodyBudget int64 `env:"GRIDCRAWL_LOADER_BODY_BUDGET" envDefault:"67108864"`
+	BodyBudget    int64         `env:"GRIDCRAWL_LOADER_BODY_BUDGET" envDefault:"67108864"`
 	FetchTimeout  time.Duration `env:"GRIDCRAWL_FETCH_TIMEOUT" envDefault:"30s"`
 	FetchAttempts int           `env:"GRIDCRAWL_FETCH_ATTEMPTS" envDefault:"3"`
 	RetryDelay    time.Duration `env:"GRIDCRAWL_FETCH_RETRY_DELAY" envDefault:"10s"`
