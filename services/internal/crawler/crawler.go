@@ -187,6 +187,7 @@ func (c *Crawler) handle(ctx context.Context, d queue.Delivery) {
 			return // shutting down: the delivery goes back to the queue
 		}
 		c.log.Warn("process crawler contract", "crawl_id", k.CrawlID, "attempt", d.Attempt(), "err", err)
+		c.deps.Gate.Note(err)
 		if err := c.deps.Gate.Failed(ctx, d); err != nil && ctx.Err() == nil {
 			c.log.Error("retry crawler contract", "crawl_id", k.CrawlID, "err", err)
 		}

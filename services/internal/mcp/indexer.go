@@ -203,6 +203,7 @@ func (m *MCP) fail(ctx context.Context, pend []*pendingIndex, err error) {
 	if ctx.Err() != nil {
 		return
 	}
+	m.deps.Gate.Note(err)
 	down := m.deps.Gate.Down(ctx)
 	m.log.Error("index documents", "err", err, "backends_down", strings.Join(down, ","))
 	for _, p := range pend {
