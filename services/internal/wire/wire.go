@@ -69,8 +69,8 @@ func (b *Backends) Validate() error {
 	if b.DataDir == "" {
 		return errors.New("GRIDCRAWL_DATA must not be empty")
 	}
-	if _, err := diskspace.ParseFloor(b.MinFreeDisk); err != nil {
-		return fmt.Errorf("GRIDCRAWL_MIN_FREE_DISK: %w", err)
+	if _, err := b.diskFloor(); err != nil {
+		return err
 	}
 	if b.QueueMaxAttempts < 1 {
 		return errors.New("GRIDCRAWL_QUEUE_MAX_ATTEMPTS must be at least 1")
@@ -79,6 +79,20 @@ func (b *Backends) Validate() error {
 		return errors.New("GRIDCRAWL_S3_ACCESS_KEY, GRIDCRAWL_S3_SECRET_KEY and GRIDCRAWL_S3_BUCKET are required with GRIDCRAWL_S3_ENDPOINT")
 	}
 	return nil
+}
+
+// diskFloor returns the floor of GRIDCRAWL_MIN_FREE_DISK; "" means the
+// default.
+func (b *Backends) diskFloor() (diskspace.Floor, error) {
+	s := b.MinFreeDisk
+	if s == "" {
+		s = diskspace.DefaultFloor
+	}
+	f, err := diskspace.ParseFloor(s)
+	if err != nil {
+		return f, fmt.Errorf("GRIDCRAWL_MIN_FREE_DISK: %w", err)
+	}
+	return f, nil
 }
 
 // ErrLocked is returned when another process holds the embedded data directory.
@@ -124,9 +138,9 @@ func open(ctx context.Context, b Backends, log *slog.Logger) (*Set, error) {
 			return nil, err
 		}
 		s.lock = lock
-		floor, err := diskspace.ParseFloor(b.MinFreeDisk)
+		floor, err := b.diskFloor()
 		if err != nil {
-			return nil, fmt.Errorf("GRIDCRAWL_MIN_FREE_DISK: %w", err)
+			return nil, err
 		}
 		s.Disk = diskspace.New(b.DataDir, floor)
 	}
