@@ -193,7 +193,7 @@ func (c *Crawler) handle(ctx context.Context, d queue.Delivery) {
 		}
 		return
 	}
-	if err := d.Ack(ctx); err != nil && ctx.Err() == nil {
+	if err := c.deps.Gate.Settle(ctx, d.Ack); err != nil && ctx.Err() == nil {
 		c.log.Error("ack crawler contract", "crawl_id", k.CrawlID, "err", err)
 	}
 }

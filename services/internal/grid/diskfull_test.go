@@ -163,6 +163,11 @@ func TestEmbeddedDiskFull(t *testing.T) {
 				t.Errorf("POST crawl on a full disk = %d %q, want 507 naming %s", code, refused.Error, dir)
 			}
 
+			// grid status says why the crawl does not move.
+			if _, _, errOut := runCLI(t.Context(), "status", "--api", api, id); !strings.Contains(errOut, "disk full") || !strings.Contains(errOut, dir) {
+				t.Errorf("grid status on a full disk said %q, want the disk full and %s", errOut, dir)
+			}
+
 			// Space is freed: the crawl finishes.
 			growDisk(t, dir, "512m")
 			st = waitFinished(t, api, id, 4*time.Minute)

@@ -216,9 +216,26 @@ func (g *Gate) Wait(ctx context.Context) error {
 // settling d, if any.
 func (g *Gate) Failed(ctx context.Context, d queue.Delivery) error {
 	if down := g.Down(ctx); len(down) > 0 {
-		serr := d.Postpone(ctx, postponeDelay)
+		serr := g.Settle(ctx, func(ctx context.Context) error { return d.Postpone(ctx, postponeDelay) })
 		_ = g.Wait(ctx)
 		return serr
 	}
-	return d.Retry(ctx, queue.RetryDelay(d.Attempt()))
+	return g.Settle(ctx, func(ctx context.Context) error { return d.Retry(ctx, queue.RetryDelay(d.Attempt())) })
+}
+
+// Settle runs op, which settles a delivery (ack, retry, postpone), and
+// while it fails with a backend down (the queue's disk is full, its broker
+// gone) waits for the backend and runs it again: a delivery whose settle
+// failed stays held by the consumer, and would be stranded until the
+// service restarts. It returns op's last error.
+func (g *Gate) Settle(ctx context.Context, op func(context.Context) error) error {
+	err := op(ctx)
+	for err != nil && ctx.Err() == nil && g != nil {
+		g.Note(err)
+		if len(g.Down(ctx)) == 0 || g.Wait(ctx) != nil {
+			return err
+		}
+		err = op(ctx)
+	}
+	return err
 }
