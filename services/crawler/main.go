@@ -10,7 +10,6 @@ import (
 	"syscall"
 
 	"github.com/gridcrawl/gridcrawl/services/internal/crawler"
-	"github.com/gridcrawl/gridcrawl/services/internal/outage"
 	"github.com/gridcrawl/gridcrawl/services/internal/svc"
 	"github.com/gridcrawl/gridcrawl/services/internal/wire"
 )
@@ -33,7 +32,7 @@ func main() {
 				return nil, err
 			}
 			return crawler.New(cfg.Crawler, crawler.Deps{Queue: set.Queue, Tx: set.Tx, Assets: set.Assets, Profiles: set.Profiles,
-				Group: group, Shards: cfg.Frontier.Shards, Logger: log, Gate: outage.New(set.Checks(false), log), Metrics: set.Metrics}), nil
+				Group: group, Shards: cfg.Frontier.Shards, Logger: log, Gate: set.Gate(false, log), Metrics: set.Metrics}), nil
 		})
 	stop()
 	os.Exit(code)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/services/internal/loader"
-	"github.com/gridcrawl/gridcrawl/services/internal/outage"
 	"github.com/gridcrawl/gridcrawl/services/internal/svc"
 	"github.com/gridcrawl/gridcrawl/services/internal/wire"
 )
@@ -34,7 +33,7 @@ func main() {
 				return nil, err
 			}
 			return loader.New(cfg.Loader, loader.Deps{Queue: set.Queue, Tx: set.Tx, Assets: set.Assets, Profiles: set.Profiles,
-				Group: group, Shards: cfg.Frontier.Shards, Stagger: stagger(set.Embedded), Logger: log, Gate: outage.New(set.Checks(false), log), Metrics: set.Metrics})
+				Group: group, Shards: cfg.Frontier.Shards, Stagger: stagger(set.Embedded), Logger: log, Gate: set.Gate(false, log), Metrics: set.Metrics})
 		})
 	stop()
 	os.Exit(code)

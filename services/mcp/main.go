@@ -10,7 +10,6 @@ import (
 	"syscall"
 
 	"github.com/gridcrawl/gridcrawl/services/internal/mcp"
-	"github.com/gridcrawl/gridcrawl/services/internal/outage"
 	"github.com/gridcrawl/gridcrawl/services/internal/svc"
 	"github.com/gridcrawl/gridcrawl/services/internal/wire"
 )
@@ -33,7 +32,7 @@ func main() {
 				return nil, err
 			}
 			return mcp.New(cfg.MCP, mcp.Deps{Queue: set.Queue, Tx: set.Tx, Profiles: set.Profiles, Search: set.Search, Assets: set.Assets, HCF: set.HCF,
-				Group: group, Shards: cfg.Frontier.Shards, Embedded: set.Embedded, Logger: log, Gate: outage.New(set.Checks(true), log), Metrics: set.Metrics}), nil
+				Group: group, Shards: cfg.Frontier.Shards, Embedded: set.Embedded, Logger: log, Gate: set.Gate(true, log), Metrics: set.Metrics, Disk: set.Disk}), nil
 		})
 	stop()
 	os.Exit(code)

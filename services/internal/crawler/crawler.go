@@ -187,12 +187,13 @@ func (c *Crawler) handle(ctx context.Context, d queue.Delivery) {
 			return // shutting down: the delivery goes back to the queue
 		}
 		c.log.Warn("process crawler contract", "crawl_id", k.CrawlID, "attempt", d.Attempt(), "err", err)
+		c.deps.Gate.Note(err)
 		if err := c.deps.Gate.Failed(ctx, d); err != nil && ctx.Err() == nil {
 			c.log.Error("retry crawler contract", "crawl_id", k.CrawlID, "err", err)
 		}
 		return
 	}
-	if err := d.Ack(ctx); err != nil && ctx.Err() == nil {
+	if err := c.deps.Gate.Settle(ctx, d.Ack); err != nil && ctx.Err() == nil {
 		c.log.Error("ack crawler contract", "crawl_id", k.CrawlID, "err", err)
 	}
 }

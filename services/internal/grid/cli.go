@@ -338,12 +338,18 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			}
 			list.Crawls = append(list.Crawls, st)
 		}
+		if rd, err := c.readiness(ctx); err == nil && waitingLine(rd) != "" {
+			fmt.Fprintf(stderr, "grid status: %s\n", waitingLine(rd))
+		}
 	} else {
 		g, err := offline(cfg.Backends.DataDir)
 		if err != nil {
 			return err
 		}
 		defer g.Backends.Close()
+		if err := g.Backends.Disk.Full(); err != nil {
+			fmt.Fprintf(stderr, "grid status: %v\n", err)
+		}
 		if len(ids) == 0 {
 			cs, err := g.Backends.Profiles.List(ctx)
 			if err != nil {

@@ -216,6 +216,7 @@ func (r *crawlRun) follow(ctx context.Context, body []byte) error {
 	r.last = contracts.CrawlStatus{CrawlID: id, State: created.State}
 	fmt.Fprintf(r.stderr, "grid crawl: crawl %s started; dashboard %s/\n", id, r.c.base)
 	bar := &progress{w: r.stderr, tty: r.tty, every: progressEvery}
+	ready := &readyWatch{c: r.c}
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -236,6 +237,10 @@ func (r *crawlRun) follow(ctx context.Context, body []byte) error {
 		if st.State == contracts.CrawlFinished || st.State == contracts.CrawlCancelled {
 			bar.done(st, time.Now())
 			return r.end(ctx, st)
+		}
+		if line := ready.poll(ctx); line != "" {
+			bar.end()
+			fmt.Fprintf(r.stderr, "grid crawl: %s\n", line)
 		}
 		bar.show(st, time.Now())
 		select {

@@ -13,7 +13,6 @@ import (
 	"github.com/gridcrawl/gridcrawl/services/internal/loader"
 	"github.com/gridcrawl/gridcrawl/services/internal/mcp"
 	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
-	"github.com/gridcrawl/gridcrawl/services/internal/outage"
 	"github.com/gridcrawl/gridcrawl/services/internal/routing"
 	"github.com/gridcrawl/gridcrawl/services/internal/svc"
 	"github.com/gridcrawl/gridcrawl/services/internal/wire"
@@ -83,7 +82,7 @@ func Open(cfg Config, log *slog.Logger, ln net.Listener) (*Grid, error) {
 	// responses the loader has just stored from memory.
 	handoff := crawler.NewHandoff(cfg.HandoffBytes)
 	// One outage gate for the three services: they share the backends.
-	gate := outage.New(set.Checks(true), log)
+	gate := set.Gate(true, log)
 	ld := loader.Deps{Queue: set.Queue, Tx: set.Tx, Assets: set.Assets, Profiles: set.Profiles,
 		Group: group, Shards: shards, Logger: log.With("service", "loader"), Gate: gate, Metrics: set.Metrics}
 	if handoff != nil {
@@ -97,7 +96,7 @@ func Open(cfg Config, log *slog.Logger, ln net.Listener) (*Grid, error) {
 	return &Grid{
 		Backends: set,
 		MCP: mcp.New(cfg.MCP, mcp.Deps{Queue: set.Queue, Tx: set.Tx, Profiles: set.Profiles, Search: set.Search, Assets: set.Assets, HCF: set.HCF,
-			Group: group, Shards: shards, Embedded: set.Embedded, Logger: log.With("service", "mcp"), Listener: ln, Gate: gate, Metrics: set.Metrics}),
+			Group: group, Shards: shards, Embedded: set.Embedded, Logger: log.With("service", "mcp"), Listener: ln, Gate: gate, Metrics: set.Metrics, Disk: set.Disk}),
 		Loader: l,
 		Crawler: crawler.New(cfg.Crawler, crawler.Deps{Queue: set.Queue, Tx: set.Tx, Assets: set.Assets, Profiles: set.Profiles,
 			Group: group, Shards: shards, Handoff: handoff, Logger: log.With("service", "crawler"), Gate: gate, Metrics: set.Metrics}),

@@ -459,11 +459,11 @@ func (dl *delivery) done(ctx context.Context, log *slog.Logger, err error) {
 	var serr error
 	switch {
 	case dl.failed.Load() && len(dl.gate.Down(ctx)) > 0:
-		serr = dl.d.Postpone(ctx, time.Second)
+		serr = dl.gate.Settle(ctx, func(ctx context.Context) error { return dl.d.Postpone(ctx, time.Second) })
 	case dl.failed.Load():
-		serr = dl.d.Retry(ctx, 5*time.Second)
+		serr = dl.gate.Settle(ctx, func(ctx context.Context) error { return dl.d.Retry(ctx, 5*time.Second) })
 	default:
-		serr = dl.d.Ack(ctx)
+		serr = dl.gate.Settle(ctx, dl.d.Ack)
 	}
 	if serr != nil && ctx.Err() == nil {
 		log.Warn("settle loader contract", "queue", contracts.QueueLoader, "err", serr)

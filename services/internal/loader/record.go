@@ -290,6 +290,7 @@ func (r *recorder) flush(ctx context.Context, final bool) {
 	r.mu.Unlock()
 	for _, b := range batches {
 		err := r.prepare(ctx, b)
+		r.l.deps.Gate.Note(err)
 		if err != nil && !final && ctx.Err() == nil && len(r.l.deps.Gate.Down(ctx)) > 0 {
 			if !b.kept {
 				b.kept = true
@@ -360,6 +361,7 @@ func (r *recorder) publishLoop(ctx context.Context) {
 			return
 		}
 		err := r.publish(ctx, b.pending, &b.rs)
+		r.l.deps.Gate.Note(err)
 		for err != nil && ctx.Err() == nil && len(r.l.deps.Gate.Down(ctx)) > 0 {
 			if !b.kept {
 				b.kept = true
@@ -369,6 +371,7 @@ func (r *recorder) publishLoop(ctx context.Context) {
 				break
 			}
 			err = r.publish(ctx, b.pending, &b.rs)
+			r.l.deps.Gate.Note(err)
 		}
 		r.settle(ctx, b, err)
 	}

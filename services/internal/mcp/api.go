@@ -24,6 +24,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/search"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/pkg/urlnorm"
+	"github.com/gridcrawl/gridcrawl/services/internal/diskspace"
 	"github.com/gridcrawl/gridcrawl/services/internal/frontier"
 	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
 )
@@ -161,11 +162,27 @@ func newCrawlID() string {
 	return time.Now().UTC().Format("20060102t150405") + "-" + hex.EncodeToString(b[:])
 }
 
+// diskFull tells whether err, of creating a crawl, is the data directory's
+// lack of space, and returns the message that says so.
+func diskFull(err error) (string, bool) {
+	switch {
+	case errors.Is(err, diskspace.ErrFull):
+		return err.Error(), true
+	case diskspace.IsFull(err):
+		return "disk full: " + err.Error(), true
+	}
+	return "", false
+}
+
 // CreateCrawl stores a validated profile, writes its start URLs and publishes
 // their loader contracts.
 func (m *MCP) CreateCrawl(ctx context.Context, p contracts.Profile) (string, error) {
+	if err := m.deps.Disk.Full(); err != nil {
+		return "", fmt.Errorf("refuse new crawl: %w", err)
+	}
 	id := newCrawlID()
 	if err := m.deps.Profiles.Put(ctx, profiles.Crawl{ID: id, Profile: p, State: contracts.CrawlRunning, CreatedAt: time.Now().UTC()}); err != nil {
+		m.deps.Gate.Note(err)
 		return "", fmt.Errorf("store crawl: %w", err)
 	}
 	var cands []frontier.Candidate
@@ -223,6 +240,10 @@ func (m *MCP) createCrawl(w http.ResponseWriter, r *http.Request) {
 	}
 	id, err := m.CreateCrawl(r.Context(), p)
 	if err != nil && id == "" {
+		if msg, full := diskFull(err); full {
+			writeError(w, http.StatusInsufficientStorage, msg, "")
+			return
+		}
 		m.log.Error("create crawl", "err", err)
 		writeError(w, http.StatusInternalServerError, "could not store the crawl", "")
 		return

@@ -192,7 +192,7 @@ func (m *MCP) recheck(ctx context.Context, pend []*pendingIndex) []*pendingIndex
 		// After deferLimit the crawler that published these documents has
 		// stalled or died; its redelivered contract publishes them again.
 		if len(p.waiting) == 0 || time.Since(p.since) > deferLimit {
-			if err := p.d.Ack(ctx); err != nil && ctx.Err() == nil {
+			if err := m.deps.Gate.Settle(ctx, p.d.Ack); err != nil && ctx.Err() == nil {
 				m.log.Error("ack index contract", "queue", contracts.QueueIndex, "err", err)
 			}
 			if len(p.waiting) == 0 {
@@ -209,14 +209,15 @@ func (m *MCP) fail(ctx context.Context, pend []*pendingIndex, err error) {
 	if ctx.Err() != nil {
 		return
 	}
+	m.deps.Gate.Note(err)
 	down := m.deps.Gate.Down(ctx)
 	m.log.Error("index documents", "err", err, "backends_down", strings.Join(down, ","))
 	for _, p := range pend {
 		var serr error
 		if len(down) > 0 { // the outage's failure, not the contract's
-			serr = p.d.Postpone(ctx, time.Second)
+			serr = m.deps.Gate.Settle(ctx, func(ctx context.Context) error { return p.d.Postpone(ctx, time.Second) })
 		} else {
-			serr = p.d.Retry(ctx, queue.RetryDelay(p.d.Attempt()))
+			serr = m.deps.Gate.Settle(ctx, func(ctx context.Context) error { return p.d.Retry(ctx, queue.RetryDelay(p.d.Attempt())) })
 		}
 		if serr != nil {
 			m.log.Error("retry index contract", "queue", contracts.QueueIndex, "err", serr)

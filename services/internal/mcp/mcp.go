@@ -22,6 +22,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
 	"github.com/gridcrawl/gridcrawl/pkg/search"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
+	"github.com/gridcrawl/gridcrawl/services/internal/diskspace"
 	"github.com/gridcrawl/gridcrawl/services/internal/frontier"
 	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
 	"github.com/gridcrawl/gridcrawl/services/internal/outage"
@@ -107,6 +108,10 @@ type Deps struct {
 	// Metrics is served at /metrics and receives MCP's metrics; nil: MCP
 	// makes a registry of its own.
 	Metrics *metrics.Registry
+	// Disk watches the data directory of embedded backends (nil: none):
+	// /readyz reports it and new crawls are refused with 507 while it is
+	// full.
+	Disk *diskspace.Watch
 }
 
 // MCP is the coordinator service.
@@ -151,6 +156,9 @@ func New(cfg Config, deps Deps) *MCP {
 		nudged:    map[string]struct{}{},
 		nudge:     make(chan struct{}, 1),
 		tl:        timelines{byID: map[string]*Timeline{}},
+	}
+	if deps.Disk != nil {
+		m.ready = append(m.ready, deps.Disk.Check())
 	}
 	counts := &crawlCounts{m: m, final: map[string]map[string]int64{}}
 	if err := deps.Metrics.Register(metrics.MCPCollector(counts.read, cfg.MetricsCache, 10*time.Second)); err != nil {

@@ -178,6 +178,10 @@ func (m *MCP) yacyCrawlStart(w http.ResponseWriter, r *http.Request) {
 	}
 	id, err := m.CreateCrawl(r.Context(), p)
 	if err != nil && id == "" {
+		if msg, full := diskFull(err); full {
+			writeJSON(w, http.StatusInsufficientStorage, yacyErrorAnswer{Comment: msg, Error: msg})
+			return
+		}
 		m.log.Error("create crawl", "err", err)
 		writeJSON(w, http.StatusInternalServerError, yacyErrorAnswer{Comment: "could not store the crawl", Error: "could not store the crawl"})
 		return

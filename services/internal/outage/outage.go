@@ -39,10 +39,17 @@ const (
 type Gate struct {
 	checks []metrics.Check
 	log    *slog.Logger
+	// notes are told of every failure (see Note).
+	notes []func(error) bool
+	// watch are checks Wait runs even while every backend answers (see
+	// Watch).
+	watch []metrics.Check
 
 	mu      sync.Mutex
 	probed  time.Time // when the backends were last probed
 	failing []string  // backends that did not answer then
+	noted   uint64    // failures Note recognised: a probe begun before one is not kept
+	watched time.Time // when Wait last ran the watch checks
 	since   time.Time // start of the current outage; zero when none
 	probing chan struct{}
 }
@@ -53,6 +60,65 @@ func New(checks []metrics.Check, log *slog.Logger) *Gate {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Gate{checks: checks, log: log}
+}
+
+// Notice adds f to the functions Note tells of a failure: f reports whether
+// the failure shows a backend down (a write failed for lack of disk space,
+// see diskspace.Watch.Note), which the next probe must then see. Call it
+// before the gate is used.
+func (g *Gate) Notice(f func(error) bool) {
+	if g != nil {
+		g.notes = append(g.notes, f)
+	}
+}
+
+// Note tells the gate of err, a failure of work, before the caller asks
+// Down or Failed whether a backend is down. When a Notice function
+// recognises err, the last probe's verdict is dropped so that the next Down
+// probes again.
+func (g *Gate) Note(err error) {
+	if g == nil || err == nil {
+		return
+	}
+	for _, f := range g.notes {
+		if f(err) {
+			g.mu.Lock()
+			g.probed = time.Time{}
+			g.noted++
+			g.mu.Unlock()
+		}
+	}
+}
+
+// Watch adds c, one of the gate's checks, to those Wait runs (at most once
+// a second) even while every backend answers, so that the service stops
+// taking work before a failure: a disk whose free space fell below its
+// floor. c must be cheap. Call it before the gate is used.
+func (g *Gate) Watch(c metrics.Check) {
+	if g != nil {
+		g.watch = append(g.watch, c)
+	}
+}
+
+// watchFails runs the watch checks when a second has passed since their
+// last run, and reports whether one failed; the next Down then probes.
+func (g *Gate) watchFails(ctx context.Context) bool {
+	g.mu.Lock()
+	if len(g.watch) == 0 || time.Since(g.watched) < probeEvery {
+		g.mu.Unlock()
+		return false
+	}
+	g.watched = time.Now()
+	g.mu.Unlock()
+	for _, c := range g.watch {
+		if c.Probe(ctx) != nil {
+			g.mu.Lock()
+			g.probed = time.Time{}
+			g.mu.Unlock()
+			return true
+		}
+	}
+	return false
 }
 
 // Down probes the backends, at most once every second (a probe in progress
@@ -82,6 +148,7 @@ func (g *Gate) Down(ctx context.Context) []string {
 	}
 	done := make(chan struct{})
 	g.probing = done
+	noted := g.noted
 	g.mu.Unlock()
 
 	r := metrics.Ready(ctx, g.checks)
@@ -94,6 +161,9 @@ func (g *Gate) Down(ctx context.Context) []string {
 		return nil // no verdict: the caller is shutting down
 	}
 	g.probed = time.Now()
+	if g.noted != noted {
+		g.probed = time.Time{} // a failure was noted meanwhile: probe again
+	}
 	g.failing = nil
 	if len(r.Failing) > 0 {
 		g.failing = r.Failing
@@ -115,7 +185,7 @@ func (g *Gate) Down(ctx context.Context) []string {
 
 // Wait returns once every backend answers, probing with a growing backoff,
 // or when ctx ends (then with ctx's error). It returns at once when the last
-// probe found every backend answering.
+// probe found every backend answering and the watch checks pass.
 func (g *Gate) Wait(ctx context.Context) error {
 	if g == nil {
 		return nil
@@ -123,7 +193,7 @@ func (g *Gate) Wait(ctx context.Context) error {
 	g.mu.Lock()
 	up := g.since.IsZero()
 	g.mu.Unlock()
-	if up {
+	if up && !g.watchFails(ctx) {
 		return nil
 	}
 	backoff := firstBackoff
@@ -146,9 +216,26 @@ func (g *Gate) Wait(ctx context.Context) error {
 // settling d, if any.
 func (g *Gate) Failed(ctx context.Context, d queue.Delivery) error {
 	if down := g.Down(ctx); len(down) > 0 {
-		serr := d.Postpone(ctx, postponeDelay)
+		serr := g.Settle(ctx, func(ctx context.Context) error { return d.Postpone(ctx, postponeDelay) })
 		_ = g.Wait(ctx)
 		return serr
 	}
-	return d.Retry(ctx, queue.RetryDelay(d.Attempt()))
+	return g.Settle(ctx, func(ctx context.Context) error { return d.Retry(ctx, queue.RetryDelay(d.Attempt())) })
+}
+
+// Settle runs op, which settles a delivery (ack, retry, postpone), and
+// while it fails with a backend down (the queue's disk is full, its broker
+// gone) waits for the backend and runs it again: a delivery whose settle
+// failed stays held by the consumer, and would be stranded until the
+// service restarts. It returns op's last error.
+func (g *Gate) Settle(ctx context.Context, op func(context.Context) error) error {
+	err := op(ctx)
+	for err != nil && ctx.Err() == nil && g != nil {
+		g.Note(err)
+		if len(g.Down(ctx)) == 0 || g.Wait(ctx) != nil {
+			return err
+		}
+		err = op(ctx)
+	}
+	return err
 }

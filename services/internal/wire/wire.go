@@ -23,7 +23,9 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/sqlitequeue"
 	"github.com/gridcrawl/gridcrawl/pkg/sqlitestore"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
+	"github.com/gridcrawl/gridcrawl/services/internal/diskspace"
 	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
+	"github.com/gridcrawl/gridcrawl/services/internal/outage"
 	"github.com/gridcrawl/gridcrawl/services/internal/routing"
 
 	"github.com/gridcrawl/gridcrawl/pkg/privfile"
@@ -32,7 +34,12 @@ import (
 // Backends selects and configures the backends. Each real backend is chosen
 // by setting its URL; what is left unset is embedded under DataDir.
 type Backends struct {
-	DataDir          string `env:"GRIDCRAWL_DATA" envDefault:"./data"`
+	DataDir string `env:"GRIDCRAWL_DATA" envDefault:"./data"`
+	// MinFreeDisk is the least free space of the data directory's file
+	// system (bytes with a unit, or a percentage of its size; "0": none)
+	// while embedded backends write there: below it, or after a write
+	// failed for lack of space, the disk check fails (diskspace.Watch).
+	MinFreeDisk      string `env:"GRIDCRAWL_MIN_FREE_DISK" envDefault:"64MiB"`
 	QueueMaxAttempts int    `env:"GRIDCRAWL_QUEUE_MAX_ATTEMPTS" envDefault:"5"`
 
 	AMQPURL string `env:"GRIDCRAWL_AMQP_URL"`
@@ -62,6 +69,9 @@ func (b *Backends) Validate() error {
 	if b.DataDir == "" {
 		return errors.New("GRIDCRAWL_DATA must not be empty")
 	}
+	if _, err := b.diskFloor(); err != nil {
+		return err
+	}
 	if b.QueueMaxAttempts < 1 {
 		return errors.New("GRIDCRAWL_QUEUE_MAX_ATTEMPTS must be at least 1")
 	}
@@ -69,6 +79,20 @@ func (b *Backends) Validate() error {
 		return errors.New("GRIDCRAWL_S3_ACCESS_KEY, GRIDCRAWL_S3_SECRET_KEY and GRIDCRAWL_S3_BUCKET are required with GRIDCRAWL_S3_ENDPOINT")
 	}
 	return nil
+}
+
+// diskFloor returns the floor of GRIDCRAWL_MIN_FREE_DISK; "" means the
+// default.
+func (b *Backends) diskFloor() (diskspace.Floor, error) {
+	s := b.MinFreeDisk
+	if s == "" {
+		s = diskspace.DefaultFloor
+	}
+	f, err := diskspace.ParseFloor(s)
+	if err != nil {
+		return f, fmt.Errorf("GRIDCRAWL_MIN_FREE_DISK: %w", err)
+	}
+	return f, nil
 }
 
 // ErrLocked is returned when another process holds the embedded data directory.
@@ -88,6 +112,9 @@ type Set struct {
 	// Metrics is the registry the backends report to (see Instrument);
 	// nil until Instrument.
 	Metrics *metrics.Registry
+	// Disk watches the data directory's free space when a backend is
+	// embedded there; nil otherwise.
+	Disk *diskspace.Watch
 
 	closers []func() error
 	lock    *os.File
@@ -111,6 +138,11 @@ func open(ctx context.Context, b Backends, log *slog.Logger) (*Set, error) {
 			return nil, err
 		}
 		s.lock = lock
+		floor, err := b.diskFloor()
+		if err != nil {
+			return nil, err
+		}
+		s.Disk = diskspace.New(b.DataDir, floor)
 	}
 	fail := func(err error) (*Set, error) {
 		_ = s.Close()
@@ -214,5 +246,20 @@ func (s *Set) Checks(withSearch bool) []metrics.Check {
 	if withSearch {
 		si = s.Search
 	}
-	return metrics.BackendChecks(s.Queue, s.Tx, s.Profiles, s.Assets, si)
+	cs := metrics.BackendChecks(s.Queue, s.Tx, s.Profiles, s.Assets, si)
+	if s.Disk != nil {
+		cs = append(cs, s.Disk.Check())
+	}
+	return cs
+}
+
+// Gate returns an outage gate over the set's checks (see Checks) that
+// also counts a write's failure for lack of disk space as an outage.
+func (s *Set) Gate(withSearch bool, log *slog.Logger) *outage.Gate {
+	g := outage.New(s.Checks(withSearch), log)
+	if s.Disk != nil {
+		g.Notice(s.Disk.Note)
+		g.Watch(s.Disk.Check())
+	}
+	return g
 }

@@ -1,0 +1,123 @@
+package outage
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+
+	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
+)
+
+var errFull = errors.New("no room")
+
+// disk is a readiness check whose verdict the test sets; when freeAfter
+// is positive, the disk is freed at that probe.
+type disk struct {
+	full      atomic.Bool
+	probes    atomic.Int32
+	freeAfter atomic.Int32
+}
+
+func (d *disk) check() metrics.Check {
+	return metrics.Check{Backend: "disk", Probe: func(context.Context) error {
+		if n := d.probes.Add(1); d.freeAfter.Load() > 0 && n >= d.freeAfter.Load() {
+			d.full.Store(false)
+		}
+		if d.full.Load() {
+			return errFull
+		}
+		return nil
+	}}
+}
+
+// TestNoteDropsTheCachedVerdict checks that a failure Note recognises makes
+// the next Down probe again instead of answering with the verdict of a
+// probe less than a second old, and that other failures do not.
+func TestNoteDropsTheCachedVerdict(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		down bool
+	}{
+		{"recognised failure", errFull, true},
+		{"other failure", errors.New("bad page"), false},
+		{"no failure", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := &disk{}
+			g := New([]metrics.Check{d.check()}, nil)
+			g.Notice(func(err error) bool { return errors.Is(err, errFull) })
+			if down := g.Down(t.Context()); down != nil {
+				t.Fatalf("Down() = %v with every backend up", down)
+			}
+			d.full.Store(true) // the disk fills within the second
+			g.Note(tt.err)
+			if down := g.Down(t.Context()); (len(down) > 0) != tt.down {
+				t.Errorf("Down() after Note(%v) = %v, want down %v", tt.err, down, tt.down)
+			}
+		})
+	}
+}
+
+// TestWaitRunsWatchChecks checks that Wait holds work back while a watched
+// check fails although no failure was seen, and returns once it passes.
+func TestWaitRunsWatchChecks(t *testing.T) {
+	d := &disk{}
+	d.freeAfter.Store(3) // space is freed at the third probe
+	g := New([]metrics.Check{d.check()}, nil)
+	g.Watch(d.check())
+	d.full.Store(true)
+	if err := g.Wait(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if d.full.Load() || d.probes.Load() < 3 {
+		t.Errorf("Wait returned after %d probes with the disk full %v, want it to wait until it was freed", d.probes.Load(), d.full.Load())
+	}
+	// Without a watch, Wait trusts the last verdict (no failure seen).
+	d2 := &disk{}
+	d2.full.Store(true)
+	if err := New([]metrics.Check{d2.check()}, nil).Wait(t.Context()); err != nil || d2.probes.Load() != 0 {
+		t.Errorf("Wait without a watch = %v after %d probes, want nil at once", err, d2.probes.Load())
+	}
+}
+
+// TestSettleWaitsForTheBackend checks that a settle failing while a
+// backend is down is run again once it is back, and that a settle failing
+// for another reason is run once.
+func TestSettleWaitsForTheBackend(t *testing.T) {
+	tests := []struct {
+		name  string
+		err   error // of the first runs of the settle
+		calls int32
+		ok    bool
+	}{
+		{"disk full, then freed", errFull, 3, true},
+		{"other failure", errors.New("not held"), 1, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := &disk{}
+			g := New([]metrics.Check{d.check()}, nil)
+			g.Notice(func(err error) bool {
+				if errors.Is(err, errFull) { // full for the next two probes
+					d.freeAfter.Store(d.probes.Load() + 2)
+					d.full.Store(true)
+					return true
+				}
+				return false
+			})
+			var calls atomic.Int32
+			err := g.Settle(t.Context(), func(context.Context) error {
+				if calls.Add(1) < 3 {
+					return tt.err
+				}
+				return nil
+			})
+			if calls.Load() != tt.calls || (err == nil) != tt.ok {
+				t.Errorf("Settle = %v after %d runs, want ok %v after %d", err, calls.Load(), tt.ok, tt.calls)
+			}
+		})
+	}
+}
