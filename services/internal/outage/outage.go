@@ -12,6 +12,7 @@ package outage
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -230,7 +231,9 @@ func (g *Gate) Failed(ctx context.Context, d queue.Delivery) error {
 // service restarts. It returns op's last error.
 func (g *Gate) Settle(ctx context.Context, op func(context.Context) error) error {
 	err := op(ctx)
-	for err != nil && ctx.Err() == nil && g != nil {
+	// A delivery the queue took back (queue.ErrSettled) cannot be settled
+	// again: it is someone else's now.
+	for err != nil && ctx.Err() == nil && g != nil && !errors.Is(err, queue.ErrSettled) {
 		g.Note(err)
 		if len(g.Down(ctx)) == 0 || g.Wait(ctx) != nil {
 			return err
