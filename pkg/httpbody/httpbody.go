@@ -28,6 +28,13 @@ const maxCodings = 4
 // it does not know, or bytes that do not decode, are an error: the page is
 // never parsed and indexed as compressed bytes.
 func Decode(header http.Header, body []byte, limit int64) ([]byte, error) {
+	return DecodeWith(header, body, limit, nil)
+}
+
+// DecodeWith is Decode reading every decoder's output through wrap (when not
+// nil): a caller can bound the memory of concurrent decodes
+// (pkg/bytebudget).
+func DecodeWith(header http.Header, body []byte, limit int64, wrap func(io.Reader) io.Reader) ([]byte, error) {
 	var codings []string
 	for _, v := range header.Values("Content-Encoding") {
 		for _, c := range strings.Split(v, ",") {
@@ -43,7 +50,7 @@ func Decode(header http.Header, body []byte, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("content encoding %q: more than %d codings", strings.Join(codings, ", "), maxCodings)
 	}
 	for i := len(codings) - 1; i >= 0; i-- {
-		dec, err := decodeOne(codings[i], body, limit)
+		dec, err := decodeOne(codings[i], body, limit, wrap)
 		if err != nil {
 			return nil, fmt.Errorf("content encoding %s: %w", codings[i], err)
 		}
@@ -52,7 +59,7 @@ func Decode(header http.Header, body []byte, limit int64) ([]byte, error) {
 	return body, nil
 }
 
-func decodeOne(coding string, body []byte, limit int64) ([]byte, error) {
+func decodeOne(coding string, body []byte, limit int64, wrap func(io.Reader) io.Reader) ([]byte, error) {
 	var r io.Reader
 	switch coding {
 	case "gzip", "x-gzip":
@@ -72,6 +79,9 @@ func decodeOne(coding string, body []byte, limit int64) ([]byte, error) {
 		r = brotli.NewReader(bytes.NewReader(body))
 	default:
 		return nil, errors.New("not supported")
+	}
+	if wrap != nil {
+		r = wrap(r)
 	}
 	dec, err := io.ReadAll(io.LimitReader(r, limit+1))
 	// A body cut by the loader's size cap ends early: keep what decoded.

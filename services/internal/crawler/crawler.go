@@ -30,6 +30,7 @@ import (
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
+	"github.com/gridcrawl/gridcrawl/pkg/bytebudget"
 	"github.com/gridcrawl/gridcrawl/pkg/extract"
 	"github.com/gridcrawl/gridcrawl/pkg/httpbody"
 	"github.com/gridcrawl/gridcrawl/pkg/lru"
@@ -60,6 +61,10 @@ type Config struct {
 	Workers      int   `env:"GRIDCRAWL_CRAWLER_WORKERS" envDefault:"4"`
 	Prefetch     int   `env:"GRIDCRAWL_CRAWLER_PREFETCH" envDefault:"16"`
 	MaxBodyBytes int64 `env:"GRIDCRAWL_MAX_BODY_BYTES" envDefault:"8388608"`
+	// DecodeBudget bounds the decompressed bytes the workers hold together
+	// beyond the first 256 KiB of each body (raised to the largest body):
+	// compression bombs decoded by every worker at once take turns.
+	DecodeBudget int64 `env:"GRIDCRAWL_CRAWLER_DECODE_BUDGET" envDefault:"16777216"`
 	MaxTextBytes int   `env:"GRIDCRAWL_MAX_TEXT_BYTES" envDefault:"1048576"`
 	MaxLinks     int   `env:"GRIDCRAWL_MAX_LINKS" envDefault:"5000"`
 	MaxRedirects int   `env:"GRIDCRAWL_MAX_REDIRECTS" envDefault:"10"`
@@ -72,6 +77,8 @@ func (c *Config) Validate() error {
 		return errors.New("GRIDCRAWL_CRAWLER_WORKERS must be at least 1")
 	case c.Prefetch < 1:
 		return errors.New("GRIDCRAWL_CRAWLER_PREFETCH must be at least 1")
+	case c.DecodeBudget < 1<<20:
+		return errors.New("GRIDCRAWL_CRAWLER_DECODE_BUDGET must be at least 1048576")
 	case c.MaxBodyBytes < 1024:
 		return errors.New("GRIDCRAWL_MAX_BODY_BYTES must be at least 1024")
 	case c.MaxTextBytes < 1024:
@@ -118,6 +125,8 @@ type Crawler struct {
 
 	scopes *lru.Cache[string, *scope.Rules] // by crawl id
 	met    *metrics.Crawler
+	// decodes bounds the memory of decompressed bodies (Config.DecodeBudget).
+	decodes *bytebudget.Budget
 }
 
 // New returns a crawler; cfg must have been validated.
@@ -133,6 +142,7 @@ func New(cfg Config, deps Deps) *Crawler {
 		profs:    crawlcache.NewProfiles(deps.Profiles),
 		scopes:   lru.New[string, *scope.Rules](1000, 0),
 		met:      deps.Metrics.Crawler(),
+		decodes:  bytebudget.New(max(cfg.DecodeBudget, cfg.MaxBodyBytes+1), 256<<10),
 	}
 }
 
@@ -332,7 +342,8 @@ func (c *Crawler) Process(ctx context.Context, k contracts.CrawlerContract, prof
 func (c *Crawler) parse(ctx context.Context, k contracts.CrawlerContract, profile contracts.Profile, scope *scope.Rules,
 	p contracts.CrawlerPage, key, referrer string, handed map[contracts.AssetRef]handedResponse, spans map[string]span) (*parsed, error) {
 	out := &parsed{page: p, key: key, final: contracts.ToBeIndexed}
-	status, header, ip, body, err := c.load(ctx, p.Asset, handed, spans, c.cfg.MaxBodyBytes)
+	status, header, ip, body, release, err := c.load(ctx, p.Asset, handed, spans, c.cfg.MaxBodyBytes)
+	defer release()
 	if err != nil {
 		if errors.Is(err, assets.ErrNotFound) {
 			out.final, out.reason = contracts.Failed, "asset missing: "+p.Asset.Key
@@ -515,13 +526,16 @@ func (c *Crawler) readSpans(ctx context.Context, pages []contracts.CrawlerPage, 
 // ref, capped at limit (a gzip bomb is cut there): the response handed over
 // when there is one, else the WARC response record (from spans when they
 // hold it).
-func (c *Crawler) load(ctx context.Context, ref contracts.AssetRef, handed map[contracts.AssetRef]handedResponse, spans map[string]span, limit int64) (status int, header http.Header, ip string, body []byte, err error) {
+//
+// release gives back the share of the decode budget the body holds: call
+// it once the body is no longer used.
+func (c *Crawler) load(ctx context.Context, ref contracts.AssetRef, handed map[contracts.AssetRef]handedResponse, spans map[string]span, limit int64) (status int, header http.Header, ip string, body []byte, release func(), err error) {
 	maxBlock := max(c.cfg.MaxBodyBytes, limit) + 1<<20
 	var block []byte
 	if h, ok := handed[ref]; ok {
 		// The record's block is exactly this response; keep its limit.
 		if int64(len(h.response)) > maxBlock {
-			return 0, nil, "", nil, &badRecordError{fmt.Sprintf("read warc record: %v", warc.ErrTooLarge)}
+			return 0, nil, "", nil, noRelease, &badRecordError{fmt.Sprintf("read warc record: %v", warc.ErrTooLarge)}
 		}
 		block, ip = h.response, h.ip
 	} else {
@@ -532,7 +546,7 @@ func (c *Crawler) load(ctx context.Context, ref contracts.AssetRef, handed map[c
 		} else {
 			rc, err := c.deps.Assets.Get(ctx, ref.Key, ref.Offset, ref.Length)
 			if err != nil {
-				return 0, nil, "", nil, fmt.Errorf("get asset %q: %w", ref.Key, err)
+				return 0, nil, "", nil, noRelease, fmt.Errorf("get asset %q: %w", ref.Key, err)
 			}
 			defer rc.Close()
 			stream = &streamReader{r: rc}
@@ -544,21 +558,40 @@ func (c *Crawler) load(ctx context.Context, ref contracts.AssetRef, handed map[c
 			// short) is the store's failure, worth a retry like the batched
 			// read's; a record that arrived whole and does not parse is bad.
 			if stream != nil && (stream.err != nil || stream.eof && stream.n < ref.Length) {
-				return 0, nil, "", nil, fmt.Errorf("read asset %q: %w", ref.Key, errors.Join(err, stream.err))
+				return 0, nil, "", nil, noRelease, fmt.Errorf("read asset %q: %w", ref.Key, errors.Join(err, stream.err))
 			}
-			return 0, nil, "", nil, &badRecordError{"read warc record: " + err.Error()}
+			return 0, nil, "", nil, noRelease, &badRecordError{"read warc record: " + err.Error()}
 		}
 		block, ip = rec.Block, rec.Header.Get(warc.FieldIPAddress)
 	}
 	status, header, body, err = warc.ParseHTTPResponse(block)
 	if err != nil {
-		return 0, nil, "", nil, &badRecordError{"parse http response: " + err.Error()}
+		return 0, nil, "", nil, noRelease, &badRecordError{"parse http response: " + err.Error()}
 	}
-	body, err = httpbody.Decode(header, body, limit)
+	var readers []*bytebudget.Reader
+	release = func() {
+		for _, r := range readers {
+			r.Release()
+		}
+	}
+	wrap := func(r io.Reader) io.Reader {
+		// One share at a time: the layer before (stacked codings) is read
+		// whole already, and a worker that held one share while waiting
+		// for another could deadlock with the others.
+		release()
+		br := c.decodes.Reader(ctx, r)
+		readers = append(readers[:0], br)
+		return br
+	}
+	if limit > c.cfg.MaxBodyBytes {
+		wrap = nil // a sitemap (up to 50 MiB): one per probe, not budgeted
+	}
+	body, err = httpbody.DecodeWith(header, body, limit, wrap)
 	if err != nil {
-		return 0, nil, "", nil, &badRecordError{"decode body: " + err.Error()}
+		release()
+		return 0, nil, "", nil, noRelease, &badRecordError{"decode body: " + err.Error()}
 	}
-	return status, header, ip, body, nil
+	return status, header, ip, body, release, nil
 }
 
 // extract parses body by its media type. A panic of the parser (a bug a
@@ -583,3 +616,6 @@ func (c *Crawler) extract(pageURL, mt, ctype string, body []byte, u *url.URL, li
 func looksHTML(b []byte) bool {
 	return http.DetectContentType(b) == "text/html; charset=utf-8"
 }
+
+// noRelease is the release of a load that holds no share of the budget.
+func noRelease() {}

@@ -37,7 +37,8 @@ func (c *Crawler) readSitemap(ctx context.Context, sc *scope.Rules, p contracts.
 	for _, s := range p.Sitemaps {
 		out.addSitemap(sc, base, s, p.Depth)
 	}
-	status, header, _, body, err := c.load(ctx, p.Asset, handed, spans, sitemap.MaxBytes+1)
+	status, header, _, body, release, err := c.load(ctx, p.Asset, handed, spans, sitemap.MaxBytes+1)
+	defer release()
 	if err != nil {
 		if errors.Is(err, assets.ErrNotFound) {
 			out.final, out.reason = contracts.Failed, "asset missing: "+p.Asset.Key

@@ -307,7 +307,11 @@ func (l *Loader) httpGet(ctx context.Context, t *task, u *url.URL) (*exchange, e
 	if n := resp.ContentLength; n > 0 && n <= limit {
 		buf.Grow(int(n) + bytes.MinRead)
 	}
-	br := l.bodies.Reader(ctx, io.LimitReader(resp.Body, limit+1))
+	budget := l.bodies
+	if t.sitemap != "" {
+		budget = nil // up to 50 MiB, one per sitemap: not counted
+	}
+	br := budget.Reader(ctx, io.LimitReader(resp.Body, limit+1))
 	defer br.Release() // once the body is copied into the exchange
 	_, err = buf.ReadFrom(br)
 	if err != nil {

@@ -48,7 +48,6 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/profiles"
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
 	"github.com/gridcrawl/gridcrawl/pkg/robots"
-	"github.com/gridcrawl/gridcrawl/pkg/sitemap"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/services/internal/crawlcache"
 	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
@@ -65,10 +64,11 @@ type Config struct {
 	Workers      int    `env:"GRIDCRAWL_LOADER_WORKERS" envDefault:"32"`
 	Prefetch     int    `env:"GRIDCRAWL_LOADER_PREFETCH" envDefault:"2048"`
 	MaxBodyBytes int64  `env:"GRIDCRAWL_MAX_BODY_BYTES" envDefault:"8388608"`
-	// BodyBudget bounds the body bytes the workers hold together beyond
-	// the first 256 KiB of each body (raised to the largest body a fetch
-	// may keep): a web that sends every worker a body at the cap at once
-	// makes them take turns instead of multiplying the memory.
+	// BodyBudget bounds the page body bytes the workers hold together
+	// beyond the first 256 KiB of each body (raised to the largest body a
+	// page fetch may keep; sitemaps, up to 50 MiB, are not counted): a web
+	// that sends every worker a body at the cap at once makes them take
+	// turns instead of multiplying the memory.
 	BodyBudget    int64         `env:"GRIDCRAWL_LOADER_BODY_BUDGET" envDefault:"67108864"`
 	FetchTimeout  time.Duration `env:"GRIDCRAWL_FETCH_TIMEOUT" envDefault:"30s"`
 	FetchAttempts int           `env:"GRIDCRAWL_FETCH_ATTEMPTS" envDefault:"3"`
@@ -274,7 +274,7 @@ func New(cfg Config, deps Deps) (*Loader, error) {
 		pol:     newPolicies(cfg.CrawlDelayCap),
 		holders: map[string]*delivery{},
 		claims:  newClaims(),
-		bodies:  bytebudget.New(max(cfg.BodyBudget, cfg.MaxBodyBytes+1, sitemap.MaxBytes+1), freeBodyBytes),
+		bodies:  bytebudget.New(max(cfg.BodyBudget, cfg.MaxBodyBytes+1), freeBodyBytes),
 	}
 	l.state = newPolitenessState(deps.Assets, l.shards, log)
 	l.rec = newRecorder(l)
