@@ -394,7 +394,7 @@ func TestExportOffline(t *testing.T) {
 	}
 	defer func() { cancel() }()
 	api := "http://" + ln.Addr().String()
-	id := crawlToEnd(t, api, contracts.Profile{StartURLs: []string{start}, MaxDepth: 3,
+	id := crawlToEnd(t, api, contracts.Profile{StartURLs: []string{start}, MaxDepth: 3, Sitemaps: new(bool), // counted lines below
 		Politeness: contracts.Politeness{MinDelayMS: 1, MaxDelayMS: 1, DelayFactor: 1}}, time.Minute)
 	online := map[string]string{}
 	for _, what := range []string{"cdxj", "docs", "segments"} {

@@ -120,7 +120,7 @@ func TestEmbeddedDiskFull(t *testing.T) {
 				}
 			})
 			api := "http://" + ln.Addr().String()
-			p := contracts.Profile{StartURLs: starts, MaxDepth: contracts.MaxDepthLimit, Scope: contracts.ScopeDomain,
+			p := contracts.Profile{StartURLs: starts, MaxDepth: contracts.MaxDepthLimit, Scope: contracts.ScopeDomain, Sitemaps: new(bool), // the oracle is the link graph
 				Politeness: contracts.Politeness{MinDelayMS: 5, MaxDelayMS: 5, DelayFactor: 1}}
 			var created contracts.CreateCrawlResponse
 			if code := apiDo(t, http.MethodPost, api+"/api/v1/crawls", p, &created); code != http.StatusCreated {

@@ -42,6 +42,7 @@ var documentedFamilies = []string{
 	"gridcrawl_queue_redelivered_total",
 	"gridcrawl_queue_acked_total",
 	"gridcrawl_queue_retried_total",
+	"gridcrawl_queue_postponed_total",
 	"gridcrawl_queue_dead_lettered_total",
 	"gridcrawl_queue_messages",
 	"gridcrawl_backend_operation_duration_seconds",
