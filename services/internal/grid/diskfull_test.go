@@ -204,6 +204,9 @@ func TestEmbeddedDiskFull(t *testing.T) {
 			}
 			responses := 0
 			for _, k := range keys {
+				if strings.HasSuffix(k, ".cdxj") {
+					continue // a segment's index, beside it
+				}
 				rc, err := g.Backends.Assets.Get(t.Context(), k, 0, -1)
 				if err != nil {
 					t.Fatal(err)
