@@ -291,14 +291,7 @@ func (r *recorder) flush(ctx context.Context, final bool) {
 	for _, b := range batches {
 		err := r.prepare(ctx, b)
 		r.l.deps.Gate.Note(err)
-		if err != nil {
-			b.tries++
-		}
-		// A failure keeps the batch while a backend is down, and for a few
-		// flushes in any case: a store failing just as its backend returns
-		// (or for a moment) must not send what was fetched to be fetched
-		// again.
-		if err != nil && !final && ctx.Err() == nil && (b.tries < keepTries || len(r.l.deps.Gate.Down(ctx)) > 0) {
+		if err != nil && !final && ctx.Err() == nil && len(r.l.deps.Gate.Down(ctx)) > 0 {
 			if !b.kept {
 				b.kept = true
 				r.l.log.Warn("flush segment waits for the backends", "urls", len(b.pending), "err", err)
@@ -333,12 +326,7 @@ type batch struct {
 	base      int64
 	rs        recordState
 	kept      bool // kept for a later flush at least once
-	tries     int  // failed attempts
 }
-
-// keepTries is how many failed flushes keep a batch while every backend
-// answers.
-const keepTries = 5
 
 // prepare does the steps of b not done yet before publishing: store its
 // segment (then recycle it), apply its transitions.

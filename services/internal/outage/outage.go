@@ -89,6 +89,14 @@ func (g *Gate) Note(err error) {
 			g.mu.Unlock()
 		}
 	}
+	// A failure right after a probe that found every backend answering
+	// may be the first sign of an outage: the next Down probes afresh
+	// rather than trust that verdict (a cached "down" stays).
+	g.mu.Lock()
+	if g.failing == nil {
+		g.probed = time.Time{}
+	}
+	g.mu.Unlock()
 }
 
 // Watch adds c, one of the gate's checks, to those Wait runs (at most once
