@@ -345,16 +345,7 @@ func (c *Crawler) parse(ctx context.Context, k contracts.CrawlerContract, profil
 	status, header, ip, body, release, err := c.load(ctx, p.Asset, handed, spans, c.cfg.MaxBodyBytes)
 	defer release()
 	if err != nil {
-		if errors.Is(err, assets.ErrNotFound) {
-			out.final, out.reason = contracts.Failed, "asset missing: "+p.Asset.Key
-			return out, nil
-		}
-		var bad *badRecordError
-		if errors.As(err, &bad) {
-			out.final, out.reason = contracts.Failed, bad.Error()
-			return out, nil
-		}
-		return nil, err
+		return loadFailed(out, p.Asset, err)
 	}
 	pageURL, err := url.Parse(p.URL)
 	if err != nil {
@@ -619,3 +610,19 @@ func looksHTML(b []byte) bool {
 
 // noRelease is the release of a load that holds no share of the budget.
 func noRelease() {}
+
+// loadFailed turns a failed load of ref into out failed with its reason
+// when the record is missing or bad, and returns other errors (a backend
+// failure) for the contract to be tried again.
+func loadFailed(out *parsed, ref contracts.AssetRef, err error) (*parsed, error) {
+	var bad *badRecordError
+	switch {
+	case errors.Is(err, assets.ErrNotFound):
+		out.final, out.reason = contracts.Failed, "asset missing: "+ref.Key
+	case errors.As(err, &bad):
+		out.final, out.reason = contracts.Failed, bad.Error()
+	default:
+		return nil, err
+	}
+	return out, nil
+}

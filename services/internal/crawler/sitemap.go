@@ -2,12 +2,10 @@ package crawler
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
-	"github.com/gridcrawl/gridcrawl/pkg/assets"
 	"github.com/gridcrawl/gridcrawl/pkg/sitemap"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/pkg/urlnorm"
@@ -40,16 +38,7 @@ func (c *Crawler) readSitemap(ctx context.Context, sc *scope.Rules, p contracts.
 	status, header, _, body, release, err := c.load(ctx, p.Asset, handed, spans, sitemap.MaxBytes+1)
 	defer release()
 	if err != nil {
-		if errors.Is(err, assets.ErrNotFound) {
-			out.final, out.reason = contracts.Failed, "asset missing: "+p.Asset.Key
-			return out, nil
-		}
-		var bad *badRecordError
-		if errors.As(err, &bad) {
-			out.final, out.reason = contracts.Failed, bad.Error()
-			return out, nil
-		}
-		return nil, err
+		return loadFailed(out, p.Asset, err)
 	}
 	switch {
 	case status >= 300 && status < 400:

@@ -164,7 +164,7 @@ func TestGridModeBackendOutage(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			env, vhost := ownVhost(t, base)
+			env, _ := ownVhost(t, base)
 			var proxy *outageProxy
 			for i, kv := range env {
 				k, v, _ := strings.Cut(kv, "=")
@@ -183,12 +183,12 @@ func TestGridModeBackendOutage(t *testing.T) {
 					env[i] = k + "=" + u.String()
 				}
 			}
-			outageCrawl(t, env, vhost, proxy, tc.backend, down)
+			outageCrawl(t, env, proxy, tc.backend, down)
 		})
 	}
 }
 
-func outageCrawl(t *testing.T, env []string, vhost string, proxy *outageProxy, backend string, down time.Duration) {
+func outageCrawl(t *testing.T, env []string, proxy *outageProxy, backend string, down time.Duration) {
 	web, starts, want := startWeb(t, websim.WebConfig{Hosts: 10, PagesPerHost: 60, LinksPerPage: 6, CrossHostLinks: 2, Seed: 12, RecordRequests: true}, 3)
 	c := newCluster(t, env, web.Resolve())
 	c.startAll()
@@ -260,7 +260,6 @@ func outageCrawl(t *testing.T, env []string, vhost string, proxy *outageProxy, b
 			}
 		}
 	}
-	_ = vhost
 }
 
 // readiness reads the /readyz of a metrics listener.
