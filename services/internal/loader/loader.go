@@ -505,6 +505,10 @@ type task struct {
 	// Sitemap: lines of the origin's robots.txt, handed with a probe.
 	sitemap        string
 	robotsSitemaps []string
+	// prev is the record as admitted, kept for a continuous crawl (profile
+	// recrawl): what its last fetch stored decides the conditional request
+	// and whether this fetch found the page changed.
+	prev *txindex.Record
 }
 
 // groupStates is the scheduler's snapshot for the metrics.
