@@ -276,11 +276,11 @@ type exchange struct {
 	bodyBytes   int64 // the body as kept, still content-encoded
 	status      int
 	contentType string
-	retryAfter  string        // the Retry-After header, for the politeness scheduler
+	retryAfter  string // the Retry-After header, for the politeness scheduler
 	// etag and lastModified are the response's validators, which a
 	// continuous crawl's next fetch sends back.
 	etag, lastModified string
-	elapsed     time.Duration // from sending the request to the end of the body
+	elapsed            time.Duration // from sending the request to the end of the body
 }
 
 // httpGet GETs u once, without following redirects, and keeps at most

@@ -48,8 +48,8 @@ type URLRecord struct {
 	Recrawl   *txindex.Recrawl `json:"recrawl"`
 	NextDue   *time.Time       `json:"next_due"`
 	CreatedAt *time.Time       `json:"created_at"`
-	History   []URLEvent `json:"history"`
-	WARC      *WARCRef   `json:"warc"`
+	History   []URLEvent       `json:"history"`
+	WARC      *WARCRef         `json:"warc"`
 }
 
 // URLEvent is one status change of a URL.
