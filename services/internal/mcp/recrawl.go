@@ -73,6 +73,15 @@ func (m *MCP) takeDue(ctx context.Context, c profiles.Crawl, now time.Time) (int
 	mu := m.crawlLock(c.ID)
 	mu.Lock()
 	defer mu.Unlock()
+	// The state may have changed since the list was read (the finish
+	// check, a pause): decide on the state under the lock.
+	c, err := m.deps.Profiles.Get(ctx, c.ID)
+	if err != nil {
+		return 0, fmt.Errorf("read crawl %s: %w", c.ID, err)
+	}
+	if c.State != contracts.CrawlRunning && c.State != contracts.CrawlUpToDate {
+		return 0, nil
+	}
 	taken := 0
 	for taken < m.cfg.MaxDuePerCheck {
 		recs, err := m.deps.Tx.Due(ctx, c.ID, now, min(dueBatch, m.cfg.MaxDuePerCheck-taken))
