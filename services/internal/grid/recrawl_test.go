@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/assets"
 	"github.com/gridcrawl/gridcrawl/pkg/warc"
 	"github.com/gridcrawl/gridcrawl/services/internal/mcp"
 )
@@ -111,17 +112,38 @@ func (s *changingSite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func TestRecrawlContinuousCrawl(t *testing.T) {
 	site := &changingSite{fetches: map[string]int{}}
 	start := serveSite(t, "recrawl.test", site)
-	base := strings.TrimSuffix(start, "/")
 	cfg := testConfig(t, t.TempDir(), "recrawl.test=127.0.0.1")
 	t.Setenv("GRIDCRAWL_DUE_CHECK_INTERVAL", "100ms")
 	g, api := startGrid(t, cfg)
+	do := func(method, path string, body, out any) int { return apiDo(t, method, api+path, body, out) }
+	testRecrawl(t, site, start, do, g.Backends.Assets)
+}
 
+// TestGridModeRecrawl is TestRecrawlContinuousCrawl in grid mode: MCP, two
+// loaders and two crawlers as processes on RabbitMQ, Elasticsearch (the due
+// index) and MinIO.
+func TestGridModeRecrawl(t *testing.T) {
+	env, _ := ownVhost(t, realBackends(t))
+	site := &changingSite{fetches: map[string]int{}}
+	start := serveSite(t, "recrawl.test", site)
+	c := newCluster(t, env, "recrawl.test=127.0.0.1")
+	c.env = append(c.env, "GRIDCRAWL_DUE_CHECK_INTERVAL=100ms")
+	c.startAll()
+	set := c.openBackends(t)
+	testRecrawl(t, site, start, c.do, set.Assets)
+}
+
+// testRecrawl runs the continuous crawl of TestRecrawlContinuousCrawl on the
+// site served at start, through the API that do calls (paths from
+// /api/v1), and reads the WARC segments from store.
+func testRecrawl(t *testing.T, site *changingSite, start string, do func(method, path string, body, out any) int, store assets.Store) {
+	base := strings.TrimSuffix(start, "/")
 	const minDelay = 150 * time.Millisecond
 	p := contracts.Profile{StartURLs: []string{start}, MaxDepth: 2, Sitemaps: new(bool),
 		Politeness: contracts.Politeness{MinDelayMS: int(minDelay.Milliseconds()), MaxDelayMS: int(minDelay.Milliseconds()), DelayFactor: 0},
 		Recrawl:    &contracts.Recrawl{Interval: "2s"}}
 	var created contracts.CreateCrawlResponse
-	if code := apiDo(t, http.MethodPost, api+"/api/v1/crawls", p, &created); code != http.StatusCreated {
+	if code := do(http.MethodPost, "/api/v1/crawls", p, &created); code != http.StatusCreated {
 		t.Fatalf("POST crawl = %d", code)
 	}
 	id := created.CrawlID
@@ -131,7 +153,7 @@ func TestRecrawlContinuousCrawl(t *testing.T) {
 	record := func(path string) mcp.URLRecord {
 		var rec mcp.URLRecord
 		q := url.Values{"url": {base + path}}
-		if code := apiDo(t, http.MethodGet, api+"/api/v1/crawls/"+id+"/urls?"+q.Encode(), nil, &rec); code != http.StatusOK {
+		if code := do(http.MethodGet, "/api/v1/crawls/"+id+"/urls?"+q.Encode(), nil, &rec); code != http.StatusOK {
 			return mcp.URLRecord{}
 		}
 		return rec
@@ -141,7 +163,7 @@ func TestRecrawlContinuousCrawl(t *testing.T) {
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		var st contracts.CrawlStatus
-		if code := apiDo(t, http.MethodGet, api+"/api/v1/crawls/"+id, nil, &st); code != http.StatusOK {
+		if code := do(http.MethodGet, "/api/v1/crawls/"+id, nil, &st); code != http.StatusOK {
 			t.Fatalf("GET crawl = %d", code)
 		}
 		switch st.State {
@@ -174,7 +196,7 @@ func TestRecrawlContinuousCrawl(t *testing.T) {
 		t.Error("the crawl was never seen up_to_date")
 	}
 	// Stop the rounds here, so that what follows reads a still site.
-	if code := apiDo(t, http.MethodPost, api+"/api/v1/crawls/"+id+"/pause", nil, nil); code != http.StatusOK && code != http.StatusNoContent {
+	if code := do(http.MethodPost, "/api/v1/crawls/"+id+"/pause", nil, nil); code != http.StatusOK && code != http.StatusNoContent {
 		t.Fatalf("pause = %d", code)
 	}
 
@@ -237,7 +259,7 @@ func TestRecrawlContinuousCrawl(t *testing.T) {
 	search := func(word string) int64 {
 		var sr contracts.SearchResponse
 		q := url.Values{"q": {word}, "crawl": {id}}
-		if code := apiDo(t, http.MethodGet, api+"/api/v1/search?"+q.Encode(), nil, &sr); code != http.StatusOK {
+		if code := do(http.MethodGet, "/api/v1/search?"+q.Encode(), nil, &sr); code != http.StatusOK {
 			t.Fatalf("search %q = %d", word, code)
 		}
 		return sr.Total
@@ -251,7 +273,7 @@ func TestRecrawlContinuousCrawl(t *testing.T) {
 
 	// The WARC segments: one response per content, a revisit per unchanged
 	// fetch, referring to the stored response.
-	keys, err := g.Backends.Assets.List(t.Context(), "warc/")
+	keys, err := store.List(t.Context(), "warc/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +300,7 @@ func TestRecrawlContinuousCrawl(t *testing.T) {
 		if strings.HasSuffix(k, ".cdxj") {
 			continue
 		}
-		rc, err := g.Backends.Assets.Get(t.Context(), k, 0, -1)
+		rc, err := store.Get(t.Context(), k, 0, -1)
 		if err != nil {
 			t.Fatal(err)
 		}
