@@ -169,15 +169,16 @@ func (r *recorder) addExchange(t *task, o outcome) {
 	}
 	r.mu.Lock()
 	if o.revisit != nil {
-		if err := r.appendRevisitLocked(ex, t, o.revisit); err == nil {
+		err := r.appendRevisitLocked(ex, t, o.revisit)
+		if err == nil {
 			res.status, res.page.StatusCode = previousStatus(t.prev), 0
 			res.recrawl = recrawlState(t, ex.date, ex.status, ex.etag, ex.lastModified, o.revisit, "", "")
 			r.pending = append(r.pending, res)
 			r.mu.Unlock()
 			return
-		} else {
-			r.l.log.Warn("write revisit record; storing the response", "url", t.url, "err", err)
 		}
+		// The whole response is stored instead, and parsed as a change.
+		r.l.log.Warn("write revisit record; storing the response", "url", t.url, "crawl_id", t.crawlID, "err", err)
 	}
 	off, n, id, digest, err := r.appendLocked(ex, t.crawlID)
 	if err != nil {
