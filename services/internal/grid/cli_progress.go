@@ -120,7 +120,8 @@ func (p *progress) rate(st contracts.CrawlStatus, now time.Time) float64 {
 	}
 	first, last := p.window[0], p.window[len(p.window)-1]
 	if d := last.t.Sub(first.t); d >= time.Second {
-		return float64(last.settled-first.settled) / d.Seconds()
+		// A continuous crawl's round takes settled URLs back: no negative rate.
+		return float64(max(last.settled-first.settled, 0)) / d.Seconds()
 	}
 	return averageRate(st, now)
 }

@@ -249,7 +249,7 @@ function crawlRate(c) {
   const prev = seen.get(c.crawl_id);
   let r = prev && prev.rate !== undefined ? prev.rate : null;
   if (prev && now - prev.t > 500) {
-    r = (done - prev.done) / ((now - prev.t) / 1000);
+    r = Math.max(done - prev.done, 0) / ((now - prev.t) / 1000); // a round of a continuous crawl takes settled URLs back
     seen.set(c.crawl_id, { t: now, done, rate: r });
   } else if (!prev) {
     seen.set(c.crawl_id, { t: now, done });
@@ -651,7 +651,10 @@ function drawTimeline(tl, rateBox, statusBox) {
     return;
   }
   const t = (p) => new Date(p.time).getTime();
-  rateBox.replaceChildren(lineChart([{ name: "pages/s", color: "#2962ff", fill: true, points: pts.map((p) => [t(p), p.pages_per_second || 0]) }], { yFormat: rate }));
+  // A continuous crawl takes settled URLs back to to-be-loaded when they
+  // are due: the timeline's rate (URLs that left to-be-loaded) then drops
+  // below zero, which is no rate of fetching; it shows as 0.
+  rateBox.replaceChildren(lineChart([{ name: "pages/s", color: "#2962ff", fill: true, points: pts.map((p) => [t(p), Math.max(p.pages_per_second || 0, 0)]) }], { yFormat: rate }));
   const series = STATUSES.filter((s) => pts.some((p) => (p.counts || {})[s]))
     .map((s) => ({ name: s, color: STATUS_COLORS[s], points: pts.map((p) => [t(p), (p.counts || {})[s] || 0]) }));
   statusBox.replaceChildren(lineChart(series, { yFormat: num }));
