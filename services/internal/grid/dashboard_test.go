@@ -71,6 +71,22 @@ func artifactsDir(t *testing.T) string {
 // its context; page script errors are collected into errs.
 func browser(t *testing.T, ctx context.Context) (context.Context, func() []string) {
 	t.Helper()
+	// Not t.TempDir: Chromium's helper processes may still write to their
+	// profile for a moment after the browser is gone, which would fail the
+	// test at its cleanup. The directory is removed once they are done.
+	profile, err := os.MkdirTemp("", "gridcrawl-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for range 50 {
+			if err := os.RemoveAll(profile); err == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Logf("chromium profile %s left behind", profile)
+	})
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromiumPath(t)),
 		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
@@ -79,7 +95,7 @@ func browser(t *testing.T, ctx context.Context) (context.Context, func() []strin
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(1360, 900),
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
@@ -539,8 +555,8 @@ func TestDashboardContinuousCrawl(t *testing.T) {
 		chromedp.SetValue(`#f-start_urls`, start, chromedp.ByQuery),
 		chromedp.SetValue(`#f-name`, "continuous", chromedp.ByQuery),
 		chromedp.SetValue(`#f-max_depth`, "2", chromedp.ByQuery),
-		chromedp.SetValue(`#f-politeness-min_delay_ms`, "100", chromedp.ByQuery),
-		chromedp.SetValue(`#f-politeness-max_delay_ms`, "100", chromedp.ByQuery),
+		chromedp.SetValue(`#f-politeness-min_delay_ms`, "20", chromedp.ByQuery),
+		chromedp.SetValue(`#f-politeness-max_delay_ms`, "20", chromedp.ByQuery),
 		chromedp.SetValue(`#f-politeness-delay_factor`, "0", chromedp.ByQuery),
 		chromedp.SetValue(`#f-recrawl-interval`, "daily", chromedp.ByQuery),
 		chromedp.Click(`#submit`, chromedp.ByQuery),
@@ -571,9 +587,13 @@ func TestDashboardContinuousCrawl(t *testing.T) {
 		t.Fatalf("the form's crawl has recrawl %+v, want every 2s", st.Profile.Recrawl)
 	}
 
-	// Between two rounds the crawl is up to date: a live crawl.
+	// Between two rounds the crawl is up to date: a live crawl. The page
+	// shows it when one of its polls falls between two rounds (a window
+	// of the interval less a round's time): wait for one, up to the
+	// step's limit.
 	var v continuousView
-	d.run("up to date", chromedp.Poll(fmt.Sprintf(continuousViewJS, "up_to_date"), &v, chromedp.WithPollingInterval(20*time.Millisecond)),
+	d.run("up to date", chromedp.Poll(fmt.Sprintf(continuousViewJS, "up_to_date"), &v,
+		chromedp.WithPollingInterval(20*time.Millisecond), chromedp.WithPollingTimeout(0)),
 		d.shot("continuous-up-to-date"))
 	if v.Schedule != "every 2s" || !regexp.MustCompile(`^\d+$`).MatchString(v.Due) || !regexp.MustCompile(`^(in [12] s|due now)$`).MatchString(v.Next) ||
 		!strings.HasPrefix(v.Note, "Up to date") {
@@ -602,19 +622,25 @@ func TestDashboardContinuousCrawl(t *testing.T) {
 		}
 	}
 
-	// The frontier controls list the crawl and change its schedule.
-	var interval string
+	// The frontier controls list the crawl and change its schedule. The
+	// crawl goes from running to up_to_date and back at every round: the
+	// state shown changes, the value being typed stays.
+	var interval, typed, firstState string
+	var flipped bool
 	d.run("frontier controls",
 		chromedp.Navigate(api+"/#/frontier"),
 		chromedp.WaitVisible(`#patch-form [data-field="recrawl.interval"]`, chromedp.ByQuery),
 		chromedp.Value(`#patch-form [data-field="recrawl.interval"]`, &interval, chromedp.ByQuery),
 		chromedp.WaitVisible(`#control-head #cancel:not([disabled])`, chromedp.ByQuery),
 		chromedp.SetValue(`#patch-form [data-field="recrawl.interval"]`, "1h", chromedp.ByQuery),
+		chromedp.Text(`#control-head .badge`, &firstState, chromedp.ByQuery),
+		chromedp.Poll(fmt.Sprintf(`document.querySelector("#control-head .badge").textContent !== %q`, firstState), &flipped, chromedp.WithPollingTimeout(0)),
+		chromedp.Value(`#patch-form [data-field="recrawl.interval"]`, &typed, chromedp.ByQuery),
 		d.shot("frontier-continuous"),
 		chromedp.Click(`#patch-form button[type="submit"]`, chromedp.ByQuery),
 		chromedp.WaitVisible(`#toast:not([hidden])`, chromedp.ByQuery))
-	if interval != "2s" {
-		t.Errorf("the controls show recrawl interval %q, want 2s", interval)
+	if interval != "2s" || typed != "1h" {
+		t.Errorf("the controls show recrawl interval %q, and %q after the crawl's state changed from %s; want 2s, then 1h as typed", interval, typed, firstState)
 	}
 	if st := status(); st.Profile.Recrawl == nil || st.Profile.Recrawl.Interval != "1h" || st.Profile.Version != 1 {
 		t.Fatalf("after the change the crawl has recrawl %+v, version %d; want every 1h, version 1", st.Profile.Recrawl, st.Profile.Version)
