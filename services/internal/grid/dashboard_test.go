@@ -634,7 +634,10 @@ func TestDashboardContinuousCrawl(t *testing.T) {
 		chromedp.WaitVisible(`#control-head #cancel:not([disabled])`, chromedp.ByQuery),
 		chromedp.SetValue(`#patch-form [data-field="recrawl.interval"]`, "1h", chromedp.ByQuery),
 		chromedp.Text(`#control-head .badge`, &firstState, chromedp.ByQuery),
-		chromedp.Poll(fmt.Sprintf(`document.querySelector("#control-head .badge").textContent !== %q`, firstState), &flipped, chromedp.WithPollingTimeout(0)),
+		chromedp.ActionFunc(func(ctx context.Context) error { // built once firstState is read
+			return chromedp.Poll(fmt.Sprintf(`document.querySelector("#control-head .badge").textContent !== %q`, firstState), &flipped,
+				chromedp.WithPollingInterval(20*time.Millisecond), chromedp.WithPollingTimeout(0)).Do(ctx)
+		}),
 		chromedp.Value(`#patch-form [data-field="recrawl.interval"]`, &typed, chromedp.ByQuery),
 		d.shot("frontier-continuous"),
 		chromedp.Click(`#patch-form button[type="submit"]`, chromedp.ByQuery),
