@@ -138,6 +138,9 @@ type MCP struct {
 	listening chan struct{}
 
 	locks sync.Map // crawl id → *sync.Mutex, see crawlLock
+	// refetched counts, per crawl id (*atomic.Int64), the URLs the due
+	// check took back into the pipeline, for the timeline's rate.
+	refetched sync.Map
 	// nudged holds the crawls the indexer asks the finish check to look at;
 	// nudge wakes the check.
 	nudgeMu sync.Mutex

@@ -122,6 +122,7 @@ func (m *MCP) takeDue(ctx context.Context, c profiles.Crawl, now time.Time) (int
 		}
 		taken += len(back)
 		m.met.DueTaken(len(back))
+		m.refetchedOf(c.ID).Add(int64(len(back)))
 		if len(recs) < dueBatch {
 			return taken, nil
 		}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
@@ -39,6 +40,10 @@ type TimelinePoint struct {
 	Time           time.Time        `json:"time"`
 	Counts         map[string]int64 `json:"counts"`
 	PagesPerSecond *float64         `json:"pages_per_second"`
+	// Refetched counts a continuous crawl's URLs that the due check took
+	// back to to-be-loaded since the crawl started: they left
+	// to-be-loaded once more than the counts show.
+	Refetched int64 `json:"refetched,omitempty"`
 }
 
 // timelines holds the timelines of the crawls MCP sampled or read.
@@ -61,12 +66,13 @@ func loaded(counts map[string]int64) int64 {
 }
 
 // add appends a sample to tl and thins it past maxTimelinePoints.
-func (tl *Timeline) add(at time.Time, counts map[string]int64) {
-	p := TimelinePoint{Time: at.UTC().Truncate(time.Millisecond), Counts: counts}
+// refetched is the crawl's count of URLs taken back by the due check.
+func (tl *Timeline) add(at time.Time, counts map[string]int64, refetched int64) {
+	p := TimelinePoint{Time: at.UTC().Truncate(time.Millisecond), Counts: counts, Refetched: refetched}
 	if n := len(tl.Points); n > 0 {
 		prev := tl.Points[n-1]
 		if dt := at.Sub(prev.Time).Seconds(); dt > 0 {
-			v := float64(loaded(counts)-loaded(prev.Counts)) / dt
+			v := max(float64(loaded(counts)+refetched-loaded(prev.Counts)-prev.Refetched)/dt, 0)
 			p.PagesPerSecond = &v
 		}
 	}
@@ -139,7 +145,7 @@ func (m *MCP) sampleTimelines(ctx context.Context) error {
 			return err
 		}
 		m.tl.mu.Lock()
-		tl.add(time.Now(), sample)
+		tl.add(time.Now(), sample, m.refetchedOf(c.ID).Load())
 		body, err := json.Marshal(tl)
 		m.tl.mu.Unlock()
 		if err != nil {
@@ -155,6 +161,13 @@ func (m *MCP) sampleTimelines(ctx context.Context) error {
 	m.tl.alive = alive
 	m.tl.mu.Unlock()
 	return nil
+}
+
+// refetchedOf returns the count of crawl id's URLs the due check took back
+// into the pipeline.
+func (m *MCP) refetchedOf(id string) *atomic.Int64 {
+	c, _ := m.refetched.LoadOrStore(id, new(atomic.Int64))
+	return c.(*atomic.Int64)
 }
 
 // timelineOf returns the timeline of crawl id, read from the assets store
@@ -182,6 +195,11 @@ func (m *MCP) timelineOf(ctx context.Context, id string) (*Timeline, error) {
 			var stored Timeline
 			if err := json.Unmarshal(b, &stored); err == nil && stored.Points != nil {
 				tl.Points = stored.Points
+				// The count goes on from the last sample of the MCP before.
+				if n := len(tl.Points); n > 0 {
+					c := m.refetchedOf(id)
+					c.Store(max(c.Load(), tl.Points[n-1].Refetched))
+				}
 			}
 		}
 	}
