@@ -1,0 +1,281 @@
+package sqlitestore
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/txindex"
+)
+
+// dueRecords are the crawl sizes BenchmarkDue measures. make bench-due asks
+// for 10,000, 100,000 and 1,000,000:
+//
+//	go test -run '^$' -bench BenchmarkDue -benchtime 2s ./pkg/sqlitestore/ -due.records 10000,100000,1000000
+var dueRecords = flag.String("due.records", "10000,100000", "BenchmarkDue: crawl sizes in records, comma-separated")
+
+// dueCache keeps BenchmarkDue's databases between runs, in os.TempDir (a
+// database of 1,000,000 records takes a minute or two to build and about
+// 0.6 GB); empty builds them in the benchmark's temporary directory.
+var dueCache = flag.Bool("due.cache", true, "BenchmarkDue: keep the databases between runs in the system's temporary directory")
+
+// The due-work fixture: one continuous crawl whose records are all settled
+// (indexed) with a recrawl state, their due times spread evenly over
+// dueSpread in an order unrelated to their keys and creation order, such
+// that dueFraction of them are due at dueNow. dueNow is a fixed instant, so
+// a cached database stays valid.
+var dueNow = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+
+const (
+	dueCrawl    = "recrawl-bench"
+	dueSpread   = 30 * 24 * time.Hour
+	dueFraction = 100 // 1 in dueFraction is due at dueNow
+	dueBatch    = 1000
+	// duePermStep is a prime: for every size n that it does not divide,
+	// i·duePermStep mod n is a permutation of 0..n-1.
+	duePermStep = 999_983
+)
+
+// dueRecrawl returns the recrawl state of record i of n: due at dueNow
+// minus dueSpread/dueFraction plus (rank+1) steps of dueSpread/n, where
+// rank is i's place in a permutation, so that exactly n/dueFraction records
+// are due at dueNow. The state is as large as a real one: validators, a
+// digest and the stored WARC record's id.
+func dueRecrawl(i, n int64) *txindex.Recrawl {
+	rank := i * duePermStep % n
+	step := dueSpread / time.Duration(n)
+	due := dueNow.Add(-dueSpread/dueFraction + time.Duration(rank+1)*step).Truncate(time.Millisecond)
+	fetched := due.Add(-24 * time.Hour)
+	return &txindex.Recrawl{
+		Fetched: fetched, Status: 200, IntervalMS: (24 * time.Hour).Milliseconds(), Due: due,
+		ETag: fmt.Sprintf(`W/"%x-%x"`, i, rank), LastModified: fetched.Add(-72 * time.Hour).Format(time.RFC1123),
+		Digest:   fmt.Sprintf("sha1:%032X", i*2654435761),
+		RecordID: fmt.Sprintf("<urn:uuid:%08x-0000-4000-8000-%012x>", i, rank), Stored: fetched,
+		Changes: int(i % 3), Revisits: int(i % 5),
+	}
+}
+
+// dueSizes parses -due.records.
+func dueSizes(b *testing.B) []int64 {
+	b.Helper()
+	var sizes []int64
+	for _, f := range strings.Split(*dueRecords, ",") {
+		n, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
+		if err != nil || n <= 0 || n%dueFraction != 0 || n%duePermStep == 0 {
+			b.Fatalf("-due.records %q: want multiples of %d (and not of %d)", *dueRecords, dueFraction, duePermStep)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes
+}
+
+// openDueFixture opens the due-work database of n records: the cached one
+// when it is intact (every record settled and n/dueFraction due, which an
+// interrupted tick benchmark would have broken), else a newly built one.
+func openDueFixture(b *testing.B, n int64) *TxIndex {
+	b.Helper()
+	dir := b.TempDir()
+	if *dueCache {
+		dir = os.TempDir()
+	}
+	path := filepath.Join(dir, fmt.Sprintf("gridcrawl-bench-due-v%d-%d.db", txSchemaVersion, n))
+	if x, err := OpenTxIndex(path); err == nil {
+		due, _, errStats := x.DueStats(b.Context(), dueCrawl, dueNow)
+		counts, errCounts := x.Counts(b.Context(), dueCrawl)
+		if errStats == nil && errCounts == nil && due == n/dueFraction && counts[contracts.Indexed] == n && len(counts) == 1 {
+			b.Cleanup(func() { _ = x.Close() })
+			return x
+		}
+		_ = x.Close()
+	}
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		if err := os.Remove(path + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+			b.Fatal(err)
+		}
+	}
+	x, err := OpenTxIndex(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = x.Close() })
+	start := time.Now()
+	buildDueFixture(b, x, n)
+	b.Logf("built %d records in %s: %s", n, time.Since(start).Round(time.Millisecond), path)
+	return x
+}
+
+// buildDueFixture creates n records of dueCrawl in batches, as a crawl's
+// links, then settles each with a recrawl state, as a loader and a crawler
+// do after fetching and indexing it.
+func buildDueFixture(b *testing.B, x *TxIndex, n int64) {
+	b.Helper()
+	created := dueNow.Add(-40 * 24 * time.Hour)
+	recs := make([]txindex.Record, 0, dueBatch)
+	ts := make([]txindex.Transition, 0, dueBatch)
+	for lo := int64(0); lo < n; lo += dueBatch {
+		recs, ts = recs[:0], ts[:0]
+		for i := lo; i < min(lo+dueBatch, n); i++ {
+			r := benchRecord(dueCrawl, i, contracts.ToBeLoaded, created)
+			recs = append(recs, r)
+			size := 2000 + i%50_000
+			ts = append(ts, txindex.Transition{
+				Key: r.Key, From: contracts.ToBeLoaded, To: contracts.Indexed, HTTPStatus: 200,
+				MIMEType: "text/html", Bytes: &size, Recrawl: dueRecrawl(i, n),
+				Asset: &contracts.AssetRef{Key: fmt.Sprintf("warc/%s/%06d.warc.gz", dueCrawl, i/10_000), Offset: i * 4096, Length: 4000},
+			})
+		}
+		if _, err := x.Create(b.Context(), recs); err != nil {
+			b.Fatal(err)
+		}
+		ok, err := x.Transition(b.Context(), ts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if i := slices.Index(ok, false); i >= 0 {
+			b.Fatalf("settle %s: not applied", ts[i].Key)
+		}
+	}
+}
+
+// BenchmarkDue measures finding due work in continuous crawls of
+// -due.records records, 1% of them due, through the due index:
+//
+//   - due: Due(crawl, now, 1000), what the MCP's due ticker asks each tick;
+//   - stats: DueStats(crawl, now), the crawl status's due count and next due
+//     time (a count over the due records);
+//   - tick: Due and the Transition of its batch back to to-be-loaded, the
+//     whole transaction index work of a tick (each batch is settled again,
+//     untimed, so every iteration finds the same amount of work);
+//   - scan: what finding the same batch costs without the index: every
+//     record of the crawl read through List, the due ones picked in Go.
+//
+// Each reports ns/due-url, the time per due record found (per record
+// counted, for stats); scan reports scan/due, its time over due's. Per due
+// URL the indexed costs stay flat as the crawl grows; the scan's grows with
+// it.
+func BenchmarkDue(b *testing.B) {
+	for _, n := range dueSizes(b) {
+		x := openDueFixture(b, n)
+		var dueNS float64
+		b.Run(fmt.Sprintf("records=%d/due", n), func(b *testing.B) {
+			var found int
+			for b.Loop() {
+				recs, err := x.Due(b.Context(), dueCrawl, dueNow, dueBatch)
+				if err != nil {
+					b.Fatal(err)
+				}
+				found += len(recs)
+			}
+			want := min(int(n/dueFraction), dueBatch)
+			if found != b.N*want {
+				b.Fatalf("Due found %d records in %d calls, want %d per call", found, b.N, want)
+			}
+			dueNS = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+			reportDue(b, found)
+		})
+		b.Run(fmt.Sprintf("records=%d/stats", n), func(b *testing.B) {
+			var counted int64
+			for b.Loop() {
+				due, next, err := x.DueStats(b.Context(), dueCrawl, dueNow)
+				if err != nil || next == nil {
+					b.Fatalf("DueStats = %d, %v, %v", due, next, err)
+				}
+				counted += due
+			}
+			if counted != int64(b.N)*(n/dueFraction) {
+				b.Fatalf("DueStats counted %d in %d calls, want %d per call", counted, b.N, n/dueFraction)
+			}
+			reportDue(b, int(counted))
+		})
+		b.Run(fmt.Sprintf("records=%d/tick", n), func(b *testing.B) {
+			var moved int
+			for range b.N {
+				recs, err := x.Due(b.Context(), dueCrawl, dueNow, dueBatch)
+				if err != nil {
+					b.Fatal(err)
+				}
+				ts := make([]txindex.Transition, len(recs))
+				for i, r := range recs {
+					ts[i] = txindex.Transition{Key: r.Key, From: r.Status, To: contracts.ToBeLoaded, ResetAttempts: true}
+				}
+				ok, err := x.Transition(b.Context(), ts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if i := slices.Index(ok, false); i >= 0 {
+					b.Fatalf("tick: transition of due record %s not applied", ts[i].Key)
+				}
+				moved += len(recs)
+				b.StopTimer()
+				for i, r := range recs {
+					ts[i] = txindex.Transition{Key: r.Key, From: contracts.ToBeLoaded, To: r.Status, Recrawl: r.Recrawl}
+				}
+				if _, err := x.Transition(b.Context(), ts); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+			reportDue(b, moved)
+		})
+		b.Run(fmt.Sprintf("records=%d/scan", n), func(b *testing.B) {
+			var found int
+			for b.Loop() {
+				found += len(scanDue(b, x, n))
+			}
+			reportDue(b, found)
+			if dueNS > 0 {
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/dueNS, "scan/due")
+			}
+		})
+	}
+}
+
+// scanDue finds the batch Due returns by reading every record of the crawl,
+// in pages of 1000, and keeping the dueBatch earliest due.
+func scanDue(b *testing.B, x *TxIndex, n int64) []txindex.Record {
+	var due []txindex.Record
+	after := ""
+	seen := int64(0)
+	for {
+		page, err := x.List(b.Context(), dueCrawl, "", after, 1000)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		for _, r := range page {
+			if r.NextDue != nil && !r.NextDue.After(dueNow) {
+				due = append(due, r)
+			}
+		}
+		seen += int64(len(page))
+		after = page[len(page)-1].Key
+	}
+	if seen != n {
+		b.Fatalf("scan read %d records, want %d", seen, n)
+	}
+	slices.SortFunc(due, func(a, c txindex.Record) int {
+		if d := a.NextDue.Compare(*c.NextDue); d != 0 {
+			return d
+		}
+		return strings.Compare(a.Key, c.Key)
+	})
+	return due[:min(len(due), dueBatch)]
+}
+
+// reportDue reports the time per due record of the benchmark's timed work.
+func reportDue(b *testing.B, records int) {
+	b.ReportMetric(float64(records)/float64(b.N), "due/op")
+	if records > 0 {
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(records), "ns/due-url")
+	}
+}
