@@ -1,6 +1,8 @@
 package esindex
 
 import (
+	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"slices"
@@ -10,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/elastic/go-elasticsearch/v8/esapi"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
@@ -37,6 +41,8 @@ const (
 	// duePermStep is a prime: for every size n that it does not divide,
 	// i·duePermStep mod n is a permutation of 0..n-1.
 	duePermStep = 999_983
+	// dueRounds is how many times each record has been fetched before.
+	dueRounds = 4
 	// dueLoadBatch records go in one Create (one bulk request of about
 	// 5 MB, under maxBulkBytes), dueLoaders Creates at once.
 	dueLoadBatch = 5000
@@ -59,37 +65,48 @@ func dueSizes(b *testing.B) []int64 {
 	return sizes
 }
 
-// dueRecord returns record i of n, settled as a loader and a crawler leave
-// it after fetching and indexing it: due at dueNow minus dueSpread/
-// dueFraction plus (rank+1) steps of dueSpread/n, where rank is i's place in
-// a permutation, so that exactly n/dueFraction records are due at dueNow.
-// The recrawl state is as large as a real one.
+// dueRecord returns record i of n as a continuous crawl leaves it after a
+// few rounds: settled (indexed), due at dueNow minus dueSpread/dueFraction
+// plus (rank+1) steps of dueSpread/n, where rank is i's place in a
+// permutation, so that exactly n/dueFraction records are due at dueNow;
+// with a recrawl state and a status history as large as real ones (the
+// history full after dueRounds fetches). NextDue is set as txindex.Apply
+// sets it.
 func dueRecord(i, n int64) txindex.Record {
 	host := fmt.Sprintf("host%d.example", i%500)
 	u := fmt.Sprintf("https://%s/section/%d/page-%d.html?ref=bench", host, i%97, i)
 	rank := i * duePermStep % n
 	step := dueSpread / time.Duration(n)
 	due := dueNow.Add(-dueSpread/dueFraction + time.Duration(rank+1)*step).Truncate(time.Millisecond)
-	fetched := due.Add(-24 * time.Hour)
-	created := dueNow.Add(-40 * 24 * time.Hour)
+	interval := 24 * time.Hour
+	fetched := due.Add(-interval)
+	created := fetched.Add(-dueRounds * interval)
+	hist := txindex.StartHistory(txindex.Record{Status: contracts.ToBeLoaded, StatusTime: created})
+	for round := range dueRounds + 1 {
+		t := created.Add(time.Duration(round) * interval)
+		if round > 0 {
+			hist = txindex.AppendHistory(hist, txindex.Event{Status: contracts.ToBeLoaded, Time: t})
+		}
+		for _, s := range []contracts.Status{contracts.ToBeParsed, contracts.ToBeIndexed, contracts.Indexed} {
+			t = t.Add(time.Second)
+			hist = txindex.AppendHistory(hist, txindex.Event{Status: s, Time: t})
+		}
+	}
 	size := 2000 + i%50_000
 	r := txindex.Record{
 		Key: txindex.Key(dueCrawl, u), CrawlID: dueCrawl, URL: u, Host: host, Group: host,
-		Depth: 3, Referrer: "https://" + host + "/", Status: contracts.Indexed, StatusTime: fetched, CreatedAt: created,
-		HTTPStatus: 200, MIMEType: "text/html", Bytes: &size,
+		Depth: 3, Referrer: "https://" + host + "/", Status: contracts.Indexed, StatusTime: hist[len(hist)-1].Time,
+		CreatedAt: created, HTTPStatus: 200, MIMEType: "text/html", Bytes: &size,
 		Asset: contracts.AssetRef{Key: fmt.Sprintf("warc/%s/%06d.warc.gz", dueCrawl, i/10_000), Offset: i * 4096, Length: 4000},
 		Recrawl: &txindex.Recrawl{
-			Fetched: fetched, Status: 200, IntervalMS: (24 * time.Hour).Milliseconds(), Due: due,
+			Fetched: fetched, Status: 200, IntervalMS: interval.Milliseconds(), Due: due,
 			ETag: fmt.Sprintf(`W/"%x-%x"`, i, rank), LastModified: fetched.Add(-72 * time.Hour).Format(time.RFC1123),
 			Digest:   fmt.Sprintf("sha1:%032X", i*2654435761),
 			RecordID: fmt.Sprintf("<urn:uuid:%08x-0000-4000-8000-%012x>", i, rank), Stored: fetched,
 			Changes: int(i % 3), Revisits: int(i % 5),
 		},
-		History: []txindex.Event{{Status: contracts.ToBeLoaded, Time: created}, {Status: contracts.ToBeParsed, Time: fetched},
-			{Status: contracts.ToBeIndexed, Time: fetched}, {Status: contracts.Indexed, Time: fetched}},
+		History: hist,
 	}
-	// Create stores the record as given: the due time is the caller's to
-	// set (txindex.Apply's rule).
 	r.NextDue = txindex.NextDue(r)
 	return r
 }
@@ -157,6 +174,9 @@ feed:
 //   - due: Due(crawl, now, 1000), what the MCP's due ticker asks each tick;
 //   - due-query: the same without the refresh request that RefreshOnRead
 //     sends before every read;
+//   - find: Due's query without the records' sources, reporting also the
+//     time Elasticsearch spent (took): the cost of finding, without
+//     fetching and decoding the records found;
 //   - stats: DueStats(crawl, now), the crawl status's due count and next due
 //     time;
 //   - tick: Due and the Transition of its batch back to to-be-loaded, the
@@ -208,6 +228,42 @@ func BenchmarkDue(b *testing.B) {
 				found += len(recs)
 			}
 			reportDue(b, found, cpuTime()-cpu)
+		})
+		b.Run(fmt.Sprintf("records=%d/find", n), func(b *testing.B) {
+			// Due's query without the records' sources: the finding, and
+			// the time Elasticsearch reports for it (took), without
+			// fetching and decoding the records found.
+			body, err := json.Marshal(map[string]any{
+				"size": dueBatch, "_source": false, "track_total_hits": false,
+				"query": map[string]any{"bool": map[string]any{"filter": dueFilters(dueCrawl, dueNow)}},
+				"sort":  []any{map[string]any{"next_due": "asc"}, map[string]any{"key": "asc"}},
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var found int
+			var took time.Duration
+			cpu := cpuTime()
+			for b.Loop() {
+				var res struct {
+					Took int64 `json:"took"`
+					Hits struct {
+						Hits []struct {
+							ID string `json:"_id"`
+						} `json:"hits"`
+					} `json:"hits"`
+				}
+				req := esapi.SearchRequest{Index: []string{x.c.txIndex}, Body: bytes.NewReader(body)}
+				if err := x.c.do(b.Context(), req, &res); err != nil {
+					b.Fatal(err)
+				}
+				found += len(res.Hits.Hits)
+				took += time.Duration(res.Took) * time.Millisecond
+			}
+			reportDue(b, found, cpuTime()-cpu)
+			if found > 0 {
+				b.ReportMetric(float64(took.Nanoseconds())/float64(found), "es-took-ns/due-url")
+			}
 		})
 		b.Run(fmt.Sprintf("records=%d/stats", n), func(b *testing.B) {
 			var counted int64

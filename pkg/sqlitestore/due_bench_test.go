@@ -23,14 +23,14 @@ import (
 var dueRecords = flag.String("due.records", "10000,100000", "BenchmarkDue: crawl sizes in records, comma-separated")
 
 // dueCache keeps BenchmarkDue's databases between runs, in os.TempDir (a
-// database of 1,000,000 records takes a minute or two to build and about
-// 0.6 GB); empty builds them in the benchmark's temporary directory.
+// database of 1,000,000 records takes minutes to build and about 1 GB);
+// false builds them in the benchmark's temporary directory.
 var dueCache = flag.Bool("due.cache", true, "BenchmarkDue: keep the databases between runs in the system's temporary directory")
 
 // The due-work fixture: one continuous crawl whose records are all settled
 // (indexed) with a recrawl state, their due times spread evenly over
 // dueSpread in an order unrelated to their keys and creation order, such
-// that dueFraction of them are due at dueNow. dueNow is a fixed instant, so
+// that 1 in dueFraction is due at dueNow. dueNow is a fixed instant, so
 // a cached database stays valid.
 var dueNow = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 
@@ -42,25 +42,57 @@ const (
 	// duePermStep is a prime: for every size n that it does not divide,
 	// i·duePermStep mod n is a permutation of 0..n-1.
 	duePermStep = 999_983
+	// dueRounds is how many times each record has been fetched before.
+	dueRounds = 4
+	// dueFixtureVersion names the fixture in the cached databases' names:
+	// a change of dueRecord must change it.
+	dueFixtureVersion = 2
 )
 
-// dueRecrawl returns the recrawl state of record i of n: due at dueNow
-// minus dueSpread/dueFraction plus (rank+1) steps of dueSpread/n, where
-// rank is i's place in a permutation, so that exactly n/dueFraction records
-// are due at dueNow. The state is as large as a real one: validators, a
-// digest and the stored WARC record's id.
-func dueRecrawl(i, n int64) *txindex.Recrawl {
+// dueRecord returns record i of n as a continuous crawl leaves it after a
+// few rounds: settled (indexed), due at dueNow minus dueSpread/dueFraction
+// plus (rank+1) steps of dueSpread/n, where rank is i's place in a
+// permutation, so that exactly n/dueFraction records are due at dueNow;
+// with a recrawl state and a status history as large as real ones (the
+// history full after dueRounds fetches). NextDue is set as txindex.Apply
+// sets it.
+func dueRecord(i, n int64) txindex.Record {
+	host := fmt.Sprintf("host%d.example", i%500)
+	u := fmt.Sprintf("https://%s/section/%d/page-%d.html?ref=bench", host, i%97, i)
 	rank := i * duePermStep % n
 	step := dueSpread / time.Duration(n)
 	due := dueNow.Add(-dueSpread/dueFraction + time.Duration(rank+1)*step).Truncate(time.Millisecond)
-	fetched := due.Add(-24 * time.Hour)
-	return &txindex.Recrawl{
-		Fetched: fetched, Status: 200, IntervalMS: (24 * time.Hour).Milliseconds(), Due: due,
-		ETag: fmt.Sprintf(`W/"%x-%x"`, i, rank), LastModified: fetched.Add(-72 * time.Hour).Format(time.RFC1123),
-		Digest:   fmt.Sprintf("sha1:%032X", i*2654435761),
-		RecordID: fmt.Sprintf("<urn:uuid:%08x-0000-4000-8000-%012x>", i, rank), Stored: fetched,
-		Changes: int(i % 3), Revisits: int(i % 5),
+	interval := 24 * time.Hour
+	fetched := due.Add(-interval)
+	created := fetched.Add(-dueRounds * interval)
+	hist := txindex.StartHistory(txindex.Record{Status: contracts.ToBeLoaded, StatusTime: created})
+	for round := range dueRounds + 1 {
+		t := created.Add(time.Duration(round) * interval)
+		if round > 0 {
+			hist = txindex.AppendHistory(hist, txindex.Event{Status: contracts.ToBeLoaded, Time: t})
+		}
+		for _, s := range []contracts.Status{contracts.ToBeParsed, contracts.ToBeIndexed, contracts.Indexed} {
+			t = t.Add(time.Second)
+			hist = txindex.AppendHistory(hist, txindex.Event{Status: s, Time: t})
+		}
 	}
+	size := 2000 + i%50_000
+	r := txindex.Record{
+		Key: txindex.Key(dueCrawl, u), CrawlID: dueCrawl, URL: u, Host: host, Group: host,
+		Depth: 3, Referrer: "https://" + host + "/", Status: contracts.Indexed, StatusTime: hist[len(hist)-1].Time,
+		CreatedAt: created, HTTPStatus: 200, MIMEType: "text/html", Bytes: &size,
+		Asset: contracts.AssetRef{Key: fmt.Sprintf("warc/%s/%06d.warc.gz", dueCrawl, i/10_000), Offset: i * 4096, Length: 4000},
+		Recrawl: &txindex.Recrawl{
+			Fetched: fetched, Status: 200, IntervalMS: interval.Milliseconds(), Due: due,
+			ETag: fmt.Sprintf(`W/"%x-%x"`, i, rank), LastModified: fetched.Add(-72 * time.Hour).Format(time.RFC1123),
+			Digest:   fmt.Sprintf("sha1:%032X", i*2654435761),
+			RecordID: fmt.Sprintf("<urn:uuid:%08x-0000-4000-8000-%012x>", i, rank), Stored: fetched,
+			Changes: int(i % 3), Revisits: int(i % 5),
+		},
+		History: hist,
+	}
+	r.NextDue = txindex.NextDue(r)
+	return r
 }
 
 // dueSizes parses -due.records.
@@ -86,7 +118,7 @@ func openDueFixture(b *testing.B, n int64) *TxIndex {
 	if *dueCache {
 		dir = os.TempDir()
 	}
-	path := filepath.Join(dir, fmt.Sprintf("gridcrawl-bench-due-v%d-%d.db", txSchemaVersion, n))
+	path := filepath.Join(dir, fmt.Sprintf("gridcrawl-bench-due-v%d-f%d-%d.db", txSchemaVersion, dueFixtureVersion, n))
 	if x, err := OpenTxIndex(path); err == nil {
 		due, _, errStats := x.DueStats(b.Context(), dueCrawl, dueNow)
 		counts, errCounts := x.Counts(b.Context(), dueCrawl)
@@ -112,35 +144,21 @@ func openDueFixture(b *testing.B, n int64) *TxIndex {
 	return x
 }
 
-// buildDueFixture creates n records of dueCrawl in batches, as a crawl's
-// links, then settles each with a recrawl state, as a loader and a crawler
-// do after fetching and indexing it.
+// buildDueFixture creates the n records of the fixture, in batches.
 func buildDueFixture(b *testing.B, x *TxIndex, n int64) {
 	b.Helper()
-	created := dueNow.Add(-40 * 24 * time.Hour)
 	recs := make([]txindex.Record, 0, dueBatch)
-	ts := make([]txindex.Transition, 0, dueBatch)
 	for lo := int64(0); lo < n; lo += dueBatch {
-		recs, ts = recs[:0], ts[:0]
+		recs = recs[:0]
 		for i := lo; i < min(lo+dueBatch, n); i++ {
-			r := benchRecord(dueCrawl, i, contracts.ToBeLoaded, created)
-			recs = append(recs, r)
-			size := 2000 + i%50_000
-			ts = append(ts, txindex.Transition{
-				Key: r.Key, From: contracts.ToBeLoaded, To: contracts.Indexed, HTTPStatus: 200,
-				MIMEType: "text/html", Bytes: &size, Recrawl: dueRecrawl(i, n),
-				Asset: &contracts.AssetRef{Key: fmt.Sprintf("warc/%s/%06d.warc.gz", dueCrawl, i/10_000), Offset: i * 4096, Length: 4000},
-			})
+			recs = append(recs, dueRecord(i, n))
 		}
-		if _, err := x.Create(b.Context(), recs); err != nil {
-			b.Fatal(err)
-		}
-		ok, err := x.Transition(b.Context(), ts)
+		created, err := x.Create(b.Context(), recs)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if i := slices.Index(ok, false); i >= 0 {
-			b.Fatalf("settle %s: not applied", ts[i].Key)
+		if i := slices.Index(created, false); i >= 0 {
+			b.Fatalf("create %s: not created", recs[i].Key)
 		}
 	}
 }
@@ -149,6 +167,8 @@ func buildDueFixture(b *testing.B, x *TxIndex, n int64) {
 // -due.records records, 1% of them due, through the due index:
 //
 //   - due: Due(crawl, now, 1000), what the MCP's due ticker asks each tick;
+//   - find: Due's query reading the index only (the rowids of the batch):
+//     the cost of finding, without reading the records found;
 //   - stats: DueStats(crawl, now), the crawl status's due count and next due
 //     time (a count over the due records);
 //   - tick: Due and the Transition of its batch back to to-be-loaded, the
@@ -180,6 +200,31 @@ func BenchmarkDue(b *testing.B) {
 				b.Fatalf("Due found %d records in %d calls, want %d per call", found, b.N, want)
 			}
 			dueNS = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+			reportDue(b, found, cpuTime()-cpu)
+		})
+		b.Run(fmt.Sprintf("records=%d/find", n), func(b *testing.B) {
+			// Due's query reading only the index: the finding, without
+			// reading and decoding the records found.
+			find, err := x.st.r.PrepareContext(b.Context(), `SELECT id FROM records INDEXED BY records_due
+				WHERE crawl_id = ?1 AND next_due IS NOT NULL AND next_due <= ?2 ORDER BY next_due, id LIMIT ?3`)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer find.Close()
+			var found int
+			cpu := cpuTime()
+			for b.Loop() {
+				rows, err := find.QueryContext(b.Context(), dueCrawl, dueNow.UnixMilli(), dueBatch)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for rows.Next() {
+					found++
+				}
+				if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+					b.Fatal(err)
+				}
+			}
 			reportDue(b, found, cpuTime()-cpu)
 		})
 		b.Run(fmt.Sprintf("records=%d/stats", n), func(b *testing.B) {
