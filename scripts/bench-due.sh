@@ -5,7 +5,7 @@
 # an Elasticsearch (eval "$(scripts/services/up.sh)"), in Elasticsearch.
 # See BenchmarkDue in pkg/sqlitestore and pkg/esindex for what each line
 # measures. The SQLite databases are kept in the system's temporary
-# directory between runs (about 0.9 GB for 1,000,000 records; DUE_CACHE=false
+# directory between runs (about 1.2 GB for 1,000,000 records; DUE_CACHE=false
 # builds them afresh in the benchmark's temporary directory); each
 # Elasticsearch size is loaded into an index of its own, deleted afterwards.
 #

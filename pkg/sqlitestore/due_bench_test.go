@@ -23,7 +23,7 @@ import (
 var dueRecords = flag.String("due.records", "10000,100000", "BenchmarkDue: crawl sizes in records, comma-separated")
 
 // dueCache keeps BenchmarkDue's databases between runs, in os.TempDir (a
-// database of 1,000,000 records takes minutes to build and about 1 GB);
+// database of 1,000,000 records takes minutes to build and about 1.2 GB);
 // false builds them in the benchmark's temporary directory.
 var dueCache = flag.Bool("due.cache", true, "BenchmarkDue: keep the databases between runs in the system's temporary directory")
 
