@@ -37,6 +37,12 @@ bench: build
 	$(GO) run ./scripts/bench -hosts 1000
 	scripts/bench-grid.sh
 
+## bench-due: the cost per due URL of finding due work (recrawl) in continuous crawls of 10,000 to
+## 1,000,000 records, in SQLite and (when GRIDCRAWL_ES_URL is set) Elasticsearch
+.PHONY: bench-due
+bench-due:
+	scripts/bench-due.sh
+
 clean:
 	rm -rf $(BIN)
 

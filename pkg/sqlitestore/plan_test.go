@@ -32,6 +32,28 @@ func TestQueryPlans(t *testing.T) {
 			"USING COVERING INDEX records_crawl_host (crawl_id=? AND host=?)", true},
 		{"stale", x.st.r, `SELECT ` + recordCols + ` FROM records WHERE status IN ` + inFlightSQL + ` AND status_time < ? ORDER BY status_time, id LIMIT ?`, []any{1, 2},
 			"USING INDEX records_stale (status_time<?)", true},
+		// The due queries as OpenTxIndex prepares them, and without the
+		// INDEXED BY clause: the planner must choose records_due on its own
+		// too (INDEXED BY turns a lost index into an error, not a scan), and
+		// the index's order (next_due, then the rowid) must spare the sort.
+		{"due", x.st.r, `SELECT ` + recordCols + ` FROM records INDEXED BY records_due
+			WHERE crawl_id = ?1 AND next_due IS NOT NULL AND next_due <= ?2 ORDER BY next_due, id LIMIT ?3`, []any{"c", 1, 10},
+			"USING INDEX records_due (crawl_id=? AND next_due>? AND next_due<?)", true},
+		{"due unforced", x.st.r, `SELECT ` + recordCols + ` FROM records
+			WHERE crawl_id = ?1 AND next_due IS NOT NULL AND next_due <= ?2 ORDER BY next_due, id LIMIT ?3`, []any{"c", 1, 10},
+			"USING INDEX records_due (crawl_id=? AND next_due>? AND next_due<?)", true},
+		{"due count", x.st.r, `SELECT count(*) FROM records INDEXED BY records_due
+			WHERE crawl_id = ?1 AND next_due IS NOT NULL AND next_due <= ?2`, []any{"c", 1},
+			"USING COVERING INDEX records_due (crawl_id=? AND next_due>? AND next_due<?)", true},
+		{"due count unforced", x.st.r, `SELECT count(*) FROM records
+			WHERE crawl_id = ?1 AND next_due IS NOT NULL AND next_due <= ?2`, []any{"c", 1},
+			"USING COVERING INDEX records_due (crawl_id=? AND next_due>? AND next_due<?)", true},
+		{"next due", x.st.r, `SELECT min(next_due) FROM records INDEXED BY records_due
+			WHERE crawl_id = ?1 AND next_due IS NOT NULL`, []any{"c"},
+			"USING COVERING INDEX records_due (crawl_id=? AND next_due>?)", true},
+		{"next due unforced", x.st.r, `SELECT min(next_due) FROM records
+			WHERE crawl_id = ?1 AND next_due IS NOT NULL`, []any{"c"},
+			"USING COVERING INDEX records_due (crawl_id=? AND next_due>?)", true},
 		{"count documents", s.st.r, `SELECT coalesce((SELECT n FROM doc_counts WHERE crawl_id = ?), 0)`, []any{"c"},
 			"USING PRIMARY KEY (crawl_id=?)", true},
 		{"search", s.st.r, `SELECT d.id, snippet(web_fts, -1, '', '', '…', 24), rank FROM web_fts JOIN web d ON d.rid = web_fts.rowid

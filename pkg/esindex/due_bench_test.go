@@ -1,0 +1,399 @@
+package esindex
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/elastic/go-elasticsearch/v8/esapi"
+
+	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/txindex"
+)
+
+// dueRecords are the crawl sizes BenchmarkDue measures. Loading records
+// into Elasticsearch takes a while (1,000,000 take minutes on two cores),
+// so the default is small; make bench-due asks for 10,000, 100,000 and
+// 1,000,000:
+//
+//	go test -run '^$' -bench BenchmarkDue -benchtime 2s ./pkg/esindex/ -due.records 10000,100000,1000000
+var dueRecords = flag.String("due.records", "10000", "BenchmarkDue: crawl sizes in records, comma-separated")
+
+// The due-work fixture, as in sqlitestore's BenchmarkDue: one continuous
+// crawl whose records are all settled (indexed) with a recrawl state, their
+// due times spread evenly over dueSpread in an order unrelated to their
+// keys, such that 1 in dueFraction is due at dueNow.
+var dueNow = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+
+const (
+	dueCrawl    = "recrawl-bench"
+	dueSpread   = 30 * 24 * time.Hour
+	dueFraction = 100
+	dueBatch    = 1000
+	// duePermStep is a prime: for every size n that it does not divide,
+	// i·duePermStep mod n is a permutation of 0..n-1.
+	duePermStep = 999_983
+	// dueRounds is how many times each record has been fetched before.
+	dueRounds = 4
+	// dueLoadBatch records go in one Create (one bulk request of about
+	// 5 MB, under maxBulkBytes), dueLoaders Creates at once.
+	dueLoadBatch = 5000
+	dueLoaders   = 2
+	// dueScanPage is the page of the scan: Elasticsearch's largest.
+	dueScanPage = maxPage
+)
+
+// dueSizes parses -due.records.
+func dueSizes(b *testing.B) []int64 {
+	b.Helper()
+	var sizes []int64
+	for _, f := range strings.Split(*dueRecords, ",") {
+		n, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
+		if err != nil || n <= 0 || n%dueFraction != 0 || n%duePermStep == 0 {
+			b.Fatalf("-due.records %q: want multiples of %d (and not of %d)", *dueRecords, dueFraction, duePermStep)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes
+}
+
+// dueRecord returns record i of n as a continuous crawl leaves it after a
+// few rounds: settled (indexed), due at dueNow minus dueSpread/dueFraction
+// plus (rank+1) steps of dueSpread/n, where rank is i's place in a
+// permutation, so that exactly n/dueFraction records are due at dueNow;
+// with a recrawl state and a status history as large as real ones (the
+// history full after dueRounds fetches). NextDue is set as txindex.Apply
+// sets it.
+func dueRecord(i, n int64) txindex.Record {
+	host := fmt.Sprintf("host%d.example", i%500)
+	u := fmt.Sprintf("https://%s/section/%d/page-%d.html?ref=bench", host, i%97, i)
+	rank := i * duePermStep % n
+	step := dueSpread / time.Duration(n)
+	due := dueNow.Add(-dueSpread/dueFraction + time.Duration(rank+1)*step).Truncate(time.Millisecond)
+	interval := 24 * time.Hour
+	fetched := due.Add(-interval)
+	created := fetched.Add(-dueRounds * interval)
+	hist := txindex.StartHistory(txindex.Record{Status: contracts.ToBeLoaded, StatusTime: created})
+	for round := range dueRounds + 1 {
+		t := created.Add(time.Duration(round) * interval)
+		if round > 0 {
+			hist = txindex.AppendHistory(hist, txindex.Event{Status: contracts.ToBeLoaded, Time: t})
+		}
+		for _, s := range []contracts.Status{contracts.ToBeParsed, contracts.ToBeIndexed, contracts.Indexed} {
+			t = t.Add(time.Second)
+			hist = txindex.AppendHistory(hist, txindex.Event{Status: s, Time: t})
+		}
+	}
+	size := 2000 + i%50_000
+	r := txindex.Record{
+		Key: txindex.Key(dueCrawl, u), CrawlID: dueCrawl, URL: u, Host: host, Group: host,
+		Depth: 3, Referrer: "https://" + host + "/", Status: contracts.Indexed, StatusTime: hist[len(hist)-1].Time,
+		CreatedAt: created, HTTPStatus: 200, MIMEType: "text/html", Bytes: &size,
+		Asset: contracts.AssetRef{Key: fmt.Sprintf("warc/%s/%06d.warc.gz", dueCrawl, i/10_000), Offset: i * 4096, Length: 4000},
+		Recrawl: &txindex.Recrawl{
+			Fetched: fetched, Status: 200, IntervalMS: interval.Milliseconds(), Due: due,
+			ETag: fmt.Sprintf(`W/"%x-%x"`, i, rank), LastModified: fetched.Add(-72 * time.Hour).Format(time.RFC1123),
+			Digest:   fmt.Sprintf("sha1:%032X", i*2654435761),
+			RecordID: fmt.Sprintf("<urn:uuid:%08x-0000-4000-8000-%012x>", i, rank), Stored: fetched,
+			Changes: int(i % 3), Revisits: int(i % 5),
+		},
+		History: hist,
+	}
+	r.NextDue = txindex.NextDue(r)
+	return r
+}
+
+// loadDue creates the n records of the fixture with dueLoaders concurrent
+// Creates of dueLoadBatch records each.
+func loadDue(b *testing.B, x *TxIndex, n int64) {
+	b.Helper()
+	start := time.Now()
+	batches := make(chan int64)
+	errs := make(chan error, dueLoaders)
+	var wg sync.WaitGroup
+	for range dueLoaders {
+		wg.Go(func() {
+			recs := make([]txindex.Record, 0, dueLoadBatch)
+			for lo := range batches {
+				recs = recs[:0]
+				for i := lo; i < min(lo+dueLoadBatch, n); i++ {
+					recs = append(recs, dueRecord(i, n))
+				}
+				created, err := x.Create(b.Context(), recs)
+				if err == nil && slices.Contains(created, false) {
+					err = fmt.Errorf("record %d not created", lo+int64(slices.Index(created, false)))
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	var failed error
+feed:
+	for lo := int64(0); lo < n; lo += dueLoadBatch {
+		select {
+		case batches <- lo:
+		case failed = <-errs:
+			break feed
+		}
+	}
+	close(batches)
+	wg.Wait()
+	if failed == nil {
+		select {
+		case failed = <-errs:
+		default:
+		}
+	}
+	if failed != nil {
+		b.Fatalf("load %d records: %v", n, failed)
+	}
+	due, _, err := x.DueStats(b.Context(), dueCrawl, dueNow)
+	if err != nil || due != n/dueFraction {
+		b.Fatalf("after loading %d records: DueStats = %d, %v; want %d", n, due, err, n/dueFraction)
+	}
+	b.Logf("loaded %d records in %s (%.0f records/s)", n, time.Since(start).Round(time.Millisecond),
+		float64(n)/time.Since(start).Seconds())
+}
+
+// BenchmarkDue measures finding due work in continuous crawls of
+// -due.records records, 1% of them due, through the next_due field, each
+// size in an index of its own (deleted afterwards), with the default
+// refresh policy:
+//
+//   - due: Due(crawl, now, 1000), what the MCP's due ticker asks each tick;
+//   - due-query: the same without the refresh request that RefreshOnRead
+//     sends before every read;
+//   - find: Due's query without the records' sources, reporting also the
+//     time Elasticsearch spent (took): the cost of finding, without
+//     fetching and decoding the records found;
+//   - stats: DueStats(crawl, now), the crawl status's due count and next due
+//     time;
+//   - tick: Due and the Transition of its batch back to to-be-loaded, the
+//     whole transaction index work of a tick (each batch is settled again,
+//     untimed, and forgotten by the version cache, so every iteration finds
+//     the same work and reads its records as a ticker that did not write
+//     them does; the refresh that the writes cause falls on the next Due,
+//     timed);
+//   - scan: what finding the same batch costs without the field: every
+//     record of the crawl read through List, the due ones picked in Go.
+//
+// Each reports ns/due-url, the time per due record found (per record
+// counted, for stats); scan reports scan/due, its time over due's.
+func BenchmarkDue(b *testing.B) {
+	for _, n := range dueSizes(b) {
+		x := open(b, RefreshOnRead).TxIndex()
+		loadDue(b, x, n)
+		var dueNS float64
+		b.Run(fmt.Sprintf("records=%d/due", n), func(b *testing.B) {
+			var found int
+			cpu := cpuTime()
+			for b.Loop() {
+				recs, err := x.Due(b.Context(), dueCrawl, dueNow, dueBatch)
+				if err != nil {
+					b.Fatal(err)
+				}
+				found += len(recs)
+			}
+			want := min(int(n/dueFraction), dueBatch)
+			if found != b.N*want {
+				b.Fatalf("Due found %d records in %d calls, want %d per call", found, b.N, want)
+			}
+			dueNS = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+			reportDue(b, found, cpuTime()-cpu)
+		})
+		// The same query through a client that leaves refreshes to
+		// writers: Due without its refresh request, which RefreshOnRead
+		// sends before every read (nothing to refresh here, but a round
+		// trip through the shard's refresh all the same).
+		noRefresh := openPrefix(b, Options{URL: esURL(b), Prefix: strings.TrimSuffix(x.c.txIndex, "-transactions"), Refresh: RefreshOnWrite}, false).TxIndex()
+		b.Run(fmt.Sprintf("records=%d/due-query", n), func(b *testing.B) {
+			var found int
+			cpu := cpuTime()
+			for b.Loop() {
+				recs, err := noRefresh.Due(b.Context(), dueCrawl, dueNow, dueBatch)
+				if err != nil {
+					b.Fatal(err)
+				}
+				found += len(recs)
+			}
+			reportDue(b, found, cpuTime()-cpu)
+		})
+		b.Run(fmt.Sprintf("records=%d/find", n), func(b *testing.B) {
+			// Due's query without the records' sources: the finding, and
+			// the time Elasticsearch reports for it (took), without
+			// fetching and decoding the records found.
+			body, err := json.Marshal(map[string]any{
+				"size": dueBatch, "_source": false, "track_total_hits": false,
+				"query": map[string]any{"bool": map[string]any{"filter": dueFilters(dueCrawl, dueNow)}},
+				"sort":  []any{map[string]any{"next_due": "asc"}, map[string]any{"key": "asc"}},
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var found int
+			var took time.Duration
+			cpu := cpuTime()
+			for b.Loop() {
+				var res struct {
+					Took int64 `json:"took"`
+					Hits struct {
+						Hits []struct {
+							ID string `json:"_id"`
+						} `json:"hits"`
+					} `json:"hits"`
+				}
+				req := esapi.SearchRequest{Index: []string{x.c.txIndex}, Body: bytes.NewReader(body)}
+				if err := x.c.do(b.Context(), req, &res); err != nil {
+					b.Fatal(err)
+				}
+				found += len(res.Hits.Hits)
+				took += time.Duration(res.Took) * time.Millisecond
+			}
+			reportDue(b, found, cpuTime()-cpu)
+			if found > 0 {
+				b.ReportMetric(float64(took.Nanoseconds())/float64(found), "es-took-ns/due-url")
+			}
+		})
+		b.Run(fmt.Sprintf("records=%d/stats", n), func(b *testing.B) {
+			var counted int64
+			cpu := cpuTime()
+			for b.Loop() {
+				due, next, err := x.DueStats(b.Context(), dueCrawl, dueNow)
+				if err != nil || next == nil {
+					b.Fatalf("DueStats = %d, %v, %v", due, next, err)
+				}
+				counted += due
+			}
+			if counted != int64(b.N)*(n/dueFraction) {
+				b.Fatalf("DueStats counted %d in %d calls, want %d per call", counted, b.N, n/dueFraction)
+			}
+			reportDue(b, int(counted), cpuTime()-cpu)
+		})
+		b.Run(fmt.Sprintf("records=%d/tick", n), func(b *testing.B) {
+			forget := func(recs []txindex.Record) {
+				for _, r := range recs {
+					x.cache.drop(r.Key)
+				}
+			}
+			b.StopTimer()
+			first, err := x.Due(b.Context(), dueCrawl, dueNow, dueBatch)
+			if err != nil {
+				b.Fatal(err)
+			}
+			forget(first)
+			b.StartTimer()
+			var moved int
+			var cpu time.Duration
+			for range b.N {
+				cpu -= cpuTime()
+				recs, err := x.Due(b.Context(), dueCrawl, dueNow, dueBatch)
+				if err != nil {
+					b.Fatal(err)
+				}
+				ts := make([]txindex.Transition, len(recs))
+				for i, r := range recs {
+					ts[i] = txindex.Transition{Key: r.Key, From: r.Status, To: contracts.ToBeLoaded, ResetAttempts: true}
+				}
+				ok, err := x.Transition(b.Context(), ts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if i := slices.Index(ok, false); i >= 0 {
+					b.Fatalf("tick: transition of due record %s not applied", ts[i].Key)
+				}
+				moved += len(recs)
+				cpu += cpuTime()
+				b.StopTimer()
+				for i, r := range recs {
+					ts[i] = txindex.Transition{Key: r.Key, From: contracts.ToBeLoaded, To: r.Status, Recrawl: r.Recrawl}
+				}
+				if _, err := x.Transition(b.Context(), ts); err != nil {
+					b.Fatal(err)
+				}
+				forget(recs)
+				b.StartTimer()
+			}
+			reportDue(b, moved, cpu)
+		})
+		b.Run(fmt.Sprintf("records=%d/scan", n), func(b *testing.B) {
+			var found int
+			cpu := cpuTime()
+			for b.Loop() {
+				found += len(scanDue(b, x, n))
+			}
+			reportDue(b, found, cpuTime()-cpu)
+			if dueNS > 0 {
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/dueNS, "scan/due")
+			}
+		})
+		// Free the index (and its disk) before the next size loads.
+		if err := x.c.DeleteIndices(b.Context()); err != nil {
+			b.Fatalf("DeleteIndices: %v", err)
+		}
+	}
+}
+
+// scanDue finds the batch Due returns by reading every record of the crawl,
+// in pages of dueScanPage, and keeping the dueBatch earliest due.
+func scanDue(b *testing.B, x *TxIndex, n int64) []txindex.Record {
+	var due []txindex.Record
+	after := ""
+	seen := int64(0)
+	for {
+		page, err := x.List(b.Context(), dueCrawl, "", after, dueScanPage)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		for _, r := range page {
+			if r.NextDue != nil && !r.NextDue.After(dueNow) {
+				due = append(due, r)
+			}
+		}
+		seen += int64(len(page))
+		after = page[len(page)-1].Key
+	}
+	if seen != n {
+		b.Fatalf("scan read %d records, want %d", seen, n)
+	}
+	slices.SortFunc(due, func(a, c txindex.Record) int {
+		if d := a.NextDue.Compare(*c.NextDue); d != 0 {
+			return d
+		}
+		return strings.Compare(a.Key, c.Key)
+	})
+	return due[:min(len(due), dueBatch)]
+}
+
+// reportDue reports the time per due record of the benchmark's timed work
+// and the CPU time this process spent on it (the client's share:
+// Elasticsearch's own is not counted).
+func reportDue(b *testing.B, records int, cpu time.Duration) {
+	b.ReportMetric(float64(records)/float64(b.N), "due/op")
+	if records > 0 {
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(records), "ns/due-url")
+		b.ReportMetric(float64(cpu.Nanoseconds())/float64(records), "client-cpu-ns/due-url")
+	}
+}
+
+// cpuTime returns the user and system CPU time the process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

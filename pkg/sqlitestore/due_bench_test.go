@@ -1,0 +1,334 @@
+package sqlitestore
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/txindex"
+)
+
+// dueRecords are the crawl sizes BenchmarkDue measures. make bench-due asks
+// for 10,000, 100,000 and 1,000,000:
+//
+//	go test -run '^$' -bench BenchmarkDue -benchtime 2s ./pkg/sqlitestore/ -due.records 10000,100000,1000000
+var dueRecords = flag.String("due.records", "10000,100000", "BenchmarkDue: crawl sizes in records, comma-separated")
+
+// dueCache keeps BenchmarkDue's databases between runs, in os.TempDir (a
+// database of 1,000,000 records takes minutes to build and about 1.2 GB);
+// false builds them in the benchmark's temporary directory.
+var dueCache = flag.Bool("due.cache", true, "BenchmarkDue: keep the databases between runs in the system's temporary directory")
+
+// The due-work fixture: one continuous crawl whose records are all settled
+// (indexed) with a recrawl state, their due times spread evenly over
+// dueSpread in an order unrelated to their keys and creation order, such
+// that 1 in dueFraction is due at dueNow. dueNow is a fixed instant, so
+// a cached database stays valid.
+var dueNow = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+
+const (
+	dueCrawl    = "recrawl-bench"
+	dueSpread   = 30 * 24 * time.Hour
+	dueFraction = 100 // 1 in dueFraction is due at dueNow
+	dueBatch    = 1000
+	// duePermStep is a prime: for every size n that it does not divide,
+	// i·duePermStep mod n is a permutation of 0..n-1.
+	duePermStep = 999_983
+	// dueRounds is how many times each record has been fetched before.
+	dueRounds = 4
+	// dueFixtureVersion names the fixture in the cached databases' names:
+	// a change of dueRecord must change it.
+	dueFixtureVersion = 2
+)
+
+// dueRecord returns record i of n as a continuous crawl leaves it after a
+// few rounds: settled (indexed), due at dueNow minus dueSpread/dueFraction
+// plus (rank+1) steps of dueSpread/n, where rank is i's place in a
+// permutation, so that exactly n/dueFraction records are due at dueNow;
+// with a recrawl state and a status history as large as real ones (the
+// history full after dueRounds fetches). NextDue is set as txindex.Apply
+// sets it.
+func dueRecord(i, n int64) txindex.Record {
+	host := fmt.Sprintf("host%d.example", i%500)
+	u := fmt.Sprintf("https://%s/section/%d/page-%d.html?ref=bench", host, i%97, i)
+	rank := i * duePermStep % n
+	step := dueSpread / time.Duration(n)
+	due := dueNow.Add(-dueSpread/dueFraction + time.Duration(rank+1)*step).Truncate(time.Millisecond)
+	interval := 24 * time.Hour
+	fetched := due.Add(-interval)
+	created := fetched.Add(-dueRounds * interval)
+	hist := txindex.StartHistory(txindex.Record{Status: contracts.ToBeLoaded, StatusTime: created})
+	for round := range dueRounds + 1 {
+		t := created.Add(time.Duration(round) * interval)
+		if round > 0 {
+			hist = txindex.AppendHistory(hist, txindex.Event{Status: contracts.ToBeLoaded, Time: t})
+		}
+		for _, s := range []contracts.Status{contracts.ToBeParsed, contracts.ToBeIndexed, contracts.Indexed} {
+			t = t.Add(time.Second)
+			hist = txindex.AppendHistory(hist, txindex.Event{Status: s, Time: t})
+		}
+	}
+	size := 2000 + i%50_000
+	r := txindex.Record{
+		Key: txindex.Key(dueCrawl, u), CrawlID: dueCrawl, URL: u, Host: host, Group: host,
+		Depth: 3, Referrer: "https://" + host + "/", Status: contracts.Indexed, StatusTime: hist[len(hist)-1].Time,
+		CreatedAt: created, HTTPStatus: 200, MIMEType: "text/html", Bytes: &size,
+		Asset: contracts.AssetRef{Key: fmt.Sprintf("warc/%s/%06d.warc.gz", dueCrawl, i/10_000), Offset: i * 4096, Length: 4000},
+		Recrawl: &txindex.Recrawl{
+			Fetched: fetched, Status: 200, IntervalMS: interval.Milliseconds(), Due: due,
+			ETag: fmt.Sprintf(`W/"%x-%x"`, i, rank), LastModified: fetched.Add(-72 * time.Hour).Format(time.RFC1123),
+			Digest:   fmt.Sprintf("sha1:%032X", i*2654435761),
+			RecordID: fmt.Sprintf("<urn:uuid:%08x-0000-4000-8000-%012x>", i, rank), Stored: fetched,
+			Changes: int(i % 3), Revisits: int(i % 5),
+		},
+		History: hist,
+	}
+	r.NextDue = txindex.NextDue(r)
+	return r
+}
+
+// dueSizes parses -due.records.
+func dueSizes(b *testing.B) []int64 {
+	b.Helper()
+	var sizes []int64
+	for _, f := range strings.Split(*dueRecords, ",") {
+		n, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
+		if err != nil || n <= 0 || n%dueFraction != 0 || n%duePermStep == 0 {
+			b.Fatalf("-due.records %q: want multiples of %d (and not of %d)", *dueRecords, dueFraction, duePermStep)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes
+}
+
+// openDueFixture opens the due-work database of n records: the cached one
+// when it is intact (every record settled and n/dueFraction due, which an
+// interrupted tick benchmark would have broken), else a newly built one.
+func openDueFixture(b *testing.B, n int64) *TxIndex {
+	b.Helper()
+	dir := b.TempDir()
+	if *dueCache {
+		dir = os.TempDir()
+	}
+	path := filepath.Join(dir, fmt.Sprintf("gridcrawl-bench-due-v%d-f%d-%d.db", txSchemaVersion, dueFixtureVersion, n))
+	if x, err := OpenTxIndex(path); err == nil {
+		due, _, errStats := x.DueStats(b.Context(), dueCrawl, dueNow)
+		counts, errCounts := x.Counts(b.Context(), dueCrawl)
+		if errStats == nil && errCounts == nil && due == n/dueFraction && counts[contracts.Indexed] == n && len(counts) == 1 {
+			b.Cleanup(func() { _ = x.Close() })
+			return x
+		}
+		_ = x.Close()
+	}
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		if err := os.Remove(path + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+			b.Fatal(err)
+		}
+	}
+	x, err := OpenTxIndex(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = x.Close() })
+	start := time.Now()
+	buildDueFixture(b, x, n)
+	b.Logf("built %d records in %s: %s", n, time.Since(start).Round(time.Millisecond), path)
+	return x
+}
+
+// buildDueFixture creates the n records of the fixture, in batches.
+func buildDueFixture(b *testing.B, x *TxIndex, n int64) {
+	b.Helper()
+	recs := make([]txindex.Record, 0, dueBatch)
+	for lo := int64(0); lo < n; lo += dueBatch {
+		recs = recs[:0]
+		for i := lo; i < min(lo+dueBatch, n); i++ {
+			recs = append(recs, dueRecord(i, n))
+		}
+		created, err := x.Create(b.Context(), recs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if i := slices.Index(created, false); i >= 0 {
+			b.Fatalf("create %s: not created", recs[i].Key)
+		}
+	}
+}
+
+// BenchmarkDue measures finding due work in continuous crawls of
+// -due.records records, 1% of them due, through the due index:
+//
+//   - due: Due(crawl, now, 1000), what the MCP's due ticker asks each tick;
+//   - find: Due's query reading the index only (the rowids of the batch):
+//     the cost of finding, without reading the records found;
+//   - stats: DueStats(crawl, now), the crawl status's due count and next due
+//     time (a count over the due records);
+//   - tick: Due and the Transition of its batch back to to-be-loaded, the
+//     whole transaction index work of a tick (each batch is settled again,
+//     untimed, so every iteration finds the same amount of work);
+//   - scan: what finding the same batch costs without the index: every
+//     record of the crawl read through List, the due ones picked in Go.
+//
+// Each reports ns/due-url, the time per due record found (per record
+// counted, for stats); scan reports scan/due, its time over due's. Per due
+// URL the indexed costs stay flat as the crawl grows; the scan's grows with
+// it.
+func BenchmarkDue(b *testing.B) {
+	for _, n := range dueSizes(b) {
+		x := openDueFixture(b, n)
+		var dueNS float64
+		b.Run(fmt.Sprintf("records=%d/due", n), func(b *testing.B) {
+			var found int
+			cpu := cpuTime()
+			for b.Loop() {
+				recs, err := x.Due(b.Context(), dueCrawl, dueNow, dueBatch)
+				if err != nil {
+					b.Fatal(err)
+				}
+				found += len(recs)
+			}
+			want := min(int(n/dueFraction), dueBatch)
+			if found != b.N*want {
+				b.Fatalf("Due found %d records in %d calls, want %d per call", found, b.N, want)
+			}
+			dueNS = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+			reportDue(b, found, cpuTime()-cpu)
+		})
+		b.Run(fmt.Sprintf("records=%d/find", n), func(b *testing.B) {
+			// Due's query reading only the index: the finding, without
+			// reading and decoding the records found.
+			find, err := x.st.r.PrepareContext(b.Context(), `SELECT id FROM records INDEXED BY records_due
+				WHERE crawl_id = ?1 AND next_due IS NOT NULL AND next_due <= ?2 ORDER BY next_due, id LIMIT ?3`)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer find.Close()
+			var found int
+			cpu := cpuTime()
+			for b.Loop() {
+				rows, err := find.QueryContext(b.Context(), dueCrawl, dueNow.UnixMilli(), dueBatch)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for rows.Next() {
+					found++
+				}
+				if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportDue(b, found, cpuTime()-cpu)
+		})
+		b.Run(fmt.Sprintf("records=%d/stats", n), func(b *testing.B) {
+			var counted int64
+			cpu := cpuTime()
+			for b.Loop() {
+				due, next, err := x.DueStats(b.Context(), dueCrawl, dueNow)
+				if err != nil || next == nil {
+					b.Fatalf("DueStats = %d, %v, %v", due, next, err)
+				}
+				counted += due
+			}
+			if counted != int64(b.N)*(n/dueFraction) {
+				b.Fatalf("DueStats counted %d in %d calls, want %d per call", counted, b.N, n/dueFraction)
+			}
+			reportDue(b, int(counted), cpuTime()-cpu)
+		})
+		b.Run(fmt.Sprintf("records=%d/tick", n), func(b *testing.B) {
+			var moved int
+			var cpu time.Duration
+			for range b.N {
+				cpu -= cpuTime()
+				recs, err := x.Due(b.Context(), dueCrawl, dueNow, dueBatch)
+				if err != nil {
+					b.Fatal(err)
+				}
+				ts := make([]txindex.Transition, len(recs))
+				for i, r := range recs {
+					ts[i] = txindex.Transition{Key: r.Key, From: r.Status, To: contracts.ToBeLoaded, ResetAttempts: true}
+				}
+				ok, err := x.Transition(b.Context(), ts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if i := slices.Index(ok, false); i >= 0 {
+					b.Fatalf("tick: transition of due record %s not applied", ts[i].Key)
+				}
+				moved += len(recs)
+				cpu += cpuTime()
+				b.StopTimer()
+				for i, r := range recs {
+					ts[i] = txindex.Transition{Key: r.Key, From: contracts.ToBeLoaded, To: r.Status, Recrawl: r.Recrawl}
+				}
+				if _, err := x.Transition(b.Context(), ts); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+			reportDue(b, moved, cpu)
+		})
+		b.Run(fmt.Sprintf("records=%d/scan", n), func(b *testing.B) {
+			var found int
+			cpu := cpuTime()
+			for b.Loop() {
+				found += len(scanDue(b, x, n))
+			}
+			reportDue(b, found, cpuTime()-cpu)
+			if dueNS > 0 {
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/dueNS, "scan/due")
+			}
+		})
+	}
+}
+
+// scanDue finds the batch Due returns by reading every record of the crawl,
+// in pages of 1000, and keeping the dueBatch earliest due.
+func scanDue(b *testing.B, x *TxIndex, n int64) []txindex.Record {
+	var due []txindex.Record
+	after := ""
+	seen := int64(0)
+	for {
+		page, err := x.List(b.Context(), dueCrawl, "", after, 1000)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		for _, r := range page {
+			if r.NextDue != nil && !r.NextDue.After(dueNow) {
+				due = append(due, r)
+			}
+		}
+		seen += int64(len(page))
+		after = page[len(page)-1].Key
+	}
+	if seen != n {
+		b.Fatalf("scan read %d records, want %d", seen, n)
+	}
+	slices.SortFunc(due, func(a, c txindex.Record) int {
+		if d := a.NextDue.Compare(*c.NextDue); d != 0 {
+			return d
+		}
+		return strings.Compare(a.Key, c.Key)
+	})
+	return due[:min(len(due), dueBatch)]
+}
+
+// reportDue reports the time per due record of the benchmark's timed work
+// and the CPU time this process spent on it (SQLite runs in it).
+func reportDue(b *testing.B, records int, cpu time.Duration) {
+	b.ReportMetric(float64(records)/float64(b.N), "due/op")
+	if records > 0 {
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(records), "ns/due-url")
+		b.ReportMetric(float64(cpu.Nanoseconds())/float64(records), "cpu-ns/due-url")
+	}
+}
