@@ -58,6 +58,7 @@ func (x *TxIndex) Create(ctx context.Context, recs []txindex.Record) ([]bool, er
 		}
 		seen[r.Key] = true
 		r.History = txindex.StartHistory(r)
+		r.NextDue = txindex.NextDue(r) // the rule of Apply: due only while settled
 		src, err := json.Marshal(r)
 		if err != nil {
 			return nil, fmt.Errorf("create record %q: %w", r.Key, err)

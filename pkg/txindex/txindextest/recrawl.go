@@ -170,6 +170,20 @@ func testDue(t *testing.T, h Harness) {
 	if err != nil || len(got) != 9 || got[0].Key != wantOrder[1] {
 		t.Errorf("Due after taking one = %d records (first %v), %v; want 9 starting with the 2-minute one", len(got), keysOf(got[:min(1, len(got))]), err)
 	}
+	// Records created with a recrawl state follow the same rule: a settled
+	// one is due, one in the pipeline is not, whatever NextDue the caller
+	// passed.
+	created := newCrawlID(t)
+	settled := rec(created, "http://c.example/settled", contracts.Indexed, base)
+	settled.Recrawl = &txindex.Recrawl{Fetched: base, IntervalMS: 60_000, Due: base.Add(time.Minute)}
+	inPipeline := rec(created, "http://c.example/pipeline", contracts.ToBeLoaded, base)
+	inPipeline.Recrawl = settled.Recrawl
+	wrong := base
+	inPipeline.NextDue = &wrong
+	mustCreate(t, x, settled, inPipeline)
+	if got, err := x.Due(t.Context(), created, base.Add(time.Hour), 10); err != nil || len(got) != 1 || got[0].Key != settled.Key {
+		t.Errorf("Due of created records = %v, %v; want only the settled one", keysOf(got), err)
+	}
 	if due, next, err := x.DueStats(t.Context(), newCrawlID(t), base.Add(time.Hour)); err != nil || due != 0 || next != nil {
 		t.Errorf("DueStats(unknown crawl) = %d, %v, %v; want 0, nil, nil", due, next, err)
 	}
