@@ -7,6 +7,7 @@ import (
 	"compress/zlib"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -95,6 +96,48 @@ func TestDecode(t *testing.T) {
 			}
 			if !bytes.Equal(got, tt.want) {
 				t.Errorf("Decode = %d bytes, want %d", len(got), len(tt.want))
+			}
+		})
+	}
+}
+
+// TestDecodeMemory: decoding a bomb cut at the limit, or a page that
+// decodes to the limit, allocates less than twice the limit (io.ReadAll's
+// growth allocated about four times), besides the decompressor's own state.
+func TestDecodeMemory(t *testing.T) {
+	const limit = 8 << 20
+	page := bytes.Repeat([]byte("<p>some words of an ordinary page</p>\n"), limit/38)
+	bomb := make([]byte, 64<<20)
+	tests := []struct {
+		name, coding, enc string
+		plain             []byte
+		state             uint64 // the decompressor's window and tables
+	}{
+		{"gzip bomb", "gzip", "gzip", bomb, 1 << 20},
+		{"deflate bomb", "deflate", "zlib", bomb, 1 << 20},
+		{"brotli bomb", "br", "br", bomb, 6 << 20}, // a 4 MiB window
+		{"gzip page at the limit", "gzip", "gzip", page, 1 << 20},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			body := encode(t, tc.enc, tc.plain)
+			h := http.Header{"Content-Encoding": {tc.coding}}
+			if _, err := Decode(h, body, limit); err != nil { // warm up the decoders' pools
+				t.Fatal(err)
+			}
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			dec, err := Decode(h, body, limit)
+			runtime.ReadMemStats(&after)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := tc.plain[:min(len(tc.plain), limit)]; !bytes.Equal(dec, want) {
+				t.Fatalf("Decode returned %d bytes, want the first %d decoded", len(dec), len(want))
+			}
+			if alloc, most := after.TotalAlloc-before.TotalAlloc, 2*limit+tc.state; alloc > most {
+				t.Errorf("Decode allocated %d bytes for %d decoded, want at most %d", alloc, len(dec), most)
 			}
 		})
 	}

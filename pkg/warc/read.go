@@ -11,6 +11,8 @@ import (
 	"sync"
 
 	"github.com/klauspost/compress/gzip"
+
+	"github.com/gridcrawl/gridcrawl/pkg/growbuf"
 )
 
 const (
@@ -204,10 +206,12 @@ func readRecordNoTrailer(br *bufio.Reader, maxBlock int64) (Record, error) {
 		block = make([]byte, n)
 		_, err = io.ReadFull(br, block)
 	} else {
-		var b bytes.Buffer
-		b.Grow(eagerAlloc)
-		_, err = io.CopyN(&b, br, n)
-		block = b.Bytes()
+		// Doubling up to the exact size, not past it (bytes.Buffer would
+		// end at twice the block).
+		block, err = growbuf.ReadAll(nil, io.LimitReader(br, n), eagerAlloc, n, false)
+		if err == nil && int64(len(block)) < n {
+			err = io.ErrUnexpectedEOF
+		}
 	}
 	if err != nil {
 		if err == io.EOF {

@@ -503,8 +503,15 @@ func (c *Crawler) readSpans(ctx context.Context, pages []contracts.CrawlerPage, 
 		if err != nil {
 			return nil, fmt.Errorf("get asset %q: %w", key, err)
 		}
-		data, err := io.ReadAll(io.LimitReader(rc, b.hi-b.lo))
+		// The span's size is known: one allocation of it (io.ReadAll's
+		// growth allocated several times a span holding a large record).
+		data := make([]byte, b.hi-b.lo)
+		n, err := io.ReadFull(rc, data)
 		rc.Close()
+		data = data[:n]
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			err = nil // a short span: its pages beyond the end read alone
+		}
 		if err != nil {
 			return nil, fmt.Errorf("read asset %q: %w", key, err)
 		}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/growbuf"
 	"github.com/gridcrawl/gridcrawl/pkg/httpbody"
 	"github.com/gridcrawl/gridcrawl/pkg/lru"
 	"github.com/gridcrawl/gridcrawl/pkg/netguard"
@@ -335,47 +336,23 @@ const firstBodyBytes = 32 << 10
 // is room plus the bytes read). size is the announced length of the body
 // (-1 if unknown).
 //
-// The slice never holds more than room+limit+1 bytes and grows as bytes
-// arrive, so that a body is not allocated before it is read (nor before the
-// body budget lets it be): a body of known length starts at its size or
-// freeBodyBytes, whichever is smaller, and then takes its whole size at
-// once; one of unknown length doubles, the last step cut at the limit. A
+// The slice grows as bytes arrive (growbuf), so that a body is not
+// allocated before it is read, nor before the body budget lets it be: a
 // body at the limit costs one allocation of its size when its length is
-// announced, and less than twice its size otherwise, where a growing buffer
-// and a copy into an exact slice took four times.
+// announced, and less than twice its size otherwise, where a growing
+// buffer and a copy into an exact slice took two and five times.
 func readBody(r io.Reader, room int, size, limit int64) ([]byte, error) {
-	most := limit + 1
-	if size >= 0 {
+	most, first, announced := limit+1, int64(firstBodyBytes), size >= 0
+	if announced {
 		most = min(size+1, most) // +1: the read that sees the end has room
+		first = freeBodyBytes
 	}
-	first := min(most, firstBodyBytes)
-	if size >= 0 {
-		first = min(most, freeBodyBytes)
+	first = min(first, most)
+	buf, err := growbuf.ReadAll(make([]byte, room, room+int(first)), r, first, most, announced)
+	if err != nil {
+		return nil, err
 	}
-	buf := make([]byte, room, room+int(first))
-	for {
-		if len(buf) == cap(buf) {
-			have := int64(cap(buf) - room)
-			if have >= most {
-				return buf, nil
-			}
-			next := most
-			if size < 0 && 4*have < most {
-				next = 2 * have // and most once doubling again would pass it
-			}
-			grown := make([]byte, len(buf), room+int(next))
-			copy(grown[room:], buf[room:])
-			buf = grown
-		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
+	return buf, nil
 }
 
 // withPeerIP makes the requests of ctx note the address they connect to.
