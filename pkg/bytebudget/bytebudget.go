@@ -66,10 +66,31 @@ func (r *Reader) Read(p []byte) (int, error) {
 	}
 	n, err := r.r.Read(p)
 	r.n += int64(n)
-	for r.n > r.b.free+r.held {
+	if cerr := r.cover(r.n); cerr != nil {
+		return n, cerr
+	}
+	return n, err
+}
+
+// Reserve takes, waiting for them under the reader's context, the shares
+// that cover n bytes (beyond the free ones), before the caller allocates
+// room for them: a caller that allocates ahead of what it reads (a body of
+// announced length) keeps its memory within the budget that way. Bytes read
+// up to n take nothing more.
+func (r *Reader) Reserve(n int64) error {
+	if r.b == nil {
+		return nil
+	}
+	return r.cover(n)
+}
+
+// cover takes shares until the reader holds what n bytes need beyond the
+// free ones.
+func (r *Reader) cover(n int64) error {
+	for n > r.b.free+r.held {
 		want := min(int64(step), r.b.total-r.held)
 		if want <= 0 {
-			return n, fmt.Errorf("%w (%d bytes)", ErrTooLarge, r.b.total)
+			return fmt.Errorf("%w (%d bytes)", ErrTooLarge, r.b.total)
 		}
 		if r.b.sem.TryAcquire(want) {
 			r.held += want
@@ -82,19 +103,20 @@ func (r *Reader) Read(p []byte) (int, error) {
 		want += r.held
 		r.Release()
 		if aerr := r.b.sem.Acquire(r.ctx, want); aerr != nil {
-			return n, fmt.Errorf("wait for memory to read the body: %w", aerr)
+			return fmt.Errorf("wait for memory to read the body: %w", aerr)
 		}
 		r.held = want
 	}
-	return n, err
+	return nil
 }
 
 // Held returns the bytes of the budget the reader holds.
 func (r *Reader) Held() int64 { return r.held }
 
-// Release gives back what the reader took of the budget.
+// Release gives back what the reader took of the budget. It may be called
+// on a nil Reader.
 func (r *Reader) Release() {
-	if r.b != nil && r.held > 0 {
+	if r != nil && r.b != nil && r.held > 0 {
 		r.b.sem.Release(r.held)
 		r.held = 0
 	}

@@ -27,10 +27,21 @@ import "io"
 // limit, less than four times for one that ends before (io.ReadAll's
 // growth allocates about as much).
 //
+// When r has a method Reserve(n int64) error (a pkg/bytebudget Reader),
+// ReadAll calls it with the room beyond dst before allocating that room, so
+// that a budget of bytes read bounds what is allocated too; its error ends
+// the read.
+//
 // An error other than io.EOF is returned with the bytes read so far.
 func ReadAll(dst []byte, r io.Reader, first, limit int64, announced bool) ([]byte, error) {
 	base := len(dst)
 	first = min(max(first, 0), limit)
+	res, _ := r.(reserver)
+	if res != nil {
+		if err := res.Reserve(max(first, int64(cap(dst)-base))); err != nil {
+			return dst, err
+		}
+	}
 	if int64(cap(dst)-base) < first {
 		grown := make([]byte, base, base+int(first))
 		copy(grown, dst)
@@ -47,6 +58,11 @@ func ReadAll(dst []byte, r io.Reader, first, limit int64, announced bool) ([]byt
 				next = 2 * have
 			}
 			next = min(max(next, 512), limit)
+			if res != nil {
+				if err := res.Reserve(next); err != nil {
+					return dst, err
+				}
+			}
 			grown := make([]byte, len(dst), base+int(next))
 			copy(grown, dst)
 			dst = grown
@@ -60,4 +76,10 @@ func ReadAll(dst []byte, r io.Reader, first, limit int64, announced bool) ([]byt
 			return dst, err
 		}
 	}
+}
+
+// reserver is a reader that takes a share of a memory budget for room
+// before it is allocated.
+type reserver interface {
+	Reserve(n int64) error
 }

@@ -77,3 +77,41 @@ func TestReadAllError(t *testing.T) {
 		t.Errorf("ReadAll = %q, %v; want %q, %v", got, err, "hello", boom)
 	}
 }
+
+// reservingReader records the room ReadAll reserves.
+type reservingReader struct {
+	io.Reader
+	reserved int64 // the largest reservation
+	calls    int
+	refuse   error
+}
+
+func (r *reservingReader) Reserve(n int64) error {
+	r.calls++
+	if r.refuse != nil {
+		return r.refuse
+	}
+	r.reserved = max(r.reserved, n)
+	return nil
+}
+
+// TestReadAllReserves: a reader that takes budget for room gets every room
+// reserved before it is allocated, announced or not, and a refusal ends the
+// read.
+func TestReadAllReserves(t *testing.T) {
+	for _, announced := range []bool{false, true} {
+		r := &reservingReader{Reader: bytes.NewReader(make([]byte, 3<<20))}
+		got, err := ReadAll(nil, r, 64<<10, 8<<20, announced)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.reserved < int64(cap(got)) {
+			t.Errorf("announced %v: reserved at most %d bytes for a room of %d", announced, r.reserved, cap(got))
+		}
+	}
+	boom := errors.New("no memory")
+	r := &reservingReader{Reader: bytes.NewReader(make([]byte, 3<<20)), refuse: boom}
+	if _, err := ReadAll(nil, r, 64<<10, 8<<20, false); !errors.Is(err, boom) || r.calls != 1 {
+		t.Errorf("ReadAll with a refused reservation = %v after %d calls, want %v after 1", err, r.calls, boom)
+	}
+}

@@ -304,8 +304,16 @@ func (l *Loader) httpGet(ctx context.Context, t *task, u *url.URL) (*exchange, e
 	if t.sitemap != "" {
 		budget = nil // up to 50 MiB, one per sitemap: not counted
 	}
+	// The body's share of the budget is the task's until the worker has
+	// written the body into the segment (Loader.work): bodies waiting for
+	// the segment are held in memory too.
 	br := budget.Reader(ctx, io.LimitReader(resp.Body, limit+1))
-	defer br.Release() // once the body is in the exchange
+	kept := false
+	defer func() {
+		if !kept {
+			br.Release()
+		}
+	}()
 	// The body is read once, into the slice that becomes the response
 	// record's block, behind room for the head (written once the body's
 	// length is known): no pooled buffer and no copy of the body.
@@ -321,6 +329,7 @@ func (l *Loader) httpGet(ctx context.Context, t *task, u *url.URL) (*exchange, e
 	}
 	l.met.Response(metrics.KindPage, ex.elapsed, len(body))
 	ex.fill(req, resp, placeHead(resp, buf[:room+len(body)], room), len(body))
+	kept, t.bodyShare = true, br
 	return ex, nil
 }
 

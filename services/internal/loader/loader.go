@@ -43,6 +43,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
 	"github.com/gridcrawl/gridcrawl/pkg/bytebudget"
+	"github.com/gridcrawl/gridcrawl/pkg/gcnudge"
 	"github.com/gridcrawl/gridcrawl/pkg/netguard"
 	"github.com/gridcrawl/gridcrawl/pkg/politeness"
 	"github.com/gridcrawl/gridcrawl/pkg/profiles"
@@ -421,9 +422,15 @@ func (l *Loader) work(ctx, drain context.Context) {
 		l.active.Add(1)
 		t := lease.Item.Payload.(*task)
 		o := l.fetchTask(drain, t)
+		share := t.bodyShare
+		t.bodyShare = nil // t may be scheduled again by take
 		l.met.URL(o.metric())
 		l.release(drain, lease, t, o)
 		l.rec.take(drain, t, o)
+		share.Release()                           // the body is in the segment (or dropped)
+		if o.ex != nil && l.deps.Handoff == nil { // else the handoff holds the body
+			gcnudge.Dropped(int64(cap(o.ex.response)))
+		}
 		if l.active.Add(-1) == 0 {
 			l.rec.nudge()
 		}
@@ -505,6 +512,9 @@ type task struct {
 	// Sitemap: lines of the origin's robots.txt, handed with a probe.
 	sitemap        string
 	robotsSitemaps []string
+	// bodyShare is the share of the body budget the fetched body holds,
+	// from its read until the worker has recorded it.
+	bodyShare *bytebudget.Reader
 }
 
 // groupStates is the scheduler's snapshot for the metrics.
