@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/andybalholm/brotli"
+
+	"github.com/gridcrawl/gridcrawl/pkg/bytebudget"
 )
 
 func encode(t *testing.T, coding string, b []byte) []byte {
@@ -141,4 +143,25 @@ func TestDecodeMemory(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDecodeWithBudget: with a budget reader as wrap, the room a decoded
+// body is read into is reserved from the budget, not only the bytes read.
+func TestDecodeWithBudget(t *testing.T) {
+	const limit, free = 8 << 20, 256 << 10
+	b := bytebudget.New(16<<20, free)
+	var br *bytebudget.Reader
+	wrap := func(r io.Reader) io.Reader {
+		br = b.Reader(t.Context(), r)
+		return br
+	}
+	body := encode(t, "gzip", make([]byte, 3<<20+100))
+	dec, err := DecodeWith(http.Header{"Content-Encoding": {"gzip"}}, body, limit, wrap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held := br.Held(); held < int64(cap(dec))-free {
+		t.Errorf("the decode holds %d bytes of the budget for a %d-byte room, want at least %d", held, cap(dec), int64(cap(dec))-free)
+	}
+	br.Release()
 }

@@ -489,6 +489,45 @@ func TestReadRecordMemory(t *testing.T) {
 	}
 }
 
+// reservingReader notes the room read into it is reserved for.
+type reservingReader struct {
+	io.Reader
+	reserved int64
+}
+
+func (r *reservingReader) Reserve(n int64) error {
+	r.reserved = max(r.reserved, n)
+	return nil
+}
+
+// TestReadRecordWith: a block over 1 MiB is read through wrap, which can
+// reserve its room (a memory budget); a small block is not.
+func TestReadRecordWith(t *testing.T) {
+	for _, size := range []int{100, eagerAlloc + 1, 8 << 20} {
+		block := append([]byte("HTTP/1.1 200 OK\r\n\r\n"), make([]byte, size)...)
+		seg := NewSegment(true)
+		off, n, err := seg.Append(NewResponseRecord("http://example.com/", time.Now(), "", block, false, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rr *reservingReader
+		wrap := func(r io.Reader) io.Reader {
+			rr = &reservingReader{Reader: r}
+			return rr
+		}
+		rec, err := ReadRecordWith(bytes.NewReader(seg.Bytes()[off:off+n]), 16<<20, wrap)
+		if err != nil || !bytes.Equal(rec.Block, block) {
+			t.Fatalf("ReadRecordWith of a %d-byte block = %d bytes, %v", len(block), len(rec.Block), err)
+		}
+		switch {
+		case len(block) <= eagerAlloc && rr != nil:
+			t.Errorf("a %d-byte block was read through wrap", len(block))
+		case len(block) > eagerAlloc && (rr == nil || rr.reserved < int64(len(block))):
+			t.Errorf("a %d-byte block was read through wrap %v, want its room reserved", len(block), rr)
+		}
+	}
+}
+
 type countingReader struct {
 	r io.Reader
 	n int

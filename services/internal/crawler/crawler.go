@@ -65,8 +65,9 @@ type Config struct {
 	Prefetch     int   `env:"GRIDCRAWL_CRAWLER_PREFETCH" envDefault:"16"`
 	MaxBodyBytes int64 `env:"GRIDCRAWL_MAX_BODY_BYTES" envDefault:"8388608"`
 	// DecodeBudget bounds the decompressed bytes the workers hold together
-	// beyond the first 256 KiB of each body (raised to the largest body):
-	// compression bombs decoded by every worker at once take turns.
+	// beyond the first 256 KiB of each body (raised to the largest record
+	// block): compression bombs decoded by every worker at once, and WARC
+	// record blocks over 1 MiB read by every worker at once, take turns.
 	DecodeBudget int64 `env:"GRIDCRAWL_CRAWLER_DECODE_BUDGET" envDefault:"16777216"`
 	MaxTextBytes int   `env:"GRIDCRAWL_MAX_TEXT_BYTES" envDefault:"1048576"`
 	MaxLinks     int   `env:"GRIDCRAWL_MAX_LINKS" envDefault:"5000"`
@@ -145,7 +146,7 @@ func New(cfg Config, deps Deps) *Crawler {
 		profs:    crawlcache.NewProfiles(deps.Profiles),
 		scopes:   lru.New[string, *scope.Rules](1000, 0),
 		met:      deps.Metrics.Crawler(),
-		decodes:  bytebudget.New(max(cfg.DecodeBudget, cfg.MaxBodyBytes+1), 256<<10),
+		decodes:  bytebudget.New(max(cfg.DecodeBudget, cfg.MaxBodyBytes+1<<20+1), 256<<10), // a record block fits too
 	}
 }
 
@@ -583,6 +584,26 @@ func spanRuns(refs []contracts.AssetRef) []spanRun {
 // it once the body is no longer used.
 func (c *Crawler) load(ctx context.Context, ref contracts.AssetRef, handed map[contracts.AssetRef]handedResponse, spans spanSet, limit int64) (status int, header http.Header, ip string, body []byte, release func(), err error) {
 	maxBlock := max(c.cfg.MaxBodyBytes, limit) + 1<<20
+	// A large record block and each decoded layer are read within the
+	// decode budget.
+	var readers []*bytebudget.Reader
+	release = func() {
+		for _, r := range readers {
+			r.Release()
+		}
+	}
+	wrap := func(r io.Reader) io.Reader {
+		// One share at a time: the layer before (the block, or a stacked
+		// coding) is read whole already, and a worker that held one share
+		// while waiting for another could deadlock with the others.
+		release()
+		br := c.decodes.Reader(ctx, r)
+		readers = append(readers[:0], br)
+		return br
+	}
+	if limit > c.cfg.MaxBodyBytes {
+		wrap = nil // a sitemap (up to 50 MiB): one per probe, not budgeted
+	}
 	var block []byte
 	if h, ok := handed[ref]; ok {
 		// The record's block is exactly this response; keep its limit.
@@ -604,8 +625,9 @@ func (c *Crawler) load(ctx context.Context, ref contracts.AssetRef, handed map[c
 			stream = &streamReader{r: rc}
 			r = stream
 		}
-		rec, err := warc.ReadRecord(r, maxBlock)
+		rec, err := warc.ReadRecordWith(r, maxBlock, wrap)
 		if err != nil {
+			release()
 			// A stream that broke off (a reset connection, a transfer cut
 			// short) is the store's failure, worth a retry like the batched
 			// read's; a record that arrived whole and does not parse is bad.
@@ -618,25 +640,8 @@ func (c *Crawler) load(ctx context.Context, ref contracts.AssetRef, handed map[c
 	}
 	status, header, body, err = warc.ParseHTTPResponse(block)
 	if err != nil {
-		return 0, nil, "", nil, noRelease, &badRecordError{"parse http response: " + err.Error()}
-	}
-	var readers []*bytebudget.Reader
-	release = func() {
-		for _, r := range readers {
-			r.Release()
-		}
-	}
-	wrap := func(r io.Reader) io.Reader {
-		// One share at a time: the layer before (stacked codings) is read
-		// whole already, and a worker that held one share while waiting
-		// for another could deadlock with the others.
 		release()
-		br := c.decodes.Reader(ctx, r)
-		readers = append(readers[:0], br)
-		return br
-	}
-	if limit > c.cfg.MaxBodyBytes {
-		wrap = nil // a sitemap (up to 50 MiB): one per probe, not budgeted
+		return 0, nil, "", nil, noRelease, &badRecordError{"parse http response: " + err.Error()}
 	}
 	body, err = httpbody.DecodeWith(header, body, limit, wrap)
 	if err != nil {
