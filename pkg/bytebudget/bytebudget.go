@@ -16,6 +16,8 @@ import (
 	"io"
 
 	"golang.org/x/sync/semaphore"
+
+	"github.com/gridcrawl/gridcrawl/pkg/gcnudge"
 )
 
 // step is the share a reader takes at a time beyond its free bytes.
@@ -52,6 +54,9 @@ type Reader struct {
 	b    *Budget
 	n    int64 // bytes read
 	held int64 // bytes of the budget taken
+	// holding: the reader holds a large buffer (gcnudge.Hold), from its
+	// first share to Release.
+	holding bool
 }
 
 // Read reads from the underlying reader, then takes what the budget must
@@ -92,6 +97,10 @@ func (r *Reader) cover(n int64) error {
 		if want <= 0 {
 			return fmt.Errorf("%w (%d bytes)", ErrTooLarge, r.b.total)
 		}
+		if !r.holding {
+			r.holding = true
+			gcnudge.Hold()
+		}
 		if r.b.sem.TryAcquire(want) {
 			r.held += want
 			continue
@@ -101,7 +110,8 @@ func (r *Reader) cover(n int64) error {
 		// wait for all of it at once (the semaphore serves waiters in
 		// order, so the reader is not starved by small requests).
 		want += r.held
-		r.Release()
+		r.b.sem.Release(r.held)
+		r.held = 0
 		if aerr := r.b.sem.Acquire(r.ctx, want); aerr != nil {
 			return fmt.Errorf("wait for memory to read the body: %w", aerr)
 		}
@@ -116,8 +126,15 @@ func (r *Reader) Held() int64 { return r.held }
 // Release gives back what the reader took of the budget. It may be called
 // on a nil Reader.
 func (r *Reader) Release() {
-	if r != nil && r.b != nil && r.held > 0 {
+	if r == nil || r.b == nil {
+		return
+	}
+	if r.held > 0 {
 		r.b.sem.Release(r.held)
 		r.held = 0
+	}
+	if r.holding {
+		r.holding = false
+		gcnudge.Unhold()
 	}
 }

@@ -17,6 +17,8 @@ package gcnudge
 
 import (
 	"runtime"
+	"runtime/debug"
+	"sync"
 	"sync/atomic"
 )
 
@@ -35,4 +37,39 @@ func Dropped(n int64) {
 	}
 	defer running.Store(false)
 	runtime.GC()
+}
+
+// HeldPercent is the GOGC in force while large buffers are held.
+const HeldPercent = 25
+
+// held counts the large buffers held; percent is the GOGC to restore.
+var (
+	heldMu  sync.Mutex
+	held    int
+	percent int
+)
+
+// Hold tells that a large buffer is being filled and kept: until as many
+// Unhold calls, the collector runs at HeldPercent (unless GOGC is lower or
+// off).
+func Hold() {
+	heldMu.Lock()
+	defer heldMu.Unlock()
+	held++
+	if held == 1 {
+		percent = debug.SetGCPercent(HeldPercent)
+		if percent < 0 || percent <= HeldPercent {
+			debug.SetGCPercent(percent) // off or lower already: keep it
+		}
+	}
+}
+
+// Unhold ends one Hold.
+func Unhold() {
+	heldMu.Lock()
+	defer heldMu.Unlock()
+	held--
+	if held == 0 && percent > HeldPercent {
+		debug.SetGCPercent(percent)
+	}
 }
