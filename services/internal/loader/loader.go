@@ -66,11 +66,15 @@ type Config struct {
 	Prefetch     int    `env:"GRIDCRAWL_LOADER_PREFETCH" envDefault:"2048"`
 	MaxBodyBytes int64  `env:"GRIDCRAWL_MAX_BODY_BYTES" envDefault:"8388608"`
 	// BodyBudget bounds the page body bytes the workers hold together
-	// beyond the first 256 KiB of each body (raised to the largest body a
-	// page fetch may keep; sitemaps, up to 50 MiB, are not counted): a web
-	// that sends every worker a body at the cap at once makes them take
-	// turns instead of multiplying the memory.
-	BodyBudget    int64         `env:"GRIDCRAWL_LOADER_BODY_BUDGET" envDefault:"67108864"`
+	// beyond the first 256 KiB of each body, from the read until the body
+	// is in the WARC segment, counting the room allocated ahead of the
+	// bytes (raised to the largest body a page fetch may keep; sitemaps,
+	// up to 50 MiB, are not counted): a web that sends every worker a body
+	// at the cap at once makes them take turns instead of multiplying the
+	// memory. The default, two bodies at the cap, keeps a loader's peak
+	// memory on a hostile web within 1.5 times an ordinary web's; raise it
+	// for webs of many large bodies (archives, PDFs) when memory allows.
+	BodyBudget    int64         `env:"GRIDCRAWL_LOADER_BODY_BUDGET" envDefault:"16777216"`
 	FetchTimeout  time.Duration `env:"GRIDCRAWL_FETCH_TIMEOUT" envDefault:"30s"`
 	FetchAttempts int           `env:"GRIDCRAWL_FETCH_ATTEMPTS" envDefault:"3"`
 	RetryDelay    time.Duration `env:"GRIDCRAWL_FETCH_RETRY_DELAY" envDefault:"10s"`
