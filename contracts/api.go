@@ -63,6 +63,10 @@ const (
 	// CrawlPaused: the crawl's loaders hold its URLs (POST .../pause), or it
 	// ran out of work with pause_at_finish set.
 	CrawlPaused CrawlState = "paused"
+	// CrawlUpToDate: a continuous crawl (profile recrawl) with nothing to
+	// do until its next URL is due. It never finishes; it is running again
+	// while due URLs are fetched.
+	CrawlUpToDate CrawlState = "up_to_date"
 )
 
 // CreateCrawlResponse is the body of a successful POST /api/v1/crawls.
@@ -88,6 +92,18 @@ type CrawlStatus struct {
 	// FinishedAt is when the crawl finished or was cancelled; absent while
 	// it is running or paused.
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	// Recrawl describes the schedule of a continuous crawl; absent for a
+	// one-shot crawl.
+	Recrawl *RecrawlStatus `json:"recrawl,omitempty"`
+}
+
+// RecrawlStatus is the schedule of a continuous crawl as it stands.
+type RecrawlStatus struct {
+	// Due counts the URLs whose next fetch is due and not yet taken.
+	Due int64 `json:"due"`
+	// NextDue is the earliest next fetch of a settled URL; absent when
+	// none is scheduled.
+	NextDue *time.Time `json:"next_due,omitempty"`
 }
 
 // CrawlList is the body of GET /api/v1/crawls.

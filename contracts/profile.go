@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"regexp"
 	"regexp/syntax"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -181,6 +182,10 @@ type Profile struct {
 	// 0 (default) makes sitemap URLs start URLs; a page linked from one has
 	// depth SitemapDepth+1. At most MaxDepth.
 	SitemapDepth int `json:"sitemap_depth,omitempty"`
+	// Recrawl makes the crawl continuous: every page is fetched again on
+	// the schedule it sets, and the crawl never finishes (it is up_to_date
+	// while nothing is due). Nil: a one-shot crawl.
+	Recrawl *Recrawl `json:"recrawl,omitempty"`
 	// Version counts the changes made to the profile mid-crawl (PATCH); 0 as
 	// submitted.
 	Version int `json:"version,omitempty"`
@@ -254,6 +259,120 @@ type BudgetOverride struct {
 type ProfilePatch struct {
 	Politeness *PolitenessPatch `json:"politeness,omitempty"`
 	Budget     *Budget          `json:"budget,omitempty"`
+	// Recrawl replaces a continuous crawl's schedule (a one-shot crawl
+	// cannot become continuous, nor the reverse).
+	Recrawl *Recrawl `json:"recrawl,omitempty"`
+}
+
+// Recrawl is the schedule of a continuous crawl: a fixed Interval, or an
+// Adaptive one. Durations are Go durations with a "d" (24h) unit as well:
+// "90s", "6h", "30d", "1d12h".
+type Recrawl struct {
+	// Interval fetches every page again this long after its last fetch.
+	Interval string `json:"interval,omitempty"`
+	// Adaptive starts each page at Min and, after each fetch, halves its
+	// interval when the page changed and doubles it when it did not,
+	// within Min and Max.
+	Adaptive *AdaptiveRecrawl `json:"adaptive,omitempty"`
+}
+
+// AdaptiveRecrawl bounds an adaptive recrawl interval.
+type AdaptiveRecrawl struct {
+	Min string `json:"min"`
+	Max string `json:"max"`
+}
+
+// Recrawl interval limits.
+const (
+	MinRecrawlInterval = time.Second
+	MaxRecrawlInterval = 366 * 24 * time.Hour
+)
+
+// Bounds returns the shortest and longest interval of r (both the interval
+// of a fixed schedule). It assumes r is valid.
+func (r Recrawl) Bounds() (lo, hi time.Duration) {
+	if r.Adaptive != nil {
+		lo, _ = ParseInterval(r.Adaptive.Min)
+		hi, _ = ParseInterval(r.Adaptive.Max)
+		return lo, hi
+	}
+	d, _ := ParseInterval(r.Interval)
+	return d, d
+}
+
+// Next returns the interval after a fetch: cur is the interval before it
+// (0 for a page's first fetch), changed whether the fetch found new
+// content. It is the one rule of the schedule.
+func (r Recrawl) Next(cur time.Duration, changed bool) time.Duration {
+	lo, hi := r.Bounds()
+	switch {
+	case cur <= 0:
+		return lo
+	case changed:
+		cur /= 2
+	default:
+		cur *= 2
+	}
+	return min(max(cur, lo), hi)
+}
+
+// validate checks r and returns a *FieldError naming the first invalid
+// field under name.
+func (r Recrawl) validate(name string) error {
+	check := func(field, v string) (time.Duration, error) {
+		d, err := ParseInterval(v)
+		if err != nil {
+			return 0, &FieldError{name + "." + field, err.Error()}
+		}
+		if d < MinRecrawlInterval || d > MaxRecrawlInterval {
+			return 0, &FieldError{name + "." + field, "must be between 1s and 366d"}
+		}
+		return d, nil
+	}
+	switch {
+	case (r.Interval == "") == (r.Adaptive == nil):
+		return &FieldError{name, `must set exactly one of "interval" and "adaptive"`}
+	case r.Interval != "":
+		_, err := check("interval", r.Interval)
+		return err
+	}
+	lo, err := check("adaptive.min", r.Adaptive.Min)
+	if err != nil {
+		return err
+	}
+	hi, err := check("adaptive.max", r.Adaptive.Max)
+	if err != nil {
+		return err
+	}
+	if hi < lo {
+		return &FieldError{name + ".adaptive.max", "must not be shorter than adaptive.min"}
+	}
+	return nil
+}
+
+// ParseInterval parses a Go duration that may also use the unit "d" (24
+// hours): "30d", "1d12h", "90m". It refuses negative and empty values.
+func ParseInterval(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, errors.New("must be a duration such as \"24h\" or \"30d\"")
+	}
+	var total time.Duration
+	rest := s
+	if i := strings.IndexByte(rest, 'd'); i >= 0 {
+		days, err := strconv.ParseFloat(rest[:i], 64)
+		if err != nil || days < 0 || days > 100000 || rest[:i] == "" || strings.ContainsAny(rest[:i], "+-eE") {
+			return 0, fmt.Errorf("%q is not a duration such as \"24h\" or \"30d\"", s)
+		}
+		total, rest = time.Duration(days*float64(24*time.Hour)), rest[i+1:]
+	}
+	if rest != "" {
+		d, err := time.ParseDuration(rest)
+		if err != nil || d < 0 || strings.HasPrefix(rest, "+") {
+			return 0, fmt.Errorf("%q is not a duration such as \"24h\" or \"30d\"", s)
+		}
+		total += d
+	}
+	return total, nil
 }
 
 // Profile limits and defaults. The defaults are those of the API and of
@@ -441,6 +560,11 @@ func (p Profile) Validate() error {
 	}
 	if p.Version < 0 {
 		return &FieldError{"version", "must not be negative"}
+	}
+	if p.Recrawl != nil {
+		if err := p.Recrawl.validate("recrawl"); err != nil {
+			return err
+		}
 	}
 	if b := p.Budget; b != nil {
 		if b.BalanceReplenish < 0 {

@@ -469,7 +469,9 @@ var (
 
 	// txMapping indexes only the fields that queries use: crawl_id, host
 	// and status (filters, the terms aggregation of Counts, the
-	// termination query), status_time (Stale's range and sort) and key
+	// termination query), status_time (Stale's range and sort), next_due
+	// (Due's range and sort: only settled records of continuous crawls
+	// have one) and key
 	// (List's sort). The reports aggregate error, http_status (through
 	// the sub-fields error.r and http_status.n, which can be added to an
 	// index whose error and http_status are source only), mime_type and
@@ -500,6 +502,8 @@ var (
 		"history":     storedOnly,
 		"sitemap":     sourceOnly("keyword"),
 		"lastmod":     sourceOnly("date"),
+		"recrawl":     storedOnly,
+		"next_due":    date,
 	}
 
 	profilesMapping = map[string]any{

@@ -153,7 +153,7 @@ func (x *TxIndex) Transition(ctx context.Context, ts []txindex.Transition) ([]bo
 			t := ts[i]
 			result[i] = r.Status == t.From && (t.IfDepth == nil || r.Depth == *t.IfDepth)
 			if result[i] {
-				apply(r, t, now)
+				txindex.Apply(r, t, now)
 				changed = true
 			}
 		}
@@ -326,34 +326,6 @@ func (x *TxIndex) modify(ctx context.Context, keys []string, fn func(r *txindex.
 	return won, nil
 }
 
-// apply changes r by t at time now.
-func apply(r *txindex.Record, t txindex.Transition, now time.Time) {
-	if r.Status != t.To {
-		r.History = txindex.AppendHistory(r.History, txindex.Event{Status: t.To, Time: now})
-	}
-	r.Status = t.To
-	r.StatusTime = now
-	if t.Error != "" {
-		r.Error = t.Error
-	}
-	if t.HTTPStatus != 0 {
-		r.HTTPStatus = t.HTTPStatus
-	}
-	if t.Asset != nil {
-		r.Asset = *t.Asset
-	}
-	if t.MIMEType != "" {
-		r.MIMEType = t.MIMEType
-	}
-	if t.Bytes != nil {
-		b := *t.Bytes
-		r.Bytes = &b
-	}
-	if t.AddAttempt {
-		r.Attempts++
-	}
-}
-
 // term returns a term query of field for value.
 func term(field, value string) map[string]any {
 	return map[string]any{"term": map[string]any{field: value}}
@@ -437,6 +409,54 @@ func (c *Client) count(ctx context.Context, index string, filters ...any) (int64
 		return 0, err
 	}
 	return res.Count, nil
+}
+
+// dueFilters select the records of crawlID due at before.
+func dueFilters(crawlID string, before time.Time) []any {
+	return []any{term("crawl_id", crawlID), map[string]any{"range": map[string]any{"next_due": map[string]any{
+		"lte": before.UnixMilli(), "format": "epoch_millis",
+	}}}}
+}
+
+// Due returns up to limit records of crawlID whose due time is at or before
+// before, earliest first: a range on the indexed next_due, which only
+// settled records of continuous crawls have.
+func (x *TxIndex) Due(ctx context.Context, crawlID string, before time.Time, limit int) ([]txindex.Record, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	if err := x.c.readRefresh(ctx, x.c.txIndex); err != nil {
+		return nil, fmt.Errorf("list due records of crawl %q: %w", crawlID, err)
+	}
+	query := map[string]any{"bool": map[string]any{"filter": dueFilters(crawlID, before)}}
+	sort := []any{map[string]any{"next_due": "asc"}, map[string]any{"key": "asc"}}
+	recs, err := x.search(ctx, query, sort, nil, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list due records of crawl %q: %w", crawlID, err)
+	}
+	return recs, nil
+}
+
+// DueStats returns the number of records of crawlID due at before and the
+// earliest due time of the crawl.
+func (x *TxIndex) DueStats(ctx context.Context, crawlID string, before time.Time) (int64, *time.Time, error) {
+	if err := x.c.readRefresh(ctx, x.c.txIndex); err != nil {
+		return 0, nil, fmt.Errorf("count due records of crawl %q: %w", crawlID, err)
+	}
+	n, err := x.c.count(ctx, x.c.txIndex, dueFilters(crawlID, before)...)
+	if err != nil {
+		return 0, nil, fmt.Errorf("count due records of crawl %q: %w", crawlID, err)
+	}
+	query := map[string]any{"bool": map[string]any{"filter": []any{term("crawl_id", crawlID),
+		map[string]any{"exists": map[string]any{"field": "next_due"}}}}}
+	first, err := x.search(ctx, query, []any{map[string]any{"next_due": "asc"}}, nil, 1)
+	if err != nil {
+		return 0, nil, fmt.Errorf("next due record of crawl %q: %w", crawlID, err)
+	}
+	if len(first) == 0 || first[0].NextDue == nil {
+		return n, nil, nil
+	}
+	return n, first[0].NextDue, nil
 }
 
 // Stale returns up to limit records in a non-terminal status whose status

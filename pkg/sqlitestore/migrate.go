@@ -152,12 +152,13 @@ func migrateSearchV2(path string) error {
 	return nil
 }
 
-// migrateTxV2 turns a transaction index of schema version 2 or 3 into the
+// migrateTxV2 turns a transaction index of schema version 2, 3 or 4 into the
 // current version in one transaction. Version 2 gets the columns of the
 // fetched response's media type and size (NULL size: unknown, as for every
 // record fetched before) and of the status history (empty for older
 // records); versions 2 and 3 get the sitemap kind (empty: a page) and the
-// sitemap lastmod (NULL: none). Adding columns with constant defaults
+// sitemap lastmod (NULL: none); versions 2 to 4 get the recrawl state and
+// the due time (NULL: none, as in every one-shot crawl). Adding columns with constant defaults
 // rewrites no row. A missing file or a database of another version is left
 // alone.
 func migrateTxV2(path string) error {
@@ -188,6 +189,11 @@ func migrateTxV2(path string) error {
 		stmts = append(stmts,
 			`ALTER TABLE records ADD COLUMN sitemap TEXT NOT NULL DEFAULT ''`,
 			`ALTER TABLE records ADD COLUMN lastmod INTEGER`)
+		fallthrough
+	case 4:
+		stmts = append(stmts,
+			`ALTER TABLE records ADD COLUMN recrawl TEXT`,
+			`ALTER TABLE records ADD COLUMN next_due INTEGER`)
 	default:
 		return nil
 	}

@@ -336,9 +336,10 @@ func mustGetTx(t *testing.T, x *TxIndex, key string) txindex.Record {
 // back as a page without lastmod, and new records keep both fields.
 func TestMigrateTxV3(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "tx.db")
-	v3 := slices.Clone(txSchema)
+	v4 := txV4Schema(t)
+	v3 := slices.Clone(v4)
 	v3[0] = strings.Replace(v3[0], "history      TEXT NOT NULL DEFAULT '',\n\t\tsitemap      TEXT NOT NULL DEFAULT '',\n\t\tlastmod      INTEGER", "history      TEXT NOT NULL DEFAULT ''", 1)
-	if v3[0] == txSchema[0] {
+	if v3[0] == v4[0] {
 		t.Fatal("could not derive the version 3 schema from the current one")
 	}
 	db := oldIndex(t, path, v3, 3)
@@ -362,5 +363,52 @@ func TestMigrateTxV3(t *testing.T) {
 	}
 	if r := mustGetTx(t, x, "k2"); r.Sitemap != txindex.SitemapProbe || r.Lastmod == nil || !r.Lastmod.Equal(lastmod) {
 		t.Errorf("new record after migration = sitemap %q, lastmod %v; want %q, %v", r.Sitemap, r.Lastmod, txindex.SitemapProbe, lastmod)
+	}
+}
+
+// txV4Schema returns the version 4 schema: the current one without the
+// recrawl state and due time columns and the due index.
+func txV4Schema(t *testing.T) []string {
+	t.Helper()
+	var v4 []string
+	for _, stmt := range txSchema {
+		if !strings.Contains(stmt, "records_due") {
+			v4 = append(v4, stmt)
+		}
+	}
+	v4[0] = strings.Replace(v4[0], "lastmod      INTEGER,\n\t\trecrawl      TEXT,\n\t\tnext_due     INTEGER", "lastmod      INTEGER", 1)
+	if v4[0] == txSchema[0] || len(v4) != len(txSchema)-1 {
+		t.Fatal("could not derive the version 4 schema from the current one")
+	}
+	return v4
+}
+
+// TestMigrateTxV4 opens a version 4 transaction index (without the recrawl
+// columns) holding an indexed record: it reads back without recrawl state
+// and is not due, and once a continuous crawl settles it with a recrawl
+// state it is due like a new one.
+func TestMigrateTxV4(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tx.db")
+	db := oldIndex(t, path, txV4Schema(t), 4)
+	ts := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC).UnixNano()
+	if _, err := db.Exec(`INSERT INTO records (key, crawl_id, url, host, chg, depth, hops, referrer, status, status_time,
+		attempts, error, http_status, asset_key, asset_offset, asset_length, created_at)
+		VALUES ('k1', 'c1', 'http://a.test/1', 'a.test', 'a.test', 0, 0, '', 'to-be-loaded', ?, 1, '', 0, '', 0, 0, ?)`, ts, ts); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	x := open(t, path, OpenTxIndex)
+	if r := mustGetTx(t, x, "k1"); r.Recrawl != nil || r.NextDue != nil {
+		t.Errorf("migrated record = recrawl %+v, next due %v; want neither", r.Recrawl, r.NextDue)
+	}
+	fetched := time.Now().Add(-time.Hour).UTC().Truncate(time.Millisecond)
+	st := &txindex.Recrawl{Fetched: fetched, Status: 200, IntervalMS: 60_000, Due: fetched.Add(time.Minute), ETag: `"e"`}
+	if ok, err := x.Transition(t.Context(), []txindex.Transition{{Key: "k1", From: contracts.ToBeLoaded, To: contracts.Indexed, Recrawl: st}}); err != nil || !ok[0] {
+		t.Fatalf("Transition = %v, %v", ok, err)
+	}
+	due, err := x.Due(t.Context(), "c1", time.Now(), 10)
+	if err != nil || len(due) != 1 || due[0].Recrawl == nil || due[0].Recrawl.ETag != `"e"` || !due[0].NextDue.Equal(st.Due) {
+		t.Errorf("Due after migration = %+v, %v; want the record, due at %v", due, err, st.Due)
 	}
 }

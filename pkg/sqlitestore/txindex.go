@@ -27,9 +27,9 @@ var inFlightSQL = func() string {
 	return "(" + strings.Join(q, ",") + ")"
 }()
 
-// txSchemaVersion is stored in PRAGMA user_version. Files of version 2 are
-// Files of versions 2 and 3 are migrated when opened (migrateTxV2).
-const txSchemaVersion = 4
+// txSchemaVersion is stored in PRAGMA user_version. Files of versions 2 to
+// 4 are migrated when opened (migrateTxV2).
+const txSchemaVersion = 5
 
 // Records get an integer rowid in creation order. Only the unique key index
 // is keyed by the (random) record key; the other indexes end in the rowid,
@@ -61,11 +61,16 @@ var txSchema = []string{
 		bytes        INTEGER,
 		history      TEXT NOT NULL DEFAULT '',
 		sitemap      TEXT NOT NULL DEFAULT '',
-		lastmod      INTEGER
+		lastmod      INTEGER,
+		recrawl      TEXT,
+		next_due     INTEGER
 	)`,
 	`CREATE INDEX IF NOT EXISTS records_crawl_status ON records (crawl_id, status)`,
 	`CREATE INDEX IF NOT EXISTS records_crawl_host ON records (crawl_id, host)`,
 	`CREATE INDEX IF NOT EXISTS records_stale ON records (status_time) WHERE status IN ` + inFlightSQL,
+	// Only the records of continuous crawls that are settled have a due
+	// time: the index holds those, in due order per crawl.
+	`CREATE INDEX IF NOT EXISTS records_due ON records (crawl_id, next_due) WHERE next_due IS NOT NULL`,
 	`CREATE TABLE IF NOT EXISTS counts (
 		crawl_id TEXT NOT NULL,
 		status   TEXT NOT NULL,
@@ -75,7 +80,8 @@ var txSchema = []string{
 }
 
 const recordCols = `key, crawl_id, url, host, chg, depth, hops, referrer, status, status_time,
-	attempts, error, http_status, asset_key, asset_offset, asset_length, created_at, mime_type, bytes, history, sitemap, lastmod`
+	attempts, error, http_status, asset_key, asset_offset, asset_length, created_at, mime_type, bytes, history, sitemap, lastmod,
+	recrawl, next_due`
 
 // The history column holds the status history as fixed-width events of
 // histEventLen characters: a status letter (histLetter) and 13 digits of
@@ -100,6 +106,7 @@ type TxIndex struct {
 	lockedGetMany, lower                      *sql.Stmt
 	get, getMany, counts, countHost, stale    *sql.Stmt
 	listByKey, listByStatus, listCrawl, total *sql.Stmt
+	due, dueCount, dueNext                    *sql.Stmt
 }
 
 var _ txindex.Index = (*TxIndex)(nil)
@@ -122,20 +129,23 @@ func OpenTxIndex(path string) (*TxIndex, error) {
 	}{
 		{&x.existing, st.w, `SELECT key FROM records WHERE key IN (SELECT value FROM json_each(?))`},
 		{&x.insert, st.w, `INSERT INTO records (` + recordCols + `)
-			VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (key) DO NOTHING`},
+			VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (key) DO NOTHING`},
 		// NULL outcome arguments leave the stored value alone. A change of
 		// status (not a lease renewal) appends to the history in the same
-		// write.
+		// write. next_due follows txindex.Apply: the recrawl state's due
+		// time in a terminal status (?17 true), NULL in any other.
 		{&x.transition, st.w, `UPDATE records SET status = ?1, status_time = ?2,
-			error = coalesce(?3, error), http_status = coalesce(?4, http_status),
+			error = CASE WHEN ?16 THEN '' ELSE coalesce(?3, error) END, http_status = coalesce(?4, http_status),
 			asset_key = coalesce(?5, asset_key), asset_offset = coalesce(?6, asset_offset),
-			asset_length = coalesce(?7, asset_length), attempts = attempts + ?8,
+			asset_length = coalesce(?7, asset_length), attempts = CASE WHEN ?15 THEN 0 ELSE attempts END + ?8,
 			mime_type = coalesce(?12, mime_type), bytes = coalesce(?13, bytes),
-			history = CASE WHEN status = ?1 THEN history ELSE ` + appendHistorySQL(14) + ` END
+			history = CASE WHEN status = ?1 THEN history ELSE ` + appendHistorySQL(14) + ` END,
+			recrawl = coalesce(?18, recrawl),
+			next_due = CASE WHEN ?17 THEN json_extract(coalesce(?18, recrawl), '$.due_ms') END
 			WHERE key = ?9 AND status = ?10 AND (?11 IS NULL OR depth = ?11) RETURNING crawl_id`},
 		{&x.lockedGetMany, st.w, `SELECT ` + recordCols + ` FROM records WHERE key IN (SELECT value FROM json_each(?))`},
 		{&x.lower, st.w, `UPDATE records SET depth = ?1, hops = ?2, status = ?3, status_time = ?4,
-			history = CASE WHEN status = ?3 THEN history ELSE ` + appendHistorySQL(6) + ` END WHERE key = ?5`},
+			history = CASE WHEN status = ?3 THEN history ELSE ` + appendHistorySQL(6) + ` END, next_due = ?7 WHERE key = ?5`},
 		{&x.addCount, st.w, `INSERT INTO counts (crawl_id, status, n) VALUES (?, ?, ?)
 			ON CONFLICT (crawl_id, status) DO UPDATE SET n = n + excluded.n`},
 		{&x.get, st.r, `SELECT ` + recordCols + ` FROM records WHERE key = ?`},
@@ -145,6 +155,12 @@ func OpenTxIndex(path string) (*TxIndex, error) {
 		{&x.stale, st.r, `SELECT ` + recordCols + ` FROM records
 			WHERE status IN ` + inFlightSQL + ` AND status_time < ? ORDER BY status_time, id LIMIT ?`},
 		{&x.total, st.r, `SELECT coalesce(sum(n), 0) FROM counts`},
+		{&x.due, st.r, `SELECT ` + recordCols + ` FROM records INDEXED BY records_due
+			WHERE crawl_id = ?1 AND next_due IS NOT NULL AND next_due <= ?2 ORDER BY next_due, id LIMIT ?3`},
+		{&x.dueCount, st.r, `SELECT count(*) FROM records INDEXED BY records_due
+			WHERE crawl_id = ?1 AND next_due IS NOT NULL AND next_due <= ?2`},
+		{&x.dueNext, st.r, `SELECT min(next_due) FROM records INDEXED BY records_due
+			WHERE crawl_id = ?1 AND next_due IS NOT NULL`},
 		// The two ways of listing; see List.
 		{&x.listByKey, st.r, `SELECT ` + recordCols + ` FROM records INDEXED BY sqlite_autoindex_records_1
 			WHERE key > ?3 AND crawl_id = ?1 AND (?2 = '' OR status = ?2) ORDER BY key LIMIT ?4`},
@@ -227,17 +243,24 @@ func (x *TxIndex) Create(ctx context.Context, recs []txindex.Record) ([]bool, er
 				continue
 			}
 			seen[r.Key] = struct{}{}
-			var bytes, lastmod any
+			var bytes, lastmod, nextDue any
 			if r.Bytes != nil {
 				bytes = *r.Bytes
 			}
 			if r.Lastmod != nil {
 				lastmod = nanos(*r.Lastmod)
 			}
+			recrawl, err := encodeRecrawl(r.Recrawl)
+			if err != nil {
+				return fmt.Errorf("create record %q: %w", r.Key, err)
+			}
+			if d := txindex.NextDue(r); d != nil {
+				nextDue = d.UnixMilli()
+			}
 			res, err := ins.Exec(r.Key, r.CrawlID, r.URL, r.Host, r.Group, r.Depth, r.Hops, r.Referrer,
 				string(r.Status), nanos(r.StatusTime), r.Attempts, r.Error, r.HTTPStatus,
 				r.Asset.Key, r.Asset.Offset, r.Asset.Length, nanos(r.CreatedAt), r.MIMEType, bytes,
-				encodeHistory(txindex.StartHistory(r)), r.Sitemap, lastmod)
+				encodeHistory(txindex.StartHistory(r)), r.Sitemap, lastmod, recrawl, nextDue)
 			if err != nil {
 				return fmt.Errorf("create record %q: %w", r.Key, err)
 			}
@@ -319,9 +342,14 @@ func (x *TxIndex) Transition(ctx context.Context, ts []txindex.Transition) ([]bo
 			if t.Bytes != nil {
 				bytes = *t.Bytes
 			}
+			recrawl, err := encodeRecrawl(t.Recrawl)
+			if err != nil {
+				return fmt.Errorf("transition record %q: %w", t.Key, err)
+			}
 			var crawlID string
-			err := up.QueryRow(string(t.To), now, errText, httpStatus, assetKey, assetOff, assetLen, add,
-				t.Key, string(t.From), ifDepth, mimeType, bytes, histEvent(t.To, nowMS)).Scan(&crawlID)
+			err = up.QueryRow(string(t.To), now, errText, httpStatus, assetKey, assetOff, assetLen, add,
+				t.Key, string(t.From), ifDepth, mimeType, bytes, histEvent(t.To, nowMS),
+				t.ResetAttempts, t.ClearError, txindex.Done(t.To), recrawl).Scan(&crawlID)
 			if errors.Is(err, sql.ErrNoRows) {
 				applied[i] = false
 				continue
@@ -392,7 +420,11 @@ func (x *TxIndex) LowerDepth(ctx context.Context, ls []txindex.Lowering) (map[st
 			if !txindex.Lower(&r, l, now) {
 				continue
 			}
-			if _, err := up.Exec(r.Depth, r.Hops, string(r.Status), nanos(r.StatusTime), r.Key, histEvent(r.Status, r.StatusTime.UnixMilli())); err != nil {
+			var nextDue any
+			if r.NextDue != nil {
+				nextDue = r.NextDue.UnixMilli()
+			}
+			if _, err := up.Exec(r.Depth, r.Hops, string(r.Status), nanos(r.StatusTime), r.Key, histEvent(r.Status, r.StatusTime.UnixMilli()), nextDue); err != nil {
 				return fmt.Errorf("lower depth of record %q: %w", r.Key, err)
 			}
 			if was := byKey[l.Key].Status; was != r.Status {
@@ -477,6 +509,75 @@ func (x *TxIndex) CountHost(ctx context.Context, crawlID, host string) (int64, e
 	return n, nil
 }
 
+// Due returns up to limit records of crawlID whose due time is at or before
+// before, earliest first, through the due index.
+func (x *TxIndex) Due(ctx context.Context, crawlID string, before time.Time, limit int) ([]txindex.Record, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	rows, err := x.due.QueryContext(ctx, crawlID, before.UnixMilli(), limit)
+	if err != nil {
+		return nil, fmt.Errorf("list due records of crawl %q: %w", crawlID, err)
+	}
+	recs, err := scanRecords(rows)
+	if err != nil {
+		return nil, fmt.Errorf("list due records of crawl %q: %w", crawlID, err)
+	}
+	return recs, nil
+}
+
+// DueStats returns the number of records of crawlID due at before and the
+// earliest due time, both from the due index.
+func (x *TxIndex) DueStats(ctx context.Context, crawlID string, before time.Time) (int64, *time.Time, error) {
+	var n int64
+	if err := x.dueCount.QueryRowContext(ctx, crawlID, before.UnixMilli()).Scan(&n); err != nil {
+		return 0, nil, fmt.Errorf("count due records of crawl %q: %w", crawlID, err)
+	}
+	var next sql.NullInt64
+	if err := x.dueNext.QueryRowContext(ctx, crawlID).Scan(&next); err != nil {
+		return 0, nil, fmt.Errorf("next due record of crawl %q: %w", crawlID, err)
+	}
+	if !next.Valid {
+		return n, nil, nil
+	}
+	t := time.UnixMilli(next.Int64).UTC()
+	return n, &t, nil
+}
+
+// storedRecrawl is the stored form of a record's recrawl state: JSON with
+// the due time also in unix milliseconds, which the transition statement
+// copies into next_due.
+type storedRecrawl struct {
+	txindex.Recrawl
+	DueMS *int64 `json:"due_ms,omitempty"`
+}
+
+// encodeRecrawl returns the stored form of r, nil for nil.
+func encodeRecrawl(r *txindex.Recrawl) (any, error) {
+	if r == nil {
+		return nil, nil
+	}
+	st := storedRecrawl{Recrawl: *r}
+	if !r.Due.IsZero() {
+		ms := r.Due.UnixMilli()
+		st.DueMS = &ms
+	}
+	b, err := json.Marshal(st)
+	if err != nil {
+		return nil, fmt.Errorf("encode recrawl state: %w", err)
+	}
+	return string(b), nil
+}
+
+// decodeRecrawl is the inverse of encodeRecrawl.
+func decodeRecrawl(s string) (*txindex.Recrawl, error) {
+	var st storedRecrawl
+	if err := json.Unmarshal([]byte(s), &st); err != nil {
+		return nil, fmt.Errorf("decode recrawl state: %w", err)
+	}
+	return &st.Recrawl, nil
+}
+
 // Stale returns up to limit records in a non-terminal status whose status
 // time is before before, oldest first.
 func (x *TxIndex) Stale(ctx context.Context, before time.Time, limit int) ([]txindex.Record, error) {
@@ -553,7 +654,7 @@ func (x *TxIndex) list(ctx context.Context, crawlID string, status contracts.Sta
 func (x *TxIndex) Close() error {
 	x.wr.close()
 	for _, s := range []*sql.Stmt{x.existing, x.insert, x.transition, x.addCount, x.lockedGetMany, x.lower, x.get, x.getMany,
-		x.counts, x.countHost, x.stale, x.listByKey, x.listByStatus, x.listCrawl, x.total} {
+		x.counts, x.countHost, x.stale, x.listByKey, x.listByStatus, x.listCrawl, x.total, x.due, x.dueCount, x.dueNext} {
 		if s != nil {
 			_ = s.Close()
 		}
@@ -569,7 +670,8 @@ func scanRecord(row scanner, history bool) (txindex.Record, error) {
 	var r txindex.Record
 	var status string
 	var statusTime, createdAt int64
-	var bytes, lastmod sql.NullInt64
+	var bytes, lastmod, nextDue sql.NullInt64
+	var recrawl sql.NullString
 	var hist sql.RawBytes
 	var histStr string
 	histDst := any(&hist)
@@ -578,7 +680,8 @@ func scanRecord(row scanner, history bool) (txindex.Record, error) {
 	}
 	err := row.Scan(&r.Key, &r.CrawlID, &r.URL, &r.Host, &r.Group, &r.Depth, &r.Hops, &r.Referrer,
 		&status, &statusTime, &r.Attempts, &r.Error, &r.HTTPStatus,
-		&r.Asset.Key, &r.Asset.Offset, &r.Asset.Length, &createdAt, &r.MIMEType, &bytes, histDst, &r.Sitemap, &lastmod)
+		&r.Asset.Key, &r.Asset.Offset, &r.Asset.Length, &createdAt, &r.MIMEType, &bytes, histDst, &r.Sitemap, &lastmod,
+		&recrawl, &nextDue)
 	if err != nil {
 		return txindex.Record{}, err
 	}
@@ -591,6 +694,15 @@ func scanRecord(row scanner, history bool) (txindex.Record, error) {
 	if lastmod.Valid {
 		t := fromNanos(lastmod.Int64)
 		r.Lastmod = &t
+	}
+	if recrawl.Valid {
+		if r.Recrawl, err = decodeRecrawl(recrawl.String); err != nil {
+			return txindex.Record{}, fmt.Errorf("record %q: %w", r.Key, err)
+		}
+	}
+	if nextDue.Valid {
+		t := time.UnixMilli(nextDue.Int64).UTC()
+		r.NextDue = &t
 	}
 	if history {
 		if r.History, err = decodeHistory(histStr); err != nil {

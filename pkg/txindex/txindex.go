@@ -64,7 +64,14 @@ type Record struct {
 	Sitemap string `json:"sitemap,omitempty"`
 	// Lastmod is the <lastmod> of the sitemap entry that created the
 	// record (nil when none did), UTC, second precision.
-	Lastmod   *time.Time `json:"lastmod,omitempty"`
+	Lastmod *time.Time `json:"lastmod,omitempty"`
+	// Recrawl is what the last fetch of a continuous crawl's URL left for
+	// the next one; nil in one-shot crawls.
+	Recrawl *Recrawl `json:"recrawl,omitempty"`
+	// NextDue is when a continuous crawl fetches the URL again. It is set
+	// (to Recrawl.Due) only while the record is settled in a terminal
+	// status, and nil otherwise: see Apply.
+	NextDue   *time.Time `json:"next_due,omitempty"`
 	CreatedAt time.Time  `json:"created_at"`
 	// History is the record's status history, oldest first: its status at
 	// creation, then one event per applied transition that changed the
@@ -73,6 +80,41 @@ type Record struct {
 	// LowerDepth's result) may leave it empty.
 	History []Event `json:"history,omitempty"`
 }
+
+// Recrawl is the state a continuous crawl keeps per URL between fetches.
+type Recrawl struct {
+	// Fetched is when the URL was last fetched, and Status the HTTP status
+	// of that fetch (304 included).
+	Fetched time.Time `json:"fetched"`
+	Status  int       `json:"status,omitempty"`
+	// IntervalMS is the time from Fetched to the next fetch, in
+	// milliseconds, and Due that time (Fetched plus the interval).
+	IntervalMS int64     `json:"interval_ms"`
+	Due        time.Time `json:"due"`
+	// ETag and LastModified are the validators of the stored response,
+	// sent back as If-None-Match and If-Modified-Since (empty: none, or
+	// longer than MaxValidatorLen).
+	ETag         string `json:"etag,omitempty"`
+	LastModified string `json:"last_modified,omitempty"`
+	// Digest is the WARC payload digest of the stored response; RecordID
+	// and Stored are its WARC-Record-ID and WARC-Date, which revisit
+	// records refer to.
+	Digest   string    `json:"digest,omitempty"`
+	RecordID string    `json:"record_id,omitempty"`
+	Stored   time.Time `json:"stored,omitzero"`
+	// Changes counts the fetches that found new content after the first;
+	// Revisits those that found it unchanged (304, or the same digest).
+	Changes  int `json:"changes,omitempty"`
+	Revisits int `json:"revisits,omitempty"`
+}
+
+// MaxValidatorLen bounds the ETag and Last-Modified values a record keeps:
+// a longer one is not kept, and the next fetch is not conditional on it.
+const MaxValidatorLen = 256
+
+// Done reports whether a record in status s is settled and may be
+// scheduled again by a continuous crawl.
+func Done(s contracts.Status) bool { return s.Terminal() }
 
 // Kinds of sitemap records (Record.Sitemap).
 const (
@@ -136,6 +178,66 @@ type Transition struct {
 	// be *IfDepth. The crawler's outcome of a page parsed at a depth that
 	// has since been lowered does not apply: the page is parsed again.
 	IfDepth *int
+	// Recrawl, when not nil, replaces the record's recrawl state (the
+	// loader's, after a fetch of a continuous crawl).
+	Recrawl *Recrawl
+	// ResetAttempts sets the attempt count to 0 (a recrawl starts afresh);
+	// ClearError empties the record's error (a fetch that succeeded).
+	ResetAttempts bool
+	ClearError    bool
+}
+
+// Apply changes r by t at time now. It is the rule every implementation of
+// Transition follows: the status and status time, the non-zero outcome
+// fields, and NextDue, which is Recrawl.Due while the record is in a
+// terminal status and nil in any other.
+func Apply(r *Record, t Transition, now time.Time) {
+	if r.Status != t.To {
+		r.History = AppendHistory(r.History, Event{Status: t.To, Time: now})
+	}
+	r.Status = t.To
+	r.StatusTime = now
+	switch {
+	case t.Error != "":
+		r.Error = t.Error
+	case t.ClearError:
+		r.Error = ""
+	}
+	if t.HTTPStatus != 0 {
+		r.HTTPStatus = t.HTTPStatus
+	}
+	if t.Asset != nil {
+		r.Asset = *t.Asset
+	}
+	if t.MIMEType != "" {
+		r.MIMEType = t.MIMEType
+	}
+	if t.Bytes != nil {
+		b := *t.Bytes
+		r.Bytes = &b
+	}
+	if t.ResetAttempts {
+		r.Attempts = 0
+	}
+	if t.AddAttempt {
+		r.Attempts++
+	}
+	if t.Recrawl != nil {
+		rc := *t.Recrawl
+		r.Recrawl = &rc
+	}
+	r.NextDue = NextDue(*r)
+}
+
+// NextDue returns when r is due again: its Recrawl.Due while it is in a
+// terminal status, nil otherwise (in the pipeline, or never fetched by a
+// continuous crawl).
+func NextDue(r Record) *time.Time {
+	if !Done(r.Status) || r.Recrawl == nil || r.Recrawl.Due.IsZero() {
+		return nil
+	}
+	d := r.Recrawl.Due.UTC().Truncate(time.Millisecond)
+	return &d
 }
 
 // Lowering lowers the depth of one record whose URL was found again on a
@@ -182,6 +284,7 @@ func Lower(r *Record, l Lowering, now time.Time) bool {
 	if Reparse(*r) {
 		r.Status, r.StatusTime = contracts.ToBeParsed, now
 		r.History = AppendHistory(r.History, Event{Status: r.Status, Time: now})
+		r.NextDue = nil
 	}
 	r.Depth, r.Hops = l.Depth, l.Hops
 	return true
@@ -207,6 +310,14 @@ type Index interface {
 	// several lowerings of one key the smallest depth applies. It returns
 	// the records it changed, keyed by key.
 	LowerDepth(ctx context.Context, ls []Lowering) (map[string]Lowered, error)
+	// Due returns up to limit records of crawlID whose NextDue is at or
+	// before before, earliest first. It reads an index on the due time: its
+	// cost follows the records it returns, not the crawl's size.
+	Due(ctx context.Context, crawlID string, before time.Time, limit int) ([]Record, error)
+	// DueStats returns the number of records of crawlID due at before
+	// (NextDue at or before it) and the earliest NextDue of the crawl, nil
+	// when none is scheduled.
+	DueStats(ctx context.Context, crawlID string, before time.Time) (due int64, next *time.Time, err error)
 	// Counts returns the number of records of crawlID per status.
 	Counts(ctx context.Context, crawlID string) (map[contracts.Status]int64, error)
 	// CountHost returns the number of records of crawlID whose host is host.

@@ -223,3 +223,14 @@ func headerLines(block []byte) []string {
 	}
 	return out
 }
+
+// HTTPHeader returns a copy of the status line and header block of an HTTP
+// message (a response record's block), blank line included: what a 304's
+// revisit record freshens (Revisit.OriginalHeader).
+func HTTPHeader(msg []byte) ([]byte, error) {
+	end := httpHeaderEnd(msg)
+	if end < 0 {
+		return nil, fmt.Errorf("http header: no end of header: %w", ErrMalformed)
+	}
+	return append([]byte(nil), msg[:end]...), nil
+}

@@ -293,7 +293,8 @@ type Segment struct {
 	buf      bytes.Buffer
 	count    int
 	gz       *gzip.Writer
-	head     []byte // scratch for record headers
+	gzSmall  *gzip.Writer // for small records (smallRecord)
+	head     []byte       // scratch for record headers
 }
 
 // NewSegment returns an empty segment; with compress, every record is
@@ -303,6 +304,14 @@ func NewSegment(compress bool) *Segment {
 }
 
 var trailer = []byte("\r\n\r\n")
+
+// smallRecord bounds the records (header and block) a segment compresses
+// at gzip's best level: requests, revisits, robots.txt, redirects, whose
+// bytes are what a recrawl of unchanged pages stores, and which cost little
+// to compress. Larger records use BestSpeed: the loader compresses every
+// page it fetches, and level 1 costs a third of the default's CPU for
+// WARC's mostly textual records.
+const smallRecord = 4096
 
 // Append writes r at the end of the segment and returns where it lies: the
 // record (or its gzip member) is Bytes()[offset:offset+length]. It fills
@@ -321,19 +330,21 @@ func (s *Segment) Append(r Record) (offset, length int64, err error) {
 		s.buf.Write(r.Block)
 		s.buf.Write(trailer)
 	} else {
-		if s.gz == nil {
-			// BestSpeed: the loader compresses every page it fetches, and
-			// level 1 costs a third of the default's CPU for WARC's mostly
-			// textual records.
-			s.gz, _ = gzip.NewWriterLevel(&s.buf, gzip.BestSpeed)
+		gz := &s.gz
+		level := gzip.BestSpeed
+		if len(head)+len(r.Block) <= smallRecord {
+			gz, level = &s.gzSmall, gzip.BestCompression
+		}
+		if *gz == nil {
+			*gz, _ = gzip.NewWriterLevel(&s.buf, level)
 		} else {
-			s.gz.Reset(&s.buf)
+			(*gz).Reset(&s.buf)
 		}
 		// Writes to a bytes.Buffer cannot fail, so neither can these.
-		s.gz.Write(head)
-		s.gz.Write(r.Block)
-		s.gz.Write(trailer)
-		if err := s.gz.Close(); err != nil {
+		(*gz).Write(head)
+		(*gz).Write(r.Block)
+		(*gz).Write(trailer)
+		if err := (*gz).Close(); err != nil {
 			s.buf.Truncate(start)
 			return 0, 0, fmt.Errorf("append record: compress: %w", err)
 		}

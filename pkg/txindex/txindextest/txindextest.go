@@ -63,6 +63,8 @@ func Run(t *testing.T, h Harness) {
 		{"Reports", testReports},
 		{"Reopen", testReopen},
 		{"SitemapFields", testSitemapFields},
+		{"RecrawlFields", testRecrawlFields},
+		{"Due", testDue},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.f(t, h) })

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/search"
@@ -26,9 +27,10 @@ const usage = `usage: grid <command> [flags]
 commands:
   up      [--data DIR] [--listen ADDR]          run MCP, loader, crawler and indexer on embedded backends
   crawl   [--depth N] [--data DIR] [--json] [--scope host|domain|any] [--max-pages N] [--min-delay-ms N]
-          [--urls-file FILE] [--listen ADDR] [--api URL] URL...
+          [--recrawl 24h|adaptive:1h-30d] [--urls-file FILE] [--listen ADDR] [--api URL] URL...
                                                 run one crawl to the end on the embedded grid (or on the
-                                                grid already running on DIR, or on the MCP at --api)
+                                                grid already running on DIR, or on the MCP at --api); a
+                                                continuous crawl (--recrawl) to the end of its first round
   status  [--data DIR] [--api URL] [--json] [CRAWL_ID]
                                                 show crawls (or one crawl)
   search  [--data DIR] [--api URL] [--crawl ID] [--limit N] [--json] QUERY...
@@ -377,10 +379,15 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if len(list.Crawls) == 0 {
 		fmt.Fprintln(stdout, "no crawls")
 	}
+	now := time.Now()
 	for _, st := range list.Crawls {
-		fmt.Fprintf(stdout, "%s  %-9s  total %d  pending %d  indexed %d  redirected %d  failed %d  documents %d  %s\n",
+		recrawl := ""
+		if st.Profile.Recrawl != nil {
+			recrawl = fmt.Sprintf("  recrawl %s: %s", fmtSchedule(st.Profile.Recrawl), fmtNextDue(st.Recrawl, now))
+		}
+		fmt.Fprintf(stdout, "%s  %-10s  total %d  pending %d  indexed %d  redirected %d  failed %d  documents %d%s  %s\n",
 			st.CrawlID, st.State, st.Total, st.Pending, st.Counts[contracts.Indexed], st.Counts[contracts.Redirected],
-			st.Counts[contracts.Failed], st.Documents, strings.Join(st.Profile.StartURLs, " "))
+			st.Counts[contracts.Failed], st.Documents, recrawl, strings.Join(st.Profile.StartURLs, " "))
 	}
 	return nil
 }

@@ -30,6 +30,7 @@ type crawlOpts struct {
 	asJSON                             *bool
 	sitemaps                           *bool
 	sitemapDepth                       *int
+	recrawl                            *string
 }
 
 // newCrawlFlags defines grid crawl's flags. The profile flags show the
@@ -49,15 +50,21 @@ func newCrawlFlags(stderr io.Writer) (*flag.FlagSet, *crawlOpts) {
 		listen:       fs.String("listen", "127.0.0.1:0", "API and dashboard address of the grid this command runs"),
 		sitemaps:     fs.Bool("sitemaps", true, "read the start hosts' sitemaps (robots.txt Sitemap: lines, /sitemap.xml)"),
 		sitemapDepth: fs.Int("sitemap-depth", 0, "depth of sitemaps and the URLs they list (at most -depth)"),
+		recrawl: fs.String("recrawl", "", "make the crawl continuous: fetch every page again after this interval (24h, 30d, 1d12h),\n"+
+			"or adaptive:MIN-MAX (adaptive:1h-30d: shorter when a page changed, longer when not);\n"+
+			"grid crawl returns when the first round is done"),
 	}
 	return fs, o
 }
 
 // profile returns the crawl profile of the parsed flags fs and starts. Only
 // the flags given on the command line are set; MCP defaults the rest, so
-// that the crawl is the one the API starts for the same settings.
-func (o *crawlOpts) profile(fs *flag.FlagSet, starts []string) contracts.Profile {
+// that the crawl is the one the API starts for the same settings. The
+// profile is checked as MCP will check it: an invalid flag value is a
+// usageError naming the flag.
+func (o *crawlOpts) profile(fs *flag.FlagSet, starts []string) (contracts.Profile, error) {
 	p := contracts.Profile{StartURLs: starts, MaxDepth: contracts.DefaultMaxDepth}
+	var err error
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
 		case "depth":
@@ -72,9 +79,69 @@ func (o *crawlOpts) profile(fs *flag.FlagSet, starts []string) contracts.Profile
 			p.Sitemaps = o.sitemaps
 		case "sitemap-depth":
 			p.SitemapDepth = *o.sitemapDepth
+		case "recrawl":
+			p.Recrawl, err = parseRecrawl(*o.recrawl)
 		}
 	})
-	return p
+	if err != nil {
+		return p, err
+	}
+	if err := p.WithDefaults().Validate(); err != nil {
+		return p, flagFieldError(fs, err)
+	}
+	return p, nil
+}
+
+// profileFlags names the grid crawl flag that sets each profile field
+// (recrawl.* are all --recrawl).
+var profileFlags = map[string]string{
+	"max_depth": "depth", "scope": "scope", "max_pages": "max-pages", "sitemap_depth": "sitemap-depth",
+	"politeness.min_delay_ms": "min-delay-ms", "politeness.max_delay_ms": "min-delay-ms",
+}
+
+// flagFieldError returns err, the validation error of a profile built
+// from the flags fs, as a usageError that names the flag and its value
+// instead of the profile field.
+func flagFieldError(fs *flag.FlagSet, err error) error {
+	var fe *contracts.FieldError
+	if !errors.As(err, &fe) {
+		return usageError{err}
+	}
+	name, ok := profileFlags[fe.Field]
+	reason := strings.ReplaceAll(fe.Reason, "max_depth", "--depth")
+	if fe.Field == "recrawl" || strings.HasPrefix(fe.Field, "recrawl.") {
+		name, ok = "recrawl", true
+		// The parts of adaptive:MIN-MAX, as the flag's help names them.
+		switch fe.Field {
+		case "recrawl.adaptive.min":
+			reason = "MIN " + reason
+		case "recrawl.adaptive.max":
+			reason = "MAX " + strings.ReplaceAll(reason, "adaptive.min", "MIN")
+		}
+	}
+	f := fs.Lookup(name)
+	if !ok || f == nil {
+		return usageError{err}
+	}
+	return usageError{fmt.Errorf("invalid --%s %q: %s", name, f.Value.String(), reason)}
+}
+
+// parseRecrawl parses the value of --recrawl: an interval ("24h", "30d",
+// "1d12h") or adaptive:MIN-MAX ("adaptive:1h-30d"). The durations are
+// checked with the rest of the profile.
+func parseRecrawl(s string) (*contracts.Recrawl, error) {
+	const want = "want an interval such as 24h or 30d, or adaptive:MIN-MAX such as adaptive:1h-30d"
+	if rest, ok := strings.CutPrefix(s, "adaptive:"); ok {
+		lo, hi, ok := strings.Cut(rest, "-")
+		if !ok || lo == "" || hi == "" {
+			return nil, usageError{fmt.Errorf("invalid --recrawl %q: %s", s, want)}
+		}
+		return &contracts.Recrawl{Adaptive: &contracts.AdaptiveRecrawl{Min: lo, Max: hi}}, nil
+	}
+	if s == "" || strings.Contains(s, ":") {
+		return nil, usageError{fmt.Errorf("invalid --recrawl %q: %s", s, want)}
+	}
+	return &contracts.Recrawl{Interval: s}, nil
 }
 
 // errInterrupted is returned when the user interrupted a command: the
@@ -111,11 +178,15 @@ func cmdCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(starts) == 0 {
 		return usageError{errors.New("at least one start URL is required")}
 	}
+	p, err := o.profile(fs, starts)
+	if err != nil {
+		return err
+	}
 	cfg, err := loadConfig(*o.data)
 	if err != nil {
 		return err
 	}
-	body, err := json.Marshal(o.profile(fs, starts))
+	body, err := json.Marshal(p)
 	if err != nil {
 		return fmt.Errorf("encode profile: %w", err)
 	}
@@ -234,7 +305,9 @@ func (r *crawlRun) follow(ctx context.Context, body []byte) error {
 			return fmt.Errorf("follow crawl %s: %w", id, err)
 		}
 		r.last = st
-		if st.State == contracts.CrawlFinished || st.State == contracts.CrawlCancelled {
+		// A continuous crawl never finishes: its first round is done when
+		// it is first up to date.
+		if st.State == contracts.CrawlFinished || st.State == contracts.CrawlCancelled || st.State == contracts.CrawlUpToDate {
 			bar.done(st, time.Now())
 			return r.end(ctx, st)
 		}
@@ -276,19 +349,30 @@ func (r *crawlRun) end(ctx context.Context, st contracts.CrawlStatus) error {
 			return fmt.Errorf("write status: %w", err)
 		}
 	} else {
-		fmt.Fprintf(r.stdout, "crawl %s %s in %s: %d indexed, %d redirected, %d failed, %d retired, %d documents, %.1f pages/s\n",
-			st.CrawlID, st.State, fmtElapsed(elapsed(st, time.Now())), st.Counts[contracts.Indexed], st.Counts[contracts.Redirected],
-			st.Counts[contracts.Failed], st.Retired, st.Documents, averageRate(st, time.Now()))
+		now := time.Now()
+		next := ""
+		if st.Profile.Recrawl != nil {
+			next = "; " + fmtNextDue(st.Recrawl, now)
+		}
+		fmt.Fprintf(r.stdout, "crawl %s %s in %s: %d indexed, %d redirected, %d failed, %d retired, %d documents, %.1f pages/s%s\n",
+			st.CrawlID, st.State, fmtElapsed(elapsed(st, now)), st.Counts[contracts.Indexed], st.Counts[contracts.Redirected],
+			st.Counts[contracts.Failed], st.Retired, st.Documents, averageRate(st, now), next)
 	}
-	if st.State != contracts.CrawlFinished {
+	if st.State == contracts.CrawlUpToDate {
+		r.continuing(st)
+	} else if st.State != contracts.CrawlFinished {
 		return fmt.Errorf("crawl %s ended %s", st.CrawlID, st.State)
 	}
 	if st.Counts[contracts.Indexed] > 0 {
 		return nil
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "crawl %s finished with nothing indexed: %d failed, %d redirected, %d retired",
-		st.CrawlID, st.Counts[contracts.Failed], st.Counts[contracts.Redirected], st.Retired)
+	what := "finished"
+	if st.State == contracts.CrawlUpToDate {
+		what = "did its first round"
+	}
+	fmt.Fprintf(&b, "crawl %s %s with nothing indexed: %d failed, %d redirected, %d retired",
+		st.CrawlID, what, st.Counts[contracts.Failed], st.Counts[contracts.Redirected], st.Retired)
 	if st.Counts[contracts.Failed] > 0 {
 		rs, err := r.reasons(ctx, st.CrawlID)
 		switch {
@@ -299,6 +383,61 @@ func (r *crawlRun) end(ctx context.Context, st contracts.CrawlStatus) error {
 		}
 	}
 	return nothingIndexedError(b.String())
+}
+
+// continuing tells about the continuous crawl of st whose first round is
+// done (the summary line has its next due time): how to keep it going and
+// follow it. The crawl on the grid this command runs recrawls only while
+// a grid runs on its data directory again.
+func (r *crawlRun) continuing(st contracts.CrawlStatus) {
+	id := st.CrawlID
+	fmt.Fprintf(r.stderr, "grid crawl: crawl %s is continuous (recrawl %s) and up to date: its first round is done\n",
+		id, fmtSchedule(st.Profile.Recrawl))
+	if r.local {
+		fmt.Fprintf(r.stderr, "grid crawl: it is stored in %s and recrawls while a grid runs there: grid up --data %s\n"+
+			"grid crawl: follow it with: grid status --data %s %s\n", r.dataDir, r.dataDir, r.dataDir, id)
+		return
+	}
+	fmt.Fprintf(r.stderr, "grid crawl: it keeps recrawling in the grid at %s; follow it with: grid status --api %s %s\n", r.c.base, r.c.base, id)
+}
+
+// fmtSchedule formats a continuous crawl's schedule: "every 24h", or
+// "adaptive 1h-30d".
+func fmtSchedule(rc *contracts.Recrawl) string {
+	switch {
+	case rc == nil:
+		return "none"
+	case rc.Adaptive != nil:
+		return "adaptive " + rc.Adaptive.Min + "-" + rc.Adaptive.Max
+	}
+	return "every " + rc.Interval
+}
+
+// fmtNextDue formats the due URLs and the next due time of rs at now:
+// "0 due, next due in 2s (at 2026-11-23 23:59:01 UTC)".
+func fmtNextDue(rs *contracts.RecrawlStatus, now time.Time) string {
+	if rs == nil {
+		return "nothing scheduled"
+	}
+	s := fmt.Sprintf("%d due", rs.Due)
+	if rs.NextDue == nil {
+		return s + ", no URL scheduled"
+	}
+	at := rs.NextDue.Local().Format("2006-01-02 15:04:05 MST")
+	if d := rs.NextDue.Sub(now); d > 0 {
+		return fmt.Sprintf("%s, next due in %s (at %s)", s, fmtDuration(d), at)
+	}
+	return fmt.Sprintf("%s, next due now (since %s)", s, at)
+}
+
+// fmtDuration formats a time to come, rounded up to the second: 2s,
+// 4m05s, 2h04m05s, and from two days on in days and hours: 29d23h.
+func fmtDuration(d time.Duration) string {
+	d = (d + time.Second - 1).Truncate(time.Second)
+	if d >= 48*time.Hour {
+		return fmt.Sprintf("%dd%02dh", d/(24*time.Hour), d%(24*time.Hour)/time.Hour)
+	}
+	return fmtElapsed(d)
 }
 
 // nothingIndexedError is errNothingIndexed with what the crawl did instead.

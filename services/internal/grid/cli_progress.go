@@ -76,17 +76,22 @@ func fmtElapsed(d time.Duration) string {
 	return fmt.Sprintf("%dh%02dm%02ds", s/3600, s/60%60, s%60)
 }
 
-// progressLine is the text of one progress report of st: the elapsed
-// time, the URLs settled of those known, the count of each outcome, the
-// pending URLs and the rate.
+// progressLine is the text of one progress report of st: its state unless
+// running, the elapsed time, the URLs settled of those known, the count of
+// each outcome, the pending URLs, for a continuous crawl the URLs due, and
+// the rate.
 func progressLine(st contracts.CrawlStatus, elapsed time.Duration, rate float64) string {
 	state := ""
 	if st.State != contracts.CrawlRunning {
 		state = string(st.State) + "  "
 	}
-	return fmt.Sprintf("%s%s  %d/%d urls  %d indexed  %d redirected  %d failed  %d retired  %d pending  %.1f pages/s",
+	due := ""
+	if st.Recrawl != nil {
+		due = fmt.Sprintf("  %d due", st.Recrawl.Due)
+	}
+	return fmt.Sprintf("%s%s  %d/%d urls  %d indexed  %d redirected  %d failed  %d retired  %d pending%s  %.1f pages/s",
 		state, fmtElapsed(elapsed), st.Total-st.Pending, st.Total, st.Counts[contracts.Indexed], st.Counts[contracts.Redirected],
-		st.Counts[contracts.Failed], st.Retired, st.Pending, rate)
+		st.Counts[contracts.Failed], st.Retired, st.Pending, due, rate)
 }
 
 // shortProgressLine is progressLine in abbreviations, for a narrow
@@ -96,9 +101,13 @@ func shortProgressLine(st contracts.CrawlStatus, elapsed time.Duration, rate flo
 	if st.State != contracts.CrawlRunning {
 		state = string(st.State) + " "
 	}
-	return fmt.Sprintf("%s%s %d/%d urls %d idx %d redir %d fail %d ret %d pend %.1f p/s",
+	due := ""
+	if st.Recrawl != nil {
+		due = fmt.Sprintf(" %d due", st.Recrawl.Due)
+	}
+	return fmt.Sprintf("%s%s %d/%d urls %d idx %d redir %d fail %d ret %d pend%s %.1f p/s",
 		state, fmtElapsed(elapsed), st.Total-st.Pending, st.Total, st.Counts[contracts.Indexed], st.Counts[contracts.Redirected],
-		st.Counts[contracts.Failed], st.Retired, st.Pending, rate)
+		st.Counts[contracts.Failed], st.Retired, st.Pending, due, rate)
 }
 
 // rate returns the current rate: the settled URLs per second over the last
@@ -111,7 +120,8 @@ func (p *progress) rate(st contracts.CrawlStatus, now time.Time) float64 {
 	}
 	first, last := p.window[0], p.window[len(p.window)-1]
 	if d := last.t.Sub(first.t); d >= time.Second {
-		return float64(last.settled-first.settled) / d.Seconds()
+		// A continuous crawl's round takes settled URLs back: no negative rate.
+		return float64(max(last.settled-first.settled, 0)) / d.Seconds()
 	}
 	return averageRate(st, now)
 }

@@ -3,6 +3,7 @@ package grid
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -23,6 +24,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/pkg/websim"
+	"github.com/gridcrawl/gridcrawl/services/internal/mcp"
 )
 
 // chromiumPath returns the browser the dashboard test drives: GRIDCRAWL_CHROMIUM
@@ -69,6 +71,22 @@ func artifactsDir(t *testing.T) string {
 // its context; page script errors are collected into errs.
 func browser(t *testing.T, ctx context.Context) (context.Context, func() []string) {
 	t.Helper()
+	// Not t.TempDir: Chromium's helper processes may still write to their
+	// profile for a moment after the browser is gone, which would fail the
+	// test at its cleanup. The directory is removed once they are done.
+	profile, err := os.MkdirTemp("", "gridcrawl-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for range 50 {
+			if err := os.RemoveAll(profile); err == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Logf("chromium profile %s left behind", profile)
+	})
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromiumPath(t)),
 		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
@@ -77,7 +95,7 @@ func browser(t *testing.T, ctx context.Context) (context.Context, func() []strin
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(1360, 900),
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
@@ -445,6 +463,315 @@ func TestDashboardLoginInBrowser(t *testing.T) {
 	}
 	if status != http.StatusUnauthorized {
 		t.Errorf("fetch after logout = %d, want 401", status)
+	}
+	if errs := pageErrors(); len(errs) > 0 {
+		t.Errorf("the dashboard logged script errors: %v", errs)
+	}
+}
+
+// dashRun is a dashboard test's way of taking steps in the browser: each
+// step fails the test with a screenshot, the page's script errors and its
+// text.
+type dashRun struct {
+	t          *testing.T
+	bctx       context.Context
+	shots      string
+	pageErrors func() []string
+}
+
+// shot saves a screenshot of the whole page as name.png.
+func (d *dashRun) shot(name string) chromedp.Action {
+	return chromedp.ActionFunc(func(ctx context.Context) error {
+		var buf []byte
+		if err := chromedp.FullScreenshot(&buf, 100).Do(ctx); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(d.shots, name+".png"), buf, 0o644)
+	})
+}
+
+// run takes the step named step.
+func (d *dashRun) run(step string, actions ...chromedp.Action) {
+	d.t.Helper()
+	sctx, done := context.WithTimeout(d.bctx, 2*time.Minute)
+	defer done()
+	if err := chromedp.Run(sctx, actions...); err != nil {
+		var text string
+		_ = chromedp.Run(d.bctx, d.shot("failed-"+strings.ReplaceAll(step, " ", "-")), chromedp.Evaluate(`document.querySelector("main").innerText`, &text))
+		d.t.Fatalf("%s: %v (page errors: %v)\npage text:\n%s", step, err, d.pageErrors(), text)
+	}
+}
+
+// continuousView is what the crawl page shows of a continuous crawl, read
+// in one go (the page redraws at every poll).
+type continuousView struct {
+	Badge    string `json:"badge"`
+	Schedule string `json:"schedule"`
+	Due      string `json:"due"`
+	Next     string `json:"next"`
+	Note     string `json:"note"`
+	Pause    bool   `json:"pause"`
+	Resume   bool   `json:"resume"`
+	Cancel   bool   `json:"cancel"`
+}
+
+// continuousViewJS reads a continuousView off the crawl page when its
+// state badge says state; null otherwise.
+const continuousViewJS = `(() => {
+  const b = document.querySelector("#state .badge");
+  const t = (sel) => { const e = document.querySelector(sel); return e ? e.textContent : ""; };
+  const on = (sel) => { const e = document.querySelector(sel); return !!e && !e.disabled; };
+  if (!b || b.textContent !== %q || !document.querySelector("#recrawl")) return null;
+  return {badge: b.textContent, schedule: t("#recrawl-schedule"), due: t("#recrawl-due"), next: t("#recrawl-next"),
+    note: t("#recrawl-note"), pause: on("#pause"), resume: on("#resume"), cancel: on("#cancel")};
+})()`
+
+// TestDashboardContinuousCrawl drives the dashboard through a continuous
+// crawl (recrawl every 2 s) of the changing site: the form refuses an
+// invalid interval next to its field and starts the crawl; the crawl page
+// shows it up_to_date as a live crawl (Pause and Cancel enabled) with its
+// schedule, due count and relative next due time; the frontier controls
+// list it and change its schedule to 1 h; the URL page shows each page's
+// recrawl state, compared with the site's own count of its fetches; pause,
+// resume and cancel work from the buttons.
+func TestDashboardContinuousCrawl(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
+	defer cancel()
+	bctx, pageErrors := browser(t, ctx)
+	d := &dashRun{t: t, bctx: bctx, shots: artifactsDir(t), pageErrors: pageErrors}
+	site := &changingSite{fetches: map[string]int{}}
+	start := serveSite(t, "recrawl.test", site)
+	base := strings.TrimSuffix(start, "/")
+	t.Setenv("GRIDCRAWL_DUE_CHECK_INTERVAL", "100ms")
+	t.Setenv("GRIDCRAWL_TIMELINE_INTERVAL", "100ms")
+	_, api := startGrid(t, testConfig(t, t.TempDir(), "recrawl.test=127.0.0.1"))
+
+	// An interval the API refuses shows next to its field; a valid one
+	// starts the crawl.
+	var fieldErr, hash string
+	d.run("invalid recrawl interval",
+		chromedp.Navigate(api+"/#/new"),
+		chromedp.WaitVisible(`#f-recrawl-interval`, chromedp.ByQuery),
+		chromedp.SetValue(`#f-start_urls`, start, chromedp.ByQuery),
+		chromedp.SetValue(`#f-name`, "continuous", chromedp.ByQuery),
+		chromedp.SetValue(`#f-max_depth`, "2", chromedp.ByQuery),
+		chromedp.SetValue(`#f-politeness-min_delay_ms`, "20", chromedp.ByQuery),
+		chromedp.SetValue(`#f-politeness-max_delay_ms`, "20", chromedp.ByQuery),
+		chromedp.SetValue(`#f-politeness-delay_factor`, "0", chromedp.ByQuery),
+		chromedp.SetValue(`#f-recrawl-interval`, "daily", chromedp.ByQuery),
+		chromedp.Click(`#submit`, chromedp.ByQuery),
+		chromedp.WaitVisible(`[data-for="recrawl.interval"] .field-error`, chromedp.ByQuery),
+		chromedp.Text(`[data-for="recrawl.interval"] .field-error`, &fieldErr, chromedp.ByQuery),
+		d.shot("new-continuous-crawl-error"))
+	if !strings.Contains(fieldErr, "recrawl.interval") || !strings.Contains(fieldErr, `"daily"`) {
+		t.Errorf("field error next to the recrawl interval = %q, want the API's recrawl.interval error", fieldErr)
+	}
+	d.run("submit continuous crawl",
+		chromedp.SetValue(`#f-recrawl-interval`, "2s", chromedp.ByQuery),
+		d.shot("new-continuous-crawl"),
+		chromedp.Click(`#submit`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#recrawl`, chromedp.ByQuery),
+		chromedp.Evaluate(`location.hash`, &hash))
+	id, err := url.PathUnescape(strings.TrimPrefix(hash, "#/crawl/"))
+	if err != nil || id == "" || id == hash {
+		t.Fatalf("after submitting, the page is at %q, want #/crawl/ID", hash)
+	}
+	status := func() contracts.CrawlStatus {
+		var st contracts.CrawlStatus
+		if code := apiDo(t, http.MethodGet, api+"/api/v1/crawls/"+id, nil, &st); code != http.StatusOK {
+			t.Fatalf("GET crawl = %d", code)
+		}
+		return st
+	}
+	if st := status(); st.Profile.Recrawl == nil || st.Profile.Recrawl.Interval != "2s" {
+		t.Fatalf("the form's crawl has recrawl %+v, want every 2s", st.Profile.Recrawl)
+	}
+
+	// Between two rounds the crawl is up to date: a live crawl. The page
+	// shows it when one of its polls falls between two rounds (a window
+	// of the interval less a round's time): wait for one, up to the
+	// step's limit.
+	var v continuousView
+	d.run("up to date", chromedp.Poll(fmt.Sprintf(continuousViewJS, "up_to_date"), &v,
+		chromedp.WithPollingInterval(20*time.Millisecond), chromedp.WithPollingTimeout(0)),
+		d.shot("continuous-up-to-date"))
+	if v.Schedule != "every 2s" || !regexp.MustCompile(`^\d+$`).MatchString(v.Due) || !regexp.MustCompile(`^(in [12] s|due now)$`).MatchString(v.Next) ||
+		!strings.HasPrefix(v.Note, "Up to date") {
+		t.Errorf("up to date crawl shows schedule %q, due %q, next due %q, note %q; want every 2s, a count, in 1 or 2 s, up to date",
+			v.Schedule, v.Due, v.Next, v.Note)
+	}
+	if !v.Pause || !v.Cancel || v.Resume {
+		t.Errorf("up to date crawl: pause enabled %v, cancel %v, resume %v; want pause and cancel enabled, resume not", v.Pause, v.Cancel, v.Resume)
+	}
+
+	// Two rounds: /a changed, /c answered 304.
+	record := func(path string) mcp.URLRecord {
+		var rec mcp.URLRecord
+		if code := apiDo(t, http.MethodGet, api+"/api/v1/crawls/"+id+"/urls?"+url.Values{"url": {base + path}}.Encode(), nil, &rec); code != http.StatusOK {
+			return mcp.URLRecord{}
+		}
+		return rec
+	}
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		a, c := record("/a").Recrawl, record("/c").Recrawl
+		if a != nil && c != nil && a.Changes >= 1 && c.Revisits >= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no second round after 2 min: /a %+v, /c %+v", a, c)
+		}
+	}
+
+	// The frontier controls list the crawl and change its schedule. The
+	// crawl goes from running to up_to_date and back at every round: the
+	// state shown changes, the value being typed stays.
+	var interval, typed, firstState string
+	var flipped bool
+	d.run("frontier controls",
+		chromedp.Navigate(api+"/#/frontier"),
+		chromedp.WaitVisible(`#patch-form [data-field="recrawl.interval"]`, chromedp.ByQuery),
+		chromedp.Value(`#patch-form [data-field="recrawl.interval"]`, &interval, chromedp.ByQuery),
+		chromedp.WaitVisible(`#control-head #cancel:not([disabled])`, chromedp.ByQuery),
+		chromedp.SetValue(`#patch-form [data-field="recrawl.interval"]`, "1h", chromedp.ByQuery),
+		chromedp.Text(`#control-head .badge`, &firstState, chromedp.ByQuery),
+		chromedp.ActionFunc(func(ctx context.Context) error { // built once firstState is read
+			return chromedp.Poll(fmt.Sprintf(`document.querySelector("#control-head .badge").textContent !== %q`, firstState), &flipped,
+				chromedp.WithPollingInterval(20*time.Millisecond), chromedp.WithPollingTimeout(0)).Do(ctx)
+		}),
+		chromedp.Value(`#patch-form [data-field="recrawl.interval"]`, &typed, chromedp.ByQuery),
+		d.shot("frontier-continuous"),
+		chromedp.Click(`#patch-form button[type="submit"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#toast:not([hidden])`, chromedp.ByQuery))
+	if interval != "2s" || typed != "1h" {
+		t.Errorf("the controls show recrawl interval %q, and %q after the crawl's state changed from %s; want 2s, then 1h as typed", interval, typed, firstState)
+	}
+	if st := status(); st.Profile.Recrawl == nil || st.Profile.Recrawl.Interval != "1h" || st.Profile.Version != 1 {
+		t.Fatalf("after the change the crawl has recrawl %+v, version %d; want every 1h, version 1", st.Profile.Recrawl, st.Profile.Version)
+	}
+	// Each page is fetched once more and then due in an hour: the crawl
+	// stays up to date and the site is still.
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		st := status()
+		if st.State == contracts.CrawlUpToDate && st.Recrawl != nil && st.Recrawl.NextDue != nil && time.Until(*st.Recrawl.NextDue) > 30*time.Minute {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not up to date for an hour after 2 min: %+v, recrawl %+v", st, st.Recrawl)
+		}
+	}
+
+	d.run("crawl page, due in an hour",
+		chromedp.Navigate(api+"/#/crawl/"+url.PathEscape(id)),
+		chromedp.Poll(fmt.Sprintf(continuousViewJS, "up_to_date"), &v, chromedp.WithPollingInterval(20*time.Millisecond)),
+		chromedp.WaitVisible(`#failure-reasons .empty`, chromedp.ByQuery),
+		chromedp.Sleep(2500*time.Millisecond), d.shot("crawl-continuous"),
+		chromedp.ActionFunc(func(ctx context.Context) error { // the first screen, for the README
+			var buf []byte
+			if err := chromedp.CaptureScreenshot(&buf).Do(ctx); err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(d.shots, "crawl-continuous-top.png"), buf, 0o644)
+		}))
+	if v.Schedule != "every 1h" || v.Due != "0" || !regexp.MustCompile(`^in (59|60) min$`).MatchString(v.Next) {
+		t.Errorf("crawl due in an hour shows schedule %q, due %q, next due %q; want every 1h, 0, in 59 or 60 min", v.Schedule, v.Due, v.Next)
+	}
+
+	// The URL page: each page's recrawl state, against the site's count of
+	// its fetches (the first fetch, then one per round).
+	site.mu.Lock()
+	fetches := maps.Clone(site.fetches)
+	site.mu.Unlock()
+	type urlView struct {
+		Fetched   string `json:"fetched"`
+		Next      string `json:"next"`
+		Interval  string `json:"interval"`
+		Changes   string `json:"changes"`
+		Revisits  string `json:"revisits"`
+		ETag      string `json:"etag"`
+		LastMod   string `json:"lastmod"`
+		RecordURL string `json:"url"`
+	}
+	const urlViewJS = `(() => { const t = (id) => document.getElementById(id).textContent;
+  return {fetched: t("rc-fetched"), next: t("rc-next"), interval: t("rc-interval"), changes: t("rc-changes"),
+    revisits: t("rc-revisits"), etag: t("rc-etag"), lastmod: t("rc-last-modified"), url: document.querySelector("#url-record h2").textContent}; })()`
+	// The site's oracle: /a's text is a number word of its fetch, the
+	// same from the ninth on (see changingSite); /c answers 304.
+	aChanges := min(fetches["/a"], 9) - 1
+	for _, tt := range []struct {
+		path              string
+		changes, revisits int
+		etag              string
+	}{
+		{"/a", aChanges, fetches["/a"] - 1 - aChanges, "none"},
+		{"/c", 0, fetches["/c"] - 1, `"c1"`},
+	} {
+		var uv urlView
+		d.run("url "+tt.path,
+			chromedp.Navigate(api+"/"+"#/url?crawl="+url.QueryEscape(id)+"&url="+url.QueryEscape(base+tt.path)),
+			chromedp.WaitVisible(`#url-recrawl`, chromedp.ByQuery),
+			chromedp.Evaluate(urlViewJS, &uv),
+			d.shot("url-recrawl"+strings.ReplaceAll(tt.path, "/", "-")))
+		if uv.RecordURL != base+tt.path {
+			t.Errorf("URL page shows %q, want %s", uv.RecordURL, base+tt.path)
+		}
+		if got := countOf(t, uv.Changes); got != int64(tt.changes) {
+			t.Errorf("%s: URL page shows %d changes, the site served %d fetches: want %d", tt.path, got, fetches[tt.path], tt.changes)
+		}
+		if got := countOf(t, uv.Revisits); got != int64(tt.revisits) {
+			t.Errorf("%s: URL page shows %d revisits, the site served %d fetches: want %d", tt.path, got, fetches[tt.path], tt.revisits)
+		}
+		if uv.ETag != tt.etag || uv.Interval != "1 h" || !regexp.MustCompile(`^in (59|60) min \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}$`).MatchString(uv.Next) ||
+			!strings.Contains(uv.Fetched, "ago") || !strings.HasSuffix(uv.Fetched, "HTTP 200") && !strings.HasSuffix(uv.Fetched, "HTTP 304") {
+			t.Errorf("%s: URL page shows ETag %q, interval %q, next due %q, last fetch %q; want %s, 1 h, in an hour, a fetch with its status",
+				tt.path, uv.ETag, uv.Interval, uv.Next, uv.Fetched, tt.etag)
+		}
+	}
+
+	// The crawls list: up to date, next due in an hour.
+	var listNext string
+	d.run("crawls list",
+		chromedp.Navigate(api+"/#/"),
+		chromedp.WaitVisible(fmt.Sprintf(`tr[data-crawl="%s"][data-state="up_to_date"] .badge.up_to_date`, id), chromedp.ByQuery),
+		chromedp.Text(fmt.Sprintf(`tr[data-crawl="%s"] td[data-next]`, id), &listNext, chromedp.ByQuery),
+		d.shot("crawls-continuous"))
+	if !regexp.MustCompile(`^continuous · next in (59|60) min$`).MatchString(listNext) {
+		t.Errorf("crawls list shows %q for the continuous crawl, want its next due time", listNext)
+	}
+
+	// On a phone nothing overflows the crawl page.
+	var overflow bool
+	d.run("narrow continuous crawl",
+		chromedp.Navigate(api+"/#/crawl/"+url.PathEscape(id)),
+		chromedp.EmulateViewport(390, 844),
+		chromedp.WaitVisible(`#recrawl`, chromedp.ByQuery),
+		chromedp.Sleep(500*time.Millisecond),
+		chromedp.Evaluate(`document.documentElement.scrollWidth > window.innerWidth + 1`, &overflow),
+		d.shot("crawl-continuous-narrow"),
+		chromedp.EmulateViewport(1360, 900))
+	if overflow {
+		t.Errorf("the continuous crawl's page is wider than a 390 px viewport")
+	}
+
+	// Pause and resume from the crawl page; cancel from the controls.
+	d.run("pause", chromedp.Click(`#pause:not([disabled])`, chromedp.ByQuery),
+		chromedp.Poll(fmt.Sprintf(continuousViewJS, "paused"), &v, chromedp.WithPollingInterval(20*time.Millisecond)))
+	if st := status(); st.State != contracts.CrawlPaused || !v.Resume || v.Pause || !strings.HasPrefix(v.Note, "Paused") {
+		t.Errorf("after Pause the crawl is %s, page: %+v; want paused, with Resume enabled", st.State, v)
+	}
+	d.run("resume", chromedp.Click(`#resume:not([disabled])`, chromedp.ByQuery),
+		chromedp.Poll(fmt.Sprintf(continuousViewJS, "up_to_date"), &v, chromedp.WithPollingInterval(20*time.Millisecond)))
+	if st := status(); st.State != contracts.CrawlUpToDate {
+		t.Errorf("after Resume the crawl is %s, want up_to_date (nothing is due)", st.State)
+	}
+	d.run("cancel",
+		chromedp.Navigate(api+"/#/frontier"),
+		chromedp.WaitVisible(`#controls .badge.up_to_date`, chromedp.ByQuery),
+		chromedp.Click(`#controls #cancel`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#controls #cancel.armed`, chromedp.ByQuery),
+		chromedp.Click(`#controls #cancel`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#controls .empty`, chromedp.ByQuery))
+	if st := status(); st.State != contracts.CrawlCancelled {
+		t.Errorf("after Cancel the crawl is %s, want cancelled", st.State)
 	}
 	if errs := pageErrors(); len(errs) > 0 {
 		t.Errorf("the dashboard logged script errors: %v", errs)

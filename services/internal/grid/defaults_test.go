@@ -30,6 +30,8 @@ func TestCrawlDefaultsMatchAPI(t *testing.T) {
 		{"scope and pages", []string{"--scope", "domain", "--max-pages", "7"}, `{"start_urls":["` + start + `"],"scope":"domain","max_pages":7}`},
 		{"sitemaps off", []string{"--sitemaps=false"}, `{"start_urls":["` + start + `"],"sitemaps":false}`},
 		{"sitemap depth", []string{"--depth", "2", "--sitemap-depth", "1"}, `{"start_urls":["` + start + `"],"max_depth":2,"sitemap_depth":1}`},
+		{"recrawl interval", []string{"--recrawl", "1d12h"}, `{"start_urls":["` + start + `"],"recrawl":{"interval":"1d12h"}}`},
+		{"recrawl adaptive", []string{"--recrawl", "adaptive:1h-30d"}, `{"start_urls":["` + start + `"],"recrawl":{"adaptive":{"min":"1h","max":"30d"}}}`},
 	}
 	_, api := startGrid(t, testConfig(t, t.TempDir(), ""))
 	create := func(t *testing.T, body []byte) contracts.Profile {
@@ -50,10 +52,11 @@ func TestCrawlDefaultsMatchAPI(t *testing.T) {
 			if err := fs.Parse(append(tt.args, start)); err != nil {
 				t.Fatal(err)
 			}
-			cliBody, err := json.Marshal(o.profile(fs, fs.Args()))
+			p, err := o.profile(fs, fs.Args())
 			if err != nil {
 				t.Fatal(err)
 			}
+			cliBody := mustJSON(t, p)
 			cli, fromAPI := create(t, cliBody), create(t, []byte(tt.body))
 			if diff := cmp.Diff(fromAPI, cli); diff != "" {
 				t.Errorf("grid crawl %v (body %s) and the API (body %s) differ (-api +cli):\n%s", tt.args, cliBody, tt.body, diff)
@@ -65,7 +68,11 @@ func TestCrawlDefaultsMatchAPI(t *testing.T) {
 	if err := fs.Parse([]string{start}); err != nil {
 		t.Fatal(err)
 	}
-	if p := create(t, mustJSON(t, o.profile(fs, fs.Args()))); p.Scope != contracts.ScopeHost || p.MaxDepth != 3 || p.Politeness != contracts.DefaultPoliteness() {
+	p, err := o.profile(fs, fs.Args())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := create(t, mustJSON(t, p)); p.Scope != contracts.ScopeHost || p.MaxDepth != 3 || p.Politeness != contracts.DefaultPoliteness() {
 		t.Errorf("default crawl = scope %q depth %d politeness %+v, want host, 3 and %+v", p.Scope, p.MaxDepth, p.Politeness, contracts.DefaultPoliteness())
 	}
 }

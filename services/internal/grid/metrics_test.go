@@ -34,6 +34,7 @@ var documentedFamilies = []string{
 	"gridcrawl_mcp_documents_indexed_total",
 	"gridcrawl_mcp_documents_stored_total",
 	"gridcrawl_mcp_recovered_urls_total",
+	"gridcrawl_mcp_due_urls_total",
 	"gridcrawl_crawls",
 	"gridcrawl_crawl_urls",
 	"gridcrawl_crawl_counts_errors_total",

@@ -71,6 +71,7 @@ type outcome struct {
 	reason  string                 // vFailed, vRetired; vFetched with an HTTP error
 	err     error                  // vAbandon
 	ex      *exchange              // vFetched
+	revisit *revisit               // vFetched: the page is unchanged since its last fetch
 	robots  *exchange              // a robots.txt exchange to archive, any verdict
 	repub   *contracts.CrawlerPage // vRepublish
 	// pol is the outcome for the politeness scheduler.
@@ -129,6 +130,9 @@ func (l *Loader) admit(ctx context.Context, t *task) (*url.URL, outcome, bool) {
 		o.verdict = vSkip
 	default:
 		t.sitemap = rec.Sitemap
+		if t.profile.Recrawl != nil {
+			t.prev = &rec
+		}
 		if u, err = url.Parse(t.url); err != nil {
 			o.verdict, o.reason = vFailed, "invalid url"
 		}
@@ -250,11 +254,12 @@ func (l *Loader) get(ctx context.Context, t *task, u *url.URL, crawlDelay time.D
 		o.verdict = vRetry
 	default:
 		o.verdict, o.ex = vFetched, ex
+		o.revisit = l.unchanged(ctx, t, ex)
 		// A start host's /sitemap.xml that answers an error goes to the
 		// crawler all the same: it reads the robots.txt Sitemap: lines the
 		// probe carries and settles it (a 4xx is no failure).
 		probeError := t.sitemap == txindex.SitemapProbe && ex.status >= 400
-		if (ex.status < 200 || ex.status >= 400) && !probeError {
+		if (ex.status < 200 || ex.status >= 400) && !probeError && o.revisit == nil {
 			o.reason = fmt.Sprintf("http %d", ex.status)
 		}
 	}
@@ -272,8 +277,11 @@ type exchange struct {
 	bodyBytes   int64 // the body as kept, still content-encoded
 	status      int
 	contentType string
-	retryAfter  string        // the Retry-After header, for the politeness scheduler
-	elapsed     time.Duration // from sending the request to the end of the body
+	retryAfter  string // the Retry-After header, for the politeness scheduler
+	// etag and lastModified are the response's validators, which a
+	// continuous crawl's next fetch sends back.
+	etag, lastModified string
+	elapsed            time.Duration // from sending the request to the end of the body
 }
 
 // httpGet GETs u once, without following redirects, and keeps at most
@@ -294,6 +302,7 @@ func (l *Loader) httpGet(ctx context.Context, t *task, u *url.URL) (*exchange, e
 	req.Header.Set("User-Agent", t.profile.UserAgent)
 	req.Header.Set("Accept", "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.8")
 	req.Header.Set("Accept-Encoding", httpbody.AcceptEncoding)
+	setConditional(req, t)
 	ex.date = time.Now().UTC()
 	resp, err := l.client.Do(req)
 	if err != nil {
@@ -380,6 +389,7 @@ func (ex *exchange) fill(req *http.Request, resp *http.Response, response []byte
 	ex.bodyBytes = int64(bodyLen)
 	ex.contentType = resp.Header.Get("Content-Type")
 	ex.retryAfter = resp.Header.Get("Retry-After")
+	ex.etag, ex.lastModified = resp.Header.Get("ETag"), resp.Header.Get("Last-Modified")
 	ex.request = dumpRequest(req)
 	ex.response = response
 }
@@ -524,6 +534,8 @@ func (o outcome) metric() metrics.Outcome {
 	switch o.verdict {
 	case vFetched:
 		switch s := o.ex.status; {
+		case o.revisit != nil:
+			return metrics.OutcomeUnchanged
 		case o.reason != "":
 			return metrics.OutcomeHTTPError
 		case s >= 300 && s < 400:

@@ -516,6 +516,10 @@ type task struct {
 	// Sitemap: lines of the origin's robots.txt, handed with a probe.
 	sitemap        string
 	robotsSitemaps []string
+	// prev is the record as admitted, kept for a continuous crawl (profile
+	// recrawl): what its last fetch stored decides the conditional request
+	// and whether this fetch found the page changed.
+	prev *txindex.Record
 	// bodyShare is the share of the body budget the fetched body holds,
 	// from its read until the worker has recorded it.
 	bodyShare *bytebudget.Reader

@@ -44,6 +44,9 @@ type result struct {
 	// ip and response are the exchange's, kept for the handoff.
 	ip       string
 	response []byte
+	// recrawl is the recrawl state the outcome leaves, for a continuous
+	// crawl's URL (nil otherwise).
+	recrawl *txindex.Recrawl
 }
 
 // recorder owns the segment being filled and the results waiting for it.
@@ -127,7 +130,12 @@ func (r *recorder) take(ctx context.Context, t *task, o outcome) {
 			// trying was never known to exist: no failure either.
 			st = contracts.Sitemap
 		}
-		r.add(&result{t: t, status: st, reason: o.reason})
+		res := &result{t: t, status: st, reason: o.reason}
+		if t.profile.Recrawl != nil {
+			// Tried again at the next due time, like a fetched page.
+			res.recrawl = recrawlState(t, time.Now(), 0, "", "", nil, "", "")
+		}
+		r.add(res)
 	case vRetired:
 		r.add(&result{t: t, status: contracts.Retired, reason: o.reason})
 	case vRepublish:
@@ -148,6 +156,8 @@ func (r *recorder) add(res *result) {
 }
 
 // addExchange writes a fetched page into the segment and queues its result.
+// A continuous crawl's page found unchanged is written as a revisit record
+// and settles back in its status (indexed) without a crawler contract.
 func (r *recorder) addExchange(t *task, o outcome) {
 	ex := o.ex
 	res := &result{t: t, status: contracts.ToBeParsed, reason: o.reason, page: contracts.CrawlerPage{
@@ -158,7 +168,19 @@ func (r *recorder) addExchange(t *task, o outcome) {
 		res.status = contracts.Failed
 	}
 	r.mu.Lock()
-	off, n, err := r.appendLocked(ex, t.crawlID)
+	if o.revisit != nil {
+		err := r.appendRevisitLocked(ex, t, o.revisit)
+		if err == nil {
+			res.status, res.page.StatusCode = previousStatus(t.prev), 0
+			res.recrawl = recrawlState(t, ex.date, ex.status, ex.etag, ex.lastModified, o.revisit, "", "")
+			r.pending = append(r.pending, res)
+			r.mu.Unlock()
+			return
+		}
+		// The whole response is stored instead, and parsed as a change.
+		r.l.log.Warn("write revisit record; storing the response", "url", t.url, "crawl_id", t.crawlID, "err", err)
+	}
+	off, n, id, digest, err := r.appendLocked(ex, t.crawlID)
 	if err != nil {
 		res.status, res.reason = contracts.Failed, "warc: "+err.Error()
 	} else {
@@ -167,12 +189,46 @@ func (r *recorder) addExchange(t *task, o outcome) {
 			res.ip, res.response = ex.ip, ex.response
 		}
 	}
+	if t.profile.Recrawl != nil {
+		res.recrawl = recrawlState(t, ex.date, ex.status, ex.etag, ex.lastModified, nil, id, digest)
+	}
 	r.pending = append(r.pending, res)
 	full := r.seg.Len() >= r.l.cfg.SegmentBytes
 	r.mu.Unlock()
 	if full { // store it now rather than at the next tick
 		r.nudge()
 	}
+}
+
+// appendRevisitLocked appends ex's request record and a revisit record of
+// ex, which found t's stored response unchanged, to the segment, and notes
+// the revisit's CDXJ line.
+func (r *recorder) appendRevisitLocked(ex *exchange, t *task, rv *revisit) error {
+	st := t.prev.Recrawl
+	req := warc.NewRequestRecord(ex.url, ex.date, ex.request)
+	rec, err := warc.NewRevisitRecord(warc.Revisit{
+		TargetURI: ex.url, Date: ex.date, IP: ex.ip, Profile: rv.profile,
+		HTTPResponse: ex.response, OriginalHeader: rv.originalHeader, PayloadDigest: st.Digest,
+		RefersToTargetURI: t.url, RefersToDate: st.Stored, RefersTo: st.RecordID, ConcurrentTo: warc.RecordID(req),
+	})
+	if err != nil {
+		return err
+	}
+	if r.seg.Count() == 0 {
+		r.startLocked(time.Now())
+	}
+	if _, _, err := r.seg.Append(req); err != nil {
+		return err
+	}
+	offset, length, err := r.seg.Append(rec)
+	if err != nil {
+		return err
+	}
+	if c, ok := r.seg.CDXJOf(rec, 0, offset, length, ""); ok {
+		c.Crawl = t.crawlID
+		r.cdx = append(r.cdx, c)
+	}
+	return nil
 }
 
 // nudge asks the flush loop for a flush now rather than at the next tick.
@@ -188,32 +244,32 @@ func (r *recorder) nudge() {
 func (r *recorder) archive(ex *exchange, crawlID string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, _, err := r.appendLocked(ex, crawlID); err != nil {
+	if _, _, _, _, err := r.appendLocked(ex, crawlID); err != nil {
 		r.l.log.Warn("archive exchange", "url", ex.url, "err", err)
 	}
 }
 
 // appendLocked appends ex's request and response records to the segment,
 // notes the response's CDXJ line (for the crawl crawlID) and returns where
-// the response lies in the segment.
-func (r *recorder) appendLocked(ex *exchange, crawlID string) (offset, length int64, err error) {
+// the response lies in the segment, with its record id and payload digest.
+func (r *recorder) appendLocked(ex *exchange, crawlID string) (offset, length int64, id, digest string, err error) {
 	if r.seg.Count() == 0 {
 		r.startLocked(time.Now())
 	}
 	req := warc.NewRequestRecord(ex.url, ex.date, ex.request)
 	resp := warc.NewResponseRecord(ex.url, ex.date, ex.ip, ex.response, ex.truncated, warc.RecordID(req))
 	if _, _, err := r.seg.Append(req); err != nil {
-		return 0, 0, err
+		return 0, 0, "", "", err
 	}
 	offset, length, err = r.seg.Append(resp)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, "", "", err
 	}
 	if c, ok := r.seg.CDXJOf(resp, 0, offset, length, ""); ok {
 		c.Crawl = crawlID
 		r.cdx = append(r.cdx, c)
 	}
-	return offset, length, nil
+	return offset, length, warc.RecordID(resp), resp.Header.Get(warc.FieldPayloadDigest), nil
 }
 
 // startLocked chooses the object the empty segment goes to: the open one,
@@ -554,6 +610,10 @@ func (r *recorder) transition(ctx context.Context, pending []*result, rs *record
 		if res.page.StatusCode != 0 { // a response arrived
 			tr.MIMEType = mediaType(res.page.ContentType)
 			tr.Bytes = &res.bytes
+		}
+		if res.recrawl != nil {
+			tr.Recrawl = res.recrawl
+			tr.ClearError = res.status == contracts.ToBeParsed
 		}
 		ts = append(ts, tr)
 		moved = append(moved, res)

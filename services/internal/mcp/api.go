@@ -285,6 +285,11 @@ func (m *MCP) status(ctx context.Context, c profiles.Crawl) (contracts.CrawlStat
 		}
 	}
 	st.Retired = counts[contracts.Retired]
+	if c.Profile.Recrawl != nil {
+		if st.Recrawl, err = m.recrawlStatus(ctx, c); err != nil {
+			return contracts.CrawlStatus{}, err
+		}
+	}
 	return st, nil
 }
 
@@ -447,6 +452,12 @@ func (m *MCP) Patch(ctx context.Context, id string, patch contracts.ProfilePatch
 	}
 	if patch.Budget != nil {
 		p.Budget = patch.Budget
+	}
+	if patch.Recrawl != nil {
+		if p.Recrawl == nil {
+			return c.Profile, 0, &contracts.FieldError{Field: "recrawl", Reason: "a one-shot crawl cannot become continuous: start a crawl with a recrawl schedule"}
+		}
+		p.Recrawl = patch.Recrawl
 	}
 	p = p.WithDefaults()
 	if err := p.Validate(); err != nil {

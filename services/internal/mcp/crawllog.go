@@ -43,10 +43,13 @@ type URLRecord struct {
 	// Sitemap is the record's sitemap kind, null for a page.
 	Sitemap *string `json:"sitemap"`
 	// Lastmod is the <lastmod> of the sitemap entry that listed the URL.
-	Lastmod   *time.Time `json:"lastmod"`
-	CreatedAt *time.Time `json:"created_at"`
-	History   []URLEvent `json:"history"`
-	WARC      *WARCRef   `json:"warc"`
+	Lastmod *time.Time `json:"lastmod"`
+	// Recrawl and NextDue are the continuous crawl's schedule of the URL.
+	Recrawl   *txindex.Recrawl `json:"recrawl"`
+	NextDue   *time.Time       `json:"next_due"`
+	CreatedAt *time.Time       `json:"created_at"`
+	History   []URLEvent       `json:"history"`
+	WARC      *WARCRef         `json:"warc"`
 }
 
 // URLEvent is one status change of a URL.
@@ -90,6 +93,7 @@ func urlRecord(r txindex.Record) URLRecord {
 		out.Sitemap = &r.Sitemap
 	}
 	out.Lastmod = r.Lastmod
+	out.Recrawl, out.NextDue = r.Recrawl, r.NextDue
 	if !r.CreatedAt.IsZero() {
 		out.CreatedAt = &r.CreatedAt
 	}

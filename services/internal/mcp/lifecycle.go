@@ -21,6 +21,14 @@ import (
 //	paused  ──resume──────────▶ running
 //	running, paused ──cancel──▶ cancelled
 //
+// A continuous crawl (profile recrawl) never finishes; out of work, it is
+// up to date until its next URL is due:
+//
+//	running    ──catch up──▶ up_to_date   (out of work)
+//	up_to_date ──due───────▶ running      (the due check took due URLs)
+//	up_to_date ──pause─────▶ paused
+//	up_to_date ──cancel────▶ cancelled
+//
 // finished and cancelled are final. Only these named transitions change the
 // state, each as a compare-and-set in the profile store (so that concurrent
 // changes cannot both apply) and each logged. Finish and pause at finish are
@@ -37,9 +45,11 @@ type transition struct {
 var (
 	finishing       = transition{"finish", []contracts.CrawlState{contracts.CrawlRunning}, contracts.CrawlFinished}
 	pausingAtFinish = transition{"pause at finish", []contracts.CrawlState{contracts.CrawlRunning}, contracts.CrawlPaused}
-	pausing         = transition{"pause", []contracts.CrawlState{contracts.CrawlRunning}, contracts.CrawlPaused}
+	pausing         = transition{"pause", []contracts.CrawlState{contracts.CrawlRunning, contracts.CrawlUpToDate}, contracts.CrawlPaused}
 	resuming        = transition{"resume", []contracts.CrawlState{contracts.CrawlPaused}, contracts.CrawlRunning}
-	cancelling      = transition{"cancel", []contracts.CrawlState{contracts.CrawlRunning, contracts.CrawlPaused}, contracts.CrawlCancelled}
+	cancelling      = transition{"cancel", []contracts.CrawlState{contracts.CrawlRunning, contracts.CrawlPaused, contracts.CrawlUpToDate}, contracts.CrawlCancelled}
+	catchingUp      = transition{"catch up", []contracts.CrawlState{contracts.CrawlRunning}, contracts.CrawlUpToDate}
+	dueAgain        = transition{"due", []contracts.CrawlState{contracts.CrawlUpToDate}, contracts.CrawlRunning}
 )
 
 // verb is an API request on one crawl that depends on its state.
@@ -66,9 +76,9 @@ var verbRules = map[verb]verbRule{
 	// pending); a finished crawl has nothing left to cancel.
 	verbCancel: {t: &cancelling, accept: []contracts.CrawlState{contracts.CrawlCancelled}},
 	// Settings change while the crawl can still use them.
-	verbPatch:  {accept: []contracts.CrawlState{contracts.CrawlRunning, contracts.CrawlPaused}},
+	verbPatch:  {accept: []contracts.CrawlState{contracts.CrawlRunning, contracts.CrawlPaused, contracts.CrawlUpToDate}},
 	verbPause:  {t: &pausing, accept: []contracts.CrawlState{contracts.CrawlPaused}},
-	verbResume: {t: &resuming, accept: []contracts.CrawlState{contracts.CrawlRunning}},
+	verbResume: {t: &resuming, accept: []contracts.CrawlState{contracts.CrawlRunning, contracts.CrawlUpToDate}},
 }
 
 // errConflict is wrapped by the errors of verbs refused in the crawl's
@@ -179,7 +189,10 @@ func (m *MCP) checkFinished(ctx context.Context, c profiles.Crawl) (bool, error)
 		return false, nil
 	}
 	t := finishing
-	if b := c.Profile.Budget; b != nil && b.PauseAtFinish {
+	switch {
+	case c.Profile.Recrawl != nil:
+		t = catchingUp // a continuous crawl never finishes
+	case c.Profile.Budget != nil && c.Profile.Budget.PauseAtFinish:
 		t = pausingAtFinish
 	}
 	err = m.transition(ctx, c, t, fmt.Sprintf("no record pending (%d retired)", counts[contracts.Retired]))
@@ -189,8 +202,11 @@ func (m *MCP) checkFinished(ctx context.Context, c profiles.Crawl) (bool, error)
 	if err == nil {
 		// Once: only the process whose compare-and-set applied gets here.
 		msg := "crawl finished"
-		if t.to != contracts.CrawlFinished {
+		switch t.to {
+		case contracts.CrawlPaused:
 			msg = "crawl paused at finish"
+		case contracts.CrawlUpToDate:
+			msg = "crawl up to date"
 		}
 		m.log.Info(msg, "crawl_id", c.ID, "counts", countsAttr(counts), "elapsed_ms", time.Since(c.CreatedAt).Milliseconds())
 	}

@@ -224,7 +224,7 @@ func newLifecycleMCP(t *testing.T, cfg Config) *lifecycleMCP {
 
 func lifecycleConfig() Config {
 	return Config{RecoveryLease: time.Second, RecoveryInterval: time.Hour, RecoveryAttempts: 2, FinishCheckInterval: time.Hour,
-		IndexerPrefetch: 1, IndexerBatch: 1}
+		IndexerPrefetch: 1, IndexerBatch: 1, DueCheckInterval: time.Hour, MaxDuePerCheck: 10000}
 }
 
 // create makes a running crawl of the start URLs (or one URL of its own).

@@ -47,6 +47,11 @@ type Config struct {
 	IndexerPrefetch     int           `env:"GRIDCRAWL_INDEXER_PREFETCH" envDefault:"64"`
 	IndexerBatch        int           `env:"GRIDCRAWL_INDEXER_BATCH" envDefault:"256"`
 	MaxRedirects        int           `env:"GRIDCRAWL_MAX_REDIRECTS" envDefault:"10"`
+	// DueCheckInterval is how often the continuous crawls are checked for
+	// due URLs, and MaxDuePerCheck how many URLs of one crawl one check
+	// takes at most (the rest wait for the next).
+	DueCheckInterval time.Duration `env:"GRIDCRAWL_DUE_CHECK_INTERVAL" envDefault:"1s"`
+	MaxDuePerCheck   int           `env:"GRIDCRAWL_MAX_DUE_PER_CHECK" envDefault:"10000"`
 	// TimelineInterval is how often the counts of each running crawl are
 	// sampled for its timeline.
 	TimelineInterval time.Duration `env:"GRIDCRAWL_TIMELINE_INTERVAL" envDefault:"5s"`
@@ -71,6 +76,10 @@ func (c *Config) Validate(embedded bool) error {
 		return errors.New("GRIDCRAWL_TIMELINE_INTERVAL must be at least 10ms")
 	case c.IndexerPrefetch < 1 || c.IndexerBatch < 1:
 		return errors.New("GRIDCRAWL_INDEXER_PREFETCH and GRIDCRAWL_INDEXER_BATCH must be at least 1")
+	case c.DueCheckInterval < 10*time.Millisecond:
+		return errors.New("GRIDCRAWL_DUE_CHECK_INTERVAL must be at least 10ms")
+	case c.MaxDuePerCheck < 1:
+		return errors.New("GRIDCRAWL_MAX_DUE_PER_CHECK must be at least 1")
 	case c.MetricsCache < 0:
 		return errors.New("GRIDCRAWL_METRICS_CACHE must not be negative")
 	case !embedded && c.Token == "":
@@ -219,6 +228,7 @@ func (m *MCP) Run(ctx context.Context) error {
 	})
 	wg.Go(func() { m.runSweep(ctx) })
 	wg.Go(func() { m.runFinishCheck(ctx) })
+	wg.Go(func() { m.runDueCheck(ctx) })
 	wg.Go(func() { m.runTimeline(ctx) })
 	var err error
 	select {

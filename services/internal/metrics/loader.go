@@ -65,13 +65,17 @@ const (
 	OutcomeAbandoned
 	// OutcomeLost: the contract went back to the broker (connection lost).
 	OutcomeLost
+	// OutcomeUnchanged: a refetch of a continuous crawl found the page
+	// unchanged (304, or the same payload digest): stored as a revisit
+	// record, not parsed again.
+	OutcomeUnchanged
 	numOutcomes
 )
 
 var outcomeNames = [numOutcomes]string{
 	"fetched", "redirected", "http-error", "fetch-error", "retry", "robots-disallowed", "robots-unreachable",
 	"robots-fetch", "address-not-allowed", "cancelled", "invalid-url", "other-failure", "paused", "retired",
-	"skipped", "republished", "abandoned", "lost",
+	"skipped", "republished", "abandoned", "lost", "unchanged",
 }
 
 // String returns the outcome's label value.

@@ -48,6 +48,7 @@ type MCP struct {
 	indexed   prometheus.Counter
 	stored    prometheus.Counter
 	recovered prometheus.Counter
+	due       prometheus.Counter
 }
 
 func newMCP(reg prometheus.Registerer) *MCP {
@@ -59,6 +60,8 @@ func newMCP(reg prometheus.Registerer) *MCP {
 			"Documents the indexer wrote to the search index (an upsert; a redelivered contract writes its documents again)."),
 		recovered: f.counter("gridcrawl_mcp_recovered_urls_total",
 			"URLs the recovery sweep republished after their record sat past GRIDCRAWL_RECOVERY_LEASE."),
+		due: f.counter("gridcrawl_mcp_due_urls_total",
+			"URLs of continuous crawls the due check took back into the pipeline for a refetch."),
 	}
 }
 
@@ -70,6 +73,9 @@ func (m *MCP) Stored(n int) { m.stored.Add(float64(n)) }
 
 // Recovered counts URLs republished by the recovery sweep.
 func (m *MCP) Recovered(n int) { m.recovered.Add(float64(n)) }
+
+// DueTaken counts URLs the due check took back into the pipeline.
+func (m *MCP) DueTaken(n int) { m.due.Add(float64(n)) }
 
 // Queue holds the families of the message queue, as one process uses it.
 type Queue struct {

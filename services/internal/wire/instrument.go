@@ -38,6 +38,7 @@ type meteredTx struct {
 	txindex.Index
 	create, get, getMany, transition, lower, counts, countHost, stale, list metrics.Op
 	find, hosts, mimeTypes, statusCodes, failureReasons                     metrics.Op
+	due, dueStats                                                           metrics.Op
 }
 
 func newMeteredTx(tx txindex.Index, b *metrics.Backend) *meteredTx {
@@ -45,7 +46,7 @@ func newMeteredTx(tx txindex.Index, b *metrics.Backend) *meteredTx {
 	return &meteredTx{Index: tx, create: op("create"), get: op("get"), getMany: op("get-many"), transition: op("transition"),
 		lower: op("lower-depth"), counts: op("counts"), countHost: op("count-host"), stale: op("stale"), list: op("list"),
 		find: op("find"), hosts: op("hosts-report"), mimeTypes: op("mime-types-report"), statusCodes: op("status-codes-report"),
-		failureReasons: op("failure-reasons-report")}
+		failureReasons: op("failure-reasons-report"), due: op("due"), dueStats: op("due-stats")}
 }
 
 // timed runs f and records its duration and outcome on op.
@@ -74,6 +75,17 @@ func (m *meteredTx) StatusCodesReport(ctx context.Context, crawlID string) ([]tx
 
 func (m *meteredTx) FailureReasonsReport(ctx context.Context, crawlID string, limit int) ([]txindex.ReasonRow, error) {
 	return timed(m.failureReasons, func() ([]txindex.ReasonRow, error) { return m.Index.FailureReasonsReport(ctx, crawlID, limit) })
+}
+
+func (m *meteredTx) Due(ctx context.Context, crawlID string, before time.Time, limit int) ([]txindex.Record, error) {
+	return timed(m.due, func() ([]txindex.Record, error) { return m.Index.Due(ctx, crawlID, before, limit) })
+}
+
+func (m *meteredTx) DueStats(ctx context.Context, crawlID string, before time.Time) (int64, *time.Time, error) {
+	start := time.Now()
+	n, next, err := m.Index.DueStats(ctx, crawlID, before)
+	m.dueStats.Done(start, err)
+	return n, next, err
 }
 
 func (m *meteredTx) Create(ctx context.Context, recs []txindex.Record) ([]bool, error) {

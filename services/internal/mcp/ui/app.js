@@ -70,6 +70,26 @@ export function ms(v) {
   return Math.floor(v / 3600000) + " h " + Math.round((v % 3600000) / 60000) + " min";
 }
 
+// dur formats a duration of milliseconds in its two largest units:
+// "2 s", "1 min 30 s", "1 d 12 h", "30 d".
+export function dur(v) {
+  if (v === null || v === undefined) return "–";
+  v = Number(v);
+  if (v < 1000) return Math.round(v) + " ms";
+  let s = Math.round(v / 1000);
+  const parts = [];
+  for (const [n, u] of [[86400, "d"], [3600, "h"], [60, "min"], [1, "s"]]) {
+    if (s >= n || parts.length) {
+      const k = Math.floor(s / n);
+      s -= k * n;
+      if (k) parts.push(k + " " + u);
+      else if (parts.length) break;
+    }
+    if (parts.length === 2) break;
+  }
+  return parts.join(" ");
+}
+
 export function rel(t) {
   if (!t) return "–";
   const d = new Date(t);
@@ -99,6 +119,30 @@ function stamp(t) {
 }
 
 const badge = (s) => h("span", { class: "badge " + s }, s || "–");
+
+// LIVE are the states of a crawl that still works or will: it can be
+// paused, cancelled and changed. A continuous crawl that is up to date is
+// live: it fetches again when its next URL is due.
+const LIVE = ["running", "paused", "up_to_date"];
+const isLive = (c) => LIVE.includes(c.state);
+// working: the crawl fetches now or between two rounds (not paused, not ended).
+const working = (c) => c.state === "running" || c.state === "up_to_date";
+
+// schedule describes a continuous crawl's recrawl schedule.
+function schedule(r) {
+  if (!r) return "one-shot";
+  if (r.adaptive) return "adaptive, every " + r.adaptive.min + " to " + r.adaptive.max;
+  return "every " + r.interval;
+}
+
+// nextDue is a next due time, relative: "in 3 min", or "due now" once
+// it has passed.
+function nextDue(t) {
+  if (!t) return h("span", { class: "muted" }, "none scheduled");
+  const d = new Date(t);
+  const txt = d.getTime() <= Date.now() + 500 ? "due now" : rel(t);
+  return h("time", { datetime: d.toISOString(), title: d.toLocaleString() }, txt);
+}
 const rate = (v) => (v === null || v === undefined || !isFinite(v) ? "–" : String(Number(v < 10 ? v.toFixed(2) : v.toFixed(1))));
 
 function toast(msg, bad) {
@@ -197,7 +241,7 @@ const seen = new Map(); // crawl id → {t, done} of the previous poll, for page
 function crawlRate(c) {
   const now = Date.now();
   const done = doneCount(c);
-  if (c.state !== "running") {
+  if (!working(c)) {
     const end = c.finished_at ? new Date(c.finished_at) : new Date();
     const secs = (end - new Date(c.created_at)) / 1000;
     return secs > 0 ? done / secs : null;
@@ -205,7 +249,7 @@ function crawlRate(c) {
   const prev = seen.get(c.crawl_id);
   let r = prev && prev.rate !== undefined ? prev.rate : null;
   if (prev && now - prev.t > 500) {
-    r = (done - prev.done) / ((now - prev.t) / 1000);
+    r = Math.max(done - prev.done, 0) / ((now - prev.t) / 1000); // a round of a continuous crawl takes settled URLs back
     seen.set(c.crawl_id, { t: now, done, rate: r });
   } else if (!prev) {
     seen.set(c.crawl_id, { t: now, done });
@@ -249,7 +293,8 @@ function pageCrawls(main) {
         h("td", { class: "num hide-sm" }, num(c.documents)),
         h("td", { class: "num" }, rate(crawlRate(c))),
         h("td", {}, when(c.created_at)),
-        h("td", {}, c.finished_at ? when(c.finished_at) : h("span", { class: "muted" }, "–")));
+        h("td", { dataset: { next: c.recrawl ? "1" : undefined } }, c.finished_at ? when(c.finished_at) : c.recrawl && c.state !== "paused" ?
+          [h("span", { class: "muted" }, "continuous · next "), nextDue(c.recrawl.next_due)] : h("span", { class: "muted" }, "–")));
     }));
   }, POLL_MS);
 }
@@ -330,6 +375,9 @@ function pageNew(main) {
       field("politeness.robots", "robots.txt", select([["obey", "obey"], ["ignore", "ignore"]], "obey")),
       field("user_agent", "User agent", h("input", { type: "text", placeholder: "gridcrawl/1.0 (default)" }), null, true),
     )),
+    h("fieldset", {}, h("legend", {}, "Recrawl (continuous crawl)"), h("p", { class: "hint muted" },
+      "Leave empty for a one-shot crawl. A continuous crawl never finishes: it is up to date between rounds and fetches each page again when it is due."),
+    h("div", { class: "fields" }, recrawlFields(null))),
     h("fieldset", {}, h("legend", {}, "Budget per crawl host group"), h("div", { class: "fields" },
       field("budget.balance_replenish", "Session balance", numInput({ min: 0, placeholder: "3000" })),
       field("budget.total_budget", "Total budget", numInput({ min: 0, placeholder: "no limit" }), "Spent, the group is retired."),
@@ -386,6 +434,8 @@ function pageNew(main) {
         }
       }
       if (Object.keys(b).length) p.budget = b;
+      const rc = readRecrawl(form);
+      if (rc) p.recrawl = rc;
     } catch (e) {
       showFieldError(form, e, general);
       return;
@@ -416,9 +466,9 @@ function actions(c, after) {
     } catch (e) { toast(label + ": " + e.message, true); }
   };
   const id = c.crawl_id;
-  const live = c.state === "running" || c.state === "paused";
+  const live = isLive(c);
   return h("span", { class: "row" },
-    h("button", { class: "btn", id: "pause", disabled: c.state !== "running", onclick: () => act("Pause", "POST", crawlPath(id) + "/pause") }, "Pause"),
+    h("button", { class: "btn", id: "pause", disabled: !working(c), onclick: () => act("Pause", "POST", crawlPath(id) + "/pause") }, "Pause"),
     h("button", { class: "btn", id: "resume", disabled: c.state !== "paused", onclick: () => act("Resume", "POST", crawlPath(id) + "/resume") }, "Resume"),
     h("button", { class: "btn danger", id: "cancel", disabled: !live, title: "Its pending URLs fail as cancelled", onclick: (ev) => {
       // Two clicks, no blocking confirm(): the first arms the button.
@@ -484,8 +534,9 @@ function pageCrawl(main, [id]) {
   const mimes = h("div", { id: "mime-types" });
   const statusCodes = h("div", { id: "status-codes" });
   const info = h("div");
+  const recrawlBox = h("div");
   const log = crawlLog(id);
-  main.append(head, tileBox, barBox,
+  main.append(head, recrawlBox, tileBox, barBox,
     h("div", { class: "grid2" },
       h("div", { class: "card" }, h("h2", {}, "Pages per second"), rateChart),
       h("div", { class: "card" }, h("h2", {}, "URLs per status over time"), statusChart)),
@@ -516,6 +567,7 @@ function pageCrawl(main, [id]) {
     head.replaceChildren(h("h1", {}, name), h("span", { id: "state" }, badge(c.state)),
       h("span", { class: "muted" }, "started ", when(c.created_at), c.finished_at ? [" · finished ", when(c.finished_at)] : "", " · ", ms(dur)),
       h("span", { class: "spacer" }), actions(c, refresh));
+    recrawlBox.replaceChildren(c.profile && c.profile.recrawl ? recrawlCard(c) : "");
     tileBox.replaceChildren(...tiles(c));
     barBox.replaceChildren(statusBar(c));
     if (lastState !== c.state || info.childElementCount === 0) {
@@ -523,7 +575,7 @@ function pageCrawl(main, [id]) {
     }
     const tl = await api("GET", crawlPath(id) + "/timeline").catch(() => null);
     drawTimeline(tl, rateChart, statusChart);
-    const running = c.state === "running";
+    const running = working(c);
     if (lastState !== c.state || running && Date.now() - reportsAt > 5000 || Date.now() - reportsAt > 30000) {
       reportsAt = Date.now();
       await Promise.all([
@@ -547,6 +599,26 @@ function pageCrawl(main, [id]) {
   stop = every(refresh, POLL_MS);
 }
 
+// recrawlCard shows a continuous crawl's schedule: its interval, the URLs
+// due now and when the next one is due.
+function recrawlCard(c) {
+  const r = c.recrawl || {};
+  let note;
+  switch (c.state) {
+    case "up_to_date": note = "Up to date: every page is fetched; nothing to do until the next URL is due."; break;
+    case "running": note = "Fetching: the first round, or the URLs that came due."; break;
+    case "paused": note = "Paused: due URLs wait until the crawl is resumed."; break;
+    default: note = "The crawl has ended: nothing is fetched again.";
+  }
+  return h("div", { class: "card recrawl", id: "recrawl" },
+    h("div", { class: "head" }, h("h2", {}, "Continuous crawl"), h("span", { class: "muted", id: "recrawl-note" }, note)),
+    h("div", { class: "tiles" },
+      h("div", { class: "tile" }, h("div", { class: "v small", id: "recrawl-schedule" }, schedule(c.profile.recrawl)), h("div", { class: "k" }, "schedule")),
+      h("div", { class: "tile" }, h("div", { class: "v", id: "recrawl-due" }, num(r.due || 0)), h("div", { class: "k" }, "URLs due now")),
+      h("div", { class: "tile" }, h("div", { class: "v small", id: "recrawl-next" }, isLive(c) ? nextDue(r.next_due) : "–"),
+        h("div", { class: "k" }, "next due", r.next_due ? h("span", { class: "mono" }, " · " + stamp(r.next_due)) : null))));
+}
+
 async function report(id, name, box, render) {
   try {
     const r = await api("GET", crawlPath(id) + "/reports/" + name);
@@ -564,6 +636,7 @@ function profileView(c) {
     h("dt", {}, "Start URLs"), h("dd", {}, (p.start_urls || []).map((u) => h("div", { class: "url" }, h("a", { href: u, rel: "noreferrer", target: "_blank" }, u)))),
     h("dt", {}, "Depth · scope"), h("dd", {}, String(p.max_depth), " · ", p.scope || "host"),
     h("dt", {}, "Politeness"), h("dd", {}, ms(pol.min_delay_ms), " – ", ms(pol.max_delay_ms), ", factor ", String(pol.delay_factor), ", robots.txt ", pol.robots),
+    h("dt", {}, "Recrawl"), h("dd", {}, schedule(p.recrawl)),
     h("dt", {}, "Budget"), h("dd", {}, b ? [b.total_budget ? "total " + num(b.total_budget) : "no total limit", ", session ", num(b.balance_replenish || 3000), ", cost ", b.cost_policy || "unit"] : "default (no limit)"),
     h("dt", {}, "Version"), h("dd", {}, String(p.version || 0))),
   h("details", {}, h("summary", { class: "muted" }, "JSON"), h("pre", { class: "profile" }, JSON.stringify(p, null, 2))));
@@ -578,7 +651,10 @@ function drawTimeline(tl, rateBox, statusBox) {
     return;
   }
   const t = (p) => new Date(p.time).getTime();
-  rateBox.replaceChildren(lineChart([{ name: "pages/s", color: "#2962ff", fill: true, points: pts.map((p) => [t(p), p.pages_per_second || 0]) }], { yFormat: rate }));
+  // A continuous crawl takes settled URLs back to to-be-loaded when they
+  // are due: the timeline's rate (URLs that left to-be-loaded) then drops
+  // below zero, which is no rate of fetching; it shows as 0.
+  rateBox.replaceChildren(lineChart([{ name: "pages/s", color: "#2962ff", fill: true, points: pts.map((p) => [t(p), Math.max(p.pages_per_second || 0, 0)]) }], { yFormat: rate }));
   const series = STATUSES.filter((s) => pts.some((p) => (p.counts || {})[s]))
     .map((s) => ({ name: s, color: STATUS_COLORS[s], points: pts.map((p) => [t(p), (p.counts || {})[s] || 0]) }));
   statusBox.replaceChildren(lineChart(series, { yFormat: num }));
@@ -647,21 +723,34 @@ function pageFrontier(main) {
     h("div", { class: "card" }, h("h2", {}, "Crawl controls"), controls),
     h("div", { class: "card" }, h("h2", {}, "Crawl host groups"), groups));
   let selected = "";
+  // The form is rendered again only when the crawls or the selected one's
+  // profile change; a change of state alone (a continuous crawl goes from
+  // running to up_to_date and back at every round) redraws the row of the
+  // state and buttons, not the settings being edited.
   let crawlsKey = null; // null: render on the next load
+  let statesKey = null;
   const loadControls = async () => {
     const list = await api("GET", "/api/v1/crawls");
-    const live = (list.crawls || []).filter((c) => c.state === "running" || c.state === "paused")
+    const live = (list.crawls || []).filter(isLive)
       .sort((a, b) => new Date(b.created_at) - new Date(a.created_at));
-    const key = live.map((c) => c.crawl_id + ":" + c.state + ":" + (c.profile.version || 0)).join(",");
-    if (key === crawlsKey) return;
-    crawlsKey = key;
-    if (!live.length) {
-      controls.replaceChildren(h("p", { class: "empty" }, "No running or paused crawl."));
+    if (!live.some((c) => c.crawl_id === selected)) selected = live.length ? live[0].crawl_id : "";
+    const c = live.find((x) => x.crawl_id === selected);
+    const key = live.map((x) => x.crawl_id).join(",") + "|" + (c ? c.profile.version || 0 : "");
+    const states = live.map((x) => x.state).join(",");
+    const choose = (id) => { selected = id; crawlsKey = null; loadControls(); };
+    const changed = () => { crawlsKey = null; loadControls(); };
+    if (key === crawlsKey) {
+      if (states !== statesKey) controls.querySelector("#control-head").replaceWith(controlsHead(live, c, choose, changed));
+      statesKey = states;
       return;
     }
-    if (!live.some((c) => c.crawl_id === selected)) selected = live[0].crawl_id;
-    const c = live.find((x) => x.crawl_id === selected);
-    controls.replaceChildren(crawlControls(live, c, (id) => { selected = id; crawlsKey = null; loadControls(); }, () => { crawlsKey = null; loadControls(); }));
+    crawlsKey = key;
+    statesKey = states;
+    if (!live.length) {
+      controls.replaceChildren(h("p", { class: "empty" }, "No running, paused or up-to-date crawl."));
+      return;
+    }
+    controls.replaceChildren(crawlControls(live, c, choose, changed));
   };
   every(async () => {
     const rep = await api("GET", "/api/v1/frontier");
@@ -696,13 +785,49 @@ function pageFrontier(main) {
   }, POLL_MS);
 }
 
+// controlsHead is the row of the controls with the crawl chooser, the
+// chosen crawl's state and its buttons.
+function controlsHead(live, c, choose, changed) {
+  const sel = select(live.map((x) => [x.crawl_id, (x.profile.name ? x.profile.name + " · " : "") + x.crawl_id + " (" + x.state + ")"]), c.crawl_id);
+  sel.id = "control-crawl";
+  sel.addEventListener("change", () => choose(sel.value));
+  return h("div", { class: "row", id: "control-head" }, h("label", { for: "control-crawl" }, "Crawl"), sel, badge(c.state),
+    c.recrawl ? h("span", { class: "muted" }, "next due ", nextDue(c.recrawl.next_due)) : null,
+    h("a", { href: "#/crawl/" + enc(c.crawl_id) }, "details"), h("span", { class: "spacer" }), actions(c, changed));
+}
+
+// recrawlFields are the inputs of a recrawl schedule: a fixed interval, or
+// the bounds of an adaptive one.
+function recrawlFields(r) {
+  r = r || {};
+  const a = r.adaptive || {};
+  return [
+    field("recrawl.interval", "Recrawl every", h("input", { type: "text", class: "mono", placeholder: "24h", value: r.interval || "" }),
+      "Fetch every page again after this long: 90m, 24h, 30d, 1d12h."),
+    field("recrawl.adaptive.min", "…or adaptive, from", h("input", { type: "text", class: "mono", placeholder: "1h", value: a.min || "" }),
+      "Shortest interval: halved down to it when a page changed."),
+    field("recrawl.adaptive.max", "…to", h("input", { type: "text", class: "mono", placeholder: "30d", value: a.max || "" }),
+      "Longest interval: doubled up to it when a page did not change."),
+  ];
+}
+
+// readRecrawl returns the schedule the recrawl fields of form give:
+// undefined when all are empty; the API checks the durations.
+function readRecrawl(form) {
+  const v = (name) => form.querySelector(`[data-field="${name}"]`).value.trim();
+  const interval = v("recrawl.interval");
+  const lo = v("recrawl.adaptive.min");
+  const hi = v("recrawl.adaptive.max");
+  if (interval && (lo || hi)) throw Object.assign(new Error("give either an interval or adaptive bounds, not both"), { field: "recrawl.interval" });
+  if (interval) return { interval };
+  if (lo || hi) return { adaptive: { min: lo, max: hi } };
+  return undefined;
+}
+
 function crawlControls(live, c, choose, changed) {
   const p = c.profile || {};
   const pol = p.politeness || {};
   const b = p.budget || {};
-  const sel = select(live.map((x) => [x.crawl_id, (x.profile.name ? x.profile.name + " · " : "") + x.crawl_id + " (" + x.state + ")"]), c.crawl_id);
-  sel.id = "control-crawl";
-  sel.addEventListener("change", () => choose(sel.value));
   const general = h("p", { class: "field-error", hidden: true });
   const form = h("form", { class: "stack", id: "patch-form" },
     h("div", { class: "fields" },
@@ -710,7 +835,8 @@ function crawlControls(live, c, choose, changed) {
       field("politeness.max_delay_ms", "Max delay (ms)", numInput({ min: 0, value: pol.max_delay_ms })),
       field("politeness.delay_factor", "Delay factor", numInput({ min: 0, step: "any", value: pol.delay_factor })),
       field("budget.total_budget", "Total budget per group", numInput({ min: 0, value: b.total_budget || "", placeholder: "no limit" })),
-      field("budget.balance_replenish", "Session balance", numInput({ min: 0, value: b.balance_replenish || "", placeholder: "3000" }))),
+      field("budget.balance_replenish", "Session balance", numInput({ min: 0, value: b.balance_replenish || "", placeholder: "3000" })),
+      p.recrawl ? recrawlFields(p.recrawl) : null),
     general,
     h("div", { class: "row" }, h("button", { class: "btn primary", type: "submit" }, "Apply changes"),
       h("span", { class: "muted" }, "Profile version " + (p.version || 0) + ". Raising a budget puts retired URLs back to work.")));
@@ -726,15 +852,23 @@ function crawlControls(live, c, choose, changed) {
     nb.balance_replenish = val("budget.balance_replenish") === "" ? 0 : Number(val("budget.balance_replenish"));
     patch.budget = nb;
     try {
+      if (p.recrawl) {
+        const r = readRecrawl(form);
+        if (!r) throw Object.assign(new Error("a continuous crawl needs an interval, or adaptive bounds"), { field: "recrawl.interval" });
+        if (JSON.stringify(r) !== JSON.stringify(p.recrawl)) patch.recrawl = r;
+      }
+    } catch (e) {
+      showFieldError(form, e, general);
+      return;
+    }
+    try {
       await api("PATCH", crawlPath(c.crawl_id), patch);
       showFieldError(form, null, general);
       toast("Settings of " + c.crawl_id + " changed");
       changed();
     } catch (e) { showFieldError(form, e, general); }
   });
-  return h("div", {}, h("div", { class: "row", style: null }, h("label", { for: "control-crawl" }, "Crawl"), sel, badge(c.state),
-    h("a", { href: "#/crawl/" + enc(c.crawl_id) }, "details"), h("span", { class: "spacer" }), actions(c, changed)),
-  h("hr", { class: "sep" }), form);
+  return h("div", {}, controlsHead(live, c, choose, changed), h("hr", { class: "sep" }), form);
 }
 
 // ---- search ---------------------------------------------------------------
@@ -828,6 +962,7 @@ function pageURL(main, _, params) {
           h("dt", {}, "WARC record"), h("dd", {}, w ? [h("a", { href: w.url, target: "_blank", id: "warc-link" }, "open"),
             h("span", { class: "muted mono" }, " ", w.segment, " @ ", num(w.offset), " (", bytes(w.length), ")")] : "–"),
           h("dt", {}, "Key"), h("dd", { class: "mono" }, r.key)),
+        r.recrawl ? recrawlView(r) : null,
         h("h2", { class: "section" }, "Status history"),
         (r.history || []).length ? h("ul", { class: "history" }, r.history.map((e) => h("li", {}, badge(e.status), " ", when(e.time),
           h("span", { class: "muted mono" }, " ", stamp(e.time))))) : h("p", { class: "muted" }, "No history recorded."),
@@ -836,6 +971,29 @@ function pageURL(main, _, params) {
       out.replaceChildren(h("div", { class: "card err" }, e.status === 404 ? "No record of this URL in crawl " + crawl + "." : e.message));
     }
   })();
+}
+
+// recrawlView is a URL's recrawl state in a continuous crawl: its last
+// fetch, its next one, its interval, how often it changed or not, and the
+// validators sent with the next fetch.
+function recrawlView(r) {
+  const rc = r.recrawl;
+  const settled = ["indexed", "redirected", "failed", "sitemap"].includes(r.status);
+  const next = r.next_due ? [nextDue(r.next_due), h("span", { class: "muted mono" }, " ", stamp(r.next_due))]
+    : h("span", { class: "muted" }, settled ? "not scheduled" : "being fetched again");
+  const none = () => h("span", { class: "muted" }, "none");
+  const at = (t) => (t && new Date(t).getFullYear() > 1970 ? [when(t), h("span", { class: "muted mono" }, " ", stamp(t))] : "–");
+  return [h("h2", { class: "section" }, "Recrawl"),
+    h("dl", { class: "kv", id: "url-recrawl" },
+      h("dt", {}, "Last fetch"), h("dd", { id: "rc-fetched" }, at(rc.fetched), rc.status ? h("span", {}, " · HTTP " + rc.status) : null),
+      h("dt", {}, "Next due"), h("dd", { id: "rc-next" }, next),
+      h("dt", {}, "Interval"), h("dd", { id: "rc-interval" }, rc.interval_ms ? dur(rc.interval_ms) : "–"),
+      h("dt", {}, "Changes"), h("dd", { id: "rc-changes" }, num(rc.changes || 0), h("span", { class: "muted" }, " fetches found new content (parsed and indexed again)")),
+      h("dt", {}, "Revisits"), h("dd", { id: "rc-revisits" }, num(rc.revisits || 0), h("span", { class: "muted" }, " fetches found it unchanged (stored as WARC revisit records)")),
+      h("dt", {}, "ETag"), h("dd", { class: "mono", id: "rc-etag" }, rc.etag || none()),
+      h("dt", {}, "Last-Modified"), h("dd", { class: "mono", id: "rc-last-modified" }, rc.last_modified || none()),
+      h("dt", {}, "Payload digest"), h("dd", { class: "mono" }, rc.digest || none()),
+      h("dt", {}, "Stored response"), h("dd", {}, rc.record_id ? [h("span", { class: "mono" }, rc.record_id), " · ", at(rc.stored)] : none()))];
 }
 
 // Start once every page function above is defined (a module runs after the

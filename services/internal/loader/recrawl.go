@@ -1,0 +1,135 @@
+package loader
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/txindex"
+	"github.com/gridcrawl/gridcrawl/pkg/warc"
+)
+
+// Recrawl: a continuous crawl's refetch is conditional on what the last
+// fetch stored (If-None-Match, If-Modified-Since). A page found unchanged,
+// by a 304 or by a payload digest equal to the stored one, is written as a
+// WARC revisit record that refers to the stored response, and settles back
+// as indexed without a crawler contract: it is neither parsed nor indexed
+// again. Every fetch, changed or not, leaves the record's recrawl state
+// with its next due time.
+
+// revisit is what the loader knows of a page found unchanged.
+type revisit struct {
+	profile string // warc.ProfileServerNotModified or warc.ProfileIdenticalPayloadDigest
+	// originalHeader is the stored response's status line and header (a
+	// 304's revisit block is that header freshened); nil when it could not
+	// be read.
+	originalHeader []byte
+}
+
+// setConditional makes req conditional on the validators the last fetch of
+// a continuous crawl's page stored.
+func setConditional(req *http.Request, t *task) {
+	if t.prev == nil || t.prev.Recrawl == nil || !hasStored(t.prev) {
+		return
+	}
+	if v := t.prev.Recrawl.ETag; v != "" {
+		req.Header.Set("If-None-Match", v)
+	}
+	if v := t.prev.Recrawl.LastModified; v != "" {
+		req.Header.Set("If-Modified-Since", v)
+	}
+}
+
+// hasStored reports whether rec was settled as indexed with a stored
+// response that a revisit record can refer to: only such a page can be
+// found unchanged (a page that failed, redirected or was excluded since is
+// fetched and parsed in full).
+func hasStored(rec *txindex.Record) bool {
+	rc := rec.Recrawl
+	return rc != nil && rc.RecordID != "" && !rc.Stored.IsZero() && rec.Asset.Key != "" && previousStatus(rec) == contracts.Indexed
+}
+
+// previousStatus is the status rec was settled in before the due check took
+// it back to to-be-loaded: the event before the last of its history.
+func previousStatus(rec *txindex.Record) contracts.Status {
+	h := rec.History
+	if len(h) < 2 || h[len(h)-1].Status != contracts.ToBeLoaded {
+		return ""
+	}
+	return h[len(h)-2].Status
+}
+
+// unchanged decides whether ex, a fetch of a continuous crawl's page, found
+// it as stored: a 304 answer, or a 200 whose payload digest is the stored
+// one. It returns nil for a changed page, a first fetch and a one-shot
+// crawl.
+func (l *Loader) unchanged(ctx context.Context, t *task, ex *exchange) *revisit {
+	if t.prev == nil || !hasStored(t.prev) || ex.truncated {
+		return nil
+	}
+	switch {
+	case ex.status == http.StatusNotModified:
+		return &revisit{profile: warc.ProfileServerNotModified, originalHeader: l.storedHeader(ctx, t)}
+	case ex.status == http.StatusOK && t.prev.Recrawl.Digest != "" && warc.PayloadDigest(ex.response) == t.prev.Recrawl.Digest:
+		return &revisit{profile: warc.ProfileIdenticalPayloadDigest}
+	}
+	return nil
+}
+
+// storedHeader reads the status line and header of the stored response of
+// t's page, or returns nil (logged) when it cannot: the revisit record then
+// holds the 304's own header.
+func (l *Loader) storedHeader(ctx context.Context, t *task) []byte {
+	ref := t.prev.Asset
+	rc, err := l.deps.Assets.Get(ctx, ref.Key, ref.Offset, ref.Length)
+	if err == nil {
+		defer rc.Close()
+		var rec warc.Record
+		if rec, err = warc.ReadRecord(rc, l.cfg.MaxBodyBytes+1<<20); err == nil {
+			var h []byte
+			if h, err = warc.HTTPHeader(rec.Block); err == nil {
+				return h
+			}
+		}
+	}
+	l.log.Warn("read stored response for a revisit record", "url", t.url, "crawl_id", t.crawlID, "asset", ref.Key, "err", err)
+	return nil
+}
+
+// recrawlState returns the recrawl state a fetch of t at time at leaves:
+// status is the response's (0: none), etag and lastModified its
+// validators, rv set when it found the page unchanged, and recordID and
+// digest those of the response record it stored (empty: none).
+func recrawlState(t *task, at time.Time, status int, etag, lastModified string, rv *revisit, recordID, digest string) *txindex.Recrawl {
+	var st txindex.Recrawl
+	if t.prev != nil && t.prev.Recrawl != nil {
+		st = *t.prev.Recrawl
+	}
+	first := st.Fetched.IsZero()
+	st.Fetched, st.Status = at.UTC(), status
+	changed := rv == nil && recordID != "" && !first
+	switch {
+	case rv != nil:
+		st.Revisits++
+	case recordID != "":
+		if changed && digest != st.Digest {
+			st.Changes++
+		}
+		st.RecordID, st.Stored, st.Digest = recordID, at.UTC(), digest
+		st.ETag, st.LastModified = "", ""
+	}
+	if rv != nil || recordID != "" {
+		// A 304 may update the validators; a new response replaces them.
+		if etag != "" && len(etag) <= txindex.MaxValidatorLen {
+			st.ETag = etag
+		}
+		if lastModified != "" && len(lastModified) <= txindex.MaxValidatorLen {
+			st.LastModified = lastModified
+		}
+	}
+	next := t.profile.Recrawl.Next(time.Duration(st.IntervalMS)*time.Millisecond, changed || first)
+	st.IntervalMS = next.Milliseconds()
+	st.Due = at.UTC().Add(next).Truncate(time.Millisecond)
+	return &st
+}
