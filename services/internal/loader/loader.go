@@ -71,10 +71,11 @@ type Config struct {
 	// bytes (raised to the largest body a page fetch may keep; sitemaps,
 	// up to 50 MiB, are not counted): a web that sends every worker a body
 	// at the cap at once makes them take turns instead of multiplying the
-	// memory. The default, two bodies at the cap, keeps a loader's peak
-	// memory on a hostile web within 1.5 times an ordinary web's; raise it
-	// for webs of many large bodies (archives, PDFs) when memory allows.
-	BodyBudget    int64         `env:"GRIDCRAWL_LOADER_BODY_BUDGET" envDefault:"16777216"`
+	// memory. The default, one body at the cap at a time (bodies under
+	// 1 MiB take a quarter of it or less), keeps a loader's peak memory on
+	// a hostile web near 1.5 times an ordinary web's; raise it for webs of
+	// many large bodies (archives, PDFs) when memory allows.
+	BodyBudget    int64         `env:"GRIDCRAWL_LOADER_BODY_BUDGET" envDefault:"8388608"`
 	FetchTimeout  time.Duration `env:"GRIDCRAWL_FETCH_TIMEOUT" envDefault:"30s"`
 	FetchAttempts int           `env:"GRIDCRAWL_FETCH_ATTEMPTS" envDefault:"3"`
 	RetryDelay    time.Duration `env:"GRIDCRAWL_FETCH_RETRY_DELAY" envDefault:"10s"`
