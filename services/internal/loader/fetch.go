@@ -360,7 +360,8 @@ const firstBodyBytes = 32 << 10
 // announced, and less than twice its size otherwise, where a growing
 // buffer and a copy into an exact slice took two and five times.
 func readBody(r io.Reader, room int, size, limit int64) ([]byte, error) {
-	most, first, announced := limit+1, int64(firstBodyBytes), size >= 0
+	// Unknown length: head and first room in one 32 KiB size class.
+	most, first, announced := limit+1, int64(max(firstBodyBytes-room, firstBodyBytes/2)), size >= 0
 	if announced {
 		most = min(size+1, most) // +1: the read that sees the end has room
 		first = freeBodyBytes
@@ -458,6 +459,12 @@ type sliceWriter struct{ b []byte }
 func (w *sliceWriter) Write(p []byte) (int, error) {
 	w.b = append(w.b, p...)
 	return len(p), nil
+}
+
+// WriteString spares http.Header.Write a conversion per string.
+func (w *sliceWriter) WriteString(s string) (int, error) {
+	w.b = append(w.b, s...)
+	return len(s), nil
 }
 
 // robotsCapture receives what the robots.txt fetch of one lease did: the

@@ -149,3 +149,38 @@ func manyHeaders(n int) http.Header {
 	}
 	return h
 }
+
+// BenchmarkHTTPGet fetches an ordinary 20 KB page over loopback, with and
+// without its length announced: the cost of a page on the hot path.
+func BenchmarkHTTPGet(b *testing.B) {
+	page := bytes.Repeat([]byte("<p>ordinary words of a page</p>\n"), 20<<10/32)
+	for _, announce := range []bool{true, false} {
+		b.Run(fmt.Sprintf("announced=%v", announce), func(b *testing.B) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/html")
+				if announce {
+					w.Header().Set("Content-Length", strconv.Itoa(len(page)))
+				} else if f, ok := w.(http.Flusher); ok {
+					f.Flush() // chunked
+				}
+				_, _ = w.Write(page)
+			}))
+			defer srv.Close()
+			var vars map[string]string
+			l, err := New(config(b, vars), Deps{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			u, _ := url.Parse(srv.URL + "/page")
+			task := &task{url: u.String(), profile: &contracts.Profile{UserAgent: contracts.DefaultUserAgent}}
+			b.ReportAllocs()
+			for b.Loop() {
+				ex, err := l.httpGet(b.Context(), task, u)
+				if err != nil || ex.bodyBytes != int64(len(page)) {
+					b.Fatalf("httpGet = %v bytes, %v", ex.bodyBytes, err)
+				}
+				task.bodyShare.Release()
+			}
+		})
+	}
+}

@@ -72,7 +72,7 @@ type Config struct {
 	// up to 50 MiB, are not counted): a web that sends every worker a body
 	// at the cap at once makes them take turns instead of multiplying the
 	// memory. The default, one body at the cap at a time (bodies under
-	// 1 MiB take a quarter of it or less), keeps a loader's peak memory on
+	// 1.25 MiB take an eighth of it at most), keeps a loader's peak memory on
 	// a hostile web near 1.5 times an ordinary web's; raise it for webs of
 	// many large bodies (archives, PDFs) when memory allows.
 	BodyBudget    int64         `env:"GRIDCRAWL_LOADER_BODY_BUDGET" envDefault:"8388608"`
