@@ -16,6 +16,8 @@ import (
 	"io"
 
 	"golang.org/x/sync/semaphore"
+
+	"github.com/gridcrawl/gridcrawl/pkg/gcnudge"
 )
 
 // step is the share a reader takes at a time beyond its free bytes.
@@ -52,6 +54,9 @@ type Reader struct {
 	b    *Budget
 	n    int64 // bytes read
 	held int64 // bytes of the budget taken
+	// holding: the reader holds a large buffer (gcnudge.Hold), from its
+	// first share to Release.
+	holding bool
 }
 
 // Read reads from the underlying reader, then takes what the budget must
@@ -66,10 +71,35 @@ func (r *Reader) Read(p []byte) (int, error) {
 	}
 	n, err := r.r.Read(p)
 	r.n += int64(n)
-	for r.n > r.b.free+r.held {
+	if cerr := r.cover(r.n); cerr != nil {
+		return n, cerr
+	}
+	return n, err
+}
+
+// Reserve takes, waiting for them under the reader's context, the shares
+// that cover n bytes (beyond the free ones), before the caller allocates
+// room for them: a caller that allocates ahead of what it reads (a body of
+// announced length) keeps its memory within the budget that way. Bytes read
+// up to n take nothing more.
+func (r *Reader) Reserve(n int64) error {
+	if r.b == nil {
+		return nil
+	}
+	return r.cover(n)
+}
+
+// cover takes shares until the reader holds what n bytes need beyond the
+// free ones.
+func (r *Reader) cover(n int64) error {
+	for n > r.b.free+r.held {
 		want := min(int64(step), r.b.total-r.held)
 		if want <= 0 {
-			return n, fmt.Errorf("%w (%d bytes)", ErrTooLarge, r.b.total)
+			return fmt.Errorf("%w (%d bytes)", ErrTooLarge, r.b.total)
+		}
+		if !r.holding {
+			r.holding = true
+			gcnudge.Hold()
 		}
 		if r.b.sem.TryAcquire(want) {
 			r.held += want
@@ -80,22 +110,31 @@ func (r *Reader) Read(p []byte) (int, error) {
 		// wait for all of it at once (the semaphore serves waiters in
 		// order, so the reader is not starved by small requests).
 		want += r.held
-		r.Release()
+		r.b.sem.Release(r.held)
+		r.held = 0
 		if aerr := r.b.sem.Acquire(r.ctx, want); aerr != nil {
-			return n, fmt.Errorf("wait for memory to read the body: %w", aerr)
+			return fmt.Errorf("wait for memory to read the body: %w", aerr)
 		}
 		r.held = want
 	}
-	return n, err
+	return nil
 }
 
 // Held returns the bytes of the budget the reader holds.
 func (r *Reader) Held() int64 { return r.held }
 
-// Release gives back what the reader took of the budget.
+// Release gives back what the reader took of the budget. It may be called
+// on a nil Reader.
 func (r *Reader) Release() {
-	if r.b != nil && r.held > 0 {
+	if r == nil || r.b == nil {
+		return
+	}
+	if r.held > 0 {
 		r.b.sem.Release(r.held)
 		r.held = 0
+	}
+	if r.holding {
+		r.holding = false
+		gcnudge.Unhold()
 	}
 }

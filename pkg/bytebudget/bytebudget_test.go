@@ -78,3 +78,40 @@ func TestBodyLargerThanTheBudget(t *testing.T) {
 		t.Errorf("err = %v, want ErrTooLarge", err)
 	}
 }
+
+// TestReserve: room reserved ahead of reading takes its share of the budget
+// at once (another reader cannot have it meanwhile), reading into it takes
+// nothing more, and Release gives it back.
+func TestReserve(t *testing.T) {
+	const total, free = 4 << 20, 256 << 10
+	b := New(total, free)
+	r1 := b.Reader(t.Context(), bytes.NewReader(make([]byte, 3<<20)))
+	if err := r1.Reserve(3 << 20); err != nil {
+		t.Fatalf("Reserve: %v", err)
+	}
+	held := r1.Held()
+	if held < 3<<20-free || held > total {
+		t.Errorf("Held after Reserve(3 MiB) = %d, want at least %d", held, 3<<20-free)
+	}
+	if _, err := io.Copy(io.Discard, r1); err != nil {
+		t.Fatal(err)
+	}
+	if r1.Held() != held {
+		t.Errorf("Held after reading the reserved bytes = %d, want %d as before", r1.Held(), held)
+	}
+	cancelled, cancel := context.WithCancel(t.Context())
+	cancel()
+	r2 := b.Reader(cancelled, bytes.NewReader(nil))
+	if err := r2.Reserve(3 << 20); !errors.Is(err, context.Canceled) {
+		t.Errorf("Reserve beyond what is left = %v, want to wait (and fail with the cancelled context)", err)
+	}
+	r1.Release()
+	r3 := b.Reader(t.Context(), bytes.NewReader(nil))
+	if err := r3.Reserve(3 << 20); err != nil {
+		t.Errorf("Reserve once released: %v", err)
+	}
+	r3.Release()
+	if err := b.Reader(t.Context(), nil).Reserve(total + free + 1); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("Reserve over the whole budget = %v, want ErrTooLarge", err)
+	}
+}

@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"github.com/andybalholm/brotli"
+
+	"github.com/gridcrawl/gridcrawl/pkg/growbuf"
 )
 
 // AcceptEncoding is what loaders offer in Accept-Encoding: every coding
@@ -80,10 +82,14 @@ func decodeOne(coding string, body []byte, limit int64, wrap func(io.Reader) io.
 	default:
 		return nil, errors.New("not supported")
 	}
+	r = io.LimitReader(r, limit+1)
 	if wrap != nil {
-		r = wrap(r)
+		r = wrap(r) // outermost: a budget reader reserves the room growbuf allocates
 	}
-	dec, err := io.ReadAll(io.LimitReader(r, limit+1))
+	// Decoded bodies are read into a slice that grows to the limit, not
+	// past it (io.ReadAll's growth allocates several times a body at the
+	// limit), starting from a guess of a few times the coded size.
+	dec, err := growbuf.ReadAll(nil, r, min(max(4*int64(len(body)), 32<<10), limit+1), limit+1, false)
 	// A body cut by the loader's size cap ends early: keep what decoded.
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
 		return nil, err

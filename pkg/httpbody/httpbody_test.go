@@ -7,10 +7,13 @@ import (
 	"compress/zlib"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/andybalholm/brotli"
+
+	"github.com/gridcrawl/gridcrawl/pkg/bytebudget"
 )
 
 func encode(t *testing.T, coding string, b []byte) []byte {
@@ -98,4 +101,67 @@ func TestDecode(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDecodeMemory: decoding a bomb cut at the limit, or a page that
+// decodes to the limit, allocates less than twice the limit (io.ReadAll's
+// growth allocated about four times), besides the decompressor's own state.
+func TestDecodeMemory(t *testing.T) {
+	const limit = 8 << 20
+	page := bytes.Repeat([]byte("<p>some words of an ordinary page</p>\n"), limit/38)
+	bomb := make([]byte, 64<<20)
+	tests := []struct {
+		name, coding, enc string
+		plain             []byte
+		state             uint64 // the decompressor's window and tables
+	}{
+		{"gzip bomb", "gzip", "gzip", bomb, 1 << 20},
+		{"deflate bomb", "deflate", "zlib", bomb, 1 << 20},
+		{"brotli bomb", "br", "br", bomb, 6 << 20}, // a 4 MiB window
+		{"gzip page at the limit", "gzip", "gzip", page, 1 << 20},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			body := encode(t, tc.enc, tc.plain)
+			h := http.Header{"Content-Encoding": {tc.coding}}
+			if _, err := Decode(h, body, limit); err != nil { // warm up the decoders' pools
+				t.Fatal(err)
+			}
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			dec, err := Decode(h, body, limit)
+			runtime.ReadMemStats(&after)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := tc.plain[:min(len(tc.plain), limit)]; !bytes.Equal(dec, want) {
+				t.Fatalf("Decode returned %d bytes, want the first %d decoded", len(dec), len(want))
+			}
+			if alloc, most := after.TotalAlloc-before.TotalAlloc, 2*limit+tc.state; alloc > most {
+				t.Errorf("Decode allocated %d bytes for %d decoded, want at most %d", alloc, len(dec), most)
+			}
+		})
+	}
+}
+
+// TestDecodeWithBudget: with a budget reader as wrap, the room a decoded
+// body is read into is reserved from the budget, not only the bytes read.
+func TestDecodeWithBudget(t *testing.T) {
+	const limit, free = 8 << 20, 256 << 10
+	b := bytebudget.New(16<<20, free)
+	var br *bytebudget.Reader
+	wrap := func(r io.Reader) io.Reader {
+		br = b.Reader(t.Context(), r)
+		return br
+	}
+	body := encode(t, "gzip", make([]byte, 3<<20+100))
+	dec, err := DecodeWith(http.Header{"Content-Encoding": {"gzip"}}, body, limit, wrap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held := br.Held(); held < int64(cap(dec))-free {
+		t.Errorf("the decode holds %d bytes of the budget for a %d-byte room, want at least %d", held, cap(dec), int64(cap(dec))-free)
+	}
+	br.Release()
 }

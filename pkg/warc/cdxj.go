@@ -335,14 +335,14 @@ func IndexWARC(r io.Reader, filename string, maxBlock int64) ([][]byte, error) {
 				return nil, fmt.Errorf("index warc at %d: gzip: %w", start, err)
 			}
 			zr.Multistream(false)
-			rec, err = readRecord(bufio.NewReader(zr), maxBlock)
+			rec, err = readRecord(bufio.NewReader(zr), maxBlock, nil)
 			if err == nil {
 				// Drain the member so that its trailer is consumed.
 				_, err = io.Copy(io.Discard, zr)
 			}
 		} else {
 			// pywb's length of a plain record ends with its block.
-			rec, err = readRecordNoTrailer(br, maxBlock)
+			rec, err = readRecordNoTrailer(br, maxBlock, nil)
 		}
 		if err == io.EOF && !bytes.Equal(magic, gzipMagic) {
 			break // blank lines at the end

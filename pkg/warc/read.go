@@ -11,6 +11,8 @@ import (
 	"sync"
 
 	"github.com/klauspost/compress/gzip"
+
+	"github.com/gridcrawl/gridcrawl/pkg/growbuf"
 )
 
 const (
@@ -41,6 +43,13 @@ var gzipReaders = sync.Pool{New: func() any { return new(gzip.Reader) }}
 // read past the end of the record: give it a reader bounded to the record,
 // as Segment.Append's offset and length allow.
 func ReadRecord(r io.Reader, maxBlock int64) (Record, error) {
+	return ReadRecordWith(r, maxBlock, nil)
+}
+
+// ReadRecordWith is ReadRecord reading a block larger than 1 MiB through
+// wrap (when not nil): a caller can bound the memory of concurrent reads
+// (pkg/bytebudget, whose readers reserve the room the block is read into).
+func ReadRecordWith(r io.Reader, maxBlock int64, wrap func(io.Reader) io.Reader) (Record, error) {
 	if maxBlock < 0 {
 		maxBlock = 0
 	}
@@ -53,7 +62,7 @@ func ReadRecord(r io.Reader, maxBlock int64) (Record, error) {
 		return Record{}, fmt.Errorf("read warc record: %w", err)
 	}
 	if !bytes.Equal(magic, gzipMagic) {
-		rec, err := readRecord(br, maxBlock)
+		rec, err := readRecord(br, maxBlock, wrap)
 		if err == io.EOF {
 			err = fmt.Errorf("read warc record: %w", io.ErrUnexpectedEOF)
 		}
@@ -66,7 +75,7 @@ func ReadRecord(r io.Reader, maxBlock int64) (Record, error) {
 	}
 	zr.Multistream(false)
 	limited := io.LimitReader(zr, MaxHeaderSize+maxBlock+int64(len(trailer)))
-	rec, err := readRecord(bufio.NewReader(limited), maxBlock)
+	rec, err := readRecord(bufio.NewReader(limited), maxBlock, wrap)
 	if err == io.EOF {
 		err = fmt.Errorf("read warc record: %w", io.ErrUnexpectedEOF)
 	}
@@ -122,7 +131,7 @@ func (r *Reader) Next() (Record, error) {
 	if maxBlock <= 0 {
 		maxBlock = DefaultMaxBlock
 	}
-	rec, err := readRecord(r.br, maxBlock)
+	rec, err := readRecord(r.br, maxBlock, nil)
 	if err != nil {
 		r.err = err
 		return Record{}, err
@@ -133,7 +142,7 @@ func (r *Reader) Next() (Record, error) {
 // readRecordNoTrailer reads one record up to the end of its block. It
 // returns io.EOF, unwrapped, if the input ends before the record starts
 // (stray blank lines aside).
-func readRecordNoTrailer(br *bufio.Reader, maxBlock int64) (Record, error) {
+func readRecordNoTrailer(br *bufio.Reader, maxBlock int64, wrap func(io.Reader) io.Reader) (Record, error) {
 	budget := MaxHeaderSize
 	var line []byte
 	var err error
@@ -204,10 +213,16 @@ func readRecordNoTrailer(br *bufio.Reader, maxBlock int64) (Record, error) {
 		block = make([]byte, n)
 		_, err = io.ReadFull(br, block)
 	} else {
-		var b bytes.Buffer
-		b.Grow(eagerAlloc)
-		_, err = io.CopyN(&b, br, n)
-		block = b.Bytes()
+		// Doubling up to the exact size, not past it (bytes.Buffer would
+		// end at twice the block).
+		src := io.LimitReader(br, n)
+		if wrap != nil {
+			src = wrap(src)
+		}
+		block, err = growbuf.ReadAll(nil, src, eagerAlloc, n, false)
+		if err == nil && int64(len(block)) < n {
+			err = io.ErrUnexpectedEOF
+		}
 	}
 	if err != nil {
 		if err == io.EOF {
@@ -220,8 +235,8 @@ func readRecordNoTrailer(br *bufio.Reader, maxBlock int64) (Record, error) {
 
 // readRecord reads one record and its trailer. It returns io.EOF, unwrapped,
 // if the input ends before the record starts (stray blank lines aside).
-func readRecord(br *bufio.Reader, maxBlock int64) (Record, error) {
-	rec, err := readRecordNoTrailer(br, maxBlock)
+func readRecord(br *bufio.Reader, maxBlock int64, wrap func(io.Reader) io.Reader) (Record, error) {
+	rec, err := readRecordNoTrailer(br, maxBlock, wrap)
 	if err == nil {
 		skipTrailer(br)
 	}

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -443,6 +444,87 @@ func TestReadRecordGzipBomb(t *testing.T) {
 	}
 	if counter.n > 64<<10 {
 		t.Errorf("ReadRecord consumed %d compressed bytes for a 1000-byte record", counter.n)
+	}
+}
+
+// TestReadRecordMemory: a large block (a body at the loader's cap) is read
+// with less than twice its size of allocation, plain or compressed, and
+// exactly: bytes.Buffer's growth allocated about four times.
+func TestReadRecordMemory(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		compress bool
+		block    int
+	}{
+		{"plain, 8 MiB", false, 8<<20 + 300},
+		{"gzip, 8 MiB", true, 8<<20 + 300},
+		{"gzip, just over the eager size", true, eagerAlloc + 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			block := bytes.Repeat([]byte("HTTP/1.1 200 OK\r\n\r\n some text of a page."), tc.block/40+1)[:tc.block]
+			seg := NewSegment(tc.compress)
+			off, n, err := seg.Append(NewResponseRecord("http://example.com/", time.Now(), "", block, false, ""))
+			if err != nil {
+				t.Fatal(err)
+			}
+			data := seg.Bytes()[off : off+n]
+			if _, err := ReadRecord(bytes.NewReader(data), 16<<20); err != nil { // warm up the decompressor pool
+				t.Fatal(err)
+			}
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			rec, err := ReadRecord(bytes.NewReader(data), 16<<20)
+			runtime.ReadMemStats(&after)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(rec.Block, block) {
+				t.Fatalf("ReadRecord block of %d bytes differs from the %d written", len(rec.Block), len(block))
+			}
+			if alloc, most := after.TotalAlloc-before.TotalAlloc, uint64(2*tc.block+64<<10); alloc > most {
+				t.Errorf("ReadRecord allocated %d bytes for a %d-byte block, want at most %d", alloc, tc.block, most)
+			}
+		})
+	}
+}
+
+// reservingReader notes the room read into it is reserved for.
+type reservingReader struct {
+	io.Reader
+	reserved int64
+}
+
+func (r *reservingReader) Reserve(n int64) error {
+	r.reserved = max(r.reserved, n)
+	return nil
+}
+
+// TestReadRecordWith: a block over 1 MiB is read through wrap, which can
+// reserve its room (a memory budget); a small block is not.
+func TestReadRecordWith(t *testing.T) {
+	for _, size := range []int{100, eagerAlloc + 1, 8 << 20} {
+		block := append([]byte("HTTP/1.1 200 OK\r\n\r\n"), make([]byte, size)...)
+		seg := NewSegment(true)
+		off, n, err := seg.Append(NewResponseRecord("http://example.com/", time.Now(), "", block, false, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rr *reservingReader
+		wrap := func(r io.Reader) io.Reader {
+			rr = &reservingReader{Reader: r}
+			return rr
+		}
+		rec, err := ReadRecordWith(bytes.NewReader(seg.Bytes()[off:off+n]), 16<<20, wrap)
+		if err != nil || !bytes.Equal(rec.Block, block) {
+			t.Fatalf("ReadRecordWith of a %d-byte block = %d bytes, %v", len(block), len(rec.Block), err)
+		}
+		switch {
+		case len(block) <= eagerAlloc && rr != nil:
+			t.Errorf("a %d-byte block was read through wrap", len(block))
+		case len(block) > eagerAlloc && (rr == nil || rr.reserved < int64(len(block))):
+			t.Errorf("a %d-byte block was read through wrap %v, want its room reserved", len(block), rr)
+		}
 	}
 }
 

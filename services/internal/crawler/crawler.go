@@ -15,6 +15,7 @@ package crawler
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,6 +26,7 @@ import (
 	"net/http"
 	"net/url"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 
@@ -32,6 +34,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
 	"github.com/gridcrawl/gridcrawl/pkg/bytebudget"
 	"github.com/gridcrawl/gridcrawl/pkg/extract"
+	"github.com/gridcrawl/gridcrawl/pkg/gcnudge"
 	"github.com/gridcrawl/gridcrawl/pkg/httpbody"
 	"github.com/gridcrawl/gridcrawl/pkg/lru"
 	"github.com/gridcrawl/gridcrawl/pkg/profiles"
@@ -62,8 +65,9 @@ type Config struct {
 	Prefetch     int   `env:"GRIDCRAWL_CRAWLER_PREFETCH" envDefault:"16"`
 	MaxBodyBytes int64 `env:"GRIDCRAWL_MAX_BODY_BYTES" envDefault:"8388608"`
 	// DecodeBudget bounds the decompressed bytes the workers hold together
-	// beyond the first 256 KiB of each body (raised to the largest body):
-	// compression bombs decoded by every worker at once take turns.
+	// beyond the first 256 KiB of each body (raised to the largest record
+	// block): compression bombs decoded by every worker at once, and WARC
+	// record blocks over 1 MiB read by every worker at once, take turns.
 	DecodeBudget int64 `env:"GRIDCRAWL_CRAWLER_DECODE_BUDGET" envDefault:"16777216"`
 	MaxTextBytes int   `env:"GRIDCRAWL_MAX_TEXT_BYTES" envDefault:"1048576"`
 	MaxLinks     int   `env:"GRIDCRAWL_MAX_LINKS" envDefault:"5000"`
@@ -142,7 +146,7 @@ func New(cfg Config, deps Deps) *Crawler {
 		profs:    crawlcache.NewProfiles(deps.Profiles),
 		scopes:   lru.New[string, *scope.Rules](1000, 0),
 		met:      deps.Metrics.Crawler(),
-		decodes:  bytebudget.New(max(cfg.DecodeBudget, cfg.MaxBodyBytes+1), 256<<10),
+		decodes:  bytebudget.New(max(cfg.DecodeBudget, cfg.MaxBodyBytes+1<<20+1), 256<<10), // a record block fits too
 	}
 }
 
@@ -227,6 +231,8 @@ type parsed struct {
 	final  contracts.Status    // status after the links are written
 	reason string
 	links  []frontier.Candidate
+	// loaded is the size of the body as loaded, garbage once parsed.
+	loaded int64
 }
 
 // Process runs the seed 004 loop for the pages of k. It is idempotent: pages
@@ -281,6 +287,9 @@ func (c *Crawler) Process(ctx context.Context, k contracts.CrawlerContract, prof
 		}
 		if err != nil {
 			return err
+		}
+		if _, ok := handed[p.Asset]; !ok { // a handed response is held until Process returns
+			gcnudge.Dropped(pp.loaded)
 		}
 		pages = append(pages, pp)
 	}
@@ -340,13 +349,14 @@ func (c *Crawler) Process(ctx context.Context, k contracts.CrawlerContract, prof
 // that cannot be parsed becomes a failed record.
 // referrer is the URL of the page that linked p.
 func (c *Crawler) parse(ctx context.Context, k contracts.CrawlerContract, profile contracts.Profile, scope *scope.Rules,
-	p contracts.CrawlerPage, key, referrer string, handed map[contracts.AssetRef]handedResponse, spans map[string]span) (*parsed, error) {
+	p contracts.CrawlerPage, key, referrer string, handed map[contracts.AssetRef]handedResponse, spans spanSet) (*parsed, error) {
 	out := &parsed{page: p, key: key, final: contracts.ToBeIndexed}
 	status, header, ip, body, release, err := c.load(ctx, p.Asset, handed, spans, c.cfg.MaxBodyBytes)
 	defer release()
 	if err != nil {
 		return loadFailed(out, p.Asset, err)
 	}
+	out.loaded = int64(cap(body))
 	pageURL, err := url.Parse(p.URL)
 	if err != nil {
 		out.final, out.reason = contracts.Failed, "invalid url"
@@ -440,8 +450,30 @@ type span struct {
 	data []byte
 }
 
-// maxSpanBytes bounds one combined read of a WARC segment.
-const maxSpanBytes = 64 << 20
+// spanSet holds the spans read for one contract, by asset key, in offset order.
+type spanSet map[string][]span
+
+// find returns the bytes of ref when a span holds them.
+func (s spanSet) find(ref contracts.AssetRef) ([]byte, bool) {
+	for _, sp := range s[ref.Key] {
+		if ref.Offset >= sp.off && ref.Offset+ref.Length <= sp.off+int64(len(sp.data)) {
+			return sp.data[ref.Offset-sp.off : ref.Offset-sp.off+ref.Length], true
+		}
+	}
+	return nil, false
+}
+
+const (
+	// maxSpanBytes bounds one combined read of a WARC segment.
+	maxSpanBytes = 16 << 20
+	// maxSpanRecord is the largest record read as part of a span: a larger
+	// one (a body near the size cap) is streamed alone from the store into
+	// its block, so that its compressed bytes are not held besides.
+	maxSpanRecord = 512 << 10
+	// maxSpanGap is the most bytes of other records a span reads between
+	// two of its pages; farther pages start another span.
+	maxSpanGap = 256 << 10
+)
 
 // handedResponse is a response taken from the handoff.
 type handedResponse struct {
@@ -466,15 +498,13 @@ func (c *Crawler) takeHanded(pages []contracts.CrawlerPage) map[contracts.AssetR
 	return out
 }
 
-// readSpans reads, per asset object, the byte range covering the records
+// readSpans reads, per asset object, the byte ranges covering the records
 // of pages in one request: a contract's pages come from one WARC segment,
-// so this is one read per contract instead of one per page. Pages whose
-// response was handed over are not read; objects whose range is too large
-// are left to per-page reads.
-func (c *Crawler) readSpans(ctx context.Context, pages []contracts.CrawlerPage, handed map[contracts.AssetRef]handedResponse) (map[string]span, error) {
-	type bounds struct{ lo, hi int64 }
-	byKey := map[string]*bounds{}
-	count := map[string]int{}
+// so this is one read per run of nearby records instead of one per page.
+// Pages whose response was handed over are not read; large records, and
+// pages alone in their run, are left to per-page reads.
+func (c *Crawler) readSpans(ctx context.Context, pages []contracts.CrawlerPage, handed map[contracts.AssetRef]handedResponse) (spanSet, error) {
+	byKey := map[string][]contracts.AssetRef{}
 	for _, p := range pages {
 		a := p.Asset
 		if a.Key == "" || a.Length <= 0 {
@@ -483,34 +513,66 @@ func (c *Crawler) readSpans(ctx context.Context, pages []contracts.CrawlerPage, 
 		if _, ok := handed[a]; ok {
 			continue
 		}
-		b := byKey[a.Key]
-		if b == nil {
-			b = &bounds{lo: a.Offset, hi: a.Offset + a.Length}
-			byKey[a.Key] = b
-		}
-		b.lo, b.hi = min(b.lo, a.Offset), max(b.hi, a.Offset+a.Length)
-		count[a.Key]++
+		byKey[a.Key] = append(byKey[a.Key], a)
 	}
-	out := map[string]span{}
-	for key, b := range byKey {
-		if count[key] < 2 || b.hi-b.lo > maxSpanBytes {
-			continue
+	out := spanSet{}
+	for key, refs := range byKey {
+		for _, r := range spanRuns(refs) {
+			rc, err := c.deps.Assets.Get(ctx, key, r.lo, r.hi-r.lo)
+			if errors.Is(err, assets.ErrNotFound) {
+				break // each page reports the missing asset on its own
+			}
+			if err != nil {
+				return nil, fmt.Errorf("get asset %q: %w", key, err)
+			}
+			// The span's size is known: one allocation of it (io.ReadAll's
+			// growth allocated several times a span holding a large record).
+			data := make([]byte, r.hi-r.lo)
+			n, err := io.ReadFull(rc, data)
+			rc.Close()
+			data = data[:n]
+			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+				err = nil // a short span: its pages beyond the end read alone
+			}
+			if err != nil {
+				return nil, fmt.Errorf("read asset %q: %w", key, err)
+			}
+			out[key] = append(out[key], span{off: r.lo, data: data})
 		}
-		rc, err := c.deps.Assets.Get(ctx, key, b.lo, b.hi-b.lo)
-		if errors.Is(err, assets.ErrNotFound) {
-			continue // each page reports the missing asset on its own
-		}
-		if err != nil {
-			return nil, fmt.Errorf("get asset %q: %w", key, err)
-		}
-		data, err := io.ReadAll(io.LimitReader(rc, b.hi-b.lo))
-		rc.Close()
-		if err != nil {
-			return nil, fmt.Errorf("read asset %q: %w", key, err)
-		}
-		out[key] = span{off: b.lo, data: data}
 	}
 	return out, nil
+}
+
+// spanRun is a byte range of an asset object that holds records of
+// several pages.
+type spanRun struct{ lo, hi int64 }
+
+// spanRuns groups the records at refs (of one asset object) into the
+// ranges worth one read each: records at most maxSpanGap apart, at most
+// maxSpanBytes in all, two records at least. Records over maxSpanRecord
+// are left out (they lie in a gap).
+func spanRuns(refs []contracts.AssetRef) []spanRun {
+	refs = slices.SortedFunc(slices.Values(refs), func(a, b contracts.AssetRef) int { return cmp.Compare(a.Offset, b.Offset) })
+	var runs []spanRun
+	n := 0 // records in the last run
+	for _, a := range refs {
+		if a.Length > maxSpanRecord {
+			continue
+		}
+		if k := len(runs) - 1; k >= 0 && a.Offset-runs[k].hi <= maxSpanGap && a.Offset+a.Length-runs[k].lo <= maxSpanBytes {
+			runs[k].hi = max(runs[k].hi, a.Offset+a.Length)
+			n++
+			continue
+		}
+		if n == 1 {
+			runs = runs[:len(runs)-1] // a record alone is read alone
+		}
+		runs, n = append(runs, spanRun{lo: a.Offset, hi: a.Offset + a.Length}), 1
+	}
+	if n == 1 {
+		runs = runs[:len(runs)-1]
+	}
+	return runs
 }
 
 // load returns the HTTP status, headers and decoded body of the response at
@@ -520,8 +582,28 @@ func (c *Crawler) readSpans(ctx context.Context, pages []contracts.CrawlerPage, 
 //
 // release gives back the share of the decode budget the body holds: call
 // it once the body is no longer used.
-func (c *Crawler) load(ctx context.Context, ref contracts.AssetRef, handed map[contracts.AssetRef]handedResponse, spans map[string]span, limit int64) (status int, header http.Header, ip string, body []byte, release func(), err error) {
+func (c *Crawler) load(ctx context.Context, ref contracts.AssetRef, handed map[contracts.AssetRef]handedResponse, spans spanSet, limit int64) (status int, header http.Header, ip string, body []byte, release func(), err error) {
 	maxBlock := max(c.cfg.MaxBodyBytes, limit) + 1<<20
+	// A large record block and each decoded layer are read within the
+	// decode budget.
+	var readers []*bytebudget.Reader
+	release = func() {
+		for _, r := range readers {
+			r.Release()
+		}
+	}
+	wrap := func(r io.Reader) io.Reader {
+		// One share at a time: the layer before (the block, or a stacked
+		// coding) is read whole already, and a worker that held one share
+		// while waiting for another could deadlock with the others.
+		release()
+		br := c.decodes.Reader(ctx, r)
+		readers = append(readers[:0], br)
+		return br
+	}
+	if limit > c.cfg.MaxBodyBytes {
+		wrap = nil // a sitemap (up to 50 MiB): one per probe, not budgeted
+	}
 	var block []byte
 	if h, ok := handed[ref]; ok {
 		// The record's block is exactly this response; keep its limit.
@@ -532,8 +614,8 @@ func (c *Crawler) load(ctx context.Context, ref contracts.AssetRef, handed map[c
 	} else {
 		var r io.Reader
 		var stream *streamReader
-		if sp, ok := spans[ref.Key]; ok && ref.Offset >= sp.off && ref.Offset+ref.Length <= sp.off+int64(len(sp.data)) {
-			r = bytes.NewReader(sp.data[ref.Offset-sp.off : ref.Offset-sp.off+ref.Length])
+		if data, ok := spans.find(ref); ok {
+			r = bytes.NewReader(data)
 		} else {
 			rc, err := c.deps.Assets.Get(ctx, ref.Key, ref.Offset, ref.Length)
 			if err != nil {
@@ -543,8 +625,9 @@ func (c *Crawler) load(ctx context.Context, ref contracts.AssetRef, handed map[c
 			stream = &streamReader{r: rc}
 			r = stream
 		}
-		rec, err := warc.ReadRecord(r, maxBlock)
+		rec, err := warc.ReadRecordWith(r, maxBlock, wrap)
 		if err != nil {
+			release()
 			// A stream that broke off (a reset connection, a transfer cut
 			// short) is the store's failure, worth a retry like the batched
 			// read's; a record that arrived whole and does not parse is bad.
@@ -557,25 +640,8 @@ func (c *Crawler) load(ctx context.Context, ref contracts.AssetRef, handed map[c
 	}
 	status, header, body, err = warc.ParseHTTPResponse(block)
 	if err != nil {
-		return 0, nil, "", nil, noRelease, &badRecordError{"parse http response: " + err.Error()}
-	}
-	var readers []*bytebudget.Reader
-	release = func() {
-		for _, r := range readers {
-			r.Release()
-		}
-	}
-	wrap := func(r io.Reader) io.Reader {
-		// One share at a time: the layer before (stacked codings) is read
-		// whole already, and a worker that held one share while waiting
-		// for another could deadlock with the others.
 		release()
-		br := c.decodes.Reader(ctx, r)
-		readers = append(readers[:0], br)
-		return br
-	}
-	if limit > c.cfg.MaxBodyBytes {
-		wrap = nil // a sitemap (up to 50 MiB): one per probe, not budgeted
+		return 0, nil, "", nil, noRelease, &badRecordError{"parse http response: " + err.Error()}
 	}
 	body, err = httpbody.DecodeWith(header, body, limit, wrap)
 	if err != nil {

@@ -66,7 +66,10 @@ func NewHandoff(maxBytes int64) *Handoff {
 // afterwards. A response larger than the whole bound is not kept. Put on a
 // nil Handoff does nothing.
 func (h *Handoff) Put(ref contracts.AssetRef, ip string, response []byte) {
-	if h == nil || int64(len(response)) > h.max || ref.Key == "" || ref.Length <= 0 {
+	// The memory a response holds is its capacity: a body of unknown
+	// length is read into a slice with room to spare.
+	size := int64(cap(response))
+	if h == nil || size > h.max || ref.Key == "" || ref.Length <= 0 {
 		return
 	}
 	k := handoffKey{ref.Key, ref.Offset}
@@ -76,7 +79,7 @@ func (h *Handoff) Put(ref contracts.AssetRef, ip string, response []byte) {
 		h.removeLocked(el)
 	}
 	now := h.now()
-	for h.size+int64(len(response)) > h.max {
+	for h.size+size > h.max {
 		oldest := h.order.Back()
 		if now.Sub(oldest.Value.(*handoffEntry).at) < handoffStale {
 			h.evicted++ // the new one gives way
@@ -86,7 +89,7 @@ func (h *Handoff) Put(ref contracts.AssetRef, ip string, response []byte) {
 		h.evicted++
 	}
 	h.items[k] = h.order.PushFront(&handoffEntry{k: k, length: ref.Length, ip: ip, response: response, at: now})
-	h.size += int64(len(response))
+	h.size += size
 }
 
 // Take returns and removes the response at ref, if the handoff holds it.
@@ -134,5 +137,5 @@ func (h *Handoff) removeLocked(el *list.Element) {
 	e := el.Value.(*handoffEntry)
 	h.order.Remove(el)
 	delete(h.items, e.k)
-	h.size -= int64(len(e.response))
+	h.size -= int64(cap(e.response))
 }

@@ -24,7 +24,7 @@ import (
 // nothing (4xx, or a page that is no sitemap) is no failure. Only backend
 // failures are errors.
 func (c *Crawler) readSitemap(ctx context.Context, sc *scope.Rules, p contracts.CrawlerPage, key, kind string,
-	handed map[contracts.AssetRef]handedResponse, spans map[string]span) (*parsed, error) {
+	handed map[contracts.AssetRef]handedResponse, spans spanSet) (*parsed, error) {
 	out := &parsed{page: p, key: key, final: contracts.Sitemap}
 	base, err := url.Parse(p.URL)
 	if err != nil {
@@ -40,6 +40,7 @@ func (c *Crawler) readSitemap(ctx context.Context, sc *scope.Rules, p contracts.
 	if err != nil {
 		return loadFailed(out, p.Asset, err)
 	}
+	out.loaded = int64(cap(body))
 	switch {
 	case status >= 300 && status < 400:
 		loc := header.Get("Location")

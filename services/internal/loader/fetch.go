@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/growbuf"
 	"github.com/gridcrawl/gridcrawl/pkg/httpbody"
 	"github.com/gridcrawl/gridcrawl/pkg/lru"
 	"github.com/gridcrawl/gridcrawl/pkg/netguard"
@@ -308,31 +309,36 @@ func (l *Loader) httpGet(ctx context.Context, t *task, u *url.URL) (*exchange, e
 		return nil, err
 	}
 	defer resp.Body.Close()
-	// The body is read into a pooled buffer and copied once into the
-	// exchange's response, sized exactly, instead of growing a new slice
-	// for every page.
-	buf := bodyBufs.Get().(*bytes.Buffer)
-	defer putBodyBuf(buf)
-	if n := resp.ContentLength; n > 0 && n <= limit {
-		buf.Grow(int(n) + bytes.MinRead)
-	}
 	budget := l.bodies
 	if t.sitemap != "" {
 		budget = nil // up to 50 MiB, one per sitemap: not counted
 	}
+	// The body's share of the budget is the task's until the worker has
+	// written the body into the segment (Loader.work): bodies waiting for
+	// the segment are held in memory too.
 	br := budget.Reader(ctx, io.LimitReader(resp.Body, limit+1))
-	defer br.Release() // once the body is copied into the exchange
-	_, err = buf.ReadFrom(br)
+	kept := false
+	defer func() {
+		if !kept {
+			br.Release()
+		}
+	}()
+	// The body is read once, into the slice that becomes the response
+	// record's block, behind room for the head (written once the body's
+	// length is known): no pooled buffer and no copy of the body.
+	room := headRoom(resp, limit)
+	buf, err := readBody(br, room, resp.ContentLength, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read body: %w", err)
 	}
 	ex.elapsed = time.Since(ex.date)
-	body := buf.Bytes()
+	body := buf[room:]
 	if int64(len(body)) > limit {
 		body, ex.truncated = body[:limit], true
 	}
 	l.met.Response(metrics.KindPage, ex.elapsed, len(body))
-	ex.fill(req, resp, body)
+	ex.fill(req, resp, placeHead(resp, buf[:room+len(body)], room), len(body))
+	kept, t.bodyShare = true, br
 	return ex, nil
 }
 
@@ -340,19 +346,32 @@ func (l *Loader) httpGet(ctx context.Context, t *task, u *url.URL) (*exchange, e
 // budget: most pages are smaller, and never wait.
 const freeBodyBytes = 256 << 10
 
-// bodyBufs holds buffers for reading response bodies.
-var bodyBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+// firstBodyBytes is the room a body of unknown length starts with.
+const firstBodyBytes = 32 << 10
 
-// maxPooledBody is the largest buffer put back in bodyBufs: a rare huge
-// body is not kept alive by the pool.
-const maxPooledBody = 1 << 20
-
-func putBodyBuf(b *bytes.Buffer) {
-	if b.Cap() > maxPooledBody {
-		return
+// readBody reads at most limit+1 bytes of r into one slice, after room
+// bytes left free for the response head, and returns the slice (its length
+// is room plus the bytes read). size is the announced length of the body
+// (-1 if unknown).
+//
+// The slice grows as bytes arrive (growbuf), so that a body is not
+// allocated before it is read, nor before the body budget lets it be: a
+// body at the limit costs one allocation of its size when its length is
+// announced, and less than twice its size otherwise, where a growing
+// buffer and a copy into an exact slice took two and five times.
+func readBody(r io.Reader, room int, size, limit int64) ([]byte, error) {
+	// Unknown length: head and first room in one 32 KiB size class.
+	most, first, announced := limit+1, int64(max(firstBodyBytes-room, firstBodyBytes/2)), size >= 0
+	if announced {
+		most = min(size+1, most) // +1: the read that sees the end has room
+		first = freeBodyBytes
 	}
-	b.Reset()
-	bodyBufs.Put(b)
+	first = min(first, most)
+	buf, err := growbuf.ReadAll(make([]byte, room, room+int(first)), r, first, most, announced)
+	if err != nil {
+		return nil, err
+	}
+	return buf, nil
 }
 
 // withPeerIP makes the requests of ctx note the address they connect to.
@@ -364,15 +383,16 @@ func withPeerIP(ctx context.Context, ex *exchange) context.Context {
 	}})
 }
 
-// fill sets ex from a response and its (possibly truncated) body.
-func (ex *exchange) fill(req *http.Request, resp *http.Response, body []byte) {
+// fill sets ex from a response, its status line, headers and (possibly
+// truncated) body as one slice (response), and the body's length.
+func (ex *exchange) fill(req *http.Request, resp *http.Response, response []byte, bodyLen int) {
 	ex.status = resp.StatusCode
-	ex.bodyBytes = int64(len(body))
+	ex.bodyBytes = int64(bodyLen)
 	ex.contentType = resp.Header.Get("Content-Type")
 	ex.retryAfter = resp.Header.Get("Retry-After")
 	ex.etag, ex.lastModified = resp.Header.Get("ETag"), resp.Header.Get("Last-Modified")
 	ex.request = dumpRequest(req)
-	ex.response = dumpResponse(resp, body)
+	ex.response = response
 }
 
 func dumpRequest(req *http.Request) []byte {
@@ -386,18 +406,65 @@ func dumpRequest(req *http.Request) []byte {
 // dumpResponse returns the response's status line, headers and body in
 // one slice of exactly its size (body may be a reused buffer: it is copied).
 func dumpResponse(resp *http.Response, body []byte) []byte {
-	var head bytes.Buffer
-	head.Grow(512)
-	fmt.Fprintf(&head, "HTTP/%d.%d %s\r\n", resp.ProtoMajor, resp.ProtoMinor, resp.Status)
+	head := appendHead(make([]byte, 0, 512), resp, len(body))
+	out := make([]byte, 0, len(head)+len(body))
+	out = append(out, head...)
+	return append(out, body...)
+}
+
+// appendHead appends the response's status line and headers, as stored
+// with a body of bodyLen bytes, to dst.
+func appendHead(dst []byte, resp *http.Response, bodyLen int) []byte {
+	w := &sliceWriter{b: dst}
+	fmt.Fprintf(w, "HTTP/%d.%d %s\r\n", resp.ProtoMajor, resp.ProtoMinor, resp.Status)
 	h := resp.Header.Clone()
 	// The body is stored as received, so the framing headers must describe it.
 	h.Del("Transfer-Encoding")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	_ = h.Write(&head)
-	head.WriteString("\r\n")
-	out := make([]byte, 0, head.Len()+len(body))
-	out = append(out, head.Bytes()...)
-	return append(out, body...)
+	h.Set("Content-Length", strconv.Itoa(bodyLen))
+	_ = h.Write(w)
+	return append(w.b, "\r\n"...)
+}
+
+// headRoom returns at least the length of the head appendHead writes for
+// resp with a body of at most limit bytes, without writing it: the room a
+// body is read behind.
+func headRoom(resp *http.Response, limit int64) int {
+	n := len("HTTP/. \r\n") + 2*20 + len(resp.Status)
+	for k, vs := range resp.Header {
+		for _, v := range vs { // Header.Write writes at most this per value
+			n += len(k) + len(": \r\n") + len(v)
+		}
+	}
+	return n + len("Content-Length: \r\n") + len(strconv.FormatInt(limit, 10)) + len("\r\n")
+}
+
+// placeHead writes resp's head into the room before the body in buf
+// (buf[room:] is the body) and returns head and body as one slice, without
+// copying the body.
+func placeHead(resp *http.Response, buf []byte, room int) []byte {
+	body := buf[room:]
+	head := appendHead(buf[:0:room], resp, len(body))
+	if len(head) > room { // headRoom is an upper bound: never, but stay correct
+		out := make([]byte, 0, len(head)+len(body))
+		return append(append(out, head...), body...)
+	}
+	start := room - len(head)
+	copy(buf[start:room], head)
+	return buf[start:]
+}
+
+// sliceWriter is an io.Writer appending to a slice.
+type sliceWriter struct{ b []byte }
+
+func (w *sliceWriter) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
+}
+
+// WriteString spares http.Header.Write a conversion per string.
+func (w *sliceWriter) WriteString(s string) (int, error) {
+	w.b = append(w.b, s...)
+	return len(s), nil
 }
 
 // robotsCapture receives what the robots.txt fetch of one lease did: the
@@ -461,7 +528,7 @@ func (l *Loader) fetchRobots(ctx context.Context, c *http.Client, robotsURL stri
 	l.met.Response(metrics.KindRobots, rc.duration, len(body))
 	l.met.Robots(metrics.RobotsResultOf(resp.StatusCode))
 	ex.url = resp.Request.URL.String()
-	ex.fill(resp.Request, resp, body)
+	ex.fill(resp.Request, resp, dumpResponse(resp, body), len(body))
 	rc.ex = ex
 	if l.log.Enabled(ctx, slog.LevelDebug) {
 		l.logFetch(ctx, "", ex.url, ex, rc.duration, nil)

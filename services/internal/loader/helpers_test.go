@@ -69,7 +69,7 @@ func newBackends(t *testing.T) *backends {
 // config returns a validated loader configuration: the documented
 // defaults, changed by vars (environment variable names), whatever the
 // process environment says.
-func config(t *testing.T, vars map[string]string) Config {
+func config(t testing.TB, vars map[string]string) Config {
 	t.Helper()
 	all := map[string]string{"GRIDCRAWL_ALLOW_NETS": "127.0.0.0/8", "GRIDCRAWL_FETCH_ATTEMPTS": "1"}
 	for k, v := range vars {

@@ -43,6 +43,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
 	"github.com/gridcrawl/gridcrawl/pkg/bytebudget"
+	"github.com/gridcrawl/gridcrawl/pkg/gcnudge"
 	"github.com/gridcrawl/gridcrawl/pkg/netguard"
 	"github.com/gridcrawl/gridcrawl/pkg/politeness"
 	"github.com/gridcrawl/gridcrawl/pkg/profiles"
@@ -65,11 +66,16 @@ type Config struct {
 	Prefetch     int    `env:"GRIDCRAWL_LOADER_PREFETCH" envDefault:"2048"`
 	MaxBodyBytes int64  `env:"GRIDCRAWL_MAX_BODY_BYTES" envDefault:"8388608"`
 	// BodyBudget bounds the page body bytes the workers hold together
-	// beyond the first 256 KiB of each body (raised to the largest body a
-	// page fetch may keep; sitemaps, up to 50 MiB, are not counted): a web
-	// that sends every worker a body at the cap at once makes them take
-	// turns instead of multiplying the memory.
-	BodyBudget    int64         `env:"GRIDCRAWL_LOADER_BODY_BUDGET" envDefault:"67108864"`
+	// beyond the first 256 KiB of each body, from the read until the body
+	// is in the WARC segment, counting the room allocated ahead of the
+	// bytes (raised to the largest body a page fetch may keep; sitemaps,
+	// up to 50 MiB, are not counted): a web that sends every worker a body
+	// at the cap at once makes them take turns instead of multiplying the
+	// memory. The default, one body at the cap at a time (bodies under
+	// 1.25 MiB take an eighth of it at most), keeps a loader's peak memory on
+	// a hostile web near 1.5 times an ordinary web's; raise it for webs of
+	// many large bodies (archives, PDFs) when memory allows.
+	BodyBudget    int64         `env:"GRIDCRAWL_LOADER_BODY_BUDGET" envDefault:"8388608"`
 	FetchTimeout  time.Duration `env:"GRIDCRAWL_FETCH_TIMEOUT" envDefault:"30s"`
 	FetchAttempts int           `env:"GRIDCRAWL_FETCH_ATTEMPTS" envDefault:"3"`
 	RetryDelay    time.Duration `env:"GRIDCRAWL_FETCH_RETRY_DELAY" envDefault:"10s"`
@@ -421,9 +427,15 @@ func (l *Loader) work(ctx, drain context.Context) {
 		l.active.Add(1)
 		t := lease.Item.Payload.(*task)
 		o := l.fetchTask(drain, t)
+		share := t.bodyShare
+		t.bodyShare = nil // t may be scheduled again by take
 		l.met.URL(o.metric())
 		l.release(drain, lease, t, o)
 		l.rec.take(drain, t, o)
+		share.Release()                           // the body is in the segment (or dropped)
+		if o.ex != nil && l.deps.Handoff == nil { // else the handoff holds the body
+			gcnudge.Dropped(int64(cap(o.ex.response)))
+		}
 		if l.active.Add(-1) == 0 {
 			l.rec.nudge()
 		}
@@ -509,6 +521,9 @@ type task struct {
 	// recrawl): what its last fetch stored decides the conditional request
 	// and whether this fetch found the page changed.
 	prev *txindex.Record
+	// bodyShare is the share of the body budget the fetched body holds,
+	// from its read until the worker has recorded it.
+	bodyShare *bytebudget.Reader
 }
 
 // groupStates is the scheduler's snapshot for the metrics.
