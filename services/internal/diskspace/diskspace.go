@@ -112,8 +112,9 @@ type Watch struct {
 	floor Floor
 
 	mu sync.Mutex
-	// failedFree is the free space when a write last failed for lack of
-	// space; -1 when no failure is outstanding.
+	// failedFree is the most free space seen when a write failed for lack
+	// of space since the disk was last full; -1 when no failure is
+	// outstanding.
 	failedFree int64
 	failedErr  string
 }
@@ -160,7 +161,10 @@ func (w *Watch) Note(err error) bool {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.failedFree < 0 || free < w.failedFree {
+	// The most free space any failed write saw: writes failed even with
+	// that much free (the space a failed write took is given back when it
+	// is cut back, so a later failure may see more free than an earlier).
+	if w.failedFree < 0 || free > w.failedFree {
 		w.failedFree = free
 	}
 	w.failedErr = err.Error()

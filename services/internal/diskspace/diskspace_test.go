@@ -148,6 +148,15 @@ func TestWatch(t *testing.T) {
 	if err := w.Full(); err == nil {
 		t.Fatal("Full() = nil after a write failed for lack of space")
 	}
+	// A write that failed is cut back and gives its 2 MiB back; the next
+	// write fails too: the disk is still full.
+	if err := os.Truncate(fill, 5<<20); err != nil {
+		t.Fatal(err)
+	}
+	w.Note(fmt.Errorf("commit: %w", syscall.ENOSPC))
+	if err := w.Full(); err == nil {
+		t.Fatal("Full() = nil after a second failure with the space of a cut-back write free")
+	}
 	if err := os.Remove(fill); err != nil {
 		t.Fatal(err)
 	}

@@ -140,7 +140,10 @@ function schedule(r) {
 function nextDue(t) {
   if (!t) return h("span", { class: "muted" }, "none scheduled");
   const d = new Date(t);
-  const txt = d.getTime() <= Date.now() + 500 ? "due now" : rel(t);
+  const ahead = d.getTime() - Date.now();
+  // rel() says "now" within a second either way: a time still ahead is
+  // "in 1 s", one passed "due now".
+  const txt = ahead <= 0 ? "due now" : ahead < 1000 ? "in 1 s" : rel(t);
   return h("time", { datetime: d.toISOString(), title: d.toLocaleString() }, txt);
 }
 const rate = (v) => (v === null || v === undefined || !isFinite(v) ? "–" : String(Number(v < 10 ? v.toFixed(2) : v.toFixed(1))));
