@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
+	"github.com/gridcrawl/gridcrawl/pkg/txindex/txindextest"
 )
 
 // dueRecords are the crawl sizes BenchmarkDue measures. Loading records
@@ -27,89 +27,30 @@ import (
 //	go test -run '^$' -bench BenchmarkDue -benchtime 2s ./pkg/esindex/ -due.records 10000,100000,1000000
 var dueRecords = flag.String("due.records", "10000", "BenchmarkDue: crawl sizes in records, comma-separated")
 
-// The due-work fixture, as in sqlitestore's BenchmarkDue: one continuous
-// crawl whose records are all settled (indexed) with a recrawl state, their
-// due times spread evenly over dueSpread in an order unrelated to their
-// keys, such that 1 in dueFraction is due at dueNow.
-var dueNow = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+// The due-work fixture is txindextest's (DueRecord and its constants).
+var dueNow = txindextest.DueNow
 
 const (
-	dueCrawl    = "recrawl-bench"
-	dueSpread   = 30 * 24 * time.Hour
-	dueFraction = 100
-	dueBatch    = 1000
-	// duePermStep is a prime: for every size n that it does not divide,
-	// i·duePermStep mod n is a permutation of 0..n-1.
-	duePermStep = 999_983
-	// dueRounds is how many times each record has been fetched before.
-	dueRounds = 4
-	// dueLoadBatch records go in one Create (one bulk request of about
-	// 5 MB, under maxBulkBytes), dueLoaders Creates at once.
-	dueLoadBatch = 5000
-	dueLoaders   = 2
-	// dueScanPage is the page of the scan: Elasticsearch's largest.
-	dueScanPage = maxPage
+	dueCrawl    = txindextest.DueCrawl
+	dueSpread   = txindextest.DueSpread
+	dueFraction = txindextest.DueFraction
+	dueBatch    = txindextest.DueBatch
+	duePermStep = txindextest.DuePermStep
+	dueRounds   = txindextest.DueRounds
 )
 
-// dueSizes parses -due.records.
-func dueSizes(b *testing.B) []int64 {
-	b.Helper()
-	var sizes []int64
-	for _, f := range strings.Split(*dueRecords, ",") {
-		n, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
-		if err != nil || n <= 0 || n%dueFraction != 0 || n%duePermStep == 0 {
-			b.Fatalf("-due.records %q: want multiples of %d (and not of %d)", *dueRecords, dueFraction, duePermStep)
-		}
-		sizes = append(sizes, n)
-	}
-	return sizes
-}
+func dueRecord(i, n int64) txindex.Record { return txindextest.DueRecord(i, n) }
 
-// dueRecord returns record i of n as a continuous crawl leaves it after a
-// few rounds: settled (indexed), due at dueNow minus dueSpread/dueFraction
-// plus (rank+1) steps of dueSpread/n, where rank is i's place in a
-// permutation, so that exactly n/dueFraction records are due at dueNow;
-// with a recrawl state and a status history as large as real ones (the
-// history full after dueRounds fetches). NextDue is set as txindex.Apply
-// sets it.
-func dueRecord(i, n int64) txindex.Record {
-	host := fmt.Sprintf("host%d.example", i%500)
-	u := fmt.Sprintf("https://%s/section/%d/page-%d.html?ref=bench", host, i%97, i)
-	rank := i * duePermStep % n
-	step := dueSpread / time.Duration(n)
-	due := dueNow.Add(-dueSpread/dueFraction + time.Duration(rank+1)*step).Truncate(time.Millisecond)
-	interval := 24 * time.Hour
-	fetched := due.Add(-interval)
-	created := fetched.Add(-dueRounds * interval)
-	hist := txindex.StartHistory(txindex.Record{Status: contracts.ToBeLoaded, StatusTime: created})
-	for round := range dueRounds + 1 {
-		t := created.Add(time.Duration(round) * interval)
-		if round > 0 {
-			hist = txindex.AppendHistory(hist, txindex.Event{Status: contracts.ToBeLoaded, Time: t})
-		}
-		for _, s := range []contracts.Status{contracts.ToBeParsed, contracts.ToBeIndexed, contracts.Indexed} {
-			t = t.Add(time.Second)
-			hist = txindex.AppendHistory(hist, txindex.Event{Status: s, Time: t})
-		}
-	}
-	size := 2000 + i%50_000
-	r := txindex.Record{
-		Key: txindex.Key(dueCrawl, u), CrawlID: dueCrawl, URL: u, Host: host, Group: host,
-		Depth: 3, Referrer: "https://" + host + "/", Status: contracts.Indexed, StatusTime: hist[len(hist)-1].Time,
-		CreatedAt: created, HTTPStatus: 200, MIMEType: "text/html", Bytes: &size,
-		Asset: contracts.AssetRef{Key: fmt.Sprintf("warc/%s/%06d.warc.gz", dueCrawl, i/10_000), Offset: i * 4096, Length: 4000},
-		Recrawl: &txindex.Recrawl{
-			Fetched: fetched, Status: 200, IntervalMS: interval.Milliseconds(), Due: due,
-			ETag: fmt.Sprintf(`W/"%x-%x"`, i, rank), LastModified: fetched.Add(-72 * time.Hour).Format(time.RFC1123),
-			Digest:   fmt.Sprintf("sha1:%032X", i*2654435761),
-			RecordID: fmt.Sprintf("<urn:uuid:%08x-0000-4000-8000-%012x>", i, rank), Stored: fetched,
-			Changes: int(i % 3), Revisits: int(i % 5),
-		},
-		History: hist,
-	}
-	r.NextDue = txindex.NextDue(r)
-	return r
-}
+func dueSizes(b *testing.B) []int64 { return txindextest.DueSizes(b, *dueRecords) }
+
+// Loading: dueLoadBatch records go in one Create (one bulk request of
+// about 5 MB, under maxBulkBytes), dueLoaders Creates at once; the scan
+// reads pages of dueScanPage, Elasticsearch's largest.
+const (
+	dueLoadBatch = 5000
+	dueLoaders   = 2
+	dueScanPage  = maxPage
+)
 
 // loadDue creates the n records of the fixture with dueLoaders concurrent
 // Creates of dueLoadBatch records each.
