@@ -92,9 +92,12 @@ func (g *Gate) Note(err error) {
 	// A failure right after a probe that found every backend answering
 	// may be the first sign of an outage: the next Down probes afresh
 	// rather than trust that verdict (a cached "down" stays).
+	// A probe in progress may have begun before the failure: its "up" is
+	// no verdict on it either (noted makes Down probe once more).
 	g.mu.Lock()
 	if g.failing == nil {
 		g.probed = time.Time{}
+		g.noted++
 	}
 	g.mu.Unlock()
 }

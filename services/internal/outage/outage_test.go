@@ -122,3 +122,39 @@ func TestSettleWaitsForTheBackend(t *testing.T) {
 		})
 	}
 }
+
+// TestNoteDuringAProbe: a probe that began before a failure and found every
+// backend answering is no verdict on the failure. Down, asked after the
+// failure while that probe is still in progress, probes again and sees the
+// outage (a MinIO outage's first failed store was otherwise settled as the
+// work's own failure, and its pages fetched again).
+func TestNoteDuringAProbe(t *testing.T) {
+	started, release := make(chan struct{}), make(chan struct{})
+	var probes atomic.Int32
+	down := atomic.Bool{}
+	check := metrics.Check{Backend: "assets", Probe: func(context.Context) error {
+		if probes.Add(1) == 1 {
+			close(started)
+			<-release // the first probe answers "up", late
+			return nil
+		}
+		if down.Load() {
+			return errFull
+		}
+		return nil
+	}}
+	g := New([]metrics.Check{check}, nil)
+	first := make(chan []string)
+	go func() { first <- g.Down(t.Context()) }()
+	<-started
+	// The outage begins and a store fails while the first probe runs.
+	down.Store(true)
+	g.Note(errors.New("store segment: connection reset"))
+	got := make(chan []string)
+	go func() { got <- g.Down(t.Context()) }()
+	close(release)
+	<-first
+	if d := <-got; len(d) != 1 || d[0] != "assets" {
+		t.Errorf("Down after a failure noted during a probe = %v, want [assets] (probes: %d)", d, probes.Load())
+	}
+}
