@@ -1,9 +1,7 @@
 package grid
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -273,10 +271,6 @@ func testRecrawl(t *testing.T, site *changingSite, start string, do func(method,
 
 	// The WARC segments: one response per content, a revisit per unchanged
 	// fetch, referring to the stored response.
-	keys, err := store.List(t.Context(), "warc/")
-	if err != nil {
-		t.Fatal(err)
-	}
 	responses := map[string][]string{} // path → record ids
 	type rv struct{ profile, refersTo, block string }
 	revisits := map[string][]rv{}
@@ -296,42 +290,24 @@ func testRecrawl(t *testing.T, site *changingSite, start string, do func(method,
 		}
 		return int(seg.Len())
 	}
-	for _, k := range keys {
-		if strings.HasSuffix(k, ".cdxj") {
-			continue
-		}
-		rc, err := store.Get(t.Context(), k, 0, -1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := warc.NewReader(rc)
-		for {
-			rec, err := r.Next()
-			if errors.Is(err, io.EOF) {
-				break
+	eachWARCRecord(t, store, func(rec warc.Record) {
+		path := strings.TrimPrefix(rec.Header.Get(warc.FieldTargetURI), base)
+		switch rec.Header.Get(warc.FieldType) {
+		case warc.TypeRequest:
+			lastRequest = rec
+		case warc.TypeResponse:
+			responses[path] = append(responses[path], warc.RecordID(rec))
+			full += pair(lastRequest, rec)
+			fetched++
+		case warc.TypeRevisit:
+			revisits[path] = append(revisits[path], rv{rec.Header.Get(warc.FieldProfile), rec.Header.Get(warc.FieldRefersTo), string(rec.Block)})
+			if rec.Header.Get(warc.FieldConcurrentTo) != warc.RecordID(lastRequest) {
+				t.Errorf("%s: revisit record not after its request record", path)
 			}
-			if err != nil {
-				t.Fatalf("segment %s: %v", k, err)
-			}
-			path := strings.TrimPrefix(rec.Header.Get(warc.FieldTargetURI), base)
-			switch rec.Header.Get(warc.FieldType) {
-			case warc.TypeRequest:
-				lastRequest = rec
-			case warc.TypeResponse:
-				responses[path] = append(responses[path], warc.RecordID(rec))
-				full += pair(lastRequest, rec)
-				fetched++
-			case warc.TypeRevisit:
-				revisits[path] = append(revisits[path], rv{rec.Header.Get(warc.FieldProfile), rec.Header.Get(warc.FieldRefersTo), string(rec.Block)})
-				if rec.Header.Get(warc.FieldConcurrentTo) != warc.RecordID(lastRequest) {
-					t.Errorf("%s: revisit record not after its request record", path)
-				}
-				stored += pair(lastRequest, rec)
-				unchanged++
-			}
+			stored += pair(lastRequest, rec)
+			unchanged++
 		}
-		rc.Close()
-	}
+	})
 	// The figure: bytes stored per unchanged page (target under
 	// 1 KB), against a stored page (pages of about 20 KB). Asserted
 	// relative to the page, which is what revisits are for; the absolute

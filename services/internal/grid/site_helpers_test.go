@@ -1,13 +1,18 @@
 package grid
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/assets"
+	"github.com/gridcrawl/gridcrawl/pkg/warc"
 )
 
 // serveSite serves h on a loopback port until the test ends and returns the
@@ -36,4 +41,37 @@ func crawlToEnd(t *testing.T, api string, p contracts.Profile, limit time.Durati
 		t.Fatalf("crawl = %s", st.State)
 	}
 	return created.CrawlID
+}
+
+// eachWARCRecord calls fn with every record of every WARC segment in store,
+// segment by segment in key order (their CDXJ indexes left out). A segment
+// that does not read to its end fails the test.
+func eachWARCRecord(t *testing.T, store assets.Store, fn func(rec warc.Record)) {
+	t.Helper()
+	keys, err := store.List(t.Context(), "warc/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if strings.HasSuffix(k, assets.CDXJSuffix) {
+			continue // a segment's index, beside it
+		}
+		rc, err := store.Get(t.Context(), k, 0, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := warc.NewReader(rc)
+		for {
+			rec, err := r.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Errorf("segment %s: %v", k, err)
+				break
+			}
+			fn(rec)
+		}
+		rc.Close()
+	}
 }
