@@ -285,49 +285,14 @@ func BenchmarkDue(b *testing.B) {
 	}
 }
 
-// scanDue finds the batch Due returns by reading every record of the crawl,
-// in pages of dueScanPage, and keeping the dueBatch earliest due.
+// scanDue reads the whole crawl to find the batch Due returns.
 func scanDue(b *testing.B, x *TxIndex, n int64) []txindex.Record {
-	var due []txindex.Record
-	after := ""
-	seen := int64(0)
-	for {
-		page, err := x.List(b.Context(), dueCrawl, "", after, dueScanPage)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if len(page) == 0 {
-			break
-		}
-		for _, r := range page {
-			if r.NextDue != nil && !r.NextDue.After(dueNow) {
-				due = append(due, r)
-			}
-		}
-		seen += int64(len(page))
-		after = page[len(page)-1].Key
-	}
-	if seen != n {
-		b.Fatalf("scan read %d records, want %d", seen, n)
-	}
-	slices.SortFunc(due, func(a, c txindex.Record) int {
-		if d := a.NextDue.Compare(*c.NextDue); d != 0 {
-			return d
-		}
-		return strings.Compare(a.Key, c.Key)
-	})
-	return due[:min(len(due), dueBatch)]
+	return txindextest.DueScan(b, x, n, dueScanPage)
 }
 
-// reportDue reports the time per due record of the benchmark's timed work
-// and the CPU time this process spent on it (the client's share:
-// Elasticsearch's own is not counted).
+// reportDue reports the time and CPU time per due record (the client's share: Elasticsearch's own is not counted).
 func reportDue(b *testing.B, records int, cpu time.Duration) {
-	b.ReportMetric(float64(records)/float64(b.N), "due/op")
-	if records > 0 {
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(records), "ns/due-url")
-		b.ReportMetric(float64(cpu.Nanoseconds())/float64(records), "client-cpu-ns/due-url")
-	}
+	txindextest.ReportDue(b, records, cpu, "client-cpu-ns/due-url")
 }
 
 // cpuTime returns the user and system CPU time the process has used.

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -227,46 +226,12 @@ func BenchmarkDue(b *testing.B) {
 	}
 }
 
-// scanDue finds the batch Due returns by reading every record of the crawl,
-// in pages of 1000, and keeping the dueBatch earliest due.
+// scanDue reads the whole crawl to find the batch Due returns.
 func scanDue(b *testing.B, x *TxIndex, n int64) []txindex.Record {
-	var due []txindex.Record
-	after := ""
-	seen := int64(0)
-	for {
-		page, err := x.List(b.Context(), dueCrawl, "", after, 1000)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if len(page) == 0 {
-			break
-		}
-		for _, r := range page {
-			if r.NextDue != nil && !r.NextDue.After(dueNow) {
-				due = append(due, r)
-			}
-		}
-		seen += int64(len(page))
-		after = page[len(page)-1].Key
-	}
-	if seen != n {
-		b.Fatalf("scan read %d records, want %d", seen, n)
-	}
-	slices.SortFunc(due, func(a, c txindex.Record) int {
-		if d := a.NextDue.Compare(*c.NextDue); d != 0 {
-			return d
-		}
-		return strings.Compare(a.Key, c.Key)
-	})
-	return due[:min(len(due), dueBatch)]
+	return txindextest.DueScan(b, x, n, 1000)
 }
 
-// reportDue reports the time per due record of the benchmark's timed work
-// and the CPU time this process spent on it (SQLite runs in it).
+// reportDue reports the time and CPU time per due record (SQLite runs in this process).
 func reportDue(b *testing.B, records int, cpu time.Duration) {
-	b.ReportMetric(float64(records)/float64(b.N), "due/op")
-	if records > 0 {
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(records), "ns/due-url")
-		b.ReportMetric(float64(cpu.Nanoseconds())/float64(records), "cpu-ns/due-url")
-	}
+	txindextest.ReportDue(b, records, cpu, "cpu-ns/due-url")
 }

@@ -2,6 +2,7 @@ package txindextest
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -93,4 +94,51 @@ func DueSizes(tb testing.TB, spec string) []int64 {
 		sizes = append(sizes, n)
 	}
 	return sizes
+}
+
+// DueScan finds the batch Due returns by reading every record of the
+// fixture's crawl from x, in pages of page records, and keeping the
+// DueBatch earliest due: what finding due work costs without an index. It
+// fails tb unless it read n records.
+func DueScan(tb testing.TB, x txindex.Index, n int64, page int) []txindex.Record {
+	tb.Helper()
+	var due []txindex.Record
+	after := ""
+	seen := int64(0)
+	for {
+		recs, err := x.List(tb.Context(), DueCrawl, "", after, page)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if len(recs) == 0 {
+			break
+		}
+		for _, r := range recs {
+			if r.NextDue != nil && !r.NextDue.After(DueNow) {
+				due = append(due, r)
+			}
+		}
+		seen += int64(len(recs))
+		after = recs[len(recs)-1].Key
+	}
+	if seen != n {
+		tb.Fatalf("scan read %d records, want %d", seen, n)
+	}
+	slices.SortFunc(due, func(a, c txindex.Record) int {
+		if d := a.NextDue.Compare(*c.NextDue); d != 0 {
+			return d
+		}
+		return strings.Compare(a.Key, c.Key)
+	})
+	return due[:min(len(due), DueBatch)]
+}
+
+// ReportDue reports, per due record of the benchmark's timed work, its time
+// and the CPU time cpu the process spent on it, under the unit cpuUnit.
+func ReportDue(b *testing.B, records int, cpu time.Duration, cpuUnit string) {
+	b.ReportMetric(float64(records)/float64(b.N), "due/op")
+	if records > 0 {
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(records), "ns/due-url")
+		b.ReportMetric(float64(cpu.Nanoseconds())/float64(records), cpuUnit)
+	}
 }
