@@ -25,7 +25,7 @@ type Scope string
 
 // The scopes a profile may name.
 const (
-	ScopeHost   Scope = "host"   // only the hosts of the start URLs
+	ScopeHost   Scope = "host"   // only the hosts of the start URLs, each with its port
 	ScopeDomain Scope = "domain" // the registrable domains (eTLD+1) of the start URLs
 	ScopeAny    Scope = "any"    // any host
 )

@@ -40,7 +40,7 @@ type Record struct {
 	Key        string           `json:"key"`
 	CrawlID    string           `json:"crawl_id"`
 	URL        string           `json:"url"`
-	Host       string           `json:"host"`
+	Host       string           `json:"host"` // host name and port (urlnorm.HostPort); the name alone in records of older versions
 	Group      string           `json:"chg"`
 	Depth      int              `json:"depth"`
 	Hops       int              `json:"hops"`

@@ -89,9 +89,13 @@ func (f *Frontier) Enqueue(ctx context.Context, crawlID string, p contracts.Prof
 			continue
 		}
 		seen[key] = len(recs)
+		// The record's host carries the port, as scope "host" does, so that
+		// the hosts report and the per-host page limit keep two servers of
+		// one machine apart; the crawl host group is the host name's, since
+		// politeness protects the machine.
 		host := urlnorm.Host(u)
 		recs = append(recs, txindex.Record{
-			Key: key, CrawlID: crawlID, URL: c.URL, Host: host, Group: f.group(host),
+			Key: key, CrawlID: crawlID, URL: c.URL, Host: urlnorm.HostPort(u), Group: f.group(host),
 			Depth: c.Depth, Hops: c.Hops, Referrer: c.Referrer, Sitemap: c.Sitemap, Lastmod: c.Lastmod,
 			Status: contracts.ToBeLoaded, StatusTime: now, CreatedAt: now,
 		})

@@ -1,6 +1,17 @@
 // Package scope decides which URLs a crawl follows (host, domain or any
 // scope; depth and redirect limits; crawl filters) and which pages it indexes
 // (index filters), from the crawl's profile.
+//
+// Scope "host" means the start URLs' servers: host name and port, with the
+// scheme's default port left out (urlnorm.HostPort), so http://a.test/ and
+// https://a.test/ are one host while http://127.0.0.1:8700/ and
+// http://127.0.0.1:8701/ are two. Two ports of one machine are usually two
+// unrelated sites (a development server beside another), and a crawl of one
+// should not wander into the other. Politeness is a different question and
+// keeps grouping by host name without the port (pkg/politeness): the ports
+// share one machine, and that machine is what must not be fetched from
+// concurrently. Scope "domain" compares registrable domains and ignores
+// ports.
 package scope
 
 import (
@@ -30,9 +41,8 @@ func New(p contracts.Profile, maxRedirects int) (*Rules, error) {
 		if err != nil {
 			return nil, fmt.Errorf("parse start url %q: %w", raw, err)
 		}
-		h := urlnorm.Host(u)
-		s.hosts[h] = true
-		s.domains[urlnorm.RegistrableDomain(h)] = true
+		s.hosts[urlnorm.HostPort(u)] = true
+		s.domains[urlnorm.RegistrableDomain(urlnorm.Host(u))] = true
 	}
 	var err error
 	compile := func(re string) *regexp.Regexp {
@@ -63,16 +73,8 @@ func (s *Rules) Follow(u *url.URL, raw string, depth, hops int) (bool, string) {
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return false, "scheme"
 	}
-	h := urlnorm.Host(u)
-	switch s.profile.Scope {
-	case contracts.ScopeHost:
-		if !s.hosts[h] {
-			return false, "out of scope"
-		}
-	case contracts.ScopeDomain:
-		if !s.domains[urlnorm.RegistrableDomain(h)] {
-			return false, "out of scope"
-		}
+	if !s.InScope(u) {
+		return false, "out of scope"
 	}
 	if s.crawlMust != nil && !s.crawlMust.MatchString(raw) {
 		return false, "crawl filter"
@@ -90,12 +92,11 @@ func (s *Rules) InScope(u *url.URL) bool {
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return false
 	}
-	h := urlnorm.Host(u)
 	switch s.profile.Scope {
 	case contracts.ScopeHost:
-		return s.hosts[h]
+		return s.hosts[urlnorm.HostPort(u)]
 	case contracts.ScopeDomain:
-		return s.domains[urlnorm.RegistrableDomain(h)]
+		return s.domains[urlnorm.RegistrableDomain(urlnorm.Host(u))]
 	}
 	return true
 }

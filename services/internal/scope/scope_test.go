@@ -19,6 +19,11 @@ func TestFollow(t *testing.T) {
 	}{
 		{"same host", nil, "http://www.example.test/a", 1, 0, true, ""},
 		{"second start host", nil, "https://other.org:8443/y", 2, 0, true, ""},
+		{"other port in host scope", nil, "http://www.example.test:8080/a", 1, 0, false, "out of scope"},
+		{"explicit default port in host scope", nil, "http://www.example.test:80/a", 1, 0, true, ""},
+		{"other scheme's default port in host scope", nil, "https://www.example.test/a", 1, 0, true, ""},
+		{"start port's default in host scope", nil, "https://other.org/y", 1, 0, false, "out of scope"},
+		{"other port in domain scope", func(p *contracts.Profile) { p.Scope = contracts.ScopeDomain }, "http://www.example.test:8080/a", 1, 0, true, ""},
 		{"too deep", nil, "http://www.example.test/a", 3, 0, false, "too deep"},
 		{"other host in host scope", nil, "http://blog.example.test/", 1, 0, false, "out of scope"},
 		{"sibling host in domain scope", func(p *contracts.Profile) { p.Scope = contracts.ScopeDomain }, "http://blog.example.test/", 1, 0, true, ""},
