@@ -20,6 +20,19 @@ var ErrNotFound = errors.New("document not found")
 // Query is a full-text query. Q is user input read by Parse: words (ANDed),
 // "quoted phrases", -excluded words and the operators site:, filetype: and
 // inurl:. CrawlID and Collection restrict the documents searched when set.
+//
+// A URL fetched by several crawls has one document per crawl. A search
+// answers one hit per URL: of the matching documents of a URL, the newest
+// (latest load_date_dt, ties by the smaller id), placed where the URL's best
+// matching document ranks. Result.Total, Offset, Limit and the facet counts
+// all count URLs, not documents. AllCrawls asks for every matching
+// document instead, one hit per crawl's copy.
+//
+// URLs are compared as stored (normalized by urlnorm): "/" and "/index.html"
+// are two URLs and two hits even when a server answers both with the same
+// page. Nothing but the server knows that the two are one resource; that
+// they are alike is a guess from their content, and merging pages by content
+// is the job of revisit records (WARC), not of the search index.
 type Query struct {
 	Q          string
 	CrawlID    string
@@ -28,6 +41,9 @@ type Query struct {
 	Limit      int
 	// Facets asks for Result.Facets.
 	Facets bool
+	// AllCrawls asks for one hit per document, every crawl's copy of a URL,
+	// instead of one hit per URL.
+	AllCrawls bool
 }
 
 // Facet names: the document fields that Result.Facets counts.
@@ -51,10 +67,13 @@ type FacetValue struct {
 
 // Result is one page of hits.
 type Result struct {
+	// Total counts the URLs that match, or the documents with
+	// Query.AllCrawls.
 	Total int64
 	Hits  []contracts.SearchHit
 	// Facets maps FacetHosts and FacetFileTypes to the values of that field
-	// among all matching documents (not only this page's), most frequent
+	// among all matching URLs, or documents with Query.AllCrawls (not only
+	// this page's), most frequent
 	// first (ties by value), at most MaxFacetValues; set when Query.Facets
 	// is. Empty values are not counted.
 	Facets map[string][]FacetValue

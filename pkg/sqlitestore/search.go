@@ -335,7 +335,7 @@ func (s *Search) Documents(ctx context.Context, crawlID, after string, limit int
 // Search returns one page of the documents that match q.Q (see
 // search.Parse: words, phrases, exclusions, site:, filetype:, inurl:),
 // best first by bm25, or in the order they were stored when q.Q has only
-// operators. No input is a syntax error; a query that selects nothing
+// operators; one per URL unless q.AllCrawls (see search.Query). No input is a syntax error; a query that selects nothing
 // (no words and no operators) finds nothing. Limit defaults to DefaultLimit
 // and is capped at MaxLimit. Snippets are plain text.
 func (s *Search) Search(ctx context.Context, q search.Query) (search.Result, error) {
@@ -358,10 +358,36 @@ func (s *Search) Search(ctx context.Context, q search.Query) (search.Result, err
 		// page.
 		snippet, order, rank = `snippet(web_fts, -1, '', '', '…', 24)`, `rank`, `rank`
 	}
-	hitsQ := `SELECT d.id, d.crawl_id, d.url, d.title, d.description, d.host,
+	hitCols := `SELECT d.id, d.crawl_id, d.url, d.title, d.description, d.host,
 			coalesce(json_extract(d.doc, '$.content_type[0]'), ''), coalesce(json_extract(d.doc, '$.language_s'), ''),
 			json_extract(d.doc, '$.load_date_dt'), json_extract(d.doc, '$.last_modified'),
-			coalesce(json_extract(d.doc, '$.size_i'), 0), ` + snippet + `, ` + rank + from + ` ORDER BY ` + order + ` LIMIT ? OFFSET ?`
+			coalesce(json_extract(d.doc, '$.size_i'), 0), ` + snippet + `, `
+	hitsQ := hitCols + rank + from + ` ORDER BY ` + order + ` LIMIT ? OFFSET ?`
+	hitsArgs := append(append([]any(nil), args...), limit, offset)
+	count := `count(*)`
+	if !q.AllCrawls {
+		// One hit per URL: the window numbers each URL's matches newest
+		// first and keeps the best rank among them, the page is cut from the
+		// first of each URL in the order of those ranks, and only the page's
+		// rows are read whole (and snippets made) by the outer query, which
+		// repeats the MATCH because snippet needs it.
+		count = `count(DISTINCT d.url)`
+		best := `min(` + rank + `) OVER (PARTITION BY d.url)`
+		if !p.HasTerms() {
+			best = `min(d.rid) OVER (PARTITION BY d.url)`
+		}
+		page := `WITH m AS (SELECT d.rid AS rid, d.id AS id, ` + best + ` AS best,
+				row_number() OVER (PARTITION BY d.url
+					ORDER BY julianday(json_extract(d.doc, '$.load_date_dt')) DESC, d.id) AS n` + from + `),
+			page AS (SELECT rid, id, best FROM m WHERE n = 1 ORDER BY best, id LIMIT ? OFFSET ?) `
+		if p.HasTerms() {
+			hitsQ = page + hitCols + `page.best FROM page JOIN web_fts ON web_fts.rowid = page.rid
+				JOIN web d ON d.rid = page.rid WHERE web_fts MATCH ? ORDER BY page.best, page.id`
+			hitsArgs = append(hitsArgs, args[0]) // where puts the MATCH expression first
+		} else {
+			hitsQ = page + hitCols + `0.0 FROM page JOIN web d ON d.rid = page.rid ORDER BY page.best, page.id`
+		}
+	}
 
 	// One read transaction, so that Total, Hits and Facets describe the
 	// same state.
@@ -371,14 +397,14 @@ func (s *Search) Search(ctx context.Context, q search.Query) (search.Result, err
 	}
 	defer func() { _ = tx.Rollback() }()
 	var res search.Result
-	if err := tx.QueryRowContext(ctx, `SELECT count(*)`+from, args...).Scan(&res.Total); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT `+count+from, args...).Scan(&res.Total); err != nil {
 		return search.Result{}, fmt.Errorf("search %q: %w", q.Q, err)
 	}
 	res.Hits = []contracts.SearchHit{}
 	if q.Facets {
 		res.Facets = map[string][]search.FacetValue{}
 		for name, col := range map[string]string{search.FacetHosts: "d.host", search.FacetFileTypes: "d.file_ext"} {
-			vals, err := facet(ctx, tx, col, from, args)
+			vals, err := facet(ctx, tx, col, count, from, args)
 			if err != nil {
 				return search.Result{}, fmt.Errorf("search %q: facet %s: %w", q.Q, name, err)
 			}
@@ -388,7 +414,7 @@ func (s *Search) Search(ctx context.Context, q search.Query) (search.Result, err
 	if res.Total <= int64(offset) {
 		return res, nil
 	}
-	rows, err := tx.QueryContext(ctx, hitsQ, append(args, limit, offset)...)
+	rows, err := tx.QueryContext(ctx, hitsQ, hitsArgs...)
 	if err != nil {
 		return search.Result{}, fmt.Errorf("search %q: %w", q.Q, err)
 	}
@@ -465,9 +491,10 @@ func (s *Search) where(p search.Parsed, q search.Query) (string, []any) {
 	return from + ` WHERE ` + strings.Join(conds, ` AND `), args
 }
 
-// facet counts the values of col among the documents that from selects.
-func facet(ctx context.Context, tx *sql.Tx, col, from string, args []any) ([]search.FacetValue, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT `+col+`, count(*) AS n`+from+andOrWhere(from)+col+` != ''
+// facet counts the values of col among the documents that from selects,
+// each value by count (documents, or distinct URLs).
+func facet(ctx context.Context, tx *sql.Tx, col, count, from string, args []any) ([]search.FacetValue, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT `+col+`, `+count+` AS n`+from+andOrWhere(from)+col+` != ''
 		GROUP BY `+col+` ORDER BY n DESC, `+col+` LIMIT ?`, append(args, search.MaxFacetValues)...)
 	if err != nil {
 		return nil, err

@@ -53,7 +53,7 @@ func TestSearchDefaults(t *testing.T) {
 	s := open(t, filepath.Join(t.TempDir(), "search.db"), OpenSearch)
 	var docs []contracts.Document
 	for i := range DefaultLimit + 5 {
-		docs = append(docs, contracts.Document{ID: string(rune('a' + i)), CrawlID: "c", Title: []string{"same word"}, Text: "text"})
+		docs = append(docs, contracts.Document{ID: string(rune('a' + i)), CrawlID: "c", URL: "http://a.test/" + string(rune('a'+i)), Title: []string{"same word"}, Text: "text"})
 	}
 	if err := s.Upsert(t.Context(), docs); err != nil {
 		t.Fatalf("Upsert: %v", err)

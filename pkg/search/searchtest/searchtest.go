@@ -52,6 +52,7 @@ func Run(t *testing.T, h Harness) {
 		{"Facets", testFacets},
 		{"CollectionFilter", testCollection},
 		{"Documents", testDocuments},
+		{"OneHitPerURL", testOneHitPerURL},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.f(t, h) })
@@ -659,5 +660,79 @@ func testDocuments(t *testing.T, h Harness) {
 	}
 	if page, err := x.Documents(t.Context(), crawl, want[len(want)-1].ID, 10); err != nil || len(page) != 0 {
 		t.Errorf("Documents after the last id = %d documents, %v; want none", len(page), err)
+	}
+}
+
+// testOneHitPerURL: a URL fetched by several crawls is one hit, its newest
+// matching document, and totals, pages and facets count URLs; AllCrawls
+// lists every copy. "/" and "/index.html" are two URLs, and two hits.
+func testOneHitPerURL(t *testing.T, h Harness) {
+	x := h.New(t)
+	c1, c2 := newCrawlID(), newCrawlID()
+	w, oldOnly := word(), word()
+	site := strings.ToLower(rand.Text()) + ".test"
+	t0 := time.Now().UTC().Truncate(time.Millisecond)
+	// The older copy ranks better (w in its title), yet the newer is the hit.
+	old := at(doc(c1, "Old "+w, filler+w+" "+oldOnly), site, "/a.html", "html")
+	old.LoadDate = t0.Add(-time.Hour)
+	newer := at(doc(c2, "New", filler+w), site, "/a.html", "html")
+	newer.LoadDate = t0
+	only := at(doc(c1, "Only", filler+w), site, "/b.html", "html")
+	root := at(doc(c2, "Home", filler+w), site, "/", "")
+	index := at(doc(c2, "Home", filler+w), site, "/index.html", "html")
+	// A third crawl's copy of /b.html loaded at the same instant as the
+	// first's: ties go to the smaller id.
+	twin := at(doc(newCrawlID(), "Only", filler+w), site, "/b.html", "html")
+	twin.LoadDate = only.LoadDate
+	first := min(only.ID, twin.ID)
+	mustUpsert(t, x, newer, old, only, root, index, twin)
+
+	byURL := sorted(newer.ID, first, root.ID, index.ID)
+	res := mustSearch(t, x, search.Query{Q: w, Limit: 10, Facets: true})
+	if got := sorted(hitIDs(res)...); !slices.Equal(got, byURL) || res.Total != 4 {
+		t.Errorf("Search(%q) = total %d, ids %v, want 4, %v (one per URL, the newest)", w, res.Total, got, byURL)
+	}
+	wantFacets := map[string][]search.FacetValue{
+		search.FacetHosts:     {{Value: site, Count: 4}},
+		search.FacetFileTypes: {{Value: "html", Count: 3}},
+	}
+	if d := cmp.Diff(wantFacets, res.Facets); d != "" {
+		t.Errorf("Search(%q, Facets) facets (-want +got):\n%s", w, d)
+	}
+	var paged []string
+	for off := range 5 {
+		r := mustSearch(t, x, search.Query{Q: w, Offset: off, Limit: 1})
+		if r.Total != 4 {
+			t.Errorf("Search(%q, offset %d, limit 1) total = %d, want 4", w, off, r.Total)
+		}
+		paged = append(paged, hitIDs(r)...)
+	}
+	if got := sorted(paged...); !slices.Equal(got, byURL) {
+		t.Errorf("Search(%q) one hit a page, ids over all pages = %v, want %v", w, got, byURL)
+	}
+	r := mustSearch(t, x, search.Query{Q: "site:" + site, Limit: 10})
+	if got := sorted(hitIDs(r)...); !slices.Equal(got, byURL) || r.Total != 4 {
+		t.Errorf("Search(site:%s) = total %d, ids %v, want 4, %v", site, r.Total, got, byURL)
+	}
+
+	all := sorted(old.ID, newer.ID, only.ID, twin.ID, root.ID, index.ID)
+	res = mustSearch(t, x, search.Query{Q: w, Limit: 10, AllCrawls: true, Facets: true})
+	if got := sorted(hitIDs(res)...); !slices.Equal(got, all) || res.Total != 6 {
+		t.Errorf("Search(%q, AllCrawls) = total %d, ids %v, want 6, %v", w, res.Total, got, all)
+	}
+	if got := res.Facets[search.FacetHosts]; len(got) != 1 || got[0].Count != 6 {
+		t.Errorf("Search(%q, AllCrawls) host facet = %v, want %s: 6", w, got, site)
+	}
+
+	// Within one crawl each URL has one document.
+	res = mustSearch(t, x, search.Query{Q: w, CrawlID: c1, Limit: 10})
+	if got, want := sorted(hitIDs(res)...), sorted(old.ID, only.ID); !slices.Equal(got, want) || res.Total != 2 {
+		t.Errorf("Search(%q in crawl %s) = total %d, ids %v, want 2, %v", w, c1, res.Total, got, want)
+	}
+	// The newest of the matching documents: the older copy is the hit of a
+	// word only it has.
+	res = mustSearch(t, x, search.Query{Q: oldOnly, Limit: 10})
+	if got := hitIDs(res); !slices.Equal(got, []string{old.ID}) || res.Total != 1 {
+		t.Errorf("Search(%q) = total %d, ids %v, want 1, [%s]", oldOnly, res.Total, got, old.ID)
 	}
 }
