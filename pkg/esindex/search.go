@@ -161,7 +161,8 @@ func (s *Search) Get(ctx context.Context, id string) (contracts.Document, error)
 
 // Search returns one page of the documents that match q.Q (see
 // search.Parse: words, phrases, exclusions, site:, filetype:, inurl:),
-// best first (ties by id). No input is a syntax error; a query that selects
+// best first (ties by id), one per URL unless q.AllCrawls (see
+// search.Query). No input is a syntax error; a query that selects
 // nothing (no words and no operators) finds nothing. Limit defaults to
 // DefaultLimit and is capped at MaxLimit; hits beyond the 10000th are not
 // served. Snippets are plain text from the page text around the first
@@ -182,6 +183,17 @@ func (s *Search) Search(ctx context.Context, q search.Query) (search.Result, err
 	if err := s.c.readRefresh(ctx, s.c.docsIndex); err != nil {
 		return search.Result{}, fmt.Errorf("search %q: %w", q.Q, err)
 	}
+	highlight := map[string]any{
+		"pre_tags":            []string{""},
+		"post_tags":           []string{""},
+		"encoder":             "default",
+		"max_analyzed_offset": maxHighlightChars,
+		"fields": map[string]any{"text_t": map[string]any{
+			"fragment_size":       snippetChars,
+			"number_of_fragments": 1,
+			"no_match_size":       snippetChars,
+		}},
+	}
 	req := map[string]any{
 		"from":             offset,
 		"size":             size,
@@ -189,52 +201,83 @@ func (s *Search) Search(ctx context.Context, q search.Query) (search.Result, err
 		"query":            map[string]any{"bool": boolQuery(p, q)},
 		"sort":             []any{"_score", map[string]any{"id": "asc"}},
 		"_source":          hitFields,
-		"highlight": map[string]any{
-			"pre_tags":            []string{""},
-			"post_tags":           []string{""},
-			"encoder":             "default",
-			"max_analyzed_offset": maxHighlightChars,
-			"fields": map[string]any{"text_t": map[string]any{
-				"fragment_size":       snippetChars,
-				"number_of_fragments": 1,
-				"no_match_size":       snippetChars,
-			}},
-		},
+		"highlight":        highlight,
 	}
 	filterPath := []string{"hits.total.value", "hits.hits._score", "hits.hits._source", "hits.hits.highlight"}
+	aggs := map[string]any{}
+	// count orders and counts facet values: documents, or URLs.
+	count := "_count"
+	if !q.AllCrawls {
+		// One hit per URL: field collapsing on url_s pages over URLs, each
+		// placed by its best match, and the inner hit, sorted by load date,
+		// is the newest of its matching documents. hits.total still counts
+		// documents, so the total is the cardinality of url_s, which is
+		// exact below its precision threshold (40000, the most
+		// Elasticsearch allows) and an estimate within a few percent above.
+		// https://www.elastic.co/guide/en/elasticsearch/reference/8.15/collapse-search-results.html
+		req["collapse"] = map[string]any{"field": "url_s", "inner_hits": map[string]any{
+			"name": "newest", "size": 1, "_source": hitFields, "highlight": highlight,
+			"sort": []any{map[string]any{"load_date_dt": "desc"}, map[string]any{"id": "asc"}},
+		}}
+		req["_source"] = false
+		delete(req, "highlight")
+		aggs["urls"] = urlCount
+		filterPath = []string{"hits.total.value", "hits.hits._score", "hits.hits.inner_hits.newest.hits.hits._source",
+			"hits.hits.inner_hits.newest.hits.hits.highlight", "aggregations"}
+		count = "urls"
+	}
 	if q.Facets {
-		aggs := map[string]any{}
 		for _, name := range []string{search.FacetHosts, search.FacetFileTypes} {
-			aggs[name] = map[string]any{"terms": map[string]any{
+			f := map[string]any{"terms": map[string]any{
 				"field": name, "size": search.MaxFacetValues, "exclude": []string{""},
-				"order": []any{map[string]any{"_count": "desc"}, map[string]any{"_key": "asc"}},
+				"order": []any{map[string]any{count: "desc"}, map[string]any{"_key": "asc"}},
 			}}
+			if count == "urls" {
+				f["aggs"] = map[string]any{"urls": urlCount}
+			}
+			aggs[name] = f
 		}
-		req["aggs"] = aggs
 		filterPath = append(filterPath, "aggregations")
+	}
+	if len(aggs) > 0 {
+		req["aggs"] = aggs
 	}
 	body, err := json.Marshal(req)
 	if err != nil {
 		return search.Result{}, fmt.Errorf("search %q: %w", q.Q, err)
 	}
+	type hitBody struct {
+		Source    hitSource `json:"_source"`
+		Highlight struct {
+			Text []string `json:"text_t"`
+		} `json:"highlight"`
+	}
+	type value struct {
+		Value int64 `json:"value"`
+	}
 	var res struct {
 		Hits struct {
-			Total struct {
-				Value int64 `json:"value"`
-			} `json:"total"`
-			Hits []struct {
-				Score     float64   `json:"_score"`
-				Source    hitSource `json:"_source"`
-				Highlight struct {
-					Text []string `json:"text_t"`
-				} `json:"highlight"`
+			Total value `json:"total"`
+			Hits  []struct {
+				Score float64 `json:"_score"`
+				hitBody
+				InnerHits struct {
+					Newest struct {
+						Hits struct {
+							Hits []hitBody `json:"hits"`
+						} `json:"hits"`
+					} `json:"newest"`
+				} `json:"inner_hits"`
 			} `json:"hits"`
 		} `json:"hits"`
-		Aggregations map[string]struct {
-			Buckets []struct {
-				Key      string `json:"key"`
-				DocCount int64  `json:"doc_count"`
-			} `json:"buckets"`
+		Aggregations struct {
+			URLs  value `json:"urls"`
+			Hosts struct {
+				Buckets []facetBucket `json:"buckets"`
+			} `json:"host_s"`
+			FileTypes struct {
+				Buckets []facetBucket `json:"buckets"`
+			} `json:"url_file_ext_s"`
 		} `json:"aggregations"`
 	}
 	sreq := esapi.SearchRequest{Index: []string{s.c.docsIndex}, Body: bytes.NewReader(body), FilterPath: filterPath}
@@ -242,25 +285,53 @@ func (s *Search) Search(ctx context.Context, q search.Query) (search.Result, err
 		return search.Result{}, fmt.Errorf("search %q: %w", q.Q, err)
 	}
 	out := search.Result{Total: res.Hits.Total.Value, Hits: make([]contracts.SearchHit, 0, len(res.Hits.Hits))}
+	if !q.AllCrawls {
+		out.Total = res.Aggregations.URLs.Value
+	}
 	for _, h := range res.Hits.Hits {
-		hit := h.Source.hit()
+		b := h.hitBody
+		if inner := h.InnerHits.Newest.Hits.Hits; !q.AllCrawls && len(inner) > 0 {
+			b = inner[0]
+		}
+		hit := b.Source.hit()
 		hit.Score = h.Score
-		if len(h.Highlight.Text) > 0 {
-			hit.Snippet = strings.Join(strings.Fields(h.Highlight.Text[0]), " ")
+		if len(b.Highlight.Text) > 0 {
+			hit.Snippet = strings.Join(strings.Fields(b.Highlight.Text[0]), " ")
 		}
 		out.Hits = append(out.Hits, hit)
 	}
 	if q.Facets {
-		out.Facets = map[string][]search.FacetValue{}
-		for _, name := range []string{search.FacetHosts, search.FacetFileTypes} {
-			vals := []search.FacetValue{}
-			for _, b := range res.Aggregations[name].Buckets {
-				vals = append(vals, search.FacetValue{Value: b.Key, Count: b.DocCount})
-			}
-			out.Facets[name] = vals
+		out.Facets = map[string][]search.FacetValue{
+			search.FacetHosts:     facetValues(res.Aggregations.Hosts.Buckets, !q.AllCrawls),
+			search.FacetFileTypes: facetValues(res.Aggregations.FileTypes.Buckets, !q.AllCrawls),
 		}
 	}
 	return out, nil
+}
+
+// urlCount is the aggregation that counts distinct URLs.
+var urlCount = map[string]any{"cardinality": map[string]any{"field": "url_s", "precision_threshold": 40000}}
+
+// facetBucket is one value of a facet's terms aggregation.
+type facetBucket struct {
+	Key      string `json:"key"`
+	DocCount int64  `json:"doc_count"`
+	URLs     struct {
+		Value int64 `json:"value"`
+	} `json:"urls"`
+}
+
+// facetValues are the facet's buckets, counted by documents or by URLs.
+func facetValues(bs []facetBucket, byURL bool) []search.FacetValue {
+	vals := []search.FacetValue{}
+	for _, b := range bs {
+		n := b.DocCount
+		if byURL {
+			n = b.URLs.Value
+		}
+		vals = append(vals, search.FacetValue{Value: b.Key, Count: n})
+	}
+	return vals
 }
 
 // boolQuery is the bool query of p and q's filters.
