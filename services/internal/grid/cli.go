@@ -33,8 +33,9 @@ commands:
                                                 continuous crawl (--recrawl) to the end of its first round
   status  [--data DIR] [--api URL] [--json] [CRAWL_ID]
                                                 show crawls (or one crawl)
-  search  [--data DIR] [--api URL] [--crawl ID] [--limit N] [--json] QUERY...
-                                                search the indexed documents
+  search  [--data DIR] [--api URL] [--crawl ID] [--limit N] [--all-crawls] [--json] QUERY...
+                                                search the indexed documents: one hit per URL
+                                                (the newest copy), every crawl's with --all-crawls
 ` + logUsage + exportUsage + `  version                                       print the version (also: grid --version)
 
 The API address of a running 'grid up' or 'grid crawl' is found in DIR/grid.addr;
@@ -398,6 +399,7 @@ func cmdSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	api := fs.String("api", "", "MCP base URL")
 	crawl := fs.String("crawl", "", "only this crawl")
 	limit := fs.Int("limit", 10, "number of hits")
+	all := fs.Bool("all-crawls", false, "one hit per crawl's copy of a URL, each with its crawl and fetch time\n(default: one hit per URL, the newest copy; / and /index.html are two URLs)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	words, err := parseFlags(fs, args)
 	if err != nil {
@@ -418,6 +420,9 @@ func cmdSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if *crawl != "" {
 			v.Set("crawl", *crawl)
 		}
+		if *all {
+			v.Set("all_crawls", "true")
+		}
 		if err := c.do(ctx, http.MethodGet, "/api/v1/search?"+v.Encode(), nil, &res); err != nil {
 			return err
 		}
@@ -427,7 +432,7 @@ func cmdSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 		defer g.Backends.Close()
-		r, err := g.Backends.Search.Search(ctx, search.Query{Q: q, CrawlID: *crawl, Limit: *limit})
+		r, err := g.Backends.Search.Search(ctx, search.Query{Q: q, CrawlID: *crawl, Limit: *limit, AllCrawls: *all})
 		if err != nil {
 			return fmt.Errorf("search: %w", err)
 		}
@@ -439,6 +444,9 @@ func cmdSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fmt.Fprintf(stdout, "%d results for %q\n", res.Total, q)
 	for i, h := range res.Hits {
 		fmt.Fprintf(stdout, "%2d. %s\n    %s\n", i+1, h.Title, h.URL)
+		if *all {
+			fmt.Fprintf(stdout, "    crawl %s, fetched %s\n", h.CrawlID, h.FetchTime.Format(time.RFC3339))
+		}
 		if h.Snippet != "" {
 			fmt.Fprintf(stdout, "    %s\n", h.Snippet)
 		}

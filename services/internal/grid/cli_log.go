@@ -70,7 +70,7 @@ func cmdURLs(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	api := fs.String("api", "", "MCP base URL")
 	failed := fs.Bool("failed", false, "only failed URLs (--status failed)")
 	status := fs.String("status", "", "only URLs in this status")
-	host := fs.String("host", "", "only URLs of this host")
+	host := fs.String("host", "", "only URLs of this host (host name, with :port when not the default)")
 	reason := fs.String("reason", "", "only URLs that failed for exactly this reason")
 	limit := fs.Int("limit", 0, "print at most N URLs (0: all)")
 	asJSON := fs.Bool("json", false, "print one JSON record per line")

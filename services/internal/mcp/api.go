@@ -409,7 +409,14 @@ func (m *MCP) search(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	res, err := m.deps.Search.Search(r.Context(), search.Query{Q: query, CrawlID: q.Get("crawl"), Offset: offset, Limit: limit})
+	var all bool
+	if s := q.Get("all_crawls"); s != "" {
+		if all, err = strconv.ParseBool(s); err != nil {
+			writeError(w, http.StatusBadRequest, "all_crawls must be true or false", "all_crawls")
+			return
+		}
+	}
+	res, err := m.deps.Search.Search(r.Context(), search.Query{Q: query, CrawlID: q.Get("crawl"), Offset: offset, Limit: limit, AllCrawls: all})
 	if err != nil {
 		m.log.Error("search", "err", err)
 		writeError(w, http.StatusInternalServerError, "search failed", "")

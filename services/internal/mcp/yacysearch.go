@@ -59,6 +59,7 @@ type yacyParams struct {
 	query      string // the user's query, operators included
 	collection string
 	crawl      string
+	allCrawls  bool
 	start      int
 	rows       int
 	contentdom string
@@ -74,7 +75,7 @@ type yacyParams struct {
 // readYaCyParams reads a request's parameters the way yacysearch.java does:
 // query (or search), maximumRecords (or count, rows), startRecord (or
 // offset, start), contentdom, resource, verify, nav, urlmaskfilter,
-// collection and callback. Numbers that are not numbers take their
+// collection and callback, and gridcrawl's crawl and all_crawls. Numbers that are not numbers take their
 // default; only an unusable urlmaskfilter or callback is an error.
 func readYaCyParams(v url.Values) (yacyParams, *contracts.FieldError) {
 	first := func(names ...string) string {
@@ -96,6 +97,7 @@ func readYaCyParams(v url.Values) (yacyParams, *contracts.FieldError) {
 		query:      strings.TrimSpace(first("query", "search")),
 		collection: strings.TrimSpace(v.Get("collection")),
 		crawl:      strings.TrimSpace(v.Get("crawl")),
+		allCrawls:  v.Get("all_crawls") == "true" || v.Get("all_crawls") == "1",
 		rows:       number(yacyDefaultRecords, "maximumRecords", "count", "rows"),
 		start:      number(0, "startRecord", "offset", "start"),
 		contentdom: strings.ToLower(strings.TrimSpace(v.Get("contentdom"))),
@@ -188,7 +190,7 @@ func (m *MCP) yacySearch(ctx context.Context, p yacyParams) (yacyFound, error) {
 		return yacyFound{}, nil
 	}
 	q := search.Query{Q: p.query, CrawlID: p.crawl, Collection: p.collection, Offset: p.start, Limit: p.rows,
-		Facets: p.navHosts || p.navTypes}
+		Facets: p.navHosts || p.navTypes, AllCrawls: p.allCrawls}
 	if p.mask == nil {
 		res, err := m.deps.Search.Search(ctx, q)
 		if err != nil {
