@@ -61,6 +61,7 @@ func Run(t *testing.T, h Harness) {
 		{"FindStable", testFindStable},
 		{"History", testHistory},
 		{"Reports", testReports},
+		{"HostsWithPorts", testHostsWithPorts},
 		{"Reopen", testReopen},
 		{"SitemapFields", testSitemapFields},
 		{"RecrawlFields", testRecrawlFields},
