@@ -207,7 +207,7 @@ func (s *Search) Search(ctx context.Context, q search.Query) (search.Result, err
 	aggs := map[string]any{}
 	// count orders and counts facet values: documents, or URLs.
 	count := "_count"
-	if !q.AllCrawls {
+	if q.Collapse() {
 		// One hit per URL: field collapsing on url_s pages over URLs, each
 		// placed by its best match, and the inner hit, sorted by load date,
 		// is the newest of its matching documents. hits.total still counts
@@ -285,12 +285,12 @@ func (s *Search) Search(ctx context.Context, q search.Query) (search.Result, err
 		return search.Result{}, fmt.Errorf("search %q: %w", q.Q, err)
 	}
 	out := search.Result{Total: res.Hits.Total.Value, Hits: make([]contracts.SearchHit, 0, len(res.Hits.Hits))}
-	if !q.AllCrawls {
+	if q.Collapse() {
 		out.Total = res.Aggregations.URLs.Value
 	}
 	for _, h := range res.Hits.Hits {
 		b := h.hitBody
-		if inner := h.InnerHits.Newest.Hits.Hits; !q.AllCrawls && len(inner) > 0 {
+		if inner := h.InnerHits.Newest.Hits.Hits; q.Collapse() && len(inner) > 0 {
 			b = inner[0]
 		}
 		hit := b.Source.hit()
@@ -302,8 +302,8 @@ func (s *Search) Search(ctx context.Context, q search.Query) (search.Result, err
 	}
 	if q.Facets {
 		out.Facets = map[string][]search.FacetValue{
-			search.FacetHosts:     facetValues(res.Aggregations.Hosts.Buckets, !q.AllCrawls),
-			search.FacetFileTypes: facetValues(res.Aggregations.FileTypes.Buckets, !q.AllCrawls),
+			search.FacetHosts:     facetValues(res.Aggregations.Hosts.Buckets, q.Collapse()),
+			search.FacetFileTypes: facetValues(res.Aggregations.FileTypes.Buckets, q.Collapse()),
 		}
 	}
 	return out, nil

@@ -46,6 +46,12 @@ type Query struct {
 	AllCrawls bool
 }
 
+// Collapse reports whether a search must fold each URL's documents into one
+// hit: unless AllCrawls, and unless CrawlID is set, since a crawl has one
+// document per URL (its id is the crawl's record key of the URL) and
+// folding would only cost time.
+func (q Query) Collapse() bool { return !q.AllCrawls && q.CrawlID == "" }
+
 // Facet names: the document fields that Result.Facets counts.
 const (
 	FacetHosts     = "host_s"

@@ -335,8 +335,9 @@ func (s *Search) Documents(ctx context.Context, crawlID, after string, limit int
 // Search returns one page of the documents that match q.Q (see
 // search.Parse: words, phrases, exclusions, site:, filetype:, inurl:),
 // best first by bm25, or in the order they were stored when q.Q has only
-// operators; one per URL unless q.AllCrawls (see search.Query). No input is a syntax error; a query that selects nothing
-// (no words and no operators) finds nothing. Limit defaults to DefaultLimit
+// operators; one per URL unless q.AllCrawls (see search.Query). No input
+// is a syntax error; a query that selects nothing (no words and no
+// operators) finds nothing. Limit defaults to DefaultLimit
 // and is capped at MaxLimit. Snippets are plain text.
 func (s *Search) Search(ctx context.Context, q search.Query) (search.Result, error) {
 	p := search.Parse(q.Q)
@@ -365,7 +366,7 @@ func (s *Search) Search(ctx context.Context, q search.Query) (search.Result, err
 	hitsQ := hitCols + rank + from + ` ORDER BY ` + order + ` LIMIT ? OFFSET ?`
 	hitsArgs := append(append([]any(nil), args...), limit, offset)
 	count := `count(*)`
-	if !q.AllCrawls {
+	if q.Collapse() {
 		// One hit per URL: the window numbers each URL's matches newest
 		// first and keeps the best rank among them, the page is cut from the
 		// first of each URL in the order of those ranks, and only the page's
