@@ -140,9 +140,13 @@ func TestSearchOneHitPerURL(t *testing.T) {
 			t.Errorf("grid search --all-crawls names crawl %s %d times, want 3:\n%s", id, n, stdout)
 		}
 	}
-	code, _, stderr = runCLI(t.Context(), "search", "-h")
-	if code != 0 && !strings.Contains(stderr, "-all-crawls") {
-		t.Errorf("grid search -h = %d, stderr %q; want the --all-crawls flag", code, stderr)
+	code, stdout, stderr = runCLI(t.Context(), "search", "-h")
+	if help := stdout + stderr; code != 0 || !strings.Contains(help, "-all-crawls") || !strings.Contains(help, "one hit per URL, the newest copy") {
+		t.Errorf("grid search -h = %d, output %q; want the --all-crawls flag and what the default is", code, help)
+	}
+	code, stdout, _ = runCLI(t.Context(), "help")
+	if !strings.Contains(stdout, "[--all-crawls]") {
+		t.Errorf("grid help = %d, %q; want search's --all-crawls", code, stdout)
 	}
 }
 
