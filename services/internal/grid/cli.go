@@ -362,7 +362,7 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			}
 		}
 		for _, id := range ids {
-			st, err := g.MCP.Status(ctx, id)
+			st, err := g.Coordinator.Status(ctx, id)
 			if err != nil {
 				return fmt.Errorf("status of %s: %w", id, err)
 			}

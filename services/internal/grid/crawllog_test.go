@@ -216,7 +216,7 @@ func TestCrawlLogFailures(t *testing.T) {
 
 	// The timeline ends with the crawl's final counts.
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		var tl mcp.Timeline
+		var tl contracts.Timeline
 		if code := apiDo(t, http.MethodGet, api+"/api/v1/crawls/"+id+"/timeline", nil, &tl); code != http.StatusOK {
 			t.Fatalf("GET timeline = %d", code)
 		}

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gridcrawl/gridcrawl/services/internal/jsonapi"
+
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
 	"github.com/gridcrawl/gridcrawl/pkg/search"
 	"github.com/gridcrawl/gridcrawl/pkg/warc"
@@ -112,7 +114,7 @@ func (m *MCP) listSegments(w http.ResponseWriter, r *http.Request) {
 	segs, err := m.crawlSegments(r, id)
 	if err != nil {
 		m.log.Error("list segments", "crawl_id", id, "err", err)
-		writeError(w, http.StatusInternalServerError, "could not list the crawl's segments", "")
+		jsonapi.Error(w, http.StatusInternalServerError, "could not list the crawl's segments", "")
 		return
 	}
 	out := SegmentList{CrawlID: id, Segments: make([]Segment, 0, len(segs))}
@@ -129,13 +131,13 @@ func (m *MCP) listSegments(w http.ResponseWriter, r *http.Request) {
 				out.TotalSize += info.Size
 			case !errors.Is(err, assets.ErrNotFound) && !errors.Is(err, errors.ErrUnsupported):
 				m.log.Error("stat segment", "crawl_id", id, "key", s.key, "err", err)
-				writeError(w, http.StatusInternalServerError, "could not read the segment's size", "")
+				jsonapi.Error(w, http.StatusInternalServerError, "could not read the segment's size", "")
 				return
 			}
 		}
 		out.Segments = append(out.Segments, seg)
 	}
-	writeJSON(w, http.StatusOK, out)
+	jsonapi.Write(w, http.StatusOK, out)
 }
 
 // segmentKey returns the asset key of the segment file name (the loader
@@ -171,18 +173,18 @@ func (m *MCP) segmentFile(w http.ResponseWriter, r *http.Request) {
 	}
 	key := segmentKey(name)
 	if key == "" || m.deps.Assets == nil {
-		writeError(w, http.StatusNotFound, "no such segment", "name")
+		jsonapi.Error(w, http.StatusNotFound, "no such segment", "name")
 		return
 	}
 	if strings.HasSuffix(name, assets.CDXJSuffix) {
 		lines, err := m.segmentIndex(r, key, nil)
 		if errors.Is(err, assets.ErrNotFound) {
-			writeError(w, http.StatusNotFound, "no such segment", "name")
+			jsonapi.Error(w, http.StatusNotFound, "no such segment", "name")
 			return
 		}
 		if err != nil {
 			m.log.Error("read segment index", "crawl_id", id, "key", key, "err", err)
-			writeError(w, http.StatusInternalServerError, "could not read the segment's index", "")
+			jsonapi.Error(w, http.StatusInternalServerError, "could not read the segment's index", "")
 			return
 		}
 		writeCDXJ(w, r, m, id, name, warc.SortCDXJ(lines))
@@ -193,12 +195,12 @@ func (m *MCP) segmentFile(w http.ResponseWriter, r *http.Request) {
 		info, err := st.Stat(r.Context(), key)
 		switch {
 		case errors.Is(err, assets.ErrNotFound):
-			writeError(w, http.StatusNotFound, "no such segment", "name")
+			jsonapi.Error(w, http.StatusNotFound, "no such segment", "name")
 			return
 		case errors.Is(err, errors.ErrUnsupported):
 		case err != nil:
 			m.log.Error("stat segment", "crawl_id", id, "key", key, "err", err)
-			writeError(w, http.StatusInternalServerError, "could not read the segment", "")
+			jsonapi.Error(w, http.StatusInternalServerError, "could not read the segment", "")
 			return
 		default:
 			size = info.Size
@@ -207,17 +209,17 @@ func (m *MCP) segmentFile(w http.ResponseWriter, r *http.Request) {
 	offset, length, partial, ok := byteRange(r.Header.Get("Range"), size)
 	if !ok {
 		w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", size))
-		writeError(w, http.StatusRequestedRangeNotSatisfiable, "the range is not within the segment", "Range")
+		jsonapi.Error(w, http.StatusRequestedRangeNotSatisfiable, "the range is not within the segment", "Range")
 		return
 	}
 	rc, err := m.deps.Assets.Get(r.Context(), key, offset, length)
 	if errors.Is(err, assets.ErrNotFound) {
-		writeError(w, http.StatusNotFound, "no such segment", "name")
+		jsonapi.Error(w, http.StatusNotFound, "no such segment", "name")
 		return
 	}
 	if err != nil {
 		m.log.Error("read segment", "crawl_id", id, "key", key, "err", err)
-		writeError(w, http.StatusInternalServerError, "could not read the segment", "")
+		jsonapi.Error(w, http.StatusInternalServerError, "could not read the segment", "")
 		return
 	}
 	defer rc.Close()
@@ -361,7 +363,7 @@ func (m *MCP) crawlCDXJ(w http.ResponseWriter, r *http.Request) {
 	segs, err := m.crawlSegments(r, id)
 	if err != nil {
 		m.log.Error("list segments", "crawl_id", id, "err", err)
-		writeError(w, http.StatusInternalServerError, "could not list the crawl's segments", "")
+		jsonapi.Error(w, http.StatusInternalServerError, "could not list the crawl's segments", "")
 		return
 	}
 	var all [][]byte
@@ -376,7 +378,7 @@ func (m *MCP) crawlCDXJ(w http.ResponseWriter, r *http.Request) {
 		}
 		if err != nil {
 			m.log.Error("read segment index", "crawl_id", id, "key", s.key, "err", err)
-			writeError(w, http.StatusInternalServerError, "could not read the crawl's segment indexes", "")
+			jsonapi.Error(w, http.StatusInternalServerError, "could not read the crawl's segment indexes", "")
 			return
 		}
 		all = append(all, lines...)
@@ -414,7 +416,7 @@ func (m *MCP) crawlDocuments(w http.ResponseWriter, r *http.Request) {
 	first, err := m.deps.Search.Documents(r.Context(), id, after, search.MaxExportPage)
 	if err != nil {
 		m.log.Error("export documents", "crawl_id", id, "err", err)
-		writeError(w, http.StatusInternalServerError, "could not read the crawl's documents", "")
+		jsonapi.Error(w, http.StatusInternalServerError, "could not read the crawl's documents", "")
 		return
 	}
 	w.Header().Set("Content-Type", "application/x-ndjson")

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gridcrawl/gridcrawl/services/internal/jsonapi"
+
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/profiles"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
@@ -112,12 +114,12 @@ func urlRecord(r txindex.Record) URLRecord {
 func (m *MCP) knownCrawl(w http.ResponseWriter, r *http.Request, id string) bool {
 	_, err := m.deps.Profiles.Get(r.Context(), id)
 	if errors.Is(err, profiles.ErrNotFound) {
-		writeError(w, http.StatusNotFound, "no such crawl", "")
+		jsonapi.Error(w, http.StatusNotFound, "no such crawl", "")
 		return false
 	}
 	if err != nil {
 		m.log.Error("get crawl", "crawl_id", id, "err", err)
-		writeError(w, http.StatusInternalServerError, "could not read the crawl", "")
+		jsonapi.Error(w, http.StatusInternalServerError, "could not read the crawl", "")
 		return false
 	}
 	return true
@@ -143,14 +145,14 @@ func (m *MCP) crawlLog(w http.ResponseWriter, r *http.Request) {
 		for _, s := range contracts.Statuses {
 			names = append(names, string(s))
 		}
-		writeError(w, http.StatusBadRequest, "unknown status; one of "+strings.Join(names, ", "), "status")
+		jsonapi.Error(w, http.StatusBadRequest, "unknown status; one of "+strings.Join(names, ", "), "status")
 		return
 	}
 	limit := defaultLogLimit
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > maxLogLimit {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("must be a whole number from 1 to %d", maxLogLimit), "limit")
+			jsonapi.Error(w, http.StatusBadRequest, fmt.Sprintf("must be a whole number from 1 to %d", maxLogLimit), "limit")
 			return
 		}
 		limit = n
@@ -159,7 +161,7 @@ func (m *MCP) crawlLog(w http.ResponseWriter, r *http.Request) {
 	if c := q.Get("cursor"); c != "" {
 		b, err := base64.RawURLEncoding.DecodeString(c)
 		if err != nil || !strings.HasPrefix(string(b), "k:") {
-			writeError(w, http.StatusBadRequest, "not a cursor of this listing", "cursor")
+			jsonapi.Error(w, http.StatusBadRequest, "not a cursor of this listing", "cursor")
 			return
 		}
 		after = strings.TrimPrefix(string(b), "k:")
@@ -167,7 +169,7 @@ func (m *MCP) crawlLog(w http.ResponseWriter, r *http.Request) {
 	recs, err := m.deps.Tx.Find(r.Context(), id, f, after, limit)
 	if err != nil {
 		m.log.Error("crawl log", "crawl_id", id, "err", err)
-		writeError(w, http.StatusInternalServerError, "could not list the crawl's URLs", "")
+		jsonapi.Error(w, http.StatusInternalServerError, "could not list the crawl's URLs", "")
 		return
 	}
 	out := CrawlLog{CrawlID: id, URLs: make([]URLRecord, 0, len(recs))}
@@ -178,27 +180,27 @@ func (m *MCP) crawlLog(w http.ResponseWriter, r *http.Request) {
 		c := base64.RawURLEncoding.EncodeToString([]byte("k:" + recs[len(recs)-1].Key))
 		out.NextCursor = &c
 	}
-	writeJSON(w, http.StatusOK, out)
+	jsonapi.Write(w, http.StatusOK, out)
 }
 
 // oneURL answers the record of raw, normalized as the crawler does.
 func (m *MCP) oneURL(w http.ResponseWriter, r *http.Request, id, raw string) {
 	u, err := urlnorm.Normalize(raw)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error(), "url")
+		jsonapi.Error(w, http.StatusBadRequest, err.Error(), "url")
 		return
 	}
 	rec, err := m.deps.Tx.Get(r.Context(), txindex.Key(id, u))
 	if errors.Is(err, txindex.ErrNotFound) {
-		writeError(w, http.StatusNotFound, "the crawl has no record of this URL", "url")
+		jsonapi.Error(w, http.StatusNotFound, "the crawl has no record of this URL", "url")
 		return
 	}
 	if err != nil {
 		m.log.Error("get url record", "crawl_id", id, "url", u, "err", err)
-		writeError(w, http.StatusInternalServerError, "could not read the URL's record", "")
+		jsonapi.Error(w, http.StatusInternalServerError, "could not read the URL's record", "")
 		return
 	}
-	writeJSON(w, http.StatusOK, urlRecord(rec))
+	jsonapi.Write(w, http.StatusOK, urlRecord(rec))
 }
 
 // maxWARCRecord bounds the record size the WARC endpoint serves.
@@ -214,28 +216,28 @@ func (m *MCP) warcRecord(w http.ResponseWriter, r *http.Request) {
 	}
 	key := r.URL.Query().Get("key")
 	if key == "" {
-		writeError(w, http.StatusBadRequest, "the record key is required", "key")
+		jsonapi.Error(w, http.StatusBadRequest, "the record key is required", "key")
 		return
 	}
 	rec, err := m.deps.Tx.Get(r.Context(), key)
 	if errors.Is(err, txindex.ErrNotFound) || err == nil && rec.CrawlID != id {
-		writeError(w, http.StatusNotFound, "the crawl has no record with this key", "key")
+		jsonapi.Error(w, http.StatusNotFound, "the crawl has no record with this key", "key")
 		return
 	}
 	if err != nil {
 		m.log.Error("get url record", "crawl_id", id, "err", err)
-		writeError(w, http.StatusInternalServerError, "could not read the URL's record", "")
+		jsonapi.Error(w, http.StatusInternalServerError, "could not read the URL's record", "")
 		return
 	}
 	a := rec.Asset
 	if a.Key == "" || a.Length <= 0 || a.Length > maxWARCRecord || m.deps.Assets == nil {
-		writeError(w, http.StatusNotFound, "the URL has no WARC record", "key")
+		jsonapi.Error(w, http.StatusNotFound, "the URL has no WARC record", "key")
 		return
 	}
 	rc, err := m.deps.Assets.Get(r.Context(), a.Key, a.Offset, a.Length)
 	if err != nil {
 		m.log.Error("read warc record", "crawl_id", id, "url", rec.URL, "err", err)
-		writeError(w, http.StatusInternalServerError, "could not read the WARC record", "")
+		jsonapi.Error(w, http.StatusInternalServerError, "could not read the WARC record", "")
 		return
 	}
 	defer rc.Close()
@@ -244,7 +246,7 @@ func (m *MCP) warcRecord(w http.ResponseWriter, r *http.Request) {
 		zr, err := gzip.NewReader(rc)
 		if err != nil {
 			m.log.Error("read warc record", "crawl_id", id, "url", rec.URL, "err", err)
-			writeError(w, http.StatusInternalServerError, "could not read the WARC record", "")
+			jsonapi.Error(w, http.StatusInternalServerError, "could not read the WARC record", "")
 			return
 		}
 		zr.Multistream(false) // the record's member only

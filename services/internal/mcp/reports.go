@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/gridcrawl/gridcrawl/services/internal/jsonapi"
 )
 
 // Row limits of a report (hosts, MIME types, failure reasons).
@@ -118,7 +120,7 @@ func (m *MCP) report(w http.ResponseWriter, r *http.Request) {
 	id, name := r.PathValue("id"), r.PathValue("name")
 	f, ok := reportFuncs[name]
 	if !ok {
-		writeError(w, http.StatusNotFound, "no such report; the reports are "+strings.Join(ReportNames, ", "), "name")
+		jsonapi.Error(w, http.StatusNotFound, "no such report; the reports are "+strings.Join(ReportNames, ", "), "name")
 		return
 	}
 	if !m.knownCrawl(w, r, id) {
@@ -128,7 +130,7 @@ func (m *MCP) report(w http.ResponseWriter, r *http.Request) {
 	if s := r.URL.Query().Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > maxReportLimit {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("must be a whole number from 1 to %d", maxReportLimit), "limit")
+			jsonapi.Error(w, http.StatusBadRequest, fmt.Sprintf("must be a whole number from 1 to %d", maxReportLimit), "limit")
 			return
 		}
 		limit = n
@@ -136,8 +138,8 @@ func (m *MCP) report(w http.ResponseWriter, r *http.Request) {
 	rows, err := f(m, r.Context(), id, limit)
 	if err != nil {
 		m.log.Error("crawl report", "crawl_id", id, "report", name, "err", err)
-		writeError(w, http.StatusInternalServerError, "could not compute the report", "")
+		jsonapi.Error(w, http.StatusInternalServerError, "could not compute the report", "")
 		return
 	}
-	writeJSON(w, http.StatusOK, Report{CrawlID: id, Report: name, Rows: rows})
+	jsonapi.Write(w, http.StatusOK, Report{CrawlID: id, Report: name, Rows: rows})
 }
