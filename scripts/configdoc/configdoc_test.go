@@ -163,9 +163,11 @@ func TestEveryNameOnce(t *testing.T) {
 // (renamed or removed): its text would never reach the page.
 func TestNotesNameVariables(t *testing.T) {
 	code := oracleNames(t, repoRoot(t))
-	for n := range notes {
-		if code[n] == "" {
-			t.Errorf("scripts/configdoc/notes.go describes %s, which no code has: rename or delete the note", n)
+	for _, m := range []map[string]string{notes, computedDefaults, addenda} {
+		for n := range m {
+			if code[n] == "" {
+				t.Errorf("scripts/configdoc/notes.go describes %s, which no code has: rename or delete the entry", n)
+			}
 		}
 	}
 }

@@ -79,3 +79,19 @@ var notes = map[string]string{
 	"GRIDCRAWL_OUTAGE":            "How long the backend outage test keeps each backend away (a duration, default `30s`).",
 	"GRIDCRAWL_TEST_LOGS":         "A directory where a failed grid-mode test leaves the logs of its processes.",
 }
+
+// computedDefaults are the values code gives a variable left empty, where
+// no envDefault tag says so (the value depends on the host or the service).
+// The page shows them in the default column; the test fails on a key that
+// names no variable.
+var computedDefaults = map[string]string{
+	"GRIDCRAWL_LOADER_ID":            "loader-<host name>-<pid>",
+	"GRIDCRAWL_AMQP_CONNECTION_NAME": "gridcrawl-<service>",
+}
+
+// addenda add to a variable's doc comment what a reader of the page needs
+// and the comment, written for the code, does not say. The test fails on a
+// key that names no variable.
+var addenda = map[string]string{
+	"GRIDCRAWL_RESOLVE": "For development and tests: comma-separated `host=ip` overrides and `*.suffix=ip` wildcards, like curl's `--resolve`.",
+}

@@ -160,10 +160,14 @@ func typeName(goType, sep string) string {
 	return goType
 }
 
-// defaultCell shows a field's default: its envDefault, else its zero value.
+// defaultCell shows a field's default: its envDefault, else what code
+// computes for an empty value, else its zero value.
 func defaultCell(f field) string {
 	if f.HasDef && f.Default != "" {
 		return "`" + f.Default + "`"
+	}
+	if d := computedDefaults[f.Var]; d != "" {
+		return "(empty: `" + d + "`)"
 	}
 	switch f.Type {
 	case "bool":
@@ -237,6 +241,9 @@ func render(r *repo) (page []byte, warnings []string) {
 			} else if notes[f.Var] != "" {
 				warnings = append(warnings, fmt.Sprintf("%s: the code documents it now; its note in scripts/configdoc/notes.go is unused", f.Var))
 			}
+			if a := addenda[f.Var]; a != "" {
+				meaning += " " + a
+			}
 			def := defaultCell(f)
 			var also []string
 			for _, other := range tags[f.Var] {
@@ -307,9 +314,11 @@ func render(r *repo) (page []byte, warnings []string) {
 	for _, n := range fixtures {
 		p("| `%s` | %s |\n", n, places(r.Uses[n].Mentions))
 	}
-	for n := range notes {
-		if r.Uses[n] == nil && tags[n] == nil {
-			warnings = append(warnings, fmt.Sprintf("%s: a note in scripts/configdoc/notes.go names a variable no code has", n))
+	for _, m := range []map[string]string{notes, computedDefaults, addenda} {
+		for n := range m {
+			if r.Uses[n] == nil && tags[n] == nil {
+				warnings = append(warnings, fmt.Sprintf("%s: scripts/configdoc/notes.go names a variable no code has", n))
+			}
 		}
 	}
 	slices.Sort(warnings)
