@@ -55,7 +55,7 @@ var notes = map[string]string{
 	"GRIDCRAWL_MEM_PROFILE":      "`grid` only: a file to write a heap profile to at the end of the run.",
 	"GRIDCRAWL_PROFILE_INTERVAL": "`grid` only, with either profile: write them once per interval (such as `120s`) to `FILE.1`, `FILE.2`…, to compare the start and the end of a long crawl.",
 	// Scripts.
-	"GRIDCRAWL_DEMO_PORT":           "Printed by the demo site (`scripts/demosite -env`): the port it serves on.",
+	"GRIDCRAWL_DEMO_PORT":           "Printed by the demo site (`go run ./scripts/demosite -print-env`): the port it serves on.",
 	"GRIDCRAWL_DEMO_START_URL":      "Printed by the demo site: its first start URL, which `make demo` crawls.",
 	"GRIDCRAWL_DEMO_START_URLS":     "Printed by the demo site: all its start URLs, space-separated.",
 	"GRIDCRAWL_SERVICES_DIR":        "Where the local backends of `scripts/services/` are installed and keep their state.",
