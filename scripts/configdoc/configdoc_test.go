@@ -196,3 +196,57 @@ func TestShellDefaults(t *testing.T) {
 		}
 	}
 }
+
+// TestTaggedInTables fails when a variable named by an env tag in non-test
+// code is not in a struct's table (the sections before "Read without a
+// tag"), or when a variable without a tag is: the page must tell what the
+// services parse from what tools and tests read.
+func TestTaggedInTables(t *testing.T) {
+	root := repoRoot(t)
+	tagRE := regexp.MustCompile(`env:"(GRIDCRAWL_[A-Z0-9_]+)`)
+	tagged := map[string]bool{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if p != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, m := range tagRE.FindAllStringSubmatch(string(b), -1) {
+			tagged[m[1]] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := readPage(t, root)
+	cut := strings.Index(page, "\n## Read without a tag\n")
+	if cut < 0 {
+		t.Fatalf("%s has no section \"Read without a tag\" (%s)", pagePath, hint)
+	}
+	inTables := map[string]bool{}
+	for _, n := range pageRows(page[:cut]) {
+		inTables[n] = true
+	}
+	for n := range tagged {
+		if !inTables[n] {
+			t.Errorf("%s: %s has an env tag but is not in a struct's table (%s)", pagePath, n, hint)
+		}
+	}
+	for n := range inTables {
+		if !tagged[n] {
+			t.Errorf("%s: %s is in a struct's table but no env tag names it (%s)", pagePath, n, hint)
+		}
+	}
+}
