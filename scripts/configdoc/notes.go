@@ -26,8 +26,6 @@ var notes = map[string]string{
 	"GRIDCRAWL_RECOVERY_LEASE":    "How long a record may sit in a non-terminal status before the recovery sweep republishes its work.",
 	"GRIDCRAWL_RECOVERY_INTERVAL": "How often the recovery sweep runs.",
 	"GRIDCRAWL_RECOVERY_ATTEMPTS": "Republications of one record by the sweep before it fails (`stalled: recovery attempts exhausted`).",
-	"GRIDCRAWL_INDEXER_PREFETCH":  "Unacked index contracts the indexer holds.",
-	"GRIDCRAWL_INDEXER_BATCH":     "Index contracts stored in one batch.",
 	"GRIDCRAWL_MAX_DUE_PER_CHECK": "Most due URLs of one continuous crawl that one due check takes back into the pipeline (the rest wait for the next check).",
 	// Loader.
 	"GRIDCRAWL_LOADER_WORKERS":      "Concurrent fetches of a loader (each of a different crawl host group).",

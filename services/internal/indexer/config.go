@@ -14,10 +14,11 @@ import (
 
 // Config configures the indexer. Every field is an environment variable.
 type Config struct {
-	// Prefetch is how many index contracts are delivered ahead of the one
-	// being indexed; Batch how many of them are stored in one write.
+	// Prefetch is how many index contracts the indexer holds unacked.
 	Prefetch int `env:"GRIDCRAWL_INDEXER_PREFETCH" envDefault:"64"`
-	Batch    int `env:"GRIDCRAWL_INDEXER_BATCH" envDefault:"256"`
+	// Batch is how many index contracts are stored in one write to the
+	// search index.
+	Batch int `env:"GRIDCRAWL_INDEXER_BATCH" envDefault:"256"`
 }
 
 // Validate checks c.
