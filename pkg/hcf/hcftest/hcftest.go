@@ -2,8 +2,8 @@
 // implementation, embedded or remote, must pass Run.
 //
 // The suite is written for stores shared with other tests and earlier runs:
-// every test uses project names of its own, except the seed examples, which
-// use project 78 as seed 001 does and therefore need a store of their own
+// every test uses project names of its own, except the documentation's examples, which
+// use project 78 as the HCF documentation's examples do and therefore need a store of their own
 // (Harness.New must return one).
 package hcftest
 
@@ -33,7 +33,7 @@ type Harness struct {
 	Reopen func(t *testing.T, s hcf.Store, now func() time.Time) hcf.Store
 }
 
-// SeedMillis are the creation times of the two batches of seed 001's
+// SeedMillis are the creation times of the two batches of the HCF documentation's
 // example, "00013967d8af7b0001" and "01013967d8af7e0001".
 var SeedMillis = []int64{0x13967d8af7b, 0x13967d8af7e}
 
@@ -198,7 +198,7 @@ func testSeed(t *testing.T, h Harness) {
 		{ID: "01013967d8af7e0001", Requests: []hcf.Queued{{FP: "page1.html", QData: raw(`{"depth":1}`)}}},
 	}
 	if diff := cmp.Diff(want, batches(t, s, sl, 0), cmpRaw); diff != "" {
-		t.Fatalf("Batches after the seed's add (-want +got):\n%s", diff)
+		t.Fatalf("Batches after the documented add (-want +got):\n%s", diff)
 	}
 	// Reading does not delete.
 	if diff := cmp.Diff(want, batches(t, s, sl, 0), cmpRaw); diff != "" {

@@ -126,7 +126,7 @@ func TestHCFAPI(t *testing.T) {
 		name string
 		f    func(*testing.T, hcfBackend)
 	}{
-		{"SeedExamples", testHCFSeed},
+		{"DocumentedExamples", testHCFDocumented},
 		{"OrderingAndMinCount", testHCFOrdering},
 		{"MultiLineDeletes", testHCFDeletes},
 		{"SlotDeletionAndLists", testHCFSlots},
@@ -143,9 +143,9 @@ func TestHCFAPI(t *testing.T) {
 	}
 }
 
-// testHCFSeed runs every example of seed 001, with the clock that made its
+// testHCFDocumented runs every example of the HCF documentation, with the clock that made its
 // batch ids, and compares the answers byte for byte.
-func testHCFSeed(t *testing.T, b hcfBackend) {
+func testHCFDocumented(t *testing.T, b hcfBackend) {
 	// The first example, on a frontier of its own.
 	base := hcfServer(t, b.new(t, hcftest.Clock(hcftest.SeedMillis...)), "")
 	want(t, call(t, "POST", base+"/hcf/78/test/s/example.com", strings.NewReader(`{"fp":"/some/path.html"}`)),
