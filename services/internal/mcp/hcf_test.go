@@ -147,11 +147,11 @@ func TestHCFAPI(t *testing.T) {
 // batch ids, and compares the answers byte for byte.
 func testHCFDocumented(t *testing.T, b hcfBackend) {
 	// The first example, on a frontier of its own.
-	base := hcfServer(t, b.new(t, hcftest.Clock(hcftest.SeedMillis...)), "")
+	base := hcfServer(t, b.new(t, hcftest.Clock(hcftest.ExampleMillis...)), "")
 	want(t, call(t, "POST", base+"/hcf/78/test/s/example.com", strings.NewReader(`{"fp":"/some/path.html"}`)),
 		200, "{\"newcount\":1}\n", "first example")
 
-	base = hcfServer(t, b.new(t, hcftest.Clock(hcftest.SeedMillis...)), "")
+	base = hcfServer(t, b.new(t, hcftest.Clock(hcftest.ExampleMillis...)), "")
 	slot := base + "/hcf/78/test/s/example.com"
 	want(t, call(t, "POST", slot, strings.NewReader("{\"fp\":\"/\"}\n{\"fp\":\"page1.html\", \"p\": 1, \"qdata\": {\"depth\": 1}}")),
 		200, "{\"newcount\":2}\n", "POST of two requests")
