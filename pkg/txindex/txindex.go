@@ -387,10 +387,11 @@ type Scheduling interface {
 }
 
 // Reads are the reads for people and for whole-crawl scans: listings in key
-// order, the crawl log's filtered pages, and the reports. Nothing in the
-// pipeline waits on them; they may cost more than Pipeline's reads (Find
-// fills History), and the reports are computed by the index (aggregations,
-// GROUP BY), not by reading the records.
+// order (a crawl's archive, or every record of a crawl in one status when
+// the crawl is cancelled), the crawl log's filtered pages, and the reports.
+// No pipeline stage waits on them; they may cost more than Pipeline's reads
+// (Find fills History), and the reports are computed by the index
+// (aggregations, GROUP BY), not by reading the records.
 //
 // Each call sees every write reported done before it began. A call is not
 // a snapshot: writes made while it runs may or may not show, and so may
