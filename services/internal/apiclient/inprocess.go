@@ -22,6 +22,12 @@ func (p inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = req.Clone(req.Context())
 	req.RemoteAddr = "127.0.0.1:1"
 	req.RequestURI = req.URL.RequestURI()
+	if req.Host == "" {
+		req.Host = req.URL.Host // what the Host header would say
+	}
+	if req.Body == nil {
+		req.Body = http.NoBody // a server's request always has a body
+	}
 	pr, pw := io.Pipe()
 	w := &pipeResponse{header: http.Header{}, pw: pw, started: make(chan struct{})}
 	go func() {
