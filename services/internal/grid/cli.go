@@ -221,9 +221,10 @@ func apiFor(api, dataDir string) string {
 	return runningGrid(context.Background(), dataDir, os.Getenv("GRIDCRAWL_API_TOKEN"))
 }
 
-// offline opens the data directory directly, for status and search when no
-// grid runs. A data directory that does not exist is an error: reading
-// must not create one.
+// offline opens the grid of the data directory without running it, for the
+// read commands when no grid runs there (openAPI serves its MCP in
+// process). A data directory that does not exist is an error: reading must
+// not create one.
 func offline(dataDir string) (*Grid, error) {
 	cfg, err := loadConfig(dataDir)
 	if err != nil {
