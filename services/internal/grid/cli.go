@@ -1,7 +1,6 @@
 package grid
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,15 +9,13 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
-	"github.com/gridcrawl/gridcrawl/pkg/search"
+	"github.com/gridcrawl/gridcrawl/services/internal/apiclient"
 	"github.com/gridcrawl/gridcrawl/services/internal/svc"
 )
 
@@ -211,76 +208,6 @@ func cmdUp(ctx context.Context, args []string, stderr io.Writer) error {
 	return g.Run(ctx)
 }
 
-// client talks to a running MCP.
-type client struct {
-	base, token string
-	http        http.Client
-}
-
-func (c *client) do(ctx context.Context, method, path string, body []byte, out any) error {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
-	if err != nil {
-		return fmt.Errorf("build request: %w", err)
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return fmt.Errorf("read response: %w", err)
-	}
-	if resp.StatusCode >= 300 {
-		ae := &apiError{method: method, path: path, status: resp.StatusCode, msg: resp.Status}
-		var e contracts.ErrorResponse
-		if json.Unmarshal(data, &e) == nil && e.Error != "" {
-			ae.msg = fmt.Sprintf("%s (%d)", e.Error, resp.StatusCode)
-		}
-		return ae
-	}
-	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("decode response: %w", err)
-	}
-	return nil
-}
-
-// apiError is an MCP's answer with an error status.
-type apiError struct {
-	method, path string
-	status       int
-	msg          string
-}
-
-func (e *apiError) Error() string { return fmt.Sprintf("%s %s: %s", e.method, e.path, e.msg) }
-
-// raw sends a request without a body and hands the response to read.
-func (c *client) raw(ctx context.Context, method, path string, read func(*http.Response) error) error {
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, nil)
-	if err != nil {
-		return fmt.Errorf("build request: %w", err)
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	defer resp.Body.Close()
-	return read(resp)
-}
-
 // apiFor finds the MCP to talk to: --api, GRIDCRAWL_API_URL, or the address
 // a running grid wrote into the data directory, if that grid answers (a
 // grid that was killed leaves its address behind). It returns "" when none.
@@ -294,9 +221,10 @@ func apiFor(api, dataDir string) string {
 	return runningGrid(context.Background(), dataDir, os.Getenv("GRIDCRAWL_API_TOKEN"))
 }
 
-// offline opens the data directory directly, for status and search when no
-// grid runs. A data directory that does not exist is an error: reading
-// must not create one.
+// offline opens the grid of the data directory without running it, for the
+// read commands when no grid runs there (openAPI serves its MCP in
+// process). A data directory that does not exist is an error: reading must
+// not create one.
 func offline(dataDir string) (*Grid, error) {
 	cfg, err := loadConfig(dataDir)
 	if err != nil {
@@ -320,53 +248,28 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	cfg, err := loadConfig(*data)
+	one := len(ids) == 1
+	c, err := openAPI(*api, *data)
 	if err != nil {
 		return err
 	}
-	one := len(ids) == 1
+	defer c.close()
 	var list contracts.CrawlList
-	if base := apiFor(*api, cfg.Backends.DataDir); base != "" {
-		c := &client{base: base, token: os.Getenv("GRIDCRAWL_API_TOKEN")}
-		if len(ids) == 0 {
-			if err := c.do(ctx, http.MethodGet, "/api/v1/crawls", nil, &list); err != nil {
-				return err
-			}
+	if len(ids) == 0 {
+		if list, err = c.Crawls(ctx); err != nil {
+			return err
 		}
-		for _, id := range ids {
-			var st contracts.CrawlStatus
-			if err := c.do(ctx, http.MethodGet, "/api/v1/crawls/"+url.PathEscape(id), nil, &st); err != nil {
-				return err
-			}
-			list.Crawls = append(list.Crawls, st)
-		}
-		if rd, err := c.readiness(ctx); err == nil && waitingLine(rd) != "" {
-			fmt.Fprintf(stderr, "grid status: %s\n", waitingLine(rd))
-		}
-	} else {
-		g, err := offline(cfg.Backends.DataDir)
+	}
+	for _, id := range ids {
+		st, err := c.Crawl(ctx, id)
 		if err != nil {
 			return err
 		}
-		defer g.Backends.Close()
-		if err := g.Backends.Disk.Full(); err != nil {
-			fmt.Fprintf(stderr, "grid status: %v\n", err)
-		}
-		if len(ids) == 0 {
-			cs, err := g.Backends.Profiles.List(ctx)
-			if err != nil {
-				return fmt.Errorf("list crawls: %w", err)
-			}
-			for _, c := range cs {
-				ids = append(ids, c.ID)
-			}
-		}
-		for _, id := range ids {
-			st, err := g.Coordinator.Status(ctx, id)
-			if err != nil {
-				return fmt.Errorf("status of %s: %w", id, err)
-			}
-			list.Crawls = append(list.Crawls, st)
+		list.Crawls = append(list.Crawls, st)
+	}
+	if rd, err := c.Readiness(ctx); err == nil {
+		for _, line := range c.readinessLines(rd) {
+			fmt.Fprintf(stderr, "grid status: %s\n", line)
 		}
 	}
 	if *asJSON {
@@ -407,31 +310,14 @@ func cmdSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if strings.TrimSpace(q) == "" {
 		return usageError{errors.New("a query is required")}
 	}
-	cfg, err := loadConfig(*data)
+	c, err := openAPI(*api, *data)
 	if err != nil {
 		return err
 	}
-	var res contracts.SearchResponse
-	if base := apiFor(*api, cfg.Backends.DataDir); base != "" {
-		c := &client{base: base, token: os.Getenv("GRIDCRAWL_API_TOKEN")}
-		v := url.Values{"q": {q}, "limit": {fmt.Sprint(*limit)}}
-		if *crawl != "" {
-			v.Set("crawl", *crawl)
-		}
-		if err := c.do(ctx, http.MethodGet, "/api/v1/search?"+v.Encode(), nil, &res); err != nil {
-			return err
-		}
-	} else {
-		g, err := offline(cfg.Backends.DataDir)
-		if err != nil {
-			return err
-		}
-		defer g.Backends.Close()
-		r, err := g.Backends.Search.Search(ctx, search.Query{Q: q, CrawlID: *crawl, Limit: *limit})
-		if err != nil {
-			return fmt.Errorf("search: %w", err)
-		}
-		res = contracts.SearchResponse{V: contracts.Version, Query: q, Total: r.Total, Hits: r.Hits}
+	defer c.close()
+	res, err := c.Search(ctx, apiclient.SearchQuery{Q: q, Crawl: *crawl, Limit: *limit})
+	if err != nil {
+		return err
 	}
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(res)

@@ -9,17 +9,15 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/urlnorm"
-	"github.com/gridcrawl/gridcrawl/services/internal/mcp"
+	"github.com/gridcrawl/gridcrawl/services/internal/apiclient"
 	"github.com/gridcrawl/gridcrawl/services/internal/wire"
 )
 
@@ -186,16 +184,12 @@ func cmdCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	body, err := json.Marshal(p)
-	if err != nil {
-		return fmt.Errorf("encode profile: %w", err)
-	}
 	r := &crawlRun{dataDir: cfg.Backends.DataDir, asJSON: *o.asJSON, stdout: stdout, stderr: stderr,
 		tty: isTerminal(stderr) && cfg.LogLevel != "debug"}
 	token := os.Getenv("GRIDCRAWL_API_TOKEN")
 	if base := strings.TrimRight(firstOf(*o.api, os.Getenv("GRIDCRAWL_API_URL")), "/"); base != "" {
-		r.c = &client{base: base, token: token}
-		return r.follow(ctx, body)
+		r.c = apiclient.New(base, token, nil)
+		return r.follow(ctx, p)
 	}
 	log := newLogger(cfg.LogLevel, io.Discard)
 	if cfg.LogLevel == "debug" {
@@ -215,8 +209,8 @@ func cmdCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return fmt.Errorf("%w, and no grid answers at the address in %s", err, filepath.Join(cfg.Backends.DataDir, addrFile))
 		}
 		fmt.Fprintf(stderr, "grid crawl: a grid is running on %s at %s: the crawl runs there\n", cfg.Backends.DataDir, base)
-		r.c = &client{base: base, token: token}
-		return r.follow(ctx, body)
+		r.c = apiclient.New(base, token, nil)
+		return r.follow(ctx, p)
 	}
 	if err != nil {
 		ln.Close()
@@ -233,8 +227,8 @@ func cmdCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	gctx, cancel := context.WithCancel(ctx)
 	runErr := make(chan error, 1)
 	go func() { runErr <- g.Run(gctx) }()
-	r.c, r.local, r.runErr = &client{base: base, token: token}, true, runErr
-	err = r.follow(ctx, body)
+	r.c, r.local, r.runErr = apiclient.New(base, token, nil), true, runErr
+	err = r.follow(ctx, p)
 	cancel()
 	if ctx.Err() != nil {
 		// Stopping takes as long as the fetches in flight.
@@ -266,7 +260,7 @@ func firstOf(vs ...string) string {
 // crawlRun is one grid crawl: its crawl, on the grid this command runs
 // (local) or on another one.
 type crawlRun struct {
-	c       *client
+	c       *apiclient.Client
 	local   bool         // the crawl runs on the grid this command runs
 	runErr  <-chan error // the local grid's Run result
 	dataDir string
@@ -277,22 +271,21 @@ type crawlRun struct {
 	last    contracts.CrawlStatus // the last status read
 }
 
-// follow creates the crawl of the profile body and follows it to its end.
-func (r *crawlRun) follow(ctx context.Context, body []byte) error {
-	var created contracts.CreateCrawlResponse
-	if err := r.c.do(ctx, http.MethodPost, "/api/v1/crawls", body, &created); err != nil {
+// follow creates the crawl of profile p and follows it to its end.
+func (r *crawlRun) follow(ctx context.Context, p contracts.Profile) error {
+	created, err := r.c.CreateCrawl(ctx, p)
+	if err != nil {
 		return err
 	}
 	id := created.CrawlID
 	r.last = contracts.CrawlStatus{CrawlID: id, State: created.State}
-	fmt.Fprintf(r.stderr, "grid crawl: crawl %s started; dashboard %s/\n", id, r.c.base)
+	fmt.Fprintf(r.stderr, "grid crawl: crawl %s started; dashboard %s/\n", id, r.c.Base())
 	bar := &progress{w: r.stderr, tty: r.tty, every: progressEvery}
 	ready := &readyWatch{c: r.c}
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		var st contracts.CrawlStatus
-		err := r.c.do(ctx, http.MethodGet, "/api/v1/crawls/"+url.PathEscape(id), nil, &st)
+		st, err := r.c.Crawl(ctx, id)
 		switch {
 		case ctx.Err() != nil:
 			bar.end()
@@ -334,7 +327,7 @@ func (r *crawlRun) follow(ctx context.Context, body []byte) error {
 func (r *crawlRun) interrupted() error {
 	if !r.local {
 		fmt.Fprintf(r.stderr, "grid crawl: interrupted; crawl %s keeps running in the grid at %s.\n"+
-			"grid crawl: follow it with: grid status --api %s %s\n", r.last.CrawlID, r.c.base, r.c.base, r.last.CrawlID)
+			"grid crawl: follow it with: grid status --api %s %s\n", r.last.CrawlID, r.c.Base(), r.c.Base(), r.last.CrawlID)
 	}
 	// The local grid's crawl is reported once the grid has stopped.
 	return errInterrupted
@@ -398,7 +391,7 @@ func (r *crawlRun) continuing(st contracts.CrawlStatus) {
 			"grid crawl: follow it with: grid status --data %s %s\n", r.dataDir, r.dataDir, r.dataDir, id)
 		return
 	}
-	fmt.Fprintf(r.stderr, "grid crawl: it keeps recrawling in the grid at %s; follow it with: grid status --api %s %s\n", r.c.base, r.c.base, id)
+	fmt.Fprintf(r.stderr, "grid crawl: it keeps recrawling in the grid at %s; follow it with: grid status --api %s %s\n", r.c.Base(), r.c.Base(), id)
 }
 
 // fmtSchedule formats a continuous crawl's schedule: "every 24h", or
@@ -455,21 +448,17 @@ const maxReasons = 10
 // maxReasons+1, to tell whether there are more), most frequent first, as
 // the crawl's MCP computes them in its transaction index (the
 // failure-reasons report).
-func (r *crawlRun) reasons(ctx context.Context, id string) ([]mcp.ReasonReportRow, error) {
-	var rep struct {
-		Rows []mcp.ReasonReportRow `json:"rows"`
+func (r *crawlRun) reasons(ctx context.Context, id string) ([]contracts.ReasonReportRow, error) {
+	rows, err := r.c.FailureReasons(ctx, id, maxReasons+1)
+	if apiclient.IsNotFound(err) {
+		return nil, fmt.Errorf("the grid at %s has no failure-reasons report; list the failures with grid urls --failed %s", r.c.Base(), id)
 	}
-	err := r.c.do(ctx, http.MethodGet, "/api/v1/crawls/"+url.PathEscape(id)+"/reports/failure-reasons?limit="+strconv.Itoa(maxReasons+1), nil, &rep)
-	var ae *apiError
-	if errors.As(err, &ae) && ae.status == http.StatusNotFound {
-		return nil, fmt.Errorf("the grid at %s has no failure-reasons report; list the failures with grid urls --failed %s", r.c.base, id)
-	}
-	return rep.Rows, err
+	return rows, err
 }
 
 // formatReasons lays out the failure reasons rs of crawl id, one a line
 // with its count and a sample URL.
-func formatReasons(id string, rs []mcp.ReasonReportRow) string {
+func formatReasons(id string, rs []contracts.ReasonReportRow) string {
 	var b strings.Builder
 	b.WriteString("top failure reasons:")
 	for i, r := range rs {
@@ -564,11 +553,5 @@ func runningGrid(ctx context.Context, dataDir, token string) string {
 func healthy(ctx context.Context, base, token string) bool {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	var ok bool
-	c := &client{base: base, token: token}
-	err := c.raw(ctx, http.MethodGet, "/healthz", func(resp *http.Response) error {
-		ok = resp.StatusCode == http.StatusOK
-		return nil
-	})
-	return err == nil && ok
+	return apiclient.New(base, token, nil).Healthy(ctx)
 }

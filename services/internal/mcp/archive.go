@@ -13,10 +13,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/gridcrawl/gridcrawl/services/internal/jsonapi"
 
+	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
 	"github.com/gridcrawl/gridcrawl/pkg/search"
 	"github.com/gridcrawl/gridcrawl/pkg/warc"
@@ -29,33 +29,6 @@ import (
 // A segment belongs to the loader that wrote it and may hold records of
 // several crawls; a crawl's segments are those its URL records point into.
 // Its merged CDXJ holds only its own lines.
-
-// Segment is one WARC segment of a crawl, as GET /api/v1/crawls/{id}/segments
-// lists it.
-type Segment struct {
-	// Name is the segment's file name, the "filename" of its CDXJ lines.
-	Name string `json:"name"`
-	// Key is the segment's key in the asset store.
-	Key string `json:"key"`
-	// Size is the segment's size in bytes; Modified when it was last
-	// written (null when the store cannot tell).
-	Size     *int64     `json:"size"`
-	Modified *time.Time `json:"modified"`
-	// Records counts the crawl's URL records whose response lies in the
-	// segment.
-	Records int64 `json:"records"`
-	// URL downloads the segment; CDXJURL its CDXJ index.
-	URL     string `json:"url"`
-	CDXJURL string `json:"cdxj_url"`
-}
-
-// SegmentList is the body of GET /api/v1/crawls/{id}/segments.
-type SegmentList struct {
-	CrawlID  string    `json:"crawl_id"`
-	Segments []Segment `json:"segments"`
-	// TotalSize sums the known sizes of the segments.
-	TotalSize int64 `json:"total_size"`
-}
 
 // crawlSegment is a segment of a crawl with the offsets of the crawl's
 // response records in it.
@@ -117,11 +90,11 @@ func (m *MCP) listSegments(w http.ResponseWriter, r *http.Request) {
 		jsonapi.Error(w, http.StatusInternalServerError, "could not list the crawl's segments", "")
 		return
 	}
-	out := SegmentList{CrawlID: id, Segments: make([]Segment, 0, len(segs))}
+	out := contracts.SegmentList{CrawlID: id, Segments: make([]contracts.Segment, 0, len(segs))}
 	st, _ := m.deps.Assets.(assets.Stater)
 	for _, s := range segs {
 		name := path.Base(s.key)
-		seg := Segment{Name: name, Key: s.key, Records: int64(len(s.offsets)), URL: segmentURL(id, name),
+		seg := contracts.Segment{Name: name, Key: s.key, Records: int64(len(s.offsets)), URL: segmentURL(id, name),
 			CDXJURL: segmentURL(id, name+assets.CDXJSuffix)}
 		if st != nil {
 			info, err := st.Stat(r.Context(), s.key)

@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/gridcrawl/gridcrawl/services/internal/jsonapi"
 
@@ -26,59 +25,10 @@ const (
 	maxLogLimit     = 1000
 )
 
-// URLRecord is one URL of a crawl as the crawl log shows it: its
-// transaction record, with null for what the record does not know.
-type URLRecord struct {
-	Key        string           `json:"key"`
-	URL        string           `json:"url"`
-	Host       string           `json:"host"`
-	Status     contracts.Status `json:"status"`
-	StatusTime time.Time        `json:"status_time"`
-	Depth      int              `json:"depth"`
-	Hops       int              `json:"hops"`
-	Referrer   *string          `json:"referrer"`
-	Attempts   int              `json:"attempts"`
-	HTTPStatus *int             `json:"http_status"`
-	MIMEType   *string          `json:"mime_type"`
-	Bytes      *int64           `json:"bytes"`
-	Reason     *string          `json:"reason"`
-	// Sitemap is the record's sitemap kind, null for a page.
-	Sitemap *string `json:"sitemap"`
-	// Lastmod is the <lastmod> of the sitemap entry that listed the URL.
-	Lastmod *time.Time `json:"lastmod"`
-	// Recrawl and NextDue are the continuous crawl's schedule of the URL.
-	Recrawl   *txindex.Recrawl `json:"recrawl"`
-	NextDue   *time.Time       `json:"next_due"`
-	CreatedAt *time.Time       `json:"created_at"`
-	History   []URLEvent       `json:"history"`
-	WARC      *WARCRef         `json:"warc"`
-}
-
-// URLEvent is one status change of a URL.
-type URLEvent struct {
-	Status contracts.Status `json:"status"`
-	Time   time.Time        `json:"time"`
-}
-
-// WARCRef says where a URL's response record lies and where MCP serves it.
-type WARCRef struct {
-	Segment string `json:"segment"`
-	Offset  int64  `json:"offset"`
-	Length  int64  `json:"length"`
-	URL     string `json:"url"`
-}
-
-// CrawlLog is the body of GET /api/v1/crawls/{id}/urls.
-type CrawlLog struct {
-	CrawlID    string      `json:"crawl_id"`
-	URLs       []URLRecord `json:"urls"`
-	NextCursor *string     `json:"next_cursor"`
-}
-
 // urlRecord turns a transaction record into its crawl log form.
-func urlRecord(r txindex.Record) URLRecord {
-	out := URLRecord{Key: r.Key, URL: r.URL, Host: r.Host, Status: r.Status, StatusTime: r.StatusTime,
-		Depth: r.Depth, Hops: r.Hops, Attempts: r.Attempts, Bytes: r.Bytes, History: []URLEvent{}}
+func urlRecord(r txindex.Record) contracts.URLRecord {
+	out := contracts.URLRecord{Key: r.Key, URL: r.URL, Host: r.Host, Status: r.Status, StatusTime: r.StatusTime,
+		Depth: r.Depth, Hops: r.Hops, Attempts: r.Attempts, Bytes: r.Bytes, History: []contracts.URLEvent{}}
 	if r.Referrer != "" {
 		out.Referrer = &r.Referrer
 	}
@@ -95,18 +45,29 @@ func urlRecord(r txindex.Record) URLRecord {
 		out.Sitemap = &r.Sitemap
 	}
 	out.Lastmod = r.Lastmod
-	out.Recrawl, out.NextDue = r.Recrawl, r.NextDue
+	out.Recrawl, out.NextDue = urlRecrawl(r.Recrawl), r.NextDue
 	if !r.CreatedAt.IsZero() {
 		out.CreatedAt = &r.CreatedAt
 	}
 	for _, e := range r.History {
-		out.History = append(out.History, URLEvent(e))
+		out.History = append(out.History, contracts.URLEvent{Status: e.Status, Time: e.Time})
 	}
 	if r.Asset.Key != "" {
-		out.WARC = &WARCRef{Segment: r.Asset.Key, Offset: r.Asset.Offset, Length: r.Asset.Length,
+		out.WARC = &contracts.WARCRef{Segment: r.Asset.Key, Offset: r.Asset.Offset, Length: r.Asset.Length,
 			URL: "/api/v1/crawls/" + url.PathEscape(r.CrawlID) + "/warc?key=" + url.QueryEscape(r.Key)}
 	}
 	return out
+}
+
+// urlRecrawl returns the API's form of a record's recrawl state, nil for
+// none.
+func urlRecrawl(rc *txindex.Recrawl) *contracts.URLRecrawl {
+	if rc == nil {
+		return nil
+	}
+	return &contracts.URLRecrawl{Fetched: rc.Fetched, Status: rc.Status, IntervalMS: rc.IntervalMS, Due: rc.Due,
+		ETag: rc.ETag, LastModified: rc.LastModified, Digest: rc.Digest, RecordID: rc.RecordID, Stored: rc.Stored,
+		Changes: rc.Changes, Revisits: rc.Revisits}
 }
 
 // knownCrawl answers 404 (or 500) and reports false when crawl id does not
@@ -172,7 +133,7 @@ func (m *MCP) crawlLog(w http.ResponseWriter, r *http.Request) {
 		jsonapi.Error(w, http.StatusInternalServerError, "could not list the crawl's URLs", "")
 		return
 	}
-	out := CrawlLog{CrawlID: id, URLs: make([]URLRecord, 0, len(recs))}
+	out := contracts.CrawlLog{CrawlID: id, URLs: make([]contracts.URLRecord, 0, len(recs))}
 	for _, rec := range recs {
 		out.URLs = append(out.URLs, urlRecord(rec))
 	}
