@@ -27,6 +27,18 @@ type envSections struct {
 		Ratio   float64 `env:"GRIDCRAWL_TEST_RATIO"`
 		Small   uint8   `env:"GRIDCRAWL_TEST_SMALL"`
 	}
+	// A variable in a syntax of its own, as the loader's section has it.
+	AllowNets string `env:"GRIDCRAWL_ALLOW_NETS"`
+}
+
+// TestParseEnvAllowNets: allowed networks in every form ParseNets takes
+// are read as given.
+func TestParseEnvAllowNets(t *testing.T) {
+	t.Setenv("GRIDCRAWL_ALLOW_NETS", "loopback, private,10.1.0.0/16,::1")
+	var cfg envSections
+	if err := ParseEnv(&cfg); err != nil || cfg.AllowNets != "loopback, private,10.1.0.0/16,::1" {
+		t.Errorf("ParseEnv = %v, allow nets %q; want no error, the value as given", err, cfg.AllowNets)
+	}
 }
 
 // TestParseEnv: an invalid value is reported by its variable and value
@@ -49,6 +61,9 @@ func TestParseEnv(t *testing.T) {
 		{"out of range", map[string]string{"GRIDCRAWL_TEST_SMALL": "300"}, []string{`GRIDCRAWL_TEST_SMALL="300": out of range (a uint8)`}},
 		{"negative unsigned", map[string]string{"GRIDCRAWL_TEST_SMALL": "-1"}, []string{`GRIDCRAWL_TEST_SMALL="-1": not a whole number of at least 0`}},
 		{"a real section", map[string]string{"GRIDCRAWL_QUEUE_MAX_ATTEMPTS": "five"}, []string{`GRIDCRAWL_QUEUE_MAX_ATTEMPTS="five": not a whole number`}},
+		{"a host name for a network", map[string]string{"GRIDCRAWL_ALLOW_NETS": "localhost"}, []string{
+			`GRIDCRAWL_ALLOW_NETS="localhost": "localhost" is a host name, not a network: want loopback, private, ` +
+				`a CIDR prefix such as 192.168.1.0/24 or an IP address, separated by commas (loopback is this machine)`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
