@@ -27,10 +27,13 @@ const usage = `usage: grid <command> [flags]
 commands:
   up      [--data DIR] [--listen ADDR]          run MCP, loader, crawler and indexer on embedded backends
   crawl   [--depth N] [--data DIR] [--json] [--scope host|domain|any] [--max-pages N] [--min-delay-ms N]
-          [--recrawl 24h|adaptive:1h-30d] [--urls-file FILE] [--listen ADDR] [--api URL] URL...
+          [--recrawl 24h|adaptive:1h-30d] [--urls-file FILE] [--listen ADDR] [--api URL]
+          [--allow-net loopback|private|CIDR] [--resume|--new] URL...
                                                 run one crawl to the end on the embedded grid (or on the
                                                 grid already running on DIR, or on the MCP at --api); a
-                                                continuous crawl (--recrawl) to the end of its first round
+                                                continuous crawl (--recrawl) to the end of its first round.
+                                                Loopback and private addresses are refused unless
+                                                allowed (--allow-net, GRIDCRAWL_ALLOW_NETS)
   status  [--data DIR] [--api URL] [--json] [CRAWL_ID]
                                                 show crawls (or one crawl)
   search  [--data DIR] [--api URL] [--crawl ID] [--limit N] [--json] QUERY...
@@ -48,9 +51,15 @@ indexed nothing); 2 invalid command line or configuration; 130 interrupted.
 // addrFile is where a running grid writes its API URL inside the data directory.
 const addrFile = "grid.addr"
 
-// Main runs the grid command with args (without the program name) and
-// returns the process exit code.
+// Main runs the grid command with args (without the program name) on the
+// process's standard input and returns the process exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return MainIO(ctx, args, os.Stdin, stdout, stderr)
+}
+
+// MainIO is Main reading from stdin: grid crawl's start URLs from
+// --urls-file -, and its answer to a question when stdin is a terminal.
+func MainIO(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
@@ -60,7 +69,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "up":
 		err = cmdUp(ctx, args[1:], stderr)
 	case "crawl":
-		err = cmdCrawl(ctx, args[1:], stdout, stderr)
+		err = cmdCrawl(ctx, args[1:], stdin, stdout, stderr)
 	case "status":
 		err = cmdStatus(ctx, args[1:], stdout, stderr)
 	case "search":
@@ -294,21 +303,34 @@ func apiFor(api, dataDir string) string {
 	return runningGrid(context.Background(), dataDir, os.Getenv("GRIDCRAWL_API_TOKEN"))
 }
 
-// offline opens the data directory directly, for status and search when no
-// grid runs. A data directory that does not exist is an error: reading
-// must not create one.
+// offline opens the data directory directly, for the commands that read a
+// grid (status, search, urls, report, export) when none runs. A data
+// directory that does not exist is an error: reading must not create one.
 func offline(dataDir string) (*Grid, error) {
 	cfg, err := loadConfig(dataDir)
 	if err != nil {
 		return nil, err
 	}
 	if b := cfg.Backends; b.AMQPURL == "" || b.ESURL == "" || b.S3Endpoint == "" {
-		if _, err := os.Stat(b.DataDir); errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("data directory %s does not exist (no grid has run there; start one with grid up --data %s or grid crawl --data %s URL)",
-				b.DataDir, b.DataDir, b.DataDir)
+		if err := dataDirExists(b.DataDir); err != nil {
+			return nil, err
 		}
 	}
 	return Open(cfg, slog.New(slog.DiscardHandler), nil)
+}
+
+// dataDirExists explains a data directory that cannot be read, in the same
+// words for every command that reads one.
+func dataDirExists(dir string) error {
+	_, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("data directory %s does not exist (no grid has run there; start one with grid up --data %s or grid crawl --data %s URL)",
+			dir, dir, dir)
+	case err != nil:
+		return fmt.Errorf("data directory %s cannot be read: %w", dir, err)
+	}
+	return nil
 }
 
 func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {

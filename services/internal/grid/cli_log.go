@@ -38,9 +38,6 @@ func apiClient(api, data string) (*client, func(), error) {
 	if base := apiFor(api, cfg.Backends.DataDir); base != "" {
 		return &client{base: base, token: os.Getenv("GRIDCRAWL_API_TOKEN")}, func() {}, nil
 	}
-	if _, err := os.Stat(cfg.Backends.DataDir); err != nil {
-		return nil, nil, fmt.Errorf("no running grid and no data directory: %w", err)
-	}
 	g, err := offline(cfg.Backends.DataDir)
 	if err != nil {
 		return nil, nil, err

@@ -199,21 +199,29 @@ func ParseLogLevel(s string) (slog.Level, error) {
 	return 0, fmt.Errorf("GRIDCRAWL_LOG_LEVEL=%q: unknown level (one of %s)", s, strings.Join(LogLevels, ", "))
 }
 
-// Version describes the running binary: the main module's version, the VCS
-// revision and time it was built from (with "modified" when the working
-// tree had changes), and the Go version, as runtime/debug.ReadBuildInfo
-// reports them. A binary built without VCS information (go build
-// -buildvcs=false, or in a git worktree) has no revision.
+// stamp is the version make build stamps into the binaries with
+// -ldflags "-X github.com/gridcrawl/gridcrawl/services/internal/svc.stamp=..."
+// (git describe --always --dirty); empty in a binary built otherwise.
+var stamp string
+
+// Version describes the running binary: its version, the VCS revision and
+// time it was built from (with "modified" when the working tree had
+// changes), and the Go version, as runtime/debug.ReadBuildInfo reports them.
+// The version is the one make build stamps; else the main module's version
+// (go install of a tagged release); else, for a go build in a git checkout,
+// which Go calls "(devel)", the short revision, so that two builds can be
+// told apart.
 func Version() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "unknown version (no build information) " + runtime.Version()
+		bi = &debug.BuildInfo{GoVersion: runtime.Version(), Main: debug.Module{Path: "github.com/gridcrawl/gridcrawl"}}
 	}
-	return formatVersion(bi)
+	return formatVersion(stamp, bi)
 }
 
-// formatVersion formats bi for Version.
-func formatVersion(bi *debug.BuildInfo) string {
+// formatVersion formats stamped, the version stamped at build time, and bi
+// for Version.
+func formatVersion(stamped string, bi *debug.BuildInfo) string {
 	var rev, at string
 	modified := false
 	for _, s := range bi.Settings {
@@ -227,17 +235,29 @@ func formatVersion(bi *debug.BuildInfo) string {
 		}
 	}
 	var b strings.Builder
-	v := bi.Main.Version
+	v := stamped
+	if v == "" && bi.Main.Version != "(devel)" {
+		v = bi.Main.Version
+	}
+	fromRev := false
+	if v == "" && rev != "" {
+		v, fromRev = rev[:min(len(rev), 12)], true
+		if modified {
+			v += "-dirty"
+		}
+	}
 	if v == "" {
-		v = "(devel)"
+		v = "unversioned (built without a version stamp or VCS information: make build stamps one)"
 	}
 	fmt.Fprintf(&b, "%s %s", bi.Main.Path, v)
-	if rev != "" {
+	if rev != "" && !fromRev {
 		fmt.Fprintf(&b, " revision %s", rev)
+	}
+	if rev != "" {
 		if at != "" {
 			fmt.Fprintf(&b, " (%s)", at)
 		}
-		if modified {
+		if modified && !fromRev {
 			b.WriteString(" modified")
 		}
 	}

@@ -1,0 +1,35 @@
+package urlnorm
+
+import (
+	"net"
+	"net/netip"
+	"strings"
+)
+
+// WithScheme returns s, a start URL as a person types it, with a scheme in
+// front when it has none ("example.com", "127.0.0.1:8701/"). The rule is
+// YaCy's for crawl start URLs (Crawler_p in
+// https://github.com/yacy/yacy_search_server): a URL without "://" gets
+// https://, which most sites speak today. One exception: a host that is an
+// IP address or localhost gets http://, because such a site is most often
+// one served on the crawler's own machine or network for a test, without a
+// certificate, and an https request to it fails with a TLS error that
+// explains nothing. Leading and trailing spaces are dropped.
+func WithScheme(s string) string {
+	s = strings.TrimSpace(s)
+	if s == "" || strings.Contains(s, "://") {
+		return s
+	}
+	hostport, _, _ := strings.Cut(s, "/")
+	hostport, _, _ = strings.Cut(hostport, "?")
+	hostport, _, _ = strings.Cut(hostport, "#")
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if _, err := netip.ParseAddr(host); err == nil || strings.EqualFold(host, "localhost") {
+		return "http://" + s
+	}
+	return "https://" + s
+}
