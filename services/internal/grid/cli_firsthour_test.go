@@ -184,7 +184,9 @@ func interruptedCrawl(t *testing.T, site *cliSite) (dir, id string) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan int, 1)
 	var stdout, stderr bytes.Buffer
-	go func() { done <- Main(ctx, []string{"crawl", "--data", dir, "--min-delay-ms", "0", site.url("/")}, &stdout, &stderr) }()
+	go func() {
+		done <- Main(ctx, []string{"crawl", "--data", dir, "--min-delay-ms", "0", site.url("/")}, &stdout, &stderr)
+	}()
 	<-site.arrived
 	cancel()
 	if code := <-done; code != 130 {
