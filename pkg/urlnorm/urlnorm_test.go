@@ -513,6 +513,8 @@ func TestWithScheme(t *testing.T) {
 		{"yacy.net", "https://yacy.net"},
 		{"https://example.com/", "https://example.com/"},
 		{"ftp://example.com/", "ftp://example.com/"},
+		{"mailto:x@a.test", "mailto:x@a.test"},
+		{"example.com:8080/a", "https://example.com:8080/a"},
 		{"", ""},
 	}
 	for _, tc := range tests {

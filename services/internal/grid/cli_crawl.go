@@ -67,8 +67,9 @@ which takes the same values separated by commas (GRIDCRAWL_ALLOW_NETS=loopback).
 grid that already runs (grid up on the same --data, or the MCP at --api) keeps
 the GRIDCRAWL_ALLOW_NETS it was started with: restart it with the variable set.
 
-A URL without a scheme gets one as in YaCy: http:// for an IP address or
-localhost (127.0.0.1:8000), https:// for a host name (example.com).
+A start URL on the command line without a scheme gets one as in YaCy: http://
+for an IP address or localhost (127.0.0.1:8000), https:// for a host name
+(example.com). The URLs of --urls-file must have theirs.
 
 When a crawl of the same start URLs is unfinished in the data directory (an
 earlier grid crawl was interrupted), grid crawl asks whether to resume it or
@@ -663,7 +664,6 @@ func readURLsFile(name string, stdin io.Reader) ([]string, error) {
 			continue
 		}
 		for _, u := range strings.Fields(text) {
-			u = urlnorm.WithScheme(u)
 			if err := checkStartURL(u); err != nil {
 				return nil, fmt.Errorf("%s:%d: invalid start URL %q: %w", label, line, u, err)
 			}
