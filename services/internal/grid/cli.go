@@ -407,9 +407,10 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if st.Profile.Recrawl != nil {
 			recrawl = fmt.Sprintf("  recrawl %s: %s", fmtSchedule(st.Profile.Recrawl), fmtNextDue(st.Recrawl, now))
 		}
-		fmt.Fprintf(stdout, "%s  %-10s  total %d  pending %d  indexed %d  redirected %d  failed %d  documents %d%s  %s\n",
+		// Every status, so that the counts add up to the total.
+		fmt.Fprintf(stdout, "%s  %-10s  total %d  pending %d  indexed %d  redirected %d  failed %d  sitemap %d  retired %d  documents %d%s  %s\n",
 			st.CrawlID, st.State, st.Total, st.Pending, st.Counts[contracts.Indexed], st.Counts[contracts.Redirected],
-			st.Counts[contracts.Failed], st.Documents, recrawl, strings.Join(st.Profile.StartURLs, " "))
+			st.Counts[contracts.Failed], st.Counts[contracts.Sitemap], st.Retired, st.Documents, recrawl, strings.Join(st.Profile.StartURLs, " "))
 	}
 	return nil
 }

@@ -80,8 +80,8 @@ func TestCrawlContinuous(t *testing.T) {
 
 			// grid status reads the data directory: the crawl is up to date.
 			code, stdout, stderr = runCLI(t.Context(), "status", "--data", dir)
-			line := regexp.MustCompile(fmt.Sprintf(`^%s  up_to_date  total %d  pending 0  indexed %d  redirected 0  failed %d  documents %d  recrawl every 1h: 0 due, %s  %s\n$`,
-				regexp.QuoteMeta(id), tt.total, tt.indexed, tt.bad, tt.indexed, next, regexp.QuoteMeta(site.url("/"))))
+			line := regexp.MustCompile(fmt.Sprintf(`^%s  up_to_date  total %d  pending 0  indexed %d  redirected 0  failed %d  sitemap %d  retired 0  documents %d  recrawl every 1h: 0 due, %s  %s\n$`,
+				regexp.QuoteMeta(id), tt.total, tt.indexed, tt.bad, tt.total-tt.indexed-tt.bad, tt.indexed, next, regexp.QuoteMeta(site.url("/"))))
 			if code != 0 || !line.MatchString(stdout) {
 				t.Errorf("grid status = %d, stdout %q, stderr %q; want it to match %s", code, stdout, stderr, line)
 			}
