@@ -178,6 +178,22 @@ func (c *Client) Crawls(ctx context.Context) (contracts.CrawlList, error) {
 	return out, err
 }
 
+// Cancel cancels crawl id and returns its status (DELETE
+// /api/v1/crawls/{id}).
+func (c *Client) Cancel(ctx context.Context, id string) (contracts.CrawlStatus, error) {
+	var out contracts.CrawlStatus
+	err := c.do(ctx, http.MethodDelete, crawlPath(id), nil, &out)
+	return out, err
+}
+
+// Resume resumes paused crawl id and returns its status (POST
+// /api/v1/crawls/{id}/resume).
+func (c *Client) Resume(ctx context.Context, id string) (contracts.CrawlStatus, error) {
+	var out contracts.CrawlStatus
+	err := c.do(ctx, http.MethodPost, crawlPath(id)+"/resume", nil, &out)
+	return out, err
+}
+
 // SearchQuery is a query of Search.
 type SearchQuery struct {
 	// Q is the query text.

@@ -24,10 +24,13 @@ const usage = `usage: grid <command> [flags]
 commands:
   up      [--data DIR] [--listen ADDR]          run MCP, loader, crawler and indexer on embedded backends
   crawl   [--depth N] [--data DIR] [--json] [--scope host|domain|any] [--max-pages N] [--min-delay-ms N]
-          [--recrawl 24h|adaptive:1h-30d] [--urls-file FILE] [--listen ADDR] [--api URL] URL...
+          [--recrawl 24h|adaptive:1h-30d] [--urls-file FILE] [--listen ADDR] [--api URL]
+          [--allow-net loopback|private|CIDR] [--resume|--new] URL...
                                                 run one crawl to the end on the embedded grid (or on the
                                                 grid already running on DIR, or on the MCP at --api); a
-                                                continuous crawl (--recrawl) to the end of its first round
+                                                continuous crawl (--recrawl) to the end of its first round.
+                                                Loopback and private addresses are refused unless
+                                                allowed (--allow-net, GRIDCRAWL_ALLOW_NETS)
   status  [--data DIR] [--api URL] [--json] [CRAWL_ID]
                                                 show crawls (or one crawl)
   search  [--data DIR] [--api URL] [--crawl ID] [--limit N] [--json] QUERY...
@@ -45,9 +48,15 @@ indexed nothing); 2 invalid command line or configuration; 130 interrupted.
 // addrFile is where a running grid writes its API URL inside the data directory.
 const addrFile = "grid.addr"
 
-// Main runs the grid command with args (without the program name) and
-// returns the process exit code.
+// Main runs the grid command with args (without the program name) on the
+// process's standard input and returns the process exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return MainIO(ctx, args, os.Stdin, stdout, stderr)
+}
+
+// MainIO is Main reading from stdin: grid crawl's start URLs from
+// --urls-file -, and its answer to a question when stdin is a terminal.
+func MainIO(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
@@ -57,7 +66,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "up":
 		err = cmdUp(ctx, args[1:], stderr)
 	case "crawl":
-		err = cmdCrawl(ctx, args[1:], stdout, stderr)
+		err = cmdCrawl(ctx, args[1:], stdin, stdout, stderr)
 	case "status":
 		err = cmdStatus(ctx, args[1:], stdout, stderr)
 	case "search":
@@ -231,12 +240,25 @@ func offline(dataDir string) (*Grid, error) {
 		return nil, err
 	}
 	if b := cfg.Backends; b.AMQPURL == "" || b.ESURL == "" || b.S3Endpoint == "" {
-		if _, err := os.Stat(b.DataDir); errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("data directory %s does not exist (no grid has run there; start one with grid up --data %s or grid crawl --data %s URL)",
-				b.DataDir, b.DataDir, b.DataDir)
+		if err := dataDirExists(b.DataDir); err != nil {
+			return nil, err
 		}
 	}
 	return Open(cfg, slog.New(slog.DiscardHandler), nil)
+}
+
+// dataDirExists explains a data directory that cannot be read, in the same
+// words for every command that reads one.
+func dataDirExists(dir string) error {
+	_, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("data directory %s does not exist (no grid has run there; start one with grid up --data %s or grid crawl --data %s URL)",
+			dir, dir, dir)
+	case err != nil:
+		return fmt.Errorf("data directory %s cannot be read: %w", dir, err)
+	}
+	return nil
 }
 
 func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -288,9 +310,10 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if st.Profile.Recrawl != nil {
 			recrawl = fmt.Sprintf("  recrawl %s: %s", fmtSchedule(st.Profile.Recrawl), fmtNextDue(st.Recrawl, now))
 		}
-		fmt.Fprintf(stdout, "%s  %-10s  total %d  pending %d  indexed %d  redirected %d  failed %d  documents %d%s  %s\n",
+		// Every status, so that the counts add up to the total.
+		fmt.Fprintf(stdout, "%s  %-10s  total %d  pending %d  indexed %d  redirected %d  failed %d  sitemap %d  retired %d  documents %d%s  %s\n",
 			st.CrawlID, st.State, st.Total, st.Pending, st.Counts[contracts.Indexed], st.Counts[contracts.Redirected],
-			st.Counts[contracts.Failed], st.Documents, recrawl, strings.Join(st.Profile.StartURLs, " "))
+			st.Counts[contracts.Failed], st.Counts[contracts.Sitemap], st.Retired, st.Documents, recrawl, strings.Join(st.Profile.StartURLs, " "))
 	}
 	return nil
 }

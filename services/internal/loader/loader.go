@@ -136,7 +136,7 @@ func (c *Config) Validate() error {
 		return errors.New("GRIDCRAWL_FRONTIER_REPORT_INTERVAL must be at least 100ms")
 	}
 	if _, err := netguard.ParseNets(c.AllowNets); err != nil {
-		return fmt.Errorf("GRIDCRAWL_ALLOW_NETS: %w", err)
+		return fmt.Errorf("GRIDCRAWL_ALLOW_NETS=%q: %w", c.AllowNets, err)
 	}
 	if _, err := netguard.ParseOverrides(c.Resolve); err != nil {
 		return fmt.Errorf("GRIDCRAWL_RESOLVE: %w", err)

@@ -485,14 +485,12 @@ func (s *yacyStart) set(name, v string) error {
 
 // yacyStartURLs splits crawlingURL into its URLs: YaCy separates them by
 // line breaks or '|'; spaces separate them too. A URL without a scheme
-// gets https://, as in YaCy.
+// gets one as in YaCy (urlnorm.WithScheme).
 func yacyStartURLs(v string) ([]*url.URL, error) {
 	fields := strings.FieldsFunc(v, func(r rune) bool { return r == '|' || r == ' ' || r == '\t' || r == '\r' || r == '\n' })
 	urls := make([]*url.URL, 0, len(fields))
 	for _, f := range fields {
-		if !strings.Contains(f, "://") {
-			f = "https://" + f
-		}
+		f = urlnorm.WithScheme(f)
 		n, err := urlnorm.Normalize(f)
 		if err != nil {
 			return nil, &yacyParamError{"crawlingURL", fmt.Sprintf("%q: %v", f, err)}
