@@ -4,10 +4,9 @@
 // to-be-parsed (or failed) and publishes crawler contracts.
 //
 // A URL goes through five stages, each in files of its own, in the order
-// data flows.
-// The worker (Loader.work) takes one task at a time from the scheduler,
-// fetches it, and routes the outcome to the stage that owns it; no stage
-// calls back into an earlier one:
+// data flows. The worker (Loader.work) takes one task at a time from the
+// scheduler, fetches it, and routes the outcome to the stage that owns it;
+// no stage calls back into an earlier one:
 //
 //	loader_pending                                                     crawler_pending
 //	     |                                                                    ^
@@ -468,7 +467,7 @@ func (l *Loader) work(ctx, drain context.Context) {
 		t := lease.Item.Payload.(*task)
 		o := l.fetchTask(drain, t)
 		share := t.bodyShare
-		t.bodyShare = nil // t may be scheduled again by take
+		t.bodyShare = nil // t may be scheduled again by requeue
 		l.met.URL(o.metric())
 		l.release(drain, lease, t, o)
 		l.route(drain, t, o)
