@@ -3,6 +3,10 @@ GO      ?= go
 BIN     := bin
 DATA    ?= ./data
 PKGS    := ./...
+# VERSION is stamped into the binaries (grid version): git describe, with
+# -dirty for a modified tree; a build outside a git checkout has none.
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null)
+LDFLAGS := -X github.com/gridcrawl/gridcrawl/services/internal/svc.stamp=$(VERSION)
 
 .PHONY: run demo test fuzz build lint bench clean services-up services-down
 
@@ -20,7 +24,7 @@ fuzz:
 
 ## build: all binaries into bin/
 build:
-	$(GO) build -o $(BIN)/ ./services/...
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./services/...
 
 ## test: every test, with the race detector
 test:

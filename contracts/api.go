@@ -178,3 +178,25 @@ type FrontierReport struct {
 	Totals  FrontierTotals   `json:"totals"`
 	Loaders []FrontierLoader `json:"loaders"`
 }
+
+// Timeline is the body of GET /api/v1/crawls/{id}/timeline: the crawl's
+// counts per status sampled by MCP every IntervalMS while it was not
+// finished or cancelled (older stretches thinned to bound the points).
+type Timeline struct {
+	CrawlID    string          `json:"crawl_id"`
+	IntervalMS int64           `json:"interval_ms"`
+	Points     []TimelinePoint `json:"points"`
+}
+
+// TimelinePoint is one sample. PagesPerSecond is the rate at which URLs
+// left to-be-loaded (were fetched or settled by a loader) since the point
+// before; null for the first point.
+type TimelinePoint struct {
+	Time           time.Time        `json:"time"`
+	Counts         map[string]int64 `json:"counts"`
+	PagesPerSecond *float64         `json:"pages_per_second"`
+	// Refetched counts a continuous crawl's URLs that the due check took
+	// back to to-be-loaded since the crawl started: they left
+	// to-be-loaded once more than the counts show.
+	Refetched int64 `json:"refetched,omitempty"`
+}

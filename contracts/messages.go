@@ -131,7 +131,7 @@ type Link struct {
 }
 
 // Document is the searchable form of a fetched page: the "YaCy JSON" of
-// seed 004. Its field names, types and meanings are those of YaCy Grid's web
+// YaCy Grid's crawler (https://github.com/yacy/yacy_grid_crawler). Its field names, types and meanings are those of YaCy Grid's web
 // schema (yacy_grid_mcp's WebMapping, the YaCy Solr schema): the suffix
 // tells the type (_s string, _sxt string list, _t text, _txt text list, _i
 // integer, _l long, _dt date, _b boolean); title, content_type, keywords

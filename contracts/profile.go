@@ -220,7 +220,7 @@ func (p *Profile) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Budget is a crawl's per-group budget (Heritrix's queue budgets, seed 003).
+// Budget is a crawl's per-group budget (Heritrix's queue budgets, https://github.com/internetarchive/heritrix3).
 type Budget struct {
 	// BalanceReplenish is the session balance: after spending it a group
 	// yields to the others and gets a fresh balance. 0 means 3000.

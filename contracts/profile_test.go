@@ -352,6 +352,7 @@ func TestKnownDifferences(t *testing.T) {
 		{"nil crawls marshal as null", "crawl_list", `{"v": 1, "crawls": null}`, true},
 		{"empty docs", "index_contract", `{"v": 1, "crawl_id": "c", "docs": []}`, true},
 		{"version 2", "create_crawl_response", `{"v": 2, "crawl_id": "c", "state": "running"}`, true},
+		{"failure reason null", "report", `{"crawl_id": "c", "report": "failure-reasons", "rows": [{"reason": null, "count": 1, "sample_urls": []}]}`, true},
 
 		{"start url with port and no host", "profile", `{"start_urls": ["http://:80/"]}`, false},
 		{"user agent of 300 two-byte characters", "profile", `{"start_urls": ["http://a"], "user_agent": "` + strings.Repeat("é", 300) + `"}`, false},

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Due-work benchmark (issue 13, recrawl): the cost per due URL of finding
+# Due-work benchmark (recrawl): the cost per due URL of finding
 # due work in continuous crawls of RECORDS records (default 10,000, 100,000
 # and 1,000,000), 1% of them due, in SQLite and, when GRIDCRAWL_ES_URL names
 # an Elasticsearch (eval "$(scripts/services/up.sh)"), in Elasticsearch.

@@ -100,7 +100,7 @@ func TestTxIndexConformanceWaitFor(t *testing.T) {
 
 func runTxSuite(t *testing.T, p Refresh) {
 	c := open(t, p)
-	txindextest.Run(t, txindextest.Harness{
+	txindextest.Run(t, txindextest.Harness[txindex.Index]{
 		New: func(t *testing.T) txindex.Index { return c.TxIndex() },
 		Reopen: func(t *testing.T, x txindex.Index) txindex.Index {
 			old := x.(*TxIndex).c
@@ -624,7 +624,7 @@ func TestOpenLegacyTxIndex(t *testing.T) {
 	if status != http.StatusOK || !strings.Contains(body, `"ignore_above":8191`) {
 		t.Errorf("mapping of url after Open = %d %s, want the legacy mapping kept", status, body)
 	}
-	txindextest.Run(t, txindextest.Harness{
+	txindextest.Run(t, txindextest.Harness[txindex.Index]{
 		New: func(t *testing.T) txindex.Index { return c.TxIndex() },
 		Reopen: func(t *testing.T, x txindex.Index) txindex.Index {
 			return openPrefix(t, Options{URL: url, Prefix: prefix}, false).TxIndex()

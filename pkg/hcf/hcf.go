@@ -1,6 +1,6 @@
 // Package hcf defines the Hub Crawl Frontier (HCF): persistent, shared
 // storage for crawl schedulers, organised in projects, frontiers and slots
-// (seed 001). Each slot holds a set of fingerprints and a priority queue of
+// (https://doc.scrapinghub.com/hcf.html). Each slot holds a set of fingerprints and a priority queue of
 // requests cut into batches of at most 100.
 //
 // Contract, for every Store implementation:

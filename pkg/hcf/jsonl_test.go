@@ -23,7 +23,7 @@ func TestParseRequests(t *testing.T) {
 		want     []Request
 		err      string
 	}{
-		{"seed", "{\"fp\":\"/\"}\n{\"fp\":\"page1.html\", \"p\": 1, \"qdata\": {\"depth\": 1}}",
+		{"documented example", "{\"fp\":\"/\"}\n{\"fp\":\"page1.html\", \"p\": 1, \"qdata\": {\"depth\": 1}}",
 			[]Request{{FP: "/"}, {FP: "page1.html", P: 1, QData: json.RawMessage(`{"depth":1}`)}}, ""},
 		{"blank lines and CRLF", "\n{\"fp\":\"a\"}\r\n  \r\n{\"fp\":\"b\",\"fdata\":[1, 2]}\n\n",
 			[]Request{{FP: "a"}, {FP: "b", FData: json.RawMessage(`[1,2]`)}}, ""},

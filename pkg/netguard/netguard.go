@@ -21,6 +21,32 @@ import (
 // ErrForbidden is wrapped by every error that refuses an address.
 var ErrForbidden = errors.New("address not allowed")
 
+// Reason is the failure reason of a URL whose address the guard refused, as
+// a crawl log shows it. It starts with ErrForbidden's text, so that readers
+// of older records can match both by that prefix, and says what a newcomer
+// crawling a site on their own machine needs to know: the refusal is on
+// purpose, and which setting lifts it.
+const Reason = "address not allowed: loopback, private and link-local networks are refused unless GRIDCRAWL_ALLOW_NETS allows them (such as GRIDCRAWL_ALLOW_NETS=loopback)"
+
+// IsReason reports whether reason, a failure reason, is the guard's
+// refusal: Reason, or the shorter text of records written before it.
+func IsReason(reason string) bool { return strings.HasPrefix(reason, ErrForbidden.Error()) }
+
+// keyword returns the networks of a name a newcomer most often means, for
+// ParseNets: "loopback" is this machine, "private" the networks of RFC 1918
+// (https://www.rfc-editor.org/rfc/rfc1918) and IPv6 unique local addresses
+// (https://www.rfc-editor.org/rfc/rfc4193). Other names give nil.
+func keyword(name string) []netip.Prefix {
+	switch strings.ToLower(name) {
+	case "loopback":
+		return []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+	case "private":
+		return []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("172.16.0.0/12"),
+			netip.MustParsePrefix("192.168.0.0/16"), netip.MustParsePrefix("fc00::/7")}
+	}
+	return nil
+}
+
 // forbiddenPrefixes lists the ranges that are never dialled unless allowed.
 // Addresses are unmapped (::ffff:a.b.c.d becomes a.b.c.d) before the test, so
 // IPv4-mapped IPv6 forms of these ranges are covered too.
@@ -55,8 +81,10 @@ var forbiddenPrefixes = [...]netip.Prefix{
 var nat64 = netip.MustParsePrefix("64:ff9b::/96")
 
 // ParseNets parses a comma-separated list of CIDR prefixes, as found in
-// GRIDCRAWL_ALLOW_NETS. A bare address stands for itself alone (/32 or /128).
-// Blank entries are skipped; "" gives nil.
+// GRIDCRAWL_ALLOW_NETS. A bare address stands for itself alone (/32 or /128);
+// the words "loopback" and "private" stand for their networks. Blank
+// entries are skipped; "" gives nil. Its errors name the entry and say what
+// an entry looks like, for a person who wrote a host name ("localhost").
 func ParseNets(csv string) ([]netip.Prefix, error) {
 	var nets []netip.Prefix
 	for entry := range strings.SplitSeq(csv, ",") {
@@ -64,24 +92,37 @@ func ParseNets(csv string) ([]netip.Prefix, error) {
 		if entry == "" {
 			continue
 		}
+		if k := keyword(entry); k != nil {
+			nets = append(nets, k...)
+			continue
+		}
 		if !strings.Contains(entry, "/") {
 			addr, err := netip.ParseAddr(entry)
 			if err != nil {
-				return nil, fmt.Errorf("parse allowed network %q: %w", entry, err)
+				return nil, badNet(entry)
 			}
 			if addr.Zone() != "" {
-				return nil, fmt.Errorf("parse allowed network %q: zones are not allowed", entry)
+				return nil, fmt.Errorf("%q: zones are not allowed", entry)
 			}
 			nets = append(nets, netip.PrefixFrom(addr, addr.BitLen()))
 			continue
 		}
 		p, err := netip.ParsePrefix(entry)
 		if err != nil {
-			return nil, fmt.Errorf("parse allowed network %q: %w", entry, err)
+			return nil, badNet(entry)
 		}
 		nets = append(nets, p.Masked())
 	}
 	return nets, nil
+}
+
+// badNet explains an entry of ParseNets that is none of the forms it takes.
+func badNet(entry string) error {
+	const forms = "want loopback, private, a CIDR prefix such as 192.168.1.0/24 or an IP address, separated by commas"
+	if strings.EqualFold(entry, "localhost") {
+		return fmt.Errorf("%q is a host name, not a network: %s (loopback is this machine)", entry, forms)
+	}
+	return fmt.Errorf("%q is not a network: %s", entry, forms)
 }
 
 // Override pins a host name to an address, like curl --resolve. It is meant

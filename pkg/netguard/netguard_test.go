@@ -100,7 +100,11 @@ func TestParseNets(t *testing.T) {
 		{name: "bare addresses", csv: "10.0.0.1, ::1", want: []string{"10.0.0.1/32", "::1/128"}},
 		{name: "mixed", csv: "10.0.0.0/8,fd00::/8", want: []string{"10.0.0.0/8", "fd00::/8"}},
 		{name: "bad prefix", csv: "10.0.0.0/8,10.0.0.0/33", wantErr: `"10.0.0.0/33"`},
-		{name: "bad address", csv: "localhost", wantErr: `"localhost"`},
+		{name: "bad address", csv: "localhost", wantErr: `"localhost" is a host name, not a network: want loopback, private,`},
+		{name: "bad word", csv: "lan", wantErr: `"lan" is not a network: want loopback, private, a CIDR prefix`},
+		{name: "loopback", csv: "loopback", want: []string{"127.0.0.0/8", "::1/128"}},
+		{name: "private and an address", csv: "Private, 100.64.0.1",
+			want: []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "fc00::/7", "100.64.0.1/32"}},
 		{name: "zone", csv: "fe80::1%eth0", wantErr: `"fe80::1%eth0"`},
 		{name: "garbage", csv: "127.0.0.0/8;10.0.0.0/8", wantErr: `"127.0.0.0/8;10.0.0.0/8"`},
 	}

@@ -8,7 +8,7 @@ import (
 // NoLimit, as a Budget field, means no limit.
 const NoLimit = -1
 
-// Budget is a group's Heritrix-style budget (seed 003), in cost units (see
+// Budget is a group's Heritrix-style budget, in cost units (see
 // CostPolicy). The semantics are Heritrix 3's WorkQueue:
 //
 //   - BalanceReplenish > 0 is the session balance a group receives whenever it
@@ -16,8 +16,8 @@ const NoLimit = -1
 //     is no longer positive the group is deactivated: once its politeness
 //     delay has passed it joins the back of the inactive FIFO, and it is
 //     activated again, with a fresh balance, only when no group is ready.
-//     BalanceReplenish <= 0 disables this rotation. (Heritrix 1's notes in
-//     seed 003 say a zero balance retires the group; here only TotalBudget
+//     BalanceReplenish <= 0 disables this rotation. (Heritrix 1's notes on queue
+//     budgets say a zero balance retires the group; here only TotalBudget
 //     retires.)
 //   - TotalBudget >= 0 is the lifetime spend at which the group is retired:
 //     it keeps its items and accepts new ones but is not scheduled, and its

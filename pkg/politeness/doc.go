@@ -1,12 +1,15 @@
 // Package politeness schedules fetches by crawl host group (CHG): one or
 // more hosts that must never be fetched from concurrently and that must wait
-// between fetches (DESIGN.md §3, seeds 000, 002 and 003).
+// between fetches. It follows the crawl host groups and host reservation of
+// the National Library of Norway's crawler Veidemann
+// (https://github.com/nlnwa/veidemann) and Heritrix's frontier queue budgets
+// (https://github.com/internetarchive/heritrix3).
 //
 // It is a pure in-process domain package: a [Scheduler] keeps, per group, a
 // queue of items and hands out at most one item per group at a time. Each
 // group is in exactly one state:
 //
-//   - ready: eligible now, in a FIFO of ready groups (seed 000's chg_ready);
+//   - ready: eligible now, in a FIFO of ready groups (Veidemann's chg_ready);
 //   - waiting: in a min-heap keyed by the time it becomes eligible
 //     (chg_wait), which is the later of its politeness time and the earliest
 //     time of its next item;
@@ -14,7 +17,7 @@
 //     (chg_busy); a group whose timeout passes returns to ready even if the
 //     lease is never released, and a late [Scheduler.Release] is ignored;
 //   - inactive: eligible but waiting its turn in a FIFO of inactive groups,
-//     because its session balance is spent or hold-queues is on (seed 003);
+//     because its session balance is spent or hold-queues is on (Heritrix);
 //     inactive groups are activated only when no group is ready;
 //   - retired: its lifetime spend reached its total budget; it keeps its
 //     items and accepts new ones but is not scheduled until its budget is

@@ -16,7 +16,7 @@ import (
 // ValidAliasName reports whether name may be an alias: one word of 1 to 63
 // ASCII letters, digits, underscores and dashes. Without a dot it is never a
 // valid (multi-label) domain name, so it cannot be mistaken for a host on the
-// web (seed 002). A single-label host of the same name (an intranet
+// web (Veidemann's host aliases). A single-label host of the same name (an intranet
 // "kommune") would share the alias's group, which only makes crawling
 // stricter.
 func ValidAliasName(name string) bool {

@@ -18,7 +18,7 @@ func TestParseAliases(t *testing.T) {
 		wantErr string
 	}{
 		{
-			name: "seed example",
+			name: "documented example",
 			in:   "kommune=rana.kommune.no|vefsn.kommune.no;news=a.example|b.example",
 			want: map[string][]string{"kommune": {"rana.kommune.no", "vefsn.kommune.no"}, "news": {"a.example", "b.example"}},
 		},

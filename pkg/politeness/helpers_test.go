@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// t0 is the fake clock's start: seed 000's t_now.
+// t0 is the fake clock's start: the t_now of Veidemann's crawl host group example.
 var t0 = time.Date(2022, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // fakeClock is an injected clock that moves only when told.

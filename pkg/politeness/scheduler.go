@@ -74,7 +74,7 @@ type Item struct {
 	// policies use it; it is not kept.
 	Via string
 	// NotBefore is the earliest time to fetch URL; zero or past means now
-	// (seed 000's earliestFetchTimeStamp).
+	// (Veidemann's earliestFetchTimeStamp).
 	NotBefore time.Time
 	// Payload is returned unchanged in the lease.
 	Payload any
@@ -437,7 +437,7 @@ func (s *Scheduler) place(g *group, now int64) {
 }
 
 // promote moves waiting groups whose time has come, and busy groups whose
-// timeout has passed, on in time order (seed 000's queue worker).
+// timeout has passed, on in time order (Veidemann's queue worker).
 func (s *Scheduler) promote(now int64) {
 	for {
 		w, b := s.wait.peek(), s.busy.peek()
@@ -784,7 +784,7 @@ type Timed struct {
 	At    time.Time
 }
 
-// States is the scheduler's structures as seed 000 draws them.
+// States is the scheduler's structures as Veidemann's crawl host group design draws them.
 type States struct {
 	// Ready is the ready FIFO, first out first.
 	Ready []string

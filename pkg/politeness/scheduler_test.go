@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// nc is a group's {n = next time, c = count} as seed 000 draws it.
+// nc is a group's {n = next time, c = count} as Veidemann's crawl host group design draws it.
 type nc struct {
 	N time.Time
 	C int
@@ -36,8 +36,9 @@ func checkStates(t *testing.T, s *Scheduler, step string, want States) {
 	}
 }
 
-// TestSeed000 replays seed 000's example step by step.
-func TestSeed000(t *testing.T) {
+// TestCrawlHostGroupExample replays the example of Veidemann's crawl host
+// group design step by step.
+func TestCrawlHostGroupExample(t *testing.T) {
 	clk := newFakeClock()
 	const busyTimeout = 5 * time.Minute
 	s := newTestScheduler(t, clk, Config{BusyTimeout: busyTimeout, Delay: fixedDelay(time.Second), Budget: noBudget})
@@ -122,8 +123,8 @@ func TestSeed000(t *testing.T) {
 	}
 }
 
-// TestSeed002 replays seed 002's host reservation with an alias.
-func TestSeed002(t *testing.T) {
+// TestHostReservationAlias replays Veidemann's host reservation with an alias.
+func TestHostReservationAlias(t *testing.T) {
 	a, err := ParseAliases("kommune=rana.kommune.no|vefsn.kommune.no")
 	if err != nil {
 		t.Fatal(err)

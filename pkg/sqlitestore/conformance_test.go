@@ -37,7 +37,7 @@ func reopen[T interface{ Close() error }](t *testing.T, x T, path string, openFn
 
 func TestConformance(t *testing.T) {
 	t.Run("TxIndex", func(t *testing.T) {
-		txindextest.Run(t, txindextest.Harness{
+		txindextest.Run(t, txindextest.Harness[txindex.Index]{
 			New: func(t *testing.T) txindex.Index {
 				return open(t, filepath.Join(t.TempDir(), "tx.db"), OpenTxIndex)
 			},

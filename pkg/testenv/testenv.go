@@ -7,6 +7,8 @@
 package testenv
 
 import (
+	"net"
+	"net/url"
 	"os"
 	"testing"
 )
@@ -44,4 +46,20 @@ func Unavailable(t testing.TB, format string, args ...any) {
 		t.Fatalf(format+" (backends are required here: CI=true or GRIDCRAWL_REQUIRE_BACKENDS=1)", args...)
 	}
 	t.Skipf(format, args...)
+}
+
+// LoopbackURL returns the URL in the environment variable name, as Backend
+// does, and fails t when it is not on loopback: tests only talk to this
+// machine.
+func LoopbackURL(t testing.TB, name string) string {
+	t.Helper()
+	raw := Backend(t, name)[0]
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatalf("%s %q: %v", name, raw, err)
+	}
+	if ip := net.ParseIP(u.Hostname()); u.Hostname() != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		t.Fatalf("%s %q is not on loopback; tests only talk to loopback", name, raw)
+	}
+	return raw
 }

@@ -2,15 +2,18 @@
 // normalized URL) holding that URL's status in the pipeline. It is the source
 // of truth for dedupe, recovery and crawl termination.
 //
-// Contract, for every implementation:
-//   - Create is create-if-absent per record and atomic: of any number of
-//     concurrent Creates of one key, exactly one reports created.
-//   - Transition is checked and idempotent: it applies only when the record is
-//     in the From status, and otherwise reports not applied without error.
-//   - LowerDepth is checked and idempotent: it applies only when the record's
-//     depth is greater than the new one, so depths only ever decrease.
-//   - Everything a call reports as done is durable and visible to every
-//     following read, Counts included.
+// The index has three parts, split by who uses them, like objstore's
+// BucketReader and Bucket (https://github.com/thanos-io/objstore):
+//   - Pipeline: the checked, idempotent writes of the stages and the
+//     recovery sweep (Create, Transition, LowerDepth) and the reads that
+//     decide them (Get, GetMany, Counts, CountHost, Stale).
+//   - Scheduling: the due check of continuous crawls (Due, DueStats).
+//   - Reads: reads for people and whole-crawl scans (List, Find and the
+//     reports).
+//
+// Index is all three and Close; each part's doc comment is its contract.
+// The rules a record follows (Apply, Lower, NextDue, AppendHistory) are
+// functions here, so that every implementation follows the same ones.
 package txindex
 
 import (
@@ -290,19 +293,61 @@ func Lower(r *Record, l Lowering, now time.Time) bool {
 	return true
 }
 
-// Index is the transaction index.
+// Index is the transaction index: the three parts of it, each for one kind
+// of caller, over one store. Wiring opens an Index; a caller takes the part
+// it needs.
 type Index interface {
+	Pipeline
+	Scheduling
+	Reads
+	// Close releases resources.
+	Close() error
+}
+
+// Pipeline is what the pipeline stages (loader, crawler, indexer) and the
+// recovery sweep need of the transaction index: writes, and the reads that
+// decide those writes.
+//
+// Writes are checked and idempotent, so that a redelivered contract or a
+// retried call is safe:
+//   - Create is create-if-absent, per record and atomically: of any number
+//     of concurrent Creates of one key (in one batch or in several calls,
+//     processes or replicas), exactly one reports created. An existing
+//     record is never overwritten.
+//   - Transition applies only when the record is in the transition's From
+//     status (and at its IfDepth, when set). A transition from another
+//     status, or of an absent record, is a no-op reported as not applied,
+//     never an error. Of concurrent transitions that move one record out
+//     of one status, at most one applies.
+//   - LowerDepth applies only when the record's depth is greater than the
+//     new one, so depths only ever decrease; lowering again is a no-op.
+//
+// Each record is written atomically; a batch is not: a call that fails may
+// have applied any part of its batch. Calling it again is safe (the
+// records it did write report not created, not applied), and a record left
+// pending is found again by Stale.
+//
+// Reads are consistent with writes: whatever any caller, in any process,
+// was told is done is durable and visible to every read that begins after,
+// Counts, CountHost and Stale included.
+type Pipeline interface {
 	// Create writes each record whose key is absent and reports, per record,
-	// whether it was created. Key, Status and times must be set by the caller.
+	// whether it was created. Key, Status and times must be set by the
+	// caller. Of two records of one batch with the same key, the first is
+	// created.
 	Create(ctx context.Context, recs []Record) (created []bool, err error)
-	// Get returns the record with key, or ErrNotFound.
+	// Get returns the record with key, History filled, or ErrNotFound. The
+	// loader reads a record before fetching its URL, and the operator's
+	// view of one URL reads it with its history.
 	Get(ctx context.Context, key string) (Record, error)
-	// GetMany returns the records that exist among keys, keyed by key.
+	// GetMany returns the records that exist among keys, keyed by key; it
+	// may leave History empty.
 	GetMany(ctx context.Context, keys []string) (map[string]Record, error)
 	// Transition applies each transition whose record is in its From status
-	// (and at its IfDepth, when set) and reports, per transition, whether it
-	// applied. StatusTime is set to now
-	// for applied transitions (also when From == To, which renews a lease).
+	// (and at its IfDepth, when set), by Apply, in order, and reports, per
+	// transition, whether it applied. StatusTime is set to now for applied
+	// transitions (also when From == To, which renews a lease and adds no
+	// History event).
 	Transition(ctx context.Context, ts []Transition) (applied []bool, err error)
 	// LowerDepth applies, each atomically, the lowerings whose record exists
 	// with a greater depth (see Lower: depth and hops are set, and a record
@@ -310,24 +355,50 @@ type Index interface {
 	// several lowerings of one key the smallest depth applies. It returns
 	// the records it changed, keyed by key.
 	LowerDepth(ctx context.Context, ls []Lowering) (map[string]Lowered, error)
+	// Counts returns the number of records of crawlID per status: a crawl
+	// is finished when none is pending.
+	Counts(ctx context.Context, crawlID string) (map[contracts.Status]int64, error)
+	// CountHost returns the number of records of crawlID whose host is host
+	// (the crawler's per-host page limit).
+	CountHost(ctx context.Context, crawlID, host string) (int64, error)
+	// Stale returns up to limit records in a pending status (to-be-loaded,
+	// to-be-parsed, to-be-indexed; not retired) whose status time is before
+	// before, oldest first, of every crawl: the work the recovery sweep
+	// publishes again.
+	Stale(ctx context.Context, before time.Time, limit int) ([]Record, error)
+}
+
+// Scheduling is what the due check of continuous crawls needs: the settled
+// records whose next fetch has come (NextDue, which Apply keeps).
+//
+// Its reads are consistent with Pipeline's writes (whatever was reported
+// done is visible), and they read an index on the due time: their cost
+// follows the due records, not the crawl's size. They claim nothing: two
+// callers are given the same records, and each takes them back into the
+// pipeline with a Transition from their status, which at most one wins.
+type Scheduling interface {
 	// Due returns up to limit records of crawlID whose NextDue is at or
-	// before before, earliest first. It reads an index on the due time: its
-	// cost follows the records it returns, not the crawl's size.
+	// before before, earliest first.
 	Due(ctx context.Context, crawlID string, before time.Time, limit int) ([]Record, error)
 	// DueStats returns the number of records of crawlID due at before
 	// (NextDue at or before it) and the earliest NextDue of the crawl, nil
 	// when none is scheduled.
 	DueStats(ctx context.Context, crawlID string, before time.Time) (due int64, next *time.Time, err error)
-	// Counts returns the number of records of crawlID per status.
-	Counts(ctx context.Context, crawlID string) (map[contracts.Status]int64, error)
-	// CountHost returns the number of records of crawlID whose host is host.
-	CountHost(ctx context.Context, crawlID, host string) (int64, error)
-	// Stale returns up to limit records in a pending status (to-be-loaded,
-	// to-be-parsed, to-be-indexed; not retired) whose status time is before
-	// before, oldest first.
-	Stale(ctx context.Context, before time.Time, limit int) ([]Record, error)
-	// List returns up to limit records of crawlID after the key after, in key
-	// order; status filters when not empty.
+}
+
+// Reads are the reads for people and for whole-crawl scans: listings in key
+// order (a crawl's archive, or every record of a crawl in one status when
+// the crawl is cancelled), the crawl log's filtered pages, and the reports.
+// No pipeline stage waits on them; they may cost more than Pipeline's reads
+// (Find fills History), and the reports are computed by the index
+// (aggregations, GROUP BY), not by reading the records.
+//
+// Each call sees every write reported done before it began. A call is not
+// a snapshot: writes made while it runs may or may not show, and so may
+// those between the pages of a listing, except as Find promises.
+type Reads interface {
+	// List returns up to limit records of crawlID after the key after, in
+	// key order; status filters when not empty. It may leave History empty.
 	List(ctx context.Context, crawlID string, status contracts.Status, after string, limit int) ([]Record, error)
 	// Find returns up to limit records of crawlID after the key after, in
 	// key order, that match every non-empty field of f. A listing that
@@ -351,8 +422,6 @@ type Index interface {
 	// first by key): the limit reasons with the most records, by count
 	// descending, then reason.
 	FailureReasonsReport(ctx context.Context, crawlID string, limit int) ([]ReasonRow, error)
-	// Close releases resources.
-	Close() error
 }
 
 // Filter selects records in Find. Empty fields select every record.

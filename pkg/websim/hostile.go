@@ -17,7 +17,7 @@ import (
 
 // The hostile kinds a generated web mixes among its pages when
 // WebConfig.HostileEvery is set. Each is a way a page can try to exhaust a
-// crawler or poison its stores: the cases of issue 12's "Hostile input" that
+// crawler or poison its stores: the hostile inputs that
 // a web can serve, those of the grid's hostile tests, and more of the same
 // families.
 const (

@@ -2,8 +2,8 @@
 // implementation, embedded or remote, must pass Run.
 //
 // The suite is written for stores shared with other tests and earlier runs:
-// every test uses project names of its own, except the seed examples, which
-// use project 78 as seed 001 does and therefore need a store of their own
+// every test uses project names of its own, except the documentation's examples, which
+// use project 78 as the HCF documentation's examples do and therefore need a store of their own
 // (Harness.New must return one).
 package hcftest
 
@@ -33,9 +33,9 @@ type Harness struct {
 	Reopen func(t *testing.T, s hcf.Store, now func() time.Time) hcf.Store
 }
 
-// SeedMillis are the creation times of the two batches of seed 001's
+// ExampleMillis are the creation times of the two batches of the HCF documentation's
 // example, "00013967d8af7b0001" and "01013967d8af7e0001".
-var SeedMillis = []int64{0x13967d8af7b, 0x13967d8af7e}
+var ExampleMillis = []int64{0x13967d8af7b, 0x13967d8af7e}
 
 // Clock returns a clock that answers the given unix milliseconds in turn,
 // then one millisecond more at every call. It is safe for concurrent use.
@@ -184,21 +184,21 @@ func raw(s string) json.RawMessage {
 var cmpRaw = cmp.Comparer(func(a, b json.RawMessage) bool { return string(a) == string(b) })
 
 func testSeed(t *testing.T, h Harness) {
-	s := h.New(t, Clock(SeedMillis...))
+	s := h.New(t, Clock(ExampleMillis...))
 	ctx := t.Context()
 	sl := hcf.Slot{Project: "78", Frontier: "test", Name: "example.com"}
 
 	// The first example, in a slot of its own.
 	add(t, s, hcf.Slot{Project: "78", Frontier: "first", Name: "example.com"}, 1, hcf.Request{FP: "/some/path.html"})
 
-	s = h.New(t, Clock(SeedMillis...))
+	s = h.New(t, Clock(ExampleMillis...))
 	add(t, s, sl, 2, hcf.Request{FP: "/"}, hcf.Request{FP: "page1.html", P: 1, QData: raw(`{"depth":1}`)})
 	want := []hcf.Batch{
 		{ID: "00013967d8af7b0001", Requests: []hcf.Queued{{FP: "/"}}},
 		{ID: "01013967d8af7e0001", Requests: []hcf.Queued{{FP: "page1.html", QData: raw(`{"depth":1}`)}}},
 	}
 	if diff := cmp.Diff(want, batches(t, s, sl, 0), cmpRaw); diff != "" {
-		t.Fatalf("Batches after the seed's add (-want +got):\n%s", diff)
+		t.Fatalf("Batches after the documented add (-want +got):\n%s", diff)
 	}
 	// Reading does not delete.
 	if diff := cmp.Diff(want, batches(t, s, sl, 0), cmpRaw); diff != "" {

@@ -100,7 +100,7 @@ func DueSizes(tb testing.TB, spec string) []int64 {
 // fixture's crawl from x, in pages of page records, and keeping the
 // DueBatch earliest due: what finding due work costs without an index. It
 // fails tb unless it read n records.
-func DueScan(tb testing.TB, x txindex.Index, n int64, page int) []txindex.Record {
+func DueScan(tb testing.TB, x txindex.Reads, n int64, page int) []txindex.Record {
 	tb.Helper()
 	var due []txindex.Record
 	after := ""

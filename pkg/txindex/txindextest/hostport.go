@@ -14,7 +14,7 @@ import (
 // testHostsWithPorts: a record's host holds the port when it is not the
 // scheme's default (as the frontier writes it), and the hosts report and
 // the host filter keep two servers of one host name apart.
-func testHostsWithPorts(t *testing.T, h Harness) {
+func testHostsWithPorts(t *testing.T, h Harness[reader]) {
 	x := h.New(t)
 	crawl := newCrawlID(t)
 	now := time.Now()

@@ -23,7 +23,6 @@ import (
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/testenv"
 	"github.com/gridcrawl/gridcrawl/pkg/warc"
-	"github.com/gridcrawl/gridcrawl/services/internal/mcp"
 )
 
 // archiveSite is a small site whose pages the oracle knows byte for byte.
@@ -122,7 +121,7 @@ func TestArchiveReplaysInPywb(t *testing.T) {
 	if len(segs) == 0 {
 		t.Fatalf("grid export segments --out wrote no segment: %v", segs)
 	}
-	var list mcp.SegmentList
+	var list contracts.SegmentList
 	if err := json.Unmarshal([]byte(cliExport(t, "--api", api, "--json", "segments", id)), &list); err != nil {
 		t.Fatal(err)
 	}
@@ -401,7 +400,7 @@ func TestExportOffline(t *testing.T) {
 		online[what] = cliExport(t, "--api", api, what, id)
 	}
 	// Downloads by byte range match the stored segment.
-	var list mcp.SegmentList
+	var list contracts.SegmentList
 	if err := json.Unmarshal([]byte(cliExport(t, "--api", api, "--json", "segments", id)), &list); err != nil || len(list.Segments) == 0 {
 		t.Fatalf("segments: %v, %v", list, err)
 	}

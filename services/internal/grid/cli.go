@@ -1,7 +1,6 @@
 package grid
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,15 +9,13 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
-	"github.com/gridcrawl/gridcrawl/pkg/search"
+	"github.com/gridcrawl/gridcrawl/services/internal/apiclient"
 	"github.com/gridcrawl/gridcrawl/services/internal/svc"
 )
 
@@ -27,10 +24,13 @@ const usage = `usage: grid <command> [flags]
 commands:
   up      [--data DIR] [--listen ADDR]          run MCP, loader, crawler and indexer on embedded backends
   crawl   [--depth N] [--data DIR] [--json] [--scope host|domain|any] [--max-pages N] [--min-delay-ms N]
-          [--recrawl 24h|adaptive:1h-30d] [--urls-file FILE] [--listen ADDR] [--api URL] URL...
+          [--recrawl 24h|adaptive:1h-30d] [--urls-file FILE] [--listen ADDR] [--api URL]
+          [--allow-net loopback|private|CIDR] [--resume|--new] URL...
                                                 run one crawl to the end on the embedded grid (or on the
                                                 grid already running on DIR, or on the MCP at --api); a
-                                                continuous crawl (--recrawl) to the end of its first round
+                                                continuous crawl (--recrawl) to the end of its first round.
+                                                Loopback and private addresses are refused unless
+                                                allowed (--allow-net, GRIDCRAWL_ALLOW_NETS)
   status  [--data DIR] [--api URL] [--json] [CRAWL_ID]
                                                 show crawls (or one crawl)
   search  [--data DIR] [--api URL] [--crawl ID] [--limit N] [--all-crawls] [--json] QUERY...
@@ -49,9 +49,15 @@ indexed nothing); 2 invalid command line or configuration; 130 interrupted.
 // addrFile is where a running grid writes its API URL inside the data directory.
 const addrFile = "grid.addr"
 
-// Main runs the grid command with args (without the program name) and
-// returns the process exit code.
+// Main runs the grid command with args (without the program name) on the
+// process's standard input and returns the process exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return MainIO(ctx, args, os.Stdin, stdout, stderr)
+}
+
+// MainIO is Main reading from stdin: grid crawl's start URLs from
+// --urls-file -, and its answer to a question when stdin is a terminal.
+func MainIO(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
@@ -61,7 +67,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "up":
 		err = cmdUp(ctx, args[1:], stderr)
 	case "crawl":
-		err = cmdCrawl(ctx, args[1:], stdout, stderr)
+		err = cmdCrawl(ctx, args[1:], stdin, stdout, stderr)
 	case "status":
 		err = cmdStatus(ctx, args[1:], stdout, stderr)
 	case "search":
@@ -212,76 +218,6 @@ func cmdUp(ctx context.Context, args []string, stderr io.Writer) error {
 	return g.Run(ctx)
 }
 
-// client talks to a running MCP.
-type client struct {
-	base, token string
-	http        http.Client
-}
-
-func (c *client) do(ctx context.Context, method, path string, body []byte, out any) error {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
-	if err != nil {
-		return fmt.Errorf("build request: %w", err)
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return fmt.Errorf("read response: %w", err)
-	}
-	if resp.StatusCode >= 300 {
-		ae := &apiError{method: method, path: path, status: resp.StatusCode, msg: resp.Status}
-		var e contracts.ErrorResponse
-		if json.Unmarshal(data, &e) == nil && e.Error != "" {
-			ae.msg = fmt.Sprintf("%s (%d)", e.Error, resp.StatusCode)
-		}
-		return ae
-	}
-	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("decode response: %w", err)
-	}
-	return nil
-}
-
-// apiError is an MCP's answer with an error status.
-type apiError struct {
-	method, path string
-	status       int
-	msg          string
-}
-
-func (e *apiError) Error() string { return fmt.Sprintf("%s %s: %s", e.method, e.path, e.msg) }
-
-// raw sends a request without a body and hands the response to read.
-func (c *client) raw(ctx context.Context, method, path string, read func(*http.Response) error) error {
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, nil)
-	if err != nil {
-		return fmt.Errorf("build request: %w", err)
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	defer resp.Body.Close()
-	return read(resp)
-}
-
 // apiFor finds the MCP to talk to: --api, GRIDCRAWL_API_URL, or the address
 // a running grid wrote into the data directory, if that grid answers (a
 // grid that was killed leaves its address behind). It returns "" when none.
@@ -295,21 +231,35 @@ func apiFor(api, dataDir string) string {
 	return runningGrid(context.Background(), dataDir, os.Getenv("GRIDCRAWL_API_TOKEN"))
 }
 
-// offline opens the data directory directly, for status and search when no
-// grid runs. A data directory that does not exist is an error: reading
-// must not create one.
+// offline opens the grid of the data directory without running it, for the
+// read commands when no grid runs there (openAPI serves its MCP in
+// process). A data directory that does not exist is an error: reading must
+// not create one.
 func offline(dataDir string) (*Grid, error) {
 	cfg, err := loadConfig(dataDir)
 	if err != nil {
 		return nil, err
 	}
 	if b := cfg.Backends; b.AMQPURL == "" || b.ESURL == "" || b.S3Endpoint == "" {
-		if _, err := os.Stat(b.DataDir); errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("data directory %s does not exist (no grid has run there; start one with grid up --data %s or grid crawl --data %s URL)",
-				b.DataDir, b.DataDir, b.DataDir)
+		if err := dataDirExists(b.DataDir); err != nil {
+			return nil, err
 		}
 	}
 	return Open(cfg, slog.New(slog.DiscardHandler), nil)
+}
+
+// dataDirExists explains a data directory that cannot be read, in the same
+// words for every command that reads one.
+func dataDirExists(dir string) error {
+	_, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("data directory %s does not exist (no grid has run there; start one with grid up --data %s or grid crawl --data %s URL)",
+			dir, dir, dir)
+	case err != nil:
+		return fmt.Errorf("data directory %s cannot be read: %w", dir, err)
+	}
+	return nil
 }
 
 func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -321,53 +271,28 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	cfg, err := loadConfig(*data)
+	one := len(ids) == 1
+	c, err := openAPI(*api, *data)
 	if err != nil {
 		return err
 	}
-	one := len(ids) == 1
+	defer c.close()
 	var list contracts.CrawlList
-	if base := apiFor(*api, cfg.Backends.DataDir); base != "" {
-		c := &client{base: base, token: os.Getenv("GRIDCRAWL_API_TOKEN")}
-		if len(ids) == 0 {
-			if err := c.do(ctx, http.MethodGet, "/api/v1/crawls", nil, &list); err != nil {
-				return err
-			}
+	if len(ids) == 0 {
+		if list, err = c.Crawls(ctx); err != nil {
+			return err
 		}
-		for _, id := range ids {
-			var st contracts.CrawlStatus
-			if err := c.do(ctx, http.MethodGet, "/api/v1/crawls/"+url.PathEscape(id), nil, &st); err != nil {
-				return err
-			}
-			list.Crawls = append(list.Crawls, st)
-		}
-		if rd, err := c.readiness(ctx); err == nil && waitingLine(rd) != "" {
-			fmt.Fprintf(stderr, "grid status: %s\n", waitingLine(rd))
-		}
-	} else {
-		g, err := offline(cfg.Backends.DataDir)
+	}
+	for _, id := range ids {
+		st, err := c.Crawl(ctx, id)
 		if err != nil {
 			return err
 		}
-		defer g.Backends.Close()
-		if err := g.Backends.Disk.Full(); err != nil {
-			fmt.Fprintf(stderr, "grid status: %v\n", err)
-		}
-		if len(ids) == 0 {
-			cs, err := g.Backends.Profiles.List(ctx)
-			if err != nil {
-				return fmt.Errorf("list crawls: %w", err)
-			}
-			for _, c := range cs {
-				ids = append(ids, c.ID)
-			}
-		}
-		for _, id := range ids {
-			st, err := g.MCP.Status(ctx, id)
-			if err != nil {
-				return fmt.Errorf("status of %s: %w", id, err)
-			}
-			list.Crawls = append(list.Crawls, st)
+		list.Crawls = append(list.Crawls, st)
+	}
+	if rd, err := c.Readiness(ctx); err == nil {
+		for _, line := range c.readinessLines(rd) {
+			fmt.Fprintf(stderr, "grid status: %s\n", line)
 		}
 	}
 	if *asJSON {
@@ -386,9 +311,10 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if st.Profile.Recrawl != nil {
 			recrawl = fmt.Sprintf("  recrawl %s: %s", fmtSchedule(st.Profile.Recrawl), fmtNextDue(st.Recrawl, now))
 		}
-		fmt.Fprintf(stdout, "%s  %-10s  total %d  pending %d  indexed %d  redirected %d  failed %d  documents %d%s  %s\n",
+		// Every status, so that the counts add up to the total.
+		fmt.Fprintf(stdout, "%s  %-10s  total %d  pending %d  indexed %d  redirected %d  failed %d  sitemap %d  retired %d  documents %d%s  %s\n",
 			st.CrawlID, st.State, st.Total, st.Pending, st.Counts[contracts.Indexed], st.Counts[contracts.Redirected],
-			st.Counts[contracts.Failed], st.Documents, recrawl, strings.Join(st.Profile.StartURLs, " "))
+			st.Counts[contracts.Failed], st.Counts[contracts.Sitemap], st.Retired, st.Documents, recrawl, strings.Join(st.Profile.StartURLs, " "))
 	}
 	return nil
 }
@@ -409,34 +335,14 @@ func cmdSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if strings.TrimSpace(q) == "" {
 		return usageError{errors.New("a query is required")}
 	}
-	cfg, err := loadConfig(*data)
+	c, err := openAPI(*api, *data)
 	if err != nil {
 		return err
 	}
-	var res contracts.SearchResponse
-	if base := apiFor(*api, cfg.Backends.DataDir); base != "" {
-		c := &client{base: base, token: os.Getenv("GRIDCRAWL_API_TOKEN")}
-		v := url.Values{"q": {q}, "limit": {fmt.Sprint(*limit)}}
-		if *crawl != "" {
-			v.Set("crawl", *crawl)
-		}
-		if *all {
-			v.Set("all_crawls", "true")
-		}
-		if err := c.do(ctx, http.MethodGet, "/api/v1/search?"+v.Encode(), nil, &res); err != nil {
-			return err
-		}
-	} else {
-		g, err := offline(cfg.Backends.DataDir)
-		if err != nil {
-			return err
-		}
-		defer g.Backends.Close()
-		r, err := g.Backends.Search.Search(ctx, search.Query{Q: q, CrawlID: *crawl, Limit: *limit, AllCrawls: *all})
-		if err != nil {
-			return fmt.Errorf("search: %w", err)
-		}
-		res = contracts.SearchResponse{V: contracts.Version, Query: q, Total: r.Total, Hits: r.Hits}
+	defer c.close()
+	res, err := c.Search(ctx, apiclient.SearchQuery{Q: q, Crawl: *crawl, Limit: *limit, AllCrawls: *all})
+	if err != nil {
+		return err
 	}
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(res)

@@ -9,17 +9,16 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/netguard"
 	"github.com/gridcrawl/gridcrawl/pkg/urlnorm"
-	"github.com/gridcrawl/gridcrawl/services/internal/mcp"
+	"github.com/gridcrawl/gridcrawl/services/internal/apiclient"
 	"github.com/gridcrawl/gridcrawl/services/internal/wire"
 )
 
@@ -31,14 +30,65 @@ type crawlOpts struct {
 	sitemaps                           *bool
 	sitemapDepth                       *int
 	recrawl                            *string
+	allowNets                          *netList
+	resume, startNew                   *bool
 }
+
+// netList is the value of --allow-net: networks in the forms
+// GRIDCRAWL_ALLOW_NETS takes, from repeated flags or comma lists.
+type netList []string
+
+// String returns the networks as GRIDCRAWL_ALLOW_NETS takes them.
+func (l *netList) String() string { return strings.Join(*l, ",") }
+
+// Set adds the networks of one --allow-net, checked as the loader will.
+func (l *netList) Set(v string) error {
+	if _, err := netguard.ParseNets(v); err != nil {
+		return err
+	}
+	for n := range strings.SplitSeq(v, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			*l = append(*l, n)
+		}
+	}
+	return nil
+}
+
+// crawlHelp follows grid crawl's flags in its -h.
+const crawlHelp = `
+The loader refuses loopback, private and link-local addresses (a site served
+on this machine, such as http://127.0.0.1:8000/, or on the local network)
+unless they are allowed: by --allow-net (loopback, private, or a CIDR prefix
+such as 192.168.1.0/24), or by the environment variable GRIDCRAWL_ALLOW_NETS,
+which takes the same values separated by commas (GRIDCRAWL_ALLOW_NETS=loopback).
+--allow-net adds to GRIDCRAWL_ALLOW_NETS for the grid this command starts. A
+grid that already runs (grid up on the same --data, or the MCP at --api) keeps
+the GRIDCRAWL_ALLOW_NETS it was started with: restart it with the variable set.
+
+A start URL on the command line without a scheme gets one as in YaCy: http://
+for an IP address or localhost (127.0.0.1:8000), https:// for a host name
+(example.com). The URLs of --urls-file must have theirs.
+
+When a crawl of the same start URLs is unfinished in the data directory (an
+earlier grid crawl was interrupted), grid crawl asks whether to resume it or
+start a new one (which cancels the unfinished one); --resume and --new answer
+without asking. Without a terminal to ask on, it resumes.
+`
 
 // newCrawlFlags defines grid crawl's flags. The profile flags show the
 // profile's defaults, which are defined once, in contracts, for the API
 // and the command line alike.
 func newCrawlFlags(stderr io.Writer) (*flag.FlagSet, *crawlOpts) {
 	fs := newFlags("crawl", "[flags] URL...", stderr)
+	usage := fs.Usage
+	fs.Usage = func() {
+		usage()
+		fmt.Fprint(stderr, crawlHelp)
+	}
 	o := &crawlOpts{
+		allowNets:    &netList{},
+		resume:       fs.Bool("resume", false, "resume the unfinished crawl of the same start URLs in the data directory, without asking"),
+		startNew:     fs.Bool("new", false, "start a new crawl even if one of the same start URLs is unfinished in the data directory (it is cancelled), without asking"),
 		data:         fs.String("data", "", "data directory (default $GRIDCRAWL_DATA or ./data)"),
 		depth:        fs.Int("depth", contracts.DefaultMaxDepth, "maximum link depth from the start URLs"),
 		asJSON:       fs.Bool("json", false, "print the final crawl status as JSON on the last line"),
@@ -54,6 +104,8 @@ func newCrawlFlags(stderr io.Writer) (*flag.FlagSet, *crawlOpts) {
 			"or adaptive:MIN-MAX (adaptive:1h-30d: shorter when a page changed, longer when not);\n"+
 			"grid crawl returns when the first round is done"),
 	}
+	fs.Var(o.allowNets, "allow-net", "let the loader fetch from these networks, which it refuses by default: loopback, private or a CIDR prefix\n"+
+		"(repeat the flag or separate them by commas; adds to $GRIDCRAWL_ALLOW_NETS; only for the grid this command starts)")
 	return fs, o
 }
 
@@ -157,19 +209,26 @@ var errNothingIndexed = errors.New("nothing indexed")
 // is not a terminal (a terminal's line is redrawn at every poll).
 const progressEvery = 5 * time.Second
 
-func cmdCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdCrawl(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs, o := newCrawlFlags(stderr)
 	starts, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
+	if *o.resume && *o.startNew {
+		return usageError{errors.New("--resume and --new exclude each other")}
+	}
 	for i, s := range starts {
+		if full := urlnorm.WithScheme(s); full != s {
+			fmt.Fprintf(stderr, "grid crawl: %s has no scheme: crawling %s\n", s, full)
+			starts[i], s = full, full
+		}
 		if err := checkStartURL(s); err != nil {
 			return usageError{fmt.Errorf("start URL %d %q: %w", i+1, s, err)}
 		}
 	}
 	if *o.urlsFile != "" {
-		more, err := readURLsFile(*o.urlsFile, os.Stdin)
+		more, err := readURLsFile(*o.urlsFile, stdin)
 		if err != nil {
 			return usageError{err}
 		}
@@ -186,16 +245,27 @@ func cmdCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	body, err := json.Marshal(p)
-	if err != nil {
-		return fmt.Errorf("encode profile: %w", err)
-	}
 	r := &crawlRun{dataDir: cfg.Backends.DataDir, asJSON: *o.asJSON, stdout: stdout, stderr: stderr,
-		tty: isTerminal(stderr) && cfg.LogLevel != "debug"}
+		tty: isTerminal(stderr) && cfg.LogLevel != "debug", starts: p.StartURLs, allowFlag: *o.allowNets}
+	switch {
+	case *o.resume:
+		r.unfinished = resumeIt
+	case *o.startNew:
+		r.unfinished = startNew
+	case *o.urlsFile != "-" && isTerminal(stdin) && isTerminal(stderr):
+		r.unfinished, r.stdin = askUser, stdin
+	}
 	token := os.Getenv("GRIDCRAWL_API_TOKEN")
 	if base := strings.TrimRight(firstOf(*o.api, os.Getenv("GRIDCRAWL_API_URL")), "/"); base != "" {
-		r.c = &client{base: base, token: token}
-		return r.follow(ctx, body)
+		r.c = apiclient.New(base, token, nil)
+		r.elsewhere()
+		// Another grid's crawls are not this data directory's: none is
+		// resumed or cancelled.
+		r.unfinished = ignoreUnfinished
+		return r.follow(ctx, p)
+	}
+	if len(*o.allowNets) > 0 {
+		cfg.Loader.AllowNets = strings.Join(append([]string{cfg.Loader.AllowNets}, *o.allowNets...), ",")
 	}
 	log := newLogger(cfg.LogLevel, io.Discard)
 	if cfg.LogLevel == "debug" {
@@ -215,8 +285,9 @@ func cmdCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return fmt.Errorf("%w, and no grid answers at the address in %s", err, filepath.Join(cfg.Backends.DataDir, addrFile))
 		}
 		fmt.Fprintf(stderr, "grid crawl: a grid is running on %s at %s: the crawl runs there\n", cfg.Backends.DataDir, base)
-		r.c = &client{base: base, token: token}
-		return r.follow(ctx, body)
+		r.c = apiclient.New(base, token, nil)
+		r.elsewhere()
+		return r.follow(ctx, p)
 	}
 	if err != nil {
 		ln.Close()
@@ -233,8 +304,8 @@ func cmdCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	gctx, cancel := context.WithCancel(ctx)
 	runErr := make(chan error, 1)
 	go func() { runErr <- g.Run(gctx) }()
-	r.c, r.local, r.runErr = &client{base: base, token: token}, true, runErr
-	err = r.follow(ctx, body)
+	r.c, r.local, r.runErr = apiclient.New(base, token, nil), true, runErr
+	err = r.follow(ctx, p)
 	cancel()
 	if ctx.Err() != nil {
 		// Stopping takes as long as the fetches in flight.
@@ -248,7 +319,8 @@ func cmdCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if errors.Is(err, errInterrupted) {
 		fmt.Fprintf(stderr, "grid crawl: crawl %s is stored in %s and still running (%d URLs were pending): it is not finished.\n"+
-			"grid crawl: finish it with: grid up --data %s\n", r.last.CrawlID, r.dataDir, r.last.Pending, r.dataDir)
+			"grid crawl: finish it with: grid up --data %s (or run this grid crawl again: it offers to resume it)\n",
+			r.last.CrawlID, r.dataDir, r.last.Pending, r.dataDir)
 	}
 	return err
 }
@@ -266,7 +338,7 @@ func firstOf(vs ...string) string {
 // crawlRun is one grid crawl: its crawl, on the grid this command runs
 // (local) or on another one.
 type crawlRun struct {
-	c       *client
+	c       *apiclient.Client
 	local   bool         // the crawl runs on the grid this command runs
 	runErr  <-chan error // the local grid's Run result
 	dataDir string
@@ -275,24 +347,48 @@ type crawlRun struct {
 	stdout  io.Writer
 	stderr  io.Writer
 	last    contracts.CrawlStatus // the last status read
+
+	starts     []string      // the start URLs of the crawl to start
+	unfinished unfinishedWay // what to do with an unfinished crawl of the same start URLs
+	stdin      io.Reader     // the terminal to ask on, for askUser
+	allowFlag  netList       // --allow-net, which applies only to a grid this command starts
 }
 
-// follow creates the crawl of the profile body and follows it to its end.
-func (r *crawlRun) follow(ctx context.Context, body []byte) error {
-	var created contracts.CreateCrawlResponse
-	if err := r.c.do(ctx, http.MethodPost, "/api/v1/crawls", body, &created); err != nil {
+// elsewhere notes that the crawl runs on a grid this command did not start,
+// and tells that --allow-net cannot change what that grid fetches.
+func (r *crawlRun) elsewhere() {
+	if len(r.allowFlag) == 0 {
+		return
+	}
+	fmt.Fprintf(r.stderr, "grid crawl: --allow-net %s applies only to a grid this command starts: the grid at %s keeps the GRIDCRAWL_ALLOW_NETS it was started with "+
+		"(restart it with GRIDCRAWL_ALLOW_NETS=%s to allow these networks)\n", r.allowFlag.String(), r.c.Base(), r.allowFlag.String())
+}
+
+// follow creates the crawl of profile p, or resumes an unfinished
+// one of the same start URLs, and follows it to its end.
+func (r *crawlRun) follow(ctx context.Context, p contracts.Profile) error {
+	id, err := r.resumable(ctx)
+	if err != nil {
 		return err
 	}
-	id := created.CrawlID
-	r.last = contracts.CrawlStatus{CrawlID: id, State: created.State}
-	fmt.Fprintf(r.stderr, "grid crawl: crawl %s started; dashboard %s/\n", id, r.c.base)
+	if id == "" {
+		created, err := r.c.CreateCrawl(ctx, p)
+		if err != nil {
+			return err
+		}
+		id = created.CrawlID
+		r.last = contracts.CrawlStatus{CrawlID: id, State: created.State}
+		fmt.Fprintf(r.stderr, "grid crawl: crawl %s started; dashboard %s\n", id, dashboardURL(r.c.Base(), id))
+	} else {
+		r.last = contracts.CrawlStatus{CrawlID: id, State: contracts.CrawlRunning}
+		fmt.Fprintf(r.stderr, "grid crawl: crawl %s resumed; dashboard %s\n", id, dashboardURL(r.c.Base(), id))
+	}
 	bar := &progress{w: r.stderr, tty: r.tty, every: progressEvery}
 	ready := &readyWatch{c: r.c}
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		var st contracts.CrawlStatus
-		err := r.c.do(ctx, http.MethodGet, "/api/v1/crawls/"+url.PathEscape(id), nil, &st)
+		st, err := r.c.Crawl(ctx, id)
 		switch {
 		case ctx.Err() != nil:
 			bar.end()
@@ -334,7 +430,7 @@ func (r *crawlRun) follow(ctx context.Context, body []byte) error {
 func (r *crawlRun) interrupted() error {
 	if !r.local {
 		fmt.Fprintf(r.stderr, "grid crawl: interrupted; crawl %s keeps running in the grid at %s.\n"+
-			"grid crawl: follow it with: grid status --api %s %s\n", r.last.CrawlID, r.c.base, r.c.base, r.last.CrawlID)
+			"grid crawl: follow it with: grid status --api %s %s\n", r.last.CrawlID, r.c.Base(), r.c.Base(), r.last.CrawlID)
 	}
 	// The local grid's crawl is reported once the grid has stopped.
 	return errInterrupted
@@ -363,8 +459,29 @@ func (r *crawlRun) end(ctx context.Context, st contracts.CrawlStatus) error {
 	} else if st.State != contracts.CrawlFinished {
 		return fmt.Errorf("crawl %s ended %s", st.CrawlID, st.State)
 	}
+	// The failure reasons say whether the network guard refused URLs,
+	// which a newcomer crawling a site on their own machine must be told
+	// in plain words, whatever else the crawl did.
+	var rs []contracts.ReasonReportRow
+	var rsErr error
+	if st.Counts[contracts.Failed] > 0 {
+		rs, rsErr = r.reasons(ctx, st.CrawlID)
+	}
+	var refused int64
+	for _, row := range rs {
+		if row.Reason != nil && netguard.IsReason(*row.Reason) {
+			refused += row.Count
+		}
+	}
 	if st.Counts[contracts.Indexed] > 0 {
+		if refused > 0 {
+			fmt.Fprintf(r.stderr, "grid crawl: %d URLs were not fetched: %s\n", refused, r.allowHint())
+		}
 		return nil
+	}
+	if refused > 0 && refused == st.Counts[contracts.Failed] && st.Counts[contracts.Redirected] == 0 {
+		return nothingIndexedError(fmt.Sprintf("nothing was fetched: crawl %s's addresses are not allowed (%s): %s",
+			st.CrawlID, strings.Join(st.Profile.StartURLs, " "), r.allowHint()))
 	}
 	var b strings.Builder
 	what := "finished"
@@ -373,16 +490,28 @@ func (r *crawlRun) end(ctx context.Context, st contracts.CrawlStatus) error {
 	}
 	fmt.Fprintf(&b, "crawl %s %s with nothing indexed: %d failed, %d redirected, %d retired",
 		st.CrawlID, what, st.Counts[contracts.Failed], st.Counts[contracts.Redirected], st.Retired)
-	if st.Counts[contracts.Failed] > 0 {
-		rs, err := r.reasons(ctx, st.CrawlID)
-		switch {
-		case err != nil:
-			fmt.Fprintf(&b, "\n(failure reasons: %v)", err)
-		case len(rs) > 0:
-			b.WriteString("\n" + formatReasons(st.CrawlID, rs))
-		}
+	switch {
+	case rsErr != nil:
+		fmt.Fprintf(&b, "\n(failure reasons: %v)", rsErr)
+	case len(rs) > 0:
+		b.WriteString("\n" + formatReasons(st.CrawlID, rs))
+	}
+	if refused > 0 {
+		fmt.Fprintf(&b, "\n%d URLs were not fetched: %s", refused, r.allowHint())
 	}
 	return nothingIndexedError(b.String())
+}
+
+// allowHint says why the network guard refused URLs and how to allow them,
+// on the grid this command started or on the one that ran the crawl.
+func (r *crawlRun) allowHint() string {
+	const why = "their addresses are on loopback, private or link-local networks, which the loader refuses unless they are allowed"
+	if r.local {
+		return why + "; to crawl them, run grid crawl again with --allow-net loopback (or private, or a CIDR prefix such as 192.168.1.0/24), " +
+			"or set GRIDCRAWL_ALLOW_NETS=loopback"
+	}
+	return fmt.Sprintf("%s; the grid at %s decides: restart it with GRIDCRAWL_ALLOW_NETS=loopback (or private, or a CIDR prefix such as 192.168.1.0/24)",
+		why, r.c.Base())
 }
 
 // continuing tells about the continuous crawl of st whose first round is
@@ -398,7 +527,7 @@ func (r *crawlRun) continuing(st contracts.CrawlStatus) {
 			"grid crawl: follow it with: grid status --data %s %s\n", r.dataDir, r.dataDir, r.dataDir, id)
 		return
 	}
-	fmt.Fprintf(r.stderr, "grid crawl: it keeps recrawling in the grid at %s; follow it with: grid status --api %s %s\n", r.c.base, r.c.base, id)
+	fmt.Fprintf(r.stderr, "grid crawl: it keeps recrawling in the grid at %s; follow it with: grid status --api %s %s\n", r.c.Base(), r.c.Base(), id)
 }
 
 // fmtSchedule formats a continuous crawl's schedule: "every 24h", or
@@ -455,21 +584,17 @@ const maxReasons = 10
 // maxReasons+1, to tell whether there are more), most frequent first, as
 // the crawl's MCP computes them in its transaction index (the
 // failure-reasons report).
-func (r *crawlRun) reasons(ctx context.Context, id string) ([]mcp.ReasonReportRow, error) {
-	var rep struct {
-		Rows []mcp.ReasonReportRow `json:"rows"`
+func (r *crawlRun) reasons(ctx context.Context, id string) ([]contracts.ReasonReportRow, error) {
+	rows, err := r.c.FailureReasons(ctx, id, maxReasons+1)
+	if apiclient.IsNotFound(err) {
+		return nil, fmt.Errorf("the grid at %s has no failure-reasons report; list the failures with grid urls --failed %s", r.c.Base(), id)
 	}
-	err := r.c.do(ctx, http.MethodGet, "/api/v1/crawls/"+url.PathEscape(id)+"/reports/failure-reasons?limit="+strconv.Itoa(maxReasons+1), nil, &rep)
-	var ae *apiError
-	if errors.As(err, &ae) && ae.status == http.StatusNotFound {
-		return nil, fmt.Errorf("the grid at %s has no failure-reasons report; list the failures with grid urls --failed %s", r.c.base, id)
-	}
-	return rep.Rows, err
+	return rows, err
 }
 
 // formatReasons lays out the failure reasons rs of crawl id, one a line
 // with its count and a sample URL.
-func formatReasons(id string, rs []mcp.ReasonReportRow) string {
+func formatReasons(id string, rs []contracts.ReasonReportRow) string {
 	var b strings.Builder
 	b.WriteString("top failure reasons:")
 	for i, r := range rs {
@@ -564,11 +689,5 @@ func runningGrid(ctx context.Context, dataDir, token string) string {
 func healthy(ctx context.Context, base, token string) bool {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	var ok bool
-	c := &client{base: base, token: token}
-	err := c.raw(ctx, http.MethodGet, "/healthz", func(resp *http.Response) error {
-		ok = resp.StatusCode == http.StatusOK
-		return nil
-	})
-	return err == nil && ok
+	return apiclient.New(base, token, nil).Healthy(ctx)
 }

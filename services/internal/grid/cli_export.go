@@ -6,14 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
-	"sync"
 	"text/tabwriter"
 
-	"github.com/gridcrawl/gridcrawl/services/internal/mcp"
+	"github.com/gridcrawl/gridcrawl/services/internal/apiclient"
 )
 
 // exportUsage is the part of the usage text for export.
@@ -40,57 +38,38 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usageError{errors.New("want WHAT CRAWL_ID; WHAT is cdxj, docs or segments")}
 	}
 	what, id := pos[0], pos[1]
-	base := "/api/v1/crawls/" + url.PathEscape(id)
-	var path string
-	switch what {
-	case "cdxj":
-		path = base + "/cdxj"
-	case "docs":
-		path = base + "/documents"
-	case "segments":
-	default:
+	if what != "cdxj" && what != "docs" && what != "segments" {
 		return usageError{fmt.Errorf("unknown export %q; one of cdxj, docs, segments", what)}
 	}
-	c, release, err := exportClient(*api, *data)
+	c, err := openAPI(*api, *data)
 	if err != nil {
 		return err
 	}
-	defer release()
-	if what == "segments" {
-		return exportSegments(ctx, c, base, *out, *asJSON, stdout)
+	defer c.close()
+	var body io.ReadCloser
+	switch what {
+	case "segments":
+		return exportSegments(ctx, c.Client, id, *out, *asJSON, stdout)
+	case "cdxj":
+		body, err = c.CDXJ(ctx, id)
+	default:
+		body, err = c.Documents(ctx, id)
 	}
-	return c.raw(ctx, http.MethodGet, path, func(res *http.Response) error {
-		if err := apiStatus(res, path); err != nil {
-			return err
-		}
-		if _, err := io.Copy(stdout, res.Body); err != nil {
-			return fmt.Errorf("export %s of %s: %w", what, id, err)
-		}
-		return nil
-	})
+	if err != nil {
+		return err
+	}
+	defer body.Close()
+	if _, err := io.Copy(stdout, body); err != nil {
+		return fmt.Errorf("export %s of %s: %w", what, id, err)
+	}
+	return nil
 }
 
-// apiStatus turns an error answer into an apiError.
-func apiStatus(res *http.Response, path string) error {
-	if res.StatusCode < 300 {
-		return nil
-	}
-	ae := &apiError{method: http.MethodGet, path: path, status: res.StatusCode, msg: res.Status}
-	var e struct {
-		Error string `json:"error"`
-	}
-	body, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
-	if json.Unmarshal(body, &e) == nil && e.Error != "" {
-		ae.msg = fmt.Sprintf("%s (%d)", e.Error, res.StatusCode)
-	}
-	return ae
-}
-
-// exportSegments lists a crawl's segments or downloads them with the
+// exportSegments lists crawl id's segments or downloads them with the
 // crawl's CDXJ into dir.
-func exportSegments(ctx context.Context, c *client, base, dir string, asJSON bool, stdout io.Writer) error {
-	var list mcp.SegmentList
-	if err := c.do(ctx, http.MethodGet, base+"/segments", nil, &list); err != nil {
+func exportSegments(ctx context.Context, c *apiclient.Client, id, dir string, asJSON bool, stdout io.Writer) error {
+	list, err := c.Segments(ctx, id)
+	if err != nil {
 		return err
 	}
 	if dir == "" {
@@ -119,108 +98,35 @@ func exportSegments(ctx context.Context, c *client, base, dir string, asJSON boo
 		fmt.Fprintln(stdout, filepath.Join(dir, s.Name))
 	}
 	index := filepath.Join(dir, "index.cdxj")
-	if err := download(ctx, c, base+"/cdxj", index); err != nil {
+	if err := download(ctx, c, "/api/v1/crawls/"+url.PathEscape(id)+"/cdxj", index); err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout, index)
 	return nil
 }
 
-// download writes what path answers to file, through a temporary file
-// renamed when complete.
-func download(ctx context.Context, c *client, path, file string) error {
-	return c.raw(ctx, http.MethodGet, path, func(res *http.Response) error {
-		if err := apiStatus(res, path); err != nil {
-			return err
-		}
-		tmp, err := os.CreateTemp(filepath.Dir(file), ".download-*")
-		if err != nil {
-			return fmt.Errorf("download %s: %w", path, err)
-		}
-		defer os.Remove(tmp.Name())
-		if _, err := io.Copy(tmp, res.Body); err != nil {
-			tmp.Close()
-			return fmt.Errorf("download %s: %w", path, err)
-		}
-		if err := tmp.Close(); err != nil {
-			return fmt.Errorf("download %s: %w", path, err)
-		}
-		if err := os.Rename(tmp.Name(), file); err != nil {
-			return fmt.Errorf("download %s: %w", path, err)
-		}
-		return nil
-	})
-}
-
-// exportClient is apiClient whose in-process MCP streams its answers,
-// which an export may not hold in memory whole.
-func exportClient(api, data string) (*client, func(), error) {
-	c, release, err := apiClient(api, data)
+// download writes what path, relative to the API, answers to file, through
+// a temporary file renamed when complete.
+func download(ctx context.Context, c *apiclient.Client, path, file string) error {
+	body, err := c.Open(ctx, path)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	if ip, ok := c.http.Transport.(inProcess); ok {
-		c.http.Transport = streamingInProcess(ip)
+	defer body.Close()
+	tmp, err := os.CreateTemp(filepath.Dir(file), ".download-*")
+	if err != nil {
+		return fmt.Errorf("download %s: %w", path, err)
 	}
-	return c, release, nil
+	defer os.Remove(tmp.Name())
+	if _, err := io.Copy(tmp, body); err != nil {
+		tmp.Close()
+		return fmt.Errorf("download %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("download %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), file); err != nil {
+		return fmt.Errorf("download %s: %w", path, err)
+	}
+	return nil
 }
-
-// streamingInProcess serves requests with a handler, as from loopback,
-// handing the body on through a pipe as the handler writes it.
-type streamingInProcess struct{ h http.Handler }
-
-func (p streamingInProcess) RoundTrip(req *http.Request) (*http.Response, error) {
-	req = req.Clone(req.Context())
-	req.RemoteAddr = "127.0.0.1:1"
-	req.RequestURI = req.URL.RequestURI()
-	pr, pw := io.Pipe()
-	w := &pipeResponse{header: http.Header{}, pw: pw, started: make(chan struct{})}
-	go func() {
-		defer func() {
-			v := recover()
-			w.start(http.StatusOK)
-			switch {
-			case v == nil:
-				pw.Close()
-			case v == http.ErrAbortHandler:
-				pw.CloseWithError(errors.New("the server cut the answer short"))
-			default:
-				pw.CloseWithError(fmt.Errorf("handler panic: %v", v))
-			}
-		}()
-		p.h.ServeHTTP(w, req)
-	}()
-	<-w.started
-	return &http.Response{StatusCode: w.code, Status: fmt.Sprintf("%d %s", w.code, http.StatusText(w.code)),
-		Header: w.sent, Body: pr, Request: req, ProtoMajor: 1, ProtoMinor: 1, ContentLength: -1}, nil
-}
-
-// pipeResponse is an http.ResponseWriter writing into a pipe.
-type pipeResponse struct {
-	header  http.Header
-	sent    http.Header // header as of the status
-	pw      *io.PipeWriter
-	once    sync.Once
-	code    int
-	started chan struct{}
-}
-
-func (w *pipeResponse) Header() http.Header { return w.header }
-
-func (w *pipeResponse) start(code int) {
-	w.once.Do(func() {
-		w.code = code
-		w.sent = w.header.Clone()
-		close(w.started)
-	})
-}
-
-func (w *pipeResponse) WriteHeader(code int) { w.start(code) }
-
-func (w *pipeResponse) Write(b []byte) (int, error) {
-	w.start(http.StatusOK)
-	return w.pw.Write(b)
-}
-
-// Flush does nothing: every Write reaches the reader.
-func (w *pipeResponse) Flush() {}

@@ -6,10 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"net/http/httptest"
-	"net/url"
-	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -17,7 +13,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
-	"github.com/gridcrawl/gridcrawl/services/internal/mcp"
+	"github.com/gridcrawl/gridcrawl/services/internal/apiclient"
 )
 
 // logUsage is the part of the usage text for urls and report.
@@ -26,43 +22,6 @@ const logUsage = `  urls    [--data DIR] [--api URL] [--failed] [--status S] [--
   report  [--data DIR] [--api URL] [--json] NAME CRAWL_ID
                                                 a crawl report: hosts, mime-types, status-codes, failure-reasons
 `
-
-// apiClient returns a client of the running grid's API, or, when none
-// runs, of an MCP opened on the data directory and served in process; the
-// returned function releases it.
-func apiClient(api, data string) (*client, func(), error) {
-	cfg, err := loadConfig(data)
-	if err != nil {
-		return nil, nil, err
-	}
-	if base := apiFor(api, cfg.Backends.DataDir); base != "" {
-		return &client{base: base, token: os.Getenv("GRIDCRAWL_API_TOKEN")}, func() {}, nil
-	}
-	if _, err := os.Stat(cfg.Backends.DataDir); err != nil {
-		return nil, nil, fmt.Errorf("no running grid and no data directory: %w", err)
-	}
-	g, err := offline(cfg.Backends.DataDir)
-	if err != nil {
-		return nil, nil, err
-	}
-	// In process, from loopback: the Host must be one MCP answers to on
-	// loopback (its guard refuses others with 421).
-	c := &client{base: "http://localhost", http: http.Client{Transport: inProcess{g.MCP.Handler()}}}
-	return c, func() { _ = g.Backends.Close() }, nil
-}
-
-// inProcess is a RoundTripper that serves requests with a handler, as
-// from loopback.
-type inProcess struct{ h http.Handler }
-
-func (p inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
-	req = req.Clone(req.Context())
-	req.RemoteAddr = "127.0.0.1:1"
-	req.RequestURI = req.URL.RequestURI()
-	rec := httptest.NewRecorder()
-	p.h.ServeHTTP(rec, req)
-	return rec.Result(), nil
-}
 
 func cmdURLs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("urls", "[flags] CRAWL_ID", stderr)
@@ -90,22 +49,16 @@ func cmdURLs(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *limit < 0 {
 		return usageError{errors.New("--limit must not be negative")}
 	}
-	c, release, err := apiClient(*api, *data)
+	c, err := openAPI(*api, *data)
 	if err != nil {
 		return err
 	}
-	defer release()
-	q := url.Values{}
-	for k, v := range map[string]string{"status": *status, "host": *host, "reason": *reason} {
-		if v != "" {
-			q.Set(k, v)
-		}
-	}
+	defer c.close()
 	page := 1000
 	if *limit > 0 && *limit < page {
 		page = *limit
 	}
-	q.Set("limit", strconv.Itoa(page))
+	q := apiclient.LogQuery{Status: contracts.Status(*status), Host: *host, Reason: *reason, Limit: page}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	if !*asJSON {
 		fmt.Fprintln(tw, "STATUS\tHTTP\tREASON\tURL")
@@ -113,8 +66,8 @@ func cmdURLs(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	enc := json.NewEncoder(stdout)
 	printed := 0
 	for {
-		var res mcp.CrawlLog
-		if err := c.do(ctx, http.MethodGet, "/api/v1/crawls/"+url.PathEscape(pos[0])+"/urls?"+q.Encode(), nil, &res); err != nil {
+		res, err := c.CrawlLog(ctx, pos[0], q)
+		if err != nil {
 			return err
 		}
 		for _, r := range res.URLs {
@@ -140,7 +93,7 @@ func cmdURLs(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if res.NextCursor == nil || (*limit > 0 && printed == *limit) {
 			break
 		}
-		q.Set("cursor", *res.NextCursor)
+		q.Cursor = *res.NextCursor
 	}
 	return tw.Flush()
 }
@@ -160,26 +113,27 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	if len(pos) != 2 {
-		return usageError{errors.New("want NAME CRAWL_ID; NAME is one of " + strings.Join(mcp.ReportNames, ", "))}
+		return usageError{errors.New("want NAME CRAWL_ID; NAME is one of " + strings.Join(contracts.ReportNames, ", "))}
 	}
 	name, id := pos[0], pos[1]
-	if !slices.Contains(mcp.ReportNames, name) {
-		return usageError{fmt.Errorf("unknown report %q; one of %s", name, strings.Join(mcp.ReportNames, ", "))}
+	if !slices.Contains(contracts.ReportNames, name) {
+		return usageError{fmt.Errorf("unknown report %q; one of %s", name, strings.Join(contracts.ReportNames, ", "))}
 	}
-	c, release, err := apiClient(*api, *data)
+	c, err := openAPI(*api, *data)
 	if err != nil {
 		return err
 	}
-	defer release()
-	var raw struct {
-		Rows json.RawMessage `json:"rows"`
-	}
-	path := "/api/v1/crawls/" + url.PathEscape(id) + "/reports/" + name
-	if err := c.do(ctx, http.MethodGet, path, nil, &raw); err != nil {
+	defer c.close()
+	rep, err := c.Report(ctx, id, name, 0)
+	if err != nil {
 		return err
 	}
 	if *asJSON {
-		_, err := fmt.Fprintf(stdout, "%s\n", raw.Rows)
+		rows, err := json.Marshal(rep.Rows)
+		if err != nil {
+			return fmt.Errorf("encode report: %w", err)
+		}
+		_, err = fmt.Fprintf(stdout, "%s\n", rows)
 		return err
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
@@ -191,9 +145,9 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	switch name {
 	case "hosts":
-		var rows []mcp.HostReportRow
-		if err := json.Unmarshal(raw.Rows, &rows); err != nil {
-			return fmt.Errorf("decode report: %w", err)
+		rows, err := apiclient.DecodeRows[contracts.HostReportRow](rep.Rows)
+		if err != nil {
+			return err
 		}
 		fmt.Fprintln(tw, "HOST\tURLS\tFETCHED\tFAILED\tBYTES\tSTATUS CODES")
 		for _, r := range rows {
@@ -205,18 +159,18 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\n", r.Host, r.URLs, r.Fetched, r.Failed, r.Bytes, strings.Join(codes, " "))
 		}
 	case "mime-types":
-		var rows []mcp.MIMEReportRow
-		if err := json.Unmarshal(raw.Rows, &rows); err != nil {
-			return fmt.Errorf("decode report: %w", err)
+		rows, err := apiclient.DecodeRows[contracts.MIMEReportRow](rep.Rows)
+		if err != nil {
+			return err
 		}
 		fmt.Fprintln(tw, "MIME TYPE\tCOUNT\tBYTES")
 		for _, r := range rows {
 			fmt.Fprintf(tw, "%s\t%d\t%d\n", str(r.MIMEType), r.Count, r.Bytes)
 		}
 	case "status-codes":
-		var rows []mcp.StatusCodeReportRow
-		if err := json.Unmarshal(raw.Rows, &rows); err != nil {
-			return fmt.Errorf("decode report: %w", err)
+		rows, err := apiclient.DecodeRows[contracts.StatusCodeReportRow](rep.Rows)
+		if err != nil {
+			return err
 		}
 		fmt.Fprintln(tw, "STATUS CODE\tCOUNT")
 		for _, r := range rows {
@@ -227,9 +181,9 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			fmt.Fprintf(tw, "%s\t%d\n", code, r.Count)
 		}
 	case "failure-reasons":
-		var rows []mcp.ReasonReportRow
-		if err := json.Unmarshal(raw.Rows, &rows); err != nil {
-			return fmt.Errorf("decode report: %w", err)
+		rows, err := apiclient.DecodeRows[contracts.ReasonReportRow](rep.Rows)
+		if err != nil {
+			return err
 		}
 		fmt.Fprintln(tw, "COUNT\tREASON\tSAMPLE URLS")
 		for _, r := range rows {

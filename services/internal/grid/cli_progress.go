@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -78,8 +79,8 @@ func fmtElapsed(d time.Duration) string {
 
 // progressLine is the text of one progress report of st: its state unless
 // running, the elapsed time, the URLs settled of those known, the count of
-// each outcome, the pending URLs, for a continuous crawl the URLs due, and
-// the rate.
+// each status (outcomeParts: they add up to the URLs known), for a
+// continuous crawl the URLs due, and the rate.
 func progressLine(st contracts.CrawlStatus, elapsed time.Duration, rate float64) string {
 	state := ""
 	if st.State != contracts.CrawlRunning {
@@ -89,9 +90,48 @@ func progressLine(st contracts.CrawlStatus, elapsed time.Duration, rate float64)
 	if st.Recrawl != nil {
 		due = fmt.Sprintf("  %d due", st.Recrawl.Due)
 	}
-	return fmt.Sprintf("%s%s  %d/%d urls  %d indexed  %d redirected  %d failed  %d retired  %d pending%s  %.1f pages/s",
-		state, fmtElapsed(elapsed), st.Total-st.Pending, st.Total, st.Counts[contracts.Indexed], st.Counts[contracts.Redirected],
-		st.Counts[contracts.Failed], st.Retired, st.Pending, due, rate)
+	return fmt.Sprintf("%s%s  %d/%d urls  %s%s  %.1f pages/s",
+		state, fmtElapsed(elapsed), st.Total-st.Pending, st.Total, strings.Join(outcomeParts(st, false), "  "), due, rate)
+}
+
+// outcomeParts returns the count of every status of st, so that they add
+// up to its total: the terminal statuses (sitemap among them, and any a
+// newer MCP reports, by name), then the retired and the pending URLs. Short
+// parts are abbreviated for a narrow terminal.
+func outcomeParts(st contracts.CrawlStatus, short bool) []string {
+	type part struct {
+		n          int64
+		long, abbr string
+	}
+	parts := []part{
+		{st.Counts[contracts.Indexed], "indexed", "idx"},
+		{st.Counts[contracts.Redirected], "redirected", "redir"},
+		{st.Counts[contracts.Failed], "failed", "fail"},
+		{st.Counts[contracts.Sitemap], "sitemap", "smap"},
+	}
+	var others []string
+	for s := range st.Counts {
+		switch {
+		case s == contracts.Indexed || s == contracts.Redirected || s == contracts.Failed || s == contracts.Sitemap,
+			s == contracts.Retired, s.Pending():
+		default:
+			others = append(others, string(s))
+		}
+	}
+	slices.Sort(others)
+	for _, s := range others {
+		parts = append(parts, part{st.Counts[contracts.Status(s)], s, s})
+	}
+	parts = append(parts, part{st.Retired, "retired", "ret"}, part{st.Pending, "pending", "pend"})
+	out := make([]string, len(parts))
+	for i, p := range parts {
+		name := p.long
+		if short {
+			name = p.abbr
+		}
+		out[i] = fmt.Sprintf("%d %s", p.n, name)
+	}
+	return out
 }
 
 // shortProgressLine is progressLine in abbreviations, for a narrow
@@ -105,9 +145,8 @@ func shortProgressLine(st contracts.CrawlStatus, elapsed time.Duration, rate flo
 	if st.Recrawl != nil {
 		due = fmt.Sprintf(" %d due", st.Recrawl.Due)
 	}
-	return fmt.Sprintf("%s%s %d/%d urls %d idx %d redir %d fail %d ret %d pend%s %.1f p/s",
-		state, fmtElapsed(elapsed), st.Total-st.Pending, st.Total, st.Counts[contracts.Indexed], st.Counts[contracts.Redirected],
-		st.Counts[contracts.Failed], st.Retired, st.Pending, due, rate)
+	return fmt.Sprintf("%s%s %d/%d urls %s%s %.1f p/s",
+		state, fmtElapsed(elapsed), st.Total-st.Pending, st.Total, strings.Join(outcomeParts(st, true), " "), due, rate)
 }
 
 // rate returns the current rate: the settled URLs per second over the last
@@ -196,8 +235,8 @@ func fitLine(st contracts.CrawlStatus, elapsed time.Duration, rate float64, widt
 	return short[:max(width-1, 0)]
 }
 
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
+// isTerminal reports whether w, a reader or writer, is a terminal.
+func isTerminal(w any) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false

@@ -2,30 +2,11 @@ package grid
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"io"
-	"net/http"
 	"strings"
 
+	"github.com/gridcrawl/gridcrawl/services/internal/apiclient"
 	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
 )
-
-// readiness reads the MCP's /readyz: which backends do not answer (a full
-// disk of embedded backends is the backend "disk").
-func (c *client) readiness(ctx context.Context) (metrics.Readiness, error) {
-	var rd metrics.Readiness
-	err := c.raw(ctx, http.MethodGet, "/readyz", func(resp *http.Response) error {
-		if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusServiceUnavailable {
-			return fmt.Errorf("GET /readyz: %s", resp.Status)
-		}
-		if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&rd); err != nil {
-			return fmt.Errorf("decode /readyz: %w", err)
-		}
-		return nil
-	})
-	return rd, err
-}
 
 // waitingLine says which backends the grid waits for and why, or "" when
 // rd is ready.
@@ -43,7 +24,7 @@ func waitingLine(rd metrics.Readiness) string {
 // readyWatch reports, once per outage, that the followed grid waits for a
 // backend, and once when it is back.
 type readyWatch struct {
-	c       *client
+	c       *apiclient.Client
 	reads   int
 	waiting string
 }
@@ -59,7 +40,7 @@ func (w *readyWatch) poll(ctx context.Context) string {
 	if w.reads%readyEvery != 1 {
 		return ""
 	}
-	rd, err := w.c.readiness(ctx)
+	rd, err := w.c.Readiness(ctx)
 	if err != nil {
 		return ""
 	}

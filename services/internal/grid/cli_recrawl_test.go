@@ -56,9 +56,9 @@ func TestCrawlContinuous(t *testing.T) {
 			}
 			id := m[1]
 			lines := strings.Split(strings.TrimSpace(stderr), "\n")
-			progress := regexp.MustCompile(`^\d+s  \d+/\d+ urls  \d+ indexed  \d+ redirected  \d+ failed  \d+ retired  \d+ pending  \d+ due  \d+\.\d pages/s$`)
-			last := regexp.MustCompile(fmt.Sprintf(`^up_to_date  \d+s  %d/%d urls  %d indexed  0 redirected  %d failed  0 retired  0 pending  0 due  \d+\.\d pages/s$`,
-				tt.total, tt.total, tt.indexed, tt.bad))
+			progress := regexp.MustCompile(`^\d+s  \d+/\d+ urls  \d+ indexed  \d+ redirected  \d+ failed  \d+ sitemap  \d+ retired  \d+ pending  \d+ due  \d+\.\d pages/s$`)
+			last := regexp.MustCompile(fmt.Sprintf(`^up_to_date  \d+s  %d/%d urls  %d indexed  0 redirected  %d failed  %d sitemap  0 retired  0 pending  0 due  \d+\.\d pages/s$`,
+				tt.total, tt.total, tt.indexed, tt.bad, tt.total-tt.indexed-tt.bad))
 			i := 1
 			for ; i < len(lines) && progress.MatchString(lines[i]); i++ {
 			}
@@ -80,8 +80,8 @@ func TestCrawlContinuous(t *testing.T) {
 
 			// grid status reads the data directory: the crawl is up to date.
 			code, stdout, stderr = runCLI(t.Context(), "status", "--data", dir)
-			line := regexp.MustCompile(fmt.Sprintf(`^%s  up_to_date  total %d  pending 0  indexed %d  redirected 0  failed %d  documents %d  recrawl every 1h: 0 due, %s  %s\n$`,
-				regexp.QuoteMeta(id), tt.total, tt.indexed, tt.bad, tt.indexed, next, regexp.QuoteMeta(site.url("/"))))
+			line := regexp.MustCompile(fmt.Sprintf(`^%s  up_to_date  total %d  pending 0  indexed %d  redirected 0  failed %d  sitemap %d  retired 0  documents %d  recrawl every 1h: 0 due, %s  %s\n$`,
+				regexp.QuoteMeta(id), tt.total, tt.indexed, tt.bad, tt.total-tt.indexed-tt.bad, tt.indexed, next, regexp.QuoteMeta(site.url("/"))))
 			if code != 0 || !line.MatchString(stdout) {
 				t.Errorf("grid status = %d, stdout %q, stderr %q; want it to match %s", code, stdout, stderr, line)
 			}
@@ -178,8 +178,8 @@ func TestCrawlContinuousTerminal(t *testing.T) {
 	}
 	id := strings.Fields(stdout.String())[1]
 	want := []*regexp.Regexp{
-		regexp.MustCompile(`^grid crawl: crawl ` + regexp.QuoteMeta(id) + ` started; dashboard http://127\.0\.0\.1:\d+/$`),
-		regexp.MustCompile(`^\[####################\] up_to_date  \d+s  4/4 urls  3 indexed  0 redirected  0 failed  0 retired  0 pending  0 due  \d+\.\d pages/s$`),
+		regexp.MustCompile(`^grid crawl: crawl ` + regexp.QuoteMeta(id) + ` started; dashboard http://127\.0\.0\.1:\d+/#/crawl/` + regexp.QuoteMeta(id) + `$`),
+		regexp.MustCompile(`^\[####################\] up_to_date  \d+s  4/4 urls  3 indexed  0 redirected  0 failed  1 sitemap  0 retired  0 pending  0 due  \d+\.\d pages/s$`),
 		regexp.MustCompile(`^grid crawl: crawl ` + regexp.QuoteMeta(id) + ` is continuous \(recrawl every 2s\) and up to date: its first round is done$`),
 		regexp.MustCompile(`^grid crawl: it is stored in `),
 		regexp.MustCompile(`^grid crawl: follow it with: grid status --data `),
@@ -208,9 +208,9 @@ func TestContinuousProgressText(t *testing.T) {
 		width int
 		want  string
 	}{
-		{0, "[####################] up_to_date  1m05s  50/50 urls  45 indexed  0 redirected  5 failed  0 retired  0 pending  3 due  1.5 pages/s"},
-		{110, "up_to_date  1m05s  50/50 urls  45 indexed  0 redirected  5 failed  0 retired  0 pending  3 due  1.5 pages/s"},
-		{90, "up_to_date 1m05s 50/50 urls 45 idx 0 redir 5 fail 0 ret 0 pend 3 due 1.5 p/s"},
+		{0, "[####################] up_to_date  1m05s  50/50 urls  45 indexed  0 redirected  5 failed  0 sitemap  0 retired  0 pending  3 due  1.5 pages/s"},
+		{120, "up_to_date  1m05s  50/50 urls  45 indexed  0 redirected  5 failed  0 sitemap  0 retired  0 pending  3 due  1.5 pages/s"},
+		{90, "up_to_date 1m05s 50/50 urls 45 idx 0 redir 5 fail 0 smap 0 ret 0 pend 3 due 1.5 p/s"},
 	} {
 		if got := fitLine(st, 65*time.Second, 1.5, tt.width); got != tt.want {
 			t.Errorf("fitLine(width %d) = %q, want %q", tt.width, got, tt.want)

@@ -136,15 +136,15 @@ func TestCrawlProgress(t *testing.T) {
 	// status sitemap, not failed) among the URLs.
 	const indexed, redirected, failed, sitemaps = 3, 1, 1, 1
 	lines := strings.Split(strings.TrimSpace(stderr), "\n")
-	if !regexp.MustCompile(`^grid crawl: crawl \S+ started; dashboard http://127\.0\.0\.1:\d+/$`).MatchString(lines[0]) {
+	if !regexp.MustCompile(`^grid crawl: crawl \S+ started; dashboard http://127\.0\.0\.1:\d+/#/crawl/\S+$`).MatchString(lines[0]) {
 		t.Errorf("first line of stderr = %q, want the crawl and its dashboard URL", lines[0])
 	}
-	want := regexp.MustCompile(fmt.Sprintf(`^finished  \d+s  %d/%d urls  %d indexed  %d redirected  %d failed  0 retired  0 pending  \d+\.\d pages/s$`,
-		indexed+redirected+failed+sitemaps, indexed+redirected+failed+sitemaps, indexed, redirected, failed))
+	want := regexp.MustCompile(fmt.Sprintf(`^finished  \d+s  %d/%d urls  %d indexed  %d redirected  %d failed  %d sitemap  0 retired  0 pending  \d+\.\d pages/s$`,
+		indexed+redirected+failed+sitemaps, indexed+redirected+failed+sitemaps, indexed, redirected, failed, sitemaps))
 	if last := lines[len(lines)-1]; !want.MatchString(last) {
 		t.Errorf("last progress line = %q, want it to match %s", last, want)
 	}
-	progress := regexp.MustCompile(`^(paused  )?\d+s  \d+/\d+ urls  \d+ indexed  \d+ redirected  \d+ failed  \d+ retired  \d+ pending  \d+\.\d pages/s$`)
+	progress := regexp.MustCompile(`^(paused  )?\d+s  \d+/\d+ urls  \d+ indexed  \d+ redirected  \d+ failed  \d+ sitemap  \d+ retired  \d+ pending  \d+\.\d pages/s$`)
 	for _, l := range lines[1 : len(lines)-1] {
 		if !progress.MatchString(l) {
 			t.Errorf("progress line %q does not match %s", l, progress)
@@ -501,11 +501,12 @@ func TestCLIErrors(t *testing.T) {
 }
 
 // TestVersion: grid --version and grid version print the module, its
-// version and the Go version of the build.
+// version (a test binary has neither stamp nor revision, and says so) and
+// the Go version of the build; never Go's bare "(devel)".
 func TestVersion(t *testing.T) {
 	for _, args := range [][]string{{"--version"}, {"version"}, {"-version"}} {
 		code, stdout, stderr := runCLI(t.Context(), args...)
-		want := regexp.MustCompile(`^grid github\.com/gridcrawl/gridcrawl \S+( revision [0-9a-f]+ \(\S+\)( modified)?)? ` +
+		want := regexp.MustCompile(`^grid github\.com/gridcrawl/gridcrawl (unversioned \([^)]*make build stamps one\)|[^ (]\S*)( revision [0-9a-f]+)?( \(\S+\))?( modified)? ` +
 			regexp.QuoteMeta(runtime.Version()) + ` ` + runtime.GOOS + `/` + runtime.GOARCH + `\n$`)
 		if code != 0 || !want.MatchString(stdout) || stderr != "" {
 			t.Errorf("grid %v = %d, stdout %q, stderr %q; want 0 and stdout matching %s", args, code, stdout, stderr, want)
@@ -537,10 +538,10 @@ func TestProgressLines(t *testing.T) {
 	end.State, end.FinishedAt = contracts.CrawlFinished, new(t0.Add(100*time.Second))
 	p.done(end, t0.Add(101*time.Second))
 	want := strings.Join([]string{
-		"0s  0/10 urls  0 indexed  0 redirected  0 failed  0 retired  10 pending  0.0 pages/s",
-		"5s  45/65 urls  40 indexed  2 redirected  3 failed  0 retired  20 pending  9.0 pages/s",
-		"10s  166/170 urls  150 indexed  5 redirected  10 failed  1 retired  4 pending  24.0 pages/s",
-		"finished  1m40s  221/221 urls  200 indexed  5 redirected  15 failed  1 retired  0 pending  2.2 pages/s",
+		"0s  0/10 urls  0 indexed  0 redirected  0 failed  0 sitemap  0 retired  10 pending  0.0 pages/s",
+		"5s  45/65 urls  40 indexed  2 redirected  3 failed  0 sitemap  0 retired  20 pending  9.0 pages/s",
+		"10s  166/170 urls  150 indexed  5 redirected  10 failed  0 sitemap  1 retired  4 pending  24.0 pages/s",
+		"finished  1m40s  221/221 urls  200 indexed  5 redirected  15 failed  0 sitemap  1 retired  0 pending  2.2 pages/s",
 	}, "\n") + "\n"
 	if buf.String() != want {
 		t.Errorf("progress lines:\n%s\nwant:\n%s", buf.String(), want)
@@ -551,8 +552,8 @@ func TestProgressLines(t *testing.T) {
 	p.show(status(0, 0, 0, 0, 10), t0)
 	p.show(status(10, 0, 0, 0, 10), t0.Add(2*time.Second))
 	p.end()
-	if want := "0s  0/10 urls  0 indexed  0 redirected  0 failed  0 retired  10 pending  0.0 pages/s\n" +
-		"2s  10/20 urls  10 indexed  0 redirected  0 failed  0 retired  10 pending  5.0 pages/s\n"; buf.String() != want {
+	if want := "0s  0/10 urls  0 indexed  0 redirected  0 failed  0 sitemap  0 retired  10 pending  0.0 pages/s\n" +
+		"2s  10/20 urls  10 indexed  0 redirected  0 failed  0 sitemap  0 retired  10 pending  5.0 pages/s\n"; buf.String() != want {
 		t.Errorf("progress lines of an interrupted crawl:\n%s\nwant:\n%s", buf.String(), want)
 	}
 	for _, tt := range []struct {
@@ -593,8 +594,8 @@ func TestFitLine(t *testing.T) {
 	st := contracts.CrawlStatus{State: contracts.CrawlRunning, Total: 50, Pending: 10, Retired: 1,
 		Counts: map[contracts.Status]int64{contracts.Indexed: 30, contracts.Redirected: 4, contracts.Failed: 5, contracts.Retired: 1}}
 	const (
-		full  = "1m05s  40/50 urls  30 indexed  4 redirected  5 failed  1 retired  10 pending  12.5 pages/s"
-		short = "1m05s 40/50 urls 30 idx 4 redir 5 fail 1 ret 10 pend 12.5 p/s"
+		full  = "1m05s  40/50 urls  30 indexed  4 redirected  5 failed  0 sitemap  1 retired  10 pending  12.5 pages/s"
+		short = "1m05s 40/50 urls 30 idx 4 redir 5 fail 0 smap 1 ret 10 pend 12.5 p/s"
 		bar   = "[################....] " + full
 	)
 	tests := []struct {

@@ -20,7 +20,6 @@ import (
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex/txindextest"
-	"github.com/gridcrawl/gridcrawl/services/internal/mcp"
 )
 
 // failingSite is a loopback site whose URLs fail in known ways: the oracle
@@ -121,7 +120,7 @@ func TestCrawlLogFailures(t *testing.T) {
 		if page > 20 {
 			t.Fatal("the failed listing does not end")
 		}
-		var log mcp.CrawlLog
+		var log contracts.CrawlLog
 		if code := apiDo(t, http.MethodGet, api+"/api/v1/crawls/"+id+"/urls?"+q.Encode(), nil, &log); code != http.StatusOK {
 			t.Fatalf("GET urls?%s = %d", q.Encode(), code)
 		}
@@ -164,7 +163,7 @@ func TestCrawlLogFailures(t *testing.T) {
 
 	// One URL, with its history and WARC record.
 	for u, mt := range site.ok {
-		var rec mcp.URLRecord
+		var rec contracts.URLRecord
 		if code := apiDo(t, http.MethodGet, api+"/api/v1/crawls/"+id+"/urls?url="+url.QueryEscape(u), nil, &rec); code != http.StatusOK {
 			t.Fatalf("GET urls?url=%s = %d", u, code)
 		}
@@ -216,7 +215,7 @@ func TestCrawlLogFailures(t *testing.T) {
 
 	// The timeline ends with the crawl's final counts.
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		var tl mcp.Timeline
+		var tl contracts.Timeline
 		if code := apiDo(t, http.MethodGet, api+"/api/v1/crawls/"+id+"/timeline", nil, &tl); code != http.StatusOK {
 			t.Fatalf("GET timeline = %d", code)
 		}
@@ -293,33 +292,33 @@ func checkReports(t *testing.T, get func(path string, out any) int, id string, t
 		}
 		return &s
 	}
-	var hosts []mcp.HostReportRow
+	var hosts []contracts.HostReportRow
 	report("hosts", &hosts)
-	var wantHosts []mcp.HostReportRow
+	var wantHosts []contracts.HostReportRow
 	for _, h := range want.Hosts {
 		codes := map[string]int64{}
 		for c, n := range h.StatusCodes {
 			codes[strconv.Itoa(c)] = n
 		}
-		wantHosts = append(wantHosts, mcp.HostReportRow{Host: h.Host, URLs: h.URLs, Fetched: h.Fetched, Failed: h.Failed, Bytes: h.Bytes, StatusCodes: codes})
+		wantHosts = append(wantHosts, contracts.HostReportRow{Host: h.Host, URLs: h.URLs, Fetched: h.Fetched, Failed: h.Failed, Bytes: h.Bytes, StatusCodes: codes})
 	}
 	if diff := cmp.Diff(wantHosts, hosts, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("hosts report (-want +got):\n%s", diff)
 	}
-	var mimes []mcp.MIMEReportRow
+	var mimes []contracts.MIMEReportRow
 	report("mime-types", &mimes)
-	var wantMIMEs []mcp.MIMEReportRow
+	var wantMIMEs []contracts.MIMEReportRow
 	for _, m := range want.MIMETypes {
-		wantMIMEs = append(wantMIMEs, mcp.MIMEReportRow{MIMEType: str(m.MIMEType), Count: m.Count, Bytes: m.Bytes})
+		wantMIMEs = append(wantMIMEs, contracts.MIMEReportRow{MIMEType: str(m.MIMEType), Count: m.Count, Bytes: m.Bytes})
 	}
 	if diff := cmp.Diff(wantMIMEs, mimes, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("mime-types report (-want +got):\n%s", diff)
 	}
-	var codes []mcp.StatusCodeReportRow
+	var codes []contracts.StatusCodeReportRow
 	report("status-codes", &codes)
-	var wantCodes []mcp.StatusCodeReportRow
+	var wantCodes []contracts.StatusCodeReportRow
 	for _, c := range want.StatusCodes {
-		row := mcp.StatusCodeReportRow{Count: c.Count}
+		row := contracts.StatusCodeReportRow{Count: c.Count}
 		if c.StatusCode != 0 {
 			row.StatusCode = &c.StatusCode
 		}
@@ -328,11 +327,11 @@ func checkReports(t *testing.T, get func(path string, out any) int, id string, t
 	if diff := cmp.Diff(wantCodes, codes, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("status-codes report (-want +got):\n%s", diff)
 	}
-	var reasons []mcp.ReasonReportRow
+	var reasons []contracts.ReasonReportRow
 	report("failure-reasons", &reasons)
-	var wantReasons []mcp.ReasonReportRow
+	var wantReasons []contracts.ReasonReportRow
 	for _, r := range want.FailureReasons {
-		wantReasons = append(wantReasons, mcp.ReasonReportRow{Reason: str(r.Reason), Count: r.Count, SampleURLs: r.SampleURLs})
+		wantReasons = append(wantReasons, contracts.ReasonReportRow{Reason: str(r.Reason), Count: r.Count, SampleURLs: r.SampleURLs})
 	}
 	if diff := cmp.Diff(wantReasons, reasons, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("failure-reasons report (-want +got):\n%s", diff)
@@ -342,7 +341,7 @@ func checkReports(t *testing.T, get func(path string, out any) int, id string, t
 	for _, h := range hosts {
 		fetched += h.Fetched
 	}
-	if len(all) == 0 || fetched == 0 || !slices.ContainsFunc(mimes, func(m mcp.MIMEReportRow) bool { return m.MIMEType != nil && *m.MIMEType == "text/plain" }) {
+	if len(all) == 0 || fetched == 0 || !slices.ContainsFunc(mimes, func(m contracts.MIMEReportRow) bool { return m.MIMEType != nil && *m.MIMEType == "text/plain" }) {
 		t.Errorf("reports show %d records, %d fetched, mime types %v; want the crawl's", len(all), fetched, mimes)
 	}
 }
@@ -379,7 +378,7 @@ func TestGridModeCrawlLog(t *testing.T) {
 		if page > 20 {
 			t.Fatal("the failed listing does not end")
 		}
-		var log mcp.CrawlLog
+		var log contracts.CrawlLog
 		if code := c.do(http.MethodGet, "/api/v1/crawls/"+id+"/urls?"+q.Encode(), nil, &log); code != http.StatusOK {
 			t.Fatalf("GET urls?%s = %d", q.Encode(), code)
 		}

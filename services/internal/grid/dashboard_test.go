@@ -24,7 +24,6 @@ import (
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/pkg/websim"
-	"github.com/gridcrawl/gridcrawl/services/internal/mcp"
 )
 
 // chromiumPath returns the browser the dashboard test drives: GRIDCRAWL_CHROMIUM
@@ -605,10 +604,10 @@ func TestDashboardContinuousCrawl(t *testing.T) {
 	}
 
 	// Two rounds: /a changed, /c answered 304.
-	record := func(path string) mcp.URLRecord {
-		var rec mcp.URLRecord
+	record := func(path string) contracts.URLRecord {
+		var rec contracts.URLRecord
 		if code := apiDo(t, http.MethodGet, api+"/api/v1/crawls/"+id+"/urls?"+url.Values{"url": {base + path}}.Encode(), nil, &rec); code != http.StatusOK {
-			return mcp.URLRecord{}
+			return contracts.URLRecord{}
 		}
 		return rec
 	}

@@ -1,5 +1,6 @@
-// Package grid runs MCP, the loader and the crawler in one process on one set
-// of backends, and implements the grid command-line client.
+// Package grid runs MCP (with the coordinator and the indexer), the loader
+// and the crawler in one process on one set of backends, and implements the
+// grid command-line client.
 package grid
 
 import (
@@ -7,9 +8,10 @@ import (
 	"errors"
 	"log/slog"
 	"net"
-	"sync"
 
+	"github.com/gridcrawl/gridcrawl/services/internal/coordinator"
 	"github.com/gridcrawl/gridcrawl/services/internal/crawler"
+	"github.com/gridcrawl/gridcrawl/services/internal/indexer"
 	"github.com/gridcrawl/gridcrawl/services/internal/loader"
 	"github.com/gridcrawl/gridcrawl/services/internal/mcp"
 	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
@@ -21,11 +23,13 @@ import (
 // Config is the configuration of the whole grid, read from GRIDCRAWL_*
 // environment variables.
 type Config struct {
-	Backends wire.Backends
-	Frontier routing.Config
-	MCP      mcp.Config
-	Loader   loader.Config
-	Crawler  crawler.Config
+	Backends    wire.Backends
+	Frontier    routing.Config
+	Coordinator coordinator.Config
+	Indexer     indexer.Config
+	MCP         mcp.Config
+	Loader      loader.Config
+	Crawler     crawler.Config
 	// HandoffBytes bounds the responses the loader hands to the crawler in
 	// memory (crawler.Handoff); 0 turns the handoff off, and the crawler
 	// reads every page back from its WARC record.
@@ -47,15 +51,17 @@ func (c *Config) Validate() error {
 		handoff = errors.New("GRIDCRAWL_HANDOFF_BYTES must not be negative")
 	}
 	_, level := svc.ParseLogLevel(c.LogLevel)
-	return errors.Join(handoff, level, c.Backends.Validate(), c.Frontier.Validate(), c.MCP.Validate(c.Backends.Embedded()), c.Loader.Validate(), c.Crawler.Validate())
+	return errors.Join(handoff, level, c.Backends.Validate(), c.Frontier.Validate(), c.Coordinator.Validate(), c.Indexer.Validate(), c.MCP.Validate(c.Backends.Embedded()), c.Loader.Validate(), c.Crawler.Validate())
 }
 
 // Grid is a running all-in-one grid.
 type Grid struct {
-	Backends *wire.Set
-	MCP      *mcp.MCP
-	Loader   *loader.Loader
-	Crawler  *crawler.Crawler
+	Backends    *wire.Set
+	Coordinator *coordinator.Coordinator
+	Indexer     *indexer.Indexer
+	MCP         *mcp.MCP
+	Loader      *loader.Loader
+	Crawler     *crawler.Crawler
 	// Handoff carries responses from the loader to the crawler; nil when
 	// GRIDCRAWL_HANDOFF_BYTES is 0.
 	Handoff *crawler.Handoff
@@ -93,10 +99,16 @@ func Open(cfg Config, log *slog.Logger, ln net.Listener) (*Grid, error) {
 		_ = set.Close()
 		return nil, err
 	}
+	mlog := log.With("service", "mcp")
+	co := coordinator.New(cfg.Coordinator, coordinator.Deps{Queue: set.Queue, Tx: set.Tx, Profiles: set.Profiles, Search: set.Search,
+		Assets: set.Assets, Group: group, Shards: shards, Logger: mlog, Gate: gate, Metrics: set.Metrics, Disk: set.Disk})
 	return &Grid{
-		Backends: set,
-		MCP: mcp.New(cfg.MCP, mcp.Deps{Queue: set.Queue, Tx: set.Tx, Profiles: set.Profiles, Search: set.Search, Assets: set.Assets, HCF: set.HCF,
-			Group: group, Shards: shards, Embedded: set.Embedded, Logger: log.With("service", "mcp"), Listener: ln, Gate: gate, Metrics: set.Metrics, Disk: set.Disk}),
+		Backends:    set,
+		Coordinator: co,
+		Indexer: indexer.New(cfg.Indexer, indexer.Deps{Queue: set.Queue, Tx: set.Tx, Search: set.Search, Gate: gate,
+			Metrics: set.Metrics, Logger: log.With("service", "indexer"), Nudge: co.NudgeFinish}),
+		MCP: mcp.New(cfg.MCP, mcp.Deps{Crawls: co, Queue: set.Queue, Tx: set.Tx, Profiles: set.Profiles, Search: set.Search, Assets: set.Assets,
+			HCF: set.HCF, Shards: shards, Embedded: set.Embedded, Logger: mlog, Listener: ln, Metrics: set.Metrics, Disk: set.Disk}),
 		Loader: l,
 		Crawler: crawler.New(cfg.Crawler, crawler.Deps{Queue: set.Queue, Tx: set.Tx, Assets: set.Assets, Profiles: set.Profiles,
 			Group: group, Shards: shards, Handoff: handoff, Logger: log.With("service", "crawler"), Gate: gate, Metrics: set.Metrics}),
@@ -104,19 +116,9 @@ func Open(cfg Config, log *slog.Logger, ln net.Listener) (*Grid, error) {
 	}, nil
 }
 
-// Run runs the three services until ctx is cancelled or one fails, then
-// stops the others and closes the backends.
+// Run runs the services until ctx is cancelled or one fails, then stops
+// the others and closes the backends.
 func (g *Grid) Run(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	errs := make([]error, 3)
-	for i, run := range []func(context.Context) error{g.MCP.Run, g.Loader.Run, g.Crawler.Run} {
-		wg.Go(func() {
-			errs[i] = run(ctx)
-			cancel()
-		})
-	}
-	wg.Wait()
-	return errors.Join(errors.Join(errs...), g.Backends.Close())
+	err := svc.Together(g.Coordinator, g.MCP, g.Loader, g.Crawler, g.Indexer).Run(ctx)
+	return errors.Join(err, g.Backends.Close())
 }

@@ -56,9 +56,9 @@ func TestPausedCrawlSurvivesRecoverySweeps(t *testing.T) {
 	const depth = 4
 	site, exp := lifecycleSite(t, depth)
 	cfg := testConfig(t, t.TempDir(), site.Resolve())
-	cfg.MCP.RecoveryLease = time.Second
-	cfg.MCP.RecoveryAttempts = 2
-	cfg.MCP.RecoveryInterval = time.Hour // the test runs the passes
+	cfg.Coordinator.RecoveryLease = time.Second
+	cfg.Coordinator.RecoveryAttempts = 2
+	cfg.Coordinator.RecoveryInterval = time.Hour // the test runs the passes
 	g, api := startGrid(t, cfg)
 	id := createCrawl(t, api, contracts.Profile{StartURLs: []string{site.StartURL()}, MaxDepth: depth, Scope: contracts.ScopeDomain,
 		Politeness: contracts.Politeness{MinDelayMS: 200, MaxDelayMS: 200, DelayFactor: 1, Robots: contracts.RobotsObey}})
@@ -69,9 +69,9 @@ func TestPausedCrawlSurvivesRecoverySweeps(t *testing.T) {
 	if pendingRecords(t, g, id) == 0 {
 		t.Fatal("no URL is waiting in the paused crawl; make the site slower")
 	}
-	for pass := range cfg.MCP.RecoveryAttempts + 2 {
-		time.Sleep(cfg.MCP.RecoveryLease + 100*time.Millisecond) // every waiting record is past its lease
-		if _, err := g.MCP.Sweep(t.Context()); err != nil {
+	for pass := range cfg.Coordinator.RecoveryAttempts + 2 {
+		time.Sleep(cfg.Coordinator.RecoveryLease + 100*time.Millisecond) // every waiting record is past its lease
+		if _, err := g.Coordinator.Sweep(t.Context()); err != nil {
 			t.Fatalf("sweep %d: %v", pass, err)
 		}
 	}

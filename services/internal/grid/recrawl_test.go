@@ -14,7 +14,6 @@ import (
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
 	"github.com/gridcrawl/gridcrawl/pkg/warc"
-	"github.com/gridcrawl/gridcrawl/services/internal/mcp"
 )
 
 // changingSite is a site whose pages change on a schedule of their own
@@ -148,11 +147,11 @@ func testRecrawl(t *testing.T, site *changingSite, start string, do func(method,
 	pages := []string{"/", "/a", "/b", "/c", "/d"}
 
 	// record returns the record of the page at path (zero while unknown).
-	record := func(path string) mcp.URLRecord {
-		var rec mcp.URLRecord
+	record := func(path string) contracts.URLRecord {
+		var rec contracts.URLRecord
 		q := url.Values{"url": {base + path}}
 		if code := do(http.MethodGet, "/api/v1/crawls/"+id+"/urls?"+q.Encode(), nil, &rec); code != http.StatusOK {
-			return mcp.URLRecord{}
+			return contracts.URLRecord{}
 		}
 		return rec
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
 	"github.com/gridcrawl/gridcrawl/pkg/warc"
 	"github.com/gridcrawl/gridcrawl/pkg/websim"
-	"github.com/gridcrawl/gridcrawl/services/internal/mcp"
 )
 
 // segmentObject is what the object store says of one stored segment.
@@ -157,7 +156,7 @@ func TestGridModeFixedLoaderIDRestart(t *testing.T) {
 		t.Errorf("indexed records = %d, want %d", indexed, len(want))
 	}
 	// The API lists the segments the records point into, with MinIO's sizes.
-	var list mcp.SegmentList
+	var list contracts.SegmentList
 	if code := c.do(http.MethodGet, "/api/v1/crawls/"+id+"/segments", nil, &list); code != http.StatusOK {
 		t.Fatalf("GET segments = %d", code)
 	}

@@ -215,7 +215,7 @@ func robotsUnreachable(err error) string {
 	var dns *net.DNSError
 	switch {
 	case errors.Is(err, netguard.ErrForbidden):
-		return "address not allowed"
+		return netguard.Reason
 	case errors.As(err, &dns):
 		return "robots.txt unreachable: dns: " + dns.Err
 	case errors.As(err, &errno):
@@ -245,7 +245,7 @@ func (l *Loader) get(ctx context.Context, t *task, u *url.URL, crawlDelay time.D
 	case err != nil && ctx.Err() != nil:
 		o.verdict, o.err, o.pol = vAbandon, ctx.Err(), nothing
 	case errors.Is(err, netguard.ErrForbidden):
-		o.verdict, o.reason = vFailed, "address not allowed"
+		o.verdict, o.reason = vFailed, netguard.Reason
 	case err != nil && !lastAttempt:
 		o.verdict = vRetry
 	case err != nil:
@@ -553,7 +553,7 @@ func (o outcome) metric() metrics.Outcome {
 		switch {
 		case o.reason == "robots.txt disallowed":
 			return metrics.OutcomeRobotsDisallowed
-		case o.reason == "address not allowed":
+		case o.reason == netguard.Reason:
 			return metrics.OutcomeAddressNotAllowed
 		case o.reason == "cancelled":
 			return metrics.OutcomeCancelled

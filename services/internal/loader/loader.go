@@ -3,21 +3,47 @@
 // records into segment objects in the asset store, moves each URL to
 // to-be-parsed (or failed) and publishes crawler contracts.
 //
-// A URL goes through four stages, one file each, in the order data flows:
+// A URL goes through five stages, each in files of its own, in the order
+// data flows. The worker (Loader.work) takes one task at a time from the
+// scheduler, fetches it, and routes the outcome to the stage that owns it;
+// no stage calls back into an earlier one:
+//
+//	loader_pending                                                     crawler_pending
+//	     |                                                                    ^
+//	     v                                                                    |
+//	  intake ----> schedule ----> fetch ----> worker ----> record ----> publish
+//	     |           ^    |                     |   fetched, failed,
+//	     | park      |    | park (paused)       |   retired, skip, republish
+//	     v           |    v                     |
+//	loader_pending   +--------------------------+
+//	  (delayed)        retry, again, paused, abandon
+//
+// The stages:
 //
 //   - intake (intake.go): decodes a contract, groups its URLs by crawl host
 //     group, and holds them in the scheduler or parks them (publishes them
 //     back, delayed, to their shard, and settles them).
-//   - scheduler (schedule.go, state.go): pkg/politeness hands out one URL per
+//   - schedule (schedule.go, state.go): pkg/politeness hands out one URL per
 //     group at a time; the loader maps each crawl's profile onto its delay
 //     and budget API, and persists each group's delay lower bound per shard
-//     so that politeness survives a failover.
-//   - fetcher (fetch.go): turns one leased task into exactly one outcome:
+//     so that politeness survives a failover. It takes back the tasks whose
+//     lease ended without an outcome to record (requeue), and hands the
+//     URLs of retired groups on to the recorder like the worker does.
+//   - fetch (fetch.go): turns one leased task into exactly one outcome:
 //     fetched, failed (with a true reason), retry, again (robots.txt was
-//     fetched: that lease's one request), paused, skip, republish or
-//     abandon.
-//   - recorder (record.go): owns the WARC segment, the transactions, the
-//     crawler contracts and every settlement of a loader contract.
+//     fetched: that lease's one request), paused, skip, republish, abandon
+//     or lost.
+//   - record (record.go, segment.go): writes the WARC records into the
+//     segment (segmentWriter), stores it and applies the transitions in
+//     batches, one per flush.
+//   - publish (publish.go): publishes each recorded batch's crawler
+//     contracts, and only then settles its loader contracts.
+//
+// The recorder and the publisher hold neither the loader nor the
+// scheduler: they get narrow dependencies, and end a task through a settle
+// function given at construction, which releases the task's claim (taken at
+// admission, so that a duplicate is not fetched meanwhile) once its record
+// is durable.
 //
 // A contract is acked only when every URL it carries has a durable outcome:
 // the WARC segment is stored, the transaction index updated and the crawler
@@ -136,7 +162,7 @@ func (c *Config) Validate() error {
 		return errors.New("GRIDCRAWL_FRONTIER_REPORT_INTERVAL must be at least 100ms")
 	}
 	if _, err := netguard.ParseNets(c.AllowNets); err != nil {
-		return fmt.Errorf("GRIDCRAWL_ALLOW_NETS: %w", err)
+		return fmt.Errorf("GRIDCRAWL_ALLOW_NETS=%q: %w", c.AllowNets, err)
 	}
 	if _, err := netguard.ParseOverrides(c.Resolve); err != nil {
 		return fmt.Errorf("GRIDCRAWL_RESOLVE: %w", err)
@@ -218,6 +244,7 @@ type Loader struct {
 	holders map[string]*delivery
 
 	rec *recorder
+	pub *publisher
 	met *metrics.Loader
 	// active counts the workers between a lease and the hand-over of its
 	// outcome: when it drops to zero the loader has nothing else to do and
@@ -283,7 +310,19 @@ func New(cfg Config, deps Deps) (*Loader, error) {
 		bodies:  bytebudget.New(max(cfg.BodyBudget, cfg.MaxBodyBytes+1), freeBodyBytes),
 	}
 	l.state = newPolitenessState(deps.Assets, l.shards, log)
-	l.rec = newRecorder(l)
+	l.pub = newPublisher(deps.Queue, deps.Handoff, deps.Gate, log, l.settle)
+	l.rec = newRecorder(recorderDeps{
+		segments: newSegmentWriter(deps.Assets, segmentConfig{
+			loader: cfg.ID, run: l.run, gzip: cfg.Gzip, bytes: cfg.SegmentBytes, age: cfg.SegmentAge,
+		}, met, log),
+		index:         deps.Tx,
+		publisher:     l.pub,
+		gate:          deps.Gate,
+		log:           log,
+		settle:        l.settle,
+		keepResponses: deps.Handoff != nil,
+		flushInterval: cfg.FlushInterval,
+	})
 	robotsClient := &http.Client{
 		Transport: &countingTransport{base: transport, kind: metrics.KindRobots, met: met},
 		CheckRedirect: func(_ *http.Request, via []*http.Request) error {
@@ -351,7 +390,7 @@ func (l *Loader) Run(ctx context.Context) error {
 		defer close(flushed)
 		l.rec.flushLoop(ctx, drain)
 	}()
-	go l.rec.publishLoop(drain)
+	go l.pub.run(drain)
 	var loops sync.WaitGroup
 	loops.Go(func() { l.reportLoop(ctx) })
 	loops.Go(func() { l.retireLoop(ctx) })
@@ -362,7 +401,7 @@ func (l *Loader) Run(ctx context.Context) error {
 	wg.Wait()
 	<-flushed
 	l.rec.flush(drain, true) // what the workers finished after the last tick
-	l.rec.pub.close()        // and its publishing
+	l.pub.close()            // and its publishing
 	l.rec.close(drain)       // and seal the open segment's index
 	loops.Wait()
 	l.log.Info("shutdown complete", "requests", l.fetched.Load(), "parked", l.parkedURLs.Load(), "drain_expired", drain.Err() != nil)
@@ -413,8 +452,8 @@ func (l *Loader) consume(ctx, consumeCtx context.Context, intake *sync.WaitGroup
 }
 
 // work runs one worker: lease a task, fetch it (one outcome), release its
-// group with that outcome, and hand the outcome on. It takes no lease once
-// ctx is done; the task in hand finishes under drain.
+// group with that outcome, and route the outcome to the stage that owns it.
+// It takes no lease once ctx is done; the task in hand finishes under drain.
 func (l *Loader) work(ctx, drain context.Context) {
 	for {
 		if l.deps.Gate.Wait(ctx) != nil {
@@ -428,10 +467,10 @@ func (l *Loader) work(ctx, drain context.Context) {
 		t := lease.Item.Payload.(*task)
 		o := l.fetchTask(drain, t)
 		share := t.bodyShare
-		t.bodyShare = nil // t may be scheduled again by take
+		t.bodyShare = nil // t may be scheduled again by requeue
 		l.met.URL(o.metric())
 		l.release(drain, lease, t, o)
-		l.rec.take(drain, t, o)
+		l.route(drain, t, o)
 		share.Release()                           // the body is in the segment (or dropped)
 		if o.ex != nil && l.deps.Handoff == nil { // else the handoff holds the body
 			gcnudge.Dropped(int64(cap(o.ex.response)))
@@ -440,6 +479,36 @@ func (l *Loader) work(ctx, drain context.Context) {
 			l.rec.nudge()
 		}
 	}
+}
+
+// route hands the outcome of t to the stage that owns it. A robots.txt
+// exchange the lease made goes to the recorder (it is archived whatever the
+// verdict); an outcome that puts t back in line (retry, again, paused,
+// abandon) goes to the scheduler; one to record (fetched, failed, retired)
+// or that only settles (skip, republish) goes to the recorder; a task whose
+// contract went back to the queue (lost) is dropped here.
+func (l *Loader) route(ctx context.Context, t *task, o outcome) {
+	if o.robots != nil {
+		l.rec.archive(o.robots, t.crawlID)
+	}
+	switch o.verdict {
+	case vRetry, vAgain, vPaused, vAbandon:
+		l.requeue(ctx, t, o)
+	case vFetched, vFailed, vRetired, vSkip, vRepublish:
+		l.rec.take(t, o)
+	case vLost:
+		l.claims.release(t)
+		t.dl.drop()
+	}
+}
+
+// settle ends t once the recorder or the publisher is done with it: its
+// claim (taken at admission) ends, and its contract learns its outcome (err
+// nil: durable). The recorder and the publisher have it as a function
+// value, so that they never hold the loader.
+func (l *Loader) settle(ctx context.Context, t *task, err error) {
+	l.claims.release(t) // recorded, or its contract is retried
+	t.dl.done(ctx, l.log, err)
 }
 
 // delivery tracks the URLs of one contract until all have an outcome.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/netguard"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/pkg/warc"
 	"github.com/gridcrawl/gridcrawl/services/internal/contractmsg"
@@ -64,7 +65,7 @@ func TestUnreachableRobotsTellsWhy(t *testing.T) {
 		url   string
 		want  string
 	}{
-		{"refused by the address guard", "", s.URL + "/page.html", "address not allowed"},
+		{"refused by the address guard", "", s.URL + "/page.html", netguard.Reason},
 		{"connection refused", "127.0.0.0/8", refused, "robots.txt unreachable: connection refused"},
 	}
 	for _, tc := range tests {

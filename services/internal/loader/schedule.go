@@ -116,7 +116,7 @@ func budgetOf(b *contracts.Budget, group, host string) politeness.Budget {
 	if b.TotalBudget > 0 {
 		def.TotalBudget = b.TotalBudget
 	}
-	def.HoldQueues = b.HoldQueues // site-first crawls (seed 003)
+	def.HoldQueues = b.HoldQueues // site-first crawls, as Heritrix holds queues (https://github.com/internetarchive/heritrix3)
 	if len(b.Overrides) == 0 {
 		return def
 	}
@@ -149,6 +149,41 @@ func (l *Loader) schedule(ctx context.Context, t *task) {
 	if err := l.sched.Add(it); err != nil {
 		l.claims.release(t)
 		t.dl.done(ctx, l.log, fmt.Errorf("schedule %s: %w", t.url, err))
+	}
+}
+
+// requeue takes back a task whose lease ended without an outcome to
+// record: it is scheduled again (robots.txt was fetched in its stead; a
+// retryable failure; the index was unreachable while a backend was down),
+// parked (its crawl is paused), or settled with the error (abandoned).
+func (l *Loader) requeue(ctx context.Context, t *task, o outcome) {
+	switch o.verdict {
+	case vAgain:
+		t.prepaid = true // robots.txt is paid as the page: budgets count pages
+		l.schedule(ctx, t)
+	case vRetry:
+		// The group's own backoff (from the outcome) slows every URL of the
+		// group meanwhile.
+		t.attempt++
+		t.prepaid = false
+		t.notBefore = time.Now().Add(l.cfg.RetryDelay * time.Duration(t.attempt))
+		l.schedule(ctx, t)
+	case vPaused:
+		t.notBefore = time.Time{}
+		l.claims.release(t)
+		t.dl.done(ctx, l.log, l.park(ctx, []*task{t}, l.cfg.PausedDelay))
+	case vAbandon:
+		if ctx.Err() == nil && len(l.deps.Gate.Down(ctx)) > 0 && l.deps.Gate.Wait(ctx) == nil {
+			// A backend was down (the record could not be read): the task
+			// keeps its place and its attempts, and waited for the backend.
+			l.claims.release(t)
+			l.schedule(ctx, t)
+			return
+		}
+		if ctx.Err() == nil {
+			l.log.Warn("abandon url", "url", t.url, "crawl_id", t.crawlID, "err", o.err)
+		}
+		l.settle(ctx, t, o.err)
 	}
 }
 
@@ -197,7 +232,7 @@ func (l *Loader) retireLoop(ctx context.Context) {
 		}
 		for _, it := range l.sched.DrainRetired(10000) {
 			l.met.URL(metrics.OutcomeRetired)
-			l.rec.take(ctx, it.Payload.(*task), outcome{verdict: vRetired, reason: "crawl host group budget spent"})
+			l.route(ctx, it.Payload.(*task), outcome{verdict: vRetired, reason: "crawl host group budget spent"})
 		}
 	}
 }

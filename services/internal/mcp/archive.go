@@ -13,8 +13,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
+	"github.com/gridcrawl/gridcrawl/services/internal/jsonapi"
+
+	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
 	"github.com/gridcrawl/gridcrawl/pkg/search"
 	"github.com/gridcrawl/gridcrawl/pkg/warc"
@@ -27,33 +29,6 @@ import (
 // A segment belongs to the loader that wrote it and may hold records of
 // several crawls; a crawl's segments are those its URL records point into.
 // Its merged CDXJ holds only its own lines.
-
-// Segment is one WARC segment of a crawl, as GET /api/v1/crawls/{id}/segments
-// lists it.
-type Segment struct {
-	// Name is the segment's file name, the "filename" of its CDXJ lines.
-	Name string `json:"name"`
-	// Key is the segment's key in the asset store.
-	Key string `json:"key"`
-	// Size is the segment's size in bytes; Modified when it was last
-	// written (null when the store cannot tell).
-	Size     *int64     `json:"size"`
-	Modified *time.Time `json:"modified"`
-	// Records counts the crawl's URL records whose response lies in the
-	// segment.
-	Records int64 `json:"records"`
-	// URL downloads the segment; CDXJURL its CDXJ index.
-	URL     string `json:"url"`
-	CDXJURL string `json:"cdxj_url"`
-}
-
-// SegmentList is the body of GET /api/v1/crawls/{id}/segments.
-type SegmentList struct {
-	CrawlID  string    `json:"crawl_id"`
-	Segments []Segment `json:"segments"`
-	// TotalSize sums the known sizes of the segments.
-	TotalSize int64 `json:"total_size"`
-}
 
 // crawlSegment is a segment of a crawl with the offsets of the crawl's
 // response records in it.
@@ -112,14 +87,14 @@ func (m *MCP) listSegments(w http.ResponseWriter, r *http.Request) {
 	segs, err := m.crawlSegments(r, id)
 	if err != nil {
 		m.log.Error("list segments", "crawl_id", id, "err", err)
-		writeError(w, http.StatusInternalServerError, "could not list the crawl's segments", "")
+		jsonapi.Error(w, http.StatusInternalServerError, "could not list the crawl's segments", "")
 		return
 	}
-	out := SegmentList{CrawlID: id, Segments: make([]Segment, 0, len(segs))}
+	out := contracts.SegmentList{CrawlID: id, Segments: make([]contracts.Segment, 0, len(segs))}
 	st, _ := m.deps.Assets.(assets.Stater)
 	for _, s := range segs {
 		name := path.Base(s.key)
-		seg := Segment{Name: name, Key: s.key, Records: int64(len(s.offsets)), URL: segmentURL(id, name),
+		seg := contracts.Segment{Name: name, Key: s.key, Records: int64(len(s.offsets)), URL: segmentURL(id, name),
 			CDXJURL: segmentURL(id, name+assets.CDXJSuffix)}
 		if st != nil {
 			info, err := st.Stat(r.Context(), s.key)
@@ -129,13 +104,13 @@ func (m *MCP) listSegments(w http.ResponseWriter, r *http.Request) {
 				out.TotalSize += info.Size
 			case !errors.Is(err, assets.ErrNotFound) && !errors.Is(err, errors.ErrUnsupported):
 				m.log.Error("stat segment", "crawl_id", id, "key", s.key, "err", err)
-				writeError(w, http.StatusInternalServerError, "could not read the segment's size", "")
+				jsonapi.Error(w, http.StatusInternalServerError, "could not read the segment's size", "")
 				return
 			}
 		}
 		out.Segments = append(out.Segments, seg)
 	}
-	writeJSON(w, http.StatusOK, out)
+	jsonapi.Write(w, http.StatusOK, out)
 }
 
 // segmentKey returns the asset key of the segment file name (the loader
@@ -171,18 +146,18 @@ func (m *MCP) segmentFile(w http.ResponseWriter, r *http.Request) {
 	}
 	key := segmentKey(name)
 	if key == "" || m.deps.Assets == nil {
-		writeError(w, http.StatusNotFound, "no such segment", "name")
+		jsonapi.Error(w, http.StatusNotFound, "no such segment", "name")
 		return
 	}
 	if strings.HasSuffix(name, assets.CDXJSuffix) {
 		lines, err := m.segmentIndex(r, key, nil)
 		if errors.Is(err, assets.ErrNotFound) {
-			writeError(w, http.StatusNotFound, "no such segment", "name")
+			jsonapi.Error(w, http.StatusNotFound, "no such segment", "name")
 			return
 		}
 		if err != nil {
 			m.log.Error("read segment index", "crawl_id", id, "key", key, "err", err)
-			writeError(w, http.StatusInternalServerError, "could not read the segment's index", "")
+			jsonapi.Error(w, http.StatusInternalServerError, "could not read the segment's index", "")
 			return
 		}
 		writeCDXJ(w, r, m, id, name, warc.SortCDXJ(lines))
@@ -193,12 +168,12 @@ func (m *MCP) segmentFile(w http.ResponseWriter, r *http.Request) {
 		info, err := st.Stat(r.Context(), key)
 		switch {
 		case errors.Is(err, assets.ErrNotFound):
-			writeError(w, http.StatusNotFound, "no such segment", "name")
+			jsonapi.Error(w, http.StatusNotFound, "no such segment", "name")
 			return
 		case errors.Is(err, errors.ErrUnsupported):
 		case err != nil:
 			m.log.Error("stat segment", "crawl_id", id, "key", key, "err", err)
-			writeError(w, http.StatusInternalServerError, "could not read the segment", "")
+			jsonapi.Error(w, http.StatusInternalServerError, "could not read the segment", "")
 			return
 		default:
 			size = info.Size
@@ -207,17 +182,17 @@ func (m *MCP) segmentFile(w http.ResponseWriter, r *http.Request) {
 	offset, length, partial, ok := byteRange(r.Header.Get("Range"), size)
 	if !ok {
 		w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", size))
-		writeError(w, http.StatusRequestedRangeNotSatisfiable, "the range is not within the segment", "Range")
+		jsonapi.Error(w, http.StatusRequestedRangeNotSatisfiable, "the range is not within the segment", "Range")
 		return
 	}
 	rc, err := m.deps.Assets.Get(r.Context(), key, offset, length)
 	if errors.Is(err, assets.ErrNotFound) {
-		writeError(w, http.StatusNotFound, "no such segment", "name")
+		jsonapi.Error(w, http.StatusNotFound, "no such segment", "name")
 		return
 	}
 	if err != nil {
 		m.log.Error("read segment", "crawl_id", id, "key", key, "err", err)
-		writeError(w, http.StatusInternalServerError, "could not read the segment", "")
+		jsonapi.Error(w, http.StatusInternalServerError, "could not read the segment", "")
 		return
 	}
 	defer rc.Close()
@@ -361,7 +336,7 @@ func (m *MCP) crawlCDXJ(w http.ResponseWriter, r *http.Request) {
 	segs, err := m.crawlSegments(r, id)
 	if err != nil {
 		m.log.Error("list segments", "crawl_id", id, "err", err)
-		writeError(w, http.StatusInternalServerError, "could not list the crawl's segments", "")
+		jsonapi.Error(w, http.StatusInternalServerError, "could not list the crawl's segments", "")
 		return
 	}
 	var all [][]byte
@@ -376,7 +351,7 @@ func (m *MCP) crawlCDXJ(w http.ResponseWriter, r *http.Request) {
 		}
 		if err != nil {
 			m.log.Error("read segment index", "crawl_id", id, "key", s.key, "err", err)
-			writeError(w, http.StatusInternalServerError, "could not read the crawl's segment indexes", "")
+			jsonapi.Error(w, http.StatusInternalServerError, "could not read the crawl's segment indexes", "")
 			return
 		}
 		all = append(all, lines...)
@@ -414,7 +389,7 @@ func (m *MCP) crawlDocuments(w http.ResponseWriter, r *http.Request) {
 	first, err := m.deps.Search.Documents(r.Context(), id, after, search.MaxExportPage)
 	if err != nil {
 		m.log.Error("export documents", "crawl_id", id, "err", err)
-		writeError(w, http.StatusInternalServerError, "could not read the crawl's documents", "")
+		jsonapi.Error(w, http.StatusInternalServerError, "could not read the crawl's documents", "")
 		return
 	}
 	w.Header().Set("Content-Type", "application/x-ndjson")

@@ -10,7 +10,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
+
+	"github.com/gridcrawl/gridcrawl/services/internal/jsonapi"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/profiles"
@@ -24,59 +25,10 @@ const (
 	maxLogLimit     = 1000
 )
 
-// URLRecord is one URL of a crawl as the crawl log shows it: its
-// transaction record, with null for what the record does not know.
-type URLRecord struct {
-	Key        string           `json:"key"`
-	URL        string           `json:"url"`
-	Host       string           `json:"host"`
-	Status     contracts.Status `json:"status"`
-	StatusTime time.Time        `json:"status_time"`
-	Depth      int              `json:"depth"`
-	Hops       int              `json:"hops"`
-	Referrer   *string          `json:"referrer"`
-	Attempts   int              `json:"attempts"`
-	HTTPStatus *int             `json:"http_status"`
-	MIMEType   *string          `json:"mime_type"`
-	Bytes      *int64           `json:"bytes"`
-	Reason     *string          `json:"reason"`
-	// Sitemap is the record's sitemap kind, null for a page.
-	Sitemap *string `json:"sitemap"`
-	// Lastmod is the <lastmod> of the sitemap entry that listed the URL.
-	Lastmod *time.Time `json:"lastmod"`
-	// Recrawl and NextDue are the continuous crawl's schedule of the URL.
-	Recrawl   *txindex.Recrawl `json:"recrawl"`
-	NextDue   *time.Time       `json:"next_due"`
-	CreatedAt *time.Time       `json:"created_at"`
-	History   []URLEvent       `json:"history"`
-	WARC      *WARCRef         `json:"warc"`
-}
-
-// URLEvent is one status change of a URL.
-type URLEvent struct {
-	Status contracts.Status `json:"status"`
-	Time   time.Time        `json:"time"`
-}
-
-// WARCRef says where a URL's response record lies and where MCP serves it.
-type WARCRef struct {
-	Segment string `json:"segment"`
-	Offset  int64  `json:"offset"`
-	Length  int64  `json:"length"`
-	URL     string `json:"url"`
-}
-
-// CrawlLog is the body of GET /api/v1/crawls/{id}/urls.
-type CrawlLog struct {
-	CrawlID    string      `json:"crawl_id"`
-	URLs       []URLRecord `json:"urls"`
-	NextCursor *string     `json:"next_cursor"`
-}
-
 // urlRecord turns a transaction record into its crawl log form.
-func urlRecord(r txindex.Record) URLRecord {
-	out := URLRecord{Key: r.Key, URL: r.URL, Host: r.Host, Status: r.Status, StatusTime: r.StatusTime,
-		Depth: r.Depth, Hops: r.Hops, Attempts: r.Attempts, Bytes: r.Bytes, History: []URLEvent{}}
+func urlRecord(r txindex.Record) contracts.URLRecord {
+	out := contracts.URLRecord{Key: r.Key, URL: r.URL, Host: r.Host, Status: r.Status, StatusTime: r.StatusTime,
+		Depth: r.Depth, Hops: r.Hops, Attempts: r.Attempts, Bytes: r.Bytes, History: []contracts.URLEvent{}}
 	if r.Referrer != "" {
 		out.Referrer = &r.Referrer
 	}
@@ -93,18 +45,29 @@ func urlRecord(r txindex.Record) URLRecord {
 		out.Sitemap = &r.Sitemap
 	}
 	out.Lastmod = r.Lastmod
-	out.Recrawl, out.NextDue = r.Recrawl, r.NextDue
+	out.Recrawl, out.NextDue = urlRecrawl(r.Recrawl), r.NextDue
 	if !r.CreatedAt.IsZero() {
 		out.CreatedAt = &r.CreatedAt
 	}
 	for _, e := range r.History {
-		out.History = append(out.History, URLEvent(e))
+		out.History = append(out.History, contracts.URLEvent{Status: e.Status, Time: e.Time})
 	}
 	if r.Asset.Key != "" {
-		out.WARC = &WARCRef{Segment: r.Asset.Key, Offset: r.Asset.Offset, Length: r.Asset.Length,
+		out.WARC = &contracts.WARCRef{Segment: r.Asset.Key, Offset: r.Asset.Offset, Length: r.Asset.Length,
 			URL: "/api/v1/crawls/" + url.PathEscape(r.CrawlID) + "/warc?key=" + url.QueryEscape(r.Key)}
 	}
 	return out
+}
+
+// urlRecrawl returns the API's form of a record's recrawl state, nil for
+// none.
+func urlRecrawl(rc *txindex.Recrawl) *contracts.URLRecrawl {
+	if rc == nil {
+		return nil
+	}
+	return &contracts.URLRecrawl{Fetched: rc.Fetched, Status: rc.Status, IntervalMS: rc.IntervalMS, Due: rc.Due,
+		ETag: rc.ETag, LastModified: rc.LastModified, Digest: rc.Digest, RecordID: rc.RecordID, Stored: rc.Stored,
+		Changes: rc.Changes, Revisits: rc.Revisits}
 }
 
 // knownCrawl answers 404 (or 500) and reports false when crawl id does not
@@ -112,12 +75,12 @@ func urlRecord(r txindex.Record) URLRecord {
 func (m *MCP) knownCrawl(w http.ResponseWriter, r *http.Request, id string) bool {
 	_, err := m.deps.Profiles.Get(r.Context(), id)
 	if errors.Is(err, profiles.ErrNotFound) {
-		writeError(w, http.StatusNotFound, "no such crawl", "")
+		jsonapi.Error(w, http.StatusNotFound, "no such crawl", "")
 		return false
 	}
 	if err != nil {
 		m.log.Error("get crawl", "crawl_id", id, "err", err)
-		writeError(w, http.StatusInternalServerError, "could not read the crawl", "")
+		jsonapi.Error(w, http.StatusInternalServerError, "could not read the crawl", "")
 		return false
 	}
 	return true
@@ -143,14 +106,14 @@ func (m *MCP) crawlLog(w http.ResponseWriter, r *http.Request) {
 		for _, s := range contracts.Statuses {
 			names = append(names, string(s))
 		}
-		writeError(w, http.StatusBadRequest, "unknown status; one of "+strings.Join(names, ", "), "status")
+		jsonapi.Error(w, http.StatusBadRequest, "unknown status; one of "+strings.Join(names, ", "), "status")
 		return
 	}
 	limit := defaultLogLimit
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > maxLogLimit {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("must be a whole number from 1 to %d", maxLogLimit), "limit")
+			jsonapi.Error(w, http.StatusBadRequest, fmt.Sprintf("must be a whole number from 1 to %d", maxLogLimit), "limit")
 			return
 		}
 		limit = n
@@ -159,7 +122,7 @@ func (m *MCP) crawlLog(w http.ResponseWriter, r *http.Request) {
 	if c := q.Get("cursor"); c != "" {
 		b, err := base64.RawURLEncoding.DecodeString(c)
 		if err != nil || !strings.HasPrefix(string(b), "k:") {
-			writeError(w, http.StatusBadRequest, "not a cursor of this listing", "cursor")
+			jsonapi.Error(w, http.StatusBadRequest, "not a cursor of this listing", "cursor")
 			return
 		}
 		after = strings.TrimPrefix(string(b), "k:")
@@ -167,10 +130,10 @@ func (m *MCP) crawlLog(w http.ResponseWriter, r *http.Request) {
 	recs, err := m.deps.Tx.Find(r.Context(), id, f, after, limit)
 	if err != nil {
 		m.log.Error("crawl log", "crawl_id", id, "err", err)
-		writeError(w, http.StatusInternalServerError, "could not list the crawl's URLs", "")
+		jsonapi.Error(w, http.StatusInternalServerError, "could not list the crawl's URLs", "")
 		return
 	}
-	out := CrawlLog{CrawlID: id, URLs: make([]URLRecord, 0, len(recs))}
+	out := contracts.CrawlLog{CrawlID: id, URLs: make([]contracts.URLRecord, 0, len(recs))}
 	for _, rec := range recs {
 		out.URLs = append(out.URLs, urlRecord(rec))
 	}
@@ -178,27 +141,27 @@ func (m *MCP) crawlLog(w http.ResponseWriter, r *http.Request) {
 		c := base64.RawURLEncoding.EncodeToString([]byte("k:" + recs[len(recs)-1].Key))
 		out.NextCursor = &c
 	}
-	writeJSON(w, http.StatusOK, out)
+	jsonapi.Write(w, http.StatusOK, out)
 }
 
 // oneURL answers the record of raw, normalized as the crawler does.
 func (m *MCP) oneURL(w http.ResponseWriter, r *http.Request, id, raw string) {
 	u, err := urlnorm.Normalize(raw)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error(), "url")
+		jsonapi.Error(w, http.StatusBadRequest, err.Error(), "url")
 		return
 	}
 	rec, err := m.deps.Tx.Get(r.Context(), txindex.Key(id, u))
 	if errors.Is(err, txindex.ErrNotFound) {
-		writeError(w, http.StatusNotFound, "the crawl has no record of this URL", "url")
+		jsonapi.Error(w, http.StatusNotFound, "the crawl has no record of this URL", "url")
 		return
 	}
 	if err != nil {
 		m.log.Error("get url record", "crawl_id", id, "url", u, "err", err)
-		writeError(w, http.StatusInternalServerError, "could not read the URL's record", "")
+		jsonapi.Error(w, http.StatusInternalServerError, "could not read the URL's record", "")
 		return
 	}
-	writeJSON(w, http.StatusOK, urlRecord(rec))
+	jsonapi.Write(w, http.StatusOK, urlRecord(rec))
 }
 
 // maxWARCRecord bounds the record size the WARC endpoint serves.
@@ -214,28 +177,28 @@ func (m *MCP) warcRecord(w http.ResponseWriter, r *http.Request) {
 	}
 	key := r.URL.Query().Get("key")
 	if key == "" {
-		writeError(w, http.StatusBadRequest, "the record key is required", "key")
+		jsonapi.Error(w, http.StatusBadRequest, "the record key is required", "key")
 		return
 	}
 	rec, err := m.deps.Tx.Get(r.Context(), key)
 	if errors.Is(err, txindex.ErrNotFound) || err == nil && rec.CrawlID != id {
-		writeError(w, http.StatusNotFound, "the crawl has no record with this key", "key")
+		jsonapi.Error(w, http.StatusNotFound, "the crawl has no record with this key", "key")
 		return
 	}
 	if err != nil {
 		m.log.Error("get url record", "crawl_id", id, "err", err)
-		writeError(w, http.StatusInternalServerError, "could not read the URL's record", "")
+		jsonapi.Error(w, http.StatusInternalServerError, "could not read the URL's record", "")
 		return
 	}
 	a := rec.Asset
 	if a.Key == "" || a.Length <= 0 || a.Length > maxWARCRecord || m.deps.Assets == nil {
-		writeError(w, http.StatusNotFound, "the URL has no WARC record", "key")
+		jsonapi.Error(w, http.StatusNotFound, "the URL has no WARC record", "key")
 		return
 	}
 	rc, err := m.deps.Assets.Get(r.Context(), a.Key, a.Offset, a.Length)
 	if err != nil {
 		m.log.Error("read warc record", "crawl_id", id, "url", rec.URL, "err", err)
-		writeError(w, http.StatusInternalServerError, "could not read the WARC record", "")
+		jsonapi.Error(w, http.StatusInternalServerError, "could not read the WARC record", "")
 		return
 	}
 	defer rc.Close()
@@ -244,7 +207,7 @@ func (m *MCP) warcRecord(w http.ResponseWriter, r *http.Request) {
 		zr, err := gzip.NewReader(rc)
 		if err != nil {
 			m.log.Error("read warc record", "crawl_id", id, "url", rec.URL, "err", err)
-			writeError(w, http.StatusInternalServerError, "could not read the WARC record", "")
+			jsonapi.Error(w, http.StatusInternalServerError, "could not read the WARC record", "")
 			return
 		}
 		zr.Multistream(false) // the record's member only

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/contracts/schemas/openapitest"
+	"github.com/gridcrawl/gridcrawl/services/internal/yacy"
 )
 
 // goWords are traces of Go in an error text: type names, package
@@ -171,7 +172,7 @@ func TestCompatibleErrorsKeepTheirFormats(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req, err := http.NewRequestWithContext(t.Context(), tt.method, base+yacyCrawlStartPath+tt.query, nil)
+			req, err := http.NewRequestWithContext(t.Context(), tt.method, base+yacy.CrawlStartPath+tt.query, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -193,7 +194,7 @@ func TestCompatibleErrorsKeepTheirFormats(t *testing.T) {
 					t.Errorf("answer %s has no %q", body, k)
 				}
 			}
-			if err := doc.Validate(tt.method, yacyCrawlStartPath, resp.StatusCode, resp.Header, body); err != nil {
+			if err := doc.Validate(tt.method, yacy.CrawlStartPath, resp.StatusCode, resp.Header, body); err != nil {
 				t.Errorf("the OpenAPI document does not describe the answer: %v", err)
 			}
 		})

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/gridcrawl/gridcrawl/services/internal/jsonapi"
+
 	"github.com/gridcrawl/gridcrawl/contracts"
 )
 
@@ -69,8 +71,8 @@ func (m *MCP) frontierReport(w http.ResponseWriter, r *http.Request) {
 	rep, err := m.Frontier(r.Context())
 	if err != nil {
 		m.log.Error("frontier report", "err", err)
-		writeError(w, http.StatusInternalServerError, "could not read the frontier reports", "")
+		jsonapi.Error(w, http.StatusInternalServerError, "could not read the frontier reports", "")
 		return
 	}
-	writeJSON(w, http.StatusOK, rep)
+	jsonapi.Write(w, http.StatusOK, rep)
 }

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gridcrawl/gridcrawl/services/internal/jsonapi"
 )
 
 // The browser surface of the API (the dashboard, the session cookie) is
@@ -35,16 +37,16 @@ const sessionLifetime = 7 * 24 * time.Hour
 func (m *MCP) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if m.loopbackOnly() && r.URL.Path != "/healthz" && r.URL.Path != "/readyz" && !loopbackHost(r.Host) {
-			writeError(w, http.StatusMisdirectedRequest, "this API listens on loopback and answers only to the Host names localhost, 127.0.0.1 and [::1]", "")
+			jsonapi.Error(w, http.StatusMisdirectedRequest, "this API listens on loopback and answers only to the Host names localhost, 127.0.0.1 and [::1]", "")
 			return
 		}
 		if stateChanging(r.Method) {
 			if msg := m.crossOrigin(r); msg != "" {
-				writeError(w, http.StatusForbidden, msg, "")
+				jsonapi.Error(w, http.StatusForbidden, msg, "")
 				return
 			}
 			if strings.HasPrefix(r.URL.Path, "/api/") && !jsonContentType(r.Header.Get("Content-Type")) {
-				writeError(w, http.StatusUnsupportedMediaType, "the request body must be sent with Content-Type: application/json", "")
+				jsonapi.Error(w, http.StatusUnsupportedMediaType, "the request body must be sent with Content-Type: application/json", "")
 				return
 			}
 		}

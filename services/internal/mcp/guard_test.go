@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gridcrawl/gridcrawl/services/internal/coordinator"
 	"github.com/gridcrawl/gridcrawl/services/internal/wire"
 )
 
@@ -24,10 +25,11 @@ func guardServer(t *testing.T, token string) (*MCP, string) {
 	t.Cleanup(func() { _ = set.Close() })
 	cfg := lifecycleConfig()
 	cfg.Listen, cfg.Token = "127.0.0.1:0", token
-	if err := cfg.Validate(true); err != nil {
+	if err := cfg.Config.Validate(true); err != nil {
 		t.Fatal(err)
 	}
-	m := New(cfg, Deps{Queue: set.Queue, Tx: set.Tx, Profiles: set.Profiles, Search: set.Search, Assets: set.Assets, HCF: set.HCF, Embedded: true})
+	co := coordinator.New(cfg.coConfig, coordinator.Deps{Queue: set.Queue, Tx: set.Tx, Profiles: set.Profiles, Search: set.Search, Assets: set.Assets})
+	m := New(cfg.Config, Deps{Crawls: co, Queue: set.Queue, Tx: set.Tx, Profiles: set.Profiles, Search: set.Search, Assets: set.Assets, HCF: set.HCF, Embedded: true})
 	srv := httptest.NewServer(m.Handler())
 	t.Cleanup(srv.Close)
 	return m, srv.URL

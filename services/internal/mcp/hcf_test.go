@@ -9,10 +9,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,6 +23,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/hcf/hcftest"
 	"github.com/gridcrawl/gridcrawl/pkg/sqlitestore"
 	"github.com/gridcrawl/gridcrawl/pkg/testenv"
+	"github.com/gridcrawl/gridcrawl/services/internal/hcfapi"
 )
 
 // hcfBackend makes fresh frontier stores of one kind.
@@ -73,15 +72,7 @@ func hcfBackends() []hcfBackend {
 // fails in CI and when GRIDCRAWL_REQUIRE_BACKENDS=1.
 func testESURL(t testing.TB) string {
 	t.Helper()
-	raw := testenv.Backend(t, "GRIDCRAWL_ES_URL")[0]
-	u, err := url.Parse(raw)
-	if err != nil {
-		t.Fatalf("GRIDCRAWL_ES_URL %q: %v", raw, err)
-	}
-	if ip := net.ParseIP(u.Hostname()); u.Hostname() != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		t.Fatalf("GRIDCRAWL_ES_URL %q is not on loopback; tests only talk to loopback", raw)
-	}
-	return raw
+	return testenv.LoopbackURL(t, "GRIDCRAWL_ES_URL")
 }
 
 // hcfServer serves MCP's API over store; token "" means embedded mode
@@ -135,7 +126,7 @@ func TestHCFAPI(t *testing.T) {
 		name string
 		f    func(*testing.T, hcfBackend)
 	}{
-		{"SeedExamples", testHCFSeed},
+		{"DocumentedExamples", testHCFDocumented},
 		{"OrderingAndMinCount", testHCFOrdering},
 		{"MultiLineDeletes", testHCFDeletes},
 		{"SlotDeletionAndLists", testHCFSlots},
@@ -152,15 +143,15 @@ func TestHCFAPI(t *testing.T) {
 	}
 }
 
-// testHCFSeed runs every example of seed 001, with the clock that made its
+// testHCFDocumented runs every example of the HCF documentation, with the clock that made its
 // batch ids, and compares the answers byte for byte.
-func testHCFSeed(t *testing.T, b hcfBackend) {
+func testHCFDocumented(t *testing.T, b hcfBackend) {
 	// The first example, on a frontier of its own.
-	base := hcfServer(t, b.new(t, hcftest.Clock(hcftest.SeedMillis...)), "")
+	base := hcfServer(t, b.new(t, hcftest.Clock(hcftest.ExampleMillis...)), "")
 	want(t, call(t, "POST", base+"/hcf/78/test/s/example.com", strings.NewReader(`{"fp":"/some/path.html"}`)),
 		200, "{\"newcount\":1}\n", "first example")
 
-	base = hcfServer(t, b.new(t, hcftest.Clock(hcftest.SeedMillis...)), "")
+	base = hcfServer(t, b.new(t, hcftest.Clock(hcftest.ExampleMillis...)), "")
 	slot := base + "/hcf/78/test/s/example.com"
 	want(t, call(t, "POST", slot, strings.NewReader("{\"fp\":\"/\"}\n{\"fp\":\"page1.html\", \"p\": 1, \"qdata\": {\"depth\": 1}}")),
 		200, "{\"newcount\":2}\n", "POST of two requests")
@@ -168,8 +159,8 @@ func testHCFSeed(t *testing.T, b hcfBackend) {
 		`{"id":"01013967d8af7e0001","requests":[["page1.html",{"depth":1}]]}` + "\n"
 	a := call(t, "GET", slot+"/q", nil)
 	want(t, a, 200, both, "GET q")
-	if ct := a.header.Get("Content-Type"); ct != jsonLines {
-		t.Errorf("GET q Content-Type = %q, want %q", ct, jsonLines)
+	if ct := a.header.Get("Content-Type"); ct != "application/x-jsonlines" {
+		t.Errorf("GET q Content-Type = %q, want %q", ct, "application/x-jsonlines")
 	}
 	want(t, call(t, "GET", slot+"/q", nil), 200, both, "GET q again (reading deletes nothing)")
 	want(t, call(t, "POST", slot+"/q/deleted", strings.NewReader(`"00013967d8af7b0001"`)), 200, "", "POST q/deleted")
@@ -366,7 +357,7 @@ func testHCFBadInput(t *testing.T, b hcfBackend) {
 	queueBefore := call(t, "GET", slot+"/q", nil).body
 	long := `{"fp":"` + strings.Repeat("x", hcf.DefaultMaxLineBytes) + `"}`
 	var huge strings.Builder
-	for i := 0; huge.Len() <= hcfMaxBody; i++ {
+	for i := 0; huge.Len() <= hcfapi.MaxBody; i++ {
 		fmt.Fprintf(&huge, "{\"fp\":\"%d\",\"qdata\":\"%s\"}\n", i, strings.Repeat("q", 1000))
 	}
 	manyLines := strings.Repeat("{\"fp\":\"x\"}\n", hcf.DefaultMaxLines+1)
@@ -459,78 +450,4 @@ func testHCFAuth(t *testing.T, b hcfBackend) {
 	}
 	a := call(t, "GET", slot+"/f", nil, "Authorization", basic(token))
 	want(t, a, 200, "{\"fp\":\"x\"}\n", "GET f with the token as basic-auth user")
-}
-
-// TestHCFListAbortsOnLateError: when the store fails after part of a /q or /f
-// answer went out, the response must break off (the client sees an error),
-// not end cleanly as if the truncated list were complete.
-func TestHCFListAbortsOnLateError(t *testing.T) {
-	m := &MCP{log: slog.New(slog.DiscardHandler)}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		lw := newLineWriter(w)
-		for i := range 20000 { // more than the line writer buffers: the status goes out
-			if err := lw.line(func(b []byte) []byte { return fmt.Appendf(b, `{"fp":"%d"}`, i) }); err != nil {
-				return
-			}
-		}
-		m.finishLines(lw, "list fingerprints", "p/f/s", fmt.Errorf("store: connection lost"))
-	}))
-	defer srv.Close()
-	resp, err := http.Get(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("status = %d, want 200 (the answer had begun)", resp.StatusCode)
-	}
-	if _, err := io.ReadAll(resp.Body); err == nil {
-		t.Error("reading the truncated answer succeeded, want an error")
-	}
-}
-
-// FuzzHCFGzipBody: a gzip-encoded HCF body of any bytes is either refused or
-// parsed exactly as its decompressed lines would be when sent plain.
-func FuzzHCFGzipBody(f *testing.F) {
-	gz := func(s string) []byte {
-		var b bytes.Buffer
-		zw := gzip.NewWriter(&b)
-		zw.Write([]byte(s))
-		zw.Close()
-		return b.Bytes()
-	}
-	good := gz("{\"fp\":\"/\"}\n{\"fp\":\"page1.html\",\"p\":1,\"qdata\":{\"depth\":1}}\n")
-	f.Add(good)
-	f.Add(good[:len(good)/2])
-	f.Add(gz("{\"fp\":\"\\ud800\"}"))
-	f.Add(gz(strings.Repeat("\n", 1000)))
-	f.Add(append(gz("{\"fp\":\"a\"}\n"), gz("{\"fp\":\"b\"}\n")...)) // two members
-	f.Add([]byte("not gzip at all"))
-	f.Fuzz(func(t *testing.T, body []byte) {
-		r := httptest.NewRequest(http.MethodPost, "/hcf/p/f/s/s", bytes.NewReader(body))
-		r.Header.Set("Content-Encoding", "gzip")
-		rd, err := hcfBody(httptest.NewRecorder(), r)
-		if err != nil {
-			return
-		}
-		reqs, err := hcf.ParseRequests(rd, hcfLimits)
-		if err != nil {
-			return
-		}
-		zr, err := gzip.NewReader(bytes.NewReader(body))
-		if err != nil {
-			t.Fatalf("hcfBody accepted a body gzip refuses: %v", err)
-		}
-		plain, err := io.ReadAll(io.LimitReader(zr, hcfMaxBody+1))
-		if err != nil || len(plain) > hcfMaxBody {
-			t.Fatalf("parsed a body that does not decompress within the limit: %d bytes, %v", len(plain), err)
-		}
-		again, err := hcf.ParseRequests(bytes.NewReader(plain), hcfLimits)
-		if err != nil {
-			t.Fatalf("the same lines sent plain: %v", err)
-		}
-		if diff := cmp.Diff(again, reqs); diff != "" {
-			t.Fatalf("gzip and plain parse differently (-plain +gzip):\n%s", diff)
-		}
-	})
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -20,34 +21,9 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/esindex"
 	"github.com/gridcrawl/gridcrawl/pkg/sqlitestore"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
+	"github.com/gridcrawl/gridcrawl/services/internal/coordinator"
 	"github.com/gridcrawl/gridcrawl/services/internal/wire"
 )
-
-func TestOutOfWork(t *testing.T) {
-	tests := []struct {
-		name   string
-		counts map[contracts.Status]int64
-		want   bool
-	}{
-		{"no records", map[contracts.Status]int64{}, false},
-		{"only zero counts", map[contracts.Status]int64{contracts.Indexed: 0, contracts.ToBeLoaded: 0}, false},
-		{"all indexed", map[contracts.Status]int64{contracts.Indexed: 3}, true},
-		{"every terminal status", map[contracts.Status]int64{contracts.Indexed: 3, contracts.Redirected: 1, contracts.Failed: 2}, true},
-		{"terminal and retired", map[contracts.Status]int64{contracts.Indexed: 3, contracts.Retired: 4}, true},
-		{"only retired", map[contracts.Status]int64{contracts.Retired: 4}, true},
-		{"one to be loaded", map[contracts.Status]int64{contracts.Indexed: 3, contracts.ToBeLoaded: 1}, false},
-		{"one to be parsed", map[contracts.Status]int64{contracts.Indexed: 3, contracts.ToBeParsed: 1}, false},
-		{"one to be indexed", map[contracts.Status]int64{contracts.Indexed: 3, contracts.Failed: 1, contracts.ToBeIndexed: 1}, false},
-		{"an unknown status", map[contracts.Status]int64{contracts.Indexed: 3, "to-be-invented": 1}, false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := outOfWork(tc.counts); got != tc.want {
-				t.Errorf("outOfWork(%v) = %v, want %v", tc.counts, got, tc.want)
-			}
-		})
-	}
-}
 
 // txBackends makes fresh transaction indices: the embedded one, and
 // Elasticsearch's when GRIDCRAWL_ES_URL is set (required in CI and with
@@ -122,7 +98,7 @@ func TestOutOfWorkOnStores(t *testing.T) {
 						if err != nil {
 							t.Fatal(err)
 						}
-						if got, want := outOfWork(counts), len(left) == 0; got != want {
+						if got, want := coordinator.OutOfWork(counts), len(left) == 0; got != want {
 							t.Errorf("%s: outOfWork(%v) = %v, want %v (pending: %v)", when, counts, got, want, left)
 						}
 					}
@@ -195,12 +171,21 @@ func (l *lockedBuffer) stateChanges(t *testing.T, id string) []string {
 // nothing consuming its queues: the tests move records themselves.
 type lifecycleMCP struct {
 	m   *MCP
+	co  *coordinator.Coordinator
 	set *wire.Set
 	api string
 	log *lockedBuffer
 }
 
-func newLifecycleMCP(t *testing.T, cfg Config) *lifecycleMCP {
+// testConfig configures MCP and its coordinator in tests.
+type testConfig struct {
+	Config
+	coConfig
+}
+
+type coConfig = coordinator.Config
+
+func newLifecycleMCP(t *testing.T, cfg testConfig) *lifecycleMCP {
 	t.Helper()
 	logs := &lockedBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
@@ -212,19 +197,21 @@ func newLifecycleMCP(t *testing.T, cfg Config) *lifecycleMCP {
 	if cfg.Listen == "" {
 		cfg.Listen = "127.0.0.1:0"
 	}
-	if err := cfg.Validate(true); err != nil {
+	if err := errors.Join(cfg.Config.Validate(true), cfg.coConfig.Validate()); err != nil {
 		t.Fatal(err)
 	}
-	m := New(cfg, Deps{Queue: set.Queue, Tx: set.Tx, Profiles: set.Profiles, Search: set.Search, Assets: set.Assets, HCF: set.HCF,
+	co := coordinator.New(cfg.coConfig, coordinator.Deps{Queue: set.Queue, Tx: set.Tx, Profiles: set.Profiles, Search: set.Search,
+		Assets: set.Assets, Logger: log})
+	m := New(cfg.Config, Deps{Crawls: co, Queue: set.Queue, Tx: set.Tx, Profiles: set.Profiles, Search: set.Search, Assets: set.Assets, HCF: set.HCF,
 		Embedded: true, Logger: log})
 	srv := httptest.NewServer(m.Handler())
 	t.Cleanup(srv.Close)
-	return &lifecycleMCP{m: m, set: set, api: srv.URL + "/api/v1/crawls", log: logs}
+	return &lifecycleMCP{m: m, co: co, set: set, api: srv.URL + "/api/v1/crawls", log: logs}
 }
 
-func lifecycleConfig() Config {
-	return Config{RecoveryLease: time.Second, RecoveryInterval: time.Hour, RecoveryAttempts: 2, FinishCheckInterval: time.Hour,
-		IndexerPrefetch: 1, IndexerBatch: 1, DueCheckInterval: time.Hour, MaxDuePerCheck: 10000}
+func lifecycleConfig() testConfig {
+	return testConfig{coConfig: coConfig{RecoveryLease: time.Second, RecoveryInterval: time.Hour, RecoveryAttempts: 2, FinishCheckInterval: time.Hour,
+		DueCheckInterval: time.Hour, MaxDuePerCheck: 10000}}
 }
 
 // create makes a running crawl of the start URLs (or one URL of its own).
@@ -237,7 +224,7 @@ func (l *lifecycleMCP) create(t *testing.T, p contracts.Profile) string {
 	if err := p.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	id, err := l.m.CreateCrawl(t.Context(), p)
+	id, err := l.co.CreateCrawl(t.Context(), p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +320,7 @@ func TestVerbsOverStates(t *testing.T) {
 		},
 		finished: func(t *testing.T, id string) {
 			l.settle(t, id)
-			if _, err := l.m.CheckFinished(t.Context()); err != nil {
+			if _, err := l.co.CheckFinished(t.Context()); err != nil {
 				t.Fatal(err)
 			}
 		},
@@ -460,7 +447,7 @@ func TestStatusOnlyReads(t *testing.T) {
 			t.Errorf("crawl %s after GET = %s, want still running (a read decides nothing)", id, got)
 		}
 	}
-	n, err := l.m.CheckFinished(t.Context())
+	n, err := l.co.CheckFinished(t.Context())
 	if err != nil || n != 2 {
 		t.Errorf("CheckFinished = %d, %v, want 2 crawls ended", n, err)
 	}
@@ -474,7 +461,7 @@ func TestStatusOnlyReads(t *testing.T) {
 	if code := l.do(t, http.MethodPost, "/"+atFinish+"/resume", nil, nil); code != http.StatusOK {
 		t.Errorf("resume = %d", code)
 	}
-	if _, err := l.m.CheckFinished(t.Context()); err != nil {
+	if _, err := l.co.CheckFinished(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if got := l.state(t, atFinish); got != contracts.CrawlPaused {
@@ -516,7 +503,7 @@ func TestSweepLeavesPausedCrawls(t *testing.T) {
 	before := l.records(t, paused)
 	for pass := range cfg.RecoveryAttempts + 2 {
 		time.Sleep(cfg.RecoveryLease + 50*time.Millisecond) // every pending record is past its lease
-		if _, err := l.m.Sweep(t.Context()); err != nil {
+		if _, err := l.co.Sweep(t.Context()); err != nil {
 			t.Fatalf("sweep %d: %v", pass, err)
 		}
 	}
@@ -537,7 +524,7 @@ func TestSweepLeavesPausedCrawls(t *testing.T) {
 		t.Fatalf("resume = %d", code)
 	}
 	time.Sleep(cfg.RecoveryLease + 50*time.Millisecond)
-	if _, err := l.m.Sweep(t.Context()); err != nil {
+	if _, err := l.co.Sweep(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range l.records(t, paused) {

@@ -1,9 +1,9 @@
-// Package mcp is the Master Connect Program: the coordinator of the grid. It
-// serves the HTTP API (crawl profiles, status and termination, search), owns
-// each crawl's state machine (lifecycle.go), runs the indexer that consumes
-// index_pending, the finish check that ends crawls out of work, and the
-// recovery sweep that republishes work whose record sat in a non-terminal
-// status past its lease.
+// Package mcp is the HTTP face of the Master Connect Program (YaCy Grid's
+// coordinator service): the API (crawl profiles, status and termination,
+// search, the crawl log, reports and archives), the dashboard, the metrics
+// and health endpoints. It holds handlers only: crawl operations are the
+// coordinator's (package coordinator), the YaCy and HCF surfaces are
+// packages of their own mounted on its router.
 package mcp
 
 import (
@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
 	"github.com/gridcrawl/gridcrawl/pkg/hcf"
 	"github.com/gridcrawl/gridcrawl/pkg/profiles"
@@ -23,9 +24,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/search"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/services/internal/diskspace"
-	"github.com/gridcrawl/gridcrawl/services/internal/frontier"
 	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
-	"github.com/gridcrawl/gridcrawl/services/internal/outage"
 	"github.com/gridcrawl/gridcrawl/services/internal/routing"
 )
 
@@ -36,25 +35,7 @@ type Config struct {
 	// AllowedOrigins are browser origins besides MCP's own that may send
 	// state-changing requests (a dashboard behind a proxy that rewrites
 	// Host), such as https://crawl.example.org.
-	AllowedOrigins   []string      `env:"GRIDCRAWL_ALLOWED_ORIGINS" envSeparator:","`
-	RecoveryLease    time.Duration `env:"GRIDCRAWL_RECOVERY_LEASE" envDefault:"10m"`
-	RecoveryInterval time.Duration `env:"GRIDCRAWL_RECOVERY_INTERVAL" envDefault:"30s"`
-	RecoveryAttempts int           `env:"GRIDCRAWL_RECOVERY_ATTEMPTS" envDefault:"5"`
-	// FinishCheckInterval is how often the running crawls are checked for
-	// being out of work; the indexer also nudges the check for the crawls it
-	// just indexed.
-	FinishCheckInterval time.Duration `env:"GRIDCRAWL_FINISH_CHECK_INTERVAL" envDefault:"1s"`
-	IndexerPrefetch     int           `env:"GRIDCRAWL_INDEXER_PREFETCH" envDefault:"64"`
-	IndexerBatch        int           `env:"GRIDCRAWL_INDEXER_BATCH" envDefault:"256"`
-	MaxRedirects        int           `env:"GRIDCRAWL_MAX_REDIRECTS" envDefault:"10"`
-	// DueCheckInterval is how often the continuous crawls are checked for
-	// due URLs, and MaxDuePerCheck how many URLs of one crawl one check
-	// takes at most (the rest wait for the next).
-	DueCheckInterval time.Duration `env:"GRIDCRAWL_DUE_CHECK_INTERVAL" envDefault:"1s"`
-	MaxDuePerCheck   int           `env:"GRIDCRAWL_MAX_DUE_PER_CHECK" envDefault:"10000"`
-	// TimelineInterval is how often the counts of each running crawl are
-	// sampled for its timeline.
-	TimelineInterval time.Duration `env:"GRIDCRAWL_TIMELINE_INTERVAL" envDefault:"5s"`
+	AllowedOrigins []string `env:"GRIDCRAWL_ALLOWED_ORIGINS" envSeparator:","`
 	// MetricsCache is how long the crawl counts of /metrics
 	// (gridcrawl_crawl_urls, gridcrawl_crawls) are reused before they are
 	// read from the backends again, whatever the scrape rate.
@@ -64,22 +45,6 @@ type Config struct {
 // Validate checks c.
 func (c *Config) Validate(embedded bool) error {
 	switch {
-	case c.RecoveryLease < time.Second:
-		return errors.New("GRIDCRAWL_RECOVERY_LEASE must be at least 1s")
-	case c.RecoveryInterval < 100*time.Millisecond:
-		return errors.New("GRIDCRAWL_RECOVERY_INTERVAL must be at least 100ms")
-	case c.RecoveryAttempts < 1:
-		return errors.New("GRIDCRAWL_RECOVERY_ATTEMPTS must be at least 1")
-	case c.FinishCheckInterval < 10*time.Millisecond:
-		return errors.New("GRIDCRAWL_FINISH_CHECK_INTERVAL must be at least 10ms")
-	case c.TimelineInterval != 0 && c.TimelineInterval < 10*time.Millisecond:
-		return errors.New("GRIDCRAWL_TIMELINE_INTERVAL must be at least 10ms")
-	case c.IndexerPrefetch < 1 || c.IndexerBatch < 1:
-		return errors.New("GRIDCRAWL_INDEXER_PREFETCH and GRIDCRAWL_INDEXER_BATCH must be at least 1")
-	case c.DueCheckInterval < 10*time.Millisecond:
-		return errors.New("GRIDCRAWL_DUE_CHECK_INTERVAL must be at least 10ms")
-	case c.MaxDuePerCheck < 1:
-		return errors.New("GRIDCRAWL_MAX_DUE_PER_CHECK must be at least 1")
 	case c.MetricsCache < 0:
 		return errors.New("GRIDCRAWL_METRICS_CACHE must not be negative")
 	case !embedded && c.Token == "":
@@ -91,8 +56,22 @@ func (c *Config) Validate(embedded bool) error {
 	return nil
 }
 
+// Crawls are the crawl operations the API calls (the coordinator's): the
+// only way the API changes a crawl's state.
+type Crawls interface {
+	CreateCrawl(ctx context.Context, p contracts.Profile) (string, error)
+	Status(ctx context.Context, id string) (contracts.CrawlStatus, error)
+	Statuses(ctx context.Context) ([]contracts.CrawlStatus, error)
+	Cancel(ctx context.Context, id string) error
+	Patch(ctx context.Context, id string, patch contracts.ProfilePatch) (contracts.Profile, int, error)
+	SetPaused(ctx context.Context, id string, paused bool) error
+	Timeline(ctx context.Context, id string) (contracts.Timeline, error)
+}
+
 // Deps are MCP's backends.
 type Deps struct {
+	// Crawls applies the crawl operations.
+	Crawls   Crawls
 	Queue    queue.Queue
 	Tx       txindex.Index
 	Profiles profiles.Store
@@ -109,11 +88,6 @@ type Deps struct {
 	Logger   *slog.Logger
 	// Listener, when set, is used instead of listening on Config.Listen.
 	Listener net.Listener
-	// Gate tells backend outages from failed work (nil: every failure
-	// counts as the work's): index contracts that failed while a backend
-	// is down are postponed without counting an attempt, and the indexer
-	// waits for the backend before it takes more.
-	Gate *outage.Gate
 	// Metrics is served at /metrics and receives MCP's metrics; nil: MCP
 	// makes a registry of its own.
 	Metrics *metrics.Registry
@@ -123,31 +97,18 @@ type Deps struct {
 	Disk *diskspace.Watch
 }
 
-// MCP is the coordinator service.
+// MCP serves the HTTP API and the dashboard.
 type MCP struct {
-	cfg      Config
-	deps     Deps
-	log      *slog.Logger
-	frontier *frontier.Frontier
-	met      *metrics.MCP
-	ready    []metrics.Check
+	cfg    Config
+	deps   Deps
+	crawls Crawls
+	log    *slog.Logger
+	ready  []metrics.Check
 
 	mu   sync.Mutex
 	addr net.Addr
 	// listening is closed once the HTTP listener is bound.
 	listening chan struct{}
-
-	locks sync.Map // crawl id → *sync.Mutex, see crawlLock
-	// refetched counts, per crawl id (*atomic.Int64), the URLs the due
-	// check took back into the pipeline, for the timeline's rate.
-	refetched sync.Map
-	// nudged holds the crawls the indexer asks the finish check to look at;
-	// nudge wakes the check.
-	nudgeMu sync.Mutex
-	nudged  map[string]struct{}
-	nudge   chan struct{}
-
-	tl timelines
 }
 
 // New returns MCP; cfg must have been validated.
@@ -160,14 +121,9 @@ func New(cfg Config, deps Deps) *MCP {
 		deps.Metrics = metrics.New()
 	}
 	m := &MCP{
-		cfg: cfg, deps: deps, log: log,
-		frontier:  &frontier.Frontier{Tx: deps.Tx, Queue: deps.Queue, Group: deps.Group, Shards: deps.Shards},
-		met:       deps.Metrics.MCP(),
+		cfg: cfg, deps: deps, crawls: deps.Crawls, log: log,
 		ready:     metrics.BackendChecks(deps.Queue, deps.Tx, deps.Profiles, deps.Assets, deps.Search),
 		listening: make(chan struct{}),
-		nudged:    map[string]struct{}{},
-		nudge:     make(chan struct{}, 1),
-		tl:        timelines{byID: map[string]*Timeline{}},
 	}
 	if deps.Disk != nil {
 		m.ready = append(m.ready, deps.Disk.Check())
@@ -191,8 +147,7 @@ func (m *MCP) Addr(ctx context.Context) (net.Addr, error) {
 	}
 }
 
-// Run serves the API and runs the indexer, the finish check and the
-// recovery sweep until ctx is cancelled or one of them fails.
+// Run serves the API until ctx is cancelled or serving fails.
 func (m *MCP) Run(ctx context.Context) error {
 	ln := m.deps.Listener
 	if ln == nil {
@@ -217,22 +172,13 @@ func (m *MCP) Run(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errs := make(chan error, 4)
+	errs := make(chan error, 1)
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			errs <- fmt.Errorf("serve api: %w", err)
 		}
 	})
-	wg.Go(func() {
-		if err := m.runIndexer(ctx); err != nil {
-			errs <- err
-		}
-	})
-	wg.Go(func() { m.runSweep(ctx) })
-	wg.Go(func() { m.runFinishCheck(ctx) })
-	wg.Go(func() { m.runDueCheck(ctx) })
-	wg.Go(func() { m.runTimeline(ctx) })
 	var err error
 	select {
 	case <-ctx.Done():

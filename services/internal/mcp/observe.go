@@ -2,12 +2,12 @@ package mcp
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
-	"slices"
 	"time"
+
+	"github.com/gridcrawl/gridcrawl/services/internal/jsonapi"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
@@ -33,7 +33,7 @@ func (m *MCP) readyz(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, code, rd)
+	jsonapi.Write(w, code, rd)
 }
 
 // finalCountsFor is how long after its end a finished or cancelled crawl
@@ -121,62 +121,4 @@ func (c *crawlCounts) crawls(ctx context.Context) ([]metrics.CrawlCounts, error)
 	}
 	maps.DeleteFunc(c.final, func(id string, _ map[string]int64) bool { return !keep[id] })
 	return out, nil
-}
-
-// profileChanges lists the settings that differ between two versions of a
-// profile, as "json.path: old -> new", for the PATCH log line.
-func profileChanges(old, new contracts.Profile) []string {
-	a, b := flatten(old), flatten(new)
-	delete(a, "version") // changes with every PATCH, logged apart
-	delete(b, "version")
-	var out []string
-	for k := range b {
-		if a[k] != b[k] {
-			out = append(out, fmt.Sprintf("%s: %s -> %s", k, orNull(a[k]), b[k]))
-		}
-	}
-	for k := range a {
-		if _, ok := b[k]; !ok {
-			out = append(out, fmt.Sprintf("%s: %s -> null", k, a[k]))
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-func orNull(s string) string {
-	if s == "" {
-		return "null"
-	}
-	return s
-}
-
-// flatten maps each leaf of v's JSON form to its JSON text, by dotted path.
-func flatten(v any) map[string]string {
-	out := map[string]string{}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return out
-	}
-	var tree any
-	if json.Unmarshal(b, &tree) != nil {
-		return out
-	}
-	var walk func(prefix string, x any)
-	walk = func(prefix string, x any) {
-		if obj, ok := x.(map[string]any); ok && len(obj) > 0 {
-			for k, v := range obj {
-				p := k
-				if prefix != "" {
-					p = prefix + "." + k
-				}
-				walk(p, v)
-			}
-			return
-		}
-		leaf, _ := json.Marshal(x)
-		out[prefix] = string(leaf)
-	}
-	walk("", tree)
-	return out
 }

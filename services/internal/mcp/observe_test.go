@@ -13,38 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/services/internal/wire"
 )
-
-func TestProfileChanges(t *testing.T) {
-	base := contracts.Profile{StartURLs: []string{"http://a.test/"}, Version: 1,
-		Politeness: contracts.Politeness{MinDelayMS: 500, MaxDelayMS: 10000, DelayFactor: 2}}
-	tests := []struct {
-		name string
-		edit func(p *contracts.Profile)
-		want []string
-	}{
-		{"nothing but the version", func(p *contracts.Profile) { p.Version++ }, nil},
-		{"one delay", func(p *contracts.Profile) { p.Version++; p.Politeness.MinDelayMS = 1000 },
-			[]string{"politeness.min_delay_ms: 500 -> 1000"}},
-		{"budget added", func(p *contracts.Profile) { p.Budget = &contracts.Budget{TotalBudget: 50} },
-			[]string{"budget.total_budget: null -> 50"}},
-		{"two fields", func(p *contracts.Profile) { p.Politeness.DelayFactor = 1; p.Politeness.MaxDelayMS = 50 },
-			[]string{"politeness.delay_factor: 2 -> 1", "politeness.max_delay_ms: 10000 -> 50"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p := base
-			tt.edit(&p)
-			if diff := cmp.Diff(tt.want, profileChanges(base, p)); diff != "" {
-				t.Errorf("profileChanges (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
 
 // TestReadyzAndMetricsAuth checks MCP's /readyz and /metrics with a
 // token: /readyz answers everyone but tells the backends' errors only to
@@ -79,7 +50,7 @@ func TestReadyzAndMetricsAuth(t *testing.T) {
 		body              string // the body must contain it
 	}{
 		{"metrics without token", "/metrics", "", false, http.StatusUnauthorized, "API token"},
-		{"metrics with token", "/metrics", token, false, http.StatusOK, "gridcrawl_mcp_documents_indexed_total 0"},
+		{"metrics with token", "/metrics", token, false, http.StatusOK, "gridcrawl_crawl_counts_errors_total 0"},
 		{"ready without token", "/readyz", "", false, http.StatusOK, `"status":"ready"`},
 		{"unready without token", "/readyz", "", true, http.StatusServiceUnavailable, `"queue":"unreachable"`},
 		{"unready with token", "/readyz", token, true, http.StatusServiceUnavailable, `closed`},
@@ -109,13 +80,13 @@ func TestFinishLoggedOnceWithCounts(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
-			if _, err := l.m.CheckFinished(t.Context()); err != nil {
+			if _, err := l.co.CheckFinished(t.Context()); err != nil {
 				t.Error(err)
 			}
 		})
 	}
 	wg.Wait()
-	if _, err := l.m.CheckFinished(t.Context()); err != nil {
+	if _, err := l.co.CheckFinished(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	var lines []map[string]any

@@ -42,7 +42,7 @@ func TestContinuousCrawlLifecycle(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	l.fetchedAt(t, id, now.Add(-time.Minute))
 
-	if _, err := l.m.CheckFinished(ctx); err != nil {
+	if _, err := l.co.CheckFinished(ctx); err != nil {
 		t.Fatal(err)
 	}
 	st := l.status(t, id)
@@ -50,7 +50,7 @@ func TestContinuousCrawlLifecycle(t *testing.T) {
 		t.Fatalf("out of work: state %s, finished at %v, recrawl %+v; want up_to_date, 1 due at now-1m", st.State, st.FinishedAt, st.Recrawl)
 	}
 
-	n, err := l.m.CheckDue(ctx, now)
+	n, err := l.co.CheckDue(ctx, now)
 	if err != nil || n != 1 {
 		t.Fatalf("CheckDue = %d, %v; want 1", n, err)
 	}
@@ -63,7 +63,7 @@ func TestContinuousCrawlLifecycle(t *testing.T) {
 			t.Errorf("record taken back: attempts %d, recrawl %+v; want 0 and the state kept", r.Attempts, r.Recrawl)
 		}
 	}
-	if n, err := l.m.CheckDue(ctx, now); err != nil || n != 0 {
+	if n, err := l.co.CheckDue(ctx, now); err != nil || n != 0 {
 		t.Errorf("second CheckDue = %d, %v; want 0 (nothing due)", n, err)
 	}
 
@@ -72,13 +72,13 @@ func TestContinuousCrawlLifecycle(t *testing.T) {
 	if code := l.do(t, http.MethodPost, "/"+id+"/pause", nil, nil); code/100 != 2 {
 		t.Fatalf("pause = %d", code)
 	}
-	if n, err := l.m.CheckDue(ctx, now); err != nil || n != 0 {
+	if n, err := l.co.CheckDue(ctx, now); err != nil || n != 0 {
 		t.Errorf("CheckDue of a paused crawl = %d, %v; want 0", n, err)
 	}
 	if code := l.do(t, http.MethodPost, "/"+id+"/resume", nil, nil); code/100 != 2 {
 		t.Fatalf("resume = %d", code)
 	}
-	if n, err := l.m.CheckDue(ctx, now); err != nil || n != 1 {
+	if n, err := l.co.CheckDue(ctx, now); err != nil || n != 1 {
 		t.Errorf("CheckDue after resume = %d, %v; want 1", n, err)
 	}
 
@@ -100,7 +100,7 @@ func TestContinuousCrawlLifecycle(t *testing.T) {
 
 	// Up to date, then cancelled: the due check leaves it alone for good.
 	l.fetchedAt(t, id, now.Add(-time.Second))
-	if _, err := l.m.CheckFinished(ctx); err != nil {
+	if _, err := l.co.CheckFinished(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if st := l.status(t, id); st.State != contracts.CrawlUpToDate {
@@ -109,7 +109,7 @@ func TestContinuousCrawlLifecycle(t *testing.T) {
 	if code := l.do(t, http.MethodDelete, "/"+id, nil, nil); code/100 != 2 {
 		t.Fatalf("cancel = %d", code)
 	}
-	if n, err := l.m.CheckDue(ctx, now); err != nil || n != 0 {
+	if n, err := l.co.CheckDue(ctx, now); err != nil || n != 0 {
 		t.Errorf("CheckDue of a cancelled crawl = %d, %v; want 0", n, err)
 	}
 	if st := l.status(t, id); st.State != contracts.CrawlCancelled {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+
+	"github.com/gridcrawl/gridcrawl/services/internal/jsonapi"
 )
 
 // router is the API's request multiplexer: an http.ServeMux that keeps the
@@ -16,21 +18,11 @@ type router struct {
 	patterns []string
 }
 
-// patterner is a handler of a subtree that lists the patterns it serves.
-type patterner interface {
-	Patterns() []string
-}
-
 func newRouter() *router { return &router{mux: http.NewServeMux()} }
 
-// Handle registers h for pattern. A handler that lists its own patterns (a
-// subtree such as /hcf/) is recorded by those patterns instead.
+// Handle registers h for pattern.
 func (rt *router) Handle(pattern string, h http.Handler) {
 	rt.mux.Handle(pattern, h)
-	if p, ok := h.(patterner); ok {
-		rt.patterns = append(rt.patterns, p.Patterns()...)
-		return
-	}
 	rt.patterns = append(rt.patterns, pattern)
 }
 
@@ -83,7 +75,7 @@ func (j *jsonMuxErrors) WriteHeader(code int) {
 	}
 	j.replaced = true
 	h.Del("X-Content-Type-Options")
-	writeError(j.ResponseWriter, code, msg, "")
+	jsonapi.Error(j.ResponseWriter, code, msg, "")
 }
 
 // Write drops ServeMux's text body once WriteHeader wrote the JSON one.
@@ -96,13 +88,3 @@ func (j *jsonMuxErrors) Write(b []byte) (int, error) {
 	}
 	return j.ResponseWriter.Write(b)
 }
-
-// subtree is a handler of a subtree of paths that lists the patterns of its
-// router.
-type subtree struct {
-	http.Handler
-	rt *router
-}
-
-// Patterns returns the patterns of the subtree's router.
-func (s subtree) Patterns() []string { return s.rt.Patterns() }

@@ -41,7 +41,7 @@ func TestSweepWaitsForIndexBacklog(t *testing.T) {
 				}
 			}
 			time.Sleep(time.Duration(tc.leases)*cfg.RecoveryLease + 50*time.Millisecond)
-			if _, err := l.m.Sweep(t.Context()); err != nil {
+			if _, err := l.co.Sweep(t.Context()); err != nil {
 				t.Fatalf("Sweep: %v", err)
 			}
 			for _, r := range l.records(t, id) {

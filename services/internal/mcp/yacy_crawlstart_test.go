@@ -17,6 +17,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/urlnorm"
 	"github.com/gridcrawl/gridcrawl/services/internal/scope"
+	"github.com/gridcrawl/gridcrawl/services/internal/yacy"
 )
 
 // yacyAnswerBody is the answer of a crawl start as a client reads it.
@@ -30,6 +31,13 @@ type yacyAnswerBody struct {
 	Error       string            `json:"error"`
 	Field       string            `json:"field"`
 	Unsupported []yacyUnsupported `json:"unsupported"`
+}
+
+// yacyUnsupported is an entry of the answer's unsupported list.
+type yacyUnsupported struct {
+	Parameter string `json:"parameter"`
+	Value     string `json:"value"`
+	Reason    string `json:"reason"`
 }
 
 // yacyServer serves MCP's API on embedded backends; token "" means
@@ -47,12 +55,12 @@ type yacyEncoding func(t *testing.T, base string, params [][2]string, hdr ...str
 
 func yacyGET(t *testing.T, base string, params [][2]string, hdr ...string) (int, yacyAnswerBody) {
 	t.Helper()
-	return yacySend(t, http.MethodGet, base+yacyCrawlStartPath+"?"+encodeParams(params), nil, "", hdr...)
+	return yacySend(t, http.MethodGet, base+yacy.CrawlStartPath+"?"+encodeParams(params), nil, "", hdr...)
 }
 
 func yacyPOSTForm(t *testing.T, base string, params [][2]string, hdr ...string) (int, yacyAnswerBody) {
 	t.Helper()
-	return yacySend(t, http.MethodPost, base+yacyCrawlStartPath, strings.NewReader(encodeParams(params)),
+	return yacySend(t, http.MethodPost, base+yacy.CrawlStartPath, strings.NewReader(encodeParams(params)),
 		"application/x-www-form-urlencoded", hdr...)
 }
 
@@ -68,7 +76,7 @@ func yacyPOSTMultipart(t *testing.T, base string, params [][2]string, hdr ...str
 	if err := mw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return yacySend(t, http.MethodPost, base+yacyCrawlStartPath, &buf, mw.FormDataContentType(), hdr...)
+	return yacySend(t, http.MethodPost, base+yacy.CrawlStartPath, &buf, mw.FormDataContentType(), hdr...)
 }
 
 // encodeParams encodes parameters in their order, as a browser does.
@@ -480,7 +488,7 @@ func checkFollows(t *testing.T, p contracts.Profile, follow, index follows) {
 // TestYacyCrawlStartAnswer checks the answer's YaCy Grid shape.
 func TestYacyCrawlStartAnswer(t *testing.T) {
 	base, l := yacyServer(t, "")
-	a := call(t, http.MethodGet, base+yacyCrawlStartPath+"?crawlingURL=https://example.com/&crawlingDepth=2&priority=true", nil)
+	a := call(t, http.MethodGet, base+yacy.CrawlStartPath+"?crawlingURL=https://example.com/&crawlingDepth=2&priority=true", nil)
 	if a.status != http.StatusOK {
 		t.Fatalf("crawl start = %d %s, want 200", a.status, a.body)
 	}
@@ -565,7 +573,7 @@ func TestYacyCrawlStartUpload(t *testing.T) {
 	if err := mw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	code, a := yacySend(t, http.MethodPost, base+yacyCrawlStartPath, &buf, mw.FormDataContentType())
+	code, a := yacySend(t, http.MethodPost, base+yacy.CrawlStartPath, &buf, mw.FormDataContentType())
 	if code != http.StatusOK {
 		t.Fatalf("crawl start = %d %+v, want 200", code, a)
 	}
@@ -628,7 +636,7 @@ func TestYacyCrawlStartGridExamples(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.query, func(t *testing.T) {
-			a := call(t, http.MethodGet, base+yacyCrawlStartPath+"?"+tc.query, nil)
+			a := call(t, http.MethodGet, base+yacy.CrawlStartPath+"?"+tc.query, nil)
 			var body yacyAnswerBody
 			if err := json.Unmarshal([]byte(a.body), &body); err != nil || a.status != http.StatusOK {
 				t.Fatalf("crawl start = %d %s (%v), want 200", a.status, a.body, err)
@@ -738,13 +746,13 @@ func TestYacyCrawlStartAuth(t *testing.T) {
 func TestYacyCrawlStartMethods(t *testing.T) {
 	base, _ := yacyServer(t, "")
 	for _, method := range []string{http.MethodPut, http.MethodDelete, http.MethodPatch} {
-		a := call(t, method, base+yacyCrawlStartPath+"?crawlingURL=https://example.com/", nil)
+		a := call(t, method, base+yacy.CrawlStartPath+"?crawlingURL=https://example.com/", nil)
 		if a.status != http.StatusMethodNotAllowed {
 			t.Errorf("%s crawl start = %d %s, want 405", method, a.status, a.body)
 		}
 	}
-	big := "crawlingURL=https://example.com/&mustnotmatch=" + strings.Repeat("a", yacyMaxFormBytes)
-	a := call(t, http.MethodPost, base+yacyCrawlStartPath, strings.NewReader(big), "Content-Type", "application/x-www-form-urlencoded")
+	big := "crawlingURL=https://example.com/&mustnotmatch=" + strings.Repeat("a", yacy.MaxFormBytes)
+	a := call(t, http.MethodPost, base+yacy.CrawlStartPath, strings.NewReader(big), "Content-Type", "application/x-www-form-urlencoded")
 	if a.status != http.StatusRequestEntityTooLarge {
 		t.Errorf("POST of a %d-byte form = %d %s, want 413", len(big), a.status, a.body)
 	}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/caarlos0/env/v10"
+
+	"github.com/gridcrawl/gridcrawl/pkg/netguard"
 )
 
 // ParseEnv parses the GRIDCRAWL_* environment variables into cfg, a pointer
@@ -20,15 +22,77 @@ import (
 // the Go field the value was meant for: caarlos0/env reports a field name
 // ("parse error on field \"Workers\" of type \"int\""), which tells an
 // operator nothing, and several sections have a field of the same name.
+//
+// Variables whose value is a list in a syntax of its own (listSyntax) are
+// checked here too, so that a bad one is refused at start-up with the same
+// NAME="value": reason as a bad number, not later by the service that reads
+// it, in the words of a Go parser.
 func ParseEnv(cfg any) error {
 	err := env.Parse(cfg)
-	if err == nil {
-		return nil
+	if err != nil {
+		if named := envErrors(reflect.TypeOf(cfg)); len(named) > 0 {
+			return errors.Join(named...)
+		}
+		return fmt.Errorf("parse environment: %w", err)
 	}
-	if named := envErrors(reflect.TypeOf(cfg)); len(named) > 0 {
-		return errors.Join(named...)
+	var errs []error
+	for _, name := range envNames(reflect.TypeOf(cfg)) {
+		check := listSyntax(name)
+		if check == nil {
+			continue
+		}
+		if v := os.Getenv(name); v != "" {
+			if err := check(v); err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q: %w", name, v, err))
+			}
+		}
 	}
-	return fmt.Errorf("parse environment: %w", err)
+	return errors.Join(errs...)
+}
+
+// listSyntax returns the syntax check of the variable name, whose value is
+// a list parsed by a domain package, or nil for others.
+func listSyntax(name string) func(string) error {
+	switch name {
+	case "GRIDCRAWL_ALLOW_NETS":
+		return func(v string) error { _, err := netguard.ParseNets(v); return err }
+	case "GRIDCRAWL_RESOLVE":
+		return func(v string) error { _, err := netguard.ParseOverrides(v); return err }
+	}
+	return nil
+}
+
+// envNames returns the variables named by the env tags of the struct t
+// points to, each once.
+func envNames(t reflect.Type) []string {
+	var names []string
+	seen := map[string]bool{}
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct {
+			return
+		}
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("env"), ",")
+			if name == "" {
+				walk(f.Type)
+				continue
+			}
+			if !seen[name] {
+				seen[name] = true
+				names = append(names, name)
+			}
+		}
+	}
+	walk(t)
+	return names
 }
 
 // envErrors parses every variable that the env tags of the struct t points
@@ -135,21 +199,29 @@ func ParseLogLevel(s string) (slog.Level, error) {
 	return 0, fmt.Errorf("GRIDCRAWL_LOG_LEVEL=%q: unknown level (one of %s)", s, strings.Join(LogLevels, ", "))
 }
 
-// Version describes the running binary: the main module's version, the VCS
-// revision and time it was built from (with "modified" when the working
-// tree had changes), and the Go version, as runtime/debug.ReadBuildInfo
-// reports them. A binary built without VCS information (go build
-// -buildvcs=false, or in a git worktree) has no revision.
+// stamp is the version make build stamps into the binaries with
+// -ldflags "-X github.com/gridcrawl/gridcrawl/services/internal/svc.stamp=..."
+// (git describe --always --dirty); empty in a binary built otherwise.
+var stamp string
+
+// Version describes the running binary: its version, the VCS revision and
+// time it was built from (with "modified" when the working tree had
+// changes), and the Go version, as runtime/debug.ReadBuildInfo reports them.
+// The version is the one make build stamps; else the main module's version
+// (go install of a tagged release); else, for a go build in a git checkout,
+// which Go calls "(devel)", the short revision, so that two builds can be
+// told apart.
 func Version() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "unknown version (no build information) " + runtime.Version()
+		bi = &debug.BuildInfo{GoVersion: runtime.Version(), Main: debug.Module{Path: "github.com/gridcrawl/gridcrawl"}}
 	}
-	return formatVersion(bi)
+	return formatVersion(stamp, bi)
 }
 
-// formatVersion formats bi for Version.
-func formatVersion(bi *debug.BuildInfo) string {
+// formatVersion formats stamped, the version stamped at build time, and bi
+// for Version.
+func formatVersion(stamped string, bi *debug.BuildInfo) string {
 	var rev, at string
 	modified := false
 	for _, s := range bi.Settings {
@@ -163,17 +235,29 @@ func formatVersion(bi *debug.BuildInfo) string {
 		}
 	}
 	var b strings.Builder
-	v := bi.Main.Version
+	v := stamped
+	if v == "" && bi.Main.Version != "(devel)" {
+		v = bi.Main.Version
+	}
+	fromRev := false
+	if v == "" && rev != "" {
+		v, fromRev = rev[:min(len(rev), 12)], true
+		if modified {
+			v += "-dirty"
+		}
+	}
 	if v == "" {
-		v = "(devel)"
+		v = "unversioned (built without a version stamp or VCS information: make build stamps one)"
 	}
 	fmt.Fprintf(&b, "%s %s", bi.Main.Path, v)
-	if rev != "" {
+	if rev != "" && !fromRev {
 		fmt.Fprintf(&b, " revision %s", rev)
+	}
+	if rev != "" {
 		if at != "" {
 			fmt.Fprintf(&b, " (%s)", at)
 		}
-		if modified {
+		if modified && !fromRev {
 			b.WriteString(" modified")
 		}
 	}

@@ -27,6 +27,18 @@ type envSections struct {
 		Ratio   float64 `env:"GRIDCRAWL_TEST_RATIO"`
 		Small   uint8   `env:"GRIDCRAWL_TEST_SMALL"`
 	}
+	// A variable in a syntax of its own, as the loader's section has it.
+	AllowNets string `env:"GRIDCRAWL_ALLOW_NETS"`
+}
+
+// TestParseEnvAllowNets: allowed networks in every form ParseNets takes
+// are read as given.
+func TestParseEnvAllowNets(t *testing.T) {
+	t.Setenv("GRIDCRAWL_ALLOW_NETS", "loopback, private,10.1.0.0/16,::1")
+	var cfg envSections
+	if err := ParseEnv(&cfg); err != nil || cfg.AllowNets != "loopback, private,10.1.0.0/16,::1" {
+		t.Errorf("ParseEnv = %v, allow nets %q; want no error, the value as given", err, cfg.AllowNets)
+	}
 }
 
 // TestParseEnv: an invalid value is reported by its variable and value
@@ -49,6 +61,9 @@ func TestParseEnv(t *testing.T) {
 		{"out of range", map[string]string{"GRIDCRAWL_TEST_SMALL": "300"}, []string{`GRIDCRAWL_TEST_SMALL="300": out of range (a uint8)`}},
 		{"negative unsigned", map[string]string{"GRIDCRAWL_TEST_SMALL": "-1"}, []string{`GRIDCRAWL_TEST_SMALL="-1": not a whole number of at least 0`}},
 		{"a real section", map[string]string{"GRIDCRAWL_QUEUE_MAX_ATTEMPTS": "five"}, []string{`GRIDCRAWL_QUEUE_MAX_ATTEMPTS="five": not a whole number`}},
+		{"a host name for a network", map[string]string{"GRIDCRAWL_ALLOW_NETS": "localhost"}, []string{
+			`GRIDCRAWL_ALLOW_NETS="localhost": "localhost" is a host name, not a network: want loopback, private, ` +
+				`a CIDR prefix such as 192.168.1.0/24 or an IP address, separated by commas (loopback is this machine)`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -128,29 +143,35 @@ func TestMainRefusesConfiguration(t *testing.T) {
 	}
 }
 
-// TestFormatVersion: the module version, the revision with its time and
-// whether the tree was modified, and the Go version.
+// TestFormatVersion: the stamped version, else the module version, else
+// the short revision (never Go's bare "(devel)"); the revision with its
+// time and whether the tree was modified; the Go version.
 func TestFormatVersion(t *testing.T) {
 	platform := runtime.GOOS + "/" + runtime.GOARCH
+	rev := []debug.BuildSetting{{Key: "vcs.revision", Value: "73f834b00427c5f093203f719c4aff842e74d949"},
+		{Key: "vcs.time", Value: "2026-11-23T16:59:09Z"}, {Key: "vcs.modified", Value: "true"}}
 	tests := []struct {
-		name string
-		bi   debug.BuildInfo
-		want string
+		name  string
+		stamp string
+		bi    debug.BuildInfo
+		want  string
 	}{
-		{"release", debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Path: "github.com/gridcrawl/gridcrawl", Version: "v1.2.3"}},
+		{"release", "", debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Path: "github.com/gridcrawl/gridcrawl", Version: "v1.2.3"}},
 			"github.com/gridcrawl/gridcrawl v1.2.3 go1.26.8 " + platform},
-		{"no version", debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Path: "github.com/gridcrawl/gridcrawl"}},
-			"github.com/gridcrawl/gridcrawl (devel) go1.26.8 " + platform},
-		{"revision", debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Path: "m", Version: "v0.0.0-20261123165909-73f834b00427+dirty"},
-			Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "73f834b00427c5f093203f719c4aff842e74d949"},
-				{Key: "vcs.time", Value: "2026-11-23T16:59:09Z"}, {Key: "vcs.modified", Value: "true"}}},
+		{"no version", "", debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Path: "github.com/gridcrawl/gridcrawl", Version: "(devel)"}},
+			"github.com/gridcrawl/gridcrawl unversioned (built without a version stamp or VCS information: make build stamps one) go1.26.8 " + platform},
+		{"revision", "", debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Path: "m", Version: "v0.0.0-20261123165909-73f834b00427+dirty"}, Settings: rev},
 			"m v0.0.0-20261123165909-73f834b00427+dirty revision 73f834b00427c5f093203f719c4aff842e74d949 (2026-11-23T16:59:09Z) modified go1.26.8 " + platform},
-		{"clean revision", debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Path: "m", Version: "(devel)"},
+		{"devel with a revision", "", debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Path: "m", Version: "(devel)"}, Settings: rev},
+			"m 73f834b00427-dirty (2026-11-23T16:59:09Z) go1.26.8 " + platform},
+		{"clean revision", "", debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Path: "m", Version: "(devel)"},
 			Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "abc"}, {Key: "vcs.modified", Value: "false"}}},
-			"m (devel) revision abc go1.26.8 " + platform},
+			"m abc go1.26.8 " + platform},
+		{"stamped", "v0.3.0-12-g73f834b-dirty", debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Path: "m", Version: "(devel)"}, Settings: rev},
+			"m v0.3.0-12-g73f834b-dirty revision 73f834b00427c5f093203f719c4aff842e74d949 (2026-11-23T16:59:09Z) modified go1.26.8 " + platform},
 	}
 	for _, tt := range tests {
-		if got := formatVersion(&tt.bi); got != tt.want {
+		if got := formatVersion(tt.stamp, &tt.bi); got != tt.want {
 			t.Errorf("formatVersion(%s) = %q, want %q", tt.name, got, tt.want)
 		}
 	}

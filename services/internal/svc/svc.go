@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"sync"
 
 	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
 	"github.com/gridcrawl/gridcrawl/services/internal/routing"
@@ -80,7 +81,7 @@ func run(ctx context.Context, name, listen string, set *wire.Set, r Runner, log 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if listen != "" {
-		checks := set.Checks(name == "mcp") // the loader and the crawler do not use search
+		checks := set.Checks(name == "mcp" || name == "indexer") // the loader and the crawler do not use search
 		_, done, err := metrics.Serve(ctx, listen, metrics.Mux(set.Metrics, checks), log)
 		if err != nil {
 			return err
@@ -100,4 +101,27 @@ func validListen(addr string) error {
 		return fmt.Errorf("GRIDCRAWL_METRICS_LISTEN %q: %w", addr, err)
 	}
 	return nil
+}
+
+// Together returns a Runner that runs rs at once until ctx is done or one of
+// them returns, then stops the others and returns their errors joined: the
+// parts of one service (MCP's API, coordinator and indexer) live and die
+// together.
+func Together(rs ...Runner) Runner { return together(rs) }
+
+type together []Runner
+
+func (t together) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, len(t))
+	var wg sync.WaitGroup
+	for i, r := range t {
+		wg.Go(func() {
+			errs[i] = r.Run(ctx)
+			cancel()
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }

@@ -33,21 +33,25 @@ func (s *Set) Instrument(reg *metrics.Registry) {
 	s.Assets = newMeteredAssets(s.Assets, b)
 }
 
-// meteredTx times every transaction index operation.
+// meteredTx times every transaction index operation: each part of the
+// index (txindex.Pipeline, Scheduling, Reads) by a wrapper of its own, so
+// that a method added to a part is timed where that part is.
 type meteredTx struct {
-	txindex.Index
-	create, get, getMany, transition, lower, counts, countHost, stale, list metrics.Op
-	find, hosts, mimeTypes, statusCodes, failureReasons                     metrics.Op
-	due, dueStats                                                           metrics.Op
+	*meteredPipeline
+	*meteredScheduling
+	*meteredReads
+	tx txindex.Index
 }
+
+var _ txindex.Index = (*meteredTx)(nil)
 
 func newMeteredTx(tx txindex.Index, b *metrics.Backend) *meteredTx {
 	op := func(name string) metrics.Op { return b.Op("txindex", name) }
-	return &meteredTx{Index: tx, create: op("create"), get: op("get"), getMany: op("get-many"), transition: op("transition"),
-		lower: op("lower-depth"), counts: op("counts"), countHost: op("count-host"), stale: op("stale"), list: op("list"),
-		find: op("find"), hosts: op("hosts-report"), mimeTypes: op("mime-types-report"), statusCodes: op("status-codes-report"),
-		failureReasons: op("failure-reasons-report"), due: op("due"), dueStats: op("due-stats")}
+	return &meteredTx{newMeteredPipeline(tx, op), newMeteredScheduling(tx, op), newMeteredReads(tx, op), tx}
 }
+
+// Close closes the index; it is not timed.
+func (m *meteredTx) Close() error { return m.tx.Close() }
 
 // timed runs f and records its duration and outcome on op.
 func timed[T any](op metrics.Op, f func() (T, error)) (T, error) {
@@ -57,98 +61,106 @@ func timed[T any](op metrics.Op, f func() (T, error)) (T, error) {
 	return r, err
 }
 
-func (m *meteredTx) Find(ctx context.Context, crawlID string, f txindex.Filter, after string, limit int) ([]txindex.Record, error) {
-	return timed(m.find, func() ([]txindex.Record, error) { return m.Index.Find(ctx, crawlID, f, after, limit) })
+// meteredPipeline times the operations of txindex.Pipeline.
+type meteredPipeline struct {
+	p                                                                 txindex.Pipeline
+	create, get, getMany, transition, lower, counts, countHost, stale metrics.Op
 }
 
-func (m *meteredTx) HostsReport(ctx context.Context, crawlID string, limit int) ([]txindex.HostRow, error) {
-	return timed(m.hosts, func() ([]txindex.HostRow, error) { return m.Index.HostsReport(ctx, crawlID, limit) })
+func newMeteredPipeline(p txindex.Pipeline, op func(string) metrics.Op) *meteredPipeline {
+	return &meteredPipeline{p: p, create: op("create"), get: op("get"), getMany: op("get-many"), transition: op("transition"),
+		lower: op("lower-depth"), counts: op("counts"), countHost: op("count-host"), stale: op("stale")}
 }
 
-func (m *meteredTx) MIMETypesReport(ctx context.Context, crawlID string, limit int) ([]txindex.MIMERow, error) {
-	return timed(m.mimeTypes, func() ([]txindex.MIMERow, error) { return m.Index.MIMETypesReport(ctx, crawlID, limit) })
+func (m *meteredPipeline) Create(ctx context.Context, recs []txindex.Record) ([]bool, error) {
+	return timed(m.create, func() ([]bool, error) { return m.p.Create(ctx, recs) })
 }
 
-func (m *meteredTx) StatusCodesReport(ctx context.Context, crawlID string) ([]txindex.StatusCodeRow, error) {
-	return timed(m.statusCodes, func() ([]txindex.StatusCodeRow, error) { return m.Index.StatusCodesReport(ctx, crawlID) })
-}
-
-func (m *meteredTx) FailureReasonsReport(ctx context.Context, crawlID string, limit int) ([]txindex.ReasonRow, error) {
-	return timed(m.failureReasons, func() ([]txindex.ReasonRow, error) { return m.Index.FailureReasonsReport(ctx, crawlID, limit) })
-}
-
-func (m *meteredTx) Due(ctx context.Context, crawlID string, before time.Time, limit int) ([]txindex.Record, error) {
-	return timed(m.due, func() ([]txindex.Record, error) { return m.Index.Due(ctx, crawlID, before, limit) })
-}
-
-func (m *meteredTx) DueStats(ctx context.Context, crawlID string, before time.Time) (int64, *time.Time, error) {
+func (m *meteredPipeline) Get(ctx context.Context, key string) (txindex.Record, error) {
 	start := time.Now()
-	n, next, err := m.Index.DueStats(ctx, crawlID, before)
-	m.dueStats.Done(start, err)
-	return n, next, err
-}
-
-func (m *meteredTx) Create(ctx context.Context, recs []txindex.Record) ([]bool, error) {
-	start := time.Now()
-	r, err := m.Index.Create(ctx, recs)
-	m.create.Done(start, err)
-	return r, err
-}
-
-func (m *meteredTx) Get(ctx context.Context, key string) (txindex.Record, error) {
-	start := time.Now()
-	r, err := m.Index.Get(ctx, key)
+	r, err := m.p.Get(ctx, key)
 	m.get.Done(start, notFoundIsNoError(err, txindex.ErrNotFound))
 	return r, err
 }
 
-func (m *meteredTx) GetMany(ctx context.Context, keys []string) (map[string]txindex.Record, error) {
-	start := time.Now()
-	r, err := m.Index.GetMany(ctx, keys)
-	m.getMany.Done(start, err)
-	return r, err
+func (m *meteredPipeline) GetMany(ctx context.Context, keys []string) (map[string]txindex.Record, error) {
+	return timed(m.getMany, func() (map[string]txindex.Record, error) { return m.p.GetMany(ctx, keys) })
 }
 
-func (m *meteredTx) Transition(ctx context.Context, ts []txindex.Transition) ([]bool, error) {
-	start := time.Now()
-	r, err := m.Index.Transition(ctx, ts)
-	m.transition.Done(start, err)
-	return r, err
+func (m *meteredPipeline) Transition(ctx context.Context, ts []txindex.Transition) ([]bool, error) {
+	return timed(m.transition, func() ([]bool, error) { return m.p.Transition(ctx, ts) })
 }
 
-func (m *meteredTx) LowerDepth(ctx context.Context, ls []txindex.Lowering) (map[string]txindex.Lowered, error) {
-	start := time.Now()
-	r, err := m.Index.LowerDepth(ctx, ls)
-	m.lower.Done(start, err)
-	return r, err
+func (m *meteredPipeline) LowerDepth(ctx context.Context, ls []txindex.Lowering) (map[string]txindex.Lowered, error) {
+	return timed(m.lower, func() (map[string]txindex.Lowered, error) { return m.p.LowerDepth(ctx, ls) })
 }
 
-func (m *meteredTx) Counts(ctx context.Context, crawlID string) (map[contracts.Status]int64, error) {
-	start := time.Now()
-	r, err := m.Index.Counts(ctx, crawlID)
-	m.counts.Done(start, err)
-	return r, err
+func (m *meteredPipeline) Counts(ctx context.Context, crawlID string) (map[contracts.Status]int64, error) {
+	return timed(m.counts, func() (map[contracts.Status]int64, error) { return m.p.Counts(ctx, crawlID) })
 }
 
-func (m *meteredTx) CountHost(ctx context.Context, crawlID, host string) (int64, error) {
-	start := time.Now()
-	r, err := m.Index.CountHost(ctx, crawlID, host)
-	m.countHost.Done(start, err)
-	return r, err
+func (m *meteredPipeline) CountHost(ctx context.Context, crawlID, host string) (int64, error) {
+	return timed(m.countHost, func() (int64, error) { return m.p.CountHost(ctx, crawlID, host) })
 }
 
-func (m *meteredTx) Stale(ctx context.Context, before time.Time, limit int) ([]txindex.Record, error) {
-	start := time.Now()
-	r, err := m.Index.Stale(ctx, before, limit)
-	m.stale.Done(start, err)
-	return r, err
+func (m *meteredPipeline) Stale(ctx context.Context, before time.Time, limit int) ([]txindex.Record, error) {
+	return timed(m.stale, func() ([]txindex.Record, error) { return m.p.Stale(ctx, before, limit) })
 }
 
-func (m *meteredTx) List(ctx context.Context, crawlID string, status contracts.Status, after string, limit int) ([]txindex.Record, error) {
+// meteredScheduling times the operations of txindex.Scheduling.
+type meteredScheduling struct {
+	s             txindex.Scheduling
+	due, dueStats metrics.Op
+}
+
+func newMeteredScheduling(s txindex.Scheduling, op func(string) metrics.Op) *meteredScheduling {
+	return &meteredScheduling{s: s, due: op("due"), dueStats: op("due-stats")}
+}
+
+func (m *meteredScheduling) Due(ctx context.Context, crawlID string, before time.Time, limit int) ([]txindex.Record, error) {
+	return timed(m.due, func() ([]txindex.Record, error) { return m.s.Due(ctx, crawlID, before, limit) })
+}
+
+func (m *meteredScheduling) DueStats(ctx context.Context, crawlID string, before time.Time) (int64, *time.Time, error) {
 	start := time.Now()
-	r, err := m.Index.List(ctx, crawlID, status, after, limit)
-	m.list.Done(start, err)
-	return r, err
+	n, next, err := m.s.DueStats(ctx, crawlID, before)
+	m.dueStats.Done(start, err)
+	return n, next, err
+}
+
+// meteredReads times the operations of txindex.Reads.
+type meteredReads struct {
+	r                                                         txindex.Reads
+	list, find, hosts, mimeTypes, statusCodes, failureReasons metrics.Op
+}
+
+func newMeteredReads(r txindex.Reads, op func(string) metrics.Op) *meteredReads {
+	return &meteredReads{r: r, list: op("list"), find: op("find"), hosts: op("hosts-report"), mimeTypes: op("mime-types-report"),
+		statusCodes: op("status-codes-report"), failureReasons: op("failure-reasons-report")}
+}
+
+func (m *meteredReads) List(ctx context.Context, crawlID string, status contracts.Status, after string, limit int) ([]txindex.Record, error) {
+	return timed(m.list, func() ([]txindex.Record, error) { return m.r.List(ctx, crawlID, status, after, limit) })
+}
+
+func (m *meteredReads) Find(ctx context.Context, crawlID string, f txindex.Filter, after string, limit int) ([]txindex.Record, error) {
+	return timed(m.find, func() ([]txindex.Record, error) { return m.r.Find(ctx, crawlID, f, after, limit) })
+}
+
+func (m *meteredReads) HostsReport(ctx context.Context, crawlID string, limit int) ([]txindex.HostRow, error) {
+	return timed(m.hosts, func() ([]txindex.HostRow, error) { return m.r.HostsReport(ctx, crawlID, limit) })
+}
+
+func (m *meteredReads) MIMETypesReport(ctx context.Context, crawlID string, limit int) ([]txindex.MIMERow, error) {
+	return timed(m.mimeTypes, func() ([]txindex.MIMERow, error) { return m.r.MIMETypesReport(ctx, crawlID, limit) })
+}
+
+func (m *meteredReads) StatusCodesReport(ctx context.Context, crawlID string) ([]txindex.StatusCodeRow, error) {
+	return timed(m.statusCodes, func() ([]txindex.StatusCodeRow, error) { return m.r.StatusCodesReport(ctx, crawlID) })
+}
+
+func (m *meteredReads) FailureReasonsReport(ctx context.Context, crawlID string, limit int) ([]txindex.ReasonRow, error) {
+	return timed(m.failureReasons, func() ([]txindex.ReasonRow, error) { return m.r.FailureReasonsReport(ctx, crawlID, limit) })
 }
 
 // meteredSearch times every search index operation.

@@ -1,4 +1,4 @@
-package mcp
+package indexer
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
 	"github.com/gridcrawl/gridcrawl/pkg/search"
 	"github.com/gridcrawl/gridcrawl/pkg/sqlitequeue"
+	"github.com/gridcrawl/gridcrawl/pkg/testenv"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 )
 
@@ -41,7 +42,7 @@ func TestIndexerRefusedDocument(t *testing.T) {
 
 func testIndexerRefusedDocument(t *testing.T, status contracts.Status) {
 	ctx := t.Context()
-	es, err := esindex.Open(ctx, esindex.Options{URL: testESURL(t), Prefix: "gctest-" + strings.ToLower(rand.Text()[:12]),
+	es, err := esindex.Open(ctx, esindex.Options{URL: testenv.LoopbackURL(t, "GRIDCRAWL_ES_URL"), Prefix: "gctest-" + strings.ToLower(rand.Text()[:12]),
 		Refresh: esindex.RefreshOnRead, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatalf("open elasticsearch: %v", err)
@@ -57,7 +58,7 @@ func testIndexerRefusedDocument(t *testing.T, status contracts.Status) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = q.Close() })
-	m := New(Config{IndexerPrefetch: 8, IndexerBatch: 8}, Deps{Queue: q, Tx: es.TxIndex(), Search: es.Search()})
+	m := New(Config{Prefetch: 8, Batch: 8}, Deps{Queue: q, Tx: es.TxIndex(), Search: es.Search()})
 
 	const crawlID = "refused"
 	now := time.Now().UTC()

@@ -1,4 +1,4 @@
-package mcp
+package coordinator
 
 import (
 	"context"
@@ -17,8 +17,8 @@ import (
 // index is the source of truth, so a contract lost with a killed process is
 // found here. A record is republished at most RecoveryAttempts times, then
 // it fails; either way it cannot be stranded. Paused crawls are left alone.
-func (m *MCP) runSweep(ctx context.Context) {
-	t := time.NewTicker(m.cfg.RecoveryInterval)
+func (co *Coordinator) runSweep(ctx context.Context) {
+	t := time.NewTicker(co.cfg.RecoveryInterval)
 	defer t.Stop()
 	for {
 		select {
@@ -26,13 +26,13 @@ func (m *MCP) runSweep(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		n, err := m.Sweep(ctx)
+		n, err := co.Sweep(ctx)
 		if err != nil && ctx.Err() == nil {
-			m.log.Error("recovery sweep", "err", err)
+			co.log.Error("recovery sweep", "err", err)
 		}
 		if n > 0 {
-			m.met.Recovered(n)
-			m.log.Info("recovery sweep republished work", "records", n)
+			co.met.Recovered(n)
+			co.log.Info("recovery sweep republished work", "records", n)
 		}
 	}
 }
@@ -52,16 +52,16 @@ func (m *MCP) runSweep(ctx context.Context) {
 // A to-be-indexed record whose lease ran out while MCP's own index queue
 // holds messages is left alone (see indexBacklog) until the queue is empty
 // or the record has waited RecoveryAttempts leases.
-func (m *MCP) Sweep(ctx context.Context) (int, error) {
+func (co *Coordinator) Sweep(ctx context.Context) (int, error) {
 	total := 0
 	crawls := map[string]crawlOf{}
-	backlog, err := m.indexBacklog(ctx)
+	backlog, err := co.indexBacklog(ctx)
 	if err != nil {
 		return 0, err
 	}
 	now := time.Now()
 	for {
-		recs, err := m.deps.Tx.Stale(ctx, now.Add(-m.cfg.RecoveryLease), 500)
+		recs, err := co.deps.Tx.Stale(ctx, now.Add(-co.cfg.RecoveryLease), 500)
 		if err != nil {
 			return total, fmt.Errorf("find stale records: %w", err)
 		}
@@ -72,13 +72,13 @@ func (m *MCP) Sweep(ctx context.Context) (int, error) {
 		if backlog {
 			act = recs[:0:0]
 			for _, r := range recs {
-				if !m.queuedForIndex(r, now) {
+				if !co.queuedForIndex(r, now) {
 					act = append(act, r)
 				}
 			}
 		}
 		if len(act) > 0 {
-			n, err := m.recover(ctx, act, crawls)
+			n, err := co.recover(ctx, act, crawls)
 			total += n
 			if err != nil {
 				return total, err
@@ -99,8 +99,8 @@ func (m *MCP) Sweep(ctx context.Context) (int, error) {
 // the page again and the indexer store its document twice: when the
 // indexer lags by more than a lease, as it does late in a large crawl, the
 // recovery would add to the very backlog that made the records stale.
-func (m *MCP) indexBacklog(ctx context.Context) (bool, error) {
-	n, err := m.deps.Queue.Len(ctx, contracts.QueueIndex)
+func (co *Coordinator) indexBacklog(ctx context.Context) (bool, error) {
+	n, err := co.deps.Queue.Len(ctx, contracts.QueueIndex)
 	if err != nil {
 		return false, fmt.Errorf("length of %s: %w", contracts.QueueIndex, err)
 	}
@@ -111,8 +111,8 @@ func (m *MCP) indexBacklog(ctx context.Context) (bool, error) {
 // while the index queue holds messages: r is to-be-indexed and has waited
 // fewer than RecoveryAttempts leases, so that a document whose index
 // contract was lost is still recovered, later, however long the backlog.
-func (m *MCP) queuedForIndex(r txindex.Record, now time.Time) bool {
-	return r.Status == contracts.ToBeIndexed && now.Sub(r.StatusTime) < time.Duration(m.cfg.RecoveryAttempts)*m.cfg.RecoveryLease
+func (co *Coordinator) queuedForIndex(r txindex.Record, now time.Time) bool {
+	return r.Status == contracts.ToBeIndexed && now.Sub(r.StatusTime) < time.Duration(co.cfg.RecoveryAttempts)*co.cfg.RecoveryLease
 }
 
 // crawlOf is a crawl as one sweep pass sees it; found is false for records
@@ -122,16 +122,16 @@ type crawlOf struct {
 	found bool
 }
 
-func (m *MCP) recover(ctx context.Context, recs []txindex.Record, crawls map[string]crawlOf) (int, error) {
+func (co *Coordinator) recover(ctx context.Context, recs []txindex.Record, crawls map[string]crawlOf) (int, error) {
 	ts := make([]txindex.Transition, 0, len(recs))
 	var acted []txindex.Record
 	for _, r := range recs {
 		c, ok := crawls[r.CrawlID]
 		if !ok {
-			got, err := m.deps.Profiles.Get(ctx, r.CrawlID)
+			got, err := co.deps.Profiles.Get(ctx, r.CrawlID)
 			switch {
 			case errors.Is(err, profiles.ErrNotFound):
-				m.log.Warn("recovery: records of an unknown crawl", "crawl_id", r.CrawlID)
+				co.log.Warn("recovery: records of an unknown crawl", "crawl_id", r.CrawlID)
 			case err != nil:
 				return 0, fmt.Errorf("get crawl of stale records: %w", err)
 			}
@@ -144,7 +144,7 @@ func (m *MCP) recover(ctx context.Context, recs []txindex.Record, crawls map[str
 			// Renew the lease only: no attempt, no failure, no republish.
 		case c.State == contracts.CrawlCancelled:
 			t.To, t.Error = contracts.Failed, "cancelled"
-		case r.Attempts >= m.cfg.RecoveryAttempts:
+		case r.Attempts >= co.cfg.RecoveryAttempts:
 			t.To, t.Error, t.AddAttempt = contracts.Failed, "stalled: recovery attempts exhausted", true
 		default:
 			t.AddAttempt = true
@@ -154,7 +154,7 @@ func (m *MCP) recover(ctx context.Context, recs []txindex.Record, crawls map[str
 		}
 		ts = append(ts, t)
 	}
-	applied, err := m.deps.Tx.Transition(ctx, ts)
+	applied, err := co.deps.Tx.Transition(ctx, ts)
 	if err != nil {
 		return 0, fmt.Errorf("renew stale records: %w", err)
 	}
@@ -166,14 +166,14 @@ func (m *MCP) recover(ctx context.Context, recs []txindex.Record, crawls map[str
 		}
 	}
 	for id, rs := range byCrawl {
-		if err := m.republish(ctx, id, crawls[id].Profile, rs); err != nil {
+		if err := co.republish(ctx, id, crawls[id].Profile, rs); err != nil {
 			return len(acted), err
 		}
 	}
 	return len(acted), nil
 }
 
-func (m *MCP) republish(ctx context.Context, crawlID string, p contracts.Profile, rs []txindex.Record) error {
+func (co *Coordinator) republish(ctx context.Context, crawlID string, p contracts.Profile, rs []txindex.Record) error {
 	var load []txindex.Record
 	var parse, reindex []contracts.CrawlerPage
 	for _, r := range rs {
@@ -187,7 +187,7 @@ func (m *MCP) republish(ctx context.Context, crawlID string, p contracts.Profile
 			reindex = append(reindex, page)
 		}
 	}
-	if err := m.frontier.Publish(ctx, crawlID, p, load); err != nil {
+	if err := co.frontier.Publish(ctx, crawlID, p, load); err != nil {
 		return err
 	}
 	inline := contracts.InlineProfile(p)
@@ -201,7 +201,7 @@ func (m *MCP) republish(ctx context.Context, crawlID string, p contracts.Profile
 	}
 	msgs = append(msgs, more...)
 	if len(msgs) > 0 {
-		if err := m.deps.Queue.Publish(ctx, contracts.QueueCrawler, msgs...); err != nil {
+		if err := co.deps.Queue.Publish(ctx, contracts.QueueCrawler, msgs...); err != nil {
 			return fmt.Errorf("republish crawler contracts: %w", err)
 		}
 	}

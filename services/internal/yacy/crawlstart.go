@@ -1,4 +1,4 @@
-package mcp
+package yacy
 
 import (
 	"errors"
@@ -13,6 +13,8 @@ import (
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/urlnorm"
+	"github.com/gridcrawl/gridcrawl/services/internal/coordinator"
+	"github.com/gridcrawl/gridcrawl/services/internal/jsonapi"
 )
 
 // The crawl start of YaCy Grid (its crawler's crawlStart.json) and of YaCy's
@@ -23,8 +25,8 @@ import (
 // the crawl something else (a sitemap crawl, an unparsable value) fails the
 // request with 400 naming it. No parameter is ignored silently.
 
-// yacyCrawlStartPath is YaCy Grid's crawl start endpoint.
-const yacyCrawlStartPath = "/yacy/grid/crawler/crawlStart.json"
+// CrawlStartPath is YaCy Grid's crawl start endpoint.
+const CrawlStartPath = "/yacy/grid/crawler/crawlStart.json"
 
 // The defaults of absent parameters: those of YaCy Grid's crawler
 // (CrawlerDefaultValuesService), whose endpoint this is.
@@ -33,9 +35,9 @@ const (
 	yacyDefaultRange        = "domain"
 	yacyDefaultMustNotMatch = `.*\.(js|css|jpg|jpeg|png|dmg|mpg|mpeg|zip|gz|exe|pkg)`
 	yacyDefaultCollection   = "user"
-	// yacyMaxFormBytes bounds a crawl start request's form (YaCy allows
+	// MaxFormBytes bounds a crawl start request's form (YaCy allows
 	// thousands of start URLs in crawlingURL).
-	yacyMaxFormBytes = 4 << 20
+	MaxFormBytes = 4 << 20
 	// yacyMaxFilterBytes is the longest filter a profile takes.
 	yacyMaxFilterBytes = 4096
 )
@@ -150,10 +152,10 @@ func (a yacyAge) String() string {
 	return fmt.Sprintf("%d %ss", a.n, a.unit)
 }
 
-func (m *MCP) yacyCrawlStart(w http.ResponseWriter, r *http.Request) {
+func (y *Surface) yacyCrawlStart(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodPost {
 		w.Header().Set("Allow", "GET, POST")
-		writeJSON(w, http.StatusMethodNotAllowed, yacyErrorAnswer{Comment: "use GET or POST", Error: "use GET or POST"})
+		jsonapi.Write(w, http.StatusMethodNotAllowed, yacyErrorAnswer{Comment: "use GET or POST", Error: "use GET or POST"})
 		return
 	}
 	form, files, err := yacyForm(w, r)
@@ -163,7 +165,7 @@ func (m *MCP) yacyCrawlStart(w http.ResponseWriter, r *http.Request) {
 		if errors.As(err, &tooLarge) {
 			code = http.StatusRequestEntityTooLarge
 		}
-		writeJSON(w, code, yacyErrorAnswer{Comment: err.Error(), Error: err.Error()})
+		jsonapi.Write(w, code, yacyErrorAnswer{Comment: err.Error(), Error: err.Error()})
 		return
 	}
 	s, p, err := yacyProfile(form, files)
@@ -173,26 +175,26 @@ func (m *MCP) yacyCrawlStart(w http.ResponseWriter, r *http.Request) {
 		if errors.As(err, &pe) {
 			a.Field = pe.param
 		}
-		writeJSON(w, http.StatusBadRequest, a)
+		jsonapi.Write(w, http.StatusBadRequest, a)
 		return
 	}
-	id, err := m.CreateCrawl(r.Context(), p)
+	id, err := y.crawls.CreateCrawl(r.Context(), p)
 	if err != nil && id == "" {
-		if msg, full := diskFull(err); full {
-			writeJSON(w, http.StatusInsufficientStorage, yacyErrorAnswer{Comment: msg, Error: msg})
+		if msg, full := coordinator.DiskFull(err); full {
+			jsonapi.Write(w, http.StatusInsufficientStorage, yacyErrorAnswer{Comment: msg, Error: msg})
 			return
 		}
-		m.log.Error("create crawl", "err", err)
-		writeJSON(w, http.StatusInternalServerError, yacyErrorAnswer{Comment: "could not store the crawl", Error: "could not store the crawl"})
+		y.log.Error("create crawl", "err", err)
+		jsonapi.Write(w, http.StatusInternalServerError, yacyErrorAnswer{Comment: "could not store the crawl", Error: "could not store the crawl"})
 		return
 	}
 	if err != nil {
-		m.log.Warn("create crawl: start urls left to recovery", "crawl_id", id, "err", err)
+		y.log.Warn("create crawl: start urls left to recovery", "crawl_id", id, "err", err)
 	}
 	s.data["id"] = id
 	w.Header().Set("Location", "/api/v1/crawls/"+id)
 	// A crawl that starts answers 200, as YaCy Grid does: scripts check it.
-	writeJSON(w, http.StatusOK, yacyAnswer{Success: true, Metadata: map[string]int{"count": 1}, Data: []map[string]any{s.data},
+	jsonapi.Write(w, http.StatusOK, yacyAnswer{Success: true, Metadata: map[string]int{"count": 1}, Data: []map[string]any{s.data},
 		Actions: []yacyAction{{Type: "crawler", ID: id, Depth: 0}}, CrawlID: id, Profile: p, Unsupported: s.unsupported})
 }
 
@@ -200,10 +202,10 @@ func (m *MCP) yacyCrawlStart(w http.ResponseWriter, r *http.Request) {
 // url-encoded or multipart, and the names of the files a multipart form
 // uploads.
 func yacyForm(w http.ResponseWriter, r *http.Request) (url.Values, map[string]string, error) {
-	r.Body = http.MaxBytesReader(w, r.Body, yacyMaxFormBytes)
+	r.Body = http.MaxBytesReader(w, r.Body, MaxFormBytes)
 	files := map[string]string{}
 	if strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/form-data") {
-		if err := r.ParseMultipartForm(yacyMaxFormBytes); err != nil {
+		if err := r.ParseMultipartForm(MaxFormBytes); err != nil {
 			return nil, nil, fmt.Errorf("read multipart form: %w", err)
 		}
 		for name, fhs := range r.MultipartForm.File {
@@ -248,7 +250,7 @@ func yacyProfile(form url.Values, files map[string]string) (*yacyStart, contract
 	if err != nil {
 		return nil, contracts.Profile{}, err
 	}
-	p, err = checkProfile(p)
+	p, err = coordinator.CheckProfile(p)
 	if err != nil {
 		var fe *contracts.FieldError
 		if errors.As(err, &fe) {
@@ -483,14 +485,12 @@ func (s *yacyStart) set(name, v string) error {
 
 // yacyStartURLs splits crawlingURL into its URLs: YaCy separates them by
 // line breaks or '|'; spaces separate them too. A URL without a scheme
-// gets https://, as in YaCy.
+// gets one as in YaCy (urlnorm.WithScheme).
 func yacyStartURLs(v string) ([]*url.URL, error) {
 	fields := strings.FieldsFunc(v, func(r rune) bool { return r == '|' || r == ' ' || r == '\t' || r == '\r' || r == '\n' })
 	urls := make([]*url.URL, 0, len(fields))
 	for _, f := range fields {
-		if !strings.Contains(f, "://") {
-			f = "https://" + f
-		}
+		f = urlnorm.WithScheme(f)
 		n, err := urlnorm.Normalize(f)
 		if err != nil {
 			return nil, &yacyParamError{"crawlingURL", fmt.Sprintf("%q: %v", f, err)}

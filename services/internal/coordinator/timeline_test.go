@@ -1,8 +1,10 @@
-package mcp
+package coordinator
 
 import (
 	"testing"
 	"time"
+
+	"github.com/gridcrawl/gridcrawl/contracts"
 )
 
 // TestTimelineBounded adds many samples to a timeline: it never holds more
@@ -10,10 +12,10 @@ import (
 // pages per second are the rate between neighbouring points.
 func TestTimelineBounded(t *testing.T) {
 	for _, n := range []int{1, 2, maxTimelinePoints, maxTimelinePoints + 1, 5 * maxTimelinePoints} {
-		tl := &Timeline{}
+		tl := &contracts.Timeline{}
 		start := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
 		for i := range n {
-			tl.add(start.Add(time.Duration(i)*time.Second), map[string]int64{"to-be-loaded": 10, "indexed": int64(2 * i)}, 0)
+			addPoint(tl, start.Add(time.Duration(i)*time.Second), map[string]int64{"to-be-loaded": 10, "indexed": int64(2 * i)}, 0)
 		}
 		if len(tl.Points) > maxTimelinePoints {
 			t.Errorf("%d samples: %d points, want at most %d", n, len(tl.Points), maxTimelinePoints)
@@ -38,7 +40,7 @@ func TestTimelineBounded(t *testing.T) {
 // to to-be-loaded; the rate counts them as fetched once more instead of
 // going negative.
 func TestTimelineRefetches(t *testing.T) {
-	tl := &Timeline{}
+	tl := &contracts.Timeline{}
 	start := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
 	samples := []struct {
 		counts    map[string]int64
@@ -52,7 +54,7 @@ func TestTimelineRefetches(t *testing.T) {
 		{map[string]int64{"indexed": 10}, 10, 0},
 	}
 	for i, s := range samples {
-		tl.add(start.Add(time.Duration(i)*time.Second), s.counts, s.refetched)
+		addPoint(tl, start.Add(time.Duration(i)*time.Second), s.counts, s.refetched)
 		p := tl.Points[len(tl.Points)-1]
 		if i > 0 && (p.PagesPerSecond == nil || *p.PagesPerSecond != s.want) {
 			t.Errorf("sample %d: rate %v, want %v", i, p.PagesPerSecond, s.want)

@@ -1,4 +1,4 @@
-package mcp
+package coordinator
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/profiles"
 )
 
-// A crawl's state is one state machine owned by MCP:
+// A crawl's state is one state machine owned by the coordinator:
 //
 //	running ──finish──────────▶ finished
 //	running ──pause at finish─▶ paused    (out of work, budget.pause_at_finish)
@@ -81,21 +81,21 @@ var verbRules = map[verb]verbRule{
 	verbResume: {t: &resuming, accept: []contracts.CrawlState{contracts.CrawlRunning, contracts.CrawlUpToDate}},
 }
 
-// errConflict is wrapped by the errors of verbs refused in the crawl's
+// ErrConflict is wrapped by the errors of verbs refused in the crawl's
 // state; the API answers them with 409.
-var errConflict = errors.New("not allowed in this state")
+var ErrConflict = errors.New("not allowed in this state")
 
 // conflictRounds bounds how often a verb re-reads a crawl whose state
 // changed between its read and its compare-and-set.
 const conflictRounds = 8
 
 // apply runs verb v on crawl id and returns the crawl as it was when the
-// verb was decided, and the state it is in now. It fails with errConflict
+// verb was decided, and the state it is in now. It fails with ErrConflict
 // when v is refused in the crawl's state, and with profiles.ErrNotFound.
-func (m *MCP) apply(ctx context.Context, id string, v verb, reason string) (profiles.Crawl, contracts.CrawlState, error) {
+func (co *Coordinator) apply(ctx context.Context, id string, v verb, reason string) (profiles.Crawl, contracts.CrawlState, error) {
 	rule := verbRules[v]
 	for range conflictRounds {
-		c, err := m.deps.Profiles.Get(ctx, id)
+		c, err := co.deps.Profiles.Get(ctx, id)
 		if err != nil {
 			return c, "", err
 		}
@@ -103,37 +103,37 @@ func (m *MCP) apply(ctx context.Context, id string, v verb, reason string) (prof
 			return c, c.State, nil
 		}
 		if rule.t == nil || !slices.Contains(rule.t.from, c.State) {
-			return c, c.State, fmt.Errorf("%s crawl %s: it is %s: %w", v, id, c.State, errConflict)
+			return c, c.State, fmt.Errorf("%s crawl %s: it is %s: %w", v, id, c.State, ErrConflict)
 		}
-		err = m.transition(ctx, c, *rule.t, reason)
+		err = co.transition(ctx, c, *rule.t, reason)
 		if errors.Is(err, profiles.ErrConflict) {
 			continue // changed meanwhile: decide again on the new state
 		}
 		return c, rule.t.to, err
 	}
-	return profiles.Crawl{}, "", fmt.Errorf("%s crawl %s: its state keeps changing: %w", v, id, errConflict)
+	return profiles.Crawl{}, "", fmt.Errorf("%s crawl %s: its state keeps changing: %w", v, id, ErrConflict)
 }
 
 // transition applies t to c, which must be in one of t's from states, as a
 // compare-and-set on c's state, and logs it. It fails with
 // profiles.ErrConflict when the stored state is no longer c's.
-func (m *MCP) transition(ctx context.Context, c profiles.Crawl, t transition, reason string) error {
+func (co *Coordinator) transition(ctx context.Context, c profiles.Crawl, t transition, reason string) error {
 	if !slices.Contains(t.from, c.State) {
 		return fmt.Errorf("%s crawl %s: it is %s: %w", t.name, c.ID, c.State, profiles.ErrConflict)
 	}
-	if err := m.deps.Profiles.Transition(ctx, c.ID, c.State, t.to, time.Now().UTC()); err != nil {
+	if err := co.deps.Profiles.Transition(ctx, c.ID, c.State, t.to, time.Now().UTC()); err != nil {
 		return fmt.Errorf("%s crawl: %w", t.name, err)
 	}
-	m.log.Info("crawl state changed", "crawl_id", c.ID, "from", c.State, "to", t.to, "transition", t.name, "reason", reason)
+	co.log.Info("crawl state changed", "crawl_id", c.ID, "from", c.State, "to", t.to, "transition", t.name, "reason", reason)
 	return nil
 }
 
-// outOfWork is the termination rule over a crawl's record counts: a crawl is
+// OutOfWork is the termination rule over a crawl's record counts: a crawl is
 // out of work when it has records and every one of them is in a terminal
 // status (indexed, redirected, failed) or retired (parked by a spent budget,
 // counted apart). Any other status, to-be-loaded, to-be-parsed and
 // to-be-indexed as well as one this rule does not know, keeps it running.
-func outOfWork(counts map[contracts.Status]int64) bool {
+func OutOfWork(counts map[contracts.Status]int64) bool {
 	var total int64
 	for s, n := range counts {
 		if n == 0 {
@@ -150,8 +150,8 @@ func outOfWork(counts map[contracts.Status]int64) bool {
 // CheckFinished ends every running crawl that is out of work: finished, or
 // paused when its profile asks to pause at finish (so that budgets can be
 // raised and retired URLs crawled). It returns how many crawls it ended.
-func (m *MCP) CheckFinished(ctx context.Context) (int, error) {
-	cs, err := m.deps.Profiles.List(ctx)
+func (co *Coordinator) CheckFinished(ctx context.Context) (int, error) {
+	cs, err := co.deps.Profiles.List(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("list crawls: %w", err)
 	}
@@ -161,7 +161,7 @@ func (m *MCP) CheckFinished(ctx context.Context) (int, error) {
 		if c.State != contracts.CrawlRunning {
 			continue
 		}
-		ok, err := m.checkFinished(ctx, c)
+		ok, err := co.checkFinished(ctx, c)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -175,17 +175,17 @@ func (m *MCP) CheckFinished(ctx context.Context) (int, error) {
 // checkFinished ends c when it is running and out of work, and reports
 // whether it did. A crawl whose settings are being changed (PATCH puts
 // retired URLs back) is left to the next check.
-func (m *MCP) checkFinished(ctx context.Context, c profiles.Crawl) (bool, error) {
-	mu := m.crawlLock(c.ID)
+func (co *Coordinator) checkFinished(ctx context.Context, c profiles.Crawl) (bool, error) {
+	mu := co.crawlLock(c.ID)
 	if !mu.TryLock() {
 		return false, nil
 	}
 	defer mu.Unlock()
-	counts, err := m.deps.Tx.Counts(ctx, c.ID)
+	counts, err := co.deps.Tx.Counts(ctx, c.ID)
 	if err != nil {
 		return false, fmt.Errorf("count records of crawl %s: %w", c.ID, err)
 	}
-	if !outOfWork(counts) {
+	if !OutOfWork(counts) {
 		return false, nil
 	}
 	t := finishing
@@ -195,7 +195,7 @@ func (m *MCP) checkFinished(ctx context.Context, c profiles.Crawl) (bool, error)
 	case c.Profile.Budget != nil && c.Profile.Budget.PauseAtFinish:
 		t = pausingAtFinish
 	}
-	err = m.transition(ctx, c, t, fmt.Sprintf("no record pending (%d retired)", counts[contracts.Retired]))
+	err = co.transition(ctx, c, t, fmt.Sprintf("no record pending (%d retired)", counts[contracts.Retired]))
 	if errors.Is(err, profiles.ErrConflict) {
 		return false, nil // paused or cancelled meanwhile
 	}
@@ -208,7 +208,7 @@ func (m *MCP) checkFinished(ctx context.Context, c profiles.Crawl) (bool, error)
 		case contracts.CrawlUpToDate:
 			msg = "crawl up to date"
 		}
-		m.log.Info(msg, "crawl_id", c.ID, "counts", countsAttr(counts), "elapsed_ms", time.Since(c.CreatedAt).Milliseconds())
+		co.log.Info(msg, "crawl_id", c.ID, "counts", countsAttr(counts), "elapsed_ms", time.Since(c.CreatedAt).Milliseconds())
 	}
 	return err == nil, err
 }
@@ -218,54 +218,54 @@ func (m *MCP) checkFinished(ctx context.Context, c profiles.Crawl) (bool, error)
 // work (PATCH): the check must not count a crawl out of work between the
 // new settings and the URLs they bring back. Transitions themselves need
 // no lock: they are compare-and-set in the store.
-func (m *MCP) crawlLock(id string) *sync.Mutex {
-	mu, _ := m.locks.LoadOrStore(id, new(sync.Mutex))
+func (co *Coordinator) crawlLock(id string) *sync.Mutex {
+	mu, _ := co.locks.LoadOrStore(id, new(sync.Mutex))
 	return mu.(*sync.Mutex)
 }
 
-// nudgeFinish asks the finish check to look at crawl id soon: the indexer
+// NudgeFinish asks the finish check to look at crawl id soon: the indexer
 // calls it for the crawls whose pages it just indexed, so that a crawl
 // finishes right after its last page rather than at the next tick.
-func (m *MCP) nudgeFinish(id string) {
-	m.nudgeMu.Lock()
-	m.nudged[id] = struct{}{}
-	m.nudgeMu.Unlock()
+func (co *Coordinator) NudgeFinish(id string) {
+	co.nudgeMu.Lock()
+	co.nudged[id] = struct{}{}
+	co.nudgeMu.Unlock()
 	select {
-	case m.nudge <- struct{}{}:
+	case co.nudge <- struct{}{}:
 	default:
 	}
 }
 
 // runFinishCheck checks the running crawls every FinishCheckInterval, and
 // the nudged ones at once, until ctx is cancelled.
-func (m *MCP) runFinishCheck(ctx context.Context) {
-	tick := time.NewTicker(m.cfg.FinishCheckInterval)
+func (co *Coordinator) runFinishCheck(ctx context.Context) {
+	tick := time.NewTicker(co.cfg.FinishCheckInterval)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			if _, err := m.CheckFinished(ctx); err != nil && ctx.Err() == nil {
-				m.log.Error("finish check", "err", err)
+			if _, err := co.CheckFinished(ctx); err != nil && ctx.Err() == nil {
+				co.log.Error("finish check", "err", err)
 			}
-		case <-m.nudge:
+		case <-co.nudge:
 			// Gather the nudges of a short while: an indexer busy with a
 			// crawl nudges for every contract, and one check serves them all.
-			if !sleepCtx(ctx, min(nudgeGather, m.cfg.FinishCheckInterval)) {
+			if !sleepCtx(ctx, min(nudgeGather, co.cfg.FinishCheckInterval)) {
 				return
 			}
-			m.nudgeMu.Lock()
-			ids := m.nudged
-			m.nudged = map[string]struct{}{}
-			m.nudgeMu.Unlock()
+			co.nudgeMu.Lock()
+			ids := co.nudged
+			co.nudged = map[string]struct{}{}
+			co.nudgeMu.Unlock()
 			for id := range ids {
-				c, err := m.deps.Profiles.Get(ctx, id)
+				c, err := co.deps.Profiles.Get(ctx, id)
 				if err == nil && c.State == contracts.CrawlRunning {
-					_, err = m.checkFinished(ctx, c)
+					_, err = co.checkFinished(ctx, c)
 				}
 				if err != nil && !errors.Is(err, profiles.ErrNotFound) && ctx.Err() == nil {
-					m.log.Error("finish check", "crawl_id", id, "err", err)
+					co.log.Error("finish check", "crawl_id", id, "err", err)
 				}
 			}
 		}

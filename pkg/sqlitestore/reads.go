@@ -8,6 +8,63 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 )
 
+// The txindex.Reads methods of TxIndex: listings, the crawl log and the
+// reports, which are GROUP BY queries.
+
+// List returns up to limit records of crawlID after the key after, in key
+// order; status filters when not empty.
+//
+// No index orders a crawl's records by key (one would be written at a random
+// place for every record), so List picks the cheaper of two ways per call:
+// walking the key index from after and skipping other crawls and statuses,
+// which costs about limit × all records / matching records; or reading every
+// matching record through the crawl/status index and sorting, which costs
+// about the matching records. The counts table gives both sizes.
+func (x *TxIndex) List(ctx context.Context, crawlID string, status contracts.Status, after string, limit int) ([]txindex.Record, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	counts, err := x.Counts(ctx, crawlID)
+	if err != nil {
+		return nil, fmt.Errorf("list records of crawl %q: %w", crawlID, err)
+	}
+	var matching int64
+	for s, n := range counts {
+		if status == "" || s == status {
+			matching += n
+		}
+	}
+	if matching == 0 {
+		return nil, nil
+	}
+	var all int64
+	if err := x.total.QueryRowContext(ctx).Scan(&all); err != nil {
+		return nil, fmt.Errorf("list records of crawl %q: %w", crawlID, err)
+	}
+	byKey := matching*matching > int64(limit)*all
+	return x.list(ctx, crawlID, status, after, limit, byKey)
+}
+
+func (x *TxIndex) list(ctx context.Context, crawlID string, status contracts.Status, after string, limit int, byKey bool) ([]txindex.Record, error) {
+	st := x.listByKey
+	switch {
+	case byKey:
+	case status == "":
+		st = x.listCrawl
+	default:
+		st = x.listByStatus
+	}
+	rows, err := st.QueryContext(ctx, crawlID, string(status), after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list records of crawl %q: %w", crawlID, err)
+	}
+	recs, err := scanRecords(rows)
+	if err != nil {
+		return nil, fmt.Errorf("list records of crawl %q: %w", crawlID, err)
+	}
+	return recs, nil
+}
+
 // Find returns up to limit records of crawlID after the key after, in key
 // order, that match f. Keys only grow along a listing, so it is stable.
 //

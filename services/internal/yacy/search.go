@@ -1,4 +1,4 @@
-package mcp
+package yacy
 
 import (
 	"bytes"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/search"
+	"github.com/gridcrawl/gridcrawl/services/internal/jsonapi"
 )
 
 // Searching the YaCy way: GET /yacysearch.json (YaCy's path),
@@ -75,8 +76,9 @@ type yacyParams struct {
 // readYaCyParams reads a request's parameters the way yacysearch.java does:
 // query (or search), maximumRecords (or count, rows), startRecord (or
 // offset, start), contentdom, resource, verify, nav, urlmaskfilter,
-// collection and callback, and gridcrawl's crawl and all_crawls. Numbers that are not numbers take their
-// default; only an unusable urlmaskfilter or callback is an error.
+// collection and callback, and gridcrawl's crawl and all_crawls. Numbers
+// that are not numbers take their default; only an unusable urlmaskfilter or
+// callback is an error.
 func readYaCyParams(v url.Values) (yacyParams, *contracts.FieldError) {
 	first := func(names ...string) string {
 		for _, n := range names {
@@ -181,7 +183,7 @@ type yacyFound struct {
 // search for another content domain (image, audio, video, app) finds
 // nothing, and so does a query that selects nothing (YaCy answers an empty
 // query with an empty result, not an error).
-func (m *MCP) yacySearch(ctx context.Context, p yacyParams) (yacyFound, error) {
+func (y *Surface) yacySearch(ctx context.Context, p yacyParams) (yacyFound, error) {
 	switch p.contentdom {
 	case "image", "audio", "video", "app":
 		return yacyFound{}, nil
@@ -192,7 +194,7 @@ func (m *MCP) yacySearch(ctx context.Context, p yacyParams) (yacyFound, error) {
 	q := search.Query{Q: p.query, CrawlID: p.crawl, Collection: p.collection, Offset: p.start, Limit: p.rows,
 		Facets: p.navHosts || p.navTypes, AllCrawls: p.allCrawls}
 	if p.mask == nil {
-		res, err := m.deps.Search.Search(ctx, q)
+		res, err := y.search.Search(ctx, q)
 		if err != nil {
 			return yacyFound{}, err
 		}
@@ -201,7 +203,7 @@ func (m *MCP) yacySearch(ctx context.Context, p yacyParams) (yacyFound, error) {
 	}
 	// The index cannot apply a regular expression: filter its best matches.
 	q.Offset, q.Limit, q.Facets = 0, yacyMaskWindow, false
-	res, err := m.deps.Search.Search(ctx, q)
+	res, err := y.search.Search(ctx, q)
 	if err != nil {
 		return yacyFound{}, err
 	}
@@ -503,15 +505,15 @@ func yacyRSSAnswer(p yacyParams, f yacyFound) yacyRSS {
 
 // yacySearchJSON answers /yacysearch.json and YaCy Grid's
 // /yacy/grid/mcp/index/yacysearch.json, as JSONP when a callback is given.
-func (m *MCP) yacySearchJSON(w http.ResponseWriter, r *http.Request) {
-	p, f, ok := m.yacyRun(w, r)
+func (y *Surface) yacySearchJSON(w http.ResponseWriter, r *http.Request) {
+	p, f, ok := y.yacyRun(w, r)
 	if !ok {
 		return
 	}
 	body, err := json.Marshal(yacySearchAnswer(p, f))
 	if err != nil {
-		m.log.Error("yacy search answer", "err", err)
-		writeError(w, http.StatusInternalServerError, "search failed", "")
+		y.log.Error("yacy search answer", "err", err)
+		jsonapi.Error(w, http.StatusInternalServerError, "search failed", "")
 		return
 	}
 	if p.callback != "" {
@@ -527,15 +529,15 @@ func (m *MCP) yacySearchJSON(w http.ResponseWriter, r *http.Request) {
 }
 
 // yacySearchRSS answers /yacysearch.rss.
-func (m *MCP) yacySearchRSS(w http.ResponseWriter, r *http.Request) {
-	p, f, ok := m.yacyRun(w, r)
+func (y *Surface) yacySearchRSS(w http.ResponseWriter, r *http.Request) {
+	p, f, ok := y.yacyRun(w, r)
 	if !ok {
 		return
 	}
 	body, err := xml.MarshalIndent(yacyRSSAnswer(p, f), "", "\t")
 	if err != nil {
-		m.log.Error("yacy search rss answer", "err", err)
-		writeError(w, http.StatusInternalServerError, "search failed", "")
+		y.log.Error("yacy search rss answer", "err", err)
+		jsonapi.Error(w, http.StatusInternalServerError, "search failed", "")
 		return
 	}
 	w.Header().Set("Content-Type", "application/rss+xml; charset=utf-8")
@@ -545,16 +547,16 @@ func (m *MCP) yacySearchRSS(w http.ResponseWriter, r *http.Request) {
 }
 
 // yacyRun reads the request and searches; on failure it has answered.
-func (m *MCP) yacyRun(w http.ResponseWriter, r *http.Request) (yacyParams, yacyFound, bool) {
+func (y *Surface) yacyRun(w http.ResponseWriter, r *http.Request) (yacyParams, yacyFound, bool) {
 	p, fe := readYaCyParams(r.URL.Query())
 	if fe != nil {
-		writeError(w, http.StatusBadRequest, fe.Error(), fe.Field)
+		jsonapi.Error(w, http.StatusBadRequest, fe.Error(), fe.Field)
 		return p, yacyFound{}, false
 	}
-	f, err := m.yacySearch(r.Context(), p)
+	f, err := y.yacySearch(r.Context(), p)
 	if err != nil {
-		m.log.Error("yacy search", "err", err)
-		writeError(w, http.StatusInternalServerError, "search failed", "")
+		y.log.Error("yacy search", "err", err)
+		jsonapi.Error(w, http.StatusInternalServerError, "search failed", "")
 		return p, yacyFound{}, false
 	}
 	return p, f, true

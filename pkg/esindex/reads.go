@@ -14,6 +14,34 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 )
 
+// The txindex.Reads methods of TxIndex: listings, the crawl log and the
+// reports, which are aggregations.
+
+// List returns up to limit records of crawlID after the key after, in key
+// order; status filters when not empty.
+func (x *TxIndex) List(ctx context.Context, crawlID string, status contracts.Status, after string, limit int) ([]txindex.Record, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	if err := x.c.readRefresh(ctx, x.c.txIndex); err != nil {
+		return nil, fmt.Errorf("list records of crawl %q: %w", crawlID, err)
+	}
+	filters := []any{term("crawl_id", crawlID)}
+	if status != "" {
+		filters = append(filters, term("status", string(status)))
+	}
+	var searchAfter []any
+	if after != "" {
+		searchAfter = []any{after}
+	}
+	query := map[string]any{"bool": map[string]any{"filter": filters}}
+	recs, err := x.search(ctx, query, []any{map[string]any{"key": "asc"}}, searchAfter, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list records of crawl %q: %w", crawlID, err)
+	}
+	return recs, nil
+}
+
 // The sub-fields the reports aggregate (see txMapping).
 const (
 	reasonField = "r"

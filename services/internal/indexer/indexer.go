@@ -1,4 +1,10 @@
-package mcp
+// Package indexer is the third stage of the pipeline, after the loader and
+// the crawler: it consumes index_pending, stores each contract's documents in
+// the search index and only then moves their pages from to-be-indexed to
+// indexed. It runs inside MCP's process by default (services/mcp), or as a
+// binary of its own (services/indexer) so that indexing scales apart from
+// MCP.
+package indexer
 
 import (
 	"context"
@@ -22,8 +28,8 @@ const (
 
 // pendingIndex is an index contract whose documents are stored but some of
 // whose pages are still to-be-parsed: the crawler publishes documents
-// before it writes the page's links and moves the page on (seed 004's
-// order), so the indexer can be faster than the crawler.
+// before it writes the page's links and moves the page on (the order of YaCy Grid's crawler loop,
+// https://github.com/yacy/yacy_grid_crawler), so the indexer can be faster than the crawler.
 type pendingIndex struct {
 	d       queue.Delivery
 	crawlID string
@@ -34,14 +40,14 @@ type pendingIndex struct {
 	since   time.Time
 }
 
-// runIndexer consumes index_pending. It collects the deliveries that are
+// Run consumes index_pending. It collects the deliveries that are
 // available at once (up to IndexerBatch), stores their documents, moves
 // their pages from to-be-indexed to indexed and only then acks. A document
 // is therefore searchable before its page counts as indexed, so a crawl is
 // never reported finished while a document is missing. It nudges the finish
 // check for the crawls of the contracts it settled.
-func (m *MCP) runIndexer(ctx context.Context) error {
-	deliveries, err := m.deps.Queue.Consume(ctx, contracts.QueueIndex, queue.ConsumeOptions{Prefetch: m.cfg.IndexerPrefetch})
+func (x *Indexer) Run(ctx context.Context) error {
+	deliveries, err := x.deps.Queue.Consume(ctx, contracts.QueueIndex, queue.ConsumeOptions{Prefetch: x.cfg.Prefetch})
 	if err != nil {
 		return fmt.Errorf("consume %s: %w", contracts.QueueIndex, err)
 	}
@@ -56,7 +62,7 @@ func (m *MCP) runIndexer(ctx context.Context) error {
 			}
 			batch := []queue.Delivery{d}
 		drain:
-			for len(batch) < m.cfg.IndexerBatch {
+			for len(batch) < x.cfg.Batch {
 				select {
 				case d, ok := <-deliveries:
 					if !ok {
@@ -67,16 +73,16 @@ func (m *MCP) runIndexer(ctx context.Context) error {
 					break drain
 				}
 			}
-			deferred = append(deferred, m.indexBatch(ctx, batch)...)
+			deferred = append(deferred, x.indexBatch(ctx, batch)...)
 		case <-tick.C:
 			if len(deferred) > 0 {
-				deferred = m.recheck(ctx, deferred)
+				deferred = x.recheck(ctx, deferred)
 			}
 		}
 	}
 }
 
-func (m *MCP) indexBatch(ctx context.Context, batch []queue.Delivery) []*pendingIndex {
+func (x *Indexer) indexBatch(ctx context.Context, batch []queue.Delivery) []*pendingIndex {
 	var docs []contracts.Document
 	var pend []*pendingIndex
 	for _, d := range batch {
@@ -86,9 +92,9 @@ func (m *MCP) indexBatch(ctx context.Context, batch []queue.Delivery) []*pending
 			if err != nil {
 				reason = "undecodable index contract: " + err.Error()
 			}
-			m.log.Warn("dead-letter contract", "queue", contracts.QueueIndex, "reason", reason)
+			x.log.Warn("dead-letter contract", "queue", contracts.QueueIndex, "reason", reason)
 			if err := d.DeadLetter(ctx, reason); err != nil {
-				m.log.Error("dead-letter contract", "queue", contracts.QueueIndex, "err", err)
+				x.log.Error("dead-letter contract", "queue", contracts.QueueIndex, "err", err)
 			}
 			continue
 		}
@@ -103,17 +109,17 @@ func (m *MCP) indexBatch(ctx context.Context, batch []queue.Delivery) []*pending
 		return nil
 	}
 	stored := len(docs)
-	if err := m.deps.Search.Upsert(ctx, docs); err != nil {
+	if err := x.deps.Search.Upsert(ctx, docs); err != nil {
 		var refused *search.RefusedError
 		if !errors.As(err, &refused) {
-			m.fail(ctx, pend, fmt.Errorf("store documents: %w", err))
+			x.fail(ctx, pend, fmt.Errorf("store documents: %w", err))
 			return nil
 		}
-		m.failRefused(pend, refused)
+		x.failRefused(pend, refused)
 		stored -= len(refused.Reasons)
 	}
-	m.met.Stored(stored)
-	return m.recheck(ctx, pend)
+	x.met.Stored(stored)
+	return x.recheck(ctx, pend)
 }
 
 // failRefused has recheck move the pages whose documents the search index
@@ -121,9 +127,9 @@ func (m *MCP) indexBatch(ctx context.Context, batch []queue.Delivery) []*pending
 // in the batch were stored and go on. A refused page still to be parsed
 // (the crawler publishes documents before it moves their pages on) fails
 // once it is to be indexed, as its neighbours would be indexed.
-func (m *MCP) failRefused(pend []*pendingIndex, refused *search.RefusedError) {
+func (x *Indexer) failRefused(pend []*pendingIndex, refused *search.RefusedError) {
 	for id, reason := range refused.Reasons {
-		m.log.Warn("document refused by the search index", "key", id, "reason", reason)
+		x.log.Warn("document refused by the search index", "key", id, "reason", reason)
 		for _, p := range pend {
 			if _, ok := p.waiting[id]; ok {
 				p.waiting[id] = contracts.ReasonRefusedByIndex + ": " + clipReason(reason)
@@ -144,7 +150,7 @@ func clipReason(s string) string {
 // recheck moves the waiting pages of pend to indexed (or failed, see
 // failRefused), acks the deliveries that have none left and returns the
 // others.
-func (m *MCP) recheck(ctx context.Context, pend []*pendingIndex) []*pendingIndex {
+func (x *Indexer) recheck(ctx context.Context, pend []*pendingIndex) []*pendingIndex {
 	var ts []txindex.Transition
 	for _, p := range pend {
 		for k, reason := range p.waiting {
@@ -155,9 +161,9 @@ func (m *MCP) recheck(ctx context.Context, pend []*pendingIndex) []*pendingIndex
 			ts = append(ts, t)
 		}
 	}
-	applied, err := m.deps.Tx.Transition(ctx, ts)
+	applied, err := x.deps.Tx.Transition(ctx, ts)
 	if err != nil {
-		m.fail(ctx, pend, fmt.Errorf("mark pages indexed: %w", err))
+		x.fail(ctx, pend, fmt.Errorf("mark pages indexed: %w", err))
 		return nil
 	}
 	var unsure []string
@@ -170,10 +176,10 @@ func (m *MCP) recheck(ctx context.Context, pend []*pendingIndex) []*pendingIndex
 			indexed++
 		}
 	}
-	m.met.Indexed(indexed)
-	recs, err := m.deps.Tx.GetMany(ctx, unsure)
+	x.met.Indexed(indexed)
+	recs, err := x.deps.Tx.GetMany(ctx, unsure)
 	if err != nil {
-		m.fail(ctx, pend, fmt.Errorf("get pages: %w", err))
+		x.fail(ctx, pend, fmt.Errorf("get pages: %w", err))
 		return nil
 	}
 	still := map[string]bool{}
@@ -192,11 +198,11 @@ func (m *MCP) recheck(ctx context.Context, pend []*pendingIndex) []*pendingIndex
 		// After deferLimit the crawler that published these documents has
 		// stalled or died; its redelivered contract publishes them again.
 		if len(p.waiting) == 0 || time.Since(p.since) > deferLimit {
-			if err := m.deps.Gate.Settle(ctx, p.d.Ack); err != nil && ctx.Err() == nil {
-				m.log.Error("ack index contract", "queue", contracts.QueueIndex, "err", err)
+			if err := x.deps.Gate.Settle(ctx, p.d.Ack); err != nil && ctx.Err() == nil {
+				x.log.Error("ack index contract", "queue", contracts.QueueIndex, "err", err)
 			}
 			if len(p.waiting) == 0 {
-				m.nudgeFinish(p.crawlID) // its last pages may be these
+				x.nudge(p.crawlID) // its last pages may be these
 			}
 			continue
 		}
@@ -205,25 +211,25 @@ func (m *MCP) recheck(ctx context.Context, pend []*pendingIndex) []*pendingIndex
 	return keep
 }
 
-func (m *MCP) fail(ctx context.Context, pend []*pendingIndex, err error) {
+func (x *Indexer) fail(ctx context.Context, pend []*pendingIndex, err error) {
 	if ctx.Err() != nil {
 		return
 	}
-	m.deps.Gate.Note(err)
-	down := m.deps.Gate.Down(ctx)
-	m.log.Error("index documents", "err", err, "backends_down", strings.Join(down, ","))
+	x.deps.Gate.Note(err)
+	down := x.deps.Gate.Down(ctx)
+	x.log.Error("index documents", "err", err, "backends_down", strings.Join(down, ","))
 	for _, p := range pend {
 		var serr error
 		if len(down) > 0 { // the outage's failure, not the contract's
-			serr = m.deps.Gate.Settle(ctx, func(ctx context.Context) error { return p.d.Postpone(ctx, time.Second) })
+			serr = x.deps.Gate.Settle(ctx, func(ctx context.Context) error { return p.d.Postpone(ctx, time.Second) })
 		} else {
-			serr = m.deps.Gate.Settle(ctx, func(ctx context.Context) error { return p.d.Retry(ctx, queue.RetryDelay(p.d.Attempt())) })
+			serr = x.deps.Gate.Settle(ctx, func(ctx context.Context) error { return p.d.Retry(ctx, queue.RetryDelay(p.d.Attempt())) })
 		}
 		if serr != nil {
-			m.log.Error("retry index contract", "queue", contracts.QueueIndex, "err", serr)
+			x.log.Error("retry index contract", "queue", contracts.QueueIndex, "err", serr)
 		}
 	}
 	if len(down) > 0 {
-		_ = m.deps.Gate.Wait(ctx) // take no more contracts until it is back
+		_ = x.deps.Gate.Wait(ctx) // take no more contracts until it is back
 	}
 }

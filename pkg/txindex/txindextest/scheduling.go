@@ -1,5 +1,7 @@
 package txindextest
 
+// The tests of txindex.Scheduling: Due and DueStats.
+
 import (
 	"fmt"
 	"slices"
@@ -12,83 +14,9 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 )
 
-// testRecrawlFields checks the rule of txindex.Apply for continuous crawls:
-// a transition's recrawl state replaces the record's, NextDue is its Due
-// while the record is terminal and nil in the pipeline, and ResetAttempts
-// and ClearError do what they say.
-func testRecrawlFields(t *testing.T, h Harness) {
-	x := h.New(t)
-	crawl := newCrawlID(t)
-	now := time.Now()
-	r := rec(crawl, "http://a.example/page", contracts.ToBeLoaded, now)
-	mustCreate(t, x, r)
-	fetched := at(now.Add(-time.Minute)).UTC()
-	state := &txindex.Recrawl{
-		Fetched: fetched, Status: 200, IntervalMS: 3_600_000, Due: fetched.Add(time.Hour),
-		ETag: `"v1"`, LastModified: "Mon, 02 Jan 2006 15:04:05 GMT", Digest: "sha1:ABC",
-		RecordID: "<urn:uuid:1>", Stored: fetched, Changes: 2, Revisits: 3,
-	}
-	steps := []struct {
-		tr      txindex.Transition
-		wantDue *time.Time
-	}{
-		{txindex.Transition{Key: r.Key, From: contracts.ToBeLoaded, To: contracts.ToBeParsed, Recrawl: state, Error: "http 503", AddAttempt: true}, nil},
-		{txindex.Transition{Key: r.Key, From: contracts.ToBeParsed, To: contracts.Indexed}, &state.Due},
-		{txindex.Transition{Key: r.Key, From: contracts.Indexed, To: contracts.ToBeLoaded, ResetAttempts: true}, nil},
-		{txindex.Transition{Key: r.Key, From: contracts.ToBeLoaded, To: contracts.Indexed, ClearError: true}, &state.Due},
-	}
-	for i, s := range steps {
-		ok, err := x.Transition(t.Context(), []txindex.Transition{s.tr})
-		if err != nil || !slices.Equal(ok, []bool{true}) {
-			t.Fatalf("step %d: Transition(%s -> %s) = %v, %v; want applied", i, s.tr.From, s.tr.To, ok, err)
-		}
-		got := mustGet(t, x, r.Key)
-		if (got.NextDue == nil) != (s.wantDue == nil) || (got.NextDue != nil && !got.NextDue.Equal(*s.wantDue)) {
-			t.Errorf("step %d (%s): NextDue = %v, want %v", i, s.tr.To, got.NextDue, s.wantDue)
-		}
-		if diff := cmp.Diff(state, got.Recrawl, cmpTime); diff != "" {
-			t.Errorf("step %d: Recrawl (-want +got):\n%s", i, diff)
-		}
-		switch i {
-		case 1:
-			if got.Attempts != 1 || got.Error != "http 503" {
-				t.Errorf("step 1: attempts %d, error %q; want 1, \"http 503\"", got.Attempts, got.Error)
-			}
-		case 3:
-			if got.Attempts != 0 || got.Error != "" {
-				t.Errorf("step 3: attempts %d, error %q; want 0 (reset), \"\" (cleared)", got.Attempts, got.Error)
-			}
-		}
-	}
-	// A record without recrawl state is never due.
-	plain := rec(crawl, "http://a.example/plain", contracts.ToBeLoaded, now)
-	mustCreate(t, x, plain)
-	if _, err := x.Transition(t.Context(), []txindex.Transition{{Key: plain.Key, From: contracts.ToBeLoaded, To: contracts.Failed, Error: "http 404"}}); err != nil {
-		t.Fatal(err)
-	}
-	if got := mustGet(t, x, plain.Key); got.NextDue != nil || got.Recrawl != nil {
-		t.Errorf("one-shot record: NextDue %v, Recrawl %+v; want nil, nil", got.NextDue, got.Recrawl)
-	}
-	// Lowering the depth of a parsed record sends it back to the pipeline:
-	// it is no longer due.
-	low, err := x.LowerDepth(t.Context(), []txindex.Lowering{{Key: r.Key, Depth: 0}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l, ok := low[r.Key]; !ok || l.Status != contracts.ToBeParsed || l.NextDue != nil {
-		t.Errorf("LowerDepth(indexed record) = %+v; want to-be-parsed without NextDue", low[r.Key])
-	}
-	if got := mustGet(t, x, r.Key); got.NextDue != nil {
-		t.Errorf("after LowerDepth: NextDue = %v, want nil", got.NextDue)
-	}
-	if due, next, err := x.DueStats(t.Context(), crawl, now.Add(48*time.Hour)); err != nil || due != 0 || next != nil {
-		t.Errorf("DueStats after LowerDepth = %d, %v, %v; want 0, nil, nil", due, next, err)
-	}
-}
-
 // testDue checks Due and DueStats: only terminal records of the crawl whose
 // due time has come, earliest first, within limit.
-func testDue(t *testing.T, h Harness) {
+func testDue(t *testing.T, h Harness[scheduler]) {
 	x := h.New(t)
 	crawl, other := newCrawlID(t), newCrawlID(t)
 	base := at(time.Now().Add(-time.Hour)).UTC()
@@ -186,5 +114,55 @@ func testDue(t *testing.T, h Harness) {
 	}
 	if due, next, err := x.DueStats(t.Context(), newCrawlID(t), base.Add(time.Hour)); err != nil || due != 0 || next != nil {
 		t.Errorf("DueStats(unknown crawl) = %d, %v, %v; want 0, nil, nil", due, next, err)
+	}
+}
+
+// testDueLowered checks that a due record whose depth is lowered, which
+// sends it back to the pipeline to be parsed again, leaves the schedule,
+// and that a lowering that changes only the depth of a settled record
+// that was not parsed keeps it there.
+func testDueLowered(t *testing.T, h Harness[scheduler]) {
+	x := h.New(t)
+	crawl := newCrawlID(t)
+	base := at(time.Now().Add(-time.Hour)).UTC()
+	st := &txindex.Recrawl{Fetched: base, Status: 200, IntervalMS: 60_000, Due: base.Add(time.Minute)}
+	parsed := rec(crawl, "http://l.example/parsed", contracts.ToBeLoaded, base)
+	parsed.Depth = 3
+	failed := rec(crawl, "http://l.example/failed", contracts.ToBeLoaded, base)
+	failed.Depth = 3
+	mustCreate(t, x, parsed, failed)
+	ok, err := x.Transition(t.Context(), []txindex.Transition{
+		{Key: parsed.Key, From: contracts.ToBeLoaded, To: contracts.Indexed, Recrawl: st},
+		{Key: failed.Key, From: contracts.ToBeLoaded, To: contracts.Failed, Error: "http 404", Recrawl: st},
+	})
+	if err != nil || countTrue(ok) != 2 {
+		t.Fatalf("Transition = %v, %v; want both applied", ok, err)
+	}
+	keys := func(rs []txindex.Record) []string {
+		var ks []string
+		for _, r := range rs {
+			ks = append(ks, r.Key)
+		}
+		slices.Sort(ks)
+		return ks
+	}
+	now := base.Add(time.Hour)
+	both := keys([]txindex.Record{parsed, failed})
+	if got, err := x.Due(t.Context(), crawl, now, 10); err != nil || !slices.Equal(keys(got), both) {
+		t.Fatalf("Due before LowerDepth = %v, %v; want both records", keys(got), err)
+	}
+	low, err := x.LowerDepth(t.Context(), []txindex.Lowering{{Key: parsed.Key, Depth: 1}, {Key: failed.Key, Depth: 1}})
+	if err != nil || len(low) != 2 {
+		t.Fatalf("LowerDepth = %d records, %v; want 2", len(low), err)
+	}
+	// The indexed record goes back to to-be-parsed (txindex.Reparse); the
+	// one that failed with a fetch error was never parsed and stays.
+	got, err := x.Due(t.Context(), crawl, now, 10)
+	if err != nil || !slices.Equal(keys(got), []string{failed.Key}) {
+		t.Errorf("Due after LowerDepth = %v, %v; want only the failed record %q", keys(got), err, failed.Key)
+	}
+	due, next, err := x.DueStats(t.Context(), crawl, now)
+	if err != nil || due != 1 || next == nil || !next.Equal(st.Due) {
+		t.Errorf("DueStats after LowerDepth = %d, %v, %v; want 1, %v, nil", due, next, err, st.Due)
 	}
 }

@@ -16,13 +16,13 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 )
 
-// The tests of the crawl log and the reports: Find, the status history,
-// and the four reports.
+// The tests of txindex.Reads: List, the crawl log (Find) and the four
+// reports.
 
 func int64p(n int64) *int64 { return &n }
 
 // findAll follows Find's cursor to the end in pages of limit.
-func findAll(t *testing.T, x txindex.Index, crawl string, f txindex.Filter, limit int) []txindex.Record {
+func findAll(t *testing.T, x txindex.Reads, crawl string, f txindex.Filter, limit int) []txindex.Record {
 	t.Helper()
 	var out []txindex.Record
 	after := ""
@@ -66,7 +66,7 @@ type outcome struct {
 // makeCrawl creates the records of outcomes in crawl and moves them to
 // their outcome through Transition, as the loader does, and returns them
 // as Get reads them.
-func makeCrawl(t *testing.T, x txindex.Index, crawl string, outs []outcome) []txindex.Record {
+func makeCrawl(t *testing.T, x txindex.Pipeline, crawl string, outs []outcome) []txindex.Record {
 	t.Helper()
 	now := time.Now()
 	var recs []txindex.Record
@@ -116,7 +116,7 @@ func sampleOutcomes() []outcome {
 	return outs
 }
 
-func testFind(t *testing.T, h Harness) {
+func testFind(t *testing.T, h Harness[reader]) {
 	x := h.New(t)
 	crawl, other := newCrawlID(t), newCrawlID(t)
 	recs := makeCrawl(t, x, crawl, sampleOutcomes())
@@ -150,72 +150,10 @@ func testFind(t *testing.T, h Harness) {
 	}
 }
 
-func testHistory(t *testing.T, h Harness) {
-	x := h.New(t)
-	crawl := newCrawlID(t)
-	start := at(time.Now().Add(-time.Hour))
-	a := rec(crawl, "http://h.example/a", contracts.ToBeLoaded, start)
-	mustCreate(t, x, a)
-	want := []contracts.Status{contracts.ToBeLoaded}
-	// A lease renewal (From == To) adds no event; each change adds one.
-	steps := []struct{ from, to contracts.Status }{
-		{contracts.ToBeLoaded, contracts.ToBeLoaded},
-		{contracts.ToBeLoaded, contracts.ToBeParsed},
-		{contracts.ToBeParsed, contracts.ToBeParsed},
-		{contracts.ToBeParsed, contracts.ToBeIndexed},
-	}
-	for i := range 2 * txindex.MaxHistory {
-		if i%2 == 0 {
-			steps = append(steps, struct{ from, to contracts.Status }{contracts.ToBeIndexed, contracts.Retired})
-		} else {
-			steps = append(steps, struct{ from, to contracts.Status }{contracts.Retired, contracts.ToBeIndexed})
-		}
-	}
-	for i, s := range steps {
-		before := at(time.Now())
-		applied, err := x.Transition(t.Context(), []txindex.Transition{{Key: a.Key, From: s.from, To: s.to}})
-		if err != nil || !applied[0] {
-			t.Fatalf("Transition %d %s -> %s = %v, %v", i, s.from, s.to, applied, err)
-		}
-		if s.from != s.to {
-			want = append(want, s.to)
-		}
-		r := mustGet(t, x, a.Key)
-		var got []contracts.Status
-		for _, e := range r.History {
-			got = append(got, e.Status)
-		}
-		w := want
-		if len(w) > txindex.MaxHistory {
-			w = append([]contracts.Status{want[0]}, want[len(want)-txindex.MaxHistory+1:]...)
-		}
-		if diff := cmp.Diff(w, got); diff != "" {
-			t.Fatalf("after transition %d, history statuses (-want +got):\n%s", i, diff)
-		}
-		if !r.History[0].Time.Equal(start) {
-			t.Errorf("first event at %v, want the creation time %v", r.History[0].Time, start)
-		}
-		if last := r.History[len(r.History)-1]; s.from != s.to && last.Time.Before(before) {
-			t.Errorf("transition %d: last event at %v, before the transition began (%v)", i, last.Time, before)
-		}
-	}
-	// LowerDepth sending a parsed record back adds an event.
-	b := rec(crawl, "http://h.example/b", contracts.Indexed, start)
-	b.Depth = 3
-	mustCreate(t, x, b)
-	if _, err := x.LowerDepth(t.Context(), []txindex.Lowering{{Key: b.Key, Depth: 1}}); err != nil {
-		t.Fatal(err)
-	}
-	r := mustGet(t, x, b.Key)
-	if len(r.History) != 2 || r.History[0].Status != contracts.Indexed || r.History[1].Status != contracts.ToBeParsed {
-		t.Errorf("history after LowerDepth = %+v, want indexed then to-be-parsed", r.History)
-	}
-}
-
 // testFindStable lists a crawl in small pages while other goroutines
 // create records and change statuses: every record that existed when the
 // listing began comes exactly once.
-func testFindStable(t *testing.T, h Harness) {
+func testFindStable(t *testing.T, h Harness[reader]) {
 	x := h.New(t)
 	crawl := newCrawlID(t)
 	now := time.Now()
@@ -307,7 +245,7 @@ func testFindStable(t *testing.T, h Harness) {
 
 // testReports compares each report with what the records of a full
 // listing say, and with the crawl as it was made.
-func testReports(t *testing.T, h Harness) {
+func testReports(t *testing.T, h Harness[reader]) {
 	x := h.New(t)
 	crawl, other := newCrawlID(t), newCrawlID(t)
 	outs := sampleOutcomes()
@@ -452,4 +390,75 @@ func Expected(recs []txindex.Record) Reports {
 		return a.Count > b.Count || a.Count == b.Count && a.Reason < b.Reason
 	})
 	return out
+}
+
+func testList(t *testing.T, h Harness[reader]) {
+	x := h.New(t)
+	crawl, other := newCrawlID(t), newCrawlID(t)
+	now := time.Now()
+	var recs []txindex.Record
+	for i := range 23 {
+		s := contracts.Statuses[i%len(contracts.Statuses)]
+		recs = append(recs, rec(crawl, fmt.Sprintf("http://l.example/%d", i), s, now))
+	}
+	mustCreate(t, x, recs...)
+	mustCreate(t, x, rec(other, "http://l.example/0", contracts.ToBeLoaded, now))
+
+	for _, tc := range []struct {
+		name   string
+		status contracts.Status
+		limit  int
+	}{
+		{"all statuses", "", 5},
+		{"all in one page", "", 100},
+		{"one status", contracts.ToBeLoaded, 2},
+		{"terminal status", contracts.Failed, 3},
+	} {
+		var want []string
+		for _, r := range recs {
+			if tc.status == "" || r.Status == tc.status {
+				want = append(want, r.Key)
+			}
+		}
+		slices.Sort(want)
+		var got []string
+		after := ""
+		for page := 0; ; page++ {
+			if page > len(recs)+1 {
+				t.Fatalf("%s: List does not end", tc.name)
+			}
+			rs, err := x.List(t.Context(), crawl, tc.status, after, tc.limit)
+			if err != nil {
+				t.Fatalf("%s: List(after %q) error: %v", tc.name, after, err)
+			}
+			if len(rs) > tc.limit {
+				t.Fatalf("%s: List(limit %d) returned %d records", tc.name, tc.limit, len(rs))
+			}
+			for _, r := range rs {
+				if r.CrawlID != crawl || (tc.status != "" && r.Status != tc.status) {
+					t.Errorf("%s: List returned %q of crawl %q in %q", tc.name, r.Key, r.CrawlID, r.Status)
+				}
+				got = append(got, r.Key)
+			}
+			if len(rs) < tc.limit {
+				break
+			}
+			after = rs[len(rs)-1].Key
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: keys of all pages (-want +got):\n%s", tc.name, diff)
+		}
+	}
+
+	rs, err := x.List(t.Context(), crawl, contracts.ToBeLoaded, "", 1)
+	if err != nil || len(rs) != 1 {
+		t.Fatalf("List(limit 1) = %d records, %v, want 1, nil", len(rs), err)
+	}
+	if diff := cmp.Diff(mustGet(t, x, rs[0].Key), rs[0], cmpTime); diff != "" {
+		t.Errorf("List record differs from Get (-Get +List):\n%s", diff)
+	}
+	rs, err = x.List(t.Context(), newCrawlID(t), "", "", 10)
+	if err != nil || len(rs) != 0 {
+		t.Errorf("List(unknown crawl) = %d records, %v, want 0, nil", len(rs), err)
+	}
 }

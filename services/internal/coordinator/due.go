@@ -1,4 +1,4 @@
-package mcp
+package coordinator
 
 import (
 	"context"
@@ -23,8 +23,8 @@ import (
 const dueBatch = 1000
 
 // runDueCheck runs CheckDue every DueCheckInterval until ctx is cancelled.
-func (m *MCP) runDueCheck(ctx context.Context) {
-	tick := time.NewTicker(m.cfg.DueCheckInterval)
+func (co *Coordinator) runDueCheck(ctx context.Context) {
+	tick := time.NewTicker(co.cfg.DueCheckInterval)
 	defer tick.Stop()
 	for {
 		select {
@@ -32,12 +32,12 @@ func (m *MCP) runDueCheck(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		if len(m.deps.Gate.Down(ctx)) > 0 {
+		if len(co.deps.Gate.Down(ctx)) > 0 {
 			continue // the next tick finds the same URLs due
 		}
-		if _, err := m.CheckDue(ctx, time.Now()); err != nil && ctx.Err() == nil {
-			m.deps.Gate.Note(err)
-			m.log.Error("due check", "err", err)
+		if _, err := co.CheckDue(ctx, time.Now()); err != nil && ctx.Err() == nil {
+			co.deps.Gate.Note(err)
+			co.log.Error("due check", "err", err)
 		}
 	}
 }
@@ -45,8 +45,8 @@ func (m *MCP) runDueCheck(ctx context.Context) {
 // CheckDue takes the URLs due at now of every continuous crawl that is
 // running or up to date back into the pipeline, and returns how many it
 // took.
-func (m *MCP) CheckDue(ctx context.Context, now time.Time) (int, error) {
-	cs, err := m.deps.Profiles.List(ctx)
+func (co *Coordinator) CheckDue(ctx context.Context, now time.Time) (int, error) {
+	cs, err := co.deps.Profiles.List(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("list crawls: %w", err)
 	}
@@ -56,7 +56,7 @@ func (m *MCP) CheckDue(ctx context.Context, now time.Time) (int, error) {
 		if c.Profile.Recrawl == nil || (c.State != contracts.CrawlRunning && c.State != contracts.CrawlUpToDate) {
 			continue
 		}
-		n, err := m.takeDue(ctx, c, now)
+		n, err := co.takeDue(ctx, c, now)
 		total += n
 		if err != nil {
 			errs = append(errs, err)
@@ -69,13 +69,13 @@ func (m *MCP) CheckDue(ctx context.Context, now time.Time) (int, error) {
 // publishes them, making an up to date crawl running first. It holds the
 // crawl's lock, so that no finish check counts the crawl out of work
 // between the state change and the records' moves.
-func (m *MCP) takeDue(ctx context.Context, c profiles.Crawl, now time.Time) (int, error) {
-	mu := m.crawlLock(c.ID)
+func (co *Coordinator) takeDue(ctx context.Context, c profiles.Crawl, now time.Time) (int, error) {
+	mu := co.crawlLock(c.ID)
 	mu.Lock()
 	defer mu.Unlock()
 	// The state may have changed since the list was read (the finish
 	// check, a pause): decide on the state under the lock.
-	c, err := m.deps.Profiles.Get(ctx, c.ID)
+	c, err := co.deps.Profiles.Get(ctx, c.ID)
 	if err != nil {
 		return 0, fmt.Errorf("read crawl %s: %w", c.ID, err)
 	}
@@ -83,8 +83,8 @@ func (m *MCP) takeDue(ctx context.Context, c profiles.Crawl, now time.Time) (int
 		return 0, nil
 	}
 	taken := 0
-	for taken < m.cfg.MaxDuePerCheck {
-		recs, err := m.deps.Tx.Due(ctx, c.ID, now, min(dueBatch, m.cfg.MaxDuePerCheck-taken))
+	for taken < co.cfg.MaxDuePerCheck {
+		recs, err := co.deps.Tx.Due(ctx, c.ID, now, min(dueBatch, co.cfg.MaxDuePerCheck-taken))
 		if err != nil {
 			return taken, fmt.Errorf("due urls of crawl %s: %w", c.ID, err)
 		}
@@ -92,7 +92,7 @@ func (m *MCP) takeDue(ctx context.Context, c profiles.Crawl, now time.Time) (int
 			return taken, nil
 		}
 		if c.State == contracts.CrawlUpToDate {
-			err := m.transition(ctx, c, dueAgain, fmt.Sprintf("%d or more urls due", len(recs)))
+			err := co.transition(ctx, c, dueAgain, fmt.Sprintf("%d or more urls due", len(recs)))
 			if err != nil {
 				if errors.Is(err, profiles.ErrConflict) {
 					return taken, nil // paused or cancelled meanwhile
@@ -105,7 +105,7 @@ func (m *MCP) takeDue(ctx context.Context, c profiles.Crawl, now time.Time) (int
 		for i, r := range recs {
 			ts[i] = txindex.Transition{Key: r.Key, From: r.Status, To: contracts.ToBeLoaded, ResetAttempts: true}
 		}
-		applied, err := m.deps.Tx.Transition(ctx, ts)
+		applied, err := co.deps.Tx.Transition(ctx, ts)
 		if err != nil {
 			return taken, fmt.Errorf("take due urls of crawl %s: %w", c.ID, err)
 		}
@@ -117,12 +117,12 @@ func (m *MCP) takeDue(ctx context.Context, c profiles.Crawl, now time.Time) (int
 		}
 		// Records moved but not published are republished by the
 		// recovery sweep after its lease.
-		if err := m.frontier.Publish(ctx, c.ID, c.Profile, back); err != nil {
+		if err := co.frontier.Publish(ctx, c.ID, c.Profile, back); err != nil {
 			return taken, fmt.Errorf("publish due urls of crawl %s: %w", c.ID, err)
 		}
 		taken += len(back)
-		m.met.DueTaken(len(back))
-		m.refetchedOf(c.ID).Add(int64(len(back)))
+		co.met.DueTaken(len(back))
+		co.refetchedOf(c.ID).Add(int64(len(back)))
 		if len(recs) < dueBatch {
 			return taken, nil
 		}
@@ -131,8 +131,8 @@ func (m *MCP) takeDue(ctx context.Context, c profiles.Crawl, now time.Time) (int
 }
 
 // recrawlStatus returns the schedule figures of continuous crawl c.
-func (m *MCP) recrawlStatus(ctx context.Context, c profiles.Crawl) (*contracts.RecrawlStatus, error) {
-	due, next, err := m.deps.Tx.DueStats(ctx, c.ID, time.Now())
+func (co *Coordinator) recrawlStatus(ctx context.Context, c profiles.Crawl) (*contracts.RecrawlStatus, error) {
+	due, next, err := co.deps.Tx.DueStats(ctx, c.ID, time.Now())
 	if err != nil {
 		return nil, fmt.Errorf("due urls: %w", err)
 	}

@@ -1,4 +1,8 @@
-package mcp
+// Package hcfapi serves the Hub Crawl Frontier API
+// (https://doc.scrapinghub.com/hcf.html, as python-hubstorage and
+// python-scrapinghub speak it) under /hcf/ on MCP's router, over an
+// hcf.Store. It needs nothing else of MCP.
+package hcfapi
 
 import (
 	"bufio"
@@ -6,16 +10,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 
 	"github.com/gridcrawl/gridcrawl/pkg/hcf"
+	"github.com/gridcrawl/gridcrawl/services/internal/jsonapi"
 )
 
 // Limits of the Hub Crawl Frontier API.
 const (
-	// hcfMaxBody bounds a request body, also after gzip decompression.
-	hcfMaxBody = 16 << 20
+	// MaxBody bounds a request body, also after gzip decompression.
+	MaxBody = 16 << 20
 	// hcfWriteBuffer is the buffer of streamed answers.
 	hcfWriteBuffer = 64 << 10
 	// jsonLines is the content type of JSON lines answers.
@@ -25,10 +31,24 @@ const (
 // hcfLimits bound the lines of request bodies.
 var hcfLimits = hcf.Limits{MaxLineBytes: hcf.DefaultMaxLineBytes, MaxLines: hcf.DefaultMaxLines}
 
-// errBodyTooLarge is the error of a body over hcfMaxBody.
-var errBodyTooLarge = fmt.Errorf("body larger than %d bytes", hcfMaxBody)
+// errBodyTooLarge is the error of a body over MaxBody.
+var errBodyTooLarge = fmt.Errorf("body larger than %d bytes", MaxBody)
 
-// hcfHandler serves the Hub Crawl Frontier API of seed 001 under /hcf/:
+// API serves the Hub Crawl Frontier API.
+type API struct {
+	store hcf.Store
+	log   *slog.Logger
+}
+
+// New returns the API over store; a nil store answers 503.
+func New(store hcf.Store, log *slog.Logger) *API {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &API{store: store, log: log}
+}
+
+// Routes registers the Hub Crawl Frontier API on mux, under /hcf/:
 //
 //	POST   /hcf/{project}/{frontier}/s/{slot}            JSON lines of requests → {"newcount":N}
 //	GET    /hcf/{project}/{frontier}/s/{slot}/q          JSON lines of batches; ?mincount=N
@@ -43,38 +63,42 @@ var errBodyTooLarge = fmt.Errorf("body larger than %d bytes", hcfMaxBody)
 // JSON line of the answer). Request bodies may be gzip-compressed
 // (Content-Encoding: gzip). A body with a bad line is refused whole with a
 // 400 naming the line; nothing of it is applied.
-func (m *MCP) hcfHandler() http.Handler {
-	mux := newRouter()
-	mux.HandleFunc("POST /hcf/{project}/{frontier}/s/{slot}", m.hcfAdd)
-	mux.HandleFunc("DELETE /hcf/{project}/{frontier}/s/{slot}", m.hcfDeleteSlot)
-	mux.HandleFunc("DELETE /hcf/{project}/{frontier}/s/{slot}/{$}", m.hcfDeleteSlot)
-	mux.HandleFunc("GET /hcf/{project}/{frontier}/s/{slot}/q", m.hcfBatches)
-	mux.HandleFunc("POST /hcf/{project}/{frontier}/s/{slot}/q/deleted", m.hcfDeleteBatches)
-	mux.HandleFunc("GET /hcf/{project}/{frontier}/s/{slot}/f", m.hcfFingerprints)
-	mux.HandleFunc("GET /hcf/{project}/list", m.hcfFrontiers)
-	mux.HandleFunc("GET /hcf/{project}/{frontier}/list", m.hcfSlots)
-	return subtree{rt: mux, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if m.deps.HCF == nil {
-			writeError(w, http.StatusServiceUnavailable, "the frontier API has no store", "")
-			return
-		}
-		mux.ServeHTTP(w, r)
-	})}
+func (m *API) Routes(mux interface {
+	HandleFunc(pattern string, f func(http.ResponseWriter, *http.Request))
+}) {
+	for pattern, h := range map[string]http.HandlerFunc{
+		"POST /hcf/{project}/{frontier}/s/{slot}":           m.hcfAdd,
+		"DELETE /hcf/{project}/{frontier}/s/{slot}":         m.hcfDeleteSlot,
+		"DELETE /hcf/{project}/{frontier}/s/{slot}/{$}":     m.hcfDeleteSlot,
+		"GET /hcf/{project}/{frontier}/s/{slot}/q":          m.hcfBatches,
+		"POST /hcf/{project}/{frontier}/s/{slot}/q/deleted": m.hcfDeleteBatches,
+		"GET /hcf/{project}/{frontier}/s/{slot}/f":          m.hcfFingerprints,
+		"GET /hcf/{project}/list":                           m.hcfFrontiers,
+		"GET /hcf/{project}/{frontier}/list":                m.hcfSlots,
+	} {
+		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			if m.store == nil {
+				jsonapi.Error(w, http.StatusServiceUnavailable, "the frontier API has no store", "")
+				return
+			}
+			h(w, r)
+		})
+	}
 }
 
 // hcfSlot returns the slot named by the path, or writes a 400.
 func hcfSlot(w http.ResponseWriter, r *http.Request) (hcf.Slot, bool) {
 	s := hcf.Slot{Project: r.PathValue("project"), Frontier: r.PathValue("frontier"), Name: r.PathValue("slot")}
 	if err := s.Validate(); err != nil {
-		writeError(w, http.StatusBadRequest, err.Error(), "")
+		jsonapi.Error(w, http.StatusBadRequest, err.Error(), "")
 		return s, false
 	}
 	return s, true
 }
 
-// hcfBody returns the request body, decompressed, bounded by hcfMaxBody.
+// hcfBody returns the request body, decompressed, bounded by MaxBody.
 func hcfBody(w http.ResponseWriter, r *http.Request) (io.Reader, error) {
-	body := http.MaxBytesReader(w, r.Body, hcfMaxBody)
+	body := http.MaxBytesReader(w, r.Body, MaxBody)
 	switch enc := r.Header.Get("Content-Encoding"); enc {
 	case "", "identity":
 		return body, nil
@@ -83,7 +107,7 @@ func hcfBody(w http.ResponseWriter, r *http.Request) (io.Reader, error) {
 		if err != nil {
 			return nil, fmt.Errorf("invalid gzip body: %w", err)
 		}
-		return &maxReader{r: gz, left: hcfMaxBody}, nil
+		return &maxReader{r: gz, left: MaxBody}, nil
 	default:
 		return nil, fmt.Errorf("unsupported Content-Encoding %q", enc)
 	}
@@ -119,25 +143,25 @@ func writeBodyError(w http.ResponseWriter, err error) {
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &le):
-		writeError(w, http.StatusBadRequest, le.Error(), "")
+		jsonapi.Error(w, http.StatusBadRequest, le.Error(), "")
 	case errors.As(err, &mbe), errors.Is(err, errBodyTooLarge):
-		writeError(w, http.StatusBadRequest, errBodyTooLarge.Error(), "")
+		jsonapi.Error(w, http.StatusBadRequest, errBodyTooLarge.Error(), "")
 	default:
-		writeError(w, http.StatusBadRequest, err.Error(), "")
+		jsonapi.Error(w, http.StatusBadRequest, err.Error(), "")
 	}
 }
 
 // writeStoreError answers a request the store failed.
-func (m *MCP) writeStoreError(w http.ResponseWriter, action string, slot string, err error) {
+func (m *API) writeStoreError(w http.ResponseWriter, action string, slot string, err error) {
 	if errors.Is(err, hcf.ErrInvalid) {
-		writeError(w, http.StatusBadRequest, err.Error(), "")
+		jsonapi.Error(w, http.StatusBadRequest, err.Error(), "")
 		return
 	}
 	m.log.Error("hcf "+action, "slot", slot, "err", err)
-	writeError(w, http.StatusInternalServerError, "could not "+action, "")
+	jsonapi.Error(w, http.StatusInternalServerError, "could not "+action, "")
 }
 
-func (m *MCP) hcfAdd(w http.ResponseWriter, r *http.Request) {
+func (m *API) hcfAdd(w http.ResponseWriter, r *http.Request) {
 	slot, ok := hcfSlot(w, r)
 	if !ok {
 		return
@@ -154,7 +178,7 @@ func (m *MCP) hcfAdd(w http.ResponseWriter, r *http.Request) {
 		writeBodyError(w, err)
 		return
 	}
-	n, err := m.deps.HCF.Add(r.Context(), slot, reqs)
+	n, err := m.store.Add(r.Context(), slot, reqs)
 	if err != nil {
 		m.writeStoreError(w, "add requests", slot.String(), err)
 		return
@@ -163,7 +187,7 @@ func (m *MCP) hcfAdd(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, `{"newcount":`+strconv.Itoa(n)+"}\n")
 }
 
-func (m *MCP) hcfDeleteBatches(w http.ResponseWriter, r *http.Request) {
+func (m *API) hcfDeleteBatches(w http.ResponseWriter, r *http.Request) {
 	slot, ok := hcfSlot(w, r)
 	if !ok {
 		return
@@ -178,19 +202,19 @@ func (m *MCP) hcfDeleteBatches(w http.ResponseWriter, r *http.Request) {
 		writeBodyError(w, err)
 		return
 	}
-	if err := m.deps.HCF.DeleteBatches(r.Context(), slot, ids); err != nil {
+	if err := m.store.DeleteBatches(r.Context(), slot, ids); err != nil {
 		m.writeStoreError(w, "delete batches", slot.String(), err)
 		return
 	}
 	writeEmptyOK(w)
 }
 
-func (m *MCP) hcfDeleteSlot(w http.ResponseWriter, r *http.Request) {
+func (m *API) hcfDeleteSlot(w http.ResponseWriter, r *http.Request) {
 	slot, ok := hcfSlot(w, r)
 	if !ok {
 		return
 	}
-	if err := m.deps.HCF.DeleteSlot(r.Context(), slot); err != nil {
+	if err := m.store.DeleteSlot(r.Context(), slot); err != nil {
 		m.writeStoreError(w, "delete slot", slot.String(), err)
 		return
 	}
@@ -238,7 +262,7 @@ func (lw *lineWriter) line(appendFn func([]byte) []byte) error {
 }
 
 // finishLines flushes the lines, or answers err when nothing was sent yet.
-func (m *MCP) finishLines(lw *lineWriter, action, slot string, err error) {
+func (m *API) finishLines(lw *lineWriter, action, slot string, err error) {
 	if err != nil {
 		if !lw.sent {
 			m.writeStoreError(lw.w, action, slot, err)
@@ -259,7 +283,7 @@ func (m *MCP) finishLines(lw *lineWriter, action, slot string, err error) {
 	}
 }
 
-func (m *MCP) hcfBatches(w http.ResponseWriter, r *http.Request) {
+func (m *API) hcfBatches(w http.ResponseWriter, r *http.Request) {
 	slot, ok := hcfSlot(w, r)
 	if !ok {
 		return
@@ -268,25 +292,25 @@ func (m *MCP) hcfBatches(w http.ResponseWriter, r *http.Request) {
 	if s, present := r.URL.Query()["mincount"]; present {
 		n, err := strconv.Atoi(s[0])
 		if err != nil || n < 0 {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("mincount %q must be a non-negative integer", s[0]), "mincount")
+			jsonapi.Error(w, http.StatusBadRequest, fmt.Sprintf("mincount %q must be a non-negative integer", s[0]), "mincount")
 			return
 		}
 		mincount = n
 	}
 	lw := newLineWriter(w)
-	err := m.deps.HCF.Batches(r.Context(), slot, mincount, func(b hcf.Batch) error {
+	err := m.store.Batches(r.Context(), slot, mincount, func(b hcf.Batch) error {
 		return lw.line(func(dst []byte) []byte { return hcf.AppendBatch(dst, b) })
 	})
 	m.finishLines(lw, "read batches", slot.String(), err)
 }
 
-func (m *MCP) hcfFingerprints(w http.ResponseWriter, r *http.Request) {
+func (m *API) hcfFingerprints(w http.ResponseWriter, r *http.Request) {
 	slot, ok := hcfSlot(w, r)
 	if !ok {
 		return
 	}
 	lw := newLineWriter(w)
-	err := m.deps.HCF.Fingerprints(r.Context(), slot, func(f hcf.Fingerprint) error {
+	err := m.store.Fingerprints(r.Context(), slot, func(f hcf.Fingerprint) error {
 		return lw.line(func(dst []byte) []byte { return hcf.AppendFingerprint(dst, f) })
 	})
 	m.finishLines(lw, "read fingerprints", slot.String(), err)
@@ -306,9 +330,9 @@ func writeNames(w http.ResponseWriter, names []string) {
 	_, _ = w.Write(b)
 }
 
-func (m *MCP) hcfFrontiers(w http.ResponseWriter, r *http.Request) {
+func (m *API) hcfFrontiers(w http.ResponseWriter, r *http.Request) {
 	project := r.PathValue("project")
-	names, err := m.deps.HCF.Frontiers(r.Context(), project)
+	names, err := m.store.Frontiers(r.Context(), project)
 	if err != nil {
 		m.writeStoreError(w, "list frontiers", project, err)
 		return
@@ -316,9 +340,9 @@ func (m *MCP) hcfFrontiers(w http.ResponseWriter, r *http.Request) {
 	writeNames(w, names)
 }
 
-func (m *MCP) hcfSlots(w http.ResponseWriter, r *http.Request) {
+func (m *API) hcfSlots(w http.ResponseWriter, r *http.Request) {
 	project, frontier := r.PathValue("project"), r.PathValue("frontier")
-	names, err := m.deps.HCF.Slots(r.Context(), project, frontier)
+	names, err := m.store.Slots(r.Context(), project, frontier)
 	if err != nil {
 		m.writeStoreError(w, "list slots", project+"/"+frontier, err)
 		return

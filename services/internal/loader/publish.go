@@ -1,0 +1,195 @@
+package loader
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/queue"
+	"github.com/gridcrawl/gridcrawl/services/internal/contractmsg"
+	"github.com/gridcrawl/gridcrawl/services/internal/outage"
+)
+
+// publisher publishes the crawler contracts of the batches the recorder
+// has recorded, and then settles their loader contracts. It runs apart from
+// the recorder so that a broker that is away (a publish waits for its
+// return) does not hold back the record of what was fetched meanwhile: once
+// recorded, a URL whose contract went back to the queue is not fetched
+// again by the loader that gets it next.
+//
+// What it guarantees:
+//   - Batches are published one at a time, in the order put gave them.
+//   - A batch's loader contracts are settled (through the settle function
+//     given at construction) only once the broker has confirmed its crawler
+//     contracts, with nil, or once publishing failed for good, with the
+//     error: an acked loader contract always has its crawler contracts.
+//   - While a backend is down (the outage gate says so) it waits for it and
+//     publishes again, rather than fail the batch.
+//   - A page moved to to-be-parsed goes to the handoff, when there is one,
+//     once and before its crawler contract is first published.
+//   - close returns once every batch put before it is published and
+//     settled (or the context of run has ended).
+type publisher struct {
+	queue   crawlerQueue
+	handoff Handoff // nil: none
+	gate    *outage.Gate
+	log     *slog.Logger
+	settle  settleFunc
+
+	mu      sync.Mutex
+	batches []*batch
+	closed  bool
+	wake    chan struct{}
+	done    chan struct{} // closed when run has returned
+}
+
+// crawlerQueue is what the publisher needs of the queue.
+type crawlerQueue interface {
+	Publish(ctx context.Context, queue string, msgs ...queue.Message) error
+}
+
+func newPublisher(q crawlerQueue, handoff Handoff, gate *outage.Gate, log *slog.Logger, settle settleFunc) *publisher {
+	return &publisher{queue: q, handoff: handoff, gate: gate, log: log, settle: settle,
+		wake: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+// put hands a recorded batch (its segment stored, its transitions applied)
+// to the publisher.
+func (p *publisher) put(b *batch) {
+	p.mu.Lock()
+	p.batches = append(p.batches, b)
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take returns the oldest batch, waiting for one; false once closed and empty.
+func (p *publisher) take() (*batch, bool) {
+	for {
+		p.mu.Lock()
+		if len(p.batches) > 0 {
+			b := p.batches[0]
+			p.batches[0] = nil
+			p.batches = p.batches[1:]
+			p.mu.Unlock()
+			return b, true
+		}
+		closed := p.closed
+		p.mu.Unlock()
+		if closed {
+			return nil, false
+		}
+		<-p.wake
+	}
+}
+
+// run publishes and settles the batches put, in order, until the publisher
+// is closed and empty. While a backend is down it waits for it rather than
+// give up.
+func (p *publisher) run(ctx context.Context) {
+	defer close(p.done)
+	for {
+		b, ok := p.take()
+		if !ok {
+			return
+		}
+		err := p.publish(ctx, b)
+		p.gate.Note(err)
+		for err != nil && ctx.Err() == nil && len(p.gate.Down(ctx)) > 0 {
+			if !b.kept {
+				b.kept = true
+				p.log.Warn("publish crawler contracts waits for the backends", "urls", len(b.pending), "err", err)
+			}
+			if p.gate.Wait(ctx) != nil {
+				break
+			}
+			err = p.publish(ctx, b)
+			p.gate.Note(err)
+		}
+		b.settle(ctx, p.log, p.settle, err)
+	}
+}
+
+// close lets run return once it has published what it holds, and waits for
+// that.
+func (p *publisher) close() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+	<-p.done
+}
+
+// publish publishes crawler contracts for the pages of b that moved to
+// to-be-parsed (b.rs holds the transitions, applied) and those to publish
+// again.
+func (p *publisher) publish(ctx context.Context, b *batch) error {
+	rs := &b.rs
+	var pages crawlerPages
+	for i, res := range rs.moved {
+		if rs.applied[i] && res.status == contracts.ToBeParsed {
+			pages.add(res, res.page)
+			if res.response != nil && !rs.handedOff {
+				p.handoff.Put(res.page.Asset, res.ip, res.response)
+			}
+		}
+	}
+	rs.handedOff = true
+	for _, res := range b.pending {
+		if res.repub != nil {
+			pages.add(res, *res.repub)
+		}
+	}
+	msgs, err := pages.messages()
+	if err != nil || len(msgs) == 0 {
+		return err
+	}
+	if err := p.queue.Publish(ctx, contracts.QueueCrawler, msgs...); err != nil {
+		return fmt.Errorf("publish crawler contracts: %w", err)
+	}
+	return nil
+}
+
+// crawlerPages collects crawler pages by crawl, in order of first appearance.
+type crawlerPages struct {
+	order   []string
+	byCrawl map[string]*crawlBatch
+}
+
+type crawlBatch struct {
+	inline *contracts.Profile
+	pages  []contracts.CrawlerPage
+}
+
+func (c *crawlerPages) add(res *result, p contracts.CrawlerPage) {
+	if c.byCrawl == nil {
+		c.byCrawl = map[string]*crawlBatch{}
+	}
+	b := c.byCrawl[res.t.crawlID]
+	if b == nil {
+		b = &crawlBatch{inline: res.t.inline}
+		c.byCrawl[res.t.crawlID] = b
+		c.order = append(c.order, res.t.crawlID)
+	}
+	b.pages = append(b.pages, p)
+}
+
+func (c *crawlerPages) messages() ([]queue.Message, error) {
+	var msgs []queue.Message
+	for _, id := range c.order {
+		b := c.byCrawl[id]
+		m, err := contractmsg.Crawler(id, b.inline, b.pages, false)
+		if err != nil {
+			return nil, err
+		}
+		msgs = append(msgs, m...)
+	}
+	return msgs, nil
+}
