@@ -4,7 +4,7 @@ BIN     := bin
 DATA    ?= ./data
 PKGS    := ./...
 
-.PHONY: run demo test fuzz build lint bench clean services-up services-down
+.PHONY: run demo test fuzz soak build lint bench clean services-up services-down
 
 ## run: the whole grid in one process on embedded backends (data in $(DATA))
 run: build
@@ -14,15 +14,23 @@ run: build
 demo: build
 	scripts/demo.sh
 
-## fuzz: every fuzz target for FUZZTIME each (default 30s)
+## fuzz: every fuzz target for FUZZTIME each (default 30s), one after another (about
+## 29 targets: 15 minutes and more); not part of make test, which runs the saved inputs
 fuzz:
 	scripts/fuzz.sh $(FUZZTIME)
+
+## soak: grid mode on real backends for 30 minutes with a service killed every 3 minutes
+## (SOAKFLAGS=-short: about 3 minutes); not part of make test
+soak:
+	scripts/soak.sh $(SOAKFLAGS)
 
 ## build: all binaries into bin/
 build:
 	$(GO) build -o $(BIN)/ ./services/...
 
-## test: every test, with the race detector
+## test: every test with the race detector, on real RabbitMQ, Elasticsearch, MinIO, Chromium
+## and pywb (started if missing), the broker-restart and full-size huge-page runs; no fuzzing
+## (make fuzz) and no soak (make soak). Under 30 minutes on 2 cores
 test:
 	scripts/test.sh
 
