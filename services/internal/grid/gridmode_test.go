@@ -73,17 +73,6 @@ type clusterProc struct {
 	done chan struct{} // closed once the process has been waited for
 }
 
-func buildServices(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	cmd := exec.Command("go", "build", "-o", dir+"/",
-		"github.com/gridcrawl/gridcrawl/services/mcp", "github.com/gridcrawl/gridcrawl/services/loader", "github.com/gridcrawl/gridcrawl/services/crawler")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build services: %v\n%s", err, out)
-	}
-	return dir
-}
-
 func newCluster(t *testing.T, backendEnv []string, resolve string) *gridCluster {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -93,7 +82,7 @@ func newCluster(t *testing.T, backendEnv []string, resolve string) *gridCluster 
 	addr := ln.Addr().String()
 	ln.Close()
 	suffix := randSuffix()
-	c := &gridCluster{t: t, bins: buildServices(t), token: "test-token-" + suffix, procs: map[string]*clusterProc{}, logs: t.TempDir(), api: "http://" + addr,
+	c := &gridCluster{t: t, bins: builtBinaries(t), token: "test-token-" + suffix, procs: map[string]*clusterProc{}, logs: t.TempDir(), api: "http://" + addr,
 		metrics: map[string]string{}}
 	c.env = append(append([]string{}, backendEnv...),
 		"GRIDCRAWL_ES_PREFIX=gridtest-"+suffix, "GRIDCRAWL_S3_BUCKET=gridtest-"+suffix,
