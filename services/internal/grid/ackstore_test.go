@@ -62,7 +62,7 @@ func newSegmentStall(t *testing.T, endpoint string, after int) *segmentStall {
 		if err != nil {
 			return // the uploader went away
 		}
-		urls := segmentURLs(body) // none in a CDXJ index or a segment of robots.txt exchanges
+		urls := segmentURLs(body) // none in a CDXJ index or a segment of robots.txt exchanges only
 		s.mu.Lock()
 		stall := s.after >= 0 && len(urls) > 0 && s.passed+len(urls) >= s.after
 		if stall {
@@ -84,8 +84,10 @@ func newSegmentStall(t *testing.T, endpoint string, after int) *segmentStall {
 	return s
 }
 
-// segmentURLs returns the target URIs of the response records in a WARC
-// segment (gzip members or plain). An S3 upload may wrap the body in
+// segmentURLs returns the target URIs of the pages' response records in a
+// WARC segment (gzip members or plain): robots.txt exchanges, archived
+// like pages but without a record of their own in the transaction index,
+// are left out. An S3 upload may wrap the body in
 // aws-chunked framing; the records are found inside it all the same, since
 // each record is read from where its header starts.
 func segmentURLs(body []byte) []string {
@@ -104,7 +106,7 @@ func segmentURLs(body []byte) []string {
 		}
 		rec, err := warc.ReadRecord(bytes.NewReader(data[i:]), 64<<20)
 		data = data[i+len("WARC/1."):]
-		if err == nil && rec.Header.Get("WARC-Type") == "response" {
+		if err == nil && rec.Header.Get("WARC-Type") == "response" && !strings.HasSuffix(rec.Header.Get("WARC-Target-URI"), "/robots.txt") {
 			urls = append(urls, rec.Header.Get("WARC-Target-URI"))
 		}
 	}
