@@ -30,7 +30,7 @@ build:
 
 ## test: every test with the race detector, on real RabbitMQ, Elasticsearch, MinIO, Chromium
 ## and pywb (started if missing), the broker-restart and full-size huge-page runs; no fuzzing
-## (make fuzz) and no soak (make soak). Under 30 minutes on 2 cores
+## (make fuzz) and no soak (make soak); meant to take under 30 minutes on 2 cores
 test:
 	scripts/test.sh
 

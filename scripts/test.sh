@@ -8,7 +8,7 @@
 # that cannot start fails the run too. Screenshots of the browser test go to
 # $GRIDCRAWL_ARTIFACTS/dashboard (default: artifacts/ in the repository,
 # ignored by git). Used by `make test` and therefore by CI (.ci/run), which
-# gives it 90 minutes on 2 cores; it takes well under 30 on such a machine.
+# gives it 90 minutes on 2 cores; the goal is under 30 on such a machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
