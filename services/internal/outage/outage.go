@@ -76,13 +76,19 @@ func (g *Gate) Notice(f func(error) bool) {
 // Note tells the gate of err, a failure of work, before the caller asks
 // Down or Failed whether a backend is down. When a Notice function
 // recognises err, the last probe's verdict is dropped so that the next Down
-// probes again.
-func (g *Gate) Note(err error) {
+// probes again, and Note reports true: err itself shows the outage (a write
+// failed for lack of disk space), whatever the next probe finds. A probe
+// can find the disk available a moment after such a failure, when writes
+// cut back after failing have given their space back; work that failed so
+// is the outage's, not its own.
+func (g *Gate) Note(err error) bool {
 	if g == nil || err == nil {
-		return
+		return false
 	}
+	outage := false
 	for _, f := range g.notes {
 		if f(err) {
+			outage = true
 			g.mu.Lock()
 			g.probed = time.Time{}
 			g.noted++
@@ -100,6 +106,7 @@ func (g *Gate) Note(err error) {
 		g.noted++
 	}
 	g.mu.Unlock()
+	return outage
 }
 
 // Watch adds c, one of the gate's checks, to those Wait runs (at most once
