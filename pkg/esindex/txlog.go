@@ -198,7 +198,17 @@ func (x *TxIndex) MIMETypesReport(ctx context.Context, crawlID string, limit int
 // StatusCodesReport aggregates the records of crawlID by HTTP status; those
 // without one (or written before the sub-field existed) are code 0.
 func (x *TxIndex) StatusCodesReport(ctx context.Context, crawlID string) ([]txindex.StatusCodeRow, error) {
-	bs, err := x.aggregate(ctx, crawlID, terms("http_status."+codeField, maxStatusCodes, 0))
+	settled := make([]string, 0, len(contracts.Statuses))
+	for _, s := range contracts.Statuses {
+		if s.Terminal() {
+			settled = append(settled, string(s))
+		}
+	}
+	// Records not fetched yet (pending, retired) have no status and are no
+	// "no response": code 0 counts the settled records without one.
+	filter := map[string]any{"bool": map[string]any{"minimum_should_match": 1, "should": []any{
+		exists("http_status." + codeField), map[string]any{"terms": map[string]any{"status": settled}}}}}
+	bs, err := x.aggregate(ctx, crawlID, terms("http_status."+codeField, maxStatusCodes, 0), filter)
 	if err != nil {
 		return nil, fmt.Errorf("status codes report of crawl %q: %w", crawlID, err)
 	}

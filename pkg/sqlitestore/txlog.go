@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
@@ -181,9 +182,22 @@ func (x *TxIndex) MIMETypesReport(ctx context.Context, crawlID string, limit int
 	return out, nil
 }
 
-// StatusCodesReport groups the records of crawlID by HTTP status.
+// terminalSQL is the SQL list of the terminal statuses.
+var terminalSQL = func() string {
+	var q []string
+	for _, s := range contracts.Statuses {
+		if s.Terminal() {
+			q = append(q, "'"+string(s)+"'")
+		}
+	}
+	return "(" + strings.Join(q, ",") + ")"
+}()
+
+// StatusCodesReport groups the records of crawlID by HTTP status; those
+// without one count only when settled.
 func (x *TxIndex) StatusCodesReport(ctx context.Context, crawlID string) ([]txindex.StatusCodeRow, error) {
 	rows, err := x.st.r.QueryContext(ctx, `SELECT http_status, count(*) FROM records WHERE crawl_id = ?
+		AND (http_status != 0 OR status IN `+terminalSQL+`)
 		GROUP BY http_status ORDER BY http_status`, crawlID)
 	if err != nil {
 		return nil, fmt.Errorf("status codes report of crawl %q: %w", crawlID, err)

@@ -344,7 +344,9 @@ type Index interface {
 	// types with the most records, by count descending, then type.
 	MIMETypesReport(ctx context.Context, crawlID string, limit int) ([]MIMERow, error)
 	// StatusCodesReport returns the number of records of crawlID per HTTP
-	// status, code 0 for the records without one, by code.
+	// status, by code; code 0 counts the records settled (in a terminal
+	// status) without one. Records not fetched yet (pending, retired) count
+	// nowhere: they are no "no response".
 	StatusCodesReport(ctx context.Context, crawlID string) ([]StatusCodeRow, error)
 	// FailureReasonsReport returns, per reason (Error) of the failed records
 	// of crawlID, their number and up to MaxSamples of their URLs (the

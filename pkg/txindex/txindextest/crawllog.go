@@ -412,7 +412,9 @@ func Expected(recs []txindex.Record) Reports {
 				m.Bytes += *r.Bytes
 			}
 		}
-		codes[r.HTTPStatus]++
+		if r.HTTPStatus != 0 || r.Status.Terminal() {
+			codes[r.HTTPStatus]++ // code 0: settled without a response
+		}
 		if r.Status == contracts.Failed {
 			h.Failed++
 			rr := reasons[r.Error]
