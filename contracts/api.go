@@ -116,8 +116,8 @@ const (
 	// guard (a private, loopback or link-local address not allowed by
 	// GRIDCRAWL_ALLOW_NETS).
 	OutcomeRefused OutcomeKind = "refused"
-	// OutcomeNothingFetched: every start URL failed (for another reason)
-	// and nothing was indexed.
+	// OutcomeNothingFetched: every start URL failed without a response
+	// (for another reason) and nothing was indexed.
 	OutcomeNothingFetched OutcomeKind = "nothing_fetched"
 	// OutcomeNothingIndexed: pages were fetched but none was indexed.
 	OutcomeNothingIndexed OutcomeKind = "nothing_indexed"

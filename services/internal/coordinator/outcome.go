@@ -44,9 +44,11 @@ func (co *Coordinator) outcome(ctx context.Context, c profiles.Crawl, st *contra
 	if err != nil {
 		return fmt.Errorf("read start urls: %w", err)
 	}
+	// A start URL that failed without a response was not fetched; one that
+	// failed with one (a 404, a noindex page) was.
 	refused, failed := 0, 0
 	for _, r := range recs {
-		if r.Status != contracts.Failed {
+		if r.Status != contracts.Failed || r.HTTPStatus != 0 {
 			continue
 		}
 		failed++

@@ -123,7 +123,7 @@ const badge = (s) => h("span", { class: "badge " + s }, s || "–");
 // OUTCOMES names the warnings of a crawl that ran out of work without
 // indexing anything (contracts.OutcomeKind): its state badge is then a
 // warning, not a green "finished".
-const OUTCOMES = { refused: "nothing fetched: refused", nothing_fetched: "nothing fetched", nothing_indexed: "nothing indexed" };
+const OUTCOMES = { refused: "nothing fetched", nothing_fetched: "nothing fetched", nothing_indexed: "nothing indexed" };
 
 // stateBadge is a crawl's state, or its outcome as a warning badge.
 function stateBadge(c) {
