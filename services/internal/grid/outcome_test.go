@@ -233,3 +233,47 @@ func TestDashboardFrontierNow(t *testing.T) {
 		t.Errorf("the dashboard logged script errors: %v", errs)
 	}
 }
+
+// TestStatusCodesDuringCrawl reads the HTTP status codes report of a slow
+// crawl while it runs: URLs not fetched yet are no "no response", so the
+// report's count without a status can never exceed the crawl's settled
+// URLs (read after it: settled counts only grow in a one-shot crawl).
+func TestStatusCodesDuringCrawl(t *testing.T) {
+	site := localSite(t, "")
+	_, api := startGrid(t, testConfig(t, t.TempDir(), ""))
+	var created contracts.CreateCrawlResponse
+	p := contracts.Profile{StartURLs: []string{site.URL + "/"}, MaxDepth: 1,
+		Politeness: contracts.Politeness{MinDelayMS: 1500, MaxDelayMS: 1500}}
+	if code := apiDo(t, http.MethodPost, api+"/api/v1/crawls", p, &created); code != http.StatusCreated {
+		t.Fatalf("POST crawl = %d", code)
+	}
+	for range 10 {
+		var rep struct {
+			Rows []struct {
+				StatusCode *int  `json:"status_code"`
+				Count      int64 `json:"count"`
+			} `json:"rows"`
+		}
+		if code := apiDo(t, http.MethodGet, api+"/api/v1/crawls/"+created.CrawlID+"/reports/status-codes", nil, &rep); code != http.StatusOK {
+			t.Fatalf("GET status codes report = %d", code)
+		}
+		var st contracts.CrawlStatus
+		apiDo(t, http.MethodGet, api+"/api/v1/crawls/"+created.CrawlID, nil, &st)
+		var none int64
+		for _, r := range rep.Rows {
+			if r.StatusCode == nil {
+				none += r.Count
+			}
+		}
+		var settled int64
+		for s, n := range st.Counts {
+			if s.Terminal() {
+				settled += n
+			}
+		}
+		if none > settled {
+			t.Fatalf("status codes report counts %d URLs without a response while only %d are settled (counts %v): unfetched URLs counted as no response", none, settled, st.Counts)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
