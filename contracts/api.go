@@ -204,7 +204,7 @@ type FrontierLoader struct {
 	LoaderID string    `json:"loader_id"`
 	Time     time.Time `json:"time"`
 	// IntervalMS is how often the loader writes its report; MCP takes a
-	// loader whose report is three intervals old for gone (a restart gives
+	// loader whose report is three intervals (and 2 s) old for gone (a restart gives
 	// a loader a new id, and its old report is not deleted when it is
 	// killed). Absent in reports of older loaders.
 	IntervalMS int64           `json:"interval_ms,omitempty"`

@@ -167,13 +167,14 @@ func putReport(t *testing.T, g *Grid, l contracts.FrontierLoader, r politeness.R
 
 // TestFrontierDropsDeadLoaders stores the last report of a loader that is
 // gone (a restart gives the loader a new id; the old one's report stays):
-// three of its report intervals old, GET /api/v1/frontier must no longer
+// many of its report intervals old, GET /api/v1/frontier must no longer
 // list it, while the grid's own loader is listed.
 func TestFrontierDropsDeadLoaders(t *testing.T) {
 	g, api := startGrid(t, testConfig(t, t.TempDir(), "")) // loader reports every 200ms
 	now := time.Now().UTC()
-	putReport(t, g, contracts.FrontierLoader{LoaderID: "loader-dead", Time: now.Add(-2 * time.Second), IntervalMS: 200},
-		politeness.Report{Time: now.Add(-2 * time.Second), Groups: []politeness.GroupReport{}})
+	dead := now.Add(-5 * time.Second) // 25 intervals, and past MCP's 2 s floor
+	putReport(t, g, contracts.FrontierLoader{LoaderID: "loader-dead", Time: dead, IntervalMS: 200},
+		politeness.Report{Time: dead, Groups: []politeness.GroupReport{}})
 	var rep contracts.FrontierReport
 	var ids []string
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
@@ -189,7 +190,7 @@ func TestFrontierDropsDeadLoaders(t *testing.T) {
 		}
 	}
 	if len(ids) != 1 || ids[0] == "loader-dead" {
-		t.Errorf("frontier lists loaders %v, want only the grid's live loader, not loader-dead (its report is 10 intervals old)", ids)
+		t.Errorf("frontier lists loaders %v, want only the grid's live loader, not loader-dead (its report is 25 intervals old)", ids)
 	}
 }
 

@@ -26,12 +26,18 @@ const reportMaxAge = time.Minute
 // the report of the old one stays in the asset store.
 const staleIntervals = 3
 
+// minStaleAge is the least age at which a report is stale, whatever its
+// interval: a loader with a short interval that stalls for a moment (a
+// busy machine, a slow asset store) is not taken for gone.
+const minStaleAge = 2 * time.Second
+
 // reportLive reports whether l, read at now, is the report of a live
-// loader: less than staleIntervals of its intervals old.
+// loader: less than staleIntervals of its intervals old (and than
+// minStaleAge).
 func reportLive(l contracts.FrontierLoader, now time.Time) bool {
 	maxAge := reportMaxAge
 	if l.IntervalMS > 0 {
-		maxAge = staleIntervals * time.Duration(l.IntervalMS) * time.Millisecond
+		maxAge = max(staleIntervals*time.Duration(l.IntervalMS)*time.Millisecond, minStaleAge)
 	}
 	return now.Sub(l.Time) <= maxAge
 }
