@@ -30,16 +30,7 @@ func (x *TxIndex) Find(ctx context.Context, crawlID string, f txindex.Filter, af
 	if err := x.c.readRefresh(ctx, x.c.txIndex); err != nil {
 		return nil, fmt.Errorf("find records of crawl %q: %w", crawlID, err)
 	}
-	filters := []any{term("crawl_id", crawlID)}
-	if f.Status != "" {
-		filters = append(filters, term("status", string(f.Status)))
-	}
-	if f.Host != "" {
-		filters = append(filters, term("host", f.Host))
-	}
-	if f.Reason != "" {
-		filters = append(filters, term("error."+reasonField, f.Reason))
-	}
+	filters := findFilters(crawlID, f)
 	var searchAfter []any
 	if after != "" {
 		searchAfter = []any{after}
@@ -50,6 +41,33 @@ func (x *TxIndex) Find(ctx context.Context, crawlID string, f txindex.Filter, af
 		return nil, fmt.Errorf("find records of crawl %q: %w", crawlID, err)
 	}
 	return recs, nil
+}
+
+// findFilters are the query filters of the records of crawlID that match f.
+func findFilters(crawlID string, f txindex.Filter) []any {
+	filters := []any{term("crawl_id", crawlID)}
+	if f.Status != "" {
+		filters = append(filters, term("status", string(f.Status)))
+	}
+	if f.Host != "" {
+		filters = append(filters, term("host", f.Host))
+	}
+	if f.Reason != "" {
+		filters = append(filters, term("error."+reasonField, f.Reason))
+	}
+	return filters
+}
+
+// CountMatching counts the records of crawlID that match f.
+func (x *TxIndex) CountMatching(ctx context.Context, crawlID string, f txindex.Filter) (int64, error) {
+	if err := x.c.readRefresh(ctx, x.c.txIndex); err != nil {
+		return 0, fmt.Errorf("count matching records of crawl %q: %w", crawlID, err)
+	}
+	n, err := x.c.count(ctx, x.c.txIndex, findFilters(crawlID, f)...)
+	if err != nil {
+		return 0, fmt.Errorf("count matching records of crawl %q: %w", crawlID, err)
+	}
+	return n, nil
 }
 
 // bucket is a terms aggregation bucket with the sub-aggregations the

@@ -182,6 +182,29 @@ func (x *TxIndex) MIMETypesReport(ctx context.Context, crawlID string, limit int
 	return out, nil
 }
 
+// CountMatching counts the records of crawlID that match f.
+func (x *TxIndex) CountMatching(ctx context.Context, crawlID string, f txindex.Filter) (int64, error) {
+	q := `SELECT count(*) FROM records WHERE crawl_id = ?`
+	args := []any{crawlID}
+	if f.Status != "" {
+		q += ` AND status = ?`
+		args = append(args, string(f.Status))
+	}
+	if f.Host != "" {
+		q += ` AND host = ?`
+		args = append(args, f.Host)
+	}
+	if f.Reason != "" {
+		q += ` AND error = ?`
+		args = append(args, f.Reason)
+	}
+	var n int64
+	if err := x.st.r.QueryRowContext(ctx, q, args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count matching records of crawl %q: %w", crawlID, err)
+	}
+	return n, nil
+}
+
 // terminalSQL is the SQL list of the terminal statuses.
 var terminalSQL = func() string {
 	var q []string

@@ -322,6 +322,11 @@ type Index interface {
 	Counts(ctx context.Context, crawlID string) (map[contracts.Status]int64, error)
 	// CountHost returns the number of records of crawlID whose host is host.
 	CountHost(ctx context.Context, crawlID, host string) (int64, error)
+	// CountMatching returns the number of records of crawlID that match
+	// every non-empty field of f, as Find selects them: the crawl's status
+	// counts the pages excluded on purpose (failed with
+	// contracts.ReasonExcluded) apart with it.
+	CountMatching(ctx context.Context, crawlID string, f Filter) (int64, error)
 	// Stale returns up to limit records in a pending status (to-be-loaded,
 	// to-be-parsed, to-be-indexed; not retired) whose status time is before
 	// before, oldest first.

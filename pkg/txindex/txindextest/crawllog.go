@@ -147,6 +147,9 @@ func testFind(t *testing.T, h Harness) {
 		if diff := cmp.Diff(want, got, cmpTime[0], cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("%s: Find (-want +got):\n%s", tc.name, diff)
 		}
+		if n, err := x.CountMatching(t.Context(), crawl, tc.f); err != nil || n != int64(len(want)) {
+			t.Errorf("%s: CountMatching = %d, %v, want %d", tc.name, n, err, len(want))
+		}
 	}
 }
 

@@ -11,34 +11,31 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 )
 
-// maxReasons bounds the failure reasons read to count the excluded pages
-// of a crawl: the excluded reason is one row among at most this many.
-const maxReasons = 10000
-
 // AllowNetsVar is the loader's setting that allows private, loopback and
 // link-local networks, named in the outcome of a crawl that was refused.
 const AllowNetsVar = "GRIDCRAWL_ALLOW_NETS"
 
-// outcome fills st's excluded count from the crawl's failure reasons and,
-// when the crawl ran out of work without indexing a page, the outcome that
-// says why: a crawl of a site on the user's own machine "finishes" with
-// every start URL refused by the network guard, and must not look like a
-// success.
+// outcome fills st's excluded count and, when the crawl ran out of work
+// without indexing a page, the outcome that says why: a crawl of a site on
+// the user's own machine "finishes" with every start URL refused by the
+// network guard, and must not look like a success.
 func (co *Coordinator) outcome(ctx context.Context, c profiles.Crawl, st *contracts.CrawlStatus) error {
-	var reasons []txindex.ReasonRow
 	if st.Counts[contracts.Failed] > 0 {
-		var err error
-		if reasons, err = co.deps.Tx.FailureReasonsReport(ctx, c.ID, maxReasons); err != nil {
-			return fmt.Errorf("count failure reasons: %w", err)
+		n, err := co.deps.Tx.CountMatching(ctx, c.ID, txindex.Filter{Status: contracts.Failed, Reason: contracts.ReasonExcluded})
+		if err != nil {
+			return fmt.Errorf("count excluded records: %w", err)
 		}
-	}
-	for _, r := range reasons {
-		if r.Reason == contracts.ReasonExcluded {
-			st.Excluded = r.Count
-		}
+		st.Excluded = n
 	}
 	if !outOfWorkState(c) || st.Counts[contracts.Indexed] > 0 || st.Documents > 0 || st.Pending > 0 {
 		return nil
+	}
+	var reasons []txindex.ReasonRow
+	if st.Counts[contracts.Failed] > 0 {
+		var err error
+		if reasons, err = co.deps.Tx.FailureReasonsReport(ctx, c.ID, 1); err != nil {
+			return fmt.Errorf("read the top failure reason: %w", err)
+		}
 	}
 	recs, err := co.deps.Tx.GetMany(ctx, startKeys(c))
 	if err != nil {

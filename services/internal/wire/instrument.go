@@ -37,6 +37,7 @@ func (s *Set) Instrument(reg *metrics.Registry) {
 type meteredTx struct {
 	txindex.Index
 	create, get, getMany, transition, lower, counts, countHost, stale, list metrics.Op
+	countMatching                                                           metrics.Op
 	find, hosts, mimeTypes, statusCodes, failureReasons                     metrics.Op
 	due, dueStats                                                           metrics.Op
 }
@@ -46,7 +47,7 @@ func newMeteredTx(tx txindex.Index, b *metrics.Backend) *meteredTx {
 	return &meteredTx{Index: tx, create: op("create"), get: op("get"), getMany: op("get-many"), transition: op("transition"),
 		lower: op("lower-depth"), counts: op("counts"), countHost: op("count-host"), stale: op("stale"), list: op("list"),
 		find: op("find"), hosts: op("hosts-report"), mimeTypes: op("mime-types-report"), statusCodes: op("status-codes-report"),
-		failureReasons: op("failure-reasons-report"), due: op("due"), dueStats: op("due-stats")}
+		failureReasons: op("failure-reasons-report"), due: op("due"), dueStats: op("due-stats"), countMatching: op("count-matching")}
 }
 
 // timed runs f and records its duration and outcome on op.
@@ -128,6 +129,10 @@ func (m *meteredTx) Counts(ctx context.Context, crawlID string) (map[contracts.S
 	r, err := m.Index.Counts(ctx, crawlID)
 	m.counts.Done(start, err)
 	return r, err
+}
+
+func (m *meteredTx) CountMatching(ctx context.Context, crawlID string, f txindex.Filter) (int64, error) {
+	return timed(m.countMatching, func() (int64, error) { return m.Index.CountMatching(ctx, crawlID, f) })
 }
 
 func (m *meteredTx) CountHost(ctx context.Context, crawlID, host string) (int64, error) {
