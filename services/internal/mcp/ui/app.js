@@ -625,7 +625,7 @@ function pageCrawl(main, [id]) {
       info.replaceChildren(profileView(c));
     }
     const tl = await api("GET", crawlPath(id) + "/timeline").catch(() => null);
-    drawTimeline(tl, rateChart, statusChart);
+    drawTimeline(tl, rateChart, statusChart, (c.excluded || 0) > 0);
     const running = working(c);
     if (lastState !== c.state || running && Date.now() - reportsAt > 5000 || Date.now() - reportsAt > 30000) {
       reportsAt = Date.now();
@@ -697,7 +697,10 @@ function profileView(c) {
   h("details", {}, h("summary", { class: "muted" }, "JSON"), h("pre", { class: "profile" }, JSON.stringify(p, null, 2))));
 }
 
-function drawTimeline(tl, rateBox, statusBox) {
+// drawTimeline plots the timeline's samples. The samples count records per
+// status: their failed includes the excluded pages, which the tiles show
+// apart, so the series says so when there are any (excluded).
+function drawTimeline(tl, rateBox, statusBox, excluded) {
   const pts = (tl && tl.points) || [];
   if (pts.length < 2) {
     const msg = tl ? "Collecting samples…" : "No timeline for this crawl.";
@@ -711,7 +714,7 @@ function drawTimeline(tl, rateBox, statusBox) {
   // below zero, which is no rate of fetching; it shows as 0.
   rateBox.replaceChildren(lineChart([{ name: "pages/s", color: "#2962ff", fill: true, points: pts.map((p) => [t(p), Math.max(p.pages_per_second || 0, 0)]) }], { yFormat: rate }));
   const series = STATUSES.filter((s) => pts.some((p) => (p.counts || {})[s]))
-    .map((s) => ({ name: s, color: STATUS_COLORS[s], points: pts.map((p) => [t(p), (p.counts || {})[s] || 0]) }));
+    .map((s) => ({ name: s === "failed" && excluded ? "failed + excluded" : s, color: STATUS_COLORS[s], points: pts.map((p) => [t(p), (p.counts || {})[s] || 0]) }));
   statusBox.replaceChildren(lineChart(series, { yFormat: num }));
 }
 
