@@ -745,7 +745,7 @@ function crawlLog(id) {
       body.replaceChildren(table([["URL"], ["Status"], ["HTTP", "num"], ["Depth", "num"], ["Bytes", "num"], ["Reason"], ["Changed"]],
         (r.urls || []).map((u) => h("tr", {}, h("td", { class: "url" }, h("a", { href: urlPage(id, u.url) }, u.url)), h("td", {}, badge(u.status)),
           h("td", { class: "num" }, u.http_status || "–"), h("td", { class: "num" }, num(u.depth)), h("td", { class: "num" }, bytes(u.bytes)),
-          h("td", { class: "wrap" + (u.status === "failed" ? " err" : " muted") }, u.reason || ""), h("td", {}, when(u.status_time)))), "No URL matches."));
+          h("td", { class: "wrap" + (u.status === "failed" && u.reason !== EXCLUDED ? " err" : " muted") }, u.reason || ""), h("td", {}, when(u.status_time)))), "No URL matches."));
     } catch (e) {
       body.replaceChildren(h("p", { class: "muted" }, "Crawl log unavailable: " + e.message));
     }
@@ -1036,7 +1036,7 @@ function pageURL(main, _, params) {
         h("dl", { class: "kv" },
           h("dt", {}, "Crawl"), h("dd", {}, h("a", { href: "#/crawl/" + enc(crawl), class: "mono" }, crawl)),
           h("dt", {}, "Status"), h("dd", {}, r.status, " · ", when(r.status_time)),
-          r.reason ? [h("dt", {}, "Reason"), h("dd", { class: "err", id: "url-reason" }, r.reason)] : null,
+          r.reason ? [h("dt", {}, "Reason"), h("dd", { class: r.reason === EXCLUDED ? "muted" : "err", id: "url-reason" }, r.reason)] : null,
           h("dt", {}, "HTTP status"), h("dd", {}, r.http_status ? String(r.http_status) : "–"),
           h("dt", {}, "Host"), h("dd", {}, r.host || "–"),
           h("dt", {}, "Depth · hops"), h("dd", {}, num(r.depth), " · ", num(r.hops)),
