@@ -11,9 +11,9 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 )
 
-// AllowNetsVar is the loader's setting that allows private, loopback and
+// allowNetsVar is the loader's setting that allows private, loopback and
 // link-local networks, named in the outcome of a crawl that was refused.
-const AllowNetsVar = "GRIDCRAWL_ALLOW_NETS"
+const allowNetsVar = "GRIDCRAWL_ALLOW_NETS"
 
 // outcome fills st's excluded count and, when the crawl ran out of work
 // without indexing a page, the outcome that says why: a crawl of a site on
@@ -59,7 +59,7 @@ func (co *Coordinator) outcome(ctx context.Context, c profiles.Crawl, st *contra
 	case n > 0 && refused == n:
 		st.Outcome = &contracts.CrawlOutcome{Kind: contracts.OutcomeRefused, Summary: fmt.Sprintf(
 			"nothing fetched: every start URL was refused (%s: private, loopback and link-local networks are not crawled unless allowed; set %s, e.g. %s=127.0.0.0/8, where the loader runs)",
-			netguard.ErrForbidden, AllowNetsVar, AllowNetsVar)}
+			netguard.ErrForbidden, allowNetsVar, allowNetsVar)}
 	case n > 0 && failed == n:
 		st.Outcome = &contracts.CrawlOutcome{Kind: contracts.OutcomeNothingFetched, Summary: "nothing fetched: every start URL failed" + top}
 	case st.Total > 0:
