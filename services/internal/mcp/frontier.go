@@ -32,8 +32,8 @@ const staleIntervals = 3
 const minStaleAge = 2 * time.Second
 
 // reportLive reports whether l, read at now, is the report of a live
-// loader: less than staleIntervals of its intervals old (and than
-// minStaleAge).
+// loader: no older than staleIntervals of its intervals, or than
+// minStaleAge when that is longer.
 func reportLive(l contracts.FrontierLoader, now time.Time) bool {
 	maxAge := reportMaxAge
 	if l.IntervalMS > 0 {
