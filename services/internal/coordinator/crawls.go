@@ -127,6 +127,11 @@ func (co *Coordinator) status(ctx context.Context, c profiles.Crawl) (contracts.
 		}
 	}
 	st.Retired = counts[contracts.Retired]
+	if counts[contracts.Failed] > 0 || st.Pending == 0 {
+		if err := co.outcome(ctx, c, &st); err != nil {
+			return contracts.CrawlStatus{}, err
+		}
+	}
 	if c.Profile.Recrawl != nil {
 		if st.Recrawl, err = co.recrawlStatus(ctx, c); err != nil {
 			return contracts.CrawlStatus{}, err

@@ -37,7 +37,8 @@ func (l *Loader) writeReport(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	body, err := json.Marshal(contracts.FrontierLoader{LoaderID: l.cfg.ID, Time: time.Now().UTC(), Report: rep})
+	body, err := json.Marshal(contracts.FrontierLoader{LoaderID: l.cfg.ID, Time: time.Now().UTC(),
+		IntervalMS: l.cfg.ReportInterval.Milliseconds(), Report: rep})
 	if err != nil {
 		return err
 	}
