@@ -25,8 +25,9 @@
 //     after queue.RetryDelay of its attempt, and the queue dead-letters it
 //     once its attempts run out. DeadLetter(reason) moves it to the
 //     dead-letter queue. Hold leaves it to the handler, which settles it
-//     later through Shell.Settle (the loader once every URL of its contract
-//     has an outcome, the indexer once its pages have moved on).
+//     later: through Shell.Settle, by the same rules (the indexer, once the
+//     contract's pages have moved on), or itself (the loader, once every URL
+//     of the contract has an outcome).
 //   - Every settle goes through outage.Gate.Settle: a settle that fails
 //     because a backend is down (the queue's disk is full, its broker gone)
 //     waits for the backend and is tried again, so no delivery is stranded
