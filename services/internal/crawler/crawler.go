@@ -1,9 +1,12 @@
-// Package crawler is the crawler service. For each crawler contract it runs
-// the loop of seed 004 in its order: check the page is to-be-parsed, load its
-// WARC record from the asset store, parse it into a document, publish the
-// document to index_pending, extract and filter the links with the profile,
-// write the unseen ones as to-be-loaded and publish their loader contracts,
-// and only then move the page to to-be-indexed.
+// Package crawler is the crawler service, the second stage of the pipeline.
+// For each crawler contract it runs the loop of YaCy Grid's crawler
+// (https://github.com/yacy/yacy_grid_crawler) in its order: check the page
+// is to-be-parsed, load its WARC record from the asset store, parse it into
+// a document, publish the document to index_pending, extract and filter the
+// links with the profile, write the unseen ones as to-be-loaded and publish
+// their loader contracts, and only then move the page to to-be-indexed. The
+// consumer shell (services/internal/consume) decodes and checks the
+// contracts and settles them by the crawler's verdict.
 //
 // A page is parsed at its record's depth, not its contract's: the frontier
 // lowers the depth of a URL found again on a shorter path, and sends a page
@@ -28,7 +31,6 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
@@ -43,6 +45,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/urlnorm"
 	"github.com/gridcrawl/gridcrawl/pkg/warc"
 	"github.com/gridcrawl/gridcrawl/pkg/yacydoc"
+	"github.com/gridcrawl/gridcrawl/services/internal/consume"
 	"github.com/gridcrawl/gridcrawl/services/internal/crawlcache"
 	"github.com/gridcrawl/gridcrawl/services/internal/frontier"
 	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
@@ -131,6 +134,7 @@ type Crawler struct {
 	met    *metrics.Crawler
 	// decodes bounds the memory of decompressed bodies (Config.DecodeBudget).
 	decodes *bytebudget.Budget
+	shell   *consume.Shell[contracts.CrawlerContract]
 }
 
 // New returns a crawler; cfg must have been validated.
@@ -147,76 +151,55 @@ func New(cfg Config, deps Deps) *Crawler {
 		scopes:   lru.New[string, *scope.Rules](1000, 0),
 		met:      deps.Metrics.Crawler(),
 		decodes:  bytebudget.New(max(cfg.DecodeBudget, cfg.MaxBodyBytes+1<<20+1), 256<<10), // a record block fits too
+		shell: consume.New(consume.Config[contracts.CrawlerContract]{Queue: deps.Queue, QueueName: contracts.QueueCrawler,
+			Kind: "crawler", Prefetch: cfg.Prefetch, Workers: cfg.Workers, Validate: validContract,
+			Version: func(k *contracts.CrawlerContract) int { return k.V }, Gate: deps.Gate, Logger: log}),
 	}
 }
 
 // Run consumes crawler_pending until ctx is cancelled.
 func (c *Crawler) Run(ctx context.Context) error {
-	deliveries, err := c.deps.Queue.Consume(ctx, contracts.QueueCrawler, queue.ConsumeOptions{Prefetch: c.cfg.Prefetch})
-	if err != nil {
-		return fmt.Errorf("consume %s: %w", contracts.QueueCrawler, err)
+	if err := c.shell.Run(ctx, c.handle); err != nil {
+		return err
 	}
-	var wg sync.WaitGroup
-	for range c.cfg.Workers {
-		wg.Go(func() {
-			for d := range deliveries {
-				c.handle(ctx, d)
-			}
-		})
-	}
-	wg.Wait()
 	c.log.Info("shutdown complete")
 	return nil
 }
 
-func (c *Crawler) handle(ctx context.Context, d queue.Delivery) {
-	var k contracts.CrawlerContract
-	if err := json.Unmarshal(d.Body(), &k); err != nil {
-		c.deadLetter(ctx, d, "undecodable crawler contract: "+err.Error())
-		return
+// validContract checks the fields every crawler contract needs.
+func validContract(k *contracts.CrawlerContract) error {
+	switch {
+	case k.CrawlID == "":
+		return errors.New("no crawl_id")
+	case len(k.Pages) == 0:
+		return fmt.Errorf("crawl_id=%q: no pages", k.CrawlID)
+	case k.Reindex && k.Relink:
+		return fmt.Errorf("crawl_id=%q: both reindex and relink", k.CrawlID)
 	}
-	if k.V != contracts.Version || k.CrawlID == "" || len(k.Pages) == 0 || (k.Reindex && k.Relink) {
-		c.deadLetter(ctx, d, fmt.Sprintf("invalid crawler contract: v=%d crawl_id=%q pages=%d reindex=%v relink=%v", k.V, k.CrawlID, len(k.Pages), k.Reindex, k.Relink))
-		return
-	}
+	return nil
+}
+
+// handle processes one crawler contract for the consumer shell.
+func (c *Crawler) handle(ctx context.Context, d queue.Delivery, k *contracts.CrawlerContract) consume.Verdict {
 	p, err := c.profs.Resolve(ctx, k.CrawlID, k.Profile)
 	if errors.Is(err, profiles.ErrNotFound) {
-		c.deadLetter(ctx, d, "crawler contract of unknown crawl "+k.CrawlID)
-		return
+		return consume.DeadLetter("crawler contract of unknown crawl " + k.CrawlID)
 	}
 	if err != nil {
 		c.log.Warn("resolve profile", "crawl_id", k.CrawlID, "err", err)
-		if err := c.deps.Gate.Failed(ctx, d); err != nil && ctx.Err() == nil {
-			c.log.Error("retry crawler contract", "crawl_id", k.CrawlID, "err", err)
-		}
-		return
+		return consume.Retry(err)
 	}
 	scope, err := c.scope(k.CrawlID, *p)
 	if err != nil {
-		c.deadLetter(ctx, d, "invalid profile in crawler contract: "+err.Error())
-		return
+		return consume.DeadLetter("invalid profile in crawler contract: " + err.Error())
 	}
-	if err := c.Process(ctx, k, *p, scope); err != nil {
-		if ctx.Err() != nil {
-			return // shutting down: the delivery goes back to the queue
+	if err := c.Process(ctx, *k, *p, scope); err != nil {
+		if ctx.Err() == nil { // shutting down: the delivery goes back to the queue
+			c.log.Warn("process crawler contract", "crawl_id", k.CrawlID, "attempt", d.Attempt(), "err", err)
 		}
-		c.log.Warn("process crawler contract", "crawl_id", k.CrawlID, "attempt", d.Attempt(), "err", err)
-		c.deps.Gate.Note(err)
-		if err := c.deps.Gate.Failed(ctx, d); err != nil && ctx.Err() == nil {
-			c.log.Error("retry crawler contract", "crawl_id", k.CrawlID, "err", err)
-		}
-		return
+		return consume.Retry(err)
 	}
-	if err := c.deps.Gate.Settle(ctx, d.Ack); err != nil && ctx.Err() == nil {
-		c.log.Error("ack crawler contract", "crawl_id", k.CrawlID, "err", err)
-	}
-}
-
-func (c *Crawler) deadLetter(ctx context.Context, d queue.Delivery, reason string) {
-	c.log.Warn("dead-letter contract", "queue", contracts.QueueCrawler, "reason", reason)
-	if err := d.DeadLetter(ctx, reason); err != nil {
-		c.log.Error("dead-letter contract", "queue", contracts.QueueCrawler, "err", err)
-	}
+	return consume.Ack()
 }
 
 func (c *Crawler) scope(crawlID string, p contracts.Profile) (*scope.Rules, error) {
@@ -235,7 +218,7 @@ type parsed struct {
 	loaded int64
 }
 
-// Process runs the seed 004 loop for the pages of k. It is idempotent: pages
+// Process runs the crawler's loop for the pages of k. It is idempotent: pages
 // not in to-be-parsed are skipped (or, with k.Reindex, only pages in
 // to-be-indexed are parsed again and their documents republished). With
 // k.Relink the pages' documents are indexed already: only their links are
