@@ -101,7 +101,7 @@ func (c *Config) Validate() error {
 // Deps are the crawler's backends.
 type Deps struct {
 	Queue    queue.Queue
-	Tx       txindex.Index
+	Tx       txindex.Pipeline
 	Assets   assets.Store
 	Profiles profiles.Store
 	Group    routing.Grouper

@@ -40,7 +40,7 @@ var errNoGroup = errors.New("record without crawl host group")
 
 // Frontier writes discovered URLs and publishes their loader contracts.
 type Frontier struct {
-	Tx    txindex.Index
+	Tx    txindex.Pipeline
 	Queue queue.Queue
 	Group routing.Grouper
 	// Shards is the number of loader queue shards (see Config); 0 means 1.

@@ -227,20 +227,6 @@ func (g *Gate) Wait(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// Failed settles d, whose processing failed. When a backend is
-// down the failure is the outage's: d is postponed without counting an
-// attempt, and Failed returns once the backends answer again (or ctx ends),
-// so that the caller takes no new work meanwhile. Otherwise d is retried
-// after queue.RetryDelay, counting an attempt. It returns the error of
-// settling d, if any.
-func (g *Gate) Failed(ctx context.Context, d queue.Delivery) error {
-	if down := g.Down(ctx); len(down) > 0 {
-		serr := g.Settle(ctx, func(ctx context.Context) error { return d.Postpone(ctx, postponeDelay) })
-		_ = g.Wait(ctx)
-		return serr
-	}
-	return g.Settle(ctx, func(ctx context.Context) error { return d.Retry(ctx, queue.RetryDelay(d.Attempt())) })
-}
 
 // Settle runs op, which settles a delivery (ack, retry, postpone), and
 // while it fails with a backend down (the queue's disk is full, its broker
