@@ -28,10 +28,6 @@ const (
 	maxBackoff   = 2 * time.Second
 	// probeEvery bounds how often Down asks the backends while they answer.
 	probeEvery = time.Second
-	// postponeDelay is how long a postponed contract waits before it can be
-	// delivered again: short, since consumers hold back while the backend
-	// is down (Wait) and the contract should be taken soon after its return.
-	postponeDelay = time.Second
 )
 
 // Gate probes a service's backends after failures and holds the service's
@@ -226,7 +222,6 @@ func (g *Gate) Wait(ctx context.Context) error {
 	}
 	return ctx.Err()
 }
-
 
 // Settle runs op, which settles a delivery (ack, retry, postpone), and
 // while it fails with a backend down (the queue's disk is full, its broker
