@@ -211,6 +211,11 @@ type FrontierLoader struct {
 	Report     json.RawMessage `json:"report"`
 }
 
+// FrontierReportPrefix is where each loader stores its frontier report in
+// the asset store (one object per loader, named by its id), and where MCP
+// reads them for GET /api/v1/frontier.
+const FrontierReportPrefix = "reports/frontier/"
+
 // FrontierReport is the body of GET /api/v1/frontier.
 type FrontierReport struct {
 	V       int              `json:"v"`

@@ -8,7 +8,7 @@
 // consumer shell (services/internal/consume) decodes and checks the
 // contracts and settles them by the crawler's verdict.
 //
-// A page is parsed at its record's depth, not its contract's: the frontier
+// A page is parsed at its record's depth, not its contract's: enqueueing
 // lowers the depth of a URL found again on a shorter path, and sends a page
 // already parsed back to to-be-parsed with a relink contract, so that its
 // links are followed as deep as their shortest path allows. A page lowered
@@ -47,7 +47,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/yacydoc"
 	"github.com/gridcrawl/gridcrawl/services/internal/consume"
 	"github.com/gridcrawl/gridcrawl/services/internal/crawlcache"
-	"github.com/gridcrawl/gridcrawl/services/internal/frontier"
+	"github.com/gridcrawl/gridcrawl/services/internal/enqueue"
 	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
 	"github.com/gridcrawl/gridcrawl/services/internal/outage"
 	"github.com/gridcrawl/gridcrawl/services/internal/routing"
@@ -123,12 +123,12 @@ type Deps struct {
 
 // Crawler is the crawler service.
 type Crawler struct {
-	cfg      Config
-	deps     Deps
-	log      *slog.Logger
-	frontier *frontier.Frontier
-	cancels  *crawlcache.States
-	profs    *crawlcache.Profiles
+	cfg     Config
+	deps    Deps
+	log     *slog.Logger
+	enq     *enqueue.Enqueuer
+	cancels *crawlcache.States
+	profs   *crawlcache.Profiles
 
 	scopes *lru.Cache[string, *scope.Rules] // by crawl id
 	met    *metrics.Crawler
@@ -145,12 +145,12 @@ func New(cfg Config, deps Deps) *Crawler {
 	}
 	return &Crawler{
 		cfg: cfg, deps: deps, log: log,
-		frontier: &frontier.Frontier{Tx: deps.Tx, Queue: deps.Queue, Group: deps.Group, Shards: deps.Shards},
-		cancels:  crawlcache.NewStates(deps.Profiles),
-		profs:    crawlcache.NewProfiles(deps.Profiles),
-		scopes:   lru.New[string, *scope.Rules](1000, 0),
-		met:      deps.Metrics.Crawler(),
-		decodes:  bytebudget.New(max(cfg.DecodeBudget, cfg.MaxBodyBytes+1<<20+1), 256<<10), // a record block fits too
+		enq:     &enqueue.Enqueuer{Tx: deps.Tx, Queue: deps.Queue, Group: deps.Group, Shards: deps.Shards},
+		cancels: crawlcache.NewStates(deps.Profiles),
+		profs:   crawlcache.NewProfiles(deps.Profiles),
+		scopes:  lru.New[string, *scope.Rules](1000, 0),
+		met:     deps.Metrics.Crawler(),
+		decodes: bytebudget.New(max(cfg.DecodeBudget, cfg.MaxBodyBytes+1<<20+1), 256<<10), // a record block fits too
 		shell: consume.New(consume.Config[contracts.CrawlerContract]{Queue: deps.Queue, QueueName: contracts.QueueCrawler,
 			Kind: "crawler", Prefetch: cfg.Prefetch, Workers: cfg.Workers, Validate: validContract,
 			Version: func(k *contracts.CrawlerContract) int { return k.V }, Gate: deps.Gate, Logger: log}),
@@ -213,7 +213,7 @@ type parsed struct {
 	doc    *contracts.Document // nil: nothing to index
 	final  contracts.Status    // status after the links are written
 	reason string
-	links  []frontier.Candidate
+	links  []enqueue.Candidate
 	// loaded is the size of the body as loaded, garbage once parsed.
 	loaded int64
 }
@@ -297,11 +297,11 @@ func (c *Crawler) Process(ctx context.Context, k contracts.CrawlerContract, prof
 	if k.Reindex {
 		return nil
 	}
-	var cands []frontier.Candidate
+	var cands []enqueue.Candidate
 	for _, p := range pages {
 		cands = append(cands, p.links...)
 	}
-	created, err := c.frontier.Enqueue(ctx, k.CrawlID, profile, cands)
+	created, err := c.enq.Enqueue(ctx, k.CrawlID, profile, cands)
 	if err != nil {
 		return fmt.Errorf("enqueue links: %w", err)
 	}
@@ -356,7 +356,7 @@ func (c *Crawler) parse(ctx context.Context, k contracts.CrawlerContract, profil
 		out.reason = "to " + target
 		if tu, err := url.Parse(target); err == nil {
 			if ok, _ := scope.Follow(tu, target, p.Depth, p.Hops+1); ok {
-				out.links = append(out.links, frontier.Candidate{URL: target, Depth: p.Depth, Hops: p.Hops + 1, Referrer: p.URL})
+				out.links = append(out.links, enqueue.Candidate{URL: target, Depth: p.Depth, Hops: p.Hops + 1, Referrer: p.URL})
 			}
 		}
 		return out, nil
@@ -396,7 +396,7 @@ func (c *Crawler) parse(ctx context.Context, k contracts.CrawlerContract, profil
 				continue
 			}
 			if ok, _ := scope.Follow(lu, l.URL, p.Depth+1, 0); ok {
-				out.links = append(out.links, frontier.Candidate{URL: l.URL, Depth: p.Depth + 1, Referrer: p.URL})
+				out.links = append(out.links, enqueue.Candidate{URL: l.URL, Depth: p.Depth + 1, Referrer: p.URL})
 			}
 		}
 	}

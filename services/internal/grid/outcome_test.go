@@ -160,7 +160,7 @@ func putReport(t *testing.T, g *Grid, l contracts.FrontierLoader, r politeness.R
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := g.Backends.Assets.Put(t.Context(), "reports/frontier/"+l.LoaderID+".json", bytes.NewReader(body), int64(len(body)), "application/json"); err != nil {
+	if err := g.Backends.Assets.Put(t.Context(), contracts.FrontierReportPrefix+l.LoaderID+".json", bytes.NewReader(body), int64(len(body)), "application/json"); err != nil {
 		t.Fatal(err)
 	}
 }

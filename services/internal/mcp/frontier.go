@@ -13,10 +13,6 @@ import (
 	"github.com/gridcrawl/gridcrawl/contracts"
 )
 
-// reportPrefix is where loaders store their frontier reports (see
-// loader.ReportPrefix; MCP does not import the loader).
-const reportPrefix = "reports/frontier/"
-
 // reportMaxAge drops the reports of loaders that stopped reporting, when
 // a report does not say how often its loader writes one.
 const reportMaxAge = time.Minute
@@ -49,7 +45,7 @@ func (m *MCP) Frontier(ctx context.Context) (contracts.FrontierReport, error) {
 	if m.deps.Assets == nil {
 		return out, nil
 	}
-	keys, err := m.deps.Assets.List(ctx, reportPrefix)
+	keys, err := m.deps.Assets.List(ctx, contracts.FrontierReportPrefix)
 	if err != nil {
 		return out, fmt.Errorf("list frontier reports: %w", err)
 	}
