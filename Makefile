@@ -8,7 +8,7 @@ PKGS    := ./...
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null)
 LDFLAGS := -X github.com/gridcrawl/gridcrawl/services/internal/svc.stamp=$(VERSION)
 
-.PHONY: run demo test fuzz build lint bench clean services-up services-down
+.PHONY: run demo test fuzz soak build lint bench clean services-up services-down
 
 ## run: the whole grid in one process on embedded backends (data in $(DATA))
 run: build
@@ -18,15 +18,23 @@ run: build
 demo: build
 	scripts/demo.sh
 
-## fuzz: every fuzz target for FUZZTIME each (default 30s)
+## fuzz: every fuzz target for FUZZTIME each (default 30s), one after another (about
+## 29 targets: 15 minutes and more); not part of make test, which runs the saved inputs
 fuzz:
 	scripts/fuzz.sh $(FUZZTIME)
+
+## soak: grid mode on real backends for 30 minutes with a service killed every 3 minutes
+## (SOAKFLAGS=-short: about 3 minutes); not part of make test
+soak:
+	scripts/soak.sh $(SOAKFLAGS)
 
 ## build: all binaries into bin/
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./services/...
 
-## test: every test, with the race detector
+## test: every test with the race detector, on real RabbitMQ, Elasticsearch, MinIO, Chromium
+## and pywb (started if missing), the broker-restart and full-size huge-page runs; no fuzzing
+## (make fuzz) and no soak (make soak); meant to take under 30 minutes on 2 cores
 test:
 	scripts/test.sh
 

@@ -86,7 +86,12 @@ type CrawlStatus struct {
 	Total   int64            `json:"total"`
 	Pending int64            `json:"pending"`
 	// Retired counts URLs parked by exhausted group budgets.
-	Retired   int64     `json:"retired"`
+	Retired int64 `json:"retired"`
+	// Excluded counts the failed records that were fetched and parsed but
+	// left out of the index on purpose (ReasonExcluded: a noindex page, or
+	// one the index filters refuse): they are among Counts[Failed], shown
+	// apart because they are no failure. Absent when none.
+	Excluded  int64     `json:"excluded,omitempty"`
 	Documents int64     `json:"documents"`
 	CreatedAt time.Time `json:"created_at"`
 	// FinishedAt is when the crawl finished or was cancelled; absent while
@@ -95,6 +100,36 @@ type CrawlStatus struct {
 	// Recrawl describes the schedule of a continuous crawl; absent for a
 	// one-shot crawl.
 	Recrawl *RecrawlStatus `json:"recrawl,omitempty"`
+	// Outcome says what a crawl that ran out of work (finished, up to date,
+	// or paused at finish) achieved when that is not what its state
+	// suggests: nothing fetched, or nothing indexed. Absent while the crawl
+	// has work, and when it indexed pages.
+	Outcome *CrawlOutcome `json:"outcome,omitempty"`
+}
+
+// OutcomeKind classifies a CrawlOutcome.
+type OutcomeKind string
+
+// Outcome kinds, worst first.
+const (
+	// OutcomeRefused: every start URL was refused by the loader's network
+	// guard (a private, loopback or link-local address not allowed by
+	// GRIDCRAWL_ALLOW_NETS).
+	OutcomeRefused OutcomeKind = "refused"
+	// OutcomeNothingFetched: every start URL failed without a response
+	// (for another reason) and nothing was indexed.
+	OutcomeNothingFetched OutcomeKind = "nothing_fetched"
+	// OutcomeNothingIndexed: pages were fetched but none was indexed.
+	OutcomeNothingIndexed OutcomeKind = "nothing_indexed"
+)
+
+// CrawlOutcome is a warning about a crawl that ran out of work without
+// indexing anything, and what to do about it.
+type CrawlOutcome struct {
+	Kind OutcomeKind `json:"kind"`
+	// Summary is one sentence for people: what happened, the most common
+	// failure reason, and how to fix it when there is a known way.
+	Summary string `json:"summary"`
 }
 
 // RecrawlStatus is the schedule of a continuous crawl as it stands.
@@ -166,10 +201,20 @@ type FrontierTotals struct {
 // state, next eligible time, delay and why, queue length, session balance,
 // spend and budget, last and average cost, recent status codes and errors.
 type FrontierLoader struct {
-	LoaderID string          `json:"loader_id"`
-	Time     time.Time       `json:"time"`
-	Report   json.RawMessage `json:"report"`
+	LoaderID string    `json:"loader_id"`
+	Time     time.Time `json:"time"`
+	// IntervalMS is how often the loader writes its report; MCP takes a
+	// loader whose report is three intervals (and 2 s) old for gone (a restart gives
+	// a loader a new id, and its old report is not deleted when it is
+	// killed). Absent in reports of older loaders.
+	IntervalMS int64           `json:"interval_ms,omitempty"`
+	Report     json.RawMessage `json:"report"`
 }
+
+// FrontierReportPrefix is where each loader stores its frontier report in
+// the asset store (one object per loader, named by its id), and where MCP
+// reads them for GET /api/v1/frontier.
+const FrontierReportPrefix = "reports/frontier/"
 
 // FrontierReport is the body of GET /api/v1/frontier.
 type FrontierReport struct {

@@ -80,9 +80,11 @@ func fullCrawlStatus() contracts.CrawlStatus {
 		Counts:     counts,
 		Total:      21,
 		Pending:    6,
+		Excluded:   2,
 		Documents:  4,
 		CreatedAt:  time.Date(2025, 11, 21, 8, 0, 0, 0, time.UTC),
 		FinishedAt: &finished,
+		Outcome:    &contracts.CrawlOutcome{Kind: contracts.OutcomeNothingIndexed, Summary: "nothing indexed"},
 	}
 }
 

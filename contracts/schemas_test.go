@@ -254,6 +254,7 @@ func TestSchemaMatchesGoFields(t *testing.T) {
 		{"recrawl", "profile", []string{"$defs", "recrawl"}, contracts.Recrawl{}, nil},
 		{"adaptive recrawl", "profile", []string{"$defs", "recrawl", "properties", "adaptive"}, contracts.AdaptiveRecrawl{}, nil},
 		{"recrawl status", "crawl_status", []string{"properties", "recrawl"}, contracts.RecrawlStatus{}, nil},
+		{"crawl outcome", "crawl_status", []string{"properties", "outcome"}, contracts.CrawlOutcome{}, nil},
 		{"politeness patch", "profile_patch", []string{"$defs", "politeness_patch"}, contracts.PolitenessPatch{}, nil},
 		{"frontier report", "frontier_report", nil, contracts.FrontierReport{}, nil},
 		{"frontier totals", "frontier_report", []string{"$defs", "totals"}, contracts.FrontierTotals{}, nil},

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Runs every fuzz target of the repository (func FuzzXxx in a _test.go file)
 # for a bounded time each, one after another: `scripts/fuzz.sh [TIME]`, TIME a
-# go test -fuzztime value (default 30s; `make fuzz`). make test runs each for
-# a few seconds (FUZZTIME=3s). A target that finds a failing input fails the
-# run; go test saves the input under the package's testdata/fuzz/, where it
-# becomes a regression case of the normal tests once committed.
+# go test -fuzztime value (default 30s; `make fuzz`). make test does not fuzz:
+# plain go test already runs every target's seeds and saved inputs. A target
+# that finds a failing input fails the run; go test saves the input under the
+# package's testdata/fuzz/, where it becomes a regression case of the normal
+# tests once committed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -58,16 +58,7 @@ func (x *TxIndex) Find(ctx context.Context, crawlID string, f txindex.Filter, af
 	if err := x.c.readRefresh(ctx, x.c.txIndex); err != nil {
 		return nil, fmt.Errorf("find records of crawl %q: %w", crawlID, err)
 	}
-	filters := []any{term("crawl_id", crawlID)}
-	if f.Status != "" {
-		filters = append(filters, term("status", string(f.Status)))
-	}
-	if f.Host != "" {
-		filters = append(filters, term("host", f.Host))
-	}
-	if f.Reason != "" {
-		filters = append(filters, term("error."+reasonField, f.Reason))
-	}
+	filters := findFilters(crawlID, f)
 	var searchAfter []any
 	if after != "" {
 		searchAfter = []any{after}
@@ -78,6 +69,33 @@ func (x *TxIndex) Find(ctx context.Context, crawlID string, f txindex.Filter, af
 		return nil, fmt.Errorf("find records of crawl %q: %w", crawlID, err)
 	}
 	return recs, nil
+}
+
+// findFilters are the query filters of the records of crawlID that match f.
+func findFilters(crawlID string, f txindex.Filter) []any {
+	filters := []any{term("crawl_id", crawlID)}
+	if f.Status != "" {
+		filters = append(filters, term("status", string(f.Status)))
+	}
+	if f.Host != "" {
+		filters = append(filters, term("host", f.Host))
+	}
+	if f.Reason != "" {
+		filters = append(filters, term("error."+reasonField, f.Reason))
+	}
+	return filters
+}
+
+// CountMatching counts the records of crawlID that match f.
+func (x *TxIndex) CountMatching(ctx context.Context, crawlID string, f txindex.Filter) (int64, error) {
+	if err := x.c.readRefresh(ctx, x.c.txIndex); err != nil {
+		return 0, fmt.Errorf("count matching records of crawl %q: %w", crawlID, err)
+	}
+	n, err := x.c.count(ctx, x.c.txIndex, findFilters(crawlID, f)...)
+	if err != nil {
+		return 0, fmt.Errorf("count matching records of crawl %q: %w", crawlID, err)
+	}
+	return n, nil
 }
 
 // bucket is a terms aggregation bucket with the sub-aggregations the
@@ -226,7 +244,17 @@ func (x *TxIndex) MIMETypesReport(ctx context.Context, crawlID string, limit int
 // StatusCodesReport aggregates the records of crawlID by HTTP status; those
 // without one (or written before the sub-field existed) are code 0.
 func (x *TxIndex) StatusCodesReport(ctx context.Context, crawlID string) ([]txindex.StatusCodeRow, error) {
-	bs, err := x.aggregate(ctx, crawlID, terms("http_status."+codeField, maxStatusCodes, 0))
+	settled := make([]string, 0, len(contracts.Statuses))
+	for _, s := range contracts.Statuses {
+		if s.Terminal() {
+			settled = append(settled, string(s))
+		}
+	}
+	// Records not fetched yet (pending, retired) have no status and are no
+	// "no response": code 0 counts the settled records without one.
+	filter := map[string]any{"bool": map[string]any{"minimum_should_match": 1, "should": []any{
+		exists("http_status." + codeField), map[string]any{"terms": map[string]any{"status": settled}}}}}
+	bs, err := x.aggregate(ctx, crawlID, terms("http_status."+codeField, maxStatusCodes, 0), filter)
 	if err != nil {
 		return nil, fmt.Errorf("status codes report of crawl %q: %w", crawlID, err)
 	}

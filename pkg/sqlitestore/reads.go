@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
@@ -238,9 +239,45 @@ func (x *TxIndex) MIMETypesReport(ctx context.Context, crawlID string, limit int
 	return out, nil
 }
 
-// StatusCodesReport groups the records of crawlID by HTTP status.
+// CountMatching counts the records of crawlID that match f.
+func (x *TxIndex) CountMatching(ctx context.Context, crawlID string, f txindex.Filter) (int64, error) {
+	q := `SELECT count(*) FROM records WHERE crawl_id = ?`
+	args := []any{crawlID}
+	if f.Status != "" {
+		q += ` AND status = ?`
+		args = append(args, string(f.Status))
+	}
+	if f.Host != "" {
+		q += ` AND host = ?`
+		args = append(args, f.Host)
+	}
+	if f.Reason != "" {
+		q += ` AND error = ?`
+		args = append(args, f.Reason)
+	}
+	var n int64
+	if err := x.st.r.QueryRowContext(ctx, q, args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count matching records of crawl %q: %w", crawlID, err)
+	}
+	return n, nil
+}
+
+// terminalSQL is the SQL list of the terminal statuses.
+var terminalSQL = func() string {
+	var q []string
+	for _, s := range contracts.Statuses {
+		if s.Terminal() {
+			q = append(q, "'"+string(s)+"'")
+		}
+	}
+	return "(" + strings.Join(q, ",") + ")"
+}()
+
+// StatusCodesReport groups the records of crawlID by HTTP status; those
+// without one count only when settled.
 func (x *TxIndex) StatusCodesReport(ctx context.Context, crawlID string) ([]txindex.StatusCodeRow, error) {
 	rows, err := x.st.r.QueryContext(ctx, `SELECT http_status, count(*) FROM records WHERE crawl_id = ?
+		AND (http_status != 0 OR status IN `+terminalSQL+`)
 		GROUP BY http_status ORDER BY http_status`, crawlID)
 	if err != nil {
 		return nil, fmt.Errorf("status codes report of crawl %q: %w", crawlID, err)

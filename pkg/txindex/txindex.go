@@ -399,6 +399,11 @@ type Scheduling interface {
 type Reads interface {
 	// List returns up to limit records of crawlID after the key after, in
 	// key order; status filters when not empty. It may leave History empty.
+	// CountMatching returns the number of records of crawlID that match
+	// every non-empty field of f, as Find selects them: the crawl's status
+	// counts the pages excluded on purpose (failed with
+	// contracts.ReasonExcluded) apart with it.
+	CountMatching(ctx context.Context, crawlID string, f Filter) (int64, error)
 	List(ctx context.Context, crawlID string, status contracts.Status, after string, limit int) ([]Record, error)
 	// Find returns up to limit records of crawlID after the key after, in
 	// key order, that match every non-empty field of f. A listing that
@@ -415,7 +420,9 @@ type Reads interface {
 	// types with the most records, by count descending, then type.
 	MIMETypesReport(ctx context.Context, crawlID string, limit int) ([]MIMERow, error)
 	// StatusCodesReport returns the number of records of crawlID per HTTP
-	// status, code 0 for the records without one, by code.
+	// status, by code; code 0 counts the records settled (in a terminal
+	// status) without one. Records not fetched yet (pending, retired) count
+	// nowhere: they are no "no response".
 	StatusCodesReport(ctx context.Context, crawlID string) ([]StatusCodeRow, error)
 	// FailureReasonsReport returns, per reason (Error) of the failed records
 	// of crawlID, their number and up to MaxSamples of their URLs (the

@@ -366,7 +366,7 @@ func (rec txRecord) reparsesAfter(outages []outage, early time.Duration) int64 {
 // many times each went back to to-be-parsed after the crawler had parsed
 // it: a page found again on a shorter path while its document was on its
 // way to the index is parsed again at its new depth and its document
-// stored again (frontier.Enqueue), by design.
+// stored again (the enqueueing of found URLs), by design.
 func getRecords(esURL, txIndex string, ids []string) (map[string]txRecord, error) {
 	out := map[string]txRecord{}
 	for len(ids) > 0 {

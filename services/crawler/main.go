@@ -27,12 +27,12 @@ func main() {
 			if err := cfg.Crawler.Validate(); err != nil {
 				return nil, err
 			}
-			group, err := cfg.Frontier.Grouper()
+			group, err := cfg.Routing.Grouper()
 			if err != nil {
 				return nil, err
 			}
 			return crawler.New(cfg.Crawler, crawler.Deps{Queue: set.Queue, Tx: set.Tx, Assets: set.Assets, Profiles: set.Profiles,
-				Group: group, Shards: cfg.Frontier.Shards, Logger: log, Gate: set.Gate(false, log), Metrics: set.Metrics}), nil
+				Group: group, Shards: cfg.Routing.Shards, Logger: log, Gate: set.Gate(false, log), Metrics: set.Metrics}), nil
 		})
 	stop()
 	os.Exit(code)

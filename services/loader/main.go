@@ -28,12 +28,12 @@ func main() {
 			if err := cfg.Loader.Validate(); err != nil {
 				return nil, err
 			}
-			group, err := cfg.Frontier.Grouper()
+			group, err := cfg.Routing.Grouper()
 			if err != nil {
 				return nil, err
 			}
 			return loader.New(cfg.Loader, loader.Deps{Queue: set.Queue, Tx: set.Tx, Assets: set.Assets, Profiles: set.Profiles,
-				Group: group, Shards: cfg.Frontier.Shards, Stagger: stagger(set.Embedded), Logger: log, Gate: set.Gate(false, log), Metrics: set.Metrics})
+				Group: group, Shards: cfg.Routing.Shards, Stagger: stagger(set.Embedded), Logger: log, Gate: set.Gate(false, log), Metrics: set.Metrics})
 		})
 	stop()
 	os.Exit(code)

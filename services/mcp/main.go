@@ -37,15 +37,15 @@ func main() {
 			if err := errors.Join(cfg.Coordinator.Validate(), cfg.Indexer.Validate(), cfg.MCP.Validate(set.Embedded)); err != nil {
 				return nil, err
 			}
-			group, err := cfg.Frontier.Grouper()
+			group, err := cfg.Routing.Grouper()
 			if err != nil {
 				return nil, err
 			}
 			gate := set.Gate(true, log)
 			co := coordinator.New(cfg.Coordinator, coordinator.Deps{Queue: set.Queue, Tx: set.Tx, Profiles: set.Profiles, Search: set.Search,
-				Assets: set.Assets, Group: group, Shards: cfg.Frontier.Shards, Logger: log, Gate: gate, Metrics: set.Metrics, Disk: set.Disk})
+				Assets: set.Assets, Group: group, Shards: cfg.Routing.Shards, Logger: log, Gate: gate, Metrics: set.Metrics, Disk: set.Disk})
 			api := mcp.New(cfg.MCP, mcp.Deps{Crawls: co, Queue: set.Queue, Tx: set.Tx, Profiles: set.Profiles, Search: set.Search, Assets: set.Assets,
-				HCF: set.HCF, Shards: cfg.Frontier.Shards, Embedded: set.Embedded, Logger: log, Metrics: set.Metrics, Disk: set.Disk})
+				HCF: set.HCF, Shards: cfg.Routing.Shards, Embedded: set.Embedded, Logger: log, Metrics: set.Metrics, Disk: set.Disk})
 			parts := []svc.Runner{co, api}
 			if cfg.RunIndexer {
 				parts = append(parts, indexer.New(cfg.Indexer, indexer.Deps{Queue: set.Queue, Tx: set.Tx, Search: set.Search,

@@ -147,6 +147,9 @@ func testFind(t *testing.T, h Harness[reader]) {
 		if diff := cmp.Diff(want, got, cmpTime[0], cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("%s: Find (-want +got):\n%s", tc.name, diff)
 		}
+		if n, err := x.CountMatching(t.Context(), crawl, tc.f); err != nil || n != int64(len(want)) {
+			t.Errorf("%s: CountMatching = %d, %v, want %d", tc.name, n, err, len(want))
+		}
 	}
 }
 
@@ -350,7 +353,9 @@ func Expected(recs []txindex.Record) Reports {
 				m.Bytes += *r.Bytes
 			}
 		}
-		codes[r.HTTPStatus]++
+		if r.HTTPStatus != 0 || r.Status.Terminal() {
+			codes[r.HTTPStatus]++ // code 0: settled without a response
+		}
 		if r.Status == contracts.Failed {
 			h.Failed++
 			rr := reasons[r.Error]

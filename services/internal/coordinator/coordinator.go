@@ -22,7 +22,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/search"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/services/internal/diskspace"
-	"github.com/gridcrawl/gridcrawl/services/internal/frontier"
+	"github.com/gridcrawl/gridcrawl/services/internal/enqueue"
 	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
 	"github.com/gridcrawl/gridcrawl/services/internal/outage"
 	"github.com/gridcrawl/gridcrawl/services/internal/routing"
@@ -93,11 +93,11 @@ type Deps struct {
 
 // Coordinator owns the crawls' states and runs their loops.
 type Coordinator struct {
-	cfg      Config
-	deps     Deps
-	log      *slog.Logger
-	frontier *frontier.Frontier
-	met      *metrics.MCP
+	cfg  Config
+	deps Deps
+	log  *slog.Logger
+	enq  *enqueue.Enqueuer
+	met  *metrics.MCP
 
 	locks sync.Map // crawl id → *sync.Mutex, see crawlLock
 	// refetched counts, per crawl id (*atomic.Int64), the URLs the due
@@ -123,11 +123,11 @@ func New(cfg Config, deps Deps) *Coordinator {
 	}
 	return &Coordinator{
 		cfg: cfg, deps: deps, log: log,
-		frontier: &frontier.Frontier{Tx: deps.Tx, Queue: deps.Queue, Group: deps.Group, Shards: deps.Shards},
-		met:      deps.Metrics.MCP(),
-		nudged:   map[string]struct{}{},
-		nudge:    make(chan struct{}, 1),
-		tl:       timelines{byID: map[string]*contracts.Timeline{}},
+		enq:    &enqueue.Enqueuer{Tx: deps.Tx, Queue: deps.Queue, Group: deps.Group, Shards: deps.Shards},
+		met:    deps.Metrics.MCP(),
+		nudged: map[string]struct{}{},
+		nudge:  make(chan struct{}, 1),
+		tl:     timelines{byID: map[string]*contracts.Timeline{}},
 	}
 }
 

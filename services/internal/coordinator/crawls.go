@@ -18,7 +18,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/pkg/urlnorm"
 	"github.com/gridcrawl/gridcrawl/services/internal/diskspace"
-	"github.com/gridcrawl/gridcrawl/services/internal/frontier"
+	"github.com/gridcrawl/gridcrawl/services/internal/enqueue"
 )
 
 // CheckProfile applies a submitted profile's defaults, validates it and
@@ -55,16 +55,16 @@ func (co *Coordinator) CreateCrawl(ctx context.Context, p contracts.Profile) (st
 		co.deps.Gate.Note(err)
 		return "", fmt.Errorf("store crawl: %w", err)
 	}
-	var cands []frontier.Candidate
+	var cands []enqueue.Candidate
 	if p.SitemapsEnabled() {
 		cands = sitemapProbes(p)
 	}
 	for _, u := range p.StartURLs {
-		cands = append(cands, frontier.Candidate{URL: u})
+		cands = append(cands, enqueue.Candidate{URL: u})
 	}
 	// A failure after the profile is stored leaves records for the recovery
 	// sweep, never a crawl without records: start URLs are created first.
-	if _, err := co.frontier.Enqueue(ctx, id, p, cands); err != nil {
+	if _, err := co.enq.Enqueue(ctx, id, p, cands); err != nil {
 		return id, fmt.Errorf("enqueue start urls: %w", err)
 	}
 	co.log.Info("crawl created", "crawl_id", id, "start_urls", len(p.StartURLs))
@@ -79,8 +79,8 @@ func (co *Coordinator) CreateCrawl(ctx context.Context, p contracts.Profile) (st
 // while the page's links arrive. A start URL that is itself a probe is read
 // as a sitemap. The loader hands each probe the Sitemap: lines of its
 // origin's robots.txt.
-func sitemapProbes(p contracts.Profile) []frontier.Candidate {
-	var out []frontier.Candidate
+func sitemapProbes(p contracts.Profile) []enqueue.Candidate {
+	var out []enqueue.Candidate
 	seen := map[string]bool{}
 	for _, s := range p.StartURLs {
 		u, err := url.Parse(s)
@@ -92,7 +92,7 @@ func sitemapProbes(p contracts.Profile) []frontier.Candidate {
 			continue
 		}
 		seen[probe] = true
-		out = append(out, frontier.Candidate{URL: probe, Depth: p.SitemapDepth, Sitemap: txindex.SitemapProbe})
+		out = append(out, enqueue.Candidate{URL: probe, Depth: p.SitemapDepth, Sitemap: txindex.SitemapProbe})
 	}
 	return out
 }
@@ -127,6 +127,11 @@ func (co *Coordinator) status(ctx context.Context, c profiles.Crawl) (contracts.
 		}
 	}
 	st.Retired = counts[contracts.Retired]
+	if counts[contracts.Failed] > 0 || st.Pending == 0 {
+		if err := co.outcome(ctx, c, &st); err != nil {
+			return contracts.CrawlStatus{}, err
+		}
+	}
 	if c.Profile.Recrawl != nil {
 		if st.Recrawl, err = co.recrawlStatus(ctx, c); err != nil {
 			return contracts.CrawlStatus{}, err
@@ -252,7 +257,7 @@ func (co *Coordinator) unretire(ctx context.Context, id string, p contracts.Prof
 				back = append(back, r)
 			}
 		}
-		if err := co.frontier.Publish(ctx, id, p, back); err != nil {
+		if err := co.enq.Publish(ctx, id, p, back); err != nil {
 			return n, err
 		}
 		n += len(back)

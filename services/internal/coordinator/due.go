@@ -117,7 +117,7 @@ func (co *Coordinator) takeDue(ctx context.Context, c profiles.Crawl, now time.T
 		}
 		// Records moved but not published are republished by the
 		// recovery sweep after its lease.
-		if err := co.frontier.Publish(ctx, c.ID, c.Profile, back); err != nil {
+		if err := co.enq.Publish(ctx, c.ID, c.Profile, back); err != nil {
 			return taken, fmt.Errorf("publish due urls of crawl %s: %w", c.ID, err)
 		}
 		taken += len(back)

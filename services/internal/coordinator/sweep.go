@@ -187,7 +187,7 @@ func (co *Coordinator) republish(ctx context.Context, crawlID string, p contract
 			reindex = append(reindex, page)
 		}
 	}
-	if err := co.frontier.Publish(ctx, crawlID, p, load); err != nil {
+	if err := co.enq.Publish(ctx, crawlID, p, load); err != nil {
 		return err
 	}
 	inline := contracts.InlineProfile(p)

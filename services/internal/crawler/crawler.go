@@ -1,11 +1,14 @@
-// Package crawler is the crawler service. For each crawler contract it runs
-// the loop of seed 004 in its order: check the page is to-be-parsed, load its
-// WARC record from the asset store, parse it into a document, publish the
-// document to index_pending, extract and filter the links with the profile,
-// write the unseen ones as to-be-loaded and publish their loader contracts,
-// and only then move the page to to-be-indexed.
+// Package crawler is the crawler service, the second stage of the pipeline.
+// For each crawler contract it runs the loop of YaCy Grid's crawler
+// (https://github.com/yacy/yacy_grid_crawler) in its order: check the page
+// is to-be-parsed, load its WARC record from the asset store, parse it into
+// a document, publish the document to index_pending, extract and filter the
+// links with the profile, write the unseen ones as to-be-loaded and publish
+// their loader contracts, and only then move the page to to-be-indexed. The
+// consumer shell (services/internal/consume) decodes and checks the
+// contracts and settles them by the crawler's verdict.
 //
-// A page is parsed at its record's depth, not its contract's: the frontier
+// A page is parsed at its record's depth, not its contract's: enqueueing
 // lowers the depth of a URL found again on a shorter path, and sends a page
 // already parsed back to to-be-parsed with a relink contract, so that its
 // links are followed as deep as their shortest path allows. A page lowered
@@ -28,7 +31,6 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
@@ -43,8 +45,9 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/urlnorm"
 	"github.com/gridcrawl/gridcrawl/pkg/warc"
 	"github.com/gridcrawl/gridcrawl/pkg/yacydoc"
+	"github.com/gridcrawl/gridcrawl/services/internal/consume"
 	"github.com/gridcrawl/gridcrawl/services/internal/crawlcache"
-	"github.com/gridcrawl/gridcrawl/services/internal/frontier"
+	"github.com/gridcrawl/gridcrawl/services/internal/enqueue"
 	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
 	"github.com/gridcrawl/gridcrawl/services/internal/outage"
 	"github.com/gridcrawl/gridcrawl/services/internal/routing"
@@ -98,7 +101,7 @@ func (c *Config) Validate() error {
 // Deps are the crawler's backends.
 type Deps struct {
 	Queue    queue.Queue
-	Tx       txindex.Index
+	Tx       txindex.Pipeline
 	Assets   assets.Store
 	Profiles profiles.Store
 	Group    routing.Grouper
@@ -120,17 +123,18 @@ type Deps struct {
 
 // Crawler is the crawler service.
 type Crawler struct {
-	cfg      Config
-	deps     Deps
-	log      *slog.Logger
-	frontier *frontier.Frontier
-	cancels  *crawlcache.States
-	profs    *crawlcache.Profiles
+	cfg     Config
+	deps    Deps
+	log     *slog.Logger
+	enq     *enqueue.Enqueuer
+	cancels *crawlcache.States
+	profs   *crawlcache.Profiles
 
 	scopes *lru.Cache[string, *scope.Rules] // by crawl id
 	met    *metrics.Crawler
 	// decodes bounds the memory of decompressed bodies (Config.DecodeBudget).
 	decodes *bytebudget.Budget
+	shell   *consume.Shell[contracts.CrawlerContract]
 }
 
 // New returns a crawler; cfg must have been validated.
@@ -141,82 +145,61 @@ func New(cfg Config, deps Deps) *Crawler {
 	}
 	return &Crawler{
 		cfg: cfg, deps: deps, log: log,
-		frontier: &frontier.Frontier{Tx: deps.Tx, Queue: deps.Queue, Group: deps.Group, Shards: deps.Shards},
-		cancels:  crawlcache.NewStates(deps.Profiles),
-		profs:    crawlcache.NewProfiles(deps.Profiles),
-		scopes:   lru.New[string, *scope.Rules](1000, 0),
-		met:      deps.Metrics.Crawler(),
-		decodes:  bytebudget.New(max(cfg.DecodeBudget, cfg.MaxBodyBytes+1<<20+1), 256<<10), // a record block fits too
+		enq:     &enqueue.Enqueuer{Tx: deps.Tx, Queue: deps.Queue, Group: deps.Group, Shards: deps.Shards},
+		cancels: crawlcache.NewStates(deps.Profiles),
+		profs:   crawlcache.NewProfiles(deps.Profiles),
+		scopes:  lru.New[string, *scope.Rules](1000, 0),
+		met:     deps.Metrics.Crawler(),
+		decodes: bytebudget.New(max(cfg.DecodeBudget, cfg.MaxBodyBytes+1<<20+1), 256<<10), // a record block fits too
+		shell: consume.New(consume.Config[contracts.CrawlerContract]{Queue: deps.Queue, QueueName: contracts.QueueCrawler,
+			Kind: "crawler", Prefetch: cfg.Prefetch, Workers: cfg.Workers, Validate: validContract,
+			Version: func(k *contracts.CrawlerContract) int { return k.V }, Gate: deps.Gate, Logger: log}),
 	}
 }
 
 // Run consumes crawler_pending until ctx is cancelled.
 func (c *Crawler) Run(ctx context.Context) error {
-	deliveries, err := c.deps.Queue.Consume(ctx, contracts.QueueCrawler, queue.ConsumeOptions{Prefetch: c.cfg.Prefetch})
-	if err != nil {
-		return fmt.Errorf("consume %s: %w", contracts.QueueCrawler, err)
+	if err := c.shell.Run(ctx, c.handle); err != nil {
+		return err
 	}
-	var wg sync.WaitGroup
-	for range c.cfg.Workers {
-		wg.Go(func() {
-			for d := range deliveries {
-				c.handle(ctx, d)
-			}
-		})
-	}
-	wg.Wait()
 	c.log.Info("shutdown complete")
 	return nil
 }
 
-func (c *Crawler) handle(ctx context.Context, d queue.Delivery) {
-	var k contracts.CrawlerContract
-	if err := json.Unmarshal(d.Body(), &k); err != nil {
-		c.deadLetter(ctx, d, "undecodable crawler contract: "+err.Error())
-		return
+// validContract checks the fields every crawler contract needs.
+func validContract(k *contracts.CrawlerContract) error {
+	switch {
+	case k.CrawlID == "":
+		return errors.New("no crawl_id")
+	case len(k.Pages) == 0:
+		return fmt.Errorf("crawl_id=%q: no pages", k.CrawlID)
+	case k.Reindex && k.Relink:
+		return fmt.Errorf("crawl_id=%q: both reindex and relink", k.CrawlID)
 	}
-	if k.V != contracts.Version || k.CrawlID == "" || len(k.Pages) == 0 || (k.Reindex && k.Relink) {
-		c.deadLetter(ctx, d, fmt.Sprintf("invalid crawler contract: v=%d crawl_id=%q pages=%d reindex=%v relink=%v", k.V, k.CrawlID, len(k.Pages), k.Reindex, k.Relink))
-		return
-	}
+	return nil
+}
+
+// handle processes one crawler contract for the consumer shell.
+func (c *Crawler) handle(ctx context.Context, d queue.Delivery, k *contracts.CrawlerContract) consume.Verdict {
 	p, err := c.profs.Resolve(ctx, k.CrawlID, k.Profile)
 	if errors.Is(err, profiles.ErrNotFound) {
-		c.deadLetter(ctx, d, "crawler contract of unknown crawl "+k.CrawlID)
-		return
+		return consume.DeadLetter("crawler contract of unknown crawl " + k.CrawlID)
 	}
 	if err != nil {
 		c.log.Warn("resolve profile", "crawl_id", k.CrawlID, "err", err)
-		if err := c.deps.Gate.Failed(ctx, d); err != nil && ctx.Err() == nil {
-			c.log.Error("retry crawler contract", "crawl_id", k.CrawlID, "err", err)
-		}
-		return
+		return consume.Retry(err)
 	}
 	scope, err := c.scope(k.CrawlID, *p)
 	if err != nil {
-		c.deadLetter(ctx, d, "invalid profile in crawler contract: "+err.Error())
-		return
+		return consume.DeadLetter("invalid profile in crawler contract: " + err.Error())
 	}
-	if err := c.Process(ctx, k, *p, scope); err != nil {
-		if ctx.Err() != nil {
-			return // shutting down: the delivery goes back to the queue
+	if err := c.Process(ctx, *k, *p, scope); err != nil {
+		if ctx.Err() == nil { // shutting down: the delivery goes back to the queue
+			c.log.Warn("process crawler contract", "crawl_id", k.CrawlID, "attempt", d.Attempt(), "err", err)
 		}
-		c.log.Warn("process crawler contract", "crawl_id", k.CrawlID, "attempt", d.Attempt(), "err", err)
-		c.deps.Gate.Note(err)
-		if err := c.deps.Gate.Failed(ctx, d); err != nil && ctx.Err() == nil {
-			c.log.Error("retry crawler contract", "crawl_id", k.CrawlID, "err", err)
-		}
-		return
+		return consume.Retry(err)
 	}
-	if err := c.deps.Gate.Settle(ctx, d.Ack); err != nil && ctx.Err() == nil {
-		c.log.Error("ack crawler contract", "crawl_id", k.CrawlID, "err", err)
-	}
-}
-
-func (c *Crawler) deadLetter(ctx context.Context, d queue.Delivery, reason string) {
-	c.log.Warn("dead-letter contract", "queue", contracts.QueueCrawler, "reason", reason)
-	if err := d.DeadLetter(ctx, reason); err != nil {
-		c.log.Error("dead-letter contract", "queue", contracts.QueueCrawler, "err", err)
-	}
+	return consume.Ack()
 }
 
 func (c *Crawler) scope(crawlID string, p contracts.Profile) (*scope.Rules, error) {
@@ -230,12 +213,12 @@ type parsed struct {
 	doc    *contracts.Document // nil: nothing to index
 	final  contracts.Status    // status after the links are written
 	reason string
-	links  []frontier.Candidate
+	links  []enqueue.Candidate
 	// loaded is the size of the body as loaded, garbage once parsed.
 	loaded int64
 }
 
-// Process runs the seed 004 loop for the pages of k. It is idempotent: pages
+// Process runs the crawler's loop for the pages of k. It is idempotent: pages
 // not in to-be-parsed are skipped (or, with k.Reindex, only pages in
 // to-be-indexed are parsed again and their documents republished). With
 // k.Relink the pages' documents are indexed already: only their links are
@@ -314,11 +297,11 @@ func (c *Crawler) Process(ctx context.Context, k contracts.CrawlerContract, prof
 	if k.Reindex {
 		return nil
 	}
-	var cands []frontier.Candidate
+	var cands []enqueue.Candidate
 	for _, p := range pages {
 		cands = append(cands, p.links...)
 	}
-	created, err := c.frontier.Enqueue(ctx, k.CrawlID, profile, cands)
+	created, err := c.enq.Enqueue(ctx, k.CrawlID, profile, cands)
 	if err != nil {
 		return fmt.Errorf("enqueue links: %w", err)
 	}
@@ -373,7 +356,7 @@ func (c *Crawler) parse(ctx context.Context, k contracts.CrawlerContract, profil
 		out.reason = "to " + target
 		if tu, err := url.Parse(target); err == nil {
 			if ok, _ := scope.Follow(tu, target, p.Depth, p.Hops+1); ok {
-				out.links = append(out.links, frontier.Candidate{URL: target, Depth: p.Depth, Hops: p.Hops + 1, Referrer: p.URL})
+				out.links = append(out.links, enqueue.Candidate{URL: target, Depth: p.Depth, Hops: p.Hops + 1, Referrer: p.URL})
 			}
 		}
 		return out, nil
@@ -413,7 +396,7 @@ func (c *Crawler) parse(ctx context.Context, k contracts.CrawlerContract, profil
 				continue
 			}
 			if ok, _ := scope.Follow(lu, l.URL, p.Depth+1, 0); ok {
-				out.links = append(out.links, frontier.Candidate{URL: l.URL, Depth: p.Depth + 1, Referrer: p.URL})
+				out.links = append(out.links, enqueue.Candidate{URL: l.URL, Depth: p.Depth + 1, Referrer: p.URL})
 			}
 		}
 	}

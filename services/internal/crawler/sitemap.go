@@ -9,7 +9,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/sitemap"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/pkg/urlnorm"
-	"github.com/gridcrawl/gridcrawl/services/internal/frontier"
+	"github.com/gridcrawl/gridcrawl/services/internal/enqueue"
 	"github.com/gridcrawl/gridcrawl/services/internal/scope"
 )
 
@@ -51,7 +51,7 @@ func (c *Crawler) readSitemap(ctx context.Context, sc *scope.Rules, p contracts.
 		}
 		out.final, out.reason = contracts.Redirected, "to "+target
 		if tu, err := url.Parse(target); err == nil && p.Hops < c.cfg.MaxRedirects && sc.InScope(tu) {
-			out.links = append(out.links, frontier.Candidate{URL: target, Depth: p.Depth, Hops: p.Hops + 1,
+			out.links = append(out.links, enqueue.Candidate{URL: target, Depth: p.Depth, Hops: p.Hops + 1,
 				Referrer: p.URL, Sitemap: txindex.SitemapFile})
 		}
 		return out, nil
@@ -91,7 +91,7 @@ func (c *Crawler) readSitemap(ctx context.Context, sc *scope.Rules, p contracts.
 			continue
 		}
 		if ok, _ := sc.Follow(lu, u, p.Depth, 0); ok {
-			out.links = append(out.links, frontier.Candidate{URL: u, Depth: p.Depth, Referrer: p.URL, Lastmod: e.Lastmod})
+			out.links = append(out.links, enqueue.Candidate{URL: u, Depth: p.Depth, Referrer: p.URL, Lastmod: e.Lastmod})
 		}
 	}
 	if res.Index {
@@ -115,5 +115,5 @@ func (out *parsed) addSitemap(sc *scope.Rules, base *url.URL, raw string, depth 
 	if err != nil || !sc.InScope(su) {
 		return
 	}
-	out.links = append(out.links, frontier.Candidate{URL: u, Depth: depth, Referrer: out.page.URL, Sitemap: txindex.SitemapFile})
+	out.links = append(out.links, enqueue.Candidate{URL: u, Depth: depth, Referrer: out.page.URL, Sitemap: txindex.SitemapFile})
 }

@@ -30,10 +30,12 @@ const Backend = "disk"
 const DefaultFloor = "64MiB"
 
 // resumeMargin is the least growth of free space after a write failed for
-// lack of space before the disk counts as available again (besides the
-// floor), at most an eighth of the file system: retrying into the same few
-// free bytes would fail again, and the writes cut back after failing (a
-// partial WARC append, a SQLite transaction) free some space that is no
+// lack of space, or the least free space above the floor after the free
+// space fell below it, before the disk counts as available again, at most an
+// eighth of the file system: retrying into the same few free bytes would fail
+// again, and the writes cut back after failing (a partial WARC append, a
+// SQLite transaction) or an object replaced by a new copy (a report written
+// to a temporary file and renamed over the old) free some space that is no
 // room for more work.
 const resumeMargin = 16 << 20
 
@@ -117,6 +119,12 @@ type Watch struct {
 	// outstanding.
 	failedFree int64
 	failedErr  string
+	// low is set when the free space was seen below the floor, until it
+	// is the floor and a margin: without that margin the check flapped
+	// between full and available while writes in flight took space and an
+	// object replaced by its new copy gave some back, and the service took
+	// work and refused it by turns.
+	low bool
 }
 
 // New returns the watch of dir's file system with floor.
@@ -182,20 +190,27 @@ func (w *Watch) Full() error {
 		return err
 	}
 	limit := w.floor.limit(u.Total)
+	margin := min(resumeMargin, u.Total/8)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.failedFree >= 0 {
-		if u.Free >= limit && u.Free >= w.failedFree+max(limit, min(resumeMargin, u.Total/8)) {
+		if u.Free >= limit && u.Free >= w.failedFree+max(limit, margin) {
 			w.failedFree, w.failedErr = -1, ""
 		} else {
 			return fmt.Errorf("%w: data directory %s has %s free of %s; a write failed for lack of space (%s)",
 				ErrFull, w.dir, FormatBytes(u.Free), FormatBytes(u.Total), w.failedErr)
 		}
 	}
-	if u.Free < limit {
+	if limit > 0 && (u.Free < limit || w.low && u.Free < limit+margin) {
+		w.low = true
+		if u.Free >= limit {
+			return fmt.Errorf("%w: data directory %s has %s free of %s, fell below the floor of %s (GRIDCRAWL_MIN_FREE_DISK) and waits for %s free",
+				ErrFull, w.dir, FormatBytes(u.Free), FormatBytes(u.Total), FormatBytes(limit), FormatBytes(limit+margin))
+		}
 		return fmt.Errorf("%w: data directory %s has %s free of %s, below the floor of %s (GRIDCRAWL_MIN_FREE_DISK)",
 			ErrFull, w.dir, FormatBytes(u.Free), FormatBytes(u.Total), FormatBytes(limit))
 	}
+	w.low = false
 	return nil
 }
 

@@ -165,6 +165,45 @@ func TestWatch(t *testing.T) {
 	}
 }
 
+// TestWatchFloorMargin checks that a disk whose free space fell below the
+// floor stays full until it has the floor and a margin free (an eighth of
+// this 8 MiB file system): a little space given back, as by an object
+// replaced with its new copy, does not make it available.
+func TestWatchFloorMargin(t *testing.T) {
+	dir := privateDisk(t)
+	w := New(dir, Floor{Bytes: 3 << 20})
+	if err := w.Full(); err != nil {
+		t.Fatalf("Full() = %v on an empty disk", err)
+	}
+	fill := filepath.Join(dir, "fill")
+	for _, step := range []struct {
+		size int64 // of the file that fills the disk
+		full bool
+	}{
+		{6 << 20, true},          // about 2 MiB free: below the floor
+		{5<<20 - 512<<10, true},  // about 3.5 MiB free: above the floor, within the margin
+		{5 << 20, true},          // about 3 MiB free: still within it
+		{3<<20 + 512<<10, false}, // about 4.5 MiB free: past the floor and the margin
+		{4<<20 + 512<<10, false}, // about 3.5 MiB free: above the floor again
+		{5<<20 + 512<<10, true},  // about 2.5 MiB free: below it once more
+	} {
+		if err := os.WriteFile(fill, make([]byte, step.size), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		u, err := Stat(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = w.Full()
+		if (err != nil) != step.full {
+			t.Errorf("with %s free after %s written: Full() = %v, want full %v", FormatBytes(u.Free), FormatBytes(step.size), err, step.full)
+		}
+		if err != nil && (!errors.Is(err, ErrFull) || !strings.Contains(err.Error(), "floor")) {
+			t.Errorf("Full() = %q, want ErrFull naming the floor", err)
+		}
+	}
+}
+
 func TestFormatBytes(t *testing.T) {
 	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 64 << 20: "64.0 MiB", 3 << 29: "1.5 GiB"} {
 		if got := FormatBytes(n); got != want {

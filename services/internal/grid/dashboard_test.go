@@ -226,6 +226,8 @@ func TestDashboardInBrowser(t *testing.T) {
 		chromedp.SetValue(`#f-politeness-min_delay_ms`, "60", chromedp.ByQuery),
 		chromedp.SetValue(`#f-politeness-max_delay_ms`, "200", chromedp.ByQuery),
 		chromedp.SetValue(`#f-politeness-delay_factor`, "1", chromedp.ByQuery),
+		chromedp.SetValue(`#f-sitemaps`, "on", chromedp.ByQuery),
+		chromedp.SetValue(`#f-sitemap_depth`, "1", chromedp.ByQuery),
 		shot("new-crawl"),
 		chromedp.Click(`#submit`, chromedp.ByQuery),
 		chromedp.WaitVisible(`#counts`, chromedp.ByQuery),
@@ -237,7 +239,7 @@ func TestDashboardInBrowser(t *testing.T) {
 
 	// Watch it finish, then read the counts off the page.
 	pageCounts := map[string]string{}
-	keys := []string{"indexed", "redirected", "failed", "to-be-loaded", "documents", "total"}
+	keys := []string{"indexed", "redirected", "failed", "excluded", "sitemap", "to-be-loaded", "documents", "total"}
 	actions := []chromedp.Action{chromedp.WaitVisible(`#state .badge.finished`, chromedp.ByQuery),
 		chromedp.WaitVisible(`#failure-reasons table`, chromedp.ByQuery)}
 	vals := make([]string, len(keys))
@@ -259,13 +261,19 @@ func TestDashboardInBrowser(t *testing.T) {
 	if code := apiDo(t, http.MethodGet, api+"/api/v1/crawls/"+id, nil, &st); code != http.StatusOK {
 		t.Fatalf("GET crawl = %d", code)
 	}
+	// A noindex page answered 200 and was parsed: it is excluded on
+	// purpose, shown apart from the failures.
 	want := map[string]int64{
 		"indexed": int64(len(exp.Indexed)), "redirected": int64(len(exp.Redirected)),
-		"failed": int64(len(exp.Failed) + len(exp.NoIndex)), "to-be-loaded": 0,
+		"failed": int64(len(exp.Failed)), "excluded": int64(len(exp.NoIndex)), "sitemap": int64(len(exp.SitemapProbes)), "to-be-loaded": 0,
 		"documents": int64(len(exp.Indexed)), "total": int64(len(exp.Fetched) + len(exp.RobotsDenied) + len(exp.SitemapProbes)),
 	}
 	api2page := map[string]int64{"indexed": st.Counts[contracts.Indexed], "redirected": st.Counts[contracts.Redirected],
-		"failed": st.Counts[contracts.Failed], "to-be-loaded": st.Counts[contracts.ToBeLoaded], "documents": st.Documents, "total": st.Total}
+		"failed": st.Counts[contracts.Failed] - st.Excluded, "excluded": st.Excluded, "sitemap": st.Counts[contracts.Sitemap],
+		"to-be-loaded": st.Counts[contracts.ToBeLoaded], "documents": st.Documents, "total": st.Total}
+	if !st.Profile.SitemapsEnabled() || st.Profile.SitemapDepth != 1 {
+		t.Errorf("the form's sitemap fields gave sitemaps %v, sitemap depth %d; want on, 1", st.Profile.Sitemaps, st.Profile.SitemapDepth)
+	}
 	for _, k := range keys {
 		got := countOf(t, pageCounts[k])
 		if got != api2page[k] {
@@ -288,15 +296,29 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("the crawl detail page is wider than a 390 px viewport")
 	}
 
-	// The crawls list shows the crawl finished with the same counts.
-	var listIndexed string
+	// The crawls list shows the crawl finished with the same counts, and
+	// its columns add up to its total.
+	listCols := []string{"indexed", "redirected", "failed", "excluded", "sitemap", "pending", "retired", "total"}
+	var listVals map[string]string
 	run("crawls list",
 		chromedp.Navigate(api+"/#/"),
 		chromedp.WaitVisible(fmt.Sprintf(`tr[data-crawl="%s"][data-state="finished"]`, id), chromedp.ByQuery),
-		chromedp.Text(fmt.Sprintf(`tr[data-crawl="%s"] [data-count="indexed"]`, id), &listIndexed, chromedp.ByQuery),
+		chromedp.Evaluate(fmt.Sprintf(`Object.fromEntries([...document.querySelectorAll('tr[data-crawl="%s"] [data-count]')].map((e) => [e.dataset.count, e.textContent]))`, id), &listVals),
 		shot("crawls"))
-	if got := countOf(t, listIndexed); got != st.Counts[contracts.Indexed] {
+	var sum int64
+	for _, k := range listCols {
+		if _, ok := listVals[k]; !ok {
+			t.Fatalf("crawls list row has no %s column: %v", k, listVals)
+		}
+		if k != "total" {
+			sum += countOf(t, listVals[k])
+		}
+	}
+	if got := countOf(t, listVals["indexed"]); got != st.Counts[contracts.Indexed] {
 		t.Errorf("crawls list shows %d indexed, want %d", got, st.Counts[contracts.Indexed])
+	}
+	if total := countOf(t, listVals["total"]); sum != total || total != st.Total {
+		t.Errorf("crawls list columns %v add up to %d, its total is %d, the API's %d", listVals, sum, total, st.Total)
 	}
 
 	// A failed URL's reason, reached from the failure report's sample.

@@ -39,6 +39,9 @@ func testConfig(t testing.TB, dataDir, resolve string) Config {
 	t.Setenv("GRIDCRAWL_RESOLVE", resolve)
 	t.Setenv("GRIDCRAWL_WARC_FLUSH_INTERVAL", "20ms")
 	t.Setenv("GRIDCRAWL_FRONTIER_REPORT_INTERVAL", "200ms")
+	// A refused or failing fetch is tried again after 10 s, then 20 s by
+	// default: tests count the attempts, not the wait.
+	t.Setenv("GRIDCRAWL_FETCH_RETRY_DELAY", "100ms")
 	cfg, err := LoadConfig()
 	if err != nil {
 		t.Fatal(err)
@@ -386,7 +389,7 @@ func TestUndecodableContractsAreDeadLetteredAndServicesKeepRunning(t *testing.T)
 	cfg := testConfig(t, t.TempDir(), site.Resolve())
 	g, api := startGrid(t, cfg)
 	ctx := t.Context()
-	loaderQueue := routing.ShardQueue(3, cfg.Frontier.Shards)
+	loaderQueue := routing.ShardQueue(3, cfg.Routing.Shards)
 	for _, q := range []string{loaderQueue, contracts.QueueCrawler, contracts.QueueIndex} {
 		bad := []queue.Message{{Body: []byte("{not json")}, {Body: []byte(`{"v":99}`)}}
 		if err := g.Backends.Queue.Publish(ctx, q, bad...); err != nil {

@@ -24,7 +24,7 @@ import (
 // environment variables.
 type Config struct {
 	Backends    wire.Backends
-	Frontier    routing.Config
+	Routing     routing.Config
 	Coordinator coordinator.Config
 	Indexer     indexer.Config
 	MCP         mcp.Config
@@ -51,7 +51,7 @@ func (c *Config) Validate() error {
 		handoff = errors.New("GRIDCRAWL_HANDOFF_BYTES must not be negative")
 	}
 	_, level := svc.ParseLogLevel(c.LogLevel)
-	return errors.Join(handoff, level, c.Backends.Validate(), c.Frontier.Validate(), c.Coordinator.Validate(), c.Indexer.Validate(), c.MCP.Validate(c.Backends.Embedded()), c.Loader.Validate(), c.Crawler.Validate())
+	return errors.Join(handoff, level, c.Backends.Validate(), c.Routing.Validate(), c.Coordinator.Validate(), c.Indexer.Validate(), c.MCP.Validate(c.Backends.Embedded()), c.Loader.Validate(), c.Crawler.Validate())
 }
 
 // Grid is a running all-in-one grid.
@@ -73,11 +73,11 @@ func Open(cfg Config, log *slog.Logger, ln net.Listener) (*Grid, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	group, err := cfg.Frontier.Grouper()
+	group, err := cfg.Routing.Grouper()
 	if err != nil {
 		return nil, err
 	}
-	shards := cfg.Frontier.Shards
+	shards := cfg.Routing.Shards
 	set, err := wire.Open(context.Background(), cfg.Backends, log)
 	if err != nil {
 		return nil, err

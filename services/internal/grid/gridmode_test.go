@@ -73,17 +73,6 @@ type clusterProc struct {
 	done chan struct{} // closed once the process has been waited for
 }
 
-func buildServices(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	cmd := exec.Command("go", "build", "-o", dir+"/",
-		"github.com/gridcrawl/gridcrawl/services/mcp", "github.com/gridcrawl/gridcrawl/services/loader", "github.com/gridcrawl/gridcrawl/services/crawler")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build services: %v\n%s", err, out)
-	}
-	return dir
-}
-
 func newCluster(t *testing.T, backendEnv []string, resolve string) *gridCluster {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -93,13 +82,13 @@ func newCluster(t *testing.T, backendEnv []string, resolve string) *gridCluster 
 	addr := ln.Addr().String()
 	ln.Close()
 	suffix := randSuffix()
-	c := &gridCluster{t: t, bins: buildServices(t), token: "test-token-" + suffix, procs: map[string]*clusterProc{}, logs: t.TempDir(), api: "http://" + addr,
+	c := &gridCluster{t: t, bins: builtBinaries(t), token: "test-token-" + suffix, procs: map[string]*clusterProc{}, logs: t.TempDir(), api: "http://" + addr,
 		metrics: map[string]string{}}
 	c.env = append(append([]string{}, backendEnv...),
 		"GRIDCRAWL_ES_PREFIX=gridtest-"+suffix, "GRIDCRAWL_S3_BUCKET=gridtest-"+suffix,
 		"GRIDCRAWL_API_TOKEN="+c.token, "GRIDCRAWL_LISTEN="+addr,
 		"GRIDCRAWL_ALLOW_NETS=127.0.0.0/8", "GRIDCRAWL_RESOLVE="+resolve,
-		"GRIDCRAWL_RECOVERY_LEASE=5s", "GRIDCRAWL_RECOVERY_INTERVAL=1s", "GRIDCRAWL_WARC_FLUSH_INTERVAL=50ms",
+		"GRIDCRAWL_RECOVERY_LEASE=5s", "GRIDCRAWL_RECOVERY_INTERVAL=1s", "GRIDCRAWL_WARC_FLUSH_INTERVAL=50ms", "GRIDCRAWL_FETCH_RETRY_DELAY=100ms",
 		"GRIDCRAWL_DATA="+t.TempDir(), "GRIDCRAWL_LOG_LEVEL=debug")
 	t.Cleanup(func() { deleteESIndices(t, "gridtest-"+suffix) }) // after the processes stopped
 	t.Cleanup(func() {

@@ -19,15 +19,10 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/websim"
 )
 
-// buildGrid builds the grid binary once per test binary run.
+// buildGrid returns the grid binary, built once per test binary run.
 func buildGrid(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "grid")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/gridcrawl/gridcrawl/services/grid")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build grid: %v\n%s", err, out)
-	}
-	return bin
+	return filepath.Join(builtBinaries(t), "grid")
 }
 
 // expectedWeb walks the web's link graph breadth first from starts to depth.

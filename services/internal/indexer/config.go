@@ -5,9 +5,11 @@ import (
 	"errors"
 	"log/slog"
 
+	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
 	"github.com/gridcrawl/gridcrawl/pkg/search"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
+	"github.com/gridcrawl/gridcrawl/services/internal/consume"
 	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
 	"github.com/gridcrawl/gridcrawl/services/internal/outage"
 )
@@ -56,10 +58,11 @@ type Deps struct {
 
 // Indexer is the index stage.
 type Indexer struct {
-	cfg  Config
-	deps Deps
-	log  *slog.Logger
-	met  *metrics.MCP
+	cfg   Config
+	deps  Deps
+	log   *slog.Logger
+	met   *metrics.MCP
+	shell *consume.Shell[contracts.IndexContract]
 }
 
 // New returns an indexer; cfg must have been validated.
@@ -71,7 +74,10 @@ func New(cfg Config, deps Deps) *Indexer {
 	if deps.Metrics == nil {
 		deps.Metrics = metrics.New()
 	}
-	return &Indexer{cfg: cfg, deps: deps, log: log, met: deps.Metrics.MCP()}
+	shell := consume.New(consume.Config[contracts.IndexContract]{Queue: deps.Queue, QueueName: contracts.QueueIndex,
+		Kind: "index", Prefetch: cfg.Prefetch, Validate: validContract,
+		Version: func(k *contracts.IndexContract) int { return k.V }, Gate: deps.Gate, Logger: log})
+	return &Indexer{cfg: cfg, deps: deps, log: log, met: deps.Metrics.MCP(), shell: shell}
 }
 
 func (x *Indexer) nudge(crawlID string) {

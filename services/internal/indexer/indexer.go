@@ -1,14 +1,15 @@
 // Package indexer is the third stage of the pipeline, after the loader and
 // the crawler: it consumes index_pending, stores each contract's documents in
 // the search index and only then moves their pages from to-be-indexed to
-// indexed. It runs inside MCP's process by default (services/mcp), or as a
+// indexed. The consumer shell (services/internal/consume) decodes and checks
+// the contracts, batches them and settles them by the indexer's verdict. It
+// runs inside MCP's process by default (services/mcp), or as a
 // binary of its own (services/indexer) so that indexing scales apart from
 // MCP.
 package indexer
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
 	"github.com/gridcrawl/gridcrawl/pkg/search"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
+	"github.com/gridcrawl/gridcrawl/services/internal/consume"
 )
 
 // Timing of documents that arrive before their page is to-be-indexed.
@@ -40,86 +42,71 @@ type pendingIndex struct {
 	since   time.Time
 }
 
-// Run consumes index_pending. It collects the deliveries that are
-// available at once (up to IndexerBatch), stores their documents, moves
-// their pages from to-be-indexed to indexed and only then acks. A document
-// is therefore searchable before its page counts as indexed, so a crawl is
-// never reported finished while a document is missing. It nudges the finish
-// check for the crawls of the contracts it settled.
+// Run consumes index_pending. The consumer shell hands it the valid
+// contracts available at once (up to IndexerBatch); it stores their
+// documents, moves their pages from to-be-indexed to indexed and only then
+// acks. A document is therefore searchable before its page counts as
+// indexed, so a crawl is never reported finished while a document is
+// missing. Contracts whose pages are still to be parsed are held and
+// checked again every deferCheck. It nudges the finish check for the crawls
+// of the contracts it settled.
 func (x *Indexer) Run(ctx context.Context) error {
-	deliveries, err := x.deps.Queue.Consume(ctx, contracts.QueueIndex, queue.ConsumeOptions{Prefetch: x.cfg.Prefetch})
-	if err != nil {
-		return fmt.Errorf("consume %s: %w", contracts.QueueIndex, err)
-	}
-	tick := time.NewTicker(deferCheck)
-	defer tick.Stop()
-	var deferred []*pendingIndex
-	for {
-		select {
-		case d, ok := <-deliveries:
-			if !ok {
-				return nil // unsettled deferred deliveries go back to the queue
-			}
-			batch := []queue.Delivery{d}
-		drain:
-			for len(batch) < x.cfg.Batch {
-				select {
-				case d, ok := <-deliveries:
-					if !ok {
-						break drain
-					}
-					batch = append(batch, d)
-				default:
-					break drain
-				}
-			}
-			deferred = append(deferred, x.indexBatch(ctx, batch)...)
-		case <-tick.C:
+	var deferred []*pendingIndex // only touched in the shell's goroutine
+	return x.shell.RunBatch(ctx, consume.Batch[contracts.IndexContract]{
+		Max: x.cfg.Batch,
+		Handle: func(ctx context.Context, batch []consume.Message[contracts.IndexContract]) consume.Verdict {
+			held, v := x.indexBatch(ctx, batch)
+			deferred = append(deferred, held...)
+			return v
+		},
+		Every: deferCheck,
+		Tick: func(ctx context.Context) {
 			if len(deferred) > 0 {
 				deferred = x.recheck(ctx, deferred)
 			}
-		}
-	}
+		},
+	})
 }
 
-func (x *Indexer) indexBatch(ctx context.Context, batch []queue.Delivery) []*pendingIndex {
+// validContract checks the fields every index contract needs.
+func validContract(k *contracts.IndexContract) error {
+	if k.CrawlID == "" {
+		return errors.New("no crawl_id")
+	}
+	return nil
+}
+
+// indexBatch stores the documents of batch and moves their pages on. It
+// returns the verdict on the batch when it failed as a whole; otherwise it
+// holds every delivery, settles those whose pages have all moved on, and
+// returns the others, whose pages are still to be parsed.
+func (x *Indexer) indexBatch(ctx context.Context, batch []consume.Message[contracts.IndexContract]) ([]*pendingIndex, consume.Verdict) {
 	var docs []contracts.Document
-	var pend []*pendingIndex
-	for _, d := range batch {
-		var k contracts.IndexContract
-		if err := json.Unmarshal(d.Body(), &k); err != nil || k.V != contracts.Version || k.CrawlID == "" {
-			reason := fmt.Sprintf("invalid index contract: v=%d crawl_id=%q", k.V, k.CrawlID)
-			if err != nil {
-				reason = "undecodable index contract: " + err.Error()
-			}
-			x.log.Warn("dead-letter contract", "queue", contracts.QueueIndex, "reason", reason)
-			if err := d.DeadLetter(ctx, reason); err != nil {
-				x.log.Error("dead-letter contract", "queue", contracts.QueueIndex, "err", err)
-			}
-			continue
-		}
-		p := &pendingIndex{d: d, crawlID: k.CrawlID, waiting: make(map[string]string, len(k.Docs)), since: time.Now()}
+	pend := make([]*pendingIndex, 0, len(batch))
+	for _, m := range batch {
+		k := m.Contract
+		p := &pendingIndex{d: m.Delivery, crawlID: k.CrawlID, waiting: make(map[string]string, len(k.Docs)), since: time.Now()}
 		for _, doc := range k.Docs {
 			p.waiting[doc.ID] = ""
 		}
 		docs = append(docs, k.Docs...)
 		pend = append(pend, p)
 	}
-	if len(pend) == 0 {
-		return nil
-	}
 	stored := len(docs)
 	if err := x.deps.Search.Upsert(ctx, docs); err != nil {
 		var refused *search.RefusedError
 		if !errors.As(err, &refused) {
-			x.fail(ctx, pend, fmt.Errorf("store documents: %w", err))
-			return nil
+			err = fmt.Errorf("store documents: %w", err)
+			if ctx.Err() == nil {
+				x.log.Error("index documents", "err", err)
+			}
+			return nil, consume.Retry(err)
 		}
 		x.failRefused(pend, refused)
 		stored -= len(refused.Reasons)
 	}
 	x.met.Stored(stored)
-	return x.recheck(ctx, pend)
+	return x.recheck(ctx, pend), consume.Hold()
 }
 
 // failRefused has recheck move the pages whose documents the search index
@@ -198,9 +185,7 @@ func (x *Indexer) recheck(ctx context.Context, pend []*pendingIndex) []*pendingI
 		// After deferLimit the crawler that published these documents has
 		// stalled or died; its redelivered contract publishes them again.
 		if len(p.waiting) == 0 || time.Since(p.since) > deferLimit {
-			if err := x.deps.Gate.Settle(ctx, p.d.Ack); err != nil && ctx.Err() == nil {
-				x.log.Error("ack index contract", "queue", contracts.QueueIndex, "err", err)
-			}
+			x.shell.Settle(ctx, consume.Ack(), p.d)
 			if len(p.waiting) == 0 {
 				x.nudge(p.crawlID) // its last pages may be these
 			}
@@ -211,25 +196,16 @@ func (x *Indexer) recheck(ctx context.Context, pend []*pendingIndex) []*pendingI
 	return keep
 }
 
+// fail settles the held deliveries of pend, whose pages could not be moved
+// on: retried, or postponed while a backend is down.
 func (x *Indexer) fail(ctx context.Context, pend []*pendingIndex, err error) {
 	if ctx.Err() != nil {
-		return
+		return // shutting down: the deliveries go back to the queue
 	}
-	x.deps.Gate.Note(err)
-	down := x.deps.Gate.Down(ctx)
-	x.log.Error("index documents", "err", err, "backends_down", strings.Join(down, ","))
-	for _, p := range pend {
-		var serr error
-		if len(down) > 0 { // the outage's failure, not the contract's
-			serr = x.deps.Gate.Settle(ctx, func(ctx context.Context) error { return p.d.Postpone(ctx, time.Second) })
-		} else {
-			serr = x.deps.Gate.Settle(ctx, func(ctx context.Context) error { return p.d.Retry(ctx, queue.RetryDelay(p.d.Attempt())) })
-		}
-		if serr != nil {
-			x.log.Error("retry index contract", "queue", contracts.QueueIndex, "err", serr)
-		}
+	x.log.Error("index documents", "err", err)
+	ds := make([]queue.Delivery, len(pend))
+	for i, p := range pend {
+		ds[i] = p.d
 	}
-	if len(down) > 0 {
-		_ = x.deps.Gate.Wait(ctx) // take no more contracts until it is back
-	}
+	x.shell.Settle(ctx, consume.Retry(err), ds...)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/sqlitequeue"
 	"github.com/gridcrawl/gridcrawl/pkg/testenv"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
+	"github.com/gridcrawl/gridcrawl/services/internal/consume"
 )
 
 // TestIndexerRefusedDocument runs one indexer batch on Elasticsearch in
@@ -100,8 +101,19 @@ func testIndexerRefusedDocument(t *testing.T, status contracts.Status) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	batch := []queue.Delivery{<-deliveries, <-deliveries}
-	left := m.indexBatch(ctx, batch)
+	var batch []consume.Message[contracts.IndexContract]
+	for range 2 {
+		d := <-deliveries
+		k := new(contracts.IndexContract)
+		if err := json.Unmarshal(d.Body(), k); err != nil {
+			t.Fatal(err)
+		}
+		batch = append(batch, consume.Message[contracts.IndexContract]{Delivery: d, Contract: k})
+	}
+	left, v := m.indexBatch(ctx, batch)
+	if v != consume.Hold() {
+		t.Fatalf("indexBatch verdict %+v, want Hold: the indexer settles each contract itself", v)
+	}
 	if status == contracts.ToBeParsed {
 		if len(left) != 1 {
 			t.Fatalf("indexBatch left %d contracts waiting, want 1, that of the page to be parsed", len(left))

@@ -2,7 +2,6 @@ package loader
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -13,6 +12,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/pkg/urlnorm"
+	"github.com/gridcrawl/gridcrawl/services/internal/consume"
 	"github.com/gridcrawl/gridcrawl/services/internal/contractmsg"
 	"github.com/gridcrawl/gridcrawl/services/internal/routing"
 )
@@ -42,35 +42,48 @@ const (
 
 // intake takes the deliveries of one shard until ctx is done. Deliveries
 // still in the channel then stay unsettled and go back to the queue when
-// the loader stops consuming.
+// the loader stops consuming. The consumer shell dead-letters deliveries
+// without a valid contract; accept holds each valid one until its URLs
+// have an outcome (see delivery).
 func (l *Loader) intake(ctx context.Context, shard int, deliveries <-chan queue.Delivery) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case d, ok := <-deliveries:
-			if !ok {
-				return
-			}
-			// The shard may just have failed over to this loader: know its
-			// groups' delays before scheduling any of them.
-			l.state.activate(ctx, shard, d.Redelivered())
-			l.accept(ctx, shard, d)
-		}
-	}
+	shell := consume.New(consume.Config[contracts.LoaderContract]{QueueName: routing.ShardQueue(shard, l.shards),
+		Kind: "loader", Validate: validContract, Version: func(c *contracts.LoaderContract) int { return c.V },
+		Gate: l.deps.Gate, Logger: l.log})
+	shell.Serve(ctx, deliveries, func(ctx context.Context, d queue.Delivery, c *contracts.LoaderContract) consume.Verdict {
+		// The shard may just have failed over to this loader: know its
+		// groups' delays before scheduling any of them.
+		l.state.activate(ctx, shard, d.Redelivered())
+		return l.accept(ctx, shard, d, c)
+	})
 }
 
-// accept decodes one contract and holds or parks its URLs.
-func (l *Loader) accept(ctx context.Context, shard int, d queue.Delivery) {
-	c, p, ok := l.decode(ctx, d)
-	if !ok {
-		return
+// validContract checks the fields every loader contract needs.
+func validContract(c *contracts.LoaderContract) error {
+	switch {
+	case c.CrawlID == "":
+		return fmt.Errorf("chg=%q: no crawl_id", c.Group)
+	case len(c.URLs) == 0:
+		return fmt.Errorf("crawl_id=%q chg=%q: no urls", c.CrawlID, c.Group)
+	}
+	return nil
+}
+
+// accept resolves the profile of c's crawl and holds or parks c's URLs.
+// The delivery is settled once every URL has an outcome.
+func (l *Loader) accept(ctx context.Context, shard int, d queue.Delivery, c *contracts.LoaderContract) consume.Verdict {
+	p, err := l.profs.Resolve(ctx, c.CrawlID, c.Profile)
+	if errors.Is(err, profiles.ErrNotFound) {
+		return consume.DeadLetter("loader contract of unknown crawl " + c.CrawlID)
+	}
+	if err != nil {
+		l.log.Warn("resolve profile", "crawl_id", c.CrawlID, "err", err)
+		return consume.Retry(err)
 	}
 	dl := newDelivery(d, l.deps.Gate, len(c.URLs))
 	tasks := l.tasks(c, p, dl, shard)
 	if l.cancels.State(ctx, c.CrawlID) == contracts.CrawlPaused {
 		l.parkAll(ctx, dl, tasks, l.cfg.PausedDelay)
-		return
+		return consume.Hold()
 	}
 	keep, park := l.split(dl, tasks)
 	if err := l.park(ctx, park.tasks, park.delay); err != nil {
@@ -83,45 +96,7 @@ func (l *Loader) accept(ctx context.Context, shard int, d queue.Delivery) {
 	for range park.tasks {
 		dl.done(ctx, l.log, nil)
 	}
-}
-
-// decode returns the contract of d and its crawl's profile; when it cannot,
-// it settles d itself (dead-letter, or retry when the profile store fails)
-// and reports false.
-func (l *Loader) decode(ctx context.Context, d queue.Delivery) (*contracts.LoaderContract, *contracts.Profile, bool) {
-	var c contracts.LoaderContract
-	var p *contracts.Profile
-	var reason string // why d is dead-lettered
-	err := json.Unmarshal(d.Body(), &c)
-	switch {
-	case err != nil:
-		reason = "undecodable loader contract: " + err.Error()
-	case c.V != contracts.Version || c.CrawlID == "" || len(c.URLs) == 0:
-		reason = fmt.Sprintf("invalid loader contract: v=%d crawl_id=%q chg=%q urls=%d", c.V, c.CrawlID, c.Group, len(c.URLs))
-	default:
-		if p, err = l.profs.Resolve(ctx, c.CrawlID, c.Profile); errors.Is(err, profiles.ErrNotFound) {
-			reason = "loader contract of unknown crawl " + c.CrawlID
-		}
-	}
-	switch {
-	case reason != "":
-		l.deadLetter(ctx, d, reason)
-	case err != nil:
-		l.log.Warn("resolve profile", "crawl_id", c.CrawlID, "err", err)
-		if err := l.deps.Gate.Failed(ctx, d); err != nil && ctx.Err() == nil {
-			l.log.Error("retry loader contract", "crawl_id", c.CrawlID, "err", err)
-		}
-	default:
-		return &c, p, true
-	}
-	return nil, nil, false
-}
-
-func (l *Loader) deadLetter(ctx context.Context, d queue.Delivery, reason string) {
-	l.log.Warn("dead-letter contract", "queue", contracts.QueueLoader, "reason", reason)
-	if err := d.DeadLetter(ctx, reason); err != nil {
-		l.log.Error("dead-letter contract", "queue", contracts.QueueLoader, "err", err)
-	}
+	return consume.Hold()
 }
 
 // tasks makes one task per URL of c, grouped and priced.

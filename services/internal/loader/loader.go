@@ -177,7 +177,7 @@ func (c *Config) Validate() error {
 // Deps are the loader's backends and frontier settings.
 type Deps struct {
 	Queue  queue.Queue
-	Tx     txindex.Index
+	Tx     txindex.Pipeline
 	Assets assets.Store
 	// Profiles resolves crawls whose contracts carry no profile, and tells
 	// whether a crawl is paused or cancelled.

@@ -221,8 +221,11 @@ func (r *recorder) flush(ctx context.Context, final bool) {
 	r.mu.Unlock()
 	for _, b := range batches {
 		err := r.prepare(ctx, b)
-		r.gate.Note(err)
-		if err != nil && !final && ctx.Err() == nil && len(r.gate.Down(ctx)) > 0 {
+		// A write that failed for lack of disk space keeps the batch even
+		// when the next probe finds room: settling it as failed would
+		// send what was fetched to be fetched again.
+		outage := r.gate.Note(err)
+		if err != nil && !final && ctx.Err() == nil && (outage || len(r.gate.Down(ctx)) > 0) {
 			if !b.kept {
 				b.kept = true
 				r.log.Warn("flush segment waits for the backends", "urls", len(b.pending), "err", err)

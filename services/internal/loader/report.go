@@ -9,10 +9,6 @@ import (
 	"github.com/gridcrawl/gridcrawl/contracts"
 )
 
-// ReportPrefix is where loaders store their frontier reports in the asset
-// store, one object per loader, for MCP's GET /api/v1/frontier.
-const ReportPrefix = "reports/frontier/"
-
 // reportGroups bounds the groups of one report.
 const reportGroups = 200
 
@@ -37,9 +33,10 @@ func (l *Loader) writeReport(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	body, err := json.Marshal(contracts.FrontierLoader{LoaderID: l.cfg.ID, Time: time.Now().UTC(), Report: rep})
+	body, err := json.Marshal(contracts.FrontierLoader{LoaderID: l.cfg.ID, Time: time.Now().UTC(),
+		IntervalMS: l.cfg.ReportInterval.Milliseconds(), Report: rep})
 	if err != nil {
 		return err
 	}
-	return l.deps.Assets.Put(ctx, ReportPrefix+l.cfg.ID+".json", bytes.NewReader(body), int64(len(body)), "application/json")
+	return l.deps.Assets.Put(ctx, contracts.FrontierReportPrefix+l.cfg.ID+".json", bytes.NewReader(body), int64(len(body)), "application/json")
 }

@@ -13,12 +13,30 @@ import (
 	"github.com/gridcrawl/gridcrawl/contracts"
 )
 
-// reportPrefix is where loaders store their frontier reports (see
-// loader.ReportPrefix; MCP does not import the loader).
-const reportPrefix = "reports/frontier/"
-
-// reportMaxAge drops the reports of loaders that stopped reporting.
+// reportMaxAge drops the reports of loaders that stopped reporting, when
+// a report does not say how often its loader writes one.
 const reportMaxAge = time.Minute
+
+// staleIntervals is how many of its report intervals a loader may miss
+// before MCP takes it for gone: a loader that restarts has a new id, and
+// the report of the old one stays in the asset store.
+const staleIntervals = 3
+
+// minStaleAge is the least age at which a report is stale, whatever its
+// interval: a loader with a short interval that stalls for a moment (a
+// busy machine, a slow asset store) is not taken for gone.
+const minStaleAge = 2 * time.Second
+
+// reportLive reports whether l, read at now, is the report of a live
+// loader: no older than staleIntervals of its intervals, or than
+// minStaleAge when that is longer.
+func reportLive(l contracts.FrontierLoader, now time.Time) bool {
+	maxAge := reportMaxAge
+	if l.IntervalMS > 0 {
+		maxAge = max(staleIntervals*time.Duration(l.IntervalMS)*time.Millisecond, minStaleAge)
+	}
+	return now.Sub(l.Time) <= maxAge
+}
 
 // Frontier merges the frontier reports of the live loaders, each in
 // human units (see humanize).
@@ -27,7 +45,7 @@ func (m *MCP) Frontier(ctx context.Context) (contracts.FrontierReport, error) {
 	if m.deps.Assets == nil {
 		return out, nil
 	}
-	keys, err := m.deps.Assets.List(ctx, reportPrefix)
+	keys, err := m.deps.Assets.List(ctx, contracts.FrontierReportPrefix)
 	if err != nil {
 		return out, fmt.Errorf("list frontier reports: %w", err)
 	}
@@ -42,7 +60,7 @@ func (m *MCP) Frontier(ctx context.Context) (contracts.FrontierReport, error) {
 			return out, fmt.Errorf("read frontier report %q: %w", k, err)
 		}
 		var l contracts.FrontierLoader
-		if err := json.Unmarshal(b, &l); err != nil || time.Since(l.Time) > reportMaxAge {
+		if err := json.Unmarshal(b, &l); err != nil || !reportLive(l, out.Time) {
 			continue
 		}
 		var r struct {

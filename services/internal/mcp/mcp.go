@@ -68,12 +68,21 @@ type Crawls interface {
 	Timeline(ctx context.Context, id string) (contracts.Timeline, error)
 }
 
+// Records is what the API reads of the transaction index: the reads for
+// people (listings, the crawl log, reports), one record, and a crawl's
+// counts per status.
+type Records interface {
+	txindex.Reads
+	Get(ctx context.Context, key string) (txindex.Record, error)
+	Counts(ctx context.Context, crawlID string) (map[contracts.Status]int64, error)
+}
+
 // Deps are MCP's backends.
 type Deps struct {
 	// Crawls applies the crawl operations.
 	Crawls   Crawls
 	Queue    queue.Queue
-	Tx       txindex.Index
+	Tx       Records
 	Profiles profiles.Store
 	Search   search.Index
 	// Assets holds the loaders' frontier reports.

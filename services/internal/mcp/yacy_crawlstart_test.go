@@ -416,7 +416,7 @@ func TestYacyCrawlStartMapping(t *testing.T) {
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("stored profile differs (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tc.unsupported, unsupportedNames(a)); diff != "" {
+			if diff := cmp.Diff(withGridDefaults(tc.params, tc.unsupported), unsupportedNames(a)); diff != "" {
 				t.Errorf("unsupported parameters differ (-want +got):\n%s", diff)
 			}
 			for _, u := range a.Unsupported {
@@ -446,6 +446,44 @@ func mustParse(t *testing.T, s string) *url.URL {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// withGridDefaults adds to the unsupported parameter names of a crawl
+// start those that params leave to a YaCy Grid default gridcrawl does not
+// honour: cachePolicy ("if fresh") and recrawl ("nodoubles").
+func withGridDefaults(params [][2]string, names []string) []string {
+	out := slices.Clone(names)
+	for _, p := range []string{"cachePolicy", "recrawl"} {
+		if !slices.ContainsFunc(params, func(kv [2]string) bool { return kv[0] == p }) && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestYacyCrawlStartDefaultsListed starts a crawl without cachePolicy and
+// recrawl: the answer echoes YaCy Grid's defaults for them ("if fresh",
+// "nodoubles"), which gridcrawl does not honour, so its unsupported list
+// must name both, with those values.
+func TestYacyCrawlStartDefaultsListed(t *testing.T) {
+	base, _ := yacyServer(t, "")
+	code, a := yacyGET(t, base, [][2]string{{"crawlingURL", "https://example.com/"}})
+	if code != http.StatusOK || len(a.Data) != 1 {
+		t.Fatalf("crawl start = %d %+v, want 200 with one data entry", code, a)
+	}
+	got := map[string]string{}
+	for _, u := range a.Unsupported {
+		got[u.Parameter] = u.Value
+	}
+	for param, echoed := range map[string]string{"cachePolicy": "if fresh", "recrawl": "nodoubles"} {
+		if a.Data[0][param] != echoed {
+			t.Errorf("data[0][%q] = %v, want YaCy Grid's default %q", param, a.Data[0][param], echoed)
+		}
+		if want := echoed + " (YaCy Grid's default)"; got[param] != want {
+			t.Errorf("unsupported %s = %q, want %q (unsupported: %+v)", param, got[param], want, a.Unsupported)
+		}
+	}
 }
 
 func unsupportedNames(a yacyAnswerBody) []string {
@@ -577,8 +615,8 @@ func TestYacyCrawlStartUpload(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("crawl start = %d %+v, want 200", code, a)
 	}
-	if len(a.Unsupported) != 1 || a.Unsupported[0].Parameter != "crawlingFile" || a.Unsupported[0].Value != "urls.txt" {
-		t.Errorf("unsupported = %+v, want crawlingFile urls.txt", a.Unsupported)
+	if len(a.Unsupported) != 3 || a.Unsupported[0].Parameter != "crawlingFile" || a.Unsupported[0].Value != "urls.txt" {
+		t.Errorf("unsupported = %+v, want crawlingFile urls.txt, then YaCy Grid's defaults cachePolicy and recrawl", a.Unsupported)
 	}
 }
 
@@ -646,8 +684,9 @@ func TestYacyCrawlStartGridExamples(t *testing.T) {
 			if diff := cmp.Diff(want, storedProfile(t, l, body.CrawlID)); diff != "" {
 				t.Errorf("stored profile differs (-want +got):\n%s", diff)
 			}
-			if len(body.Unsupported) != 0 {
-				t.Errorf("unsupported = %+v, want none", body.Unsupported)
+			// Only YaCy Grid's defaults that gridcrawl does not honour.
+			if diff := cmp.Diff([]string{"cachePolicy", "recrawl"}, unsupportedNames(body)); diff != "" {
+				t.Errorf("unsupported parameters differ (-want +got):\n%s", diff)
 			}
 		})
 	}

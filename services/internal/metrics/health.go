@@ -128,10 +128,16 @@ func Serve(ctx context.Context, addr string, h http.Handler, log *slog.Logger) (
 // probeKey is a key no backend holds: each probe asks for it.
 const probeKey = "gridcrawl-readyz-probe"
 
+// RecordGetter is the part of the transaction index a readiness probe
+// asks.
+type RecordGetter interface {
+	Get(ctx context.Context, key string) (txindex.Record, error)
+}
+
 // BackendChecks returns the readiness checks of a service's backends: each
 // asks its backend for something that need not exist (a "not found" is an
 // answer). Nil backends are not checked.
-func BackendChecks(q queue.Queue, tx txindex.Index, ps profiles.Store, as assets.Store, si search.Index) []Check {
+func BackendChecks(q queue.Queue, tx RecordGetter, ps profiles.Store, as assets.Store, si search.Index) []Check {
 	absent := func(err, notFound error) error {
 		if err == nil || errors.Is(err, notFound) {
 			return nil

@@ -28,10 +28,6 @@ const (
 	maxBackoff   = 2 * time.Second
 	// probeEvery bounds how often Down asks the backends while they answer.
 	probeEvery = time.Second
-	// postponeDelay is how long a postponed contract waits before it can be
-	// delivered again: short, since consumers hold back while the backend
-	// is down (Wait) and the contract should be taken soon after its return.
-	postponeDelay = time.Second
 )
 
 // Gate probes a service's backends after failures and holds the service's
@@ -76,13 +72,19 @@ func (g *Gate) Notice(f func(error) bool) {
 // Note tells the gate of err, a failure of work, before the caller asks
 // Down or Failed whether a backend is down. When a Notice function
 // recognises err, the last probe's verdict is dropped so that the next Down
-// probes again.
-func (g *Gate) Note(err error) {
+// probes again, and Note reports true: err itself shows the outage (a write
+// failed for lack of disk space), whatever the next probe finds. A probe
+// can find the disk available a moment after such a failure, when writes
+// cut back after failing have given their space back; work that failed so
+// is the outage's, not its own.
+func (g *Gate) Note(err error) bool {
 	if g == nil || err == nil {
-		return
+		return false
 	}
+	outage := false
 	for _, f := range g.notes {
 		if f(err) {
+			outage = true
 			g.mu.Lock()
 			g.probed = time.Time{}
 			g.noted++
@@ -100,6 +102,7 @@ func (g *Gate) Note(err error) {
 		g.noted++
 	}
 	g.mu.Unlock()
+	return outage
 }
 
 // Watch adds c, one of the gate's checks, to those Wait runs (at most once
@@ -218,21 +221,6 @@ func (g *Gate) Wait(ctx context.Context) error {
 		backoff = min(2*backoff, maxBackoff)
 	}
 	return ctx.Err()
-}
-
-// Failed settles d, whose processing failed. When a backend is
-// down the failure is the outage's: d is postponed without counting an
-// attempt, and Failed returns once the backends answer again (or ctx ends),
-// so that the caller takes no new work meanwhile. Otherwise d is retried
-// after queue.RetryDelay, counting an attempt. It returns the error of
-// settling d, if any.
-func (g *Gate) Failed(ctx context.Context, d queue.Delivery) error {
-	if down := g.Down(ctx); len(down) > 0 {
-		serr := g.Settle(ctx, func(ctx context.Context) error { return d.Postpone(ctx, postponeDelay) })
-		_ = g.Wait(ctx)
-		return serr
-	}
-	return g.Settle(ctx, func(ctx context.Context) error { return d.Retry(ctx, queue.RetryDelay(d.Attempt())) })
 }
 
 // Settle runs op, which settles a delivery (ack, retry, postpone), and

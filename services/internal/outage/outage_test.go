@@ -3,6 +3,7 @@ package outage
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 
@@ -59,6 +60,35 @@ func TestNoteDropsTheCachedVerdict(t *testing.T) {
 				t.Errorf("Down() after Note(%v) = %v, want down %v", tt.err, down, tt.down)
 			}
 		})
+	}
+}
+
+// TestNoteReportsAnOutage checks that Note reports a failure a Notice
+// function recognises as the outage's, even when the backends answer again
+// by the next probe (a write cut back after failing gave its space back),
+// and no other failure.
+func TestNoteReportsAnOutage(t *testing.T) {
+	d := &disk{}
+	g := New([]metrics.Check{d.check()}, nil)
+	g.Notice(func(err error) bool { return errors.Is(err, errFull) })
+	for _, tt := range []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("store segment: %w", errFull), true},
+		{errors.New("bad page"), false},
+		{nil, false},
+	} {
+		if got := g.Note(tt.err); got != tt.want {
+			t.Errorf("Note(%v) = %v, want %v", tt.err, got, tt.want)
+		}
+		if down := g.Down(t.Context()); down != nil {
+			t.Errorf("Down() after Note(%v) = %v with every backend up", tt.err, down)
+		}
+	}
+	var nilGate *Gate
+	if nilGate.Note(errFull) {
+		t.Error("a nil gate's Note reported an outage")
 	}
 }
 

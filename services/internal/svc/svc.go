@@ -19,7 +19,7 @@ import (
 // Common is the configuration every service reads.
 type Common struct {
 	Backends wire.Backends
-	Frontier routing.Config
+	Routing  routing.Config
 	LogLevel string `env:"GRIDCRAWL_LOG_LEVEL" envDefault:"info"`
 	// MetricsListen is the address of the service's metrics listener
 	// (/metrics, /healthz, /readyz, no token); empty: none. MCP also serves
@@ -49,7 +49,7 @@ func Main(ctx context.Context, name string, stderr io.Writer, cfg any, common fu
 		return 2
 	}
 	log = slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: lvl})).With("service", name)
-	if err := errors.Join(c.Backends.Validate(), c.Frontier.Validate(), validListen(c.MetricsListen)); err != nil {
+	if err := errors.Join(c.Backends.Validate(), c.Routing.Validate(), validListen(c.MetricsListen)); err != nil {
 		log.Error("invalid configuration", "err", err)
 		return 2
 	}

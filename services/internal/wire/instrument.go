@@ -130,12 +130,12 @@ func (m *meteredScheduling) DueStats(ctx context.Context, crawlID string, before
 
 // meteredReads times the operations of txindex.Reads.
 type meteredReads struct {
-	r                                                         txindex.Reads
-	list, find, hosts, mimeTypes, statusCodes, failureReasons metrics.Op
+	r                                                                        txindex.Reads
+	list, find, countMatching, hosts, mimeTypes, statusCodes, failureReasons metrics.Op
 }
 
 func newMeteredReads(r txindex.Reads, op func(string) metrics.Op) *meteredReads {
-	return &meteredReads{r: r, list: op("list"), find: op("find"), hosts: op("hosts-report"), mimeTypes: op("mime-types-report"),
+	return &meteredReads{r: r, list: op("list"), find: op("find"), countMatching: op("count-matching"), hosts: op("hosts-report"), mimeTypes: op("mime-types-report"),
 		statusCodes: op("status-codes-report"), failureReasons: op("failure-reasons-report")}
 }
 
@@ -145,6 +145,10 @@ func (m *meteredReads) List(ctx context.Context, crawlID string, status contract
 
 func (m *meteredReads) Find(ctx context.Context, crawlID string, f txindex.Filter, after string, limit int) ([]txindex.Record, error) {
 	return timed(m.find, func() ([]txindex.Record, error) { return m.r.Find(ctx, crawlID, f, after, limit) })
+}
+
+func (m *meteredReads) CountMatching(ctx context.Context, crawlID string, f txindex.Filter) (int64, error) {
+	return timed(m.countMatching, func() (int64, error) { return m.r.CountMatching(ctx, crawlID, f) })
 }
 
 func (m *meteredReads) HostsReport(ctx context.Context, crawlID string, limit int) ([]txindex.HostRow, error) {

@@ -82,6 +82,7 @@ func TestMeteredTxTimesEveryOperation(t *testing.T) {
 		{"due-stats", func() error { _, _, err := x.DueStats(ctx, "c", now); return err }},
 		{"list", func() error { _, err := x.List(ctx, "c", "", "", 10); return err }},
 		{"find", func() error { _, err := x.Find(ctx, "c", txindex.Filter{}, "", 10); return err }},
+		{"count-matching", func() error { _, err := x.CountMatching(ctx, "c", txindex.Filter{}); return err }},
 		{"hosts-report", func() error { _, err := x.HostsReport(ctx, "c", 10); return err }},
 		{"mime-types-report", func() error { _, err := x.MIMETypesReport(ctx, "c", 10); return err }},
 		{"status-codes-report", func() error { _, err := x.StatusCodesReport(ctx, "c"); return err }},

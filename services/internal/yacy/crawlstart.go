@@ -133,6 +133,7 @@ type yacyStart struct {
 	userAgent   string
 	priority    int
 	recrawl     string
+	cacheGiven  bool // cachePolicy was given
 	reloadAge   yacyAge
 	deleteOld   string
 	deleteAge   yacyAge
@@ -408,10 +409,11 @@ func (s *yacyStart) set(name, v string) error {
 	case "storeHTCache":
 		err = s.flag(name, v, true, "gridcrawl always keeps the responses it loads (WARC assets)")
 	case "cachePolicy":
+		s.cacheGiven = true
 		switch strings.ToLower(strings.ReplaceAll(v, " ", "")) {
 		case "nocache":
 		case "iffresh", "ifexist", "cacheonly":
-			s.unsupport(name, v, "gridcrawl always loads pages from the web, never from a cache (cachePolicy=nocache)")
+			s.unsupport(name, v, cacheReason)
 		default:
 			return &yacyParamError{name, `must be "nocache", "iffresh", "ifexist" or "cacheonly"`}
 		}
@@ -681,9 +683,17 @@ func (s *yacyStart) profile() (contracts.Profile, error) {
 	case "age":
 		s.unsupport("deleteold", "age (older than "+s.deleteAge.String()+")", "gridcrawl never deletes the documents of earlier crawls")
 	}
+	// Absent, cachePolicy and recrawl take YaCy Grid's defaults ("if
+	// fresh", "nodoubles"), which gridcrawl does not honour either: the
+	// answer echoes them in data, so it lists them too.
+	if !s.cacheGiven {
+		s.unsupport("cachePolicy", yacyGridDefaults()["cachePolicy"].(string)+" (YaCy Grid's default)", cacheReason)
+	}
 	switch s.recrawl {
+	case "":
+		s.unsupport("recrawl", yacyGridDefaults()["recrawl"].(string)+" (YaCy Grid's default)", nodoublesReason)
 	case "nodoubles":
-		s.unsupport("recrawl", s.recrawl, "every crawl loads all the URLs it finds, also those indexed by earlier crawls")
+		s.unsupport("recrawl", s.recrawl, nodoublesReason)
 	case "reload":
 		if s.reloadAge.n > 0 {
 			s.unsupport("recrawl", "reload (older than "+s.reloadAge.String()+")",
@@ -694,6 +704,13 @@ func (s *yacyStart) profile() (contracts.Profile, error) {
 	}
 	return p, nil
 }
+
+// The reasons why the cachePolicy and recrawl values other than nocache
+// and reload are not honoured.
+const (
+	cacheReason     = "gridcrawl always loads pages from the web, never from a cache (cachePolicy=nocache)"
+	nodoublesReason = "every crawl loads all the URLs it finds, also those indexed by earlier crawls"
+)
 
 // yacyPattern turns a YaCy URL pattern into a gridcrawl filter that matches
 // the same URLs, or "" when the pattern filters nothing (none: YaCy's

@@ -120,6 +120,25 @@ function stamp(t) {
 
 const badge = (s) => h("span", { class: "badge " + s }, s || "–");
 
+// OUTCOMES names the warnings of a crawl that ran out of work without
+// indexing anything (contracts.OutcomeKind): its state badge is then a
+// warning, not a green "finished".
+const OUTCOMES = { refused: "nothing fetched", nothing_fetched: "nothing fetched", nothing_indexed: "nothing indexed" };
+
+// stateBadge is a crawl's state, or its outcome as a warning badge.
+function stateBadge(c) {
+  if (!c.outcome) return badge(c.state);
+  return h("span", { class: "badge warn", title: c.outcome.summary, dataset: { state: c.state, outcome: c.outcome.kind } },
+    c.state + " · " + (OUTCOMES[c.outcome.kind] || c.outcome.kind));
+}
+
+// EXCLUDED is the failure reason of a page left out of the index on
+// purpose (noindex, index filters): contracts.ReasonExcluded. Such pages
+// are counted in the failed status but shown apart, as "excluded".
+const EXCLUDED = "excluded from index (noindex or index filter)";
+// failedCount is a crawl's failed URLs without the excluded pages.
+const failedCount = (c) => (c.counts.failed || 0) - (c.excluded || 0);
+
 // LIVE are the states of a crawl that still works or will: it can be
 // paused, cancelled and changed. A continuous crawl that is up to date is
 // live: it fetches again when its next URL is due.
@@ -190,7 +209,7 @@ const crawlPath = (id) => "/api/v1/crawls/" + enc(id);
 const urlPage = (crawl, u) => "#/url?crawl=" + enc(crawl) + "&url=" + enc(u);
 
 // doneCount is the URLs of a crawl that reached a final status.
-const doneCount = (c) => (c.counts.indexed || 0) + (c.counts.redirected || 0) + (c.counts.failed || 0);
+const doneCount = (c) => (c.counts.indexed || 0) + (c.counts.redirected || 0) + (c.counts.failed || 0) + (c.counts.sitemap || 0);
 
 // ---- router ---------------------------------------------------------------
 
@@ -268,8 +287,10 @@ function pageCrawls(main) {
       h("a", { class: "btn primary", href: "#/new" }, "New crawl")),
     h("div", { class: "card tablewrap" }, h("table", { id: "crawls" },
       h("thead", {}, h("tr", {}, h("th", {}, "Crawl"), h("th", {}, "State"), h("th", { class: "num" }, "Indexed"),
-        h("th", { class: "num" }, "Redirected"), h("th", { class: "num" }, "Failed"), h("th", { class: "num" }, "Pending"),
-        h("th", { class: "num hide-sm" }, "Retired"), h("th", { class: "num" }, "Total"), h("th", { class: "num hide-sm" }, "Docs"), h("th", { class: "num" }, "Pages/s"),
+        h("th", { class: "num" }, "Redirected"), h("th", { class: "num" }, "Failed"),
+        h("th", { class: "num hide-sm", title: "Fetched and parsed, left out of the index on purpose (noindex, index filters)" }, "Excluded"),
+        h("th", { class: "num hide-sm", title: "Sitemaps read, and start hosts' missing /sitemap.xml" }, "Sitemaps"),
+        h("th", { class: "num" }, "Pending"), h("th", { class: "num hide-sm" }, "Retired"), h("th", { class: "num" }, "Total"), h("th", { class: "num hide-sm" }, "Docs"), h("th", { class: "num" }, "Pages/s"),
         h("th", {}, "Started"), h("th", {}, "Finished"))),
       body)));
   every(async () => {
@@ -277,7 +298,7 @@ function pageCrawls(main) {
     const crawls = (list.crawls || []).slice().sort((a, b) => new Date(b.created_at) - new Date(a.created_at));
     count.textContent = crawls.length + (crawls.length === 1 ? " crawl" : " crawls");
     if (!crawls.length) {
-      body.replaceChildren(h("tr", {}, h("td", { colspan: 12, class: "empty" }, "No crawl yet. ", h("a", { href: "#/new" }, "Start one."))));
+      body.replaceChildren(h("tr", {}, h("td", { colspan: 14, class: "empty" }, "No crawl yet. ", h("a", { href: "#/new" }, "Start one."))));
       return;
     }
     body.replaceChildren(...crawls.map((c) => {
@@ -286,13 +307,15 @@ function pageCrawls(main) {
       return h("tr", { dataset: { crawl: c.crawl_id, state: c.state } },
         h("td", { class: "url" }, h("a", { href: "#/crawl/" + enc(c.crawl_id) }, name || c.crawl_id),
           h("div", { class: "muted mono" }, name ? c.crawl_id : start || "")),
-        h("td", {}, badge(c.state)),
-        h("td", { class: "num", dataset: { count: "indexed" } }, num(c.counts.indexed)),
-        h("td", { class: "num" }, num(c.counts.redirected)),
-        h("td", { class: "num", dataset: { count: "failed" } }, num(c.counts.failed)),
-        h("td", { class: "num" }, num(c.pending)),
-        h("td", { class: "num hide-sm" }, num(c.retired)),
-        h("td", { class: "num" }, num(c.total)),
+        h("td", {}, stateBadge(c)),
+        h("td", { class: "num", dataset: { count: "indexed" } }, num(c.counts.indexed || 0)),
+        h("td", { class: "num", dataset: { count: "redirected" } }, num(c.counts.redirected || 0)),
+        h("td", { class: "num", dataset: { count: "failed" } }, num(failedCount(c))),
+        h("td", { class: "num hide-sm", dataset: { count: "excluded" } }, num(c.excluded || 0)),
+        h("td", { class: "num hide-sm", dataset: { count: "sitemap" } }, num(c.counts.sitemap || 0)),
+        h("td", { class: "num", dataset: { count: "pending" } }, num(c.pending)),
+        h("td", { class: "num hide-sm", dataset: { count: "retired" } }, num(c.retired)),
+        h("td", { class: "num", dataset: { count: "total" } }, num(c.total)),
         h("td", { class: "num hide-sm" }, num(c.documents)),
         h("td", { class: "num" }, rate(crawlRate(c))),
         h("td", {}, when(c.created_at)),
@@ -371,6 +394,12 @@ function pageNew(main) {
       field("index_must_match", "Index must match", h("input", { type: "text", class: "mono" })),
       field("index_must_not_match", "Index must not match", h("input", { type: "text", class: "mono" })),
     )),
+    h("fieldset", {}, h("legend", {}, "Sitemaps"), h("div", { class: "fields" },
+      field("sitemaps", "Read sitemaps", select([["on", "on"], ["off", "off"]], "on"),
+        "The Sitemap: lines of each start host's robots.txt and its /sitemap.xml."),
+      field("sitemap_depth", "Sitemap depth", numInput({ min: 0, placeholder: "0" }),
+        "Depth of the sitemaps and the URLs they list: 0 makes them start URLs. At most the max depth."),
+    )),
     h("fieldset", {}, h("legend", {}, "Politeness"), h("div", { class: "fields" },
       field("politeness.min_delay_ms", "Min delay (ms)", numInput({ min: 0, placeholder: "500" })),
       field("politeness.max_delay_ms", "Max delay (ms)", numInput({ min: 0, placeholder: "10000" })),
@@ -410,7 +439,8 @@ function pageNew(main) {
       for (const k of ["name", "scope", "crawl_must_match", "crawl_must_not_match", "index_must_match", "index_must_not_match", "user_agent"]) {
         if (str(k)) p[k] = str(k);
       }
-      for (const k of ["max_depth", "max_pages", "max_pages_per_host", "priority"]) {
+      if (str("sitemaps") === "off") p.sitemaps = false;
+      for (const k of ["max_depth", "max_pages", "max_pages_per_host", "priority", "sitemap_depth"]) {
         const n = int(k);
         if (n !== undefined) p[k] = n;
       }
@@ -487,27 +517,44 @@ function actions(c, after) {
     } }, "Cancel"));
 }
 
+// shownCounts are a crawl's counts as the dashboard shows them: the failed
+// status without the excluded pages, which are shown apart.
+function shownCounts(c) {
+  const out = Object.assign({}, c.counts);
+  out.failed = failedCount(c);
+  out.excluded = c.excluded || 0;
+  return out;
+}
+
+// SHOWN are the statuses the tiles and the bar show, excluded after failed.
+const SHOWN = STATUSES.flatMap((s) => (s === "failed" ? ["failed", "excluded"] : [s]));
+const SHOWN_COLORS = Object.assign({ excluded: "#bdbdbd" }, STATUS_COLORS);
+
 function tiles(c) {
+  const counts = shownCounts(c);
   const out = [];
-  for (const s of STATUSES) {
-    out.push(h("div", { class: "tile", dataset: { status: s } }, h("div", { class: "v", dataset: { count: s } }, num(c.counts[s] || 0)),
-      h("div", { class: "k" }, s)));
+  for (const s of SHOWN) {
+    const t = h("div", { class: "tile", dataset: { status: s } }, h("div", { class: "v", dataset: { count: s } }, num(counts[s] || 0)),
+      h("div", { class: "k" }, s));
+    t.style.borderLeftColor = SHOWN_COLORS[s];
+    if (s === "excluded") t.title = "Fetched and parsed, left out of the index on purpose (noindex, index filters): no failure";
+    out.push(t);
   }
   out.push(h("div", { class: "tile" }, h("div", { class: "v", dataset: { count: "documents" } }, num(c.documents)), h("div", { class: "k" }, "documents")));
   out.push(h("div", { class: "tile" }, h("div", { class: "v", dataset: { count: "total" } }, num(c.total)), h("div", { class: "k" }, "total URLs")));
-  for (const [i, t] of out.entries()) if (i < STATUSES.length) t.style.borderLeftColor = STATUS_COLORS[STATUSES[i]];
   return out;
 }
 
 function statusBar(c) {
   const bar = h("div", { class: "bar", title: "URLs per status" });
   const total = c.total || 0;
-  for (const s of STATUSES) {
-    const n = c.counts[s] || 0;
+  const counts = shownCounts(c);
+  for (const s of SHOWN) {
+    const n = counts[s] || 0;
     if (!n || !total) continue;
     const seg = h("span", { title: s + ": " + num(n) });
     seg.style.width = (100 * n / total) + "%";
-    seg.style.background = STATUS_COLORS[s];
+    seg.style.background = SHOWN_COLORS[s];
     bar.append(seg);
   }
   return bar;
@@ -567,25 +614,29 @@ function pageCrawl(main, [id]) {
     }
     const name = (c.profile && c.profile.name) || c.crawl_id;
     const dur = ((c.finished_at ? new Date(c.finished_at) : new Date()) - new Date(c.created_at));
-    head.replaceChildren(h("h1", {}, name), h("span", { id: "state" }, badge(c.state)),
+    head.replaceChildren(h("h1", {}, name), h("span", { id: "state" }, stateBadge(c)),
       h("span", { class: "muted" }, "started ", when(c.created_at), c.finished_at ? [" · finished ", when(c.finished_at)] : "", " · ", ms(dur)),
       h("span", { class: "spacer" }), actions(c, refresh));
-    recrawlBox.replaceChildren(c.profile && c.profile.recrawl ? recrawlCard(c) : "");
+    recrawlBox.replaceChildren(c.outcome ? h("div", { class: "card warn", id: "outcome", role: "alert" }, c.outcome.summary) : "",
+      c.profile && c.profile.recrawl ? recrawlCard(c) : "");
     tileBox.replaceChildren(...tiles(c));
     barBox.replaceChildren(statusBar(c));
     if (lastState !== c.state || info.childElementCount === 0) {
       info.replaceChildren(profileView(c));
     }
     const tl = await api("GET", crawlPath(id) + "/timeline").catch(() => null);
-    drawTimeline(tl, rateChart, statusChart);
+    drawTimeline(tl, rateChart, statusChart, (c.excluded || 0) > 0);
     const running = working(c);
     if (lastState !== c.state || running && Date.now() - reportsAt > 5000 || Date.now() - reportsAt > 30000) {
       reportsAt = Date.now();
       await Promise.all([
-        report(id, "failure-reasons", reasons, (rows) => table([["Reason"], ["URLs", "num"], ["Sample URLs"]], rows.map((r) =>
+        report(id, "failure-reasons", reasons, (rows) => [table([["Reason"], ["URLs", "num"], ["Sample URLs"]], rows.filter((r) => r.reason !== EXCLUDED).map((r) =>
           h("tr", {}, h("td", { class: "wrap" }, h("a", { href: "#/crawl/" + enc(id) + "?status=failed&reason=" + enc(r.reason), onclick: (ev) => { ev.preventDefault(); log.show({ status: "failed", reason: r.reason }); } }, r.reason || "(no reason)")),
             h("td", { class: "num" }, num(r.count)),
-            h("td", { class: "url" }, h("ul", { class: "samples" }, (r.sample_urls || []).map((u) => h("li", {}, h("a", { href: urlPage(id, u) }, u))))))), "No failure.")),
+            h("td", { class: "url" }, h("ul", { class: "samples" }, (r.sample_urls || []).map((u) => h("li", {}, h("a", { href: urlPage(id, u) }, u))))))), "No failure."),
+          rows.filter((r) => r.reason === EXCLUDED).map((r) => h("p", { class: "muted", id: "excluded-note" }, num(r.count), " page" + (r.count === 1 ? " was" : "s were"),
+            " fetched and parsed but left out of the index on purpose (noindex or index filter): no failure. ",
+            h("a", { href: "#", onclick: (ev) => { ev.preventDefault(); log.show({ status: "failed", reason: EXCLUDED }); } }, "List them")))]),
         report(id, "hosts", hosts, (rows) => table([["Host"], ["URLs", "num"], ["Fetched", "num"], ["Failed", "num"], ["Bytes", "num"], ["Status codes"]],
           rows.map((r) => h("tr", {}, h("td", { class: "wrap" }, h("a", { href: "#", onclick: (ev) => { ev.preventDefault(); log.show({ host: r.host }); } }, r.host)),
             h("td", { class: "num" }, num(r.urls)), h("td", { class: "num" }, num(r.fetched)),
@@ -625,7 +676,7 @@ function recrawlCard(c) {
 async function report(id, name, box, render) {
   try {
     const r = await api("GET", crawlPath(id) + "/reports/" + name);
-    box.replaceChildren(render(r.rows || []));
+    box.replaceChildren(...[render(r.rows || [])].flat(Infinity));
   } catch (e) {
     box.replaceChildren(h("p", { class: "muted" }, "Report unavailable: " + e.message));
   }
@@ -638,6 +689,7 @@ function profileView(c) {
   return h("div", {}, h("dl", { class: "kv" },
     h("dt", {}, "Start URLs"), h("dd", {}, (p.start_urls || []).map((u) => h("div", { class: "url" }, h("a", { href: u, rel: "noreferrer", target: "_blank" }, u)))),
     h("dt", {}, "Depth · scope"), h("dd", {}, String(p.max_depth), " · ", p.scope || "host"),
+    h("dt", {}, "Sitemaps"), h("dd", { id: "profile-sitemaps" }, p.sitemaps === false ? "off" : "on, depth " + (p.sitemap_depth || 0)),
     h("dt", {}, "Politeness"), h("dd", {}, ms(pol.min_delay_ms), " – ", ms(pol.max_delay_ms), ", factor ", String(pol.delay_factor), ", robots.txt ", pol.robots),
     h("dt", {}, "Recrawl"), h("dd", {}, schedule(p.recrawl)),
     h("dt", {}, "Budget"), h("dd", {}, b ? [b.total_budget ? "total " + num(b.total_budget) : "no total limit", ", session ", num(b.balance_replenish || 3000), ", cost ", b.cost_policy || "unit"] : "default (no limit)"),
@@ -645,7 +697,10 @@ function profileView(c) {
   h("details", {}, h("summary", { class: "muted" }, "JSON"), h("pre", { class: "profile" }, JSON.stringify(p, null, 2))));
 }
 
-function drawTimeline(tl, rateBox, statusBox) {
+// drawTimeline plots the timeline's samples. The samples count records per
+// status: their failed includes the excluded pages, which the tiles show
+// apart, so the series says so when there are any (excluded).
+function drawTimeline(tl, rateBox, statusBox, excluded) {
   const pts = (tl && tl.points) || [];
   if (pts.length < 2) {
     const msg = tl ? "Collecting samples…" : "No timeline for this crawl.";
@@ -659,7 +714,7 @@ function drawTimeline(tl, rateBox, statusBox) {
   // below zero, which is no rate of fetching; it shows as 0.
   rateBox.replaceChildren(lineChart([{ name: "pages/s", color: "#2962ff", fill: true, points: pts.map((p) => [t(p), Math.max(p.pages_per_second || 0, 0)]) }], { yFormat: rate }));
   const series = STATUSES.filter((s) => pts.some((p) => (p.counts || {})[s]))
-    .map((s) => ({ name: s, color: STATUS_COLORS[s], points: pts.map((p) => [t(p), (p.counts || {})[s] || 0]) }));
+    .map((s) => ({ name: s === "failed" && excluded ? "failed + excluded" : s, color: STATUS_COLORS[s], points: pts.map((p) => [t(p), (p.counts || {})[s] || 0]) }));
   statusBox.replaceChildren(lineChart(series, { yFormat: num }));
 }
 
@@ -690,7 +745,7 @@ function crawlLog(id) {
       body.replaceChildren(table([["URL"], ["Status"], ["HTTP", "num"], ["Depth", "num"], ["Bytes", "num"], ["Reason"], ["Changed"]],
         (r.urls || []).map((u) => h("tr", {}, h("td", { class: "url" }, h("a", { href: urlPage(id, u.url) }, u.url)), h("td", {}, badge(u.status)),
           h("td", { class: "num" }, u.http_status || "–"), h("td", { class: "num" }, num(u.depth)), h("td", { class: "num" }, bytes(u.bytes)),
-          h("td", { class: "wrap" + (u.status === "failed" ? " err" : " muted") }, u.reason || ""), h("td", {}, when(u.status_time)))), "No URL matches."));
+          h("td", { class: "wrap" + (u.status === "failed" && u.reason !== EXCLUDED ? " err" : " muted") }, u.reason || ""), h("td", {}, when(u.status_time)))), "No URL matches."));
     } catch (e) {
       body.replaceChildren(h("p", { class: "muted" }, "Crawl log unavailable: " + e.message));
     }
@@ -717,6 +772,33 @@ function crawlLog(id) {
 // take *_ms when present, else convert nanoseconds.
 const durMS = (g, k) => (g[k + "_ms"] !== undefined ? g[k + "_ms"] : g[k] !== undefined && g[k] !== null ? g[k] / 1e6 : null);
 const limit = (v) => (v === null || v === undefined || v < 0 ? "no limit" : num(v));
+
+// groupState is a group's state as of now: a loader reports a group
+// waiting until a time, and the report is read up to an interval later,
+// so a waiting group whose time has passed is ready again.
+function groupState(g) {
+  if (g.state === "waiting" && g.next_eligible && new Date(g.next_eligible).getTime() <= Date.now()) return "ready";
+  return g.state;
+}
+
+// nextEligible is when a group may be fetched from next, never a time in
+// the past: a time that has passed is "now".
+function nextEligible(g) {
+  if (g.state === "busy") return h("span", { class: "muted" }, "fetching");
+  if (!g.next_eligible) return h("span", { class: "muted" }, "–");
+  const d = new Date(g.next_eligible);
+  if (d.getTime() <= Date.now()) return h("span", { title: "eligible since " + d.toLocaleString() }, "now");
+  return when(g.next_eligible);
+}
+
+// lastError is a group's last error: red while the group has URLs to
+// fetch, grey and marked as earlier once it is idle (its error may be from
+// long ago and says nothing of its state now).
+function lastError(g) {
+  if (!g.last_error) return h("td", { class: "wrap" });
+  if (g.state === "idle" || !g.queued) return h("td", { class: "wrap muted", dataset: { old: "1" } }, "earlier: " + g.last_error);
+  return h("td", { class: "wrap err" }, g.last_error);
+}
 
 function pageFrontier(main) {
   const totals = h("div", { class: "tiles", id: "frontier-totals" });
@@ -767,10 +849,11 @@ function pageFrontier(main) {
       const r = l.report || {};
       for (const g of r.groups || []) {
         const b = g.budget || {};
-        rows.push(h("tr", { dataset: { group: g.chg } },
+        const st = groupState(g);
+        rows.push(h("tr", { dataset: { group: g.chg, state: st } },
           h("td", { class: "wrap" }, h("strong", {}, g.chg), (g.hosts || []).length > 1 || (g.hosts || [])[0] !== g.chg ? h("div", { class: "muted" }, (g.hosts || []).join(", ")) : null),
-          h("td", {}, badge(g.state)),
-          h("td", {}, g.state === "busy" ? h("span", { class: "muted" }, "fetching") : when(g.next_eligible)),
+          h("td", {}, st === g.state ? badge(st) : h("span", { class: "badge " + st, title: "reported " + g.state + " until " + new Date(g.next_eligible).toLocaleString() }, st)),
+          h("td", { class: "next" }, nextEligible(g)),
           h("td", { class: "num" }, ms(durMS(g, "delay"))),
           h("td", { class: "muted" }, g.why || "–"),
           h("td", { class: "num" }, num(g.queued)),
@@ -778,7 +861,7 @@ function pageFrontier(main) {
           h("td", { class: "num" }, num(g.spent), " / ", limit(b.total_budget)),
           h("td", { class: "num hide-sm" }, g.session_balance === null || g.session_balance === undefined ? "–" : num(g.session_balance)),
           h("td", { class: "hide-sm mono nowrap" }, (g.recent_status || []).slice(-5).map((s) => (s === 0 ? "×" : s)).join(" ")),
-          h("td", { class: "wrap err" }, g.last_error || ""),
+          lastError(g),
           h("td", { class: "muted mono hide-sm nowrap" }, l.loader_id)));
       }
     }
@@ -953,7 +1036,7 @@ function pageURL(main, _, params) {
         h("dl", { class: "kv" },
           h("dt", {}, "Crawl"), h("dd", {}, h("a", { href: "#/crawl/" + enc(crawl), class: "mono" }, crawl)),
           h("dt", {}, "Status"), h("dd", {}, r.status, " · ", when(r.status_time)),
-          r.reason ? [h("dt", {}, "Reason"), h("dd", { class: "err", id: "url-reason" }, r.reason)] : null,
+          r.reason ? [h("dt", {}, "Reason"), h("dd", { class: r.reason === EXCLUDED ? "muted" : "err", id: "url-reason" }, r.reason)] : null,
           h("dt", {}, "HTTP status"), h("dd", {}, r.http_status ? String(r.http_status) : "–"),
           h("dt", {}, "Host"), h("dd", {}, r.host || "–"),
           h("dt", {}, "Depth · hops"), h("dd", {}, num(r.depth), " · ", num(r.hops)),

@@ -1,4 +1,4 @@
-package frontier
+package enqueue
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/services/internal/routing"
 )
 
-func newFrontier(t *testing.T) (*Frontier, queue.Queue) {
+func newFrontier(t *testing.T) (*Enqueuer, queue.Queue) {
 	t.Helper()
 	dir := t.TempDir()
 	tx, err := sqlitestore.OpenTxIndex(filepath.Join(dir, "tx.db"))
@@ -26,7 +26,7 @@ func newFrontier(t *testing.T) (*Frontier, queue.Queue) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { q.Close() })
-	return &Frontier{Tx: tx, Queue: q, Group: routing.HostGrouper}, q
+	return &Enqueuer{Tx: tx, Queue: q, Group: routing.HostGrouper}, q
 }
 
 func TestEnqueueDedupesAndRepublishesOnlyForTheSameReferrer(t *testing.T) {

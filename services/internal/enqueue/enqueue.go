@@ -1,11 +1,11 @@
-// Package frontier turns discovered URLs into transaction records and loader
+// Package enqueue turns discovered URLs into transaction records and loader
 // contracts: create-if-absent (dedupe), the profile's page limits, lowering
 // the depth of URLs found on a shorter path, and publication to the loader
-// queue shard of each URL's crawl host group. MCP (start URLs), the crawler
+// queue shard of each URL's crawl host group. The coordinator (start URLs), the crawler
 // (links and redirect targets) and the recovery sweep all go through it, so
 // dedupe and publication are the same everywhere. Which URLs are in scope is
 // package scope's; routing is package routing's; encoding is contractmsg's.
-package frontier
+package enqueue
 
 import (
 	"context"
@@ -38,9 +38,9 @@ type Candidate struct {
 // errNoGroup: a record must carry its crawl host group to be routed.
 var errNoGroup = errors.New("record without crawl host group")
 
-// Frontier writes discovered URLs and publishes their loader contracts.
-type Frontier struct {
-	Tx    txindex.Index
+// Enqueuer writes discovered URLs and publishes their loader contracts.
+type Enqueuer struct {
+	Tx    txindex.Pipeline
 	Queue queue.Queue
 	Group routing.Grouper
 	// Shards is the number of loader queue shards (see Config); 0 means 1.
@@ -68,7 +68,7 @@ type Frontier struct {
 // when the record is still to-be-loaded and was found by the same referrer:
 // that is the redelivery of a page whose follow-up contracts may not have
 // been published. It returns the number of records created.
-func (f *Frontier) Enqueue(ctx context.Context, crawlID string, p contracts.Profile, cands []Candidate) (int, error) {
+func (f *Enqueuer) Enqueue(ctx context.Context, crawlID string, p contracts.Profile, cands []Candidate) (int, error) {
 	if len(cands) == 0 {
 		return 0, nil
 	}
@@ -139,7 +139,7 @@ func (f *Frontier) Enqueue(ctx context.Context, crawlID string, p contracts.Prof
 // records limit read already, if it read them; otherwise only the records
 // found again are read, in one request. (Lowering is checked by the index,
 // so a record read before Create is as good as one read after.)
-func (f *Frontier) revisit(ctx context.Context, crawlID string, p contracts.Profile, found []txindex.Record, existing map[string]txindex.Record) ([]txindex.Record, error) {
+func (f *Enqueuer) revisit(ctx context.Context, crawlID string, p contracts.Profile, found []txindex.Record, existing map[string]txindex.Record) ([]txindex.Record, error) {
 	if existing == nil {
 		keys := make([]string, len(found))
 		for i, c := range found {
@@ -210,7 +210,7 @@ func (f *Frontier) revisit(ctx context.Context, crawlID string, p contracts.Prof
 // records, so they hold within the concurrency of one Enqueue per crawl; two
 // crawlers enqueueing at once may overshoot by at most one batch. It also
 // returns the records it read of recs, nil when no limit is set.
-func (f *Frontier) limit(ctx context.Context, crawlID string, p contracts.Profile, recs []txindex.Record) ([]txindex.Record, map[string]txindex.Record, error) {
+func (f *Enqueuer) limit(ctx context.Context, crawlID string, p contracts.Profile, recs []txindex.Record) ([]txindex.Record, map[string]txindex.Record, error) {
 	if p.MaxPages == 0 && p.MaxPagesPerHost == 0 {
 		return recs, nil, nil
 	}
@@ -269,7 +269,7 @@ func (f *Frontier) limit(ctx context.Context, crawlID string, p contracts.Profil
 
 // Publish sends loader contracts for records to the loader queue shard of
 // their crawl host group, at most MaxURLsPerContract URLs each.
-func (f *Frontier) Publish(ctx context.Context, crawlID string, p contracts.Profile, recs []txindex.Record) error {
+func (f *Enqueuer) Publish(ctx context.Context, crawlID string, p contracts.Profile, recs []txindex.Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
@@ -297,14 +297,14 @@ func (f *Frontier) Publish(ctx context.Context, crawlID string, p contracts.Prof
 	return nil
 }
 
-func (f *Frontier) now() time.Time {
+func (f *Enqueuer) now() time.Time {
 	if f.Now != nil {
 		return f.Now()
 	}
 	return time.Now()
 }
 
-func (f *Frontier) group(host string) string {
+func (f *Enqueuer) group(host string) string {
 	if f.Group != nil {
 		return f.Group(host)
 	}
