@@ -49,6 +49,13 @@ bench: build
 	$(GO) run ./scripts/bench -hosts 1000
 	scripts/bench-grid.sh
 
+## bench-check: regression guard of CPU-ms per page (a short embedded and grid-mode crawl) against
+## the figure recorded in docs/benchmarks.md; run it alone on the machine before submitting
+## pipeline changes; not part of make test
+.PHONY: bench-check
+bench-check:
+	scripts/bench-check.sh
+
 ## bench-due: the cost per due URL of finding due work (recrawl) in continuous crawls of 10,000 to
 ## 1,000,000 records, in SQLite and (when GRIDCRAWL_ES_URL is set) Elasticsearch
 .PHONY: bench-due
