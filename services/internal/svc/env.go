@@ -62,10 +62,9 @@ func listSyntax(name string) func(string) error {
 	return nil
 }
 
-// envNames returns the variables named by the env tags of the struct t
-// points to, each once.
-func envNames(t reflect.Type) []string {
-	var names []string
+// envFields calls f once for each variable that an env tag of the struct t
+// points to names (walking nested structs), with the tagged field's type.
+func envFields(t reflect.Type, f func(name string, typ reflect.Type)) {
 	seen := map[string]bool{}
 	var walk func(t reflect.Type)
 	walk = func(t reflect.Type) {
@@ -76,22 +75,29 @@ func envNames(t reflect.Type) []string {
 			return
 		}
 		for i := range t.NumField() {
-			f := t.Field(i)
-			if !f.IsExported() {
+			field := t.Field(i)
+			if !field.IsExported() {
 				continue
 			}
-			name, _, _ := strings.Cut(f.Tag.Get("env"), ",")
+			name, _, _ := strings.Cut(field.Tag.Get("env"), ",")
 			if name == "" {
-				walk(f.Type)
+				walk(field.Type)
 				continue
 			}
 			if !seen[name] {
 				seen[name] = true
-				names = append(names, name)
+				f(name, field.Type)
 			}
 		}
 	}
 	walk(t)
+}
+
+// envNames returns the variables named by the env tags of the struct t
+// points to, each once.
+func envNames(t reflect.Type) []string {
+	var names []string
+	envFields(t, func(name string, _ reflect.Type) { names = append(names, name) })
 	return names
 }
 
@@ -100,35 +106,11 @@ func envNames(t reflect.Type) []string {
 // not parse.
 func envErrors(t reflect.Type) []error {
 	var errs []error
-	seen := map[string]bool{}
-	var walk func(t reflect.Type)
-	walk = func(t reflect.Type) {
-		for t.Kind() == reflect.Pointer {
-			t = t.Elem()
+	envFields(t, func(name string, typ reflect.Type) {
+		if err := parseOne(name, typ); err != nil {
+			errs = append(errs, err)
 		}
-		if t.Kind() != reflect.Struct {
-			return
-		}
-		for i := range t.NumField() {
-			f := t.Field(i)
-			if !f.IsExported() {
-				continue
-			}
-			name, _, _ := strings.Cut(f.Tag.Get("env"), ",")
-			if name == "" {
-				walk(f.Type)
-				continue
-			}
-			if seen[name] {
-				continue
-			}
-			seen[name] = true
-			if err := parseOne(name, f.Type); err != nil {
-				errs = append(errs, err)
-			}
-		}
-	}
-	walk(t)
+	})
 	return errs
 }
 
