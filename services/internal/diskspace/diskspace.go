@@ -19,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
 )
@@ -28,6 +29,11 @@ const Backend = "disk"
 
 // DefaultFloor is the default of GRIDCRAWL_MIN_FREE_DISK.
 const DefaultFloor = "64MiB"
+
+// recentFull is how long after Full last found the disk full a failed
+// write is taken to have failed on that full disk (see Watch.fullFree).
+// The outage gate probes a full disk at least every two seconds.
+const recentFull = 5 * time.Second
 
 // resumeMargin is the least growth of free space after a write failed for
 // lack of space, or the least free space above the floor after the free
@@ -119,6 +125,12 @@ type Watch struct {
 	// outstanding.
 	failedFree int64
 	failedErr  string
+	// fullFree is the free space when Full last found the disk full, at
+	// fullAt: a write that failed while the disk was full may be noted a
+	// moment after space was freed (its failure raced the freeing), and
+	// must not count the freed space as space a write failed with.
+	fullFree int64
+	fullAt   time.Time
 	// low is set when the free space was seen below the floor, until it
 	// is the floor and a margin: without that margin the check flapped
 	// between full and available while writes in flight took space and an
@@ -130,6 +142,13 @@ type Watch struct {
 // New returns the watch of dir's file system with floor.
 func New(dir string, floor Floor) *Watch {
 	return &Watch{dir: dir, floor: floor, failedFree: -1}
+}
+
+// full records that the disk was found full with free bytes free, and
+// returns err. w.mu is held.
+func (w *Watch) full(free int64, err error) error {
+	w.fullFree, w.fullAt = free, time.Now()
+	return err
 }
 
 // Dir returns the watched directory.
@@ -163,12 +182,18 @@ func (w *Watch) Note(err error) bool {
 	if w == nil || !IsFull(err) {
 		return false
 	}
-	free := int64(0)
+	free, total := int64(0), int64(0)
 	if u, serr := Stat(w.dir); serr == nil {
-		free = u.Free
+		free, total = u.Free, u.Total
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	// A failure noted right after the disk was found full failed on that
+	// disk: more free space than a cut-back write gives back (two margins)
+	// was freed since, and does not count as space a write failed with.
+	if !w.fullAt.IsZero() && time.Since(w.fullAt) < recentFull {
+		free = min(free, w.fullFree+2*min(resumeMargin, total/8))
+	}
 	// The most free space any failed write saw: writes failed even with
 	// that much free (the space a failed write took is given back when it
 	// is cut back, so a later failure may see more free than an earlier).
@@ -197,18 +222,18 @@ func (w *Watch) Full() error {
 		if u.Free >= limit && u.Free >= w.failedFree+max(limit, margin) {
 			w.failedFree, w.failedErr = -1, ""
 		} else {
-			return fmt.Errorf("%w: data directory %s has %s free of %s; a write failed for lack of space (%s)",
-				ErrFull, w.dir, FormatBytes(u.Free), FormatBytes(u.Total), w.failedErr)
+			return w.full(u.Free, fmt.Errorf("%w: data directory %s has %s free of %s; a write failed for lack of space (%s)",
+				ErrFull, w.dir, FormatBytes(u.Free), FormatBytes(u.Total), w.failedErr))
 		}
 	}
 	if limit > 0 && (u.Free < limit || w.low && u.Free < limit+margin) {
 		w.low = true
 		if u.Free >= limit {
-			return fmt.Errorf("%w: data directory %s has %s free of %s, fell below the floor of %s (GRIDCRAWL_MIN_FREE_DISK) and waits for %s free",
-				ErrFull, w.dir, FormatBytes(u.Free), FormatBytes(u.Total), FormatBytes(limit), FormatBytes(limit+margin))
+			return w.full(u.Free, fmt.Errorf("%w: data directory %s has %s free of %s, fell below the floor of %s (GRIDCRAWL_MIN_FREE_DISK) and waits for %s free",
+				ErrFull, w.dir, FormatBytes(u.Free), FormatBytes(u.Total), FormatBytes(limit), FormatBytes(limit+margin)))
 		}
-		return fmt.Errorf("%w: data directory %s has %s free of %s, below the floor of %s (GRIDCRAWL_MIN_FREE_DISK)",
-			ErrFull, w.dir, FormatBytes(u.Free), FormatBytes(u.Total), FormatBytes(limit))
+		return w.full(u.Free, fmt.Errorf("%w: data directory %s has %s free of %s, below the floor of %s (GRIDCRAWL_MIN_FREE_DISK)",
+			ErrFull, w.dir, FormatBytes(u.Free), FormatBytes(u.Total), FormatBytes(limit)))
 	}
 	w.low = false
 	return nil

@@ -165,6 +165,32 @@ func TestWatch(t *testing.T) {
 	}
 }
 
+// TestWatchFailureNotedAfterFreeing: a write that failed on the full disk
+// is noted a moment after space was freed (its failure raced the freeing).
+// The disk must not stay full for the space that was freed: once that was
+// the most free space a failed write "saw", and the disk waited for more
+// than the file system has (TestEmbeddedDiskFull/floor stalled so, about
+// one run in six).
+func TestWatchFailureNotedAfterFreeing(t *testing.T) {
+	dir := privateDisk(t)
+	fill := filepath.Join(dir, "fill")
+	if err := os.WriteFile(fill, make([]byte, 7<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w := New(dir, Floor{})
+	w.Note(fmt.Errorf("append: %w", syscall.ENOSPC))
+	if err := w.Full(); err == nil {
+		t.Fatal("Full() = nil after a write failed for lack of space")
+	}
+	if err := os.Remove(fill); err != nil {
+		t.Fatal(err)
+	}
+	w.Note(fmt.Errorf("commit: %w", syscall.ENOSPC)) // failed before the space was freed
+	if err := w.Full(); err != nil {
+		t.Errorf("Full() = %v with 7 MiB freed since the disk was found full", err)
+	}
+}
+
 // TestWatchFloorMargin checks that a disk whose free space fell below the
 // floor stays full until it has the floor and a margin free (an eighth of
 // this 8 MiB file system): a little space given back, as by an object
