@@ -315,6 +315,11 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stdout, "%s  %-10s  total %d  pending %d  indexed %d  redirected %d  failed %d  sitemap %d  retired %d  documents %d%s  %s\n",
 			st.CrawlID, st.State, st.Total, st.Pending, st.Counts[contracts.Indexed], st.Counts[contracts.Redirected],
 			st.Counts[contracts.Failed], st.Counts[contracts.Sitemap], st.Retired, st.Documents, recrawl, strings.Join(st.Profile.StartURLs, " "))
+		// A crawl that ran out of work without indexing anything says why
+		// under its line, as the dashboard's warning card does.
+		if st.Outcome != nil {
+			fmt.Fprintf(stdout, "  %s: %s\n", st.Outcome.Kind, st.Outcome.Summary)
+		}
 	}
 	return nil
 }

@@ -45,6 +45,11 @@ func TestCrawlRefusedAddresses(t *testing.T) {
 			}
 		}
 		id := strings.Fields(stdout)[1]
+		// grid status tells the refused crawl's outcome under its line.
+		if code, out, errOut := runCLI(t.Context(), "status", "--data", dir, id); code != 0 ||
+			!strings.Contains(out, "  "+string(contracts.OutcomeRefused)+": ") || !strings.Contains(out, "GRIDCRAWL_ALLOW_NETS") {
+			t.Errorf("grid status = %d %q %q; want the outcome %q naming GRIDCRAWL_ALLOW_NETS under the crawl's line", code, out, errOut, contracts.OutcomeRefused)
+		}
 		code, out, errOut := runCLI(t.Context(), "urls", "--data", dir, "--failed", "--json", id)
 		if code != 0 || !strings.Contains(out, "GRIDCRAWL_ALLOW_NETS") {
 			t.Errorf("grid urls --failed = %d %q %q; want the refused URLs with a reason naming GRIDCRAWL_ALLOW_NETS", code, out, errOut)
