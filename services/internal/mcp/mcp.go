@@ -25,7 +25,6 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/services/internal/diskspace"
 	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
-	"github.com/gridcrawl/gridcrawl/services/internal/routing"
 )
 
 // Config configures MCP. Every field is an environment variable.
@@ -87,7 +86,6 @@ type Deps struct {
 	Search   search.Index
 	// Assets holds the loaders' frontier reports.
 	Assets assets.Store
-	Group  routing.Grouper
 	// HCF is the store of the Hub Crawl Frontier API (/hcf/).
 	HCF hcf.Store
 	// Shards is the number of loader queue shards; 0 means 1.
