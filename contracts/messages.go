@@ -1,6 +1,9 @@
 package contracts
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Queue names of the grid.
 const (
@@ -55,6 +58,9 @@ type LoaderURL struct {
 	// Group is the crawl host group of URL when it differs from the
 	// contract's.
 	Group string `json:"chg,omitempty"`
+	// Snapshot is the URL's record as the enqueuer wrote it, when its
+	// store has revisions.
+	Snapshot *Snapshot `json:"snapshot,omitempty"`
 }
 
 // GroupOf returns the crawl host group of u within c.
@@ -78,6 +84,18 @@ type LoaderContract struct {
 	Profile *Profile    `json:"profile,omitempty"`
 	Group   string      `json:"chg,omitempty"`
 	URLs    []LoaderURL `json:"urls"`
+}
+
+// Snapshot is a URL's transaction record as the stage that sent a contract
+// wrote (or read) it, with the revision its store gave that version. The
+// stage that receives the contract hands both to its store, so that its
+// checked write of the record is conditioned on the revision it was given
+// instead of one it reads first (the txindex package's Revisions). It is a
+// hint: a stale or missing snapshot costs a read, never a wrong write.
+// Record is the record's JSON; Rev is opaque outside the store.
+type Snapshot struct {
+	Rev    string          `json:"rev"`
+	Record json.RawMessage `json:"record"`
 }
 
 // AssetRef locates one WARC record inside an asset object.
@@ -104,6 +122,9 @@ type CrawlerPage struct {
 	Sitemaps []string `json:"sitemaps,omitempty"`
 	// Truncated reports a body cut by the loader's size limit.
 	Truncated bool `json:"truncated,omitempty"`
+	// Snapshot is the page's record as the loader (or whoever published
+	// the contract) wrote it, when its store has revisions.
+	Snapshot *Snapshot `json:"snapshot,omitempty"`
 }
 
 // CrawlerContract asks a crawler to parse fetched pages of one crawl. It is
@@ -293,4 +314,7 @@ type IndexContract struct {
 	V       int        `json:"v"`
 	CrawlID string     `json:"crawl_id"`
 	Docs    []Document `json:"docs"`
+	// Snapshots are the records of the documents' pages as the crawler
+	// wrote them (to-be-indexed), when its store has revisions.
+	Snapshots []Snapshot `json:"snapshots,omitempty"`
 }

@@ -240,6 +240,7 @@ func TestSchemaMatchesGoFields(t *testing.T) {
 		{"crawler contract", "crawler_contract", nil, contracts.CrawlerContract{}, nil},
 		{"crawler page", "crawler_contract", []string{"$defs", "page"}, contracts.CrawlerPage{}, nil},
 		{"index contract", "index_contract", nil, contracts.IndexContract{}, nil},
+		{"snapshot", "loader_contract", []string{"$defs", "url", "properties", "snapshot"}, contracts.Snapshot{}, nil},
 		{"document", "document", nil, contracts.Document{}, nil},
 		{"asset ref", "document", []string{"$defs", "asset_ref"}, contracts.AssetRef{}, nil},
 		{"create crawl response", "create_crawl_response", nil, contracts.CreateCrawlResponse{}, nil},

@@ -11,7 +11,7 @@ import (
 // time between a process's read of a record and its transition of it
 // (the loader's fetch and segment store, the crawler's parse), during which
 // a busy crawler caches some thousands of records.
-const maxCachedVersions = 1 << 14
+const maxCachedVersions = 1 << 16
 
 // version is a record as one of its versions in the index: the sequence
 // number and primary term Elasticsearch gave that version, and its content.

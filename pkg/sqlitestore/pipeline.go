@@ -311,6 +311,12 @@ func (x *TxIndex) GetMany(ctx context.Context, keys []string) (map[string]txinde
 	return out, nil
 }
 
+// Peek is GetMany: every read of the embedded index is current, and no
+// cheaper.
+func (x *TxIndex) Peek(ctx context.Context, keys []string) (map[string]txindex.Record, error) {
+	return x.GetMany(ctx, keys)
+}
+
 // Counts returns the number of records of crawlID per status; statuses
 // without records are absent.
 func (x *TxIndex) Counts(ctx context.Context, crawlID string) (map[contracts.Status]int64, error) {

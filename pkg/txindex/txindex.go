@@ -20,6 +20,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -343,6 +344,16 @@ type Pipeline interface {
 	// GetMany returns the records that exist among keys, keyed by key; it
 	// may leave History empty.
 	GetMany(ctx context.Context, keys []string) (map[string]Record, error)
+	// Peek returns the records among keys as a read that may lag the
+	// writes shows them: a record written a moment ago may be absent or
+	// an older version. It may leave History empty. It is for reads whose
+	// stale answer a checked write settles (the enqueuer's shortest-path
+	// depth: a stale record can only show a greater depth, and LowerDepth
+	// checks) and that a caller completes with GetMany for the keys Peek
+	// did not find. A store whose every read is current may answer as
+	// GetMany; Elasticsearch answers from its refreshed view, which costs no
+	// refresh where a realtime read of a fresh record does.
+	Peek(ctx context.Context, keys []string) (map[string]Record, error)
 	// Transition applies each transition whose record is in its From status
 	// (and at its IfDepth, when set), by Apply, in order, and reports, per
 	// transition, whether it applied. StatusTime is set to now for applied
@@ -366,6 +377,27 @@ type Pipeline interface {
 	// before, oldest first, of every crawl: the work the recovery sweep
 	// publishes again.
 	Stale(ctx context.Context, before time.Time, limit int) ([]Record, error)
+}
+
+// Revisions is implemented by stores whose checked writes are conditioned
+// on the revision of the record they change (Elasticsearch's sequence
+// number and primary term): such a store reads a record it does not know
+// before it transitions it, and that read is what costs. A stage that
+// transitions a record hands the record as written, with its revision, to
+// the next stage in its contract (contracts.Snapshot), which teaches it to
+// its own store before its transition: the write is then conditioned on a
+// revision the writer was given, not one it read. A snapshot is only ever
+// a guess: if the record changed since, the conditional write fails and
+// the store reads the record and checks again, so a stale or duplicate
+// snapshot costs a read, never a wrong write.
+type Revisions interface {
+	// Known returns the record of key as this process last read or wrote
+	// it, and that version's revision; ok is false when it knows none.
+	Known(key string) (r Record, rev string, ok bool)
+	// Learn tells the store a version of r that another process wrote, at
+	// revision rev. An older version than the one the store knows is
+	// ignored; a malformed rev is an error.
+	Learn(r Record, rev string) error
 }
 
 // Scheduling is what the due check of continuous crawls needs: the settled
@@ -473,4 +505,45 @@ type ReasonRow struct {
 	Reason     string
 	Count      int64
 	SampleURLs []string
+}
+
+// Snapshot returns the record of key as store (a caller's transaction
+// index, or the part of it the caller holds) last wrote or read it, to
+// carry in a contract to the next stage (see Revisions); nil when the
+// store has no revisions or does not know the record. It carries the whole
+// record, History included: the next stage's write replaces the record
+// with the snapshot as its transition changes it.
+func Snapshot(store any, key string) *contracts.Snapshot {
+	rv, ok := store.(Revisions)
+	if !ok {
+		return nil
+	}
+	r, rev, ok := rv.Known(key)
+	if !ok {
+		return nil
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil
+	}
+	return &contracts.Snapshot{Rev: rev, Record: b}
+}
+
+// Learn teaches store (as in Snapshot) the record a contract carries (see
+// Revisions) and returns it; ok is false when s is nil, the store has no
+// revisions, or s is malformed (the caller then reads the record). key is
+// the record the contract is about: a snapshot of another record is not
+// used.
+func Learn(store any, key string, s *contracts.Snapshot) (r Record, ok bool) {
+	rv, has := store.(Revisions)
+	if s == nil || !has {
+		return Record{}, false
+	}
+	if err := json.Unmarshal(s.Record, &r); err != nil || r.Key != key || !r.Status.Valid() {
+		return Record{}, false
+	}
+	if err := rv.Learn(r, s.Rev); err != nil {
+		return Record{}, false
+	}
+	return r, true
 }

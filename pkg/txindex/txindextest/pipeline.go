@@ -884,3 +884,49 @@ func testRecrawlFields(t *testing.T, h Harness[txindex.Pipeline]) {
 		t.Errorf("after LowerDepth: NextDue = %v, want nil", got.NextDue)
 	}
 }
+
+// testPeek checks Peek: it never shows an absent record, and shows every
+// created one, as created, once its lagging view has caught up (within a
+// few seconds; a store whose reads are current shows them at once), also
+// for more keys than fit one request.
+func testPeek(t *testing.T, h Harness[txindex.Pipeline]) {
+	x := h.New(t)
+	crawl := newCrawlID(t)
+	var recs []txindex.Record
+	var keys []string
+	for i := range 1100 {
+		r := rec(crawl, fmt.Sprintf("http://peek.example/%d", i), contracts.ToBeLoaded, time.Now())
+		recs = append(recs, r)
+		keys = append(keys, r.Key, txindex.Key(crawl, fmt.Sprintf("http://absent.example/%d", i)))
+	}
+	mustCreate(t, x, recs...)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, err := x.Peek(t.Context(), keys)
+		if err != nil {
+			t.Fatalf("Peek error: %v", err)
+		}
+		for k, r := range got {
+			if r.Key != k || r.Status != contracts.ToBeLoaded {
+				t.Fatalf("Peek[%q] = record %q in %q, want the record created", k, r.Key, r.Status)
+			}
+		}
+		if len(got) > len(recs) {
+			t.Fatalf("Peek returned %d records of %d keys with %d records", len(got), len(keys), len(recs))
+		}
+		if len(got) == len(recs) {
+			want := map[string]txindex.Record{}
+			for _, r := range recs {
+				want[r.Key] = r
+			}
+			if diff := cmp.Diff(want, got, cmpTime, cmpopts.IgnoreFields(txindex.Record{}, "History")); diff != "" {
+				t.Errorf("Peek (-want +got):\n%s", diff)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Peek shows %d of %d records created 10 s ago", len(got), len(recs))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

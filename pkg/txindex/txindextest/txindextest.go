@@ -72,6 +72,7 @@ func RunPipeline[X txindex.Pipeline](t *testing.T, h Harness[X]) {
 		{"CreateEmpty", testCreateEmpty},
 		{"CreateConcurrentSameKey", testCreateConcurrent},
 		{"GetAndGetMany", testGetMany},
+		{"Peek", testPeek},
 		{"TransitionChecked", testTransitionChecked},
 		{"TransitionSetsOutcome", testTransitionOutcome},
 		{"TransitionRenewsLease", testTransitionRenew},

@@ -56,6 +56,13 @@ const MaxURLsPerContract = 500
 // their URLs ordered by crawl host group, at most MaxURLsPerContract per
 // contract.
 func Loader(crawlID string, p contracts.Profile, recs []txindex.Record) ([]queue.Message, error) {
+	return LoaderWithSnapshots(crawlID, p, recs, nil)
+}
+
+// LoaderWithSnapshots is Loader with each URL carrying snap(its record's
+// key), the record's snapshot for the loader's store (txindex.Snapshot);
+// snap may be nil, and may return nil.
+func LoaderWithSnapshots(crawlID string, p contracts.Profile, recs []txindex.Record, snap func(key string) *contracts.Snapshot) ([]queue.Message, error) {
 	if len(recs) == 0 {
 		return nil, nil
 	}
@@ -68,6 +75,9 @@ func Loader(crawlID string, p contracts.Profile, recs []txindex.Record) ([]queue
 		c := contracts.LoaderContract{V: contracts.Version, CrawlID: crawlID, Profile: inline, Group: recs[0].Group}
 		for _, r := range recs[:n] {
 			u := contracts.LoaderURL{URL: r.URL, Depth: r.Depth, Hops: r.Hops}
+			if snap != nil {
+				u.Snapshot = snap(r.Key)
+			}
 			if r.Group != c.Group {
 				u.Group = r.Group
 			}

@@ -193,6 +193,13 @@ func (c *Crawler) handle(ctx context.Context, d queue.Delivery, k *contracts.Cra
 	if err != nil {
 		return consume.DeadLetter("invalid profile in crawler contract: " + err.Error())
 	}
+	if d.Redelivered() || d.Attempt() > 1 {
+		// Delivered before: its pages may have been parsed since their
+		// snapshots were taken, so their records are read.
+		for i := range k.Pages {
+			k.Pages[i].Snapshot = nil
+		}
+	}
 	if err := c.Process(ctx, *k, *p, scope); err != nil {
 		if ctx.Err() == nil { // shutting down: the delivery goes back to the queue
 			c.log.Warn("process crawler contract", "crawl_id", k.CrawlID, "attempt", d.Attempt(), "err", err)
@@ -228,9 +235,9 @@ func (c *Crawler) Process(ctx context.Context, k contracts.CrawlerContract, prof
 	for i, p := range k.Pages {
 		keys[i] = txindex.Key(k.CrawlID, p.URL)
 	}
-	recs, err := c.deps.Tx.GetMany(ctx, keys)
+	recs, err := c.records(ctx, k, keys)
 	if err != nil {
-		return fmt.Errorf("get records: %w", err)
+		return err
 	}
 	want := contracts.ToBeParsed
 	if k.Reindex {
@@ -279,23 +286,9 @@ func (c *Crawler) Process(ctx context.Context, k contracts.CrawlerContract, prof
 	if len(pages) == 0 {
 		return nil
 	}
-	var docs []contracts.Document
-	for _, p := range pages {
-		if p.doc != nil && !k.Relink {
-			docs = append(docs, *p.doc)
-		}
-	}
-	if len(docs) > 0 {
-		body, err := json.Marshal(contracts.IndexContract{V: contracts.Version, CrawlID: k.CrawlID, Docs: docs})
-		if err != nil {
-			return fmt.Errorf("encode index contract: %w", err)
-		}
-		if err := c.deps.Queue.Publish(ctx, contracts.QueueIndex, queue.Message{Body: body}); err != nil {
-			return fmt.Errorf("publish index contract: %w", err)
-		}
-	}
 	if k.Reindex {
-		return nil
+		// The pages are to-be-indexed already: their documents go again.
+		return c.publishDocs(ctx, k, pages, nil)
 	}
 	var cands []enqueue.Candidate
 	for _, p := range pages {
@@ -324,6 +317,67 @@ func (c *Crawler) Process(ctx context.Context, k contracts.CrawlerContract, prof
 		if ok {
 			c.met.Page(ts[i].To)
 		}
+	}
+	// The documents go to the indexer once their pages are to-be-indexed,
+	// with the records as written, so that the indexer's transition needs
+	// no read. Should this process die before they are published, the
+	// pages are to-be-indexed without a document on its way: the recovery
+	// sweep has them parsed again (a reindex contract).
+	return c.publishDocs(ctx, k, pages, applied)
+}
+
+// records returns the records of k's pages (keys), keyed by key: those
+// whose snapshot the contract carries as the snapshot gave them (the
+// store learns them, see txindex.Revisions), the others read.
+func (c *Crawler) records(ctx context.Context, k contracts.CrawlerContract, keys []string) (map[string]txindex.Record, error) {
+	recs := make(map[string]txindex.Record, len(keys))
+	var read []string
+	for i, p := range k.Pages {
+		if r, ok := txindex.Learn(c.deps.Tx, keys[i], p.Snapshot); ok {
+			recs[keys[i]] = r
+			continue
+		}
+		read = append(read, keys[i])
+	}
+	if len(read) == 0 {
+		return recs, nil
+	}
+	got, err := c.deps.Tx.GetMany(ctx, read)
+	if err != nil {
+		return nil, fmt.Errorf("get records: %w", err)
+	}
+	for key, r := range got {
+		recs[key] = r
+	}
+	return recs, nil
+}
+
+// publishDocs publishes one index contract with the documents of pages
+// whose transition applied (all of them when applied is nil), each with
+// its record's snapshot.
+func (c *Crawler) publishDocs(ctx context.Context, k contracts.CrawlerContract, pages []*parsed, applied []bool) error {
+	if k.Relink {
+		return nil // their documents are indexed already
+	}
+	ic := contracts.IndexContract{V: contracts.Version, CrawlID: k.CrawlID}
+	for i, p := range pages {
+		if p.doc == nil || applied != nil && !applied[i] {
+			continue
+		}
+		ic.Docs = append(ic.Docs, *p.doc)
+		if s := txindex.Snapshot(c.deps.Tx, p.key); s != nil {
+			ic.Snapshots = append(ic.Snapshots, *s)
+		}
+	}
+	if len(ic.Docs) == 0 {
+		return nil
+	}
+	body, err := json.Marshal(ic)
+	if err != nil {
+		return fmt.Errorf("encode index contract: %w", err)
+	}
+	if err := c.deps.Queue.Publish(ctx, contracts.QueueIndex, queue.Message{Body: body}); err != nil {
+		return fmt.Errorf("publish index contract: %w", err)
 	}
 	return nil
 }

@@ -124,9 +124,15 @@ func (f *Enqueuer) Enqueue(ctx context.Context, crawlID string, p contracts.Prof
 		if err != nil {
 			return n, err
 		}
-		publish = append(publish, republish...)
+		// Republished records go without snapshots: the loader reads
+		// them, and skips those fetched meanwhile.
+		if err := f.Publish(ctx, crawlID, p, republish); err != nil {
+			return n, err
+		}
 	}
-	if err := f.Publish(ctx, crawlID, p, publish); err != nil {
+	// New records carry what this process wrote, so that the loader's
+	// store transitions them without reading them first.
+	if err := f.publish(ctx, crawlID, p, publish, f.snapshot); err != nil {
 		return n, err
 	}
 	return n, nil
@@ -141,13 +147,9 @@ func (f *Enqueuer) Enqueue(ctx context.Context, crawlID string, p contracts.Prof
 // so a record read before Create is as good as one read after.)
 func (f *Enqueuer) revisit(ctx context.Context, crawlID string, p contracts.Profile, found []txindex.Record, existing map[string]txindex.Record) ([]txindex.Record, error) {
 	if existing == nil {
-		keys := make([]string, len(found))
-		for i, c := range found {
-			keys[i] = c.Key
-		}
 		var err error
-		if existing, err = f.Tx.GetMany(ctx, keys); err != nil {
-			return nil, fmt.Errorf("get existing records: %w", err)
+		if existing, err = f.peek(ctx, found); err != nil {
+			return nil, err
 		}
 	}
 	var lower []txindex.Lowering
@@ -204,6 +206,43 @@ func (f *Enqueuer) revisit(ctx context.Context, crawlID string, p contracts.Prof
 		}
 	}
 	return republish, nil
+}
+
+// peek reads the records of found, which exist: from the index's lagging
+// view (txindex.Pipeline.Peek), which costs Elasticsearch no refresh, and
+// the few it does not show yet (created a moment ago) with a current read.
+// A record Peek shows older can only be deeper than it is now (depths only
+// decrease), and LowerDepth checks the depth it lowers, so a stale record
+// costs at most a lowering that does not apply. The republish rule of
+// revisit reads a record to-be-loaded with the same referrer: a lagging
+// view may show it to-be-loaded after it was fetched, which republishes a
+// contract the loader then skips.
+func (f *Enqueuer) peek(ctx context.Context, found []txindex.Record) (map[string]txindex.Record, error) {
+	keys := make([]string, len(found))
+	for i, c := range found {
+		keys[i] = c.Key
+	}
+	existing, err := f.Tx.Peek(ctx, keys)
+	if err != nil {
+		return nil, fmt.Errorf("peek existing records: %w", err)
+	}
+	var missing []string
+	for _, k := range keys {
+		if _, ok := existing[k]; !ok {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) == 0 {
+		return existing, nil
+	}
+	fresh, err := f.Tx.GetMany(ctx, missing)
+	if err != nil {
+		return nil, fmt.Errorf("get existing records: %w", err)
+	}
+	for k, r := range fresh {
+		existing[k] = r
+	}
+	return existing, nil
 }
 
 // limit drops candidates beyond the profile's page limits. Limits count
@@ -268,8 +307,14 @@ func (f *Enqueuer) limit(ctx context.Context, crawlID string, p contracts.Profil
 }
 
 // Publish sends loader contracts for records to the loader queue shard of
-// their crawl host group, at most MaxURLsPerContract URLs each.
+// their crawl host group, at most MaxURLsPerContract URLs each. They carry
+// no snapshots: records published again (recovered, resumed, found again)
+// may have changed since they were read, and the loader reads them first.
 func (f *Enqueuer) Publish(ctx context.Context, crawlID string, p contracts.Profile, recs []txindex.Record) error {
+	return f.publish(ctx, crawlID, p, recs, nil)
+}
+
+func (f *Enqueuer) publish(ctx context.Context, crawlID string, p contracts.Profile, recs []txindex.Record, snap func(string) *contracts.Snapshot) error {
 	if len(recs) == 0 {
 		return nil
 	}
@@ -283,7 +328,7 @@ func (f *Enqueuer) Publish(ctx context.Context, crawlID string, p contracts.Prof
 		byShard[i] = append(byShard[i], r)
 	}
 	for i, rs := range byShard {
-		msgs, err := contractmsg.Loader(crawlID, p, rs)
+		msgs, err := contractmsg.LoaderWithSnapshots(crawlID, p, rs, snap)
 		if err != nil {
 			return err
 		}
@@ -295,6 +340,12 @@ func (f *Enqueuer) Publish(ctx context.Context, crawlID string, p contracts.Prof
 		}
 	}
 	return nil
+}
+
+// snapshot is the record of key as this process's store knows it, for
+// the loader's store (see txindex.Revisions).
+func (f *Enqueuer) snapshot(key string) *contracts.Snapshot {
+	return txindex.Snapshot(f.Tx, key)
 }
 
 func (f *Enqueuer) now() time.Time {

@@ -10,6 +10,7 @@ package indexer
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -88,6 +89,22 @@ func (x *Indexer) indexBatch(ctx context.Context, batch []consume.Message[contra
 		p := &pendingIndex{d: m.Delivery, crawlID: k.CrawlID, waiting: make(map[string]string, len(k.Docs)), since: time.Now()}
 		for _, doc := range k.Docs {
 			p.waiting[doc.ID] = ""
+		}
+		// The crawler's snapshots of the pages spare the transition to
+		// indexed a read (txindex.Revisions); a contract delivered before
+		// may carry stale ones, which cost a read all the same.
+		if !m.Delivery.Redelivered() && m.Delivery.Attempt() == 1 {
+			for i := range k.Snapshots {
+				s := &k.Snapshots[i]
+				var r struct {
+					Key string `json:"key"`
+				}
+				if json.Unmarshal(s.Record, &r) == nil {
+					if _, ok := p.waiting[r.Key]; ok {
+						txindex.Learn(x.deps.Tx, r.Key, s)
+					}
+				}
+			}
 		}
 		docs = append(docs, k.Docs...)
 		pend = append(pend, p)

@@ -107,7 +107,13 @@ func (l *Loader) admit(ctx context.Context, t *task) (*url.URL, outcome, bool) {
 	var rec txindex.Record
 	var err error
 	state := l.cancels.State(ctx, t.crawlID)
-	if state != contracts.CrawlCancelled && state != contracts.CrawlPaused {
+	switch {
+	case state == contracts.CrawlCancelled || state == contracts.CrawlPaused:
+	case t.known != nil:
+		// The enqueuer's snapshot: the record as created, unless the store
+		// knows a later version (it then fails the transition and reads).
+		rec = *t.known
+	default:
 		rec, err = l.deps.Tx.Get(ctx, txindex.Key(t.crawlID, t.url))
 	}
 	var u *url.URL

@@ -111,8 +111,16 @@ func (l *Loader) tasks(c *contracts.LoaderContract, p *contracts.Profile, dl *de
 		if g == "" {
 			g = l.group(host)
 		}
-		ts = append(ts, &task{dl: dl, crawlID: c.CrawlID, profile: p, inline: c.Profile, group: g, shard: shard,
-			url: u.URL, host: host, depth: u.Depth, hops: u.Hops})
+		t := &task{dl: dl, crawlID: c.CrawlID, profile: p, inline: c.Profile, group: g, shard: shard,
+			url: u.URL, host: host, depth: u.Depth, hops: u.Hops}
+		// A contract delivered before may have been worked on: its
+		// snapshots may be of records fetched since, so they are read.
+		if !dl.d.Redelivered() && dl.d.Attempt() == 1 {
+			if r, ok := txindex.Learn(l.deps.Tx, txindex.Key(c.CrawlID, u.URL), u.Snapshot); ok {
+				t.known = &r
+			}
+		}
+		ts = append(ts, t)
 	}
 	return ts
 }

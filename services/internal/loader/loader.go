@@ -311,6 +311,7 @@ func New(cfg Config, deps Deps) (*Loader, error) {
 	}
 	l.state = newPolitenessState(deps.Assets, l.shards, log)
 	l.pub = newPublisher(deps.Queue, deps.Handoff, deps.Gate, log, l.settle)
+	l.pub.snapshot = func(key string) *contracts.Snapshot { return txindex.Snapshot(deps.Tx, key) }
 	l.rec = newRecorder(recorderDeps{
 		segments: newSegmentWriter(deps.Assets, segmentConfig{
 			loader: cfg.ID, run: l.run, gzip: cfg.Gzip, bytes: cfg.SegmentBytes, age: cfg.SegmentAge,
@@ -590,6 +591,10 @@ type task struct {
 	// recrawl): what its last fetch stored decides the conditional request
 	// and whether this fetch found the page changed.
 	prev *txindex.Record
+	// known is the record as the contract's snapshot gave it (and the
+	// store learned it), read at admission instead of the store; nil when
+	// the contract carried none or was delivered before.
+	known *txindex.Record
 	// bodyShare is the share of the body budget the fetched body holds,
 	// from its read until the worker has recorded it.
 	bodyShare *bytebudget.Reader

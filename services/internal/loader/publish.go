@@ -8,6 +8,7 @@ import (
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
+	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/services/internal/contractmsg"
 	"github.com/gridcrawl/gridcrawl/services/internal/outage"
 )
@@ -37,6 +38,9 @@ type publisher struct {
 	gate    *outage.Gate
 	log     *slog.Logger
 	settle  settleFunc
+	// snapshot, when set, is the record of a key as the loader's store
+	// knows it, carried to the crawler (txindex.Snapshot).
+	snapshot func(key string) *contracts.Snapshot
 
 	mu      sync.Mutex
 	batches []*batch
@@ -135,7 +139,11 @@ func (p *publisher) publish(ctx context.Context, b *batch) error {
 	var pages crawlerPages
 	for i, res := range rs.moved {
 		if rs.applied[i] && res.status == contracts.ToBeParsed {
-			pages.add(res, res.page)
+			page := res.page
+			if p.snapshot != nil {
+				page.Snapshot = p.snapshot(txindex.Key(res.t.crawlID, res.t.url))
+			}
+			pages.add(res, page)
 			if res.response != nil && !rs.handedOff {
 				p.handoff.Put(res.page.Asset, res.ip, res.response)
 			}

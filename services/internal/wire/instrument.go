@@ -64,11 +64,11 @@ func timed[T any](op metrics.Op, f func() (T, error)) (T, error) {
 // meteredPipeline times the operations of txindex.Pipeline.
 type meteredPipeline struct {
 	p                                                                 txindex.Pipeline
-	create, get, getMany, transition, lower, counts, countHost, stale metrics.Op
+	create, get, getMany, peek, transition, lower, counts, countHost, stale metrics.Op
 }
 
 func newMeteredPipeline(p txindex.Pipeline, op func(string) metrics.Op) *meteredPipeline {
-	return &meteredPipeline{p: p, create: op("create"), get: op("get"), getMany: op("get-many"), transition: op("transition"),
+	return &meteredPipeline{p: p, create: op("create"), get: op("get"), getMany: op("get-many"), peek: op("peek"), transition: op("transition"),
 		lower: op("lower-depth"), counts: op("counts"), countHost: op("count-host"), stale: op("stale")}
 }
 
@@ -86,6 +86,29 @@ func (m *meteredPipeline) Get(ctx context.Context, key string) (txindex.Record, 
 func (m *meteredPipeline) GetMany(ctx context.Context, keys []string) (map[string]txindex.Record, error) {
 	return timed(m.getMany, func() (map[string]txindex.Record, error) { return m.p.GetMany(ctx, keys) })
 }
+
+func (m *meteredPipeline) Peek(ctx context.Context, keys []string) (map[string]txindex.Record, error) {
+	return timed(m.peek, func() (map[string]txindex.Record, error) { return m.p.Peek(ctx, keys) })
+}
+
+// Known and Learn forward txindex.Revisions (not timed: they touch no
+// backend); a store without revisions knows nothing and learns nothing.
+func (m *meteredPipeline) Known(key string) (txindex.Record, string, bool) {
+	if rv, ok := m.p.(txindex.Revisions); ok {
+		return rv.Known(key)
+	}
+	return txindex.Record{}, "", false
+}
+
+func (m *meteredPipeline) Learn(r txindex.Record, rev string) error {
+	if rv, ok := m.p.(txindex.Revisions); ok {
+		return rv.Learn(r, rev)
+	}
+	return errNoRevisions
+}
+
+// errNoRevisions: the wrapped store does not take snapshots.
+var errNoRevisions = errors.New("transaction index without revisions")
 
 func (m *meteredPipeline) Transition(ctx context.Context, ts []txindex.Transition) ([]bool, error) {
 	return timed(m.transition, func() ([]bool, error) { return m.p.Transition(ctx, ts) })

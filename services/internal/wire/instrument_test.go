@@ -70,6 +70,7 @@ func TestMeteredTxTimesEveryOperation(t *testing.T) {
 			return nil
 		}},
 		{"get-many", func() error { _, err := x.GetMany(ctx, []string{r.Key}); return err }},
+		{"peek", func() error { _, err := x.Peek(ctx, []string{r.Key}); return err }},
 		{"transition", func() error {
 			_, err := x.Transition(ctx, []txindex.Transition{{Key: r.Key, From: contracts.ToBeLoaded, To: contracts.Failed}})
 			return err

@@ -1,0 +1,87 @@
+package esindex
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/elastic/go-elasticsearch/v8/esapi"
+
+	"github.com/gridcrawl/gridcrawl/pkg/txindex"
+)
+
+// The txindex.Revisions of TxIndex, and Peek. A record's revision is the
+// sequence number and primary term of its version, "seq:term": the
+// condition of modify's writes. A stage that learns the version another
+// process wrote from its contract transitions the record without the
+// realtime get that would otherwise make the shard refresh.
+
+var _ txindex.Revisions = (*TxIndex)(nil)
+
+// Known returns the version of key this process last read or wrote.
+func (x *TxIndex) Known(key string) (txindex.Record, string, bool) {
+	v, ok := x.cache.get(key)
+	if !ok {
+		return txindex.Record{}, "", false
+	}
+	return v.rec, strconv.FormatInt(v.seqNo, 10) + ":" + strconv.FormatInt(v.primaryTerm, 10), true
+}
+
+// Learn remembers r at revision rev, unless a later version of it is
+// known.
+func (x *TxIndex) Learn(r txindex.Record, rev string) error {
+	seq, term, ok := strings.Cut(rev, ":")
+	s, err1 := strconv.ParseInt(seq, 10, 64)
+	t, err2 := strconv.ParseInt(term, 10, 64)
+	if !ok || err1 != nil || err2 != nil || s < 0 || t < 1 || r.Key == "" {
+		return fmt.Errorf("learn record %q: malformed revision %q", r.Key, rev)
+	}
+	x.cache.put(version{seqNo: s, primaryTerm: t, rec: r})
+	return nil
+}
+
+// Peek returns the records among keys as the last refresh shows them, with
+// an ids search: unlike a realtime get, it never makes the shard refresh.
+// The versions it finds are remembered (a stale one only costs modify a
+// failed condition and a read).
+func (x *TxIndex) Peek(ctx context.Context, keys []string) (map[string]txindex.Record, error) {
+	out := make(map[string]txindex.Record, len(keys))
+	for start := 0; start < len(keys); start += maxMgetIDs {
+		chunk := keys[start:min(start+maxMgetIDs, len(keys))]
+		body, err := json.Marshal(map[string]any{
+			"size":                len(chunk),
+			"track_total_hits":    false,
+			"seq_no_primary_term": true,
+			"query":               map[string]any{"ids": map[string]any{"values": chunk}},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("peek %d records: %w", len(keys), err)
+		}
+		var res struct {
+			Hits struct {
+				Hits []struct {
+					ID          string          `json:"_id"`
+					SeqNo       int64           `json:"_seq_no"`
+					PrimaryTerm int64           `json:"_primary_term"`
+					Source      json.RawMessage `json:"_source"`
+				} `json:"hits"`
+			} `json:"hits"`
+		}
+		req := esapi.SearchRequest{Index: []string{x.c.txIndex}, Body: bytes.NewReader(body)}
+		if err := x.c.do(ctx, req, &res); err != nil {
+			return nil, fmt.Errorf("peek %d records: %w", len(keys), err)
+		}
+		for _, h := range res.Hits.Hits {
+			var r txindex.Record
+			if err := json.Unmarshal(h.Source, &r); err != nil {
+				return nil, fmt.Errorf("peek record %q: decode: %w", h.ID, err)
+			}
+			x.cache.put(version{seqNo: h.SeqNo, primaryTerm: h.PrimaryTerm, rec: r})
+			out[h.ID] = r
+		}
+	}
+	return out, nil
+}
