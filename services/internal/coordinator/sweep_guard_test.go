@@ -1,0 +1,155 @@
+package coordinator
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/fsassets"
+	"github.com/gridcrawl/gridcrawl/pkg/sqlitequeue"
+	"github.com/gridcrawl/gridcrawl/pkg/sqlitestore"
+	"github.com/gridcrawl/gridcrawl/pkg/txindex"
+	"github.com/gridcrawl/gridcrawl/services/internal/routing"
+)
+
+// leaseOverTx is the real embedded transaction index seen an hour later by
+// the recovery sweep: every pending record is past its lease at every
+// sweep, the lease renewal of the sweep before included, without a test
+// that waits for leases to run out.
+type leaseOverTx struct{ txindex.Index }
+
+func (x leaseOverTx) Stale(ctx context.Context, before time.Time, limit int) ([]txindex.Record, error) {
+	return x.Index.Stale(ctx, before.Add(time.Hour), limit)
+}
+
+// TestSweepLeavesPausedCrawlAlone checks that the recovery sweep publishes
+// nothing for a paused crawl: its records in every pending status are past
+// their lease at each of several sweeps, and still the lengths of the
+// loader and crawler queues do not grow, and no record counts an attempt or
+// fails. Once the crawl is resumed the same sweep republishes the work of
+// each record, which shows that the records were the sweep's to take.
+func TestSweepLeavesPausedCrawlAlone(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	tx, err := sqlitestore.OpenTxIndex(filepath.Join(dir, "tx.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Close() })
+	q, err := sqlitequeue.Open(filepath.Join(dir, "queue.db"), sqlitequeue.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { q.Close() })
+	profs, err := sqlitestore.OpenProfiles(filepath.Join(dir, "profiles.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { profs.Close() })
+	srch, err := sqlitestore.OpenSearch(filepath.Join(dir, "search.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srch.Close() })
+	store, err := fsassets.Open(filepath.Join(dir, "assets"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const attempts = 5
+	co := New(Config{RecoveryLease: time.Minute, RecoveryInterval: time.Minute, RecoveryAttempts: attempts},
+		Deps{Queue: q, Tx: leaseOverTx{tx}, Profiles: profs, Search: srch, Assets: store})
+
+	no := false
+	p, err := CheckProfile(contracts.Profile{StartURLs: []string{"http://a.test/load", "http://a.test/parse", "http://a.test/index"}, Sitemaps: &no})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := co.CreateCrawl(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One record in each pending status.
+	moves := map[string][]contracts.Status{
+		"http://a.test/parse": {contracts.ToBeLoaded, contracts.ToBeParsed},
+		"http://a.test/index": {contracts.ToBeLoaded, contracts.ToBeParsed, contracts.ToBeIndexed},
+	}
+	for u, path := range moves {
+		for i := 1; i < len(path); i++ {
+			applied, err := tx.Transition(ctx, []txindex.Transition{{Key: txindex.Key(id, u), From: path[i-1], To: path[i]}})
+			if err != nil || !applied[0] {
+				t.Fatalf("Transition(%s to %s) = %v, %v", u, path[i], applied, err)
+			}
+		}
+	}
+	if err := co.SetPaused(ctx, id, true); err != nil {
+		t.Fatal(err)
+	}
+
+	lengths := func() map[string]int {
+		out := map[string]int{}
+		for _, name := range []string{routing.ShardQueue(0, 1), contracts.QueueCrawler, contracts.QueueIndex} {
+			n, err := q.Len(ctx, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[name] = n
+		}
+		return out
+	}
+	want := map[contracts.Status]bool{contracts.ToBeLoaded: true, contracts.ToBeParsed: true, contracts.ToBeIndexed: true}
+	checkRecords := func(when string) {
+		t.Helper()
+		seen := map[contracts.Status]bool{}
+		for _, u := range p.StartURLs {
+			r, err := tx.Get(ctx, txindex.Key(id, u))
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen[r.Status] = true
+			if r.Attempts != 0 || !want[r.Status] {
+				t.Errorf("%s: record %s = %s attempts %d, want pending with no attempt", when, u, r.Status, r.Attempts)
+			}
+		}
+		if len(seen) != len(want) {
+			t.Errorf("%s: records in %v, want one in each of %v", when, seen, want)
+		}
+	}
+
+	before := lengths()
+	for i := range 3 {
+		n, err := co.Sweep(ctx)
+		if err != nil {
+			t.Fatalf("Sweep %d: %v", i+1, err)
+		}
+		if n != 0 {
+			t.Errorf("Sweep %d of a paused crawl = %d records, want 0", i+1, n)
+		}
+		after := lengths()
+		for name, was := range before {
+			if after[name] != was {
+				t.Errorf("after sweep %d of a paused crawl, %s holds %d messages, want %d as before", i+1, name, after[name], was)
+			}
+		}
+		checkRecords(fmt.Sprintf("paused crawl after sweep %d", i+1))
+	}
+
+	// Resumed, the same records are republished: one loader contract, and
+	// one crawler contract each for the page to parse and the one to index
+	// again.
+	if err := co.SetPaused(ctx, id, false); err != nil {
+		t.Fatal(err)
+	}
+	before = lengths()
+	if n, err := co.Sweep(ctx); err != nil || n != len(p.StartURLs) {
+		t.Fatalf("Sweep of the resumed crawl = %d, %v, want %d records", n, err, len(p.StartURLs))
+	}
+	after := lengths()
+	for name, grow := range map[string]int{routing.ShardQueue(0, 1): 1, contracts.QueueCrawler: 2, contracts.QueueIndex: 0} {
+		if after[name] != before[name]+grow {
+			t.Errorf("after the sweep of the resumed crawl, %s holds %d messages, want %d", name, after[name], before[name]+grow)
+		}
+	}
+}

@@ -1,0 +1,222 @@
+package indexer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/queue"
+	"github.com/gridcrawl/gridcrawl/pkg/search"
+	"github.com/gridcrawl/gridcrawl/pkg/sqlitequeue"
+	"github.com/gridcrawl/gridcrawl/pkg/sqlitestore"
+	"github.com/gridcrawl/gridcrawl/pkg/txindex"
+)
+
+// errSearchDown is the plain failure of the search write in the retry
+// guard: not a search.RefusedError, so nothing says the document is bad.
+var errSearchDown = errors.New("search index unavailable")
+
+// failFirstSearch is the real embedded search index whose first Upsert
+// fails with a plain error, storing nothing.
+type failFirstSearch struct {
+	search.Index
+	calls atomic.Int32
+}
+
+func (f *failFirstSearch) Upsert(ctx context.Context, docs []contracts.Document) error {
+	if f.calls.Add(1) == 1 {
+		return errSearchDown
+	}
+	return f.Index.Upsert(ctx, docs)
+}
+
+// settled is how one delivery was settled. The settle waits, not yet
+// applied, until the test closes proceed: the test looks at the page
+// before a retried contract can be delivered again.
+type settled struct {
+	how     string // "ack", "retry", "postpone" or "dead-letter"
+	attempt int
+	proceed chan struct{}
+}
+
+// spyQueue is the real embedded queue whose deliveries report how they are
+// settled.
+type spyQueue struct {
+	queue.Queue
+	settles chan settled
+}
+
+func (q *spyQueue) Consume(ctx context.Context, name string, opts queue.ConsumeOptions) (<-chan queue.Delivery, error) {
+	in, err := q.Queue.Consume(ctx, name, opts)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan queue.Delivery)
+	go func() {
+		defer close(out)
+		for d := range in {
+			select {
+			case out <- &spyDelivery{Delivery: d, settles: q.settles}:
+			case <-ctx.Done():
+				return // d goes back to the queue with the consumer
+			}
+		}
+	}()
+	return out, nil
+}
+
+type spyDelivery struct {
+	queue.Delivery
+	settles chan settled
+}
+
+func (d *spyDelivery) report(ctx context.Context, how string) {
+	s := settled{how: how, attempt: d.Attempt(), proceed: make(chan struct{})}
+	select {
+	case d.settles <- s:
+		select {
+		case <-s.proceed:
+		case <-ctx.Done():
+		}
+	case <-ctx.Done():
+	}
+}
+
+func (d *spyDelivery) Ack(ctx context.Context) error {
+	d.report(ctx, "ack")
+	return d.Delivery.Ack(ctx)
+}
+
+func (d *spyDelivery) Retry(ctx context.Context, delay time.Duration) error {
+	d.report(ctx, "retry")
+	return d.Delivery.Retry(ctx, delay)
+}
+
+func (d *spyDelivery) Postpone(ctx context.Context, delay time.Duration) error {
+	d.report(ctx, "postpone")
+	return d.Delivery.Postpone(ctx, delay)
+}
+
+func (d *spyDelivery) DeadLetter(ctx context.Context, reason string) error {
+	d.report(ctx, "dead-letter")
+	return d.Delivery.DeadLetter(ctx, reason)
+}
+
+// TestSearchWriteFailureRetriesContract checks that the indexer acks a
+// contract only once its documents are stored: when the search write fails
+// with a plain error (the index is unreachable, not refusing a document),
+// the contract is retried, not acked, and its page stays to-be-indexed;
+// the contract delivered again stores the document, moves the page to
+// indexed, and only then is acked.
+func TestSearchWriteFailureRetriesContract(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	tx, err := sqlitestore.OpenTxIndex(filepath.Join(dir, "tx.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Close() })
+	realSearch, err := sqlitestore.OpenSearch(filepath.Join(dir, "search.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { realSearch.Close() })
+	realQ, err := sqlitequeue.Open(filepath.Join(dir, "queue.db"), sqlitequeue.Options{MaxAttempts: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { realQ.Close() })
+	q := &spyQueue{Queue: realQ, settles: make(chan settled)}
+	srch := &failFirstSearch{Index: realSearch}
+
+	const crawlID = "retry"
+	u := "https://example.com/page"
+	now := time.Now().UTC()
+	doc := contracts.Document{ID: txindex.Key(crawlID, u), CrawlID: crawlID, URL: u, Host: "example.com",
+		Title: []string{"page"}, Text: "the text of the page", ContentType: []string{"text/html"}, HTTPStatus: 200, Size: 100,
+		LoadDate: now, InboundLinks: []string{}, InboundAnchorText: []string{}, OutboundLinks: []string{},
+		OutboundAnchorText: []string{}, Images: []string{}}
+	if _, err := tx.Create(ctx, []txindex.Record{{Key: doc.ID, CrawlID: crawlID, URL: u, Host: doc.Host, Group: doc.Host,
+		Status: contracts.ToBeIndexed, StatusTime: now, CreatedAt: now}}); err != nil {
+		t.Fatal(err)
+	}
+	body, err := json.Marshal(contracts.IndexContract{V: contracts.Version, CrawlID: crawlID, Docs: []contracts.Document{doc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := realQ.Publish(ctx, contracts.QueueIndex, queue.Message{Body: body}); err != nil {
+		t.Fatal(err)
+	}
+
+	x := New(Config{Prefetch: 4, Batch: 4}, Deps{Queue: q, Tx: tx, Search: srch})
+	runCtx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- x.Run(runCtx) }()
+	var once sync.Once
+	shutdown := func() {
+		once.Do(func() {
+			stop()
+			if err := <-done; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		})
+	}
+	t.Cleanup(shutdown)
+	next := func(what string) settled {
+		t.Helper()
+		select {
+		case s := <-q.settles:
+			return s
+		case <-time.After(time.Minute): // a retry is due after seconds; only a hung indexer takes this long
+			t.Fatalf("no settle of the contract %s", what)
+			return settled{}
+		}
+	}
+	page := func() txindex.Record {
+		t.Helper()
+		r, err := tx.Get(ctx, doc.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+
+	first := next("after the failed search write")
+	if r := page(); r.Status != contracts.ToBeIndexed {
+		t.Errorf("page after the failed search write = %s (%q), want %s", r.Status, r.Error, contracts.ToBeIndexed)
+	}
+	if _, err := realSearch.Get(ctx, doc.ID); !errors.Is(err, search.ErrNotFound) {
+		t.Errorf("document after the failed search write: %v, want %v", err, search.ErrNotFound)
+	}
+	close(first.proceed)
+	if first.how != "retry" || first.attempt != 1 {
+		t.Fatalf("first delivery (attempt %d) settled by %s, want retry after the search write failed", first.attempt, first.how)
+	}
+
+	second := next("delivered again")
+	close(second.proceed)
+	if second.how != "ack" || second.attempt != 2 {
+		t.Errorf("second delivery (attempt %d) settled by %s, want ack", second.attempt, second.how)
+	}
+	if r := page(); r.Status != contracts.Indexed {
+		t.Errorf("page after the contract delivered again = %s (%q), want %s", r.Status, r.Error, contracts.Indexed)
+	}
+	if _, err := realSearch.Get(ctx, doc.ID); err != nil {
+		t.Errorf("document after the contract delivered again: %v, want it stored", err)
+	}
+	if n := srch.calls.Load(); n != 2 {
+		t.Errorf("search writes = %d, want 2 (the failed one and the retry)", n)
+	}
+	shutdown() // the ack is applied
+	for _, name := range []string{contracts.QueueIndex, queue.DeadLetterQueue(contracts.QueueIndex)} {
+		if n, err := realQ.Len(ctx, name); err != nil || n != 0 {
+			t.Errorf("Len(%s) = %d, %v, want 0: the contract acked", name, n, err)
+		}
+	}
+}
