@@ -317,11 +317,16 @@ func (x *TxIndex) modify(ctx context.Context, keys []string, fn func(r *txindex.
 }
 
 // Counts returns the number of records of crawlID per status, from a terms
-// aggregation on status.
+// aggregation on status, after a refresh.
 func (x *TxIndex) Counts(ctx context.Context, crawlID string) (map[contracts.Status]int64, error) {
 	if err := x.c.readRefresh(ctx, x.c.txIndex); err != nil {
 		return nil, fmt.Errorf("count records of crawl %q: %w", crawlID, err)
 	}
+	return x.PeekCounts(ctx, crawlID)
+}
+
+// PeekCounts is Counts without the refresh: as of the index's last one.
+func (x *TxIndex) PeekCounts(ctx context.Context, crawlID string) (map[contracts.Status]int64, error) {
 	body, err := json.Marshal(map[string]any{
 		"size":             0,
 		"track_total_hits": false,

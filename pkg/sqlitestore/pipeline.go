@@ -317,6 +317,11 @@ func (x *TxIndex) Peek(ctx context.Context, keys []string) (map[string]txindex.R
 	return x.GetMany(ctx, keys)
 }
 
+// PeekCounts is Counts: every read of the embedded index is current.
+func (x *TxIndex) PeekCounts(ctx context.Context, crawlID string) (map[contracts.Status]int64, error) {
+	return x.Counts(ctx, crawlID)
+}
+
 // Counts returns the number of records of crawlID per status; statuses
 // without records are absent.
 func (x *TxIndex) Counts(ctx context.Context, crawlID string) (map[contracts.Status]int64, error) {

@@ -369,6 +369,12 @@ type Pipeline interface {
 	// Counts returns the number of records of crawlID per status: a crawl
 	// is finished when none is pending.
 	Counts(ctx context.Context, crawlID string) (map[contracts.Status]int64, error)
+	// PeekCounts is Counts as the lagging view of Peek shows the records.
+	// It is for a check that runs often and only acts on a crawl out of
+	// work, which it then confirms with Counts: a store whose reads are
+	// current may answer as Counts; Elasticsearch answers without the
+	// refresh that Counts makes.
+	PeekCounts(ctx context.Context, crawlID string) (map[contracts.Status]int64, error)
 	// CountHost returns the number of records of crawlID whose host is host
 	// (the crawler's per-host page limit).
 	CountHost(ctx context.Context, crawlID, host string) (int64, error)

@@ -108,11 +108,18 @@ func (co *Coordinator) Status(ctx context.Context, id string) (contracts.CrawlSt
 }
 
 func (co *Coordinator) status(ctx context.Context, c profiles.Crawl) (contracts.CrawlStatus, error) {
-	counts, err := co.deps.Tx.Counts(ctx, c.ID)
+	// While a crawl runs its counts move anyway: they are read as of the
+	// index's last refresh, so that a dashboard polling a large crawl costs
+	// the index no refreshes. Any other state is counted exactly.
+	count, countDocs := co.deps.Tx.Counts, co.deps.Search.Count
+	if c.State == contracts.CrawlRunning {
+		count, countDocs = co.deps.Tx.PeekCounts, co.deps.Search.PeekCount
+	}
+	counts, err := count(ctx, c.ID)
 	if err != nil {
 		return contracts.CrawlStatus{}, fmt.Errorf("count records: %w", err)
 	}
-	docs, err := co.deps.Search.Count(ctx, c.ID)
+	docs, err := countDocs(ctx, c.ID)
 	if err != nil {
 		return contracts.CrawlStatus{}, fmt.Errorf("count documents: %w", err)
 	}

@@ -181,8 +181,19 @@ func (co *Coordinator) checkFinished(ctx context.Context, c profiles.Crawl) (boo
 		return false, nil
 	}
 	defer mu.Unlock()
-	counts, err := co.deps.Tx.Counts(ctx, c.ID)
+	// The lagging count first: a crawl at work (nearly every check, the
+	// indexer nudges one per batch) costs the index no refresh. A crawl
+	// whose last pages the lagging view does not show yet is seen out of
+	// work by a later check (FinishCheckInterval). Out of work is only
+	// ever decided on the exact count.
+	counts, err := co.deps.Tx.PeekCounts(ctx, c.ID)
 	if err != nil {
+		return false, fmt.Errorf("count records of crawl %s: %w", c.ID, err)
+	}
+	if !OutOfWork(counts) {
+		return false, nil
+	}
+	if counts, err = co.deps.Tx.Counts(ctx, c.ID); err != nil {
 		return false, fmt.Errorf("count records of crawl %s: %w", c.ID, err)
 	}
 	if !OutOfWork(counts) {

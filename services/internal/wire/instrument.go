@@ -64,12 +64,12 @@ func timed[T any](op metrics.Op, f func() (T, error)) (T, error) {
 // meteredPipeline times the operations of txindex.Pipeline.
 type meteredPipeline struct {
 	p                                                                 txindex.Pipeline
-	create, get, getMany, peek, transition, lower, counts, countHost, stale metrics.Op
+	create, get, getMany, peek, transition, lower, counts, peekCounts, countHost, stale metrics.Op
 }
 
 func newMeteredPipeline(p txindex.Pipeline, op func(string) metrics.Op) *meteredPipeline {
 	return &meteredPipeline{p: p, create: op("create"), get: op("get"), getMany: op("get-many"), peek: op("peek"), transition: op("transition"),
-		lower: op("lower-depth"), counts: op("counts"), countHost: op("count-host"), stale: op("stale")}
+		lower: op("lower-depth"), counts: op("counts"), peekCounts: op("peek-counts"), countHost: op("count-host"), stale: op("stale")}
 }
 
 func (m *meteredPipeline) Create(ctx context.Context, recs []txindex.Record) ([]bool, error) {
@@ -116,6 +116,10 @@ func (m *meteredPipeline) Transition(ctx context.Context, ts []txindex.Transitio
 
 func (m *meteredPipeline) LowerDepth(ctx context.Context, ls []txindex.Lowering) (map[string]txindex.Lowered, error) {
 	return timed(m.lower, func() (map[string]txindex.Lowered, error) { return m.p.LowerDepth(ctx, ls) })
+}
+
+func (m *meteredPipeline) PeekCounts(ctx context.Context, crawlID string) (map[contracts.Status]int64, error) {
+	return timed(m.peekCounts, func() (map[contracts.Status]int64, error) { return m.p.PeekCounts(ctx, crawlID) })
 }
 
 func (m *meteredPipeline) Counts(ctx context.Context, crawlID string) (map[contracts.Status]int64, error) {

@@ -77,6 +77,7 @@ func TestMeteredTxTimesEveryOperation(t *testing.T) {
 		}},
 		{"lower-depth", func() error { _, err := x.LowerDepth(ctx, []txindex.Lowering{{Key: r.Key}}); return err }},
 		{"counts", func() error { _, err := x.Counts(ctx, "c"); return err }},
+		{"peek-counts", func() error { _, err := x.PeekCounts(ctx, "c"); return err }},
 		{"count-host", func() error { _, err := x.CountHost(ctx, "c", "a.example"); return err }},
 		{"stale", func() error { _, err := x.Stale(ctx, now, 10); return err }},
 		{"due", func() error { _, err := x.Due(ctx, "c", now, 10); return err }},
