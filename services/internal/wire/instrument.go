@@ -63,7 +63,7 @@ func timed[T any](op metrics.Op, f func() (T, error)) (T, error) {
 
 // meteredPipeline times the operations of txindex.Pipeline.
 type meteredPipeline struct {
-	p                                                                 txindex.Pipeline
+	p                                                                                   txindex.Pipeline
 	create, get, getMany, peek, transition, lower, counts, peekCounts, countHost, stale metrics.Op
 }
 
