@@ -35,6 +35,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -173,6 +174,7 @@ func run(hosts, pages, links, cross, pageBytes, depth, delay int, latency time.D
 	fmt.Printf("politeness bound hosts/(delay+latency) = %.0f pages/s; achieved %.1f%% of it\n", bound, 100*rate/bound)
 	fmt.Printf("grid cpu %.2fs  cpu-ms/page %.3f  peak rss %d MiB\n", cpu, 1000*cpu/float64(fetched), ru.Maxrss/1024)
 	fmt.Printf("web server cpu %.2fs (same machine, not counted above)\n", webCPU)
+	g.ops.print(fetched, ru)
 	return nil
 }
 
@@ -182,6 +184,74 @@ type gridRun struct {
 	wall   time.Duration
 	rusage *syscall.Rusage
 	stored map[string]int64 // bytes of the data directory when the crawl ended, by part
+	ops    ops              // the grid's backend operations and queue messages
+}
+
+// ops counts what the grid asked of its backends in a run, from the
+// metrics it wrote when it stopped (GRIDCRAWL_METRICS_DUMP): calls per
+// backend and operation, and messages published per queue.
+type ops struct {
+	calls     map[string]int64 // "backend operation"
+	published map[string]int64 // by queue
+}
+
+// parseOps reads the counts of ops from a Prometheus text dump.
+func parseOps(b []byte) ops {
+	o := ops{calls: map[string]int64{}, published: map[string]int64{}}
+	label := func(line, name string) string {
+		_, v, ok := strings.Cut(line, name+`="`)
+		if !ok {
+			return ""
+		}
+		v, _, _ = strings.Cut(v, `"`)
+		return v
+	}
+	for line := range strings.Lines(string(b)) {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			continue
+		}
+		n, err := strconv.ParseFloat(f[1], 64)
+		if err != nil {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(line, "gridcrawl_backend_operation_duration_seconds_count{"):
+			o.calls[label(line, "backend")+" "+label(line, "operation")] += int64(n)
+		case strings.HasPrefix(line, "gridcrawl_queue_published_total{"):
+			o.published[label(line, "queue")] += int64(n)
+		}
+	}
+	return o
+}
+
+// print writes the counts per page, and the bytes written to disk
+// (rusage's block output), on one line each.
+func (o ops) print(pages int64, ru *syscall.Rusage) {
+	if pages <= 0 {
+		return
+	}
+	per := func(m map[string]int64) string {
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var b strings.Builder
+		for _, k := range keys {
+			if m[k] > 0 {
+				fmt.Fprintf(&b, "  %s %.3f", k, float64(m[k])/float64(pages))
+			}
+		}
+		return b.String()
+	}
+	if len(o.calls) > 0 {
+		fmt.Printf("backend calls per page:%s\n", per(o.calls))
+		fmt.Printf("queue messages published per page:%s\n", per(o.published))
+	}
+	if ru != nil {
+		fmt.Printf("bytes written to disk per page: %.0f (block output of the grid process)\n", float64(ru.Oublock)*512/float64(pages))
+	}
 }
 
 // fetched returns the pages the grid fetched by its own count.
@@ -217,8 +287,10 @@ func gridCrawlWatched(starts []string, resolve string, depth, delay int, gridBin
 	args := []string{"crawl", "--json", "--data", filepath.Join(data, "grid"), "--depth", strconv.Itoa(depth),
 		"--min-delay-ms", strconv.Itoa(delay), "--urls-file", urlsFile}
 	cmd := exec.Command(gridBin, args...)
+	dump := filepath.Join(data, "metrics.txt")
 	cmd.Env = append(os.Environ(), "GRIDCRAWL_ALLOW_NETS=127.0.0.0/8", "GRIDCRAWL_RESOLVE="+resolve,
-		"GRIDCRAWL_AMQP_URL=", "GRIDCRAWL_ES_URL=", "GRIDCRAWL_S3_ENDPOINT=") // the embedded grid
+		"GRIDCRAWL_AMQP_URL=", "GRIDCRAWL_ES_URL=", "GRIDCRAWL_S3_ENDPOINT=", // the embedded grid
+		"GRIDCRAWL_METRICS_DUMP="+dump)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, os.Stderr
 	start := time.Now()
@@ -248,6 +320,9 @@ func gridCrawlWatched(starts []string, resolve string, depth, delay int, gridBin
 	g := gridRun{wall: time.Since(start), rusage: cmd.ProcessState.SysUsage().(*syscall.Rusage)}
 	if g.stored, err = dataBytes(filepath.Join(data, "grid")); err != nil {
 		return gridRun{}, err
+	}
+	if b, err := os.ReadFile(dump); err == nil {
+		g.ops = parseOps(b)
 	}
 	sc := bufio.NewScanner(&out)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)

@@ -18,12 +18,16 @@
 package metrics
 
 import (
+	"bytes"
+	"fmt"
 	"net/http"
+	"os"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/expfmt"
 )
 
 // Registry holds the metrics of one process. A nil *Registry is valid: its
@@ -174,3 +178,22 @@ var (
 	// delayBuckets span no delay to the longest Crawl-delay honoured by default.
 	delayBuckets = []float64{0, .01, .05, .1, .25, .5, 1, 2, 5, 10, 30, 60, 300}
 )
+
+// WriteFile writes every metric of r to the file name in Prometheus' text
+// exposition format, replacing it.
+func (r *Registry) WriteFile(name string) error {
+	fams, err := r.Gatherer().Gather()
+	if err != nil {
+		return fmt.Errorf("gather metrics: %w", err)
+	}
+	var b bytes.Buffer
+	for _, f := range fams {
+		if _, err := expfmt.MetricFamilyToText(&b, f); err != nil {
+			return fmt.Errorf("encode metrics: %w", err)
+		}
+	}
+	if err := os.WriteFile(name, b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("write metrics: %w", err)
+	}
+	return nil
+}
