@@ -346,7 +346,9 @@ type Pipeline interface {
 	GetMany(ctx context.Context, keys []string) (map[string]Record, error)
 	// Peek returns the records among keys as a read that may lag the
 	// writes shows them: a record written a moment ago may be absent or
-	// an older version. It may leave History empty. It is for reads whose
+	// an older version. It fills Key, CrawlID, URL, Host, Group, Depth,
+	// Hops, Referrer and Status, and may leave the other fields empty.
+	// It is for reads whose
 	// stale answer a checked write settles (the enqueuer's shortest-path
 	// depth: a stale record can only show a greater depth, and LowerDepth
 	// checks) and that a caller completes with GetMany for the keys Peek
@@ -539,13 +541,13 @@ func Snapshot(store any, key string) *contracts.Snapshot {
 // Revisions) and returns it; ok is false when s is nil, the store has no
 // revisions, or s is malformed (the caller then reads the record). key is
 // the record the contract is about: a snapshot of another record is not
-// used.
+// used ("": any record, which the caller checks).
 func Learn(store any, key string, s *contracts.Snapshot) (r Record, ok bool) {
 	rv, has := store.(Revisions)
 	if s == nil || !has {
 		return Record{}, false
 	}
-	if err := json.Unmarshal(s.Record, &r); err != nil || r.Key != key || !r.Status.Valid() {
+	if err := json.Unmarshal(s.Record, &r); err != nil || key != "" && r.Key != key || r.Key == "" || !r.Status.Valid() {
 		return Record{}, false
 	}
 	if err := rv.Learn(r, s.Rev); err != nil {

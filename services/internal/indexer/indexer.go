@@ -10,7 +10,6 @@ package indexer
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -95,15 +94,9 @@ func (x *Indexer) indexBatch(ctx context.Context, batch []consume.Message[contra
 		// may carry stale ones, which cost a read all the same.
 		if !m.Delivery.Redelivered() && m.Delivery.Attempt() == 1 {
 			for i := range k.Snapshots {
-				s := &k.Snapshots[i]
-				var r struct {
-					Key string `json:"key"`
-				}
-				if json.Unmarshal(s.Record, &r) == nil {
-					if _, ok := p.waiting[r.Key]; ok {
-						txindex.Learn(x.deps.Tx, r.Key, s)
-					}
-				}
+				// A snapshot of a page the contract has no document of is
+				// learned all the same: a guess like any other.
+				txindex.Learn(x.deps.Tx, "", &k.Snapshots[i])
 			}
 		}
 		docs = append(docs, k.Docs...)

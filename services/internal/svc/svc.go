@@ -9,6 +9,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"runtime/pprof"
 	"sync"
 
 	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
@@ -25,6 +27,11 @@ type Common struct {
 	// (/metrics, /healthz, /readyz, no token); empty: none. MCP also serves
 	// them on its API listener.
 	MetricsListen string `env:"GRIDCRAWL_METRICS_LISTEN"`
+	// CPUProfile names a file to write a CPU profile of the whole run to,
+	// suffixed with the service's name and process id (go tool pprof reads
+	// it); empty: none. The benchmark's grid mode profiles each process
+	// with it.
+	CPUProfile string `env:"GRIDCRAWL_CPU_PROFILE"`
 }
 
 // Runner is a service built on opened backends.
@@ -55,6 +62,14 @@ func Main(ctx context.Context, name string, stderr io.Writer, cfg any, common fu
 	}
 	if c.Backends.AMQPConnectionName == "" {
 		c.Backends.AMQPConnectionName = "gridcrawl-" + name
+	}
+	if c.CPUProfile != "" {
+		stop, err := startCPUProfile(fmt.Sprintf("%s.%s.%d", c.CPUProfile, name, os.Getpid()))
+		if err != nil {
+			log.Error("invalid configuration", "err", err)
+			return 2
+		}
+		defer stop()
 	}
 	set, err := wire.Open(ctx, c.Backends, log)
 	if err != nil {
@@ -124,4 +139,17 @@ func (t together) Run(ctx context.Context) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// startCPUProfile starts a CPU profile written to name; stop ends it.
+func startCPUProfile(name string) (stop func(), err error) {
+	f, err := os.Create(name)
+	if err != nil {
+		return nil, fmt.Errorf("GRIDCRAWL_CPU_PROFILE: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("GRIDCRAWL_CPU_PROFILE: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
