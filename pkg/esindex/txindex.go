@@ -101,9 +101,10 @@ func (x *TxIndex) Close() error { return nil }
 //
 // The refresh makes every acknowledged write visible, so the count is exact.
 // Without it the count may lag behind by up to index.refresh_interval, but
-// it is never 0 early: the index has one shard, a refresh exposes a prefix
-// of its writes, and gridcrawl writes the new records a page discovers
-// before the page leaves to-be-parsed.
+// once a refresh shows any record of the crawl it is never 0 early: the
+// index has one shard, a refresh exposes a prefix of its writes, and
+// gridcrawl writes the new records a page discovers before the page leaves
+// to-be-parsed. (Before that first refresh it counts nothing at all.)
 func TerminationQuery(crawlID string) string {
 	b, err := json.Marshal(map[string]any{"query": map[string]any{"bool": map[string]any{"filter": []any{
 		term("crawl_id", crawlID),

@@ -214,7 +214,20 @@ func (c *gridCluster) do(method, path string, body, out any) int {
 // esPendingCount runs the plain termination query of README.md.
 func esPendingCount(t *testing.T, esURL, prefix, crawlID string) int64 {
 	t.Helper()
-	q := fmt.Sprintf(`{"query":{"bool":{"filter":[{"term":{"crawl_id":%q}},{"terms":{"status":["to-be-loaded","to-be-parsed","to-be-indexed"]}}]}}}`, crawlID)
+	return esCount(t, esURL, prefix, fmt.Sprintf(`{"query":{"bool":{"filter":[{"term":{"crawl_id":%q}},{"terms":{"status":["to-be-loaded","to-be-parsed","to-be-indexed"]}}]}}}`, crawlID))
+}
+
+// esRecordCount is the number of records of crawlID the transaction index
+// shows without a refresh.
+func esRecordCount(t *testing.T, esURL, prefix, crawlID string) int64 {
+	t.Helper()
+	return esCount(t, esURL, prefix, fmt.Sprintf(`{"query":{"term":{"crawl_id":%q}}}`, crawlID))
+}
+
+// esCount runs the _count query q on the transaction index, without a
+// refresh.
+func esCount(t *testing.T, esURL, prefix, q string) int64 {
+	t.Helper()
 	resp, err := http.Post(esURL+"/"+prefix+"-transactions/_count", "application/json", strings.NewReader(q))
 	if err != nil {
 		t.Fatalf("es _count: %v", err)
@@ -319,6 +332,9 @@ func TestGridModeEndToEnd(t *testing.T) {
 	for {
 		c.do(http.MethodGet, "/api/v1/crawls/"+created.CrawlID, nil, &st)
 		pending := esPendingCount(t, esURL, prefix, created.CrawlID)
+		// Until a refresh shows the crawl's first records, there is
+		// nothing to count: zero pending means something only then.
+		seen := esRecordCount(t, esURL, prefix, created.CrawlID) > 0
 		if st.Documents < st.Counts[contracts.Indexed] {
 			t.Fatalf("%d indexed but %d documents", st.Counts[contracts.Indexed], st.Documents)
 		}
@@ -328,7 +344,7 @@ func TestGridModeEndToEnd(t *testing.T) {
 			}
 			break
 		}
-		if pending == 0 {
+		if pending == 0 && seen {
 			// Zero pending is final: MCP's finish check (nudged by the
 			// indexer) marks the crawl finished, and nothing becomes pending
 			// again meanwhile.

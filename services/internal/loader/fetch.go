@@ -109,9 +109,11 @@ func (l *Loader) admit(ctx context.Context, t *task) (*url.URL, outcome, bool) {
 	state := l.cancels.State(ctx, t.crawlID)
 	switch {
 	case state == contracts.CrawlCancelled || state == contracts.CrawlPaused:
-	case t.known != nil:
-		// The enqueuer's snapshot: the record as created, unless the store
-		// knows a later version (it then fails the transition and reads).
+	case t.known != nil && time.Since(t.known.StatusTime) < l.cfg.RecoveryLease/2:
+		// The enqueuer's snapshot: the record as created, too young for
+		// the recovery sweep to have published it again (see
+		// Config.RecoveryLease). A later version fails the transition,
+		// which then reads the record.
 		rec = *t.known
 	default:
 		rec, err = l.deps.Tx.Get(ctx, txindex.Key(t.crawlID, t.url))

@@ -91,6 +91,12 @@ type Config struct {
 	Workers      int    `env:"GRIDCRAWL_LOADER_WORKERS" envDefault:"32"`
 	Prefetch     int    `env:"GRIDCRAWL_LOADER_PREFETCH" envDefault:"2048"`
 	MaxBodyBytes int64  `env:"GRIDCRAWL_MAX_BODY_BYTES" envDefault:"8388608"`
+	// RecoveryLease is the coordinator's (the same variable): a URL whose
+	// record has waited that long may have been published again by the
+	// recovery sweep, and a copy of it fetched already, so the loader
+	// trusts a contract's record snapshot only while it is younger than
+	// half of it, and reads the record otherwise.
+	RecoveryLease time.Duration `env:"GRIDCRAWL_RECOVERY_LEASE" envDefault:"10m"`
 	// BodyBudget bounds the page body bytes the workers hold together
 	// beyond the first 256 KiB of each body, from the read until the body
 	// is in the WARC segment, counting the room allocated ahead of the
