@@ -657,7 +657,7 @@ function pageCrawl(main, [id]) {
       logKey = key;
     }
     lastState = c.state;
-    if (!side) side = background(c).finally(() => { side = null; });
+    if (!side) side = background(c).catch((e) => console.error(e)).finally(() => { side = null; });
   };
   // background reads the timeline and, every 5 s while the crawl works
   // (30 s else, and at once when its state changed), the reports, all at
@@ -770,7 +770,7 @@ function crawlLog(id, sync) {
   const more = h("button", { class: "btn small", hidden: true }, "Next page");
   const top = h("button", { class: "btn small", hidden: true }, "First page");
   const el = h("div", { class: "card", id: "crawl-log" }, h("div", { class: "head" }, h("h2", {}, "Crawl log"), h("span", { class: "spacer" }),
-    h("form", { class: "row", onsubmit: (ev) => { ev.preventDefault(); choose(""); } }, statusSel, hostIn, reasonIn, h("button", { class: "btn small", type: "submit" }, "Filter"))),
+    h("form", { class: "row", onsubmit: (ev) => { ev.preventDefault(); filter(); } }, statusSel, hostIn, reasonIn, h("button", { class: "btn small", type: "submit" }, "Filter"))),
   body, h("div", { class: "pager" }, top, more));
   // shown is the filter and page the user chose (the inputs may hold
   // values typed since, not yet applied); next is the cursor after it.
@@ -809,16 +809,17 @@ function crawlLog(id, sync) {
           h("td", { class: "wrap" + (u.status === "failed" && u.reason !== EXCLUDED ? " err" : " muted") }, u.reason || ""), h("td", {}, when(u.status_time)))), "No URL matches."));
     };
   }
-  // choose applies the filter in the inputs at page cursor (the user's
-  // choice), then draws it with a status read after it.
-  async function choose(cursor) {
-    shown = { status: statusSel.value, host: hostIn.value.trim(), reason: reasonIn.value.trim(), cursor };
+  // choose shows what the user chose, the filter in the inputs or another
+  // page of the filter shown, and draws it with a status read after it.
+  async function choose(want) {
+    shown = want;
     const draw = await read();
     await sync().catch(() => {});
     draw();
   }
-  more.addEventListener("click", () => choose(next));
-  top.addEventListener("click", () => choose(""));
+  const filter = () => choose({ status: statusSel.value, host: hostIn.value.trim(), reason: reasonIn.value.trim(), cursor: "" });
+  more.addEventListener("click", () => choose(Object.assign({}, shown, { cursor: next })));
+  top.addEventListener("click", () => choose(Object.assign({}, shown, { cursor: "" })));
   return {
     el,
     read,
@@ -830,7 +831,7 @@ function crawlLog(id, sync) {
       statusSel.value = f.status || "";
       hostIn.value = f.host || "";
       reasonIn.value = f.reason || "";
-      choose("");
+      filter();
       el.scrollIntoView({ behavior: "smooth" });
     },
   };
