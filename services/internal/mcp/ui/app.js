@@ -585,7 +585,7 @@ function pageCrawl(main, [id]) {
   const statusCodes = h("div", { id: "status-codes" });
   const info = h("div");
   const recrawlBox = h("div");
-  const log = crawlLog(id);
+  const log = crawlLog(id, () => status());
   main.append(head, recrawlBox, tileBox, barBox,
     h("div", { class: "grid2" },
       h("div", { class: "card" }, h("h2", {}, "Pages per second"), rateChart),
@@ -597,10 +597,19 @@ function pageCrawl(main, [id]) {
       h("div", { class: "card" }, h("h2", {}, "HTTP status codes"), statusCodes)),
     log.el,
     h("div", { class: "card" }, h("h2", {}, "Profile"), info));
-  let lastState = null;
+  let lastState = null; // the state of the status drawn last
+  let reportsState = null; // the state the reports were read at
   let reportsAt = 0;
   let stop;
-  const refresh = async () => {
+  let side = null; // the timeline and reports in flight: one round at most
+  let logKey = null; // the counts and state the crawl log was read at
+  let asked = 0; // status requests made
+  let drawn = 0; // the newest status request drawn
+  // status reads the crawl's status and draws it (head, outcome, tiles,
+  // bar, profile) unless a status asked for later was drawn already: the
+  // tiles never go back to an older moment than the log drawn with them.
+  const status = async () => {
+    const seq = ++asked;
     let c;
     try {
       c = await api("GET", crawlPath(id));
@@ -608,10 +617,12 @@ function pageCrawl(main, [id]) {
       if (e.status === 404) {
         head.replaceChildren(h("h1", {}, "No crawl " + id), h("a", { href: "#/" }, "Back to the crawls"));
         stop();
-        return;
+        return null;
       }
       throw e;
     }
+    if (seq < drawn) return c;
+    drawn = seq;
     const name = (c.profile && c.profile.name) || c.crawl_id;
     const dur = ((c.finished_at ? new Date(c.finished_at) : new Date()) - new Date(c.created_at));
     head.replaceChildren(h("h1", {}, name), h("span", { id: "state" }, stateBadge(c)),
@@ -624,12 +635,41 @@ function pageCrawl(main, [id]) {
     if (lastState !== c.state || info.childElementCount === 0) {
       info.replaceChildren(profileView(c));
     }
-    const tl = await api("GET", crawlPath(id) + "/timeline").catch(() => null);
-    drawTimeline(tl, rateChart, statusChart, (c.excluded || 0) > 0);
-    const running = working(c);
-    if (lastState !== c.state || running && Date.now() - reportsAt > 5000 || Date.now() - reportsAt > 30000) {
+    return c;
+  };
+  // refresh draws the status as soon as it answers. The log's first page
+  // is read after it when the counts or the state changed, and drawn in
+  // one go with a status read after the log: with counts that only grow,
+  // the tiles then show at least every final URL the log lists. The
+  // timeline and the reports follow in the background: a slow report
+  // never holds the next poll, and a new round starts only once the last
+  // one ended.
+  const refresh = async () => {
+    let c = await status();
+    if (!c) return;
+    const key = JSON.stringify([c.state, c.total, shownCounts(c)]);
+    if (key !== logKey && log.follows(c.state !== lastState || logKey === null)) {
+      const drawLog = await log.read();
+      const after = await status();
+      if (!after) return;
+      c = after;
+      drawLog();
+      logKey = key;
+    }
+    lastState = c.state;
+    if (!side) side = background(c).catch((e) => console.error(e)).finally(() => { side = null; });
+  };
+  // background reads the timeline and, every 5 s while the crawl works
+  // (30 s else, and at once when its state changed), the reports, all at
+  // once.
+  const background = async (c) => {
+    const timeline = api("GET", crawlPath(id) + "/timeline").catch(() => null)
+      .then((tl) => drawTimeline(tl, rateChart, statusChart, (c.excluded || 0) > 0));
+    if (reportsState !== c.state || working(c) && Date.now() - reportsAt > 5000 || Date.now() - reportsAt > 30000) {
+      reportsState = c.state;
       reportsAt = Date.now();
       await Promise.all([
+        timeline,
         report(id, "failure-reasons", reasons, (rows) => [table([["Reason"], ["URLs", "num"], ["Sample URLs"]], rows.filter((r) => r.reason !== EXCLUDED).map((r) =>
           h("tr", {}, h("td", { class: "wrap" }, h("a", { href: "#/crawl/" + enc(id) + "?status=failed&reason=" + enc(r.reason), onclick: (ev) => { ev.preventDefault(); log.show({ status: "failed", reason: r.reason }); } }, r.reason || "(no reason)")),
             h("td", { class: "num" }, num(r.count)),
@@ -646,9 +686,8 @@ function pageCrawl(main, [id]) {
         report(id, "status-codes", statusCodes, (rows) => table([["Status"], ["URLs", "num"]],
           rows.map((r) => h("tr", {}, h("td", { class: "mono" }, r.status_code === 0 || r.status_code === null ? "no response" : String(r.status_code)), h("td", { class: "num" }, num(r.count)))))),
       ]);
-      if (lastState !== c.state) log.reload();
     }
-    lastState = c.state;
+    await timeline;
   };
   stop = every(refresh, POLL_MS);
 }
@@ -719,48 +758,80 @@ function drawTimeline(tl, rateBox, statusBox, excluded) {
 }
 
 // crawlLog is the crawl's URL list, filterable by status, reason and host,
-// paged by the API's cursor.
-function crawlLog(id) {
+// paged by the API's cursor. It loads nothing by itself: the crawl page
+// reads its first page between two statuses (read) so that the tiles and
+// the log show one moment, and the user's own filters and pages go through
+// sync, which draws a fresh status with them for the same reason.
+function crawlLog(id, sync) {
   const statusSel = select([["", "any status"], ...STATUSES.map((s) => [s, s])], "");
   const hostIn = h("input", { type: "text", placeholder: "host" });
   const reasonIn = h("input", { type: "text", placeholder: "reason" });
-  const body = h("div");
+  const body = h("div", {}, h("p", { class: "muted" }, "Loading…"));
   const more = h("button", { class: "btn small", hidden: true }, "Next page");
   const top = h("button", { class: "btn small", hidden: true }, "First page");
   const el = h("div", { class: "card", id: "crawl-log" }, h("div", { class: "head" }, h("h2", {}, "Crawl log"), h("span", { class: "spacer" }),
-    h("form", { class: "row", onsubmit: (ev) => { ev.preventDefault(); load(""); } }, statusSel, hostIn, reasonIn, h("button", { class: "btn small", type: "submit" }, "Filter"))),
+    h("form", { class: "row", onsubmit: (ev) => { ev.preventDefault(); filter(); } }, statusSel, hostIn, reasonIn, h("button", { class: "btn small", type: "submit" }, "Filter"))),
   body, h("div", { class: "pager" }, top, more));
-  let cursor = null;
-  async function load(cur) {
+  // shown is the filter and page the user chose (the inputs may hold
+  // values typed since, not yet applied); next is the cursor after it.
+  let shown = { status: "", host: "", reason: "", cursor: "" };
+  let next = null;
+  let loads = 0; // requests made: only the answer to the newest is drawn
+  // read reads the page shown and returns the function that draws it,
+  // which draws nothing once a newer request was made.
+  async function read() {
+    const seq = ++loads;
+    const want = shown;
     const q = new URLSearchParams({ limit: "50" });
-    if (statusSel.value) q.set("status", statusSel.value);
-    if (hostIn.value.trim()) q.set("host", hostIn.value.trim());
-    if (reasonIn.value.trim()) q.set("reason", reasonIn.value.trim());
-    if (cur) q.set("cursor", cur);
+    if (want.status) q.set("status", want.status);
+    if (want.host) q.set("host", want.host);
+    if (want.reason) q.set("reason", want.reason);
+    if (want.cursor) q.set("cursor", want.cursor);
+    let r = null;
+    let err = null;
     try {
-      const r = await api("GET", crawlPath(id) + "/urls?" + q);
-      cursor = r.next_cursor;
-      more.hidden = !cursor;
-      top.hidden = !cur;
+      r = await api("GET", crawlPath(id) + "/urls?" + q);
+    } catch (e) {
+      err = e;
+    }
+    return () => {
+      if (seq !== loads) return;
+      if (err) {
+        body.replaceChildren(h("p", { class: "muted" }, "Crawl log unavailable: " + err.message));
+        return;
+      }
+      next = r.next_cursor;
+      more.hidden = !next;
+      top.hidden = !want.cursor;
       body.replaceChildren(table([["URL"], ["Status"], ["HTTP", "num"], ["Depth", "num"], ["Bytes", "num"], ["Reason"], ["Changed"]],
-        (r.urls || []).map((u) => h("tr", {}, h("td", { class: "url" }, h("a", { href: urlPage(id, u.url) }, u.url)), h("td", {}, badge(u.status)),
+        (r.urls || []).map((u) => h("tr", { dataset: { status: u.status } }, h("td", { class: "url" }, h("a", { href: urlPage(id, u.url) }, u.url)), h("td", {}, badge(u.status)),
           h("td", { class: "num" }, u.http_status || "–"), h("td", { class: "num" }, num(u.depth)), h("td", { class: "num" }, bytes(u.bytes)),
           h("td", { class: "wrap" + (u.status === "failed" && u.reason !== EXCLUDED ? " err" : " muted") }, u.reason || ""), h("td", {}, when(u.status_time)))), "No URL matches."));
-    } catch (e) {
-      body.replaceChildren(h("p", { class: "muted" }, "Crawl log unavailable: " + e.message));
-    }
+    };
   }
-  more.addEventListener("click", () => load(cursor));
-  top.addEventListener("click", () => load(""));
-  load("");
+  // choose shows what the user chose, the filter in the inputs or another
+  // page of the filter shown, and draws it with a status read after it.
+  async function choose(want) {
+    shown = want;
+    const draw = await read();
+    await sync().catch(() => {});
+    draw();
+  }
+  const filter = () => choose({ status: statusSel.value, host: hostIn.value.trim(), reason: reasonIn.value.trim(), cursor: "" });
+  more.addEventListener("click", () => choose(Object.assign({}, shown, { cursor: next })));
+  top.addEventListener("click", () => choose(Object.assign({}, shown, { cursor: "" })));
   return {
     el,
-    reload: () => load(""),
+    read,
+    // follows says whether the log reloads at a new status: its first
+    // page when the counts changed, unless the user filtered it or paged;
+    // a filtered first page when the crawl's state changed.
+    follows: (stateChanged) => !shown.cursor && (stateChanged || !shown.status && !shown.host && !shown.reason),
     show: (f) => {
       statusSel.value = f.status || "";
       hostIn.value = f.host || "";
       reasonIn.value = f.reason || "";
-      load("");
+      filter();
       el.scrollIntoView({ behavior: "smooth" });
     },
   };
