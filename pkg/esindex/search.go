@@ -405,11 +405,6 @@ func (s *Search) Count(ctx context.Context, crawlID string) (int64, error) {
 	if err := s.c.readRefresh(ctx, s.c.docsIndex); err != nil {
 		return 0, fmt.Errorf("count documents of crawl %q: %w", crawlID, err)
 	}
-	return s.PeekCount(ctx, crawlID)
-}
-
-// PeekCount is Count as of the index's last refresh.
-func (s *Search) PeekCount(ctx context.Context, crawlID string) (int64, error) {
 	var filters []any
 	if crawlID != "" {
 		filters = append(filters, term("crawl_id_s", crawlID))

@@ -113,11 +113,6 @@ type Index interface {
 	Search(ctx context.Context, q Query) (Result, error)
 	// Count returns the number of documents of crawlID (all crawls if empty).
 	Count(ctx context.Context, crawlID string) (int64, error)
-	// PeekCount is Count as a view that may lag the writes by a moment
-	// shows the documents: for a count shown while a crawl runs. A store
-	// whose reads are current may answer as Count; Elasticsearch answers
-	// without the refresh Count makes.
-	PeekCount(ctx context.Context, crawlID string) (int64, error)
 	// Documents returns up to limit documents of crawlID (all crawls if
 	// empty), whole, in id order, starting after the id after ("" for the
 	// first): one page of an export, continued with the last id returned.

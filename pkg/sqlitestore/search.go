@@ -536,11 +536,6 @@ func matchTerms(words []string, phrases [][]string) string {
 func phrase(words []string) string { return `"` + strings.Join(words, " ") + `"` }
 
 // Count returns the number of documents of crawlID, or of all crawls when
-// PeekCount is Count: every read of the embedded index is current.
-func (s *Search) PeekCount(ctx context.Context, crawlID string) (int64, error) {
-	return s.Count(ctx, crawlID)
-}
-
 // crawlID is empty.
 func (s *Search) Count(ctx context.Context, crawlID string) (int64, error) {
 	var n int64

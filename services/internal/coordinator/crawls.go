@@ -110,16 +110,19 @@ func (co *Coordinator) Status(ctx context.Context, id string) (contracts.CrawlSt
 func (co *Coordinator) status(ctx context.Context, c profiles.Crawl) (contracts.CrawlStatus, error) {
 	// While a crawl runs its counts move anyway: they are read as of the
 	// index's last refresh, so that a dashboard polling a large crawl costs
-	// the index no refreshes. Any other state is counted exactly.
-	count, countDocs := co.deps.Tx.Counts, co.deps.Search.Count
+	// the transaction index no refreshes. Any other state is counted
+	// exactly. The documents are counted exactly, after the records: a
+	// document is stored before its page counts as indexed, so the status
+	// never shows more pages indexed than documents.
+	count := co.deps.Tx.Counts
 	if c.State == contracts.CrawlRunning {
-		count, countDocs = co.deps.Tx.PeekCounts, co.deps.Search.PeekCount
+		count = co.deps.Tx.PeekCounts
 	}
 	counts, err := count(ctx, c.ID)
 	if err != nil {
 		return contracts.CrawlStatus{}, fmt.Errorf("count records: %w", err)
 	}
-	docs, err := countDocs(ctx, c.ID)
+	docs, err := co.deps.Search.Count(ctx, c.ID)
 	if err != nil {
 		return contracts.CrawlStatus{}, fmt.Errorf("count documents: %w", err)
 	}

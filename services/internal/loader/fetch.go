@@ -112,9 +112,12 @@ func (l *Loader) admit(ctx context.Context, t *task) (*url.URL, outcome, bool) {
 	case t.known != nil && time.Since(t.known.StatusTime) < l.cfg.RecoveryLease/2:
 		// The enqueuer's snapshot: the record as created, too young for
 		// the recovery sweep to have published it again (see
-		// Config.RecoveryLease). A later version fails the transition,
-		// which then reads the record.
-		rec = *t.known
+		// Config.RecoveryLease), or the later version this loader wrote
+		// itself since (its store knows that one: a copy of the URL it
+		// fetched already, such as one the crawler published again, is
+		// skipped as after a read). A later version written elsewhere
+		// fails the transition, which then reads the record.
+		rec = l.latest(*t.known)
 	default:
 		rec, err = l.deps.Tx.Get(ctx, txindex.Key(t.crawlID, t.url))
 	}
@@ -146,6 +149,17 @@ func (l *Loader) admit(ctx context.Context, t *task) (*url.URL, outcome, bool) {
 		}
 	}
 	return u, o, u == nil
+}
+
+// latest returns the version of r's record the loader's store knows, r
+// when it knows none.
+func (l *Loader) latest(r txindex.Record) txindex.Record {
+	if rv, ok := l.deps.Tx.(txindex.Revisions); ok {
+		if k, _, ok := rv.Known(r.Key); ok {
+			return k
+		}
+	}
+	return r
 }
 
 // claimTTL bounds a claim, should its release ever be missed: a later
