@@ -25,9 +25,12 @@
 //
 // Each in-memory queue is bounded: it holds at most its bound of messages,
 // ready, delayed and unsettled together, and Publish blocks (until its
-// context is done) while the queue is full. That is the pipeline's
-// back-pressure: a loader that outruns the crawler waits instead of
-// filling memory. Blocking publishes cannot deadlock as long as no cycle
+// context is done) while the queue is full and has a consumer. That is the
+// pipeline's back-pressure: a loader that outruns the crawler waits
+// instead of filling memory. A queue without a consumer cannot make room,
+// so Publish does not wait there: at shutdown the consumers stop before
+// the publishers' last flush, which would otherwise stall until its
+// deadline for messages that are lost with the process anyway. Blocking publishes cannot deadlock as long as no cycle
 // of stages publishes into each other's bounded queues. In the grid:
 //
 //	loader  → crawler_pending (bounded)
@@ -118,6 +121,8 @@ type memq struct {
 	// unsettled counts deliveries handed to a consumer (or on their way to
 	// it) and not yet settled.
 	unsettled int
+	// consumers counts the running consumers.
+	consumers int
 	// changed is closed, and replaced, whenever something a waiting
 	// publisher or consumer may be waiting for happens: a message became
 	// ready, room was made, a consumer's delivery was settled.
@@ -202,7 +207,7 @@ func isDeadLetterQueue(name string) bool {
 }
 
 // Publish enqueues msgs on name. On an in-memory queue it blocks while the
-// queue is full, until ctx is done; messages that found room before ctx
+// queue is full and has a consumer, until ctx is done; messages that found room before ctx
 // ended stay enqueued (the caller publishes again, and at-least-once
 // delivery allows the duplicates). Bodies are kept, not copied: callers
 // must not change them afterwards.
@@ -221,6 +226,9 @@ func (q *Queue) Publish(ctx context.Context, name string, msgs ...queue.Message)
 		}
 		m := q.get(name)
 		n := min(len(msgs), m.bound-m.total())
+		if m.consumers == 0 {
+			n = len(msgs) // nobody would make room
+		}
 		if n > 0 {
 			for _, msg := range msgs[:n] {
 				mm := &message{body: msg.Body, headers: maps.Clone(msg.Headers), attempt: 1}
@@ -288,6 +296,7 @@ func (q *Queue) Consume(ctx context.Context, name string, opts queue.ConsumeOpti
 		return nil, queue.ErrClosed
 	}
 	c := &consumer{q: q, m: q.get(name), prefetch: max(opts.Prefetch, 1), held: map[*delivery]struct{}{}}
+	c.m.consumers++
 	out := make(chan queue.Delivery)
 	q.wg.Go(func() { c.run(ctx, out) })
 	return out, nil
@@ -383,6 +392,7 @@ func (c *consumer) stop() {
 	c.q.mu.Lock()
 	defer c.q.mu.Unlock()
 	c.stopped = true
+	c.m.consumers--
 	for d := range c.held {
 		if d.state != held {
 			continue // a dead letter on its way: its settle decides

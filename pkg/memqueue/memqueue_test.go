@@ -124,6 +124,16 @@ func wantLen(t *testing.T, q queue.Queue, name string, want int) {
 	}
 }
 
+// consume starts a consumer of name that stops when t ends.
+func consume(t *testing.T, q queue.Queue, name string, prefetch int) <-chan queue.Delivery {
+	t.Helper()
+	ch, err := q.Consume(t.Context(), name, queue.ConsumeOptions{Prefetch: prefetch})
+	if err != nil {
+		t.Fatalf("Consume(%q) = %v", name, err)
+	}
+	return ch
+}
+
 // TestPublishBlocksWhileFull: the bound counts ready, delayed and
 // unsettled messages; Publish waits while the queue holds its bound and
 // goes on when a delivery is settled.
@@ -136,6 +146,7 @@ func TestPublishBlocksWhileFull(t *testing.T) {
 		return 0
 	}})
 	ctx := t.Context()
+	ch := consume(t, q, name, 1)
 	if err := q.Publish(ctx, name, queue.Message{Body: []byte("m0")}, queue.Message{Body: []byte("m1")}); err != nil {
 		t.Fatal(err)
 	}
@@ -143,12 +154,8 @@ func TestPublishBlocksWhileFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := publishAsync(ctx, q, name, queue.Message{Body: []byte("m3")})
-	expectBlocked(t, done, "Publish on a queue holding 2 ready and 1 delayed of bound 3")
+	expectBlocked(t, done, "Publish on a queue holding 2 messages and 1 delayed of bound 3")
 
-	ch, err := q.Consume(ctx, name, queue.ConsumeOptions{Prefetch: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
 	d := receive(t, ch)
 	// Delivered but unsettled: still counted.
 	expectBlocked(t, done, "Publish while a delivery is unsettled")
@@ -167,20 +174,53 @@ func TestPublishBlocksWhileFull(t *testing.T) {
 	if err := expectReturned(t, done, "Publish after an Ack made room"); err != nil {
 		t.Fatalf("Publish after an Ack made room = %v, want nil", err)
 	}
-	wantLen(t, q, name, 3) // m0 retried, m2 delayed, m3 ready
+	if d := receive(t, ch); string(d.Body()) != "m3" {
+		t.Errorf("delivery after the Ack = %q, want m3", d.Body())
+	}
 
 	// A queue of another name has its own (default) bound.
-	if err := q.Publish(ctx, "other", queue.Message{Body: []byte("x")}); err != nil {
+	consume(t, q, "other", 1)
+	if err := q.Publish(ctx, "other", queue.Message{Body: []byte("x")}, queue.Message{Body: []byte("y")}); err != nil {
 		t.Fatalf("Publish(other) = %v, want nil", err)
 	}
 }
 
+// TestPublishWithoutConsumer: a queue nobody consumes cannot make room, so
+// Publish does not wait for it; a Publish that waits goes on when the last
+// consumer stops.
+func TestPublishWithoutConsumer(t *testing.T) {
+	const name = "bounded"
+	q := newQueue(t, Options{Bound: func(string) int { return 1 }})
+	ctx := t.Context()
+	wait, cancel := context.WithTimeout(ctx, queuetest.DeliveryTimeout)
+	defer cancel()
+	if err := q.Publish(wait, name, queue.Message{Body: []byte("m0")}, queue.Message{Body: []byte("m1")}); err != nil {
+		t.Fatalf("Publish of 2 messages on a bound of 1 without consumer = %v, want nil", err)
+	}
+	wantLen(t, q, name, 2)
+	cctx, stop := context.WithCancel(ctx)
+	defer stop()
+	ch, err := q.Consume(cctx, name, queue.ConsumeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	receive(t, ch)
+	done := publishAsync(ctx, q, name, queue.Message{Body: []byte("m2")})
+	expectBlocked(t, done, "Publish on a full queue with a consumer")
+	stop()
+	if err := expectReturned(t, done, "Publish after the last consumer stopped"); err != nil {
+		t.Fatalf("Publish after the last consumer stopped = %v, want nil", err)
+	}
+	wantLen(t, q, name, 3)
+}
+
 // TestPublishBatchLargerThanBound: a batch larger than the bound goes in
-// as consumers make room, in order.
+// as the consumer makes room, in order.
 func TestPublishBatchLargerThanBound(t *testing.T) {
 	const name = "bounded"
 	q := newQueue(t, Options{Bound: func(string) int { return 2 }})
 	ctx := t.Context()
+	ch := consume(t, q, name, 1)
 	var msgs []queue.Message
 	var want []string
 	for i := range 7 {
@@ -188,14 +228,13 @@ func TestPublishBatchLargerThanBound(t *testing.T) {
 		msgs = append(msgs, queue.Message{Body: []byte(want[i])})
 	}
 	done := publishAsync(ctx, q, name, msgs...)
-	ch, err := q.Consume(ctx, name, queue.ConsumeOptions{Prefetch: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var got []string
 	for range want {
 		d := receive(t, ch)
 		got = append(got, string(d.Body()))
+		if n, err := q.Len(ctx, name); err != nil || n > 1 {
+			t.Errorf("Len() = %d, %v while the consumer holds one of a bound of 2, want at most 1", n, err)
+		}
 		if err := d.Ack(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -209,13 +248,16 @@ func TestPublishBatchLargerThanBound(t *testing.T) {
 }
 
 // TestPublishFullContextDone: a Publish waiting for room returns when its
-// context ends, with the context's error, and enqueues nothing.
+// context ends, with the context's error, and enqueues nothing; Close ends
+// it too.
 func TestPublishFullContextDone(t *testing.T) {
 	const name = "bounded"
 	q := newQueue(t, Options{Bound: func(string) int { return 1 }})
+	ch := consume(t, q, name, 1)
 	if err := q.Publish(t.Context(), name, queue.Message{Body: []byte("m0")}); err != nil {
 		t.Fatal(err)
 	}
+	receive(t, ch) // held, unsettled: the queue is full
 	ctx, cancel := context.WithCancel(t.Context())
 	done := publishAsync(ctx, q, name, queue.Message{Body: []byte("m1")})
 	expectBlocked(t, done, "Publish on a full queue")
@@ -223,9 +265,8 @@ func TestPublishFullContextDone(t *testing.T) {
 	if err := expectReturned(t, done, "Publish after its context was cancelled"); !errors.Is(err, context.Canceled) {
 		t.Errorf("Publish after its context was cancelled = %v, want %v", err, context.Canceled)
 	}
-	wantLen(t, q, name, 1)
+	wantLen(t, q, name, 0)
 
-	// Close ends a waiting Publish too.
 	done = publishAsync(t.Context(), q, name, queue.Message{Body: []byte("m2")})
 	expectBlocked(t, done, "Publish on a full queue")
 	if err := q.Close(); err != nil {
