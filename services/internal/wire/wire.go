@@ -134,6 +134,10 @@ type Set struct {
 	// the process, and the coordinator rebuilds them at start-up.
 	MemoryQueues bool
 
+	// durableQueue is the queue file under the in-memory queues, which the
+	// readiness check probes: memory is always ready, the file may not be.
+	durableQueue queue.Queue
+
 	closers []func() error
 	lock    *os.File
 }
@@ -186,7 +190,7 @@ func open(ctx context.Context, b Backends, log *slog.Logger) (*Set, error) {
 			}
 			// mq owns q: closing it closes both.
 			s.Queue, s.closers[len(s.closers)-1] = mq, mq.Close
-			s.MemoryQueues = true
+			s.MemoryQueues, s.durableQueue = true, q
 		}
 	}
 	if b.ESURL != "" {
@@ -300,7 +304,11 @@ func (s *Set) Checks(withSearch bool) []metrics.Check {
 	if withSearch {
 		si = s.Search
 	}
-	cs := metrics.BackendChecks(s.Queue, s.Tx, s.Profiles, s.Assets, si)
+	q := s.Queue
+	if s.durableQueue != nil {
+		q = s.durableQueue
+	}
+	cs := metrics.BackendChecks(q, s.Tx, s.Profiles, s.Assets, si)
 	if s.Disk != nil {
 		cs = append(cs, s.Disk.Check())
 	}

@@ -75,3 +75,33 @@ func TestEmbeddedMemoryQueues(t *testing.T) {
 		})
 	}
 }
+
+// TestMemoryQueuesReadiness: with the crawler and index queues in memory,
+// the queue's readiness check still asks the queue file, which can fail
+// where memory cannot.
+func TestMemoryQueuesReadiness(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, Backends{DataDir: t.TempDir(), QueueMaxAttempts: 5, EmbeddedMemoryQueues: true}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatalf("Open() = %v", err)
+	}
+	defer s.Close()
+	var probe func(context.Context) error
+	for _, c := range s.Checks(false) {
+		if c.Backend == "queue" {
+			probe = c.Probe
+		}
+	}
+	if probe == nil {
+		t.Fatal("no queue check")
+	}
+	if err := probe(ctx); err != nil {
+		t.Fatalf("queue check = %v, want nil", err)
+	}
+	if err := s.durableQueue.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := probe(ctx); err == nil {
+		t.Error("queue check with the queue file closed = nil, want an error")
+	}
+}
