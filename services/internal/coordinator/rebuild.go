@@ -7,7 +7,9 @@ import (
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/profiles"
+	"github.com/gridcrawl/gridcrawl/pkg/queue"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
+	"github.com/gridcrawl/gridcrawl/services/internal/contractmsg"
 )
 
 // rebuildPage is how many records one rebuild step lists, renews and
@@ -93,13 +95,57 @@ func (co *Coordinator) rebuildCrawl(ctx context.Context, c profiles.Crawl, befor
 					back = append(back, r)
 				}
 			}
-			if err := co.republish(ctx, c.ID, c.Profile, back); err != nil {
+			if err := co.rebuildPublish(ctx, c.ID, c.Profile, status, back); err != nil {
 				return total, fmt.Errorf("rebuild crawl %s: %w", c.ID, err)
 			}
 			total += len(back)
 		}
 	}
 	return total, nil
+}
+
+// rebuildPublish publishes the crawler contracts of rs, all in status: one
+// contract per page to parse, several pages per contract to index again.
+//
+// A page to parse gets a contract of its own because the crawler's
+// enqueuer republishes the loader contract of a link it finds already
+// to-be-loaded only when the page that found it is the record's referrer
+// (the redelivery of a page whose follow-up contracts may not have been
+// published), and of one link found by several pages of one contract at the
+// same depth, the first counts as the finder. The rebuilt contracts do not
+// group pages as the lost ones did: a link created by the lost contract's
+// first parse, whose loader contract was lost with the process, could be
+// found first by another page of a rebuilt contract and never be published
+// again. Alone in its contract, each page finds its own links.
+func (co *Coordinator) rebuildPublish(ctx context.Context, crawlID string, p contracts.Profile, status contracts.Status, rs []txindex.Record) error {
+	inline := contracts.InlineProfile(p)
+	var msgs []queue.Message
+	var pages []contracts.CrawlerPage
+	for _, r := range rs {
+		pages = append(pages, contracts.CrawlerPage{URL: r.URL, Depth: r.Depth, Hops: r.Hops, Asset: r.Asset, StatusCode: r.HTTPStatus, FetchedAt: r.StatusTime})
+	}
+	if status == contracts.ToBeIndexed {
+		m, err := contractmsg.Crawler(crawlID, inline, pages, true)
+		if err != nil {
+			return err
+		}
+		msgs = m
+	} else {
+		for i := range pages {
+			m, err := contractmsg.Crawler(crawlID, inline, pages[i:i+1], false)
+			if err != nil {
+				return err
+			}
+			msgs = append(msgs, m...)
+		}
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	if err := co.deps.Queue.Publish(ctx, contracts.QueueCrawler, msgs...); err != nil {
+		return fmt.Errorf("publish crawler contracts: %w", err)
+	}
+	return nil
 }
 
 // runRebuild runs RebuildQueues once, when the queues are in memory, again

@@ -100,6 +100,9 @@ func (e *rebuildEnv) published(t *testing.T) []string {
 		kind := "parse"
 		if c.Reindex {
 			kind = "reindex"
+		} else if len(c.Pages) != 1 {
+			// See rebuildPublish: a page to parse is alone in its contract.
+			t.Errorf("crawler contract to parse %d pages, want 1", len(c.Pages))
 		}
 		for _, p := range c.Pages {
 			out = append(out, c.CrawlID+" "+kind+" "+p.URL)
@@ -124,6 +127,7 @@ func TestRebuildQueues(t *testing.T) {
 	old := time.Now().Add(-2 * time.Hour).UTC()
 	e.crawl(t, "run", contracts.CrawlRunning, old, map[string]contracts.Status{
 		"http://a.example/parse":  contracts.ToBeParsed,
+		"http://a.example/parse2": contracts.ToBeParsed,
 		"http://a.example/index":  contracts.ToBeIndexed,
 		"http://a.example/load":   contracts.ToBeLoaded,
 		"http://a.example/done":   contracts.Indexed,
@@ -140,14 +144,14 @@ func TestRebuildQueues(t *testing.T) {
 	if err != nil {
 		t.Fatalf("RebuildQueues() = %v", err)
 	}
-	want := []string{"run parse http://a.example/parse", "run reindex http://a.example/index"}
+	want := []string{"run parse http://a.example/parse", "run parse http://a.example/parse2", "run reindex http://a.example/index"}
 	if diff := cmp.Diff(want, e.published(t)); diff != "" {
 		t.Errorf("contracts after RebuildQueues (-want +got):\n%s", diff)
 	}
 	if n != len(want) {
 		t.Errorf("RebuildQueues() = %d, want %d", n, len(want))
 	}
-	for _, u := range []string{"http://a.example/parse", "http://a.example/index"} {
+	for _, u := range []string{"http://a.example/parse", "http://a.example/parse2", "http://a.example/index"} {
 		r, err := e.tx.Get(ctx, txindex.Key("run", u))
 		if err != nil {
 			t.Fatal(err)
