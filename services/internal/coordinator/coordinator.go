@@ -89,6 +89,10 @@ type Deps struct {
 	// Disk watches the data directory of embedded backends (nil: none):
 	// new crawls are refused while it is full.
 	Disk *diskspace.Watch
+	// QueuesInMemory tells that the crawler and index queues are lost with
+	// the process (wire.Set.MemoryQueues): Run rebuilds their work from
+	// the transaction index at start-up (RebuildQueues).
+	QueuesInMemory bool
 }
 
 // Coordinator owns the crawls' states and runs their loops.
@@ -110,6 +114,9 @@ type Coordinator struct {
 	nudge   chan struct{}
 
 	tl timelines
+	// unbuilt holds the ids of the crawls RebuildQueues left alone because
+	// they were paused: their work is rebuilt when they resume.
+	unbuilt sync.Map
 }
 
 // New returns a coordinator; cfg must have been validated.
@@ -132,10 +139,15 @@ func New(cfg Config, deps Deps) *Coordinator {
 }
 
 // Run runs the finish check, the due check, the recovery sweep and the
-// timeline sampling until ctx is cancelled.
+// timeline sampling until ctx is cancelled. With queues in memory the
+// sweep starts once their work is rebuilt (RebuildQueues), so that it does
+// not republish the same records.
 func (co *Coordinator) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
-	wg.Go(func() { co.runSweep(ctx) })
+	wg.Go(func() {
+		co.runRebuild(ctx)
+		co.runSweep(ctx)
+	})
 	wg.Go(func() { co.runFinishCheck(ctx) })
 	wg.Go(func() { co.runDueCheck(ctx) })
 	wg.Go(func() { co.runTimeline(ctx) })

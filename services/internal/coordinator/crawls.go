@@ -290,13 +290,19 @@ func patchFields() string {
 
 // SetPaused pauses a running crawl or resumes a paused one. Pausing a
 // paused crawl and resuming a running one succeed without a change; a
-// finished or cancelled crawl fails with ErrConflict.
+// finished or cancelled crawl fails with ErrConflict. Resuming a crawl that
+// was paused when the in-memory queues were rebuilt rebuilds its work now
+// (RebuildQueues).
 func (co *Coordinator) SetPaused(ctx context.Context, id string, paused bool) error {
 	v := verbResume
 	if paused {
 		v = verbPause
 	}
+	now := time.Now()
 	_, _, err := co.apply(ctx, id, v, string(v)+"d through the api")
+	if err == nil && !paused {
+		co.rebuildResumed(ctx, id, now)
+	}
 	return err
 }
 

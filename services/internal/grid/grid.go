@@ -108,7 +108,7 @@ func Open(cfg Config, log *slog.Logger, ln net.Listener) (*Grid, error) {
 	}
 	mlog := log.With("service", "mcp")
 	co := coordinator.New(cfg.Coordinator, coordinator.Deps{Queue: set.Queue, Tx: set.Tx, Profiles: set.Profiles, Search: set.Search,
-		Assets: set.Assets, Group: group, Shards: shards, Logger: mlog, Gate: gate, Metrics: set.Metrics, Disk: set.Disk})
+		Assets: set.Assets, Group: group, Shards: shards, Logger: mlog, Gate: gate, Metrics: set.Metrics, Disk: set.Disk, QueuesInMemory: set.MemoryQueues})
 	return &Grid{
 		Backends:    set,
 		Coordinator: co,

@@ -11,11 +11,13 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/amqpqueue"
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
 	"github.com/gridcrawl/gridcrawl/pkg/esindex"
 	"github.com/gridcrawl/gridcrawl/pkg/fsassets"
 	"github.com/gridcrawl/gridcrawl/pkg/hcf"
+	"github.com/gridcrawl/gridcrawl/pkg/memqueue"
 	"github.com/gridcrawl/gridcrawl/pkg/minioassets"
 	"github.com/gridcrawl/gridcrawl/pkg/profiles"
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
@@ -41,6 +43,18 @@ type Backends struct {
 	// failed for lack of space, the disk check fails (diskspace.Watch).
 	MinFreeDisk      string `env:"GRIDCRAWL_MIN_FREE_DISK" envDefault:"64MiB"`
 	QueueMaxAttempts int    `env:"GRIDCRAWL_QUEUE_MAX_ATTEMPTS" envDefault:"5"`
+	// EmbeddedMemoryQueues keeps the crawler and index queues
+	// (crawler_pending, index_pending) in memory when the queue is embedded
+	// (no GRIDCRAWL_AMQP_URL): bounded (1024 and 256 contracts; a full
+	// queue makes its publisher wait), dead letters still written to the
+	// embedded queue file like every other queue. The transaction index
+	// holds what they carried: when the grid starts, the coordinator
+	// republishes the work of every to-be-parsed and to-be-indexed record
+	// of a running crawl. It needs the crawler and the indexer in the
+	// process that publishes to them, as in the grid binary: set it false
+	// to run a single service on embedded backends, or to compare with the
+	// queue file.
+	EmbeddedMemoryQueues bool `env:"GRIDCRAWL_EMBEDDED_MEMORY_QUEUES" envDefault:"true"`
 
 	AMQPURL string `env:"GRIDCRAWL_AMQP_URL"`
 	// AMQPConnectionName names the process's broker connection (rabbitmqctl
@@ -115,6 +129,14 @@ type Set struct {
 	// Disk watches the data directory's free space when a backend is
 	// embedded there; nil otherwise.
 	Disk *diskspace.Watch
+	// MemoryQueues is true when the crawler and index queues are in
+	// memory (Backends.EmbeddedMemoryQueues): their messages are lost with
+	// the process, and the coordinator rebuilds them at start-up.
+	MemoryQueues bool
+
+	// durableQueue is the queue file under the in-memory queues, which the
+	// readiness check probes: memory is always ready, the file may not be.
+	durableQueue queue.Queue
 
 	closers []func() error
 	lock    *os.File
@@ -161,6 +183,15 @@ func open(ctx context.Context, b Backends, log *slog.Logger) (*Set, error) {
 			return fail(fmt.Errorf("open embedded queue: %w", err))
 		}
 		s.Queue, s.closers = q, append(s.closers, q.Close)
+		if b.EmbeddedMemoryQueues {
+			mq, err := memqueue.New(memqueue.Options{Durable: q, InMemory: inMemory, Bound: memoryBound, MaxAttempts: b.QueueMaxAttempts})
+			if err != nil {
+				return fail(fmt.Errorf("open in-memory queues: %w", err))
+			}
+			// mq owns q: closing it closes both.
+			s.Queue, s.closers[len(s.closers)-1] = mq, mq.Close
+			s.MemoryQueues, s.durableQueue = true, q
+		}
 	}
 	if b.ESURL != "" {
 		es, err := esindex.Open(ctx, esindex.Options{URL: b.ESURL, Prefix: b.ESPrefix, Logger: log})
@@ -209,6 +240,33 @@ func open(ctx context.Context, b Backends, log *slog.Logger) (*Set, error) {
 	return s, nil
 }
 
+// Bounds of the in-memory queues (Backends.EmbeddedMemoryQueues): enough
+// contracts to keep the crawler's and the indexer's workers busy, few
+// enough that a backlog waits in the transaction index and the durable
+// loader queue instead of in memory. An index contract carries a parsed
+// document, so its queue is the shorter.
+const (
+	crawlerQueueBound = 1024
+	indexQueueBound   = 256
+)
+
+// inMemory reports whether the queue named name is kept in memory when
+// Backends.EmbeddedMemoryQueues is set: the crawler and index queues, whose
+// work the coordinator can rebuild from the transaction index. The loader
+// queue and its shards (parked URLs, budgets, retries), the dead-letter
+// queues and every other queue stay in the durable queue.
+func inMemory(name string) bool {
+	return name == contracts.QueueCrawler || name == contracts.QueueIndex
+}
+
+// memoryBound returns the bound of in-memory queue name.
+func memoryBound(name string) int {
+	if name == contracts.QueueIndex {
+		return indexQueueBound
+	}
+	return crawlerQueueBound
+}
+
 // Close closes the backends in reverse order of opening.
 func (s *Set) Close() error {
 	var errs []error
@@ -246,7 +304,11 @@ func (s *Set) Checks(withSearch bool) []metrics.Check {
 	if withSearch {
 		si = s.Search
 	}
-	cs := metrics.BackendChecks(s.Queue, s.Tx, s.Profiles, s.Assets, si)
+	q := s.Queue
+	if s.durableQueue != nil {
+		q = s.durableQueue
+	}
+	cs := metrics.BackendChecks(q, s.Tx, s.Profiles, s.Assets, si)
 	if s.Disk != nil {
 		cs = append(cs, s.Disk.Check())
 	}
