@@ -23,7 +23,6 @@ var notes = map[string]string{
 	// MCP.
 	"GRIDCRAWL_LISTEN":            "MCP API and dashboard address (`grid up --listen` overrides it). In grid mode behind Docker, listen on `0.0.0.0:PORT`.",
 	"GRIDCRAWL_API_TOKEN":         "API token, sent as `Authorization: Bearer TOKEN` or as the basic-auth user name; required in grid mode. Without it the embedded grid serves loopback clients only. Also sent by the `grid` client commands.",
-	"GRIDCRAWL_RECOVERY_LEASE":    "How long a record may sit in a non-terminal status before the recovery sweep republishes its work.",
 	"GRIDCRAWL_RECOVERY_INTERVAL": "How often the recovery sweep runs.",
 	"GRIDCRAWL_RECOVERY_ATTEMPTS": "Republications of one record by the sweep before it fails (`stalled: recovery attempts exhausted`).",
 	"GRIDCRAWL_MAX_DUE_PER_CHECK": "Most due URLs of one continuous crawl that one due check takes back into the pipeline (the rest wait for the next check).",
@@ -49,7 +48,6 @@ var notes = map[string]string{
 
 	// Read without a tag: the grid command.
 	"GRIDCRAWL_API_URL":          "The MCP that `grid status`, `search`, `urls`, `report`, `export` and `crawl` talk to (same as `--api URL`); unset, they use the grid running on the data directory (`DIR/grid.addr`) or open the directory themselves.",
-	"GRIDCRAWL_CPU_PROFILE":      "`grid` only: a file to write a CPU profile of the whole run to (`go tool pprof bin/grid FILE`).",
 	"GRIDCRAWL_MEM_PROFILE":      "`grid` only: a file to write a heap profile to at the end of the run.",
 	"GRIDCRAWL_PROFILE_INTERVAL": "`grid` only, with either profile: write them once per interval (such as `120s`) to `FILE.1`, `FILE.2`…, to compare the start and the end of a long crawl.",
 	// Scripts.

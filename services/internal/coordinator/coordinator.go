@@ -31,6 +31,8 @@ import (
 // Config configures the coordinator. Every field is an environment
 // variable.
 type Config struct {
+	// RecoveryLease is how long a record may sit in a non-terminal status
+	// before the recovery sweep republishes its work.
 	RecoveryLease    time.Duration `env:"GRIDCRAWL_RECOVERY_LEASE" envDefault:"10m"`
 	RecoveryInterval time.Duration `env:"GRIDCRAWL_RECOVERY_INTERVAL" envDefault:"30s"`
 	RecoveryAttempts int           `env:"GRIDCRAWL_RECOVERY_ATTEMPTS" envDefault:"5"`

@@ -30,7 +30,7 @@ type Common struct {
 	// CPUProfile names a file to write a CPU profile of the whole run to,
 	// suffixed with the service's name and process id (go tool pprof reads
 	// it); empty: none. The benchmark's grid mode profiles each process
-	// with it.
+	// with it. The grid binary writes its profile to the name as given.
 	CPUProfile string `env:"GRIDCRAWL_CPU_PROFILE"`
 }
 
