@@ -75,6 +75,12 @@ type Options struct {
 	// Bound returns the most messages the in-memory queue name holds (ready,
 	// delayed and unsettled); nil, or a result below 1, means DefaultBound.
 	Bound func(name string) int
+	// MaxBytes returns the most body bytes the in-memory queue name holds
+	// (ready, delayed and unsettled), a second bound beside Bound for
+	// queues whose messages vary in size (documents); nil, or a result
+	// below 1, means none. A message larger than it is taken into an
+	// empty queue.
+	MaxBytes func(name string) int64
 	// MaxAttempts is the number of deliveries after which Retry
 	// dead-letters instead; 0 means DefaultMaxAttempts.
 	MaxAttempts int
@@ -86,6 +92,7 @@ type Queue struct {
 	durable     queue.Queue
 	inMemory    func(string) bool
 	bound       func(string) int
+	maxBytes    func(string) int64
 	maxAttempts int
 
 	mu     sync.Mutex
@@ -103,7 +110,7 @@ func New(opts Options) (*Queue, error) {
 		return nil, errors.New("memqueue: Options.Durable is nil (dead letters need a durable queue)")
 	}
 	q := &Queue{
-		durable: opts.Durable, inMemory: opts.InMemory, bound: opts.Bound, maxAttempts: opts.MaxAttempts,
+		durable: opts.Durable, inMemory: opts.InMemory, bound: opts.Bound, maxBytes: opts.MaxBytes, maxAttempts: opts.MaxAttempts,
 		queues: map[string]*memq{}, done: make(chan struct{}),
 	}
 	if q.maxAttempts <= 0 {
@@ -114,10 +121,13 @@ func New(opts Options) (*Queue, error) {
 
 // memq is one in-memory queue. Its fields are guarded by Queue.mu.
 type memq struct {
-	name    string
-	bound   int
-	ready   fifo
-	delayed delayHeap
+	name  string
+	bound int
+	// maxBytes bounds bytes, the body bytes of the messages m holds
+	// (ready, delayed, unsettled); 0: no bound.
+	maxBytes, bytes int64
+	ready           fifo
+	delayed         delayHeap
 	// unsettled counts deliveries handed to a consumer (or on their way to
 	// it) and not yet settled.
 	unsettled int
@@ -186,6 +196,9 @@ func (q *Queue) get(name string) *memq {
 			b = DefaultBound
 		}
 		m = &memq{name: name, bound: b, changed: make(chan struct{})}
+		if q.maxBytes != nil {
+			m.maxBytes = max(q.maxBytes(name), 0)
+		}
 		q.queues[name] = m
 	}
 	return m
@@ -226,12 +239,22 @@ func (q *Queue) Publish(ctx context.Context, name string, msgs ...queue.Message)
 		}
 		m := q.get(name)
 		n := min(len(msgs), m.bound-m.total())
+		if m.maxBytes > 0 {
+			// As many as fit the byte bound, and one into an empty queue.
+			room, fit := m.maxBytes-m.bytes, 0
+			for fit < n && (int64(len(msgs[fit].Body)) <= room || m.total() == 0 && fit == 0) {
+				room -= int64(len(msgs[fit].Body))
+				fit++
+			}
+			n = fit
+		}
 		if m.consumers == 0 {
 			n = len(msgs) // nobody would make room
 		}
 		if n > 0 {
 			for _, msg := range msgs[:n] {
 				mm := &message{body: msg.Body, headers: maps.Clone(msg.Headers), attempt: 1}
+				m.bytes += int64(len(msg.Body))
 				m.delay(mm, msg.Delay)
 			}
 			msgs = msgs[n:]
@@ -456,6 +479,7 @@ func (d *delivery) Ack(context.Context) error {
 	if err := d.take(); err != nil {
 		return err
 	}
+	d.c.m.bytes -= int64(len(d.msg.body))
 	d.c.m.broadcast()
 	return nil
 }
@@ -522,6 +546,7 @@ func (d *delivery) DeadLetter(ctx context.Context, reason string) error {
 		d.state = settled
 		delete(d.c.held, d)
 		m.unsettled--
+		m.bytes -= int64(len(d.msg.body))
 		return nil
 	case d.c.stopped:
 		d.state = lost

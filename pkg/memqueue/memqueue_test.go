@@ -185,6 +185,49 @@ func TestPublishBlocksWhileFull(t *testing.T) {
 	}
 }
 
+// TestPublishBlocksOverBytes: a queue with a byte bound takes messages
+// while their bodies fit it, waits for room beyond, counts retried
+// messages until they leave, and takes a message larger than the bound
+// into an empty queue.
+func TestPublishBlocksOverBytes(t *testing.T) {
+	const name = "bytes"
+	q := newQueue(t, Options{MaxBytes: func(n string) int64 {
+		if n == name {
+			return 10
+		}
+		return 0
+	}})
+	ctx := t.Context()
+	ch := consume(t, q, name, 1)
+	if err := q.Publish(ctx, name, queue.Message{Body: []byte("aaaa")}, queue.Message{Body: []byte("bbbb")}); err != nil {
+		t.Fatal(err)
+	}
+	done := publishAsync(ctx, q, name, queue.Message{Body: []byte("cccc")})
+	expectBlocked(t, done, "Publish of 4 bytes on a queue holding 8 of 10")
+	d := receive(t, ch)
+	if err := d.Retry(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	expectBlocked(t, done, "Publish after a Retry (the message is still held)")
+	d = receive(t, ch)
+	if err := d.Ack(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := expectReturned(t, done, "Publish after an Ack made room"); err != nil {
+		t.Fatalf("Publish after an Ack made room = %v, want nil", err)
+	}
+	for range 2 {
+		if err := receive(t, ch).Ack(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Empty now: a message over the bound is taken, and the next waits.
+	if err := expectReturned(t, publishAsync(ctx, q, name, queue.Message{Body: make([]byte, 64)}), "Publish of 64 bytes into an empty queue of 10"); err != nil {
+		t.Fatalf("Publish of a message over the bound into an empty queue = %v, want nil", err)
+	}
+	expectBlocked(t, publishAsync(ctx, q, name, queue.Message{Body: []byte("d")}), "Publish behind a message over the bound")
+}
+
 // TestPublishWithoutConsumer: a queue nobody consumes cannot make room, so
 // Publish does not wait for it; a Publish that waits goes on when the last
 // consumer stops.

@@ -184,7 +184,7 @@ func open(ctx context.Context, b Backends, log *slog.Logger) (*Set, error) {
 		}
 		s.Queue, s.closers = q, append(s.closers, q.Close)
 		if b.EmbeddedMemoryQueues {
-			mq, err := memqueue.New(memqueue.Options{Durable: q, InMemory: inMemory, Bound: memoryBound, MaxAttempts: b.QueueMaxAttempts})
+			mq, err := memqueue.New(memqueue.Options{Durable: q, InMemory: inMemory, Bound: memoryBound, MaxBytes: memoryMaxBytes, MaxAttempts: b.QueueMaxAttempts})
 			if err != nil {
 				return fail(fmt.Errorf("open in-memory queues: %w", err))
 			}
@@ -246,8 +246,9 @@ func open(ctx context.Context, b Backends, log *slog.Logger) (*Set, error) {
 // loader queue instead of in memory. An index contract carries a parsed
 // document, so its queue is the shorter.
 const (
-	crawlerQueueBound = 1024
-	indexQueueBound   = 256
+	crawlerQueueBound  = 1024
+	indexQueueBound    = 256
+	indexQueueMaxBytes = 32 << 20
 )
 
 // inMemory reports whether the queue named name is kept in memory when
@@ -260,6 +261,16 @@ func inMemory(name string) bool {
 }
 
 // memoryBound returns the bound of in-memory queue name.
+// memoryMaxBytes bounds the bytes of the in-memory index queue: its
+// messages carry documents, whose text makes one message of a large
+// crawler contract megabytes; 256 of them held gigabytes.
+func memoryMaxBytes(name string) int64 {
+	if name == contracts.QueueIndex {
+		return indexQueueMaxBytes
+	}
+	return 0
+}
+
 func memoryBound(name string) int {
 	if name == contracts.QueueIndex {
 		return indexQueueBound
