@@ -150,6 +150,14 @@ type message struct {
 	seq         uint64
 }
 
+// again returns a copy of msg delivered again: the delivery that held
+// msg may still read it, without the lock.
+func (msg *message) again() *message {
+	c := *msg
+	c.redelivered = true
+	return &c
+}
+
 func (m *memq) total() int { return m.ready.len() + len(m.delayed) + m.unsettled }
 
 // broadcast wakes every waiter of m. Callers hold Queue.mu.
@@ -422,8 +430,7 @@ func (c *consumer) stop() {
 		}
 		d.state = lost
 		c.m.unsettled--
-		d.msg.redelivered = true
-		c.m.ready.pushFront(d.msg)
+		c.m.ready.pushFront(d.msg.again())
 	}
 	clear(c.held)
 	c.m.broadcast()
@@ -551,8 +558,7 @@ func (d *delivery) DeadLetter(ctx context.Context, reason string) error {
 	case d.c.stopped:
 		d.state = lost
 		m.unsettled--
-		d.msg.redelivered = true
-		m.ready.pushFront(d.msg)
+		m.ready.pushFront(d.msg.again())
 	default:
 		d.state = held
 	}
