@@ -254,14 +254,40 @@ func (x *TxIndex) modify(ctx context.Context, keys []string, fn func(r *txindex.
 		read := pending
 		if useCache {
 			read = nil
+			var unknown []string
 			for _, k := range pending {
 				v, ok := x.cache.get(k)
-				if !ok || !fn(&v.rec, now) {
+				if !ok {
+					unknown = append(unknown, k)
+					continue
+				}
+				if !fn(&v.rec, now) {
 					read = append(read, k)
 					continue
 				}
 				if err := add(v); err != nil {
 					return nil, err
+				}
+			}
+			// Records this process does not know are taken from the
+			// refreshed view, which costs no refresh: a version written
+			// since fails its condition and is read in the next round.
+			// One the view shows fn leaving alone is read at once (the
+			// view may be behind).
+			if len(unknown) > 0 {
+				seen, err := x.viewVersions(ctx, unknown)
+				if err != nil {
+					return nil, err
+				}
+				for _, k := range unknown {
+					v, ok := seen[k]
+					if !ok || !fn(&v.rec, now) {
+						read = append(read, k)
+						continue
+					}
+					if err := add(v); err != nil {
+						return nil, err
+					}
 				}
 			}
 		}

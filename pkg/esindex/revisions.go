@@ -87,3 +87,46 @@ func (x *TxIndex) Peek(ctx context.Context, keys []string) (map[string]txindex.R
 
 // peekFields are the record fields Peek reads (txindex.Pipeline.Peek).
 var peekFields = []string{"key", "crawl_id", "url", "host", "chg", "depth", "hops", "referrer", "status"}
+
+// viewVersions returns the versions of the records among keys that the
+// index's last refresh shows, whole, with their sequence numbers and
+// primary terms: an ids search, which unlike a realtime get never makes
+// the shard refresh. A version may be older than the record's current one.
+func (x *TxIndex) viewVersions(ctx context.Context, keys []string) (map[string]version, error) {
+	out := make(map[string]version, len(keys))
+	for start := 0; start < len(keys); start += maxMgetIDs {
+		chunk := keys[start:min(start+maxMgetIDs, len(keys))]
+		body, err := json.Marshal(map[string]any{
+			"size":                len(chunk),
+			"track_total_hits":    false,
+			"seq_no_primary_term": true,
+			"query":               map[string]any{"ids": map[string]any{"values": chunk}},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("read %d records: %w", len(keys), err)
+		}
+		var res struct {
+			Hits struct {
+				Hits []struct {
+					ID          string          `json:"_id"`
+					SeqNo       int64           `json:"_seq_no"`
+					PrimaryTerm int64           `json:"_primary_term"`
+					Source      json.RawMessage `json:"_source"`
+				} `json:"hits"`
+			} `json:"hits"`
+		}
+		req := esapi.SearchRequest{Index: []string{x.c.txIndex}, Body: bytes.NewReader(body),
+			FilterPath: []string{"hits.hits._id", "hits.hits._seq_no", "hits.hits._primary_term", "hits.hits._source"}}
+		if err := x.c.do(ctx, req, &res); err != nil {
+			return nil, fmt.Errorf("read %d records: %w", len(keys), err)
+		}
+		for _, h := range res.Hits.Hits {
+			var r txindex.Record
+			if err := json.Unmarshal(h.Source, &r); err != nil {
+				return nil, fmt.Errorf("read record %q: decode: %w", h.ID, err)
+			}
+			out[h.ID] = version{seqNo: h.SeqNo, primaryTerm: h.PrimaryTerm, rec: r}
+		}
+	}
+	return out, nil
+}

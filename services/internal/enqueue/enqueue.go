@@ -226,11 +226,22 @@ func (f *Enqueuer) peek(ctx context.Context, found []txindex.Record) (map[string
 	if err != nil {
 		return nil, fmt.Errorf("peek existing records: %w", err)
 	}
+	// A record the view does not show yet was created a moment ago; if
+	// by this process, its store knows it as created (or later): a depth
+	// it shows is one the record had, which is all a lowering needs.
+	rv, _ := f.Tx.(txindex.Revisions)
 	var missing []string
 	for _, k := range keys {
-		if _, ok := existing[k]; !ok {
-			missing = append(missing, k)
+		if _, ok := existing[k]; ok {
+			continue
 		}
+		if rv != nil {
+			if r, _, ok := rv.Known(k); ok {
+				existing[k] = r
+				continue
+			}
+		}
+		missing = append(missing, k)
 	}
 	if len(missing) == 0 {
 		return existing, nil

@@ -32,6 +32,10 @@ type Common struct {
 	// it); empty: none. The benchmark's grid mode profiles each process
 	// with it. The grid binary writes its profile to the name as given.
 	CPUProfile string `env:"GRIDCRAWL_CPU_PROFILE"`
+	// MetricsDump names a file the service writes its metrics to when it
+	// stops (Prometheus' text format), suffixed like CPUProfile: the
+	// benchmark's grid mode reads each service's backend calls from it.
+	MetricsDump string `env:"GRIDCRAWL_METRICS_DUMP"`
 }
 
 // Runner is a service built on opened backends.
@@ -82,6 +86,9 @@ func Main(ctx context.Context, name string, stderr io.Writer, cfg any, common fu
 		err = run(ctx, name, c.MetricsListen, set, r, log)
 	}
 	published := set.Published()
+	if c.MetricsDump != "" {
+		err = errors.Join(err, set.Metrics.WriteFile(fmt.Sprintf("%s.%s.%d", c.MetricsDump, name, os.Getpid())))
+	}
 	err = errors.Join(err, set.Close())
 	if err != nil && !errors.Is(err, context.Canceled) {
 		log.Error("service stopped", "published", published, "err", err)
