@@ -177,14 +177,7 @@ const maxIDBytes = 512
 // by id.
 func (c *Client) mget(ctx context.Context, index string, ids []string) (map[string]mgetDoc, error) {
 	out := make(map[string]mgetDoc, len(ids))
-	// Ids that no document can have would fail the request.
-	valid := ids[:0:0]
-	for _, id := range ids {
-		if id != "" && len(id) <= maxIDBytes {
-			valid = append(valid, id)
-		}
-	}
-	ids = valid
+	ids = possibleIDs(ids) // an id no document can have would fail the request
 	for start := 0; start < len(ids); start += maxMgetIDs {
 		chunk := ids[start:min(start+maxMgetIDs, len(ids))]
 		body, err := json.Marshal(map[string][]string{"ids": chunk})

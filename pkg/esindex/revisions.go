@@ -50,6 +50,7 @@ func (x *TxIndex) Learn(r txindex.Record, rev string) error {
 // are not remembered: a write needs them whole.
 func (x *TxIndex) Peek(ctx context.Context, keys []string) (map[string]txindex.Record, error) {
 	out := make(map[string]txindex.Record, len(keys))
+	keys = possibleIDs(keys)
 	for start := 0; start < len(keys); start += maxMgetIDs {
 		chunk := keys[start:min(start+maxMgetIDs, len(keys))]
 		body, err := json.Marshal(map[string]any{
@@ -94,6 +95,7 @@ var peekFields = []string{"key", "crawl_id", "url", "host", "chg", "depth", "hop
 // the shard refresh. A version may be older than the record's current one.
 func (x *TxIndex) viewVersions(ctx context.Context, keys []string) (map[string]version, error) {
 	out := make(map[string]version, len(keys))
+	keys = possibleIDs(keys)
 	for start := 0; start < len(keys); start += maxMgetIDs {
 		chunk := keys[start:min(start+maxMgetIDs, len(keys))]
 		body, err := json.Marshal(map[string]any{
@@ -129,4 +131,16 @@ func (x *TxIndex) viewVersions(ctx context.Context, keys []string) (map[string]v
 		}
 	}
 	return out, nil
+}
+
+// possibleIDs returns the keys a document can have: an id that none can
+// have would fail a whole search.
+func possibleIDs(keys []string) []string {
+	out := keys[:0:0]
+	for _, k := range keys {
+		if k != "" && len(k) <= maxIDBytes {
+			out = append(out, k)
+		}
+	}
+	return out
 }
