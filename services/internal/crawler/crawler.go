@@ -31,6 +31,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
@@ -75,6 +76,11 @@ type Config struct {
 	MaxTextBytes int   `env:"GRIDCRAWL_MAX_TEXT_BYTES" envDefault:"1048576"`
 	MaxLinks     int   `env:"GRIDCRAWL_MAX_LINKS" envDefault:"5000"`
 	MaxRedirects int   `env:"GRIDCRAWL_MAX_REDIRECTS" envDefault:"10"`
+	// PublishGather is how long a worker's new links wait for those of the
+	// other workers, so that they reach each loader queue shard in one
+	// contract (broker messages per page); 0 publishes each contract's at
+	// once.
+	PublishGather time.Duration `env:"GRIDCRAWL_CRAWLER_PUBLISH_GATHER" envDefault:"25ms"`
 }
 
 // Validate checks c.
@@ -145,7 +151,7 @@ func New(cfg Config, deps Deps) *Crawler {
 	}
 	return &Crawler{
 		cfg: cfg, deps: deps, log: log,
-		enq:     &enqueue.Enqueuer{Tx: deps.Tx, Queue: deps.Queue, Group: deps.Group, Shards: deps.Shards},
+		enq:     &enqueue.Enqueuer{Tx: deps.Tx, Queue: deps.Queue, Group: deps.Group, Shards: deps.Shards, Gather: cfg.PublishGather},
 		cancels: crawlcache.NewStates(deps.Profiles),
 		profs:   crawlcache.NewProfiles(deps.Profiles),
 		scopes:  lru.New[string, *scope.Rules](1000, 0),

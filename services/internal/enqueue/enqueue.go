@@ -11,7 +11,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
@@ -46,6 +48,29 @@ type Enqueuer struct {
 	// Shards is the number of loader queue shards (see Config); 0 means 1.
 	Shards int
 	Now    func() time.Time
+	// Gather, when positive, is how long the first of concurrent Enqueue
+	// calls waits for others before it publishes the new records' loader
+	// contracts of all of them together: found links of several pages go
+	// to a shard in one message instead of one per call (a group commit).
+	// Each call returns once its records are published.
+	Gather time.Duration
+
+	mu     sync.Mutex
+	gather *gathered // the open group, nil when none
+}
+
+// gathered is one group of publications (see Enqueuer.Gather).
+type gathered struct {
+	reqs []gatheredReq
+	done chan struct{} // closed once published, err set
+	err  error
+}
+
+type gatheredReq struct {
+	crawlID string
+	p       contracts.Profile
+	recs    []txindex.Record
+	snaps   map[string]*contracts.Snapshot
 }
 
 // Enqueue creates records for the candidates that are absent and publishes
@@ -132,10 +157,84 @@ func (f *Enqueuer) Enqueue(ctx context.Context, crawlID string, p contracts.Prof
 	}
 	// New records carry what this process wrote, so that the loader's
 	// store transitions them without reading them first.
-	if err := f.publish(ctx, crawlID, p, publish, f.snapshot); err != nil {
+	if err := f.publishGathered(ctx, crawlID, p, publish); err != nil {
 		return n, err
 	}
 	return n, nil
+}
+
+// publishGathered publishes the loader contracts of new records, with
+// those of concurrent calls when Gather is set.
+func (f *Enqueuer) publishGathered(ctx context.Context, crawlID string, p contracts.Profile, recs []txindex.Record) error {
+	if f.Gather <= 0 || len(recs) == 0 {
+		return f.publish(ctx, crawlID, p, recs, f.snapshot)
+	}
+	// The snapshots are taken now: the records as this call wrote them.
+	snaps := make(map[string]*contracts.Snapshot, len(recs))
+	for _, r := range recs {
+		if s := f.snapshot(r.Key); s != nil {
+			snaps[r.Key] = s
+		}
+	}
+	f.mu.Lock()
+	g := f.gather
+	lead := g == nil
+	if lead {
+		g = &gathered{done: make(chan struct{})}
+		f.gather = g
+	}
+	g.reqs = append(g.reqs, gatheredReq{crawlID: crawlID, p: p, recs: recs, snaps: snaps})
+	f.mu.Unlock()
+	if lead {
+		t := time.NewTimer(f.Gather)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+		f.mu.Lock()
+		f.gather = nil
+		reqs := g.reqs
+		f.mu.Unlock()
+		g.err = f.publishAll(ctx, reqs)
+		close(g.done)
+	}
+	select {
+	case <-g.done:
+		return g.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// publishAll publishes the records of reqs, one contract per crawl and
+// shard (and MaxURLsPerContract URLs).
+func (f *Enqueuer) publishAll(ctx context.Context, reqs []gatheredReq) error {
+	type crawl struct {
+		p     contracts.Profile
+		recs  []txindex.Record
+		snaps map[string]*contracts.Snapshot
+	}
+	byCrawl := map[string]*crawl{}
+	var order []string
+	for _, r := range reqs {
+		c := byCrawl[r.crawlID]
+		if c == nil {
+			c = &crawl{p: r.p, snaps: map[string]*contracts.Snapshot{}}
+			byCrawl[r.crawlID] = c
+			order = append(order, r.crawlID)
+		}
+		c.recs = append(c.recs, r.recs...)
+		maps.Copy(c.snaps, r.snaps)
+	}
+	for _, id := range order {
+		c := byCrawl[id]
+		snap := func(key string) *contracts.Snapshot { return c.snaps[key] }
+		if err := f.publish(ctx, id, c.p, c.recs, snap); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // revisit handles candidates whose record exists: it lowers the depth of
