@@ -80,7 +80,7 @@ type Config struct {
 	// other workers, so that they reach each loader queue shard in one
 	// contract (broker messages per page); 0 publishes each contract's at
 	// once.
-	PublishGather time.Duration `env:"GRIDCRAWL_CRAWLER_PUBLISH_GATHER" envDefault:"25ms"`
+	PublishGather time.Duration `env:"GRIDCRAWL_CRAWLER_PUBLISH_GATHER" envDefault:"50ms"`
 }
 
 // Validate checks c.
