@@ -49,39 +49,13 @@ func (x *TxIndex) Learn(r txindex.Record, rev string) error {
 // records cost the crawler a fifth of its time), so the records it finds
 // are not remembered: a write needs them whole.
 func (x *TxIndex) Peek(ctx context.Context, keys []string) (map[string]txindex.Record, error) {
-	out := make(map[string]txindex.Record, len(keys))
-	keys = possibleIDs(keys)
-	for start := 0; start < len(keys); start += maxMgetIDs {
-		chunk := keys[start:min(start+maxMgetIDs, len(keys))]
-		body, err := json.Marshal(map[string]any{
-			"size":             len(chunk),
-			"track_total_hits": false,
-			"_source":          peekFields,
-			"query":            map[string]any{"ids": map[string]any{"values": chunk}},
-		})
-		if err != nil {
-			return nil, fmt.Errorf("peek %d records: %w", len(keys), err)
-		}
-		var res struct {
-			Hits struct {
-				Hits []struct {
-					ID     string          `json:"_id"`
-					Source json.RawMessage `json:"_source"`
-				} `json:"hits"`
-			} `json:"hits"`
-		}
-		req := esapi.SearchRequest{Index: []string{x.c.txIndex}, Body: bytes.NewReader(body),
-			FilterPath: []string{"hits.hits._id", "hits.hits._source"}}
-		if err := x.c.do(ctx, req, &res); err != nil {
-			return nil, fmt.Errorf("peek %d records: %w", len(keys), err)
-		}
-		for _, h := range res.Hits.Hits {
-			var r txindex.Record
-			if err := json.Unmarshal(h.Source, &r); err != nil {
-				return nil, fmt.Errorf("peek record %q: decode: %w", h.ID, err)
-			}
-			out[h.ID] = r
-		}
+	vs, err := x.searchIDs(ctx, keys, peekFields)
+	if err != nil {
+		return nil, fmt.Errorf("peek %d records: %w", len(keys), err)
+	}
+	out := make(map[string]txindex.Record, len(vs))
+	for k, v := range vs {
+		out[k] = v.rec
 	}
 	return out, nil
 }
@@ -94,18 +68,36 @@ var peekFields = []string{"key", "crawl_id", "url", "host", "chg", "depth", "hop
 // primary terms: an ids search, which unlike a realtime get never makes
 // the shard refresh. A version may be older than the record's current one.
 func (x *TxIndex) viewVersions(ctx context.Context, keys []string) (map[string]version, error) {
+	vs, err := x.searchIDs(ctx, keys, nil)
+	if err != nil {
+		return nil, fmt.Errorf("read %d records: %w", len(keys), err)
+	}
+	return vs, nil
+}
+
+// searchIDs returns the records among keys that the index's last refresh
+// shows: with fields, only those fields (and no sequence number or primary
+// term); with none, whole and with them.
+func (x *TxIndex) searchIDs(ctx context.Context, keys, fields []string) (map[string]version, error) {
 	out := make(map[string]version, len(keys))
 	keys = possibleIDs(keys)
+	filter := []string{"hits.hits._id", "hits.hits._source"}
 	for start := 0; start < len(keys); start += maxMgetIDs {
 		chunk := keys[start:min(start+maxMgetIDs, len(keys))]
-		body, err := json.Marshal(map[string]any{
-			"size":                len(chunk),
-			"track_total_hits":    false,
-			"seq_no_primary_term": true,
-			"query":               map[string]any{"ids": map[string]any{"values": chunk}},
-		})
+		q := map[string]any{
+			"size":             len(chunk),
+			"track_total_hits": false,
+			"query":            map[string]any{"ids": map[string]any{"values": chunk}},
+		}
+		if fields != nil {
+			q["_source"] = fields
+		} else {
+			q["seq_no_primary_term"] = true
+			filter = []string{"hits.hits._id", "hits.hits._seq_no", "hits.hits._primary_term", "hits.hits._source"}
+		}
+		body, err := json.Marshal(q)
 		if err != nil {
-			return nil, fmt.Errorf("read %d records: %w", len(keys), err)
+			return nil, err
 		}
 		var res struct {
 			Hits struct {
@@ -117,15 +109,14 @@ func (x *TxIndex) viewVersions(ctx context.Context, keys []string) (map[string]v
 				} `json:"hits"`
 			} `json:"hits"`
 		}
-		req := esapi.SearchRequest{Index: []string{x.c.txIndex}, Body: bytes.NewReader(body),
-			FilterPath: []string{"hits.hits._id", "hits.hits._seq_no", "hits.hits._primary_term", "hits.hits._source"}}
+		req := esapi.SearchRequest{Index: []string{x.c.txIndex}, Body: bytes.NewReader(body), FilterPath: filter}
 		if err := x.c.do(ctx, req, &res); err != nil {
-			return nil, fmt.Errorf("read %d records: %w", len(keys), err)
+			return nil, err
 		}
 		for _, h := range res.Hits.Hits {
 			var r txindex.Record
 			if err := json.Unmarshal(h.Source, &r); err != nil {
-				return nil, fmt.Errorf("read record %q: decode: %w", h.ID, err)
+				return nil, fmt.Errorf("record %q: decode: %w", h.ID, err)
 			}
 			out[h.ID] = version{seqNo: h.SeqNo, primaryTerm: h.PrimaryTerm, rec: r}
 		}
