@@ -598,6 +598,7 @@ function pageCrawl(main, [id]) {
     log.el,
     h("div", { class: "card" }, h("h2", {}, "Profile"), info));
   let lastState = null; // the state of the status drawn last
+  let headParts = null, actionBox = null, actionState = null; // the heading, see refresh
   let reportsState = null; // the state the reports were read at
   let reportsAt = 0;
   let stop;
@@ -625,9 +626,23 @@ function pageCrawl(main, [id]) {
     drawn = seq;
     const name = (c.profile && c.profile.name) || c.crawl_id;
     const dur = ((c.finished_at ? new Date(c.finished_at) : new Date()) - new Date(c.created_at));
-    head.replaceChildren(h("h1", {}, name), h("span", { id: "state" }, stateBadge(c)),
-      h("span", { class: "muted" }, "started ", when(c.created_at), c.finished_at ? [" · finished ", when(c.finished_at)] : "", " · ", ms(dur)),
-      h("span", { class: "spacer" }), actions(c, refresh));
+    // The heading's texts are redrawn on every poll, its buttons only when
+    // the state changes and in place: made anew on every poll, a button
+    // could be replaced under a click (and an armed Cancel would disarm).
+    const parts = [h("h1", {}, name), h("span", { id: "state" }, stateBadge(c)),
+      h("span", { class: "muted" }, "started ", when(c.created_at), c.finished_at ? [" · finished ", when(c.finished_at)] : "", " · ", ms(dur))];
+    if (!headParts || !head.contains(headParts[0])) {
+      actionBox = h("span", { class: "actions" });
+      actionState = null;
+      head.replaceChildren(...parts, h("span", { class: "spacer" }), actionBox);
+    } else {
+      headParts.forEach((old, i) => old.replaceWith(parts[i]));
+    }
+    headParts = parts;
+    if (actionState !== c.state) {
+      actionBox.replaceChildren(actions(c, refresh));
+      actionState = c.state;
+    }
     recrawlBox.replaceChildren(c.outcome ? h("div", { class: "card warn", id: "outcome", role: "alert" }, c.outcome.summary) : "",
       c.profile && c.profile.recrawl ? recrawlCard(c) : "");
     tileBox.replaceChildren(...tiles(c));
