@@ -16,7 +16,8 @@ import (
 // non-terminal status for longer than the recovery lease: the transaction
 // index is the source of truth, so a contract lost with a killed process is
 // found here. A record is republished at most RecoveryAttempts times, then
-// it fails; either way it cannot be stranded. Paused crawls are left alone.
+// it fails; either way it cannot be stranded. Paused crawls are left alone,
+// and no pass runs while one of MCP's backends is down.
 func (co *Coordinator) runSweep(ctx context.Context) {
 	t := time.NewTicker(co.cfg.RecoveryInterval)
 	defer t.Stop()
@@ -26,8 +27,15 @@ func (co *Coordinator) runSweep(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		if len(co.deps.Gate.Down(ctx)) > 0 {
+			// The work of stale records is most likely held by a service
+			// waiting for the same backend: republishing it would count
+			// attempts the outage caused, and fail URLs nobody lost.
+			continue
+		}
 		n, err := co.Sweep(ctx)
 		if err != nil && ctx.Err() == nil {
+			co.deps.Gate.Note(err)
 			co.log.Error("recovery sweep", "err", err)
 		}
 		if n > 0 {

@@ -2,8 +2,11 @@ package coordinator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +15,8 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/sqlitequeue"
 	"github.com/gridcrawl/gridcrawl/pkg/sqlitestore"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
+	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
+	"github.com/gridcrawl/gridcrawl/services/internal/outage"
 	"github.com/gridcrawl/gridcrawl/services/internal/routing"
 )
 
@@ -151,5 +156,59 @@ func TestSweepLeavesPausedCrawlAlone(t *testing.T) {
 		if after[name] != before[name]+grow {
 			t.Errorf("after the sweep of the resumed crawl, %s holds %d messages, want %d", name, after[name], before[name]+grow)
 		}
+	}
+}
+
+// TestSweepWaitsForBackends runs the recovery sweep's loop while one of
+// MCP's backends does not answer: the work of stale records is most likely
+// held by a service waiting for the same backend, so no pass runs, no
+// attempt is counted and nothing is republished, however many intervals
+// pass. Once the backend answers, the next pass republishes the work.
+func TestSweepWaitsForBackends(t *testing.T) {
+	e := newRebuildEnv(t)
+	var down atomic.Bool
+	down.Store(true)
+	gate := outage.New([]metrics.Check{{Backend: "assets", Probe: func(context.Context) error {
+		if down.Load() {
+			return errors.New("connection refused")
+		}
+		return nil
+	}}}, nil)
+	co := New(Config{RecoveryLease: time.Minute, RecoveryInterval: 20 * time.Millisecond, RecoveryAttempts: 2},
+		Deps{Queue: e.q, Tx: e.tx, Profiles: e.ps, QueuesInMemory: true, Gate: gate})
+	const u = "http://a.example/parse"
+	e.crawl(t, "c1", contracts.CrawlRunning, time.Now().Add(-time.Hour), map[string]contracts.Status{u: contracts.ToBeParsed})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); co.runSweep(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	time.Sleep(50 * co.cfg.RecoveryInterval)
+	r, err := e.tx.Get(t.Context(), txindex.Key("c1", u))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != contracts.ToBeParsed || r.Attempts != 0 {
+		t.Errorf("during the outage the record is %s after %d attempts, want to-be-parsed after none", r.Status, r.Attempts)
+	}
+	if got := e.published(t); len(got) != 0 {
+		t.Errorf("during the outage the sweep published %v, want nothing", got)
+	}
+
+	down.Store(false)
+	deadline := time.Now().Add(10 * time.Second)
+	for r.Attempts == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		if r, err = e.tx.Get(t.Context(), txindex.Key("c1", u)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r.Status != contracts.ToBeParsed || r.Attempts != 1 {
+		t.Fatalf("after the outage the record is %s after %d attempts, want to-be-parsed after 1", r.Status, r.Attempts)
+	}
+	cancel()
+	<-done
+	if got, want := e.published(t), []string{"c1 parse " + u}; !slices.Equal(got, want) {
+		t.Errorf("after the outage the sweep published %v, want %v", got, want)
 	}
 }

@@ -329,6 +329,7 @@ func New(cfg Config, deps Deps) (*Loader, error) {
 		settle:        l.settle,
 		keepResponses: deps.Handoff != nil,
 		flushInterval: cfg.FlushInterval,
+		lease:         cfg.RecoveryLease,
 	})
 	robotsClient := &http.Client{
 		Transport: &countingTransport{base: transport, kind: metrics.KindRobots, met: met},

@@ -66,6 +66,11 @@ type recorderDeps struct {
 	// for the publisher's handoff.
 	keepResponses bool
 	flushInterval time.Duration
+	// lease is the recovery lease (Config.RecoveryLease): a batch kept
+	// while a backend is down renews its records' lease every half of it,
+	// so that the recovery sweep does not take the URLs this loader holds
+	// for lost and fail them after RecoveryAttempts republications.
+	lease time.Duration
 }
 
 // recorder keeps the results waiting for the segment being filled, and
@@ -230,6 +235,7 @@ func (r *recorder) flush(ctx context.Context, final bool) {
 				b.kept = true
 				r.log.Warn("flush segment waits for the backends", "urls", len(b.pending), "err", err)
 			}
+			r.renew(ctx, b)
 			r.stuck = append(r.stuck, b)
 			continue
 		}
@@ -245,12 +251,38 @@ func (r *recorder) flush(ctx context.Context, final bool) {
 // close seals the open segment object's index, after the final flush.
 func (r *recorder) close(ctx context.Context) { r.segments.close(ctx) }
 
+// renew renews the lease of the records of kept batch b, once every half
+// lease, while its transitions are not applied: the URLs are fetched and
+// held here until the backend is back. A renewal that fails (the
+// transaction index may be the backend that is down) is tried at the next
+// flush.
+func (r *recorder) renew(ctx context.Context, b *batch) {
+	if b.rs.applied != nil || r.lease <= 0 || time.Since(b.renewed) < r.lease/2 {
+		return
+	}
+	var ts []txindex.Transition
+	for _, res := range b.pending {
+		if res.status != "" {
+			ts = append(ts, txindex.Transition{Key: txindex.Key(res.t.crawlID, res.t.url), From: contracts.ToBeLoaded, To: contracts.ToBeLoaded})
+		}
+	}
+	if len(ts) == 0 {
+		return
+	}
+	if _, err := r.index.Transition(ctx, ts); err != nil {
+		r.log.Debug("renew lease of urls waiting for the backends", "urls", len(ts), "err", err)
+		return
+	}
+	b.renewed = time.Now()
+}
+
 // batch is one flush's segment and results, with how far it got.
 type batch struct {
 	seg     segmentCut
 	pending []*result
 	rs      recordState
-	kept    bool // kept for a later flush at least once
+	kept    bool      // kept for a later flush at least once
+	renewed time.Time // when its records' lease was last renewed (see renew)
 }
 
 // recordState is how far a batch's transitions got, so that a batch tried

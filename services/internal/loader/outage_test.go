@@ -1,0 +1,100 @@
+package loader
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/assets"
+	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
+	"github.com/gridcrawl/gridcrawl/services/internal/outage"
+)
+
+// downStore is an asset store that refuses every write while down.
+type downStore struct {
+	assets.Store
+	down atomic.Bool
+}
+
+var errStoreDown = errors.New("connection refused")
+
+func (s *downStore) Put(ctx context.Context, key string, r io.Reader, size int64, contentType string) error {
+	if s.down.Load() {
+		return errStoreDown
+	}
+	return s.Store.Put(ctx, key, r, size, contentType)
+}
+
+// TestAssetsOutageRenewsLeases fetches pages while the asset store is down:
+// the loader keeps them until the store answers again, and meanwhile renews
+// their records' lease every half lease, so that the recovery sweep, which
+// republishes (and after RecoveryAttempts fails) URLs whose lease ran out,
+// does not take the URLs the loader holds for lost. Once the store is back
+// the pages are stored and loaded, each fetched once.
+func TestAssetsOutageRenewsLeases(t *testing.T) {
+	b := newBackends(t)
+	store := &downStore{Store: b.assets}
+	store.down.Store(true)
+	gate := outage.New([]metrics.Check{{Backend: "assets", Probe: func(context.Context) error {
+		if store.down.Load() {
+			return errStoreDown
+		}
+		return nil
+	}}}, nil)
+	const lease = 2 * time.Second
+	cfg := config(t, map[string]string{"GRIDCRAWL_RECOVERY_LEASE": lease.String(), "GRIDCRAWL_WARC_FLUSH_INTERVAL": "50ms"})
+	l, err := New(cfg, Deps{Queue: b.q, Tx: b.tx, Assets: store, Profiles: b.prof, Shards: b.shards, Gate: gate,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+
+	s := newSite(t, "")
+	urls := s.pages(3)
+	b.submit(t, "outage", contracts.CrawlRunning, profile(urls...), urls...)
+	created := b.record(t, "outage", urls[0]).StatusTime
+	waitFor(t, "the pages fetched", func() bool { return len(s.hits()) >= len(urls)+1 }) // and robots.txt
+	// Two leases into the outage every record was renewed within the last
+	// lease: the sweep finds none of them stale.
+	time.Sleep(2 * lease)
+	for _, u := range urls {
+		r := b.record(t, "outage", u)
+		if r.Status != contracts.ToBeLoaded {
+			t.Fatalf("%s is %s during the outage, want to-be-loaded", u, r.Status)
+		}
+		if age := time.Since(r.StatusTime); age >= lease {
+			t.Errorf("%s: lease last renewed %v ago (created %v ago), want less than the lease %v",
+				u, age.Round(time.Millisecond), time.Since(created).Round(time.Millisecond), lease)
+		}
+	}
+	store.down.Store(false)
+	b.waitLoaded(t, "outage", urls...)
+	for _, u := range urls {
+		if r := b.record(t, "outage", u); r.Status != contracts.ToBeParsed || r.Attempts != 0 {
+			t.Errorf("%s: %s after %d attempts, want to-be-parsed after none", u, r.Status, r.Attempts)
+		}
+	}
+	fetched := map[string]int{}
+	for _, h := range s.hits() {
+		fetched[h.path]++
+	}
+	for p, n := range fetched {
+		if n != 1 {
+			t.Errorf("%s fetched %d times, want once", p, n)
+		}
+	}
+}
