@@ -3,7 +3,6 @@ package coordinator
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"sort"
 	"testing"
 	"time"
@@ -14,9 +13,9 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/memqueue"
 	"github.com/gridcrawl/gridcrawl/pkg/profiles"
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
-	"github.com/gridcrawl/gridcrawl/pkg/sqlitequeue"
 	"github.com/gridcrawl/gridcrawl/pkg/sqlitestore"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
+	"github.com/gridcrawl/gridcrawl/services/internal/embedtest"
 )
 
 // rebuildEnv is a coordinator on embedded stores with in-memory crawler
@@ -30,22 +29,9 @@ type rebuildEnv struct {
 
 func newRebuildEnv(t *testing.T) *rebuildEnv {
 	t.Helper()
-	dir := t.TempDir()
-	tx, err := sqlitestore.OpenTxIndex(filepath.Join(dir, "tx.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tx.Close() })
-	ps, err := sqlitestore.OpenProfiles(filepath.Join(dir, "profiles.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ps.Close() })
-	durable, err := sqlitequeue.Open(filepath.Join(dir, "queue.db"), sqlitequeue.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := memqueue.New(memqueue.Options{Durable: durable, InMemory: func(n string) bool { return n == contracts.QueueCrawler || n == contracts.QueueIndex }})
+	s := embedtest.Open(t)
+	tx, ps := s.Tx, s.Profiles
+	q, err := memqueue.New(memqueue.Options{Durable: s.Queue, InMemory: func(n string) bool { return n == contracts.QueueCrawler || n == contracts.QueueIndex }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,17 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
-	"github.com/gridcrawl/gridcrawl/pkg/fsassets"
-	"github.com/gridcrawl/gridcrawl/pkg/sqlitequeue"
-	"github.com/gridcrawl/gridcrawl/pkg/sqlitestore"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
+	"github.com/gridcrawl/gridcrawl/services/internal/embedtest"
 	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
 	"github.com/gridcrawl/gridcrawl/services/internal/outage"
 	"github.com/gridcrawl/gridcrawl/services/internal/routing"
@@ -38,34 +35,11 @@ func (x leaseOverTx) Stale(ctx context.Context, before time.Time, limit int) ([]
 // each record, which shows that the records were the sweep's to take.
 func TestSweepLeavesPausedCrawlAlone(t *testing.T) {
 	ctx := t.Context()
-	dir := t.TempDir()
-	tx, err := sqlitestore.OpenTxIndex(filepath.Join(dir, "tx.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tx.Close() })
-	q, err := sqlitequeue.Open(filepath.Join(dir, "queue.db"), sqlitequeue.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { q.Close() })
-	profs, err := sqlitestore.OpenProfiles(filepath.Join(dir, "profiles.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { profs.Close() })
-	srch, err := sqlitestore.OpenSearch(filepath.Join(dir, "search.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srch.Close() })
-	store, err := fsassets.Open(filepath.Join(dir, "assets"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := embedtest.Open(t)
+	tx, q := s.Tx, s.Queue
 	const attempts = 5
 	co := New(Config{RecoveryLease: time.Minute, RecoveryInterval: time.Minute, RecoveryAttempts: attempts},
-		Deps{Queue: q, Tx: leaseOverTx{tx}, Profiles: profs, Search: srch, Assets: store})
+		Deps{Queue: q, Tx: leaseOverTx{tx}, Profiles: s.Profiles, Search: s.Search, Assets: s.Assets})
 
 	no := false
 	p, err := CheckProfile(contracts.Profile{StartURLs: []string{"http://a.test/load", "http://a.test/parse", "http://a.test/index"}, Sitemaps: &no})

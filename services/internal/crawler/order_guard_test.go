@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -13,13 +12,11 @@ import (
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
-	"github.com/gridcrawl/gridcrawl/pkg/fsassets"
 	"github.com/gridcrawl/gridcrawl/pkg/profiles"
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
-	"github.com/gridcrawl/gridcrawl/pkg/sqlitequeue"
-	"github.com/gridcrawl/gridcrawl/pkg/sqlitestore"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/pkg/warc"
+	"github.com/gridcrawl/gridcrawl/services/internal/embedtest"
 	"github.com/gridcrawl/gridcrawl/services/internal/routing"
 	"github.com/gridcrawl/gridcrawl/services/internal/scope"
 )
@@ -86,27 +83,9 @@ func TestLinksWrittenBeforePageMovesOn(t *testing.T) {
 
 func testLinksBeforePage(t *testing.T, arm func(*failOnceTx, *failOnceQueue)) {
 	ctx := t.Context()
-	dir := t.TempDir()
-	realTx, err := sqlitestore.OpenTxIndex(filepath.Join(dir, "tx.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { realTx.Close() })
-	realQ, err := sqlitequeue.Open(filepath.Join(dir, "queue.db"), sqlitequeue.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { realQ.Close() })
-	profs, err := sqlitestore.OpenProfiles(filepath.Join(dir, "profiles.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { profs.Close() })
-	store, err := fsassets.Open(filepath.Join(dir, "assets"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx, q := &failOnceTx{Index: realTx}, &failOnceQueue{Queue: realQ}
+	base := embedtest.Open(t)
+	profs, store := base.Profiles, base.Assets
+	tx, q := &failOnceTx{Index: base.Tx}, &failOnceQueue{Queue: base.Queue}
 
 	const crawlID = "order"
 	page := "http://site.test/"
@@ -136,7 +115,7 @@ func testLinksBeforePage(t *testing.T, arm func(*failOnceTx, *failOnceQueue)) {
 	}
 	ref := contracts.AssetRef{Key: segKey, Offset: off, Length: n}
 	pageKey := txindex.Key(crawlID, page)
-	if _, err := realTx.Create(ctx, []txindex.Record{{Key: pageKey, CrawlID: crawlID, URL: page, Host: "site.test", Group: "site.test",
+	if _, err := base.Tx.Create(ctx, []txindex.Record{{Key: pageKey, CrawlID: crawlID, URL: page, Host: "site.test", Group: "site.test",
 		Status: contracts.ToBeParsed, StatusTime: now, CreatedAt: now, Asset: ref, HTTPStatus: 200}}); err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +129,7 @@ func testLinksBeforePage(t *testing.T, arm func(*failOnceTx, *failOnceQueue)) {
 	if err := c.Process(ctx, k, p, rules); !errors.Is(err, errInjected) {
 		t.Fatalf("Process with a failing store = %v, want the store's failure", err)
 	}
-	if r := getRecord(t, realTx, pageKey); r.Status != contracts.ToBeParsed {
+	if r := getRecord(t, base.Tx, pageKey); r.Status != contracts.ToBeParsed {
 		t.Fatalf("page after the failed delivery = %s, want %s: it left to-be-parsed before its links were written and published",
 			r.Status, contracts.ToBeParsed)
 	}
@@ -159,11 +138,11 @@ func testLinksBeforePage(t *testing.T, arm func(*failOnceTx, *failOnceQueue)) {
 	if err := c.Process(ctx, k, p, rules); err != nil {
 		t.Fatalf("Process of the redelivered contract: %v", err)
 	}
-	if r := getRecord(t, realTx, pageKey); r.Status != contracts.ToBeIndexed {
+	if r := getRecord(t, base.Tx, pageKey); r.Status != contracts.ToBeIndexed {
 		t.Errorf("page after the redelivered contract = %s, want %s", r.Status, contracts.ToBeIndexed)
 	}
 	for _, u := range links {
-		r, err := realTx.Get(ctx, txindex.Key(crawlID, u))
+		r, err := base.Tx.Get(ctx, txindex.Key(crawlID, u))
 		if err != nil {
 			t.Errorf("link %s after the redelivered contract: %v, want its record", u, err)
 			continue
@@ -172,7 +151,7 @@ func testLinksBeforePage(t *testing.T, arm func(*failOnceTx, *failOnceQueue)) {
 			t.Errorf("link %s = %s depth %d referrer %q, want %s depth 1 referrer %q", u, r.Status, r.Depth, r.Referrer, contracts.ToBeLoaded, page)
 		}
 	}
-	published := loaderURLs(t, realQ)
+	published := loaderURLs(t, base.Queue)
 	for _, u := range links {
 		if !slices.Contains(published, u) {
 			t.Errorf("loader contracts published carry %v, want %s among them", published, u)

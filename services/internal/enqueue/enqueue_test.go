@@ -3,30 +3,18 @@ package enqueue
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
-	"github.com/gridcrawl/gridcrawl/pkg/sqlitequeue"
-	"github.com/gridcrawl/gridcrawl/pkg/sqlitestore"
+	"github.com/gridcrawl/gridcrawl/services/internal/embedtest"
 	"github.com/gridcrawl/gridcrawl/services/internal/routing"
 )
 
 func newFrontier(t *testing.T) (*Enqueuer, queue.Queue) {
 	t.Helper()
-	dir := t.TempDir()
-	tx, err := sqlitestore.OpenTxIndex(filepath.Join(dir, "tx.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tx.Close() })
-	q, err := sqlitequeue.Open(filepath.Join(dir, "q.db"), sqlitequeue.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { q.Close() })
-	return &Enqueuer{Tx: tx, Queue: q, Group: routing.HostGrouper}, q
+	s := embedtest.Open(t)
+	return &Enqueuer{Tx: s.Tx, Queue: s.Queue, Group: routing.HostGrouper}, s.Queue
 }
 
 func TestEnqueueDedupesAndRepublishesOnlyForTheSameReferrer(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,9 +12,8 @@ import (
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
 	"github.com/gridcrawl/gridcrawl/pkg/search"
-	"github.com/gridcrawl/gridcrawl/pkg/sqlitequeue"
-	"github.com/gridcrawl/gridcrawl/pkg/sqlitestore"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
+	"github.com/gridcrawl/gridcrawl/services/internal/embedtest"
 )
 
 // errSearchDown is the plain failure of the search write in the retry
@@ -116,23 +114,9 @@ func (d *spyDelivery) DeadLetter(ctx context.Context, reason string) error {
 // indexed, and only then is acked.
 func TestSearchWriteFailureRetriesContract(t *testing.T) {
 	ctx := t.Context()
-	dir := t.TempDir()
-	tx, err := sqlitestore.OpenTxIndex(filepath.Join(dir, "tx.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tx.Close() })
-	realSearch, err := sqlitestore.OpenSearch(filepath.Join(dir, "search.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { realSearch.Close() })
-	realQ, err := sqlitequeue.Open(filepath.Join(dir, "queue.db"), sqlitequeue.Options{MaxAttempts: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { realQ.Close() })
-	q := &spyQueue{Queue: realQ, settles: make(chan settled)}
+	base := embedtest.Open(t) // the queue dead-letters at the fifth delivery
+	tx, realSearch := base.Tx, base.Search
+	q := &spyQueue{Queue: base.Queue, settles: make(chan settled)}
 	srch := &failFirstSearch{Index: realSearch}
 
 	const crawlID = "retry"
@@ -150,7 +134,7 @@ func TestSearchWriteFailureRetriesContract(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := realQ.Publish(ctx, contracts.QueueIndex, queue.Message{Body: body}); err != nil {
+	if err := base.Queue.Publish(ctx, contracts.QueueIndex, queue.Message{Body: body}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -215,7 +199,7 @@ func TestSearchWriteFailureRetriesContract(t *testing.T) {
 	}
 	shutdown() // the ack is applied
 	for _, name := range []string{contracts.QueueIndex, queue.DeadLetterQueue(contracts.QueueIndex)} {
-		if n, err := realQ.Len(ctx, name); err != nil || n != 0 {
+		if n, err := base.Queue.Len(ctx, name); err != nil || n != 0 {
 			t.Errorf("Len(%s) = %d, %v, want 0: the contract acked", name, n, err)
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -18,13 +17,13 @@ import (
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
-	"github.com/gridcrawl/gridcrawl/pkg/fsassets"
 	"github.com/gridcrawl/gridcrawl/pkg/profiles"
 	"github.com/gridcrawl/gridcrawl/pkg/sqlitequeue"
 	"github.com/gridcrawl/gridcrawl/pkg/sqlitestore"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/pkg/warc"
 	"github.com/gridcrawl/gridcrawl/services/internal/contractmsg"
+	"github.com/gridcrawl/gridcrawl/services/internal/embedtest"
 	"github.com/gridcrawl/gridcrawl/services/internal/routing"
 )
 
@@ -40,30 +39,8 @@ type backends struct {
 
 func newBackends(t *testing.T) *backends {
 	t.Helper()
-	dir := t.TempDir()
-	q, err := sqlitequeue.Open(filepath.Join(dir, "queue.db"), sqlitequeue.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx, err := sqlitestore.OpenTxIndex(filepath.Join(dir, "tx.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	prof, err := sqlitestore.OpenProfiles(filepath.Join(dir, "profiles.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	as, err := fsassets.Open(filepath.Join(dir, "assets"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		q.Close()
-		tx.Close()
-		prof.Close()
-		as.Close()
-	})
-	return &backends{q: q, tx: tx, prof: prof, assets: as, shards: 2}
+	s := embedtest.Open(t)
+	return &backends{q: s.Queue, tx: s.Tx, prof: s.Profiles, assets: s.Assets, shards: 2}
 }
 
 // config returns a validated loader configuration: the documented
