@@ -85,24 +85,14 @@ func TestLinkAmplificationIsBounded(t *testing.T) {
 	// within the same bound as the documents.
 	var urlBytes, records, unlinked int
 	for _, status := range contracts.Statuses {
-		for after := ""; ; {
-			recs, err := g.Backends.Tx.List(t.Context(), crawlID, status, after, 1000)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, r := range recs {
-				urlBytes += len(r.URL)
-				records++
-				after = r.Key
-				// "a0" under the page's own directory: what the links of
-				// /long-base became when its base was ignored instead of
-				// making them too long as well.
-				if p := strings.TrimPrefix(r.URL, base+"/"); p != r.URL && len(p) > 1 && p[0] >= 'a' && p[0] <= 'z' && strings.Trim(p[1:], "0123456789") == "" {
-					unlinked++
-				}
-			}
-			if len(recs) < 1000 {
-				break
+		for _, r := range crawlRecords(t, g.Backends.Tx, crawlID, status) {
+			urlBytes += len(r.URL)
+			records++
+			// "a0" under the page's own directory: what the links of
+			// /long-base became when its base was ignored instead of
+			// making them too long as well.
+			if p := strings.TrimPrefix(r.URL, base+"/"); p != r.URL && len(p) > 1 && p[0] >= 'a' && p[0] <= 'z' && strings.Trim(p[1:], "0123456789") == "" {
+				unlinked++
 			}
 		}
 	}

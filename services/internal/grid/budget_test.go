@@ -70,23 +70,13 @@ func countedBudgetSite(t *testing.T) (port int, fetches func(hostPath string) in
 func hostCounts(t *testing.T, g *Grid, crawlID, host string) map[contracts.Status]int {
 	t.Helper()
 	out := map[contracts.Status]int{}
-	after := ""
-	for {
-		recs, err := g.Backends.Tx.List(t.Context(), crawlID, "", after, 1000)
-		if err != nil {
-			t.Fatal(err)
+	for _, r := range crawlRecords(t, g.Backends.Tx, crawlID, "") {
+		// The record's host carries the test site's port.
+		if name, _, _ := strings.Cut(r.Host, ":"); name == host {
+			out[r.Status]++
 		}
-		if len(recs) == 0 {
-			return out
-		}
-		for _, r := range recs {
-			// The record's host carries the test site's port.
-			if name, _, _ := strings.Cut(r.Host, ":"); name == host {
-				out[r.Status]++
-			}
-		}
-		after = recs[len(recs)-1].Key
 	}
+	return out
 }
 
 func waitState(t *testing.T, api, id string, want contracts.CrawlState) contracts.CrawlStatus {

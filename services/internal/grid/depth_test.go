@@ -195,26 +195,15 @@ func TestDepthIsShortestPath(t *testing.T) {
 		t.Fatalf("crawl = %s, want finished", st.State)
 	}
 	got := map[string]place{}
-	after := ""
-	for {
-		recs, err := g.Backends.Tx.List(ctx, created.CrawlID, "", after, 1000)
-		if err != nil {
-			t.Fatal(err)
+	for _, r := range crawlRecords(t, g.Backends.Tx, created.CrawlID, "") {
+		got[r.URL] = place{r.Depth, r.Hops}
+		wantStatus := contracts.Indexed
+		if _, ok := site.redirects[r.URL]; ok {
+			wantStatus = contracts.Redirected
 		}
-		if len(recs) == 0 {
-			break
+		if r.Status != wantStatus {
+			t.Errorf("record %s = %s (%s), want %s", r.URL, r.Status, r.Error, wantStatus)
 		}
-		for _, r := range recs {
-			got[r.URL] = place{r.Depth, r.Hops}
-			wantStatus := contracts.Indexed
-			if _, ok := site.redirects[r.URL]; ok {
-				wantStatus = contracts.Redirected
-			}
-			if r.Status != wantStatus {
-				t.Errorf("record %s = %s (%s), want %s", r.URL, r.Status, r.Error, wantStatus)
-			}
-		}
-		after = recs[len(recs)-1].Key
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("record depths differ from the shortest paths (-want +got):\n%s", diff)

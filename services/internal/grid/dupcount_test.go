@@ -94,24 +94,13 @@ func snapshotCrawl(t *testing.T, data, resolve, crawlID string) crawlSnapshot {
 	defer g.Backends.Close()
 	ctx := context.Background()
 	s := crawlSnapshot{id: crawlID, status: map[string]contracts.Status{}, key: map[string]string{}, writes: map[string]int64{}, queuedDocs: map[string]bool{}}
-	after := ""
-	for {
-		recs, err := g.Backends.Tx.List(ctx, crawlID, "", after, 1000)
-		if err != nil {
+	for _, r := range crawlRecords(t, g.Backends.Tx, crawlID, "") {
+		s.status[r.URL], s.key[r.URL] = r.Status, r.Key
+		n, err := g.Backends.Search.Writes(ctx, r.Key)
+		if err != nil && !errors.Is(err, search.ErrNotFound) {
 			t.Fatal(err)
 		}
-		if len(recs) == 0 {
-			break
-		}
-		for _, r := range recs {
-			s.status[r.URL], s.key[r.URL] = r.Status, r.Key
-			n, err := g.Backends.Search.Writes(ctx, r.Key)
-			if err != nil && !errors.Is(err, search.ErrNotFound) {
-				t.Fatal(err)
-			}
-			s.writes[r.Key] = n
-		}
-		after = recs[len(recs)-1].Key
+		s.writes[r.Key] = n
 	}
 	peek, stop := context.WithCancel(ctx)
 	ds, err := g.Backends.Queue.Consume(peek, contracts.QueueIndex, queue.ConsumeOptions{Prefetch: 100000})

@@ -472,3 +472,26 @@ func TestCancelCrawl(t *testing.T) {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// recordLister is what crawlRecords needs of a transaction index.
+type recordLister interface {
+	List(ctx context.Context, crawlID string, status contracts.Status, after string, limit int) ([]txindex.Record, error)
+}
+
+// crawlRecords returns every record of crawl id in status ("": any), in
+// key order.
+func crawlRecords(t testing.TB, tx recordLister, id string, status contracts.Status) []txindex.Record {
+	t.Helper()
+	var out []txindex.Record
+	for after := ""; ; {
+		recs, err := tx.List(t.Context(), id, status, after, 1000)
+		if err != nil {
+			t.Fatalf("list the records of %s: %v", id, err)
+		}
+		if len(recs) == 0 {
+			return out
+		}
+		out = append(out, recs...)
+		after = recs[len(recs)-1].Key
+	}
+}

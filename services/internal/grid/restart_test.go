@@ -1,7 +1,6 @@
 package grid
 
 import (
-	"context"
 	"net/http"
 	"os"
 	"os/exec"
@@ -131,41 +130,65 @@ func TestRestartMidCrawl(t *testing.T) {
 		"GRIDCRAWL_RECOVERY_LEASE=3s", "GRIDCRAWL_RECOVERY_INTERVAL=500ms", "GRIDCRAWL_WARC_FLUSH_INTERVAL=50ms",
 		"GRIDCRAWL_LOG_LEVEL=debug",
 	}
-	p := startGridProc(t, bin, data, env)
 	// Sitemaps off: the oracle is the link graph.
 	profile := contracts.Profile{StartURLs: starts, MaxDepth: depth, Scope: contracts.ScopeDomain, Sitemaps: new(bool),
 		Politeness: contracts.Politeness{MinDelayMS: 60, MaxDelayMS: 60, DelayFactor: 1}}
+	// Kill once a quarter of the pages are indexed.
+	run := killAndRestart(t, bin, data, env, front, profile, func(st contracts.CrawlStatus) bool {
+		return st.Counts[contracts.Indexed] >= int64(len(want)/4)
+	})
+	run.check(t, want, func(r txindex.Record) {
+		if _, err := run.grid.Backends.Search.Get(t.Context(), r.Key); err != nil {
+			t.Errorf("document of %s: %v", r.URL, err)
+		}
+	})
+}
+
+// killedRun is a crawl whose grid process was killed (SIGKILL) in the
+// middle of it, and started again on the same data directory, where the
+// crawl finished.
+type killedRun struct {
+	id            string
+	front         *countingFront
+	fetchedAtKill map[string]int // fetches by URL before the kill
+	atKill        crawlSnapshot
+	grid          *Grid // the data directory, opened after the grid stopped
+}
+
+// killAndRestart starts the grid binary bin on data with env, submits
+// profile, kills the process once kill holds of the crawl's status, starts
+// it again on the same data directory and waits for the crawl to finish.
+// The crawl must still run when kill first holds.
+func killAndRestart(t *testing.T, bin, data string, env []string, front *countingFront, profile contracts.Profile, kill func(contracts.CrawlStatus) bool) killedRun {
+	t.Helper()
+	p := startGridProc(t, bin, data, env)
 	var created contracts.CreateCrawlResponse
 	if code := apiDo(t, http.MethodPost, p.api+"/api/v1/crawls", profile, &created); code != http.StatusCreated {
 		t.Fatalf("POST crawl = %d", code)
 	}
-	// Kill once a quarter of the pages are indexed.
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(5 * time.Millisecond) {
 		var st contracts.CrawlStatus
 		apiDo(t, http.MethodGet, p.api+"/api/v1/crawls/"+created.CrawlID, nil, &st)
 		if st.State != contracts.CrawlRunning {
-			t.Fatalf("crawl ended (%s) before the kill; make the web slower", st.State)
+			t.Fatalf("crawl ended (%s) before the kill", st.State)
 		}
-		if st.Counts[contracts.Indexed] >= int64(len(want)/4) {
+		if kill(st) {
 			t.Logf("killing the grid at %v", st.Counts)
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("crawl made no progress: %v", st.Counts)
+			t.Fatalf("the crawl never reached the state to kill it in: %v", st.Counts)
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_ = p.cmd.Wait()
-	fetchedAtKill := front.counts()
-	atKill := snapshotCrawl(t, data, front.resolve, created.CrawlID)
+	run := killedRun{id: created.CrawlID, front: front, fetchedAtKill: front.counts()}
+	run.atKill = snapshotCrawl(t, data, front.resolve, created.CrawlID)
 
 	p = startGridProc(t, bin, data, env)
-	st := waitFinished(t, p.api, created.CrawlID, 3*time.Minute)
-	if st.State != contracts.CrawlFinished {
+	if st := waitFinished(t, p.api, created.CrawlID, 3*time.Minute); st.State != contracts.CrawlFinished {
 		t.Fatalf("crawl after restart = %s", st.State)
 	}
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -174,46 +197,38 @@ func TestRestartMidCrawl(t *testing.T) {
 	if err := p.cmd.Wait(); err != nil {
 		t.Errorf("grid exit after SIGTERM: %v", err)
 	}
-
-	// Open the data directory and compare with the link graph.
-	cfg := testConfig(t, data, front.resolve)
-	g, err := Open(cfg, discardLogger(), nil)
+	g, err := Open(testConfig(t, data, front.resolve), discardLogger(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer g.Backends.Close()
-	ctx := context.Background()
+	t.Cleanup(func() { g.Backends.Close() })
+	run.grid = g
+	return run
+}
+
+// check compares the finished crawl with want, the link graph: every URL
+// indexed (and passing record), one document each, and duplicate fetches
+// and writes within what one kill allows (see checkDuplicates).
+func (run killedRun) check(t *testing.T, want []string, record func(txindex.Record)) {
+	t.Helper()
+	ctx := t.Context()
 	var got []string
-	after := ""
-	for {
-		recs, err := g.Backends.Tx.List(ctx, created.CrawlID, "", after, 1000)
-		if err != nil {
-			t.Fatal(err)
+	for _, r := range crawlRecords(t, run.grid.Backends.Tx, run.id, "") {
+		if r.Status != contracts.Indexed {
+			t.Errorf("record %s = %s (%s), want indexed", r.URL, r.Status, r.Error)
 		}
-		if len(recs) == 0 {
-			break
-		}
-		for _, r := range recs {
-			if r.Status != contracts.Indexed {
-				t.Errorf("record %s = %s (%s), want indexed", r.URL, r.Status, r.Error)
-			}
-			if _, err := g.Backends.Search.Get(ctx, txindex.Key(created.CrawlID, r.URL)); err != nil {
-				t.Errorf("document of %s: %v", r.URL, err)
-			}
-			got = append(got, r.URL)
-		}
-		after = recs[len(recs)-1].Key
+		record(r)
+		got = append(got, r.URL)
 	}
 	sort.Strings(got)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("crawled URLs differ from the link graph (-want +got):\n%s", diff)
 	}
-	n, err := g.Backends.Search.Count(ctx, created.CrawlID)
-	if err != nil || n != int64(len(want)) {
+	if n, err := run.grid.Backends.Search.Count(ctx, run.id); err != nil || n != int64(len(want)) {
 		t.Errorf("documents = %d (%v), want %d", n, err, len(want))
 	}
-	checkDuplicates(t, want, fetchedAtKill, front.counts(), atKill, func(key string) int64 {
-		n, err := g.Backends.Search.Writes(ctx, key)
+	checkDuplicates(t, want, run.fetchedAtKill, run.front.counts(), run.atKill, func(key string) int64 {
+		n, err := run.grid.Backends.Search.Writes(ctx, key)
 		if err != nil {
 			t.Errorf("document writes of %s: %v", key, err)
 		}

@@ -99,57 +99,47 @@ func TestGridModeFixedLoaderIDRestart(t *testing.T) {
 	ctx := t.Context()
 	indexed := 0
 	indexes := map[string]map[int64]warc.CDXJ{} // segment key → its index lines by offset
-	for after := ""; ; {
-		recs, err := set.Tx.List(ctx, id, "", after, 1000)
+	for _, r := range crawlRecords(t, set.Tx, id, "") {
+		if r.Status != contracts.Indexed {
+			t.Errorf("record %s = %s (%s), want indexed", r.URL, r.Status, r.Error)
+			continue
+		}
+		indexed++
+		if _, ok := final[r.Asset.Key]; !ok {
+			t.Errorf("record %s refers to segment %q, which is not stored", r.URL, r.Asset.Key)
+			continue
+		}
+		rc, err := set.Assets.Get(ctx, r.Asset.Key, r.Asset.Offset, r.Asset.Length)
 		if err != nil {
-			t.Fatal(err)
+			t.Errorf("WARC record of %s at %+v: %v", r.URL, r.Asset, err)
+			continue
 		}
-		if len(recs) == 0 {
-			break
+		rec, err := warc.ReadRecord(rc, 64<<20)
+		rc.Close()
+		if err != nil || rec.Header.Get("WARC-Type") != "response" || rec.Header.Get("WARC-Target-URI") != r.URL {
+			t.Errorf("WARC record of %s at %+v: type %q uri %q err %v", r.URL, r.Asset, rec.Header.Get("WARC-Type"), rec.Header.Get("WARC-Target-URI"), err)
+			continue
 		}
-		for _, r := range recs {
-			after = r.Key
-			if r.Status != contracts.Indexed {
-				t.Errorf("record %s = %s (%s), want indexed", r.URL, r.Status, r.Error)
-				continue
-			}
-			indexed++
-			if _, ok := final[r.Asset.Key]; !ok {
-				t.Errorf("record %s refers to segment %q, which is not stored", r.URL, r.Asset.Key)
-				continue
-			}
-			rc, err := set.Assets.Get(ctx, r.Asset.Key, r.Asset.Offset, r.Asset.Length)
-			if err != nil {
-				t.Errorf("WARC record of %s at %+v: %v", r.URL, r.Asset, err)
-				continue
-			}
-			rec, err := warc.ReadRecord(rc, 64<<20)
-			rc.Close()
-			if err != nil || rec.Header.Get("WARC-Type") != "response" || rec.Header.Get("WARC-Target-URI") != r.URL {
-				t.Errorf("WARC record of %s at %+v: type %q uri %q err %v", r.URL, r.Asset, rec.Header.Get("WARC-Type"), rec.Header.Get("WARC-Target-URI"), err)
-				continue
-			}
-			if code, _, _, err := warc.ParseHTTPResponse(rec.Block); err != nil || code != http.StatusOK {
-				t.Errorf("HTTP response in the WARC record of %s: %d, %v", r.URL, code, err)
-			}
-			// The segment's CDXJ index, stored beside it, has the record.
-			lines, ok := indexes[r.Asset.Key]
-			if !ok {
-				lines = map[int64]warc.CDXJ{}
-				if rc, err := set.Assets.Get(ctx, assets.CDXJKey(r.Asset.Key), 0, -1); err == nil {
-					body, _ := io.ReadAll(rc)
-					rc.Close()
-					for l := range bytes.Lines(body) {
-						if c, err := warc.ParseCDXJ(l); err == nil {
-							lines[c.Offset] = c
-						}
+		if code, _, _, err := warc.ParseHTTPResponse(rec.Block); err != nil || code != http.StatusOK {
+			t.Errorf("HTTP response in the WARC record of %s: %d, %v", r.URL, code, err)
+		}
+		// The segment's CDXJ index, stored beside it, has the record.
+		lines, ok := indexes[r.Asset.Key]
+		if !ok {
+			lines = map[int64]warc.CDXJ{}
+			if rc, err := set.Assets.Get(ctx, assets.CDXJKey(r.Asset.Key), 0, -1); err == nil {
+				body, _ := io.ReadAll(rc)
+				rc.Close()
+				for l := range bytes.Lines(body) {
+					if c, err := warc.ParseCDXJ(l); err == nil {
+						lines[c.Offset] = c
 					}
 				}
-				indexes[r.Asset.Key] = lines
 			}
-			if c := lines[r.Asset.Offset]; c.URL != r.URL || c.Length != r.Asset.Length || c.Crawl != id {
-				t.Errorf("CDXJ index of %s at offset %d: %+v, want the line of %s (length %d, crawl %s)", r.Asset.Key, r.Asset.Offset, c, r.URL, r.Asset.Length, id)
-			}
+			indexes[r.Asset.Key] = lines
+		}
+		if c := lines[r.Asset.Offset]; c.URL != r.URL || c.Length != r.Asset.Length || c.Crawl != id {
+			t.Errorf("CDXJ index of %s at offset %d: %+v, want the line of %s (length %d, crawl %s)", r.Asset.Key, r.Asset.Offset, c, r.URL, r.Asset.Length, id)
 		}
 	}
 	if indexed != len(want) {
