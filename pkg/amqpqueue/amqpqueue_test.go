@@ -143,36 +143,6 @@ func TestConformance(t *testing.T) {
 	}
 }
 
-func receive(t testing.TB, ch <-chan queue.Delivery) queue.Delivery {
-	t.Helper()
-	timer := time.NewTimer(queuetest.DeliveryTimeout)
-	defer timer.Stop()
-	select {
-	case d, ok := <-ch:
-		if !ok {
-			t.Fatal("consumer channel closed while waiting for a delivery")
-		}
-		return d
-	case <-timer.C:
-		t.Fatalf("no delivery within %v", queuetest.DeliveryTimeout)
-	}
-	return nil
-}
-
-func expectNone(t testing.TB, ch <-chan queue.Delivery) {
-	t.Helper()
-	timer := time.NewTimer(queuetest.QuietWindow)
-	defer timer.Stop()
-	select {
-	case d, ok := <-ch:
-		if ok {
-			t.Fatalf("unexpected delivery of %q (attempt %d)", d.Body(), d.Attempt())
-		}
-		t.Fatal("consumer channel closed unexpectedly")
-	case <-timer.C:
-	}
-}
-
 func expectClosed(t testing.TB, ch <-chan queue.Delivery) {
 	t.Helper()
 	timer := time.NewTimer(queuetest.DeliveryTimeout)
@@ -256,7 +226,7 @@ func TestTopology(t *testing.T) {
 	name := uniqueName(t, url)
 	publish(t, q, name, queue.Message{Body: []byte("a"), Headers: map[string]string{"k": "v"}})
 	ch, _ := consume(t, q, name, 1)
-	if err := receive(t, ch).Retry(t.Context(), 2*time.Second); err != nil {
+	if err := queuetest.Receive(t, ch).Retry(t.Context(), 2*time.Second); err != nil {
 		t.Fatalf("Retry(2s) = %v, want nil", err)
 	}
 
@@ -300,7 +270,7 @@ func TestTopology(t *testing.T) {
 	}
 	// The retried message comes back to name by itself.
 	eventuallyLen(t, q, name, 1)
-	d := receive(t, ch)
+	d := queuetest.Receive(t, ch)
 	if d.Attempt() != 2 {
 		t.Errorf("Attempt() after Retry = %d, want 2", d.Attempt())
 	}
@@ -356,7 +326,7 @@ func TestRedeliveryLimit(t *testing.T) {
 	// Each consumer stops holding the message, which goes back.
 	for i := range limit + 1 {
 		ch, cancel := consume(t, q, name, 1)
-		d := receive(t, ch)
+		d := queuetest.Receive(t, ch)
 		if got, want := d.Redelivered(), i > 0; got != want {
 			t.Errorf("delivery %d: Redelivered() = %v, want %v", i+1, got, want)
 		}
@@ -364,11 +334,11 @@ func TestRedeliveryLimit(t *testing.T) {
 		expectClosed(t, ch)
 	}
 	ch, _ := consume(t, q, name, 1)
-	expectNone(t, ch)
+	queuetest.ExpectNone(t, ch)
 	eventuallyLen(t, q, name, 0)
 
 	dch, _ := consume(t, q, queue.DeadLetterQueue(name), 1)
-	d := receive(t, dch)
+	d := queuetest.Receive(t, dch)
 	want := map[string]string{
 		"h":                     "1",
 		queue.HeaderReason:      ReasonRedeliveries,
@@ -400,7 +370,7 @@ func TestDueHeaderHolds(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("raw Publish() = %v", err)
 	}
-	d := receive(t, ch)
+	d := queuetest.Receive(t, ch)
 	if now := time.Now(); now.Before(due) {
 		t.Errorf("message due at %v delivered %v early", due.Format(time.StampMilli), due.Sub(now))
 	}
@@ -424,7 +394,7 @@ func TestLongRetryWaitsInLongestBucket(t *testing.T) {
 	ch, _ := consume(t, q, name, 1)
 	const delay = 5 * time.Hour
 	before := time.Now()
-	if err := receive(t, ch).Retry(t.Context(), delay); err != nil {
+	if err := queuetest.Receive(t, ch).Retry(t.Context(), delay); err != nil {
 		t.Fatalf("Retry(%v) = %v, want nil", delay, err)
 	}
 	eventuallyLen(t, q, name, 1)
@@ -484,7 +454,7 @@ func TestStaleDeliveryAfterClose(t *testing.T) {
 	name := uniqueName(t, url)
 	publish(t, q, name, queue.Message{Body: []byte("x")})
 	ch, _ := consume(t, q, name, 1)
-	d := receive(t, ch)
+	d := queuetest.Receive(t, ch)
 	if err := q.Close(); err != nil {
 		t.Fatalf("Close() = %v", err)
 	}
@@ -517,7 +487,7 @@ func TestSingleActiveConsumer(t *testing.T) {
 		}
 	}
 	for range 6 {
-		ack(t, receive(t, chA))
+		ack(t, queuetest.Receive(t, chA))
 	}
 	select {
 	case d := <-chB:
@@ -528,7 +498,7 @@ func TestSingleActiveConsumer(t *testing.T) {
 	if err := a.Publish(t.Context(), name, queue.Message{Body: []byte("after")}); err != nil {
 		t.Fatal(err)
 	}
-	if d := receive(t, chB); string(d.Body()) != "after" {
+	if d := queuetest.Receive(t, chB); string(d.Body()) != "after" {
 		t.Errorf("standby received %q after failover, want %q", d.Body(), "after")
 	} else {
 		ack(t, d)

@@ -76,7 +76,7 @@ func testReconnect(t *testing.T, brokerURL string, opts Options, o outage) {
 	ch, _ := consume(t, q, name, 4)
 	held := make([]queue.Delivery, 4)
 	for i := range held {
-		held[i] = receive(t, ch)
+		held[i] = queuetest.Receive(t, ch)
 	}
 	for _, d := range held {
 		if queue.Lost(d) {

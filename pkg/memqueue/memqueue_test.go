@@ -102,20 +102,6 @@ func expectReturned(t *testing.T, done <-chan error, what string) error {
 	return nil
 }
 
-func receive(t *testing.T, ch <-chan queue.Delivery) queue.Delivery {
-	t.Helper()
-	select {
-	case d, ok := <-ch:
-		if !ok {
-			t.Fatal("consumer channel closed")
-		}
-		return d
-	case <-time.After(queuetest.DeliveryTimeout):
-		t.Fatalf("no delivery within %v", queuetest.DeliveryTimeout)
-	}
-	return nil
-}
-
 func wantLen(t *testing.T, q queue.Queue, name string, want int) {
 	t.Helper()
 	n, err := q.Len(t.Context(), name)
@@ -156,7 +142,7 @@ func TestPublishBlocksWhileFull(t *testing.T) {
 	done := publishAsync(ctx, q, name, queue.Message{Body: []byte("m3")})
 	expectBlocked(t, done, "Publish on a queue holding 2 messages and 1 delayed of bound 3")
 
-	d := receive(t, ch)
+	d := queuetest.Receive(t, ch)
 	// Delivered but unsettled: still counted.
 	expectBlocked(t, done, "Publish while a delivery is unsettled")
 	if err := d.Retry(ctx, time.Hour); err != nil {
@@ -164,7 +150,7 @@ func TestPublishBlocksWhileFull(t *testing.T) {
 	}
 	// Retried: delayed, still counted.
 	expectBlocked(t, done, "Publish after a Retry")
-	d = receive(t, ch)
+	d = queuetest.Receive(t, ch)
 	if got := string(d.Body()); got != "m1" {
 		t.Fatalf("second delivery = %q, want m1", got)
 	}
@@ -174,7 +160,7 @@ func TestPublishBlocksWhileFull(t *testing.T) {
 	if err := expectReturned(t, done, "Publish after an Ack made room"); err != nil {
 		t.Fatalf("Publish after an Ack made room = %v, want nil", err)
 	}
-	if d := receive(t, ch); string(d.Body()) != "m3" {
+	if d := queuetest.Receive(t, ch); string(d.Body()) != "m3" {
 		t.Errorf("delivery after the Ack = %q, want m3", d.Body())
 	}
 
@@ -204,12 +190,12 @@ func TestPublishBlocksOverBytes(t *testing.T) {
 	}
 	done := publishAsync(ctx, q, name, queue.Message{Body: []byte("cccc")})
 	expectBlocked(t, done, "Publish of 4 bytes on a queue holding 8 of 10")
-	d := receive(t, ch)
+	d := queuetest.Receive(t, ch)
 	if err := d.Retry(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
 	expectBlocked(t, done, "Publish after a Retry (the message is still held)")
-	d = receive(t, ch)
+	d = queuetest.Receive(t, ch)
 	if err := d.Ack(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +203,7 @@ func TestPublishBlocksOverBytes(t *testing.T) {
 		t.Fatalf("Publish after an Ack made room = %v, want nil", err)
 	}
 	for range 2 {
-		if err := receive(t, ch).Ack(ctx); err != nil {
+		if err := queuetest.Receive(t, ch).Ack(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -247,7 +233,7 @@ func TestPublishWithoutConsumer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	receive(t, ch)
+	queuetest.Receive(t, ch)
 	done := publishAsync(ctx, q, name, queue.Message{Body: []byte("m2")})
 	expectBlocked(t, done, "Publish on a full queue with a consumer")
 	stop()
@@ -273,7 +259,7 @@ func TestPublishBatchLargerThanBound(t *testing.T) {
 	done := publishAsync(ctx, q, name, msgs...)
 	var got []string
 	for range want {
-		d := receive(t, ch)
+		d := queuetest.Receive(t, ch)
 		got = append(got, string(d.Body()))
 		if n, err := q.Len(ctx, name); err != nil || n > 1 {
 			t.Errorf("Len() = %d, %v while the consumer holds one of a bound of 2, want at most 1", n, err)
@@ -300,7 +286,7 @@ func TestPublishFullContextDone(t *testing.T) {
 	if err := q.Publish(t.Context(), name, queue.Message{Body: []byte("m0")}); err != nil {
 		t.Fatal(err)
 	}
-	receive(t, ch) // held, unsettled: the queue is full
+	queuetest.Receive(t, ch) // held, unsettled: the queue is full
 	ctx, cancel := context.WithCancel(t.Context())
 	done := publishAsync(ctx, q, name, queue.Message{Body: []byte("m1")})
 	expectBlocked(t, done, "Publish on a full queue")
@@ -336,11 +322,11 @@ func TestDeadLettersGoToDurable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := receive(t, ch).DeadLetter(ctx, "undecodable"); err != nil {
+	if err := queuetest.Receive(t, ch).DeadLetter(ctx, "undecodable"); err != nil {
 		t.Fatalf("DeadLetter() = %v, want nil", err)
 	}
 	for range 2 {
-		if err := receive(t, ch).Retry(ctx, 0); err != nil {
+		if err := queuetest.Receive(t, ch).Retry(ctx, 0); err != nil {
 			t.Fatalf("Retry() = %v, want nil", err)
 		}
 	}
@@ -354,7 +340,7 @@ func TestDeadLettersGoToDurable(t *testing.T) {
 	}
 	got := map[string]map[string]string{}
 	for range 2 {
-		d := receive(t, dch)
+		d := queuetest.Receive(t, dch)
 		got[string(d.Body())] = d.Headers()
 		if err := d.Ack(ctx); err != nil {
 			t.Fatal(err)
@@ -384,7 +370,7 @@ func TestOtherQueuesAreDurable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := receive(t, ch); string(d.Body()) != "d" {
+	if d := queuetest.Receive(t, ch); string(d.Body()) != "d" {
 		t.Errorf("durable delivery = %q, want %q", d.Body(), "d")
 	}
 }
@@ -412,7 +398,7 @@ func TestDeadLetterSinkFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := receive(t, ch)
+	d := queuetest.Receive(t, ch)
 	if err := d.DeadLetter(ctx, "bad"); !errors.Is(err, errDown) {
 		t.Fatalf("DeadLetter() with the sink down = %v, want %v", err, errDown)
 	}
@@ -427,7 +413,7 @@ func TestDeadLetterSinkFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d = receive(t, ch)
+	d = queuetest.Receive(t, ch)
 	if string(d.Body()) != "m" || !d.Redelivered() {
 		t.Errorf("after a failed dead letter: Body() %q, Redelivered() %v, want %q, true", d.Body(), d.Redelivered(), "m")
 	}

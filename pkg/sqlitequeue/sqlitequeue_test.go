@@ -82,20 +82,6 @@ func mustOpen(t *testing.T, path string, opts Options) *Queue {
 	return q
 }
 
-func receive(t *testing.T, ch <-chan queue.Delivery) queue.Delivery {
-	t.Helper()
-	select {
-	case d, ok := <-ch:
-		if !ok {
-			t.Fatal("consumer channel closed")
-		}
-		return d
-	case <-time.After(queuetest.DeliveryTimeout):
-		t.Fatalf("no delivery within %v", queuetest.DeliveryTimeout)
-	}
-	return nil
-}
-
 type delivered struct {
 	Body        string
 	Redelivered bool
@@ -113,7 +99,7 @@ func drain(t *testing.T, q queue.Queue, name string, n int) []delivered {
 	}
 	var got []delivered
 	for range n {
-		d := receive(t, ch)
+		d := queuetest.Receive(t, ch)
 		got = append(got, delivered{string(d.Body()), d.Redelivered(), d.Attempt()})
 		if err := d.Ack(t.Context()); err != nil {
 			t.Fatalf("Ack(%q) = %v, want nil", d.Body(), err)
@@ -343,7 +329,7 @@ func TestAckAfterCancelReportsHandBack(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Consume() = %v", err)
 	}
-	d := receive(t, ch)
+	d := queuetest.Receive(t, ch)
 	cancel()
 	for range ch {
 	}
@@ -396,7 +382,7 @@ func TestWakeUpPassesOn(t *testing.T) {
 	for range chA {
 		t.Error("A, cancelled, got a delivery")
 	}
-	d := receive(t, chB)
+	d := queuetest.Receive(t, chB)
 	if string(d.Body()) != "m" {
 		t.Errorf("B got %q, want %q", d.Body(), "m")
 	}
@@ -481,12 +467,12 @@ func TestDelayedRetriesOnManyQueues(t *testing.T) {
 			t.Fatalf("Consume(%q) = %v", name, err)
 		}
 		chans[name] = ch
-		if err := receive(t, ch).Retry(t.Context(), delay); err != nil {
+		if err := queuetest.Receive(t, ch).Retry(t.Context(), delay); err != nil {
 			t.Fatalf("Retry(%q, %v) = %v", name, delay, err)
 		}
 	}
 	for name, ch := range chans {
-		d := receive(t, ch)
+		d := queuetest.Receive(t, ch)
 		if string(d.Body()) != name || d.Attempt() != 2 {
 			t.Errorf("queue %q: Body(), Attempt() = %q, %d, want %q, 2", name, d.Body(), d.Attempt(), name)
 		}

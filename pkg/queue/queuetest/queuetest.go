@@ -225,8 +225,8 @@ func (e *env) eventuallyLen(name string, want int) {
 	}
 }
 
-// receive waits for one delivery on ch.
-func receive(t *testing.T, ch <-chan queue.Delivery) queue.Delivery {
+// Receive waits for one delivery on ch and fails t after DeliveryTimeout.
+func Receive(t testing.TB, ch <-chan queue.Delivery) queue.Delivery {
 	t.Helper()
 	timer := time.NewTimer(DeliveryTimeout)
 	defer timer.Stop()
@@ -247,13 +247,13 @@ func receiveN(t *testing.T, ch <-chan queue.Delivery, n int) []queue.Delivery {
 	t.Helper()
 	ds := make([]queue.Delivery, 0, n)
 	for range n {
-		ds = append(ds, receive(t, ch))
+		ds = append(ds, Receive(t, ch))
 	}
 	return ds
 }
 
-// expectNone checks that nothing is delivered on ch for QuietWindow.
-func expectNone(t *testing.T, ch <-chan queue.Delivery) {
+// ExpectNone checks that nothing is delivered on ch for QuietWindow.
+func ExpectNone(t testing.TB, ch <-chan queue.Delivery) {
 	t.Helper()
 	timer := time.NewTimer(QuietWindow)
 	defer timer.Stop()
@@ -324,7 +324,7 @@ func testFIFO(t *testing.T, h Harness) {
 	ch, _ := e.consume(name, 5)
 	var got []string
 	for range len(want) {
-		d := receive(t, ch)
+		d := Receive(t, ch)
 		if d.Attempt() != 1 || d.Redelivered() {
 			t.Errorf("first delivery of %q: Attempt() = %d, Redelivered() = %v, want 1, false", d.Body(), d.Attempt(), d.Redelivered())
 		}
@@ -334,7 +334,7 @@ func testFIFO(t *testing.T, h Harness) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("delivery order (-want +got):\n%s", diff)
 	}
-	expectNone(t, ch)
+	ExpectNone(t, ch)
 	e.eventuallyLen(name, 0)
 }
 
@@ -435,7 +435,7 @@ func testPrefetch(t *testing.T, h Harness) {
 			e.publish(name, msgs...)
 			ch, _ := e.consume(name, n)
 			held := receiveN(t, ch, n)
-			expectNone(t, ch)
+			ExpectNone(t, ch)
 			e.eventuallyLen(name, 2*n)
 
 			// Every ack frees exactly one slot.
@@ -443,11 +443,11 @@ func testPrefetch(t *testing.T, h Harness) {
 			for len(got) < len(want) {
 				ack(t, held[0])
 				held = held[1:]
-				d := receive(t, ch)
+				d := Receive(t, ch)
 				held = append(held, d)
 				got = append(got, string(d.Body()))
 				if len(got) < len(want) {
-					expectNone(t, ch)
+					ExpectNone(t, ch)
 				}
 			}
 			for _, d := range held {
@@ -456,7 +456,7 @@ func testPrefetch(t *testing.T, h Harness) {
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("deliveries (-want +got):\n%s", diff)
 			}
-			expectNone(t, ch)
+			ExpectNone(t, ch)
 		})
 	}
 	t.Run("prefetch=0 means 1", func(t *testing.T) {
@@ -466,10 +466,10 @@ func testPrefetch(t *testing.T, h Harness) {
 		msgs, _ := numbered("m", 3)
 		e.publish(name, msgs...)
 		ch, _ := e.consume(name, 0)
-		d := receive(t, ch)
-		expectNone(t, ch)
+		d := Receive(t, ch)
+		ExpectNone(t, ch)
 		ack(t, d)
-		ack(t, receive(t, ch))
+		ack(t, Receive(t, ch))
 	})
 }
 
@@ -512,7 +512,7 @@ func testRedeliverOnCancel(t *testing.T, h Harness) {
 	for _, d := range got {
 		ack(t, d)
 	}
-	expectNone(t, ch2)
+	ExpectNone(t, ch2)
 	e.eventuallyLen(name, 0)
 }
 
@@ -537,7 +537,7 @@ func testCloseClosesConsumers(t *testing.T, h Harness) {
 	name := e.name()
 	e.publish(name, queue.Message{Body: []byte("held")})
 	ch1, _ := e.consume(name, 1)
-	d := receive(t, ch1)
+	d := Receive(t, ch1)
 	ch2, _ := e.consume(name, 1)
 	if err := e.close(); err != nil {
 		t.Fatalf("Close() = %v, want nil", err)
@@ -556,14 +556,14 @@ func testQueuesAreSeparate(t *testing.T, h Harness) {
 	chB, _ := e.consume(b, 4)
 	e.publish(a, queue.Message{Body: []byte("to a")})
 	e.publish(b, queue.Message{Body: []byte("to b")})
-	da, db := receive(t, chA), receive(t, chB)
+	da, db := Receive(t, chA), Receive(t, chB)
 	if string(da.Body()) != "to a" || string(db.Body()) != "to b" {
 		t.Errorf("bodies on %q, %q = %q, %q, want %q, %q", a, b, da.Body(), db.Body(), "to a", "to b")
 	}
 	ack(t, da)
 	ack(t, db)
-	expectNone(t, chA)
-	expectNone(t, chB)
+	ExpectNone(t, chA)
+	ExpectNone(t, chB)
 }
 
 func testRetryDelay(t *testing.T, h Harness) {
@@ -577,7 +577,7 @@ func testRetryDelay(t *testing.T, h Harness) {
 	e.publish(name, queue.Message{Body: []byte("r"), Headers: hdr})
 	ch, _ := e.consume(name, 1)
 
-	d := receive(t, ch)
+	d := Receive(t, ch)
 	if d.Attempt() != 1 {
 		t.Fatalf("Attempt() = %d, want 1", d.Attempt())
 	}
@@ -585,7 +585,7 @@ func testRetryDelay(t *testing.T, h Harness) {
 	if err := d.Retry(t.Context(), delay); err != nil {
 		t.Fatalf("Retry(%v) = %v, want nil", delay, err)
 	}
-	d2 := receive(t, ch)
+	d2 := Receive(t, ch)
 	if elapsed := time.Since(start); elapsed < delay-timingSlack {
 		t.Errorf("retried message back after %v, want not before %v", elapsed, delay)
 	}
@@ -607,13 +607,13 @@ func testRetryDelay(t *testing.T, h Harness) {
 		t.Fatalf("Retry(0) = %v, want nil", err)
 	}
 	if want := 3; want <= h.MaxAttempts {
-		d3 := receive(t, ch)
+		d3 := Receive(t, ch)
 		if d3.Attempt() != want {
 			t.Errorf("Attempt() after two Retries = %d, want %d", d3.Attempt(), want)
 		}
 		ack(t, d3)
 	}
-	expectNone(t, ch)
+	ExpectNone(t, ch)
 }
 
 // testPublishDelayed checks Message.Delay: a delayed message is counted by
@@ -627,12 +627,12 @@ func testPublishDelayed(t *testing.T, h Harness) {
 	e.publish(name, queue.Message{Body: []byte("later"), Headers: map[string]string{"k": "v"}, Delay: delay}, queue.Message{Body: []byte("now")})
 	e.eventuallyLen(name, 2)
 	ch, _ := e.consume(name, 2)
-	first := receive(t, ch)
+	first := Receive(t, ch)
 	if string(first.Body()) != "now" {
 		t.Fatalf("first delivery = %q, want the undelayed %q", first.Body(), "now")
 	}
 	ack(t, first)
-	second := receive(t, ch)
+	second := Receive(t, ch)
 	if elapsed := time.Since(start); elapsed < delay-timingSlack {
 		t.Errorf("delayed message delivered after %v, want not before %v", elapsed, delay)
 	}
@@ -640,7 +640,7 @@ func testPublishDelayed(t *testing.T, h Harness) {
 		t.Errorf("delayed delivery = %q %v attempt %d", second.Body(), second.Headers(), second.Attempt())
 	}
 	ack(t, second)
-	expectNone(t, ch)
+	ExpectNone(t, ch)
 }
 
 func testMaxAttempts(t *testing.T, h Harness) {
@@ -650,7 +650,7 @@ func testMaxAttempts(t *testing.T, h Harness) {
 	e.publish(name, queue.Message{Body: []byte("poison"), Headers: hdr})
 	ch, _ := e.consume(name, 1)
 	for attempt := 1; attempt <= h.MaxAttempts; attempt++ {
-		d := receive(t, ch)
+		d := Receive(t, ch)
 		if d.Attempt() != attempt {
 			t.Fatalf("Attempt() = %d, want %d", d.Attempt(), attempt)
 		}
@@ -658,11 +658,11 @@ func testMaxAttempts(t *testing.T, h Harness) {
 			t.Fatalf("Retry() at attempt %d = %v, want nil", attempt, err)
 		}
 	}
-	expectNone(t, ch)
+	ExpectNone(t, ch)
 
 	dlq := queue.DeadLetterQueue(name)
 	dch, _ := e.consume(dlq, 1)
-	d := receive(t, dch)
+	d := Receive(t, dch)
 	if string(d.Body()) != "poison" {
 		t.Errorf("dead-lettered Body() = %q, want %q", d.Body(), "poison")
 	}
@@ -689,13 +689,13 @@ func testPostpone(t *testing.T, h Harness) {
 	hdr := map[string]string{"keep": "me"}
 	e.publish(name, queue.Message{Body: []byte("waits"), Headers: hdr})
 	ch, _ := e.consume(name, 1)
-	d := receive(t, ch)
+	d := Receive(t, ch)
 	if err := d.Retry(t.Context(), 0); err != nil {
 		t.Fatalf("Retry(0) = %v, want nil", err)
 	}
 	const delay = 200 * time.Millisecond
 	for i := range h.MaxAttempts + 2 {
-		d = receive(t, ch)
+		d = Receive(t, ch)
 		if d.Attempt() != 2 || string(d.Body()) != "waits" || d.Headers()["keep"] != "me" {
 			t.Fatalf("delivery after %d postponements: attempt %d body %q headers %v, want attempt 2", i, d.Attempt(), d.Body(), d.Headers())
 		}
@@ -704,7 +704,7 @@ func testPostpone(t *testing.T, h Harness) {
 			t.Fatalf("Postpone(%v) = %v, want nil", delay, err)
 		}
 		if i == 0 {
-			d = receive(t, ch)
+			d = Receive(t, ch)
 			if elapsed := time.Since(start); elapsed < delay-timingSlack {
 				t.Errorf("postponed message delivered after %v, want not before %v", elapsed, delay)
 			}
@@ -713,18 +713,18 @@ func testPostpone(t *testing.T, h Harness) {
 			}
 		}
 	}
-	d = receive(t, ch)
+	d = Receive(t, ch)
 	if err := d.Retry(t.Context(), 0); err != nil {
 		t.Fatalf("Retry(0) = %v, want nil", err)
 	}
 	if h.MaxAttempts > 2 {
-		if d = receive(t, ch); d.Attempt() != 3 {
+		if d = Receive(t, ch); d.Attempt() != 3 {
 			t.Errorf("Attempt() after a Retry following postponements = %d, want 3", d.Attempt())
 		}
 		ack(t, d)
 		e.eventuallyLen(queue.DeadLetterQueue(name), 0)
 	} else {
-		expectNone(t, ch) // the second Retry used up the attempts
+		ExpectNone(t, ch) // the second Retry used up the attempts
 		e.eventuallyLen(queue.DeadLetterQueue(name), 1)
 	}
 	e.eventuallyLen(name, 0)
@@ -745,13 +745,13 @@ func testDeadLetter(t *testing.T, h Harness) {
 		t.Fatalf("DeadLetter() = %v, want nil", err)
 	}
 	ack(t, ds[1])
-	expectNone(t, ch)
+	ExpectNone(t, ch)
 	e.eventuallyLen(name, 0)
 
 	dlq := queue.DeadLetterQueue(name)
 	e.eventuallyLen(dlq, 1)
 	dch, _ := e.consume(dlq, 1)
-	d := receive(t, dch)
+	d := Receive(t, dch)
 	if string(d.Body()) != "bad" {
 		t.Errorf("dead-lettered Body() = %q, want %q", d.Body(), "bad")
 	}
@@ -765,7 +765,7 @@ func testDeadLetter(t *testing.T, h Harness) {
 		t.Errorf("dead-lettered Headers() (-want +got):\n%s", diff)
 	}
 	ack(t, d)
-	expectNone(t, dch)
+	ExpectNone(t, dch)
 }
 
 // ignoreOtherHeaders ignores headers an implementation adds beyond want
@@ -796,7 +796,7 @@ func testDoubleSettle(t *testing.T, h Harness) {
 				name := e.name()
 				e.publish(name, queue.Message{Body: []byte("once")})
 				ch, _ := e.consume(name, 1)
-				d := receive(t, ch)
+				d := Receive(t, ch)
 				if err := first.do(t.Context(), d); err != nil {
 					t.Fatalf("%s() = %v, want nil", first.name, err)
 				}
@@ -829,7 +829,7 @@ func testHeaders(t *testing.T, h Harness) {
 	}
 	ch, _ := e.consume(name, 1)
 	for _, tt := range tests {
-		d := receive(t, ch)
+		d := Receive(t, ch)
 		if !bytes.Equal(d.Body(), tt.msg.Body) {
 			t.Errorf("%s: Body() = %q (len %d), want %q (len %d)", tt.name, trim(d.Body()), len(d.Body()), trim(tt.msg.Body), len(tt.msg.Body))
 		}
@@ -869,7 +869,7 @@ func testLen(t *testing.T, h Harness) {
 	for _, d := range held {
 		ack(t, d)
 	}
-	expectNone(t, ch)
+	ExpectNone(t, ch)
 	e.eventuallyLen(name, 1)
 }
 
@@ -921,7 +921,7 @@ func testReopenKeepsMessages(t *testing.T, h Harness) {
 		}
 		ack(t, d)
 	}
-	expectNone(t, ch)
+	ExpectNone(t, ch)
 }
 
 func testReopenRedeliversUnsettled(t *testing.T, h Harness) {
@@ -955,7 +955,7 @@ func testReopenRedeliversUnsettled(t *testing.T, h Harness) {
 	if _, ok := redelivered["m3"]; !ok {
 		t.Errorf("never delivered %q missing after reopen", "m3")
 	}
-	expectNone(t, ch2)
+	ExpectNone(t, ch2)
 }
 
 func testReopenKeepsDelayedRetry(t *testing.T, h Harness) {
@@ -970,7 +970,7 @@ func testReopenKeepsDelayedRetry(t *testing.T, h Harness) {
 	name := e.name()
 	e.publish(name, queue.Message{Body: []byte("later")})
 	ch, _ := e.consume(name, 1)
-	d := receive(t, ch)
+	d := Receive(t, ch)
 	start := time.Now()
 	if err := d.Retry(t.Context(), delay); err != nil {
 		t.Fatalf("Retry(%v) = %v, want nil", delay, err)
@@ -978,7 +978,7 @@ func testReopenKeepsDelayedRetry(t *testing.T, h Harness) {
 	e.reopen()
 	e.eventuallyLen(name, 1)
 	ch2, _ := e.consume(name, 1)
-	d2 := receive(t, ch2)
+	d2 := Receive(t, ch2)
 	if elapsed := time.Since(start); elapsed < delay-timingSlack {
 		t.Errorf("retried message back after %v, want not before %v", elapsed, delay)
 	}
@@ -986,7 +986,7 @@ func testReopenKeepsDelayedRetry(t *testing.T, h Harness) {
 		t.Errorf("after reopen Body(), Attempt() = %q, %d, want %q, 2", d2.Body(), d2.Attempt(), "later")
 	}
 	ack(t, d2)
-	expectNone(t, ch2)
+	ExpectNone(t, ch2)
 }
 
 func testReopenKeepsDeadLetters(t *testing.T, h Harness) {
@@ -997,12 +997,12 @@ func testReopenKeepsDeadLetters(t *testing.T, h Harness) {
 	name := e.name()
 	e.publish(name, queue.Message{Body: []byte("dead")})
 	ch, _ := e.consume(name, 1)
-	if err := receive(t, ch).DeadLetter(t.Context(), "because"); err != nil {
+	if err := Receive(t, ch).DeadLetter(t.Context(), "because"); err != nil {
 		t.Fatalf("DeadLetter() = %v, want nil", err)
 	}
 	e.reopen()
 	dch, _ := e.consume(queue.DeadLetterQueue(name), 1)
-	d := receive(t, dch)
+	d := Receive(t, dch)
 	if string(d.Body()) != "dead" || d.Headers()[queue.HeaderReason] != "because" {
 		t.Errorf("after reopen dead letter Body(), reason = %q, %q, want %q, %q", d.Body(), d.Headers()[queue.HeaderReason], "dead", "because")
 	}
