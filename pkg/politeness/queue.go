@@ -21,8 +21,6 @@ func (r *ring[T]) push(v T) {
 	r.n++
 }
 
-func (r *ring[T]) front() *T { return &r.buf[r.head] }
-
 func (r *ring[T]) pop() T {
 	var zero T
 	v := r.buf[r.head]
@@ -192,8 +190,6 @@ type heapEntry struct {
 	seq uint64
 	g   *group
 }
-
-func (h *timeHeap) len() int { return len(h.es) }
 
 // peek returns the first group, or nil.
 func (h *timeHeap) peek() *group {

@@ -45,14 +45,6 @@ func findAll(t *testing.T, x txindex.Reads, crawl string, f txindex.Filter, limi
 	}
 }
 
-func keysOf(rs []txindex.Record) []string {
-	out := make([]string, len(rs))
-	for i, r := range rs {
-		out[i] = r.Key
-	}
-	return out
-}
-
 // outcome is what a test crawl did to one URL.
 type outcome struct {
 	host   string

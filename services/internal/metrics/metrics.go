@@ -52,14 +52,6 @@ func New() *Registry {
 	return &Registry{reg: reg}
 }
 
-// registerer returns where families go, nil for a nil registry.
-func (r *Registry) registerer() prometheus.Registerer {
-	if r == nil {
-		return nil
-	}
-	return r.reg
-}
-
 // Handler serves the registry in the Prometheus text (or negotiated)
 // exposition format.
 func (r *Registry) Handler() http.Handler {
