@@ -245,50 +245,20 @@ func (c *Crawler) Process(ctx context.Context, k contracts.CrawlerContract, prof
 	if err != nil {
 		return err
 	}
-	want := contracts.ToBeParsed
-	if k.Reindex {
-		want = contracts.ToBeIndexed
-	}
-	// Only pages in the wanted status are this contract's work; the others
-	// were handled by an earlier delivery. The record's depth is the page's:
-	// it may have been lowered since the contract was written.
-	var todo []contracts.CrawlerPage
-	var todoKeys, todoRefs, todoKinds []string
-	for i, p := range k.Pages {
-		if r, ok := recs[keys[i]]; ok && r.Status == want {
-			p.Depth, p.Hops = r.Depth, r.Hops
-			todo, todoKeys, todoRefs = append(todo, p), append(todoKeys, keys[i]), append(todoRefs, r.Referrer)
-			todoKinds = append(todoKinds, r.Sitemap)
-		}
-	}
+	todo := work(k, keys, recs)
 	var pages []*parsed
 	if c.cancels.Cancelled(ctx, k.CrawlID) {
-		for i, p := range todo {
-			c.deps.Handoff.Take(p.Asset) // not parsed: free its room
-			pages = append(pages, &parsed{page: p, key: todoKeys[i], final: contracts.Failed, reason: "cancelled"})
+		for _, w := range todo {
+			c.deps.Handoff.Take(w.page.Asset) // not parsed: free its room
+			pages = append(pages, &parsed{page: w.page, key: w.key, final: contracts.Failed, reason: "cancelled"})
 		}
 		todo = nil
 	}
-	handed := c.takeHanded(todo)
-	spans, err := c.readSpans(ctx, todo, handed)
+	done, err := c.parseAll(ctx, k, profile, scope, todo)
 	if err != nil {
 		return err
 	}
-	for i, p := range todo {
-		var pp *parsed
-		if todoKinds[i] != "" {
-			pp, err = c.readSitemap(ctx, scope, p, todoKeys[i], todoKinds[i], handed, spans)
-		} else {
-			pp, err = c.parse(ctx, k, profile, scope, p, todoKeys[i], todoRefs[i], handed, spans)
-		}
-		if err != nil {
-			return err
-		}
-		if _, ok := handed[p.Asset]; !ok { // a handed response is held until Process returns
-			gcnudge.Dropped(pp.loaded)
-		}
-		pages = append(pages, pp)
-	}
+	pages = append(pages, done...)
 	if len(pages) == 0 {
 		return nil
 	}
@@ -305,8 +275,81 @@ func (c *Crawler) Process(ctx context.Context, k contracts.CrawlerContract, prof
 		return fmt.Errorf("enqueue links: %w", err)
 	}
 	c.met.Links(created)
-	// A page whose depth was lowered while it was parsed stays to-be-parsed:
-	// whoever lowered it published it again, to be parsed at its new depth.
+	applied, err := c.recordParsed(ctx, k, pages)
+	if err != nil {
+		return err
+	}
+	// The documents go to the indexer once their pages are to-be-indexed,
+	// with the records as written, so that the indexer's transition needs
+	// no read. Should this process die before they are published, the
+	// pages are to-be-indexed without a document on its way: the recovery
+	// sweep has them parsed again (a reindex contract).
+	return c.publishDocs(ctx, k, pages, applied)
+}
+
+// pageWork is one page of a contract to parse, with what its record says.
+type pageWork struct {
+	page     contracts.CrawlerPage
+	key      string
+	referrer string // the URL of the page that linked it
+	sitemap  string // the record's sitemap kind; "" for a page
+}
+
+// work returns the pages of k that are its work: those whose record (recs,
+// by keys) is in the status k is for, to-be-parsed or, with k.Reindex,
+// to-be-indexed. The others were handled by an earlier delivery. A page
+// takes its record's depth: it may have been lowered since the contract
+// was written.
+func work(k contracts.CrawlerContract, keys []string, recs map[string]txindex.Record) []pageWork {
+	want := contracts.ToBeParsed
+	if k.Reindex {
+		want = contracts.ToBeIndexed
+	}
+	var todo []pageWork
+	for i, p := range k.Pages {
+		if r, ok := recs[keys[i]]; ok && r.Status == want {
+			p.Depth, p.Hops = r.Depth, r.Hops
+			todo = append(todo, pageWork{page: p, key: keys[i], referrer: r.Referrer, sitemap: r.Sitemap})
+		}
+	}
+	return todo
+}
+
+// parseAll reads and parses the pages of todo, sitemaps as sitemaps.
+func (c *Crawler) parseAll(ctx context.Context, k contracts.CrawlerContract, profile contracts.Profile, scope *scope.Rules, todo []pageWork) ([]*parsed, error) {
+	pages := make([]contracts.CrawlerPage, len(todo))
+	for i, w := range todo {
+		pages[i] = w.page
+	}
+	handed := c.takeHanded(pages)
+	spans, err := c.readSpans(ctx, pages, handed)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*parsed, 0, len(todo))
+	for _, w := range todo {
+		var pp *parsed
+		if w.sitemap != "" {
+			pp, err = c.readSitemap(ctx, scope, w.page, w.key, w.sitemap, handed, spans)
+		} else {
+			pp, err = c.parse(ctx, k, profile, scope, w.page, w.key, w.referrer, handed, spans)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if _, ok := handed[w.page.Asset]; !ok { // a handed response is held until Process returns
+			gcnudge.Dropped(pp.loaded)
+		}
+		out = append(out, pp)
+	}
+	return out, nil
+}
+
+// recordParsed moves the parsed pages out of to-be-parsed and reports which
+// transitions applied. A page whose depth was lowered while it was parsed
+// stays to-be-parsed: whoever lowered it published it again, to be parsed
+// at its new depth.
+func (c *Crawler) recordParsed(ctx context.Context, k contracts.CrawlerContract, pages []*parsed) ([]bool, error) {
 	ts := make([]txindex.Transition, len(pages))
 	for i, p := range pages {
 		to := p.final
@@ -317,19 +360,14 @@ func (c *Crawler) Process(ctx context.Context, k contracts.CrawlerContract, prof
 	}
 	applied, err := c.deps.Tx.Transition(ctx, ts)
 	if err != nil {
-		return fmt.Errorf("record parsed pages: %w", err)
+		return nil, fmt.Errorf("record parsed pages: %w", err)
 	}
 	for i, ok := range applied {
 		if ok {
 			c.met.Page(ts[i].To)
 		}
 	}
-	// The documents go to the indexer once their pages are to-be-indexed,
-	// with the records as written, so that the indexer's transition needs
-	// no read. Should this process die before they are published, the
-	// pages are to-be-indexed without a document on its way: the recovery
-	// sweep has them parsed again (a reindex contract).
-	return c.publishDocs(ctx, k, pages, applied)
+	return applied, nil
 }
 
 // records returns the records of k's pages (keys), keyed by key: those

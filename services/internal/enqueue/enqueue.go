@@ -251,52 +251,8 @@ func (f *Enqueuer) revisit(ctx context.Context, crawlID string, p contracts.Prof
 			return nil, err
 		}
 	}
-	var lower []txindex.Lowering
-	for _, c := range found {
-		if e, ok := existing[c.Key]; ok && c.Depth < e.Depth {
-			lower = append(lower, txindex.Lowering{Key: c.Key, Depth: c.Depth, Hops: c.Hops})
-		}
-	}
-	if len(lower) > 0 {
-		lowered, err := f.Tx.LowerDepth(ctx, lower)
-		if err != nil {
-			return nil, fmt.Errorf("lower depths: %w", err)
-		}
-		// Pages parsed to an end (indexed, redirected, excluded) are only
-		// relinked; the others (not parsed yet, being parsed, or with a
-		// document on its way to the index) are parsed again in full.
-		var parse, relink []contracts.CrawlerPage
-		for _, l := range lower {
-			r, ok := lowered[l.Key]
-			if !ok {
-				continue
-			}
-			existing[l.Key] = r.Record
-			if r.Status != contracts.ToBeParsed {
-				continue // to be loaded: parsed at its record's depth
-			}
-			page := contracts.CrawlerPage{URL: r.URL, Depth: r.Depth, Hops: r.Hops, Asset: r.Asset,
-				StatusCode: r.HTTPStatus, FetchedAt: r.StatusTime}
-			if r.From.Terminal() {
-				relink = append(relink, page)
-			} else {
-				parse = append(parse, page)
-			}
-		}
-		inline := contracts.InlineProfile(p)
-		msgs, err := contractmsg.Crawler(crawlID, inline, parse, false)
-		if err != nil {
-			return nil, err
-		}
-		rmsgs, err := contractmsg.Relink(crawlID, inline, relink)
-		if err != nil {
-			return nil, err
-		}
-		if msgs = append(msgs, rmsgs...); len(msgs) > 0 {
-			if err := f.Queue.Publish(ctx, contracts.QueueCrawler, msgs...); err != nil {
-				return nil, fmt.Errorf("publish crawler contracts of lowered pages: %w", err)
-			}
-		}
+	if err := f.lowerDepths(ctx, crawlID, p, found, existing); err != nil {
+		return nil, err
 	}
 	var republish []txindex.Record
 	for _, c := range found {
@@ -305,6 +261,61 @@ func (f *Enqueuer) revisit(ctx context.Context, crawlID string, p contracts.Prof
 		}
 	}
 	return republish, nil
+}
+
+// lowerDepths lowers the depth of the records of found that existing
+// shows deeper, keeps the lowered records in existing, and publishes crawler
+// contracts for the pages that must be parsed at their new depth.
+func (f *Enqueuer) lowerDepths(ctx context.Context, crawlID string, p contracts.Profile, found []txindex.Record, existing map[string]txindex.Record) error {
+	var lower []txindex.Lowering
+	for _, c := range found {
+		if e, ok := existing[c.Key]; ok && c.Depth < e.Depth {
+			lower = append(lower, txindex.Lowering{Key: c.Key, Depth: c.Depth, Hops: c.Hops})
+		}
+	}
+	if len(lower) == 0 {
+		return nil
+	}
+	lowered, err := f.Tx.LowerDepth(ctx, lower)
+	if err != nil {
+		return fmt.Errorf("lower depths: %w", err)
+	}
+	// Pages parsed to an end (indexed, redirected, excluded) are only
+	// relinked; the others (not parsed yet, being parsed, or with a
+	// document on its way to the index) are parsed again in full.
+	var parse, relink []contracts.CrawlerPage
+	for _, l := range lower {
+		r, ok := lowered[l.Key]
+		if !ok {
+			continue
+		}
+		existing[l.Key] = r.Record
+		if r.Status != contracts.ToBeParsed {
+			continue // to be loaded: parsed at its record's depth
+		}
+		page := contracts.CrawlerPage{URL: r.URL, Depth: r.Depth, Hops: r.Hops, Asset: r.Asset,
+			StatusCode: r.HTTPStatus, FetchedAt: r.StatusTime}
+		if r.From.Terminal() {
+			relink = append(relink, page)
+		} else {
+			parse = append(parse, page)
+		}
+	}
+	inline := contracts.InlineProfile(p)
+	msgs, err := contractmsg.Crawler(crawlID, inline, parse, false)
+	if err != nil {
+		return err
+	}
+	rmsgs, err := contractmsg.Relink(crawlID, inline, relink)
+	if err != nil {
+		return err
+	}
+	if msgs = append(msgs, rmsgs...); len(msgs) > 0 {
+		if err := f.Queue.Publish(ctx, contracts.QueueCrawler, msgs...); err != nil {
+			return fmt.Errorf("publish crawler contracts of lowered pages: %w", err)
+		}
+	}
+	return nil
 }
 
 // peek reads the records of found, which exist: from the index's lagging
