@@ -50,8 +50,8 @@ bench: build
 	scripts/bench-grid.sh
 
 ## bench-check: regression guard of CPU-ms per page (a short embedded and grid-mode crawl) against
-## the figure recorded in docs/benchmarks.md; run it alone on the machine before submitting
-## pipeline changes; not part of make test
+## the figure recorded in docs/benchmarks.md, or with BASE=<rev> against that revision run in turn;
+## run it alone on the machine before submitting pipeline changes; not part of make test
 .PHONY: bench-check
 bench-check:
 	scripts/bench-check.sh
