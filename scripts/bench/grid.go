@@ -242,7 +242,21 @@ func gridBench(web *websim.Web, depth, delay, loaders, crawlers int, binDir stri
 		return err
 	}
 	fmt.Printf("asset objects per page: %.4f (%d objects)\n", float64(objs)/float64(pages), objs)
-	fmt.Printf("(indices %s-*, bucket %s are left for inspection)\n", prefix, bucket)
+	return nil
+}
+
+// dropGridData prints the bytes a grid-mode crawl stored per page in each
+// Elasticsearch index (its primaries) and in WARC objects, then deletes
+// them: left behind, a hundred crawls' indices weigh on the node that the
+// next benchmark measures.
+func dropGridData(res gridResult) error {
+	stored, err := gridStored(res.prefix, res.bucket)
+	if err != nil {
+		return err
+	}
+	for _, k := range sortedKeys(stored) {
+		fmt.Printf("stored %-16s %12d bytes, %8.0f per page\n", k, stored[k], float64(stored[k])/float64(res.pages))
+	}
 	return nil
 }
 

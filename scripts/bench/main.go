@@ -59,6 +59,7 @@ func main() {
 	binDir := flag.String("bin", "bin", "directory of the mcp, loader and crawler binaries (grid mode)")
 	loaders := flag.Int("loaders", 2, "loader processes (grid mode)")
 	crawlers := flag.Int("crawlers", 2, "crawler processes (grid mode)")
+	keep := flag.Bool("keep", false, "grid mode: leave the crawl's Elasticsearch indices and MinIO bucket for inspection (default: print their size per page, then delete them)")
 	peers := flag.Bool("peers", false, "run gridcrawl, Colly and Scrapy one at a time on the same web and print one table")
 	scenarioName := flag.String("scenario", "", "with -peers, a preset: politeness, cpu or corpus (flags given explicitly win)")
 	corpusDir := flag.String("corpus", "", "with -peers, a directory of real HTML whose subdirectories are hosts (default: the rustup books)")
@@ -130,8 +131,14 @@ func main() {
 		}
 		fmt.Printf("simulated web: %d hosts x %d pages, %d links/page (%d cross-host), %d B/page, min delay %d ms, depth %d\n",
 			*hosts, *pages, *links, *cross, *bytesPer, *delay, *depth)
-		err := gridBench(web, *depth, *delay, *loaders, *crawlers, *binDir, nil, nil)
+		var res gridResult
+		err := gridBench(web, *depth, *delay, *loaders, *crawlers, *binDir, nil, &res)
 		web.Close()
+		if err == nil && !*keep {
+			err = dropGridData(res)
+		} else if err == nil {
+			fmt.Printf("(indices %s-*, bucket %s are left for inspection)\n", res.prefix, res.bucket)
+		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)

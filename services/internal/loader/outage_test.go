@@ -15,16 +15,18 @@ import (
 	"github.com/gridcrawl/gridcrawl/services/internal/outage"
 )
 
-// downStore is an asset store that refuses every write while down.
+// downStore is an asset store that refuses every write while down, and
+// the next failNext writes.
 type downStore struct {
 	assets.Store
-	down atomic.Bool
+	down     atomic.Bool
+	failNext atomic.Int32
 }
 
 var errStoreDown = errors.New("connection refused")
 
 func (s *downStore) Put(ctx context.Context, key string, r io.Reader, size int64, contentType string) error {
-	if s.down.Load() {
+	if s.down.Load() || s.failNext.Add(-1) >= 0 {
 		return errStoreDown
 	}
 	return s.Store.Put(ctx, key, r, size, contentType)
@@ -86,6 +88,55 @@ func TestAssetsOutageRenewsLeases(t *testing.T) {
 	for _, u := range urls {
 		if r := b.record(t, "outage", u); r.Status != contracts.ToBeParsed || r.Attempts != 0 {
 			t.Errorf("%s: %s after %d attempts, want to-be-parsed after none", u, r.Status, r.Attempts)
+		}
+	}
+	fetched := map[string]int{}
+	for _, h := range s.hits() {
+		fetched[h.path]++
+	}
+	for p, n := range fetched {
+		if n != 1 {
+			t.Errorf("%s fetched %d times, want once", p, n)
+		}
+	}
+}
+
+// TestTransientStoreFailureKeepsBatch: a WARC segment whose store fails
+// while every backend answers (the readiness probe finds the asset store
+// up: a backend on its way back, whose probe answered while the next
+// request did not) is kept and stored at a later flush. Settling its
+// contracts with the error instead would have the pages fetched again.
+func TestTransientStoreFailureKeepsBatch(t *testing.T) {
+	b := newBackends(t)
+	store := &downStore{Store: b.assets}
+	store.failNext.Store(3)
+	gate := outage.New([]metrics.Check{{Backend: "assets", Probe: func(context.Context) error { return nil }}}, nil)
+	cfg := config(t, map[string]string{"GRIDCRAWL_WARC_FLUSH_INTERVAL": "50ms"})
+	l, err := New(cfg, Deps{Queue: b.q, Tx: b.tx, Assets: store, Profiles: b.prof, Shards: b.shards, Gate: gate,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+
+	s := newSite(t, "")
+	urls := s.pages(3)
+	b.submit(t, "transient", contracts.CrawlRunning, profile(urls...), urls...)
+	b.waitLoaded(t, "transient", urls...)
+	if n := store.failNext.Load(); n > 0 {
+		t.Fatalf("%d injected failures left: the store was not tried", n)
+	}
+	for _, u := range urls {
+		if r := b.record(t, "transient", u); r.Status != contracts.ToBeParsed {
+			t.Errorf("%s: %s (%s), want to-be-parsed", u, r.Status, r.Error)
 		}
 	}
 	fetched := map[string]int{}

@@ -211,8 +211,9 @@ func (r *recorder) flushLoop(ctx, drain context.Context) {
 //
 // When a step fails while a backend is down, the batch is kept with what it
 // has done so far and tried again at the next flush, before newer batches:
-// what was fetched is not fetched again. A final flush (at shutdown) keeps
-// nothing.
+// what was fetched is not fetched again. A step that fails while every
+// backend answers is tried again the same way for transientFor. A final
+// flush (at shutdown) keeps nothing.
 func (r *recorder) flush(ctx context.Context, final bool) {
 	r.flushMu.Lock()
 	defer r.flushMu.Unlock()
@@ -230,14 +231,21 @@ func (r *recorder) flush(ctx context.Context, final bool) {
 		// when the next probe finds room: settling it as failed would
 		// send what was fetched to be fetched again.
 		outage := r.gate.Note(err)
-		if err != nil && !final && ctx.Err() == nil && (outage || len(r.gate.Down(ctx)) > 0) {
-			if !b.kept {
-				b.kept = true
-				r.log.Warn("flush segment waits for the backends", "urls", len(b.pending), "err", err)
+		if err != nil && !final && ctx.Err() == nil {
+			down := outage || len(r.gate.Down(ctx)) > 0
+			if !down && b.failedUp.IsZero() {
+				b.failedUp = time.Now()
+				r.log.Warn("flush segment failed: tried again", "urls", len(b.pending), "err", err)
 			}
-			r.renew(ctx, b)
-			r.stuck = append(r.stuck, b)
-			continue
+			if down || time.Since(b.failedUp) < transientFor {
+				if down && !b.kept {
+					r.log.Warn("flush segment waits for the backends", "urls", len(b.pending), "err", err)
+				}
+				b.kept = b.kept || down
+				r.renew(ctx, b)
+				r.stuck = append(r.stuck, b)
+				continue
+			}
 		}
 		if err != nil {
 			b.settle(ctx, r.log, r.settle, err)
@@ -281,9 +289,19 @@ type batch struct {
 	seg     segmentCut
 	pending []*result
 	rs      recordState
-	kept    bool      // kept for a later flush at least once
+	kept    bool      // kept for a later flush while a backend was down
 	renewed time.Time // when its records' lease was last renewed (see renew)
+	// failedUp is when a step first failed while every backend answered
+	// (zero: never).
+	failedUp time.Time
 }
+
+// transientFor is how long a batch whose step failed while every backend
+// answered is tried again at each flush before its contracts are settled
+// with the error (and retried, which fetches the pages again). Such a
+// failure is most often a backend on its way back or away, whose probe
+// answered while the next request did not.
+const transientFor = 30 * time.Second
 
 // recordState is how far a batch's transitions got, so that a batch tried
 // again after an outage does not lose the transitions it applied.
