@@ -176,3 +176,34 @@ func TestFormatVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestSetGCPercent: GRIDCRAWL_GC_PERCENT sets the collector's target unless
+// GOGC is set, and values below 25 are refused.
+func TestSetGCPercent(t *testing.T) {
+	prev := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(prev) })
+	c := &Common{GCPercent: 400}
+	if !setGCPercent(c, func(string) string { return "" }) {
+		t.Error("setGCPercent without GOGC = false, want true")
+	}
+	if got := debug.SetGCPercent(100); got != 400 {
+		t.Errorf("GC percent after setGCPercent = %d, want 400", got)
+	}
+	gogc := func(k string) string {
+		if k == "GOGC" {
+			return "50"
+		}
+		return ""
+	}
+	if setGCPercent(c, gogc) {
+		t.Error("setGCPercent with GOGC set = true, want false")
+	}
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("GC percent after setGCPercent with GOGC set = %d, want 100 as before", got)
+	}
+	for p, ok := range map[int]bool{24: false, 25: true, 400: true, -1: false} {
+		if err := validGCPercent(p); (err == nil) != ok {
+			t.Errorf("validGCPercent(%d) = %v, want ok %v", p, err, ok)
+		}
+	}
+}
