@@ -66,7 +66,16 @@ func config(t testing.TB, vars map[string]string) Config {
 // and waits for Run to return.
 func (b *backends) runLoader(t *testing.T, cfg Config) (*Loader, func()) {
 	t.Helper()
-	l, err := New(cfg, Deps{Queue: b.q, Tx: b.tx, Assets: b.assets, Profiles: b.prof, Shards: b.shards, Logger: slog.New(slog.DiscardHandler)})
+	return b.runLoaderWith(t, cfg, func(*Deps) {})
+}
+
+// runLoaderWith is runLoader with the loader's dependencies changed by
+// change (another asset store, an outage gate).
+func (b *backends) runLoaderWith(t *testing.T, cfg Config, change func(*Deps)) (*Loader, func()) {
+	t.Helper()
+	deps := Deps{Queue: b.q, Tx: b.tx, Assets: b.assets, Profiles: b.prof, Shards: b.shards, Logger: slog.New(slog.DiscardHandler)}
+	change(&deps)
+	l, err := New(cfg, deps)
 	if err != nil {
 		t.Fatal(err)
 	}

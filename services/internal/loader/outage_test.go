@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -50,20 +49,7 @@ func TestAssetsOutageRenewsLeases(t *testing.T) {
 	}}}, nil)
 	const lease = 2 * time.Second
 	cfg := config(t, map[string]string{"GRIDCRAWL_RECOVERY_LEASE": lease.String(), "GRIDCRAWL_WARC_FLUSH_INTERVAL": "50ms"})
-	l, err := New(cfg, Deps{Queue: b.q, Tx: b.tx, Assets: store, Profiles: b.prof, Shards: b.shards, Gate: gate,
-		Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- l.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	b.runLoaderWith(t, cfg, func(d *Deps) { d.Assets, d.Gate = store, gate })
 
 	s := newSite(t, "")
 	urls := s.pages(3)
@@ -112,20 +98,7 @@ func TestTransientStoreFailureKeepsBatch(t *testing.T) {
 	store.failNext.Store(3)
 	gate := outage.New([]metrics.Check{{Backend: "assets", Probe: func(context.Context) error { return nil }}}, nil)
 	cfg := config(t, map[string]string{"GRIDCRAWL_WARC_FLUSH_INTERVAL": "50ms"})
-	l, err := New(cfg, Deps{Queue: b.q, Tx: b.tx, Assets: store, Profiles: b.prof, Shards: b.shards, Gate: gate,
-		Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- l.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	b.runLoaderWith(t, cfg, func(d *Deps) { d.Assets, d.Gate = store, gate })
 
 	s := newSite(t, "")
 	urls := s.pages(3)
