@@ -3,6 +3,7 @@ package consume
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
 	"github.com/gridcrawl/gridcrawl/services/internal/outage"
@@ -24,13 +25,23 @@ func (s *settler) Settle(ctx context.Context, v Verdict, ds ...queue.Delivery) {
 	s.settle(ctx, v, len(ds), func(i int) queue.Delivery { return ds[i] })
 }
 
+// ackGrace bounds the acks of work done when the shell stops.
+const ackGrace = 5 * time.Second
+
 // settle settles the n deliveries at returns by v.
 func (s *settler) settle(ctx context.Context, v Verdict, n int, at func(int) queue.Delivery) {
 	switch v.kind {
 	case kindHold:
 	case kindAck:
+		// Work done is acked even when the shell is stopping: its
+		// contract back in the queue would be done again.
+		actx, cancel := ctx, context.CancelFunc(func() {})
+		if ctx.Err() != nil {
+			actx, cancel = context.WithTimeout(context.WithoutCancel(ctx), ackGrace)
+		}
+		defer cancel()
 		for i := range n {
-			if err := s.gate.Settle(ctx, at(i).Ack); err != nil && ctx.Err() == nil {
+			if err := s.gate.Settle(actx, at(i).Ack); err != nil && actx.Err() == nil {
 				s.log.Error("ack contract", "queue", s.queue, "err", err)
 			}
 		}
