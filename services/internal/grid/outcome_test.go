@@ -102,8 +102,11 @@ func dashboardOutcome(t *testing.T, api, id string) {
 		chromedp.Navigate(api+"/#/crawl/"+url.PathEscape(id)),
 		chromedp.WaitVisible(`#state .badge`, chromedp.ByQuery),
 		chromedp.WaitVisible(`#outcome`, chromedp.ByQuery),
-		chromedp.Text(`#state .badge`, &badge, chromedp.ByQuery),
-		chromedp.Text(`#outcome`, &summary, chromedp.ByQuery),
+		// Read in one evaluation each: the page draws the heading and the
+		// outcome anew at every poll, and a node found by one step may be
+		// replaced before the next reads its text.
+		chromedp.Evaluate(`document.querySelector("#state .badge")?.textContent ?? ""`, &badge),
+		chromedp.Evaluate(`document.querySelector("#outcome")?.textContent ?? ""`, &summary),
 		chromedp.Evaluate(`!!document.querySelector("#state .badge.finished")`, &green),
 		d.shot("refused-crawl"))
 	if green || !strings.Contains(badge, "nothing fetched") {
