@@ -18,6 +18,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -160,13 +161,24 @@ func (c *gridCluster) start(name, service string) {
 // freeAddr returns a loopback address with a port free at the time.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		// The kernel may hand a closed port out again: two processes given
+		// one metrics address would have one answer for both (a test saw
+		// the loaders' requests counted twice).
+		if _, seen := handedAddrs.LoadOrStore(addr, true); !seen {
+			return addr
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
+
+// handedAddrs are the addresses freeAddr returned in this test process.
+var handedAddrs sync.Map
 
 func (c *gridCluster) stop(name string, sig syscall.Signal) {
 	p := c.procs[name]
