@@ -76,15 +76,7 @@ func TestAssetsOutageRenewsLeases(t *testing.T) {
 			t.Errorf("%s: %s after %d attempts, want to-be-parsed after none", u, r.Status, r.Attempts)
 		}
 	}
-	fetched := map[string]int{}
-	for _, h := range s.hits() {
-		fetched[h.path]++
-	}
-	for p, n := range fetched {
-		if n != 1 {
-			t.Errorf("%s fetched %d times, want once", p, n)
-		}
-	}
+	fetchedOnce(t, s)
 }
 
 // TestTransientStoreFailureKeepsBatch: a WARC segment whose store fails
@@ -112,6 +104,12 @@ func TestTransientStoreFailureKeepsBatch(t *testing.T) {
 			t.Errorf("%s: %s (%s), want to-be-parsed", u, r.Status, r.Error)
 		}
 	}
+	fetchedOnce(t, s)
+}
+
+// fetchedOnce fails t for every path s served more than once.
+func fetchedOnce(t *testing.T, s *site) {
+	t.Helper()
 	fetched := map[string]int{}
 	for _, h := range s.hits() {
 		fetched[h.path]++
