@@ -228,7 +228,9 @@ func isDeadLetterQueue(name string) bool {
 }
 
 // Publish enqueues msgs on name. On an in-memory queue it blocks while the
-// queue is full and has a consumer, until ctx is done; messages that found room before ctx
+// queue is full and has a consumer, until ctx is done, unless ctx is work on
+// the queue's own deliveries (queue.ConsumerOf), which the queue then takes
+// beyond its bounds; messages that found room before ctx
 // ended stay enqueued (the caller publishes again, and at-least-once
 // delivery allows the duplicates). Bodies are kept, not copied: callers
 // must not change them afterwards.
@@ -256,8 +258,10 @@ func (q *Queue) Publish(ctx context.Context, name string, msgs ...queue.Message)
 			}
 			n = fit
 		}
-		if m.consumers == 0 {
-			n = len(msgs) // nobody would make room
+		if m.consumers == 0 || queue.IsConsumerOf(ctx, name) {
+			// Nobody would make room, or only the caller's own work,
+			// which waits here.
+			n = len(msgs)
 		}
 		if n > 0 {
 			for _, msg := range msgs[:n] {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -419,5 +420,46 @@ func TestDeadLetterSinkFails(t *testing.T) {
 	}
 	if err := d.Ack(ctx); err != nil {
 		t.Errorf("Ack() = %v, want nil", err)
+	}
+}
+
+// TestConsumerPublishesToOwnQueue: work on a queue's deliveries
+// (queue.ConsumerOf) publishes to that full queue without waiting, beyond
+// its bounds; the mark of another queue does not waive the wait. The
+// crawler publishes relinks to the queue it consumes: with every worker
+// waiting for room only they could make, the whole grid stopped.
+func TestConsumerPublishesToOwnQueue(t *testing.T) {
+	const name = "bounded"
+	q := newQueue(t, Options{Bound: func(string) int { return 1 }, MaxBytes: func(string) int64 { return 4 }})
+	ch := consume(t, q, name, 1)
+	if err := q.Publish(t.Context(), name, queue.Message{Body: []byte("m0")}); err != nil {
+		t.Fatal(err)
+	}
+	d := queuetest.Receive(t, ch) // held, unsettled: the queue is full
+	other := publishAsync(queue.ConsumerOf(t.Context(), "another"), q, name, queue.Message{Body: []byte("m1")})
+	expectBlocked(t, other, "Publish on a full queue marked as work on another queue")
+	own := publishAsync(queue.ConsumerOf(t.Context(), name), q, name, queue.Message{Body: []byte("m2")},
+		queue.Message{Body: []byte("m3-longer-than-the-byte-bound")})
+	if err := expectReturned(t, own, "Publish on a full queue by its own consumer's work"); err != nil {
+		t.Fatal(err)
+	}
+	wantLen(t, q, name, 2)
+	if err := d.Ack(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for range 3 {
+		d := queuetest.Receive(t, ch)
+		got = append(got, string(d.Body()))
+		if err := d.Ack(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := expectReturned(t, other, "the waiting Publish once there was room"); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	if want := []string{"m1", "m2", "m3-longer-than-the-byte-bound"}; !slices.Equal(got, want) {
+		t.Errorf("delivered %q, want %q", got, want)
 	}
 }

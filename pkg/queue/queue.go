@@ -124,3 +124,24 @@ type Queue interface {
 func RetryDelay(attempt int) time.Duration {
 	return min(time.Duration(attempt)*2*time.Second, 30*time.Second)
 }
+
+// consumerKey marks a context as one of work on deliveries of a queue.
+type consumerKey struct{}
+
+// ConsumerOf returns ctx marked as the context of work on the deliveries of
+// queue name. A queue that makes publishers wait for room (a bounded queue
+// in memory) must not make a publish to name under such a context wait:
+// the room it waits for could only come from the work that waits. The
+// crawler, which publishes the pages to parse again (relinks) to the queue
+// it consumes, waited so on itself once its queue was full, and every
+// stage stopped behind it.
+func ConsumerOf(ctx context.Context, name string) context.Context {
+	return context.WithValue(ctx, consumerKey{}, name)
+}
+
+// IsConsumerOf reports whether ctx is marked (ConsumerOf) as the context of
+// work on the deliveries of queue name.
+func IsConsumerOf(ctx context.Context, name string) bool {
+	n, ok := ctx.Value(consumerKey{}).(string)
+	return ok && n == name
+}

@@ -207,6 +207,7 @@ func (s *Shell[T]) Serve(ctx context.Context, deliveries <-chan queue.Delivery, 
 }
 
 func (s *Shell[T]) serve(ctx context.Context, deliveries <-chan queue.Delivery, h Handler[T]) {
+	work := queue.ConsumerOf(ctx, s.queue)
 	for {
 		select {
 		case <-ctx.Done():
@@ -216,7 +217,7 @@ func (s *Shell[T]) serve(ctx context.Context, deliveries <-chan queue.Delivery, 
 				return
 			}
 			if c, ok := s.decode(ctx, d); ok {
-				s.Settle(ctx, h(ctx, d, c), d)
+				s.Settle(ctx, h(work, d, c), d)
 			}
 		}
 	}
@@ -245,6 +246,7 @@ func (s *Shell[T]) ServeBatch(ctx context.Context, deliveries <-chan queue.Deliv
 	}
 	limit := max(1, b.Max)
 	buf := make([]Message[T], 0, limit)
+	work := queue.ConsumerOf(ctx, s.queue)
 	for {
 		select {
 		case <-ctx.Done():
@@ -269,7 +271,7 @@ func (s *Shell[T]) ServeBatch(ctx context.Context, deliveries <-chan queue.Deliv
 				}
 			}
 			if len(buf) > 0 {
-				v := b.Handle(ctx, buf)
+				v := b.Handle(work, buf)
 				s.settle(ctx, v, len(buf), func(i int) queue.Delivery { return buf[i].Delivery })
 				clear(buf) // drop the references until the slots are reused
 				buf = buf[:0]

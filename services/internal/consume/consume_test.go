@@ -443,3 +443,36 @@ func TestBatch(t *testing.T) {
 		t.Errorf("dead-letter reason %q, want undecodable", r[0])
 	}
 }
+
+// TestHandlerWorksOnItsQueue: the context a handler (and a batch handler)
+// runs under is marked as work on the shell's queue, so that a bounded
+// queue it publishes back to does not make it wait on itself.
+func TestHandlerWorksOnItsQueue(t *testing.T) {
+	q := newQueue(t)
+	publish(t, q, body(t, "a"))
+	marked := make(chan bool, 1)
+	stop := run(t, newShell(q, nil, 1), func(ctx context.Context, d queue.Delivery, j *job) Verdict {
+		marked <- queue.IsConsumerOf(ctx, jobs) && !queue.IsConsumerOf(ctx, "other")
+		return Ack()
+	})
+	if !<-marked {
+		t.Error("the handler's context is not marked as work on its queue alone")
+	}
+	stop()
+
+	publish(t, q, body(t, "b"))
+	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
+	defer cancel()
+	consumed, err := q.Consume(ctx, jobs, queue.ConsumeOptions{Prefetch: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newShell(q, nil, 1).ServeBatch(ctx, consumed, Batch[job]{Max: 1, Handle: func(bctx context.Context, _ []Message[job]) Verdict {
+		marked <- queue.IsConsumerOf(bctx, jobs)
+		cancel()
+		return Ack()
+	}})
+	if !<-marked {
+		t.Error("the batch handler's context is not marked as work on its queue")
+	}
+}
