@@ -262,3 +262,45 @@ func TestPublisherSettlesAfterPublish(t *testing.T) {
 		}
 	})
 }
+
+// handoffLog records what the publisher hands off.
+type handoffLog struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (h *handoffLog) Put(ref contracts.AssetRef, ip string, response []byte) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.got = append(h.got, string(response))
+}
+
+// TestPublisherHoldsNoResponse: a batch waiting for its publish (the crawler
+// queue full) has already given its pages' responses to the handoff, once,
+// and keeps none of them; a page that did not move to to-be-parsed is not
+// handed off.
+func TestPublisherHoldsNoResponse(t *testing.T) {
+	q := &recordingQueue{release: make(chan struct{})}
+	var s settled
+	h := &handoffLog{}
+	p := newPublisher(q, h, nil, slog.New(slog.DiscardHandler), s.settle)
+	go p.run(t.Context())
+	first, second := recordedBatch("http://x.example/1"), recordedBatch("http://x.example/2")
+	first.rs.moved[0].response = []byte("HTTP/1.1 200 OK\r\n\r\none")
+	second.rs.moved[0].response = []byte("HTTP/1.1 200 OK\r\n\r\ntwo")
+	second.rs.applied[0] = false // another loader moved it first
+	p.put(first)
+	p.put(second) // waits behind first, whose publish waits for release
+	for _, b := range []*batch{first, second} {
+		if r := b.rs.moved[0]; r.response != nil {
+			t.Errorf("batch of %s waiting for its publish holds its response", r.page.URL)
+		}
+	}
+	close(q.release)
+	p.close()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if want := []string{"HTTP/1.1 200 OK\r\n\r\none"}; !slices.Equal(h.got, want) {
+		t.Errorf("handed off %q, want %q", h.got, want)
+	}
+}
