@@ -63,7 +63,7 @@ func main() {
 	peers := flag.Bool("peers", false, "run gridcrawl, Colly and Scrapy one at a time on the same web and print one table")
 	scenarioName := flag.String("scenario", "", "with -peers, a preset: politeness, cpu or corpus (flags given explicitly win)")
 	corpusDir := flag.String("corpus", "", "with -peers, a directory of real HTML whose subdirectories are hosts (default: the rustup books)")
-	peerList := flag.String("peer-list", "gridcrawl,colly,scrapy", "with -peers, the crawlers to run, in order")
+	peerList := flag.String("peer-list", "gridcrawl,colly,scrapy", "with -peers, the crawlers to run, in order (gridcrawl, colly, scrapy, floor: the least gridcrawl's design and components can cost per page, see -floor-backend)")
 	peersDir := flag.String("peers-dir", "scripts/peers", "with -peers, the directory of the colly and scrapy peers")
 	curve := flag.String("curve", "", "crawl sizes in pages, such as 20000,200000,1000000: one crawl each over -hosts hosts, printing the cost per -slice pages as it grows and one table")
 	slice := flag.Int("slice", 20000, "with -curve, pages per slice of the per-slice cost")
@@ -71,7 +71,15 @@ func main() {
 	hostileEvery := flag.Int("hostile-every", 10, "with -hostile, one page in this many of each host is hostile")
 	rounds := flag.Int("rounds", 1, "with -hostile, how many times to crawl each web, in turn")
 	maxRatio := flag.Float64("max-ratio", 1.5, "with -hostile, the most hostile/ordinary may be for peak memory and stored bytes per page; over it the command fails")
+	ff := registerFloorFlags()
 	flag.Parse()
+	if *ff.run {
+		if err := floorRun(ff, *depth); err != nil {
+			fmt.Fprintln(os.Stderr, "floor:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *hostile {
 		set := map[string]bool{}
 		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -115,6 +123,7 @@ func main() {
 		c, err := peersSetup(*scenarioName, *corpusDir, *hosts, *pages, *links, *cross, *bytesPer, *depth, *delay, *latency)
 		if err == nil {
 			c.crawlers, c.gridBin, c.binDir, c.peersDir = strings.Split(*peerList, ","), *gridBin, *binDir, *peersDir
+			c.floorBackend = *ff.backend
 			err = peersBench(c)
 		}
 		if err != nil {

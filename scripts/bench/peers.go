@@ -44,6 +44,8 @@ type peersConfig struct {
 	gridBin   string
 	binDir    string
 	peersDir  string
+	// floorBackend is the stores of the floor row (-floor-backend).
+	floorBackend string
 }
 
 // peerRow is one crawler's line of the table.
@@ -134,12 +136,12 @@ func runPeer(c peersConfig, name string) (peerRow, error) {
 		if g.status.State != contracts.CrawlFinished {
 			row.note = string(g.status.State)
 		}
-	case "colly", "scrapy":
+	case "colly", "scrapy", "floor":
 		if err := runExternal(c, name, t, &row); err != nil {
 			return peerRow{}, err
 		}
 	default:
-		return peerRow{}, fmt.Errorf("unknown crawler %q (gridcrawl, colly, scrapy)", name)
+		return peerRow{}, fmt.Errorf("unknown crawler %q (gridcrawl, colly, scrapy, floor)", name)
 	}
 	row.stats = websim.Stats(t.RequestLog(), time.Duration(c.delay)*time.Millisecond, t.Allowed)
 	return row, nil
@@ -168,6 +170,14 @@ func runExternal(c peersConfig, name string, t target, row *peerRow) error {
 		}
 		cmd = exec.CommandContext(ctx, bin, "-urls", urls, "-connect", "127.0.0.1:"+strconv.Itoa(t.Port()),
 			"-delay-ms", strconv.Itoa(c.delay), "-depth", strconv.Itoa(c.depth), "-out", out)
+	case "floor":
+		self, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		cmd = exec.CommandContext(ctx, self, "-floor-run", "-floor-urls", urls, "-floor-connect", "127.0.0.1:"+strconv.Itoa(t.Port()),
+			"-depth", strconv.Itoa(c.depth), "-floor-backend", c.floorBackend)
+		row.note = "floor, " + c.floorBackend
 	case "scrapy":
 		cmd = exec.CommandContext(ctx, filepath.Join(c.peersDir, "scrapy", "run.sh"), "--urls", urls,
 			"--delay-ms", strconv.Itoa(c.delay), "--depth", strconv.Itoa(c.depth), "--out", out)
@@ -186,6 +196,16 @@ func runExternal(c peersConfig, name string, t target, row *peerRow) error {
 	}
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	row.cpu, row.rss = tv(ru.Utime)+tv(ru.Stime), ru.Maxrss
+	if name == "floor" {
+		// The floor extracts every page a second time to show that
+		// stage's part; the row counts it once.
+		for _, l := range strings.Split(stdout.String(), "\n") {
+			if v, ok := strings.CutPrefix(l, "floor-extra-cpu-ms "); ok {
+				ms, _ := strconv.ParseFloat(v, 64)
+				row.cpu -= ms / 1000
+			}
+		}
+	}
 	fmt.Fprintf(os.Stderr, "bench: %s says %s", name, stdout.String())
 	return nil
 }

@@ -10,6 +10,15 @@
 //	go build -o /tmp/sc-modernc . && go build -tags "cgosqlite sqlite_fts5" -o /tmp/sc-mattn .
 //	for i in 1 2 3; do /tmp/sc-modernc; /tmp/sc-mattn; done
 //	FTSOPT=', detail=none' /tmp/sc-modernc   # an FTS5 option added to the table
+//
+// With -tags bleve and -bleve it indexes the same documents with Bleve
+// (github.com/blevesearch/bleve/v2, the other full-text engine the design
+// allows) instead: title, body and url as text with term positions (which
+// phrase queries need), the unicode tokenizer, lower case and ASCII
+// folding, nothing stored, in batches of 50, the index closed (persisted)
+// inside the measurement.
+//
+//	go build -tags bleve -o /tmp/sc-bleve . && /tmp/sc-bleve -bleve
 package main
 
 import (
@@ -32,6 +41,7 @@ func cpu() time.Duration {
 
 func main() {
 	n := flag.Int("n", 3000, "docs")
+	useBleve := flag.Bool("bleve", false, "index the documents with Bleve (build with -tags bleve) instead of SQLite")
 	flag.Parse()
 	dir, _ := os.MkdirTemp("", "sqlcmp")
 	defer os.RemoveAll(dir)
@@ -73,6 +83,16 @@ func main() {
 	texts := make([]string, 200)
 	for i := range texts {
 		texts[i] = text(15000)
+	}
+	if *useBleve {
+		dir, _ := os.MkdirTemp("", "blevecmp")
+		defer os.RemoveAll(dir)
+		c0, t0 := cpu(), time.Now()
+		if err := indexBleve(filepath.Join(dir, "idx"), texts, *n); err != nil {
+			panic(err)
+		}
+		fmt.Printf("bleve: fts %.3f cpu-ms/doc, wall %v\n", float64((cpu()-c0).Microseconds())/1000/float64(*n), time.Since(t0).Round(time.Millisecond))
+		return
 	}
 	rec := strings.Repeat(`{"k":"v","n":1},`, 20)
 	// FTS docs in batches of 50
