@@ -85,10 +85,8 @@ func main() {
 		texts[i] = text(15000)
 	}
 	if *useBleve {
-		dir, _ := os.MkdirTemp("", "blevecmp")
-		defer os.RemoveAll(dir)
 		c0, t0 := cpu(), time.Now()
-		if err := indexBleve(filepath.Join(dir, "idx"), texts, *n); err != nil {
+		if err := indexBleve(filepath.Join(dir, "bleve"), texts, *n); err != nil {
 			panic(err)
 		}
 		fmt.Printf("bleve: fts %.3f cpu-ms/doc, wall %v\n", float64((cpu()-c0).Microseconds())/1000/float64(*n), time.Since(t0).Round(time.Millisecond))

@@ -142,7 +142,6 @@ func (p *publisher) close() {
 // again.
 func (p *publisher) publish(ctx context.Context, b *batch) error {
 	rs := &b.rs
-	p.handOff(b)
 	var pages crawlerPages
 	for i, res := range rs.moved {
 		if rs.applied[i] && res.status == contracts.ToBeParsed {
@@ -169,13 +168,10 @@ func (p *publisher) publish(ctx context.Context, b *batch) error {
 }
 
 // handOff gives the handoff the responses of b's pages moved to
-// to-be-parsed, once, and drops the batch's references to them.
+// to-be-parsed and drops the batch's references to them, so that each goes
+// to the handoff once.
 func (p *publisher) handOff(b *batch) {
 	rs := &b.rs
-	if rs.handedOff {
-		return
-	}
-	rs.handedOff = true
 	for i, res := range rs.moved {
 		if res.response == nil {
 			continue

@@ -311,8 +311,6 @@ type recordState struct {
 	// failed: an attempt to apply the transitions failed, and may have
 	// applied some of them before it did.
 	failed bool
-	// handedOff: the responses went to the handoff (once is enough).
-	handedOff bool
 }
 
 // prepare does the steps of b not done yet before publishing: store its
