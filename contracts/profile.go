@@ -186,6 +186,20 @@ type Profile struct {
 	// the schedule it sets, and the crawl never finishes (it is up_to_date
 	// while nothing is due). Nil: a one-shot crawl.
 	Recrawl *Recrawl `json:"recrawl,omitempty"`
+	// Render says when the loader loads a page in a headless browser:
+	// RenderNever ("never", the default; "" means never), RenderAlways
+	// ("always") or RenderAuto ("auto": fetch over HTTP and render only the
+	// pages whose answer shows they need scripts). Use RenderFor.
+	Render string `json:"render,omitempty"`
+	// RenderOverrides set Render for the hosts of some domains (a host is
+	// Domain or under it; the longest matching Domain wins), like
+	// budget.overrides.
+	RenderOverrides []RenderOverride `json:"render_overrides,omitempty"`
+	// RenderRobots says which of a rendered page's requests obey
+	// robots.txt: RenderRobotsPages ("pages", the default; "" means it) the
+	// page only, as a browser's user would; RenderRobotsAll ("all") every
+	// subresource too, checked against its own origin's robots.txt.
+	RenderRobots string `json:"render_robots,omitempty"`
 	// Version counts the changes made to the profile mid-crawl (PATCH); 0 as
 	// submitted.
 	Version int `json:"version,omitempty"`
@@ -194,6 +208,72 @@ type Profile struct {
 // SitemapsEnabled reports whether the crawl reads sitemaps: unless
 // Sitemaps is false.
 func (p Profile) SitemapsEnabled() bool { return p.Sitemaps == nil || *p.Sitemaps }
+
+// RenderOverride sets the render mode of the hosts that are Domain or
+// under it.
+type RenderOverride struct {
+	Domain string `json:"domain"`
+	Render string `json:"render"`
+}
+
+// Render modes (Profile.Render, RenderOverride.Render).
+const (
+	RenderNever  = "never"
+	RenderAlways = "always"
+	RenderAuto   = "auto"
+)
+
+// Render robots policies (Profile.RenderRobots).
+const (
+	RenderRobotsPages = "pages"
+	RenderRobotsAll   = "all"
+)
+
+// RenderFor returns the render mode of the pages of host, never "": that
+// of the render override with the longest domain host is or is under, else
+// Render, else RenderNever. A port on host is ignored, and case does not
+// matter. Domains match as budget.overrides do in pkg/politeness: whole
+// labels, so "example.org" covers "example.org" and "www.example.org" but
+// not "notexample.org". It scans the overrides and allocates nothing
+// when host is lower case.
+func (p *Profile) RenderFor(host string) string {
+	mode := p.Render
+	if len(p.RenderOverrides) > 0 {
+		h := renderHost(host)
+		best := -1
+		for _, o := range p.RenderOverrides {
+			if d := overrideDomain(o.Domain); len(d) > best && domainCovers(d, h) {
+				best, mode = len(d), o.Render
+			}
+		}
+	}
+	if mode == "" {
+		return RenderNever
+	}
+	return mode
+}
+
+// renderHost returns host without its port, IPv6 brackets and trailing
+// dot, in lower case (as pkg/politeness.NormalizeHost, without netip).
+func renderHost(host string) string {
+	h := strings.TrimSpace(host)
+	if strings.HasPrefix(h, "[") {
+		h, _, _ = strings.Cut(h[1:], "]")
+	} else if strings.Count(h, ":") == 1 {
+		h, _, _ = strings.Cut(h, ":")
+	}
+	return strings.ToLower(strings.TrimSuffix(h, "."))
+}
+
+// overrideDomain returns the domain of an override as it is matched: without
+// surrounding spaces and dots. Case is left to domainCovers.
+func overrideDomain(d string) string { return strings.Trim(strings.TrimSpace(d), ".") }
+
+// domainCovers reports whether host (lower case) is domain or under it.
+func domainCovers(domain, host string) bool {
+	n := len(host) - len(domain)
+	return n >= 0 && strings.EqualFold(host[n:], domain) && (n == 0 || host[n-1] == '.')
+}
 
 // Cost policies a budget may name.
 const (
@@ -254,14 +334,22 @@ type BudgetOverride struct {
 
 // ProfilePatch is the body of PATCH /api/v1/crawls/{id}: the settings that
 // may change mid-crawl. Absent fields keep their value: politeness field by
-// field (PolitenessPatch), while a budget given replaces the crawl's budget
-// as a whole.
+// field (PolitenessPatch), while a budget or a list of render overrides
+// given replaces the crawl's as a whole.
 type ProfilePatch struct {
 	Politeness *PolitenessPatch `json:"politeness,omitempty"`
 	Budget     *Budget          `json:"budget,omitempty"`
 	// Recrawl replaces a continuous crawl's schedule (a one-shot crawl
 	// cannot become continuous, nor the reverse).
 	Recrawl *Recrawl `json:"recrawl,omitempty"`
+	// Render replaces the crawl's render mode ("" is RenderNever).
+	Render *string `json:"render,omitempty"`
+	// RenderOverrides replaces the crawl's render overrides as a whole; an
+	// empty list removes them.
+	RenderOverrides *[]RenderOverride `json:"render_overrides,omitempty"`
+	// RenderRobots replaces the crawl's render robots policy ("" is
+	// RenderRobotsPages).
+	RenderRobots *string `json:"render_robots,omitempty"`
 }
 
 // Recrawl is the schedule of a continuous crawl: a fixed Interval, or an
@@ -397,6 +485,8 @@ const (
 	maxRegexLen       = 4096
 	// MaxBudgetOverrides bounds budget.overrides.
 	MaxBudgetOverrides = 1000
+	// MaxRenderOverrides bounds render_overrides.
+	MaxRenderOverrides = 1000
 	// maxRegexRepeat bounds the repetition counts of a profile regex,
 	// multiplied through nested repetitions: "x{5}" counts 5, "(?:x{5}){4}"
 	// 20. Matching costs about the expanded size times the URL's length, and
@@ -590,7 +680,44 @@ func (p Profile) Validate() error {
 			}
 		}
 	}
+	return p.validateRender()
+}
+
+// validateRender checks render, render_overrides and render_robots.
+func (p Profile) validateRender() error {
+	const modes = `must be "never", "always" or "auto"`
+	if !validRender(p.Render) && p.Render != "" {
+		return &FieldError{"render", modes}
+	}
+	if len(p.RenderOverrides) > MaxRenderOverrides {
+		return &FieldError{"render_overrides", fmt.Sprintf("at most %d overrides", MaxRenderOverrides)}
+	}
+	first := make(map[string]int, len(p.RenderOverrides))
+	for i, o := range p.RenderOverrides {
+		d := strings.ToLower(overrideDomain(o.Domain))
+		if d == "" || len(o.Domain) > 253 || strings.ContainsAny(o.Domain, "/: ") || strings.ContainsFunc(o.Domain, isControl) {
+			return &FieldError{fmt.Sprintf("render_overrides[%d].domain", i), "must be a host or domain name"}
+		}
+		if j, ok := first[d]; ok {
+			// Two overrides of one domain leave its mode undecided.
+			return &FieldError{fmt.Sprintf("render_overrides[%d].domain", i), fmt.Sprintf("%q is already render_overrides[%d]", o.Domain, j)}
+		}
+		first[d] = i
+		if !validRender(o.Render) {
+			return &FieldError{fmt.Sprintf("render_overrides[%d].render", i), modes}
+		}
+	}
+	switch p.RenderRobots {
+	case "", RenderRobotsPages, RenderRobotsAll:
+	default:
+		return &FieldError{"render_robots", `must be "pages" or "all"`}
+	}
 	return nil
+}
+
+// validRender reports whether mode is a render mode ("" is not).
+func validRender(mode string) bool {
+	return mode == RenderNever || mode == RenderAlways || mode == RenderAuto
 }
 
 // validCollection reports whether c is a valid collection name.

@@ -125,6 +125,46 @@ func TestProfileValidate(t *testing.T) {
 		{"sitemap depth over max depth", func(p *contracts.Profile) { p.MaxDepth, p.SitemapDepth = 2, 3 }, "sitemap_depth"},
 		{"sitemap depth -1", func(p *contracts.Profile) { p.SitemapDepth = -1 }, "sitemap_depth"},
 
+		{"render never", func(p *contracts.Profile) { p.Render = contracts.RenderNever }, ""},
+		{"render always", func(p *contracts.Profile) { p.Render = contracts.RenderAlways }, ""},
+		{"render auto", func(p *contracts.Profile) { p.Render = contracts.RenderAuto }, ""},
+		{"render unknown", func(p *contracts.Profile) { p.Render = "headless" }, "render"},
+		{"render upper case", func(p *contracts.Profile) { p.Render = "AUTO" }, "render"},
+		{"render overrides 1000", func(p *contracts.Profile) { p.RenderOverrides = renderOverrides(1000) }, ""},
+		{"render overrides 1001", func(p *contracts.Profile) { p.RenderOverrides = renderOverrides(1001) }, "render_overrides"},
+		{"render override fourth domain empty", func(p *contracts.Profile) {
+			p.RenderOverrides = renderOverrides(4)
+			p.RenderOverrides[3].Domain = ""
+		}, "render_overrides[3].domain"},
+		{"render override domain with port", func(p *contracts.Profile) {
+			p.RenderOverrides = []contracts.RenderOverride{{Domain: "example.org:443", Render: contracts.RenderAuto}}
+		}, "render_overrides[0].domain"},
+		{"render override domain a URL", func(p *contracts.Profile) {
+			p.RenderOverrides = []contracts.RenderOverride{{Domain: "https://example.org/", Render: contracts.RenderAuto}}
+		}, "render_overrides[0].domain"},
+		{"render override domain only a dot", func(p *contracts.Profile) {
+			p.RenderOverrides = []contracts.RenderOverride{{Domain: ".", Render: contracts.RenderAuto}}
+		}, "render_overrides[0].domain"},
+		{"render override domain with a tab", func(p *contracts.Profile) {
+			p.RenderOverrides = []contracts.RenderOverride{{Domain: "example\t.org", Render: contracts.RenderAuto}}
+		}, "render_overrides[0].domain"},
+		{"render override domain 254 bytes", func(p *contracts.Profile) {
+			p.RenderOverrides = []contracts.RenderOverride{{Domain: strings.Repeat("a", 254), Render: contracts.RenderAuto}}
+		}, "render_overrides[0].domain"},
+		{"render override domain twice", func(p *contracts.Profile) {
+			p.RenderOverrides = []contracts.RenderOverride{{Domain: "example.org", Render: contracts.RenderAuto}, {Domain: "Example.org.", Render: contracts.RenderNever}}
+		}, "render_overrides[1].domain"},
+		{"render override fourth render unknown", func(p *contracts.Profile) {
+			p.RenderOverrides = renderOverrides(4)
+			p.RenderOverrides[3].Render = "sometimes"
+		}, "render_overrides[3].render"},
+		{"render override render empty", func(p *contracts.Profile) {
+			p.RenderOverrides = []contracts.RenderOverride{{Domain: "example.org"}}
+		}, "render_overrides[0].render"},
+		{"render robots pages", func(p *contracts.Profile) { p.RenderRobots = contracts.RenderRobotsPages }, ""},
+		{"render robots all", func(p *contracts.Profile) { p.RenderRobots = contracts.RenderRobotsAll }, ""},
+		{"render robots unknown", func(p *contracts.Profile) { p.RenderRobots = "obey" }, "render_robots"},
+
 		{"first error wins", func(p *contracts.Profile) { p.MaxDepth, p.Priority = -1, -1 }, "max_depth"},
 	}
 	// schemaAccepts names the invalid cases the schema still accepts: values
@@ -137,6 +177,8 @@ func TestProfileValidate(t *testing.T) {
 		// The cost of a regular expression is not a schema keyword.
 		"regex repeat 1000":             true,
 		"regex nested repeats multiply": true,
+		// Uniqueness under case folding is not a schema keyword.
+		"render override domain twice": true,
 	}
 	sch := compileAll(t)["profile"]
 	for _, tt := range tests {
@@ -167,6 +209,87 @@ func TestProfileValidate(t *testing.T) {
 				t.Errorf("schema on %+v: err = %v, want accepted = %v", p, schemaErr, wantOK)
 			}
 		})
+	}
+}
+
+// renderOverrides returns n valid render overrides of distinct domains.
+func renderOverrides(n int) []contracts.RenderOverride {
+	out := make([]contracts.RenderOverride, n)
+	for i := range out {
+		out[i] = contracts.RenderOverride{Domain: fmt.Sprintf("site%d.example.org", i), Render: contracts.RenderAlways}
+	}
+	return out
+}
+
+func TestRenderFor(t *testing.T) {
+	overrides := []contracts.RenderOverride{
+		{Domain: "example.org", Render: contracts.RenderAuto},
+		{Domain: "app.example.org", Render: contracts.RenderAlways},
+		{Domain: "Static.App.Example.ORG.", Render: contracts.RenderNever},
+		{Domain: ".spa.test", Render: contracts.RenderAlways},
+		{Domain: "10.0.0.1", Render: contracts.RenderAuto},
+	}
+	tests := []struct {
+		render    string
+		overrides []contracts.RenderOverride
+		host      string
+		want      string
+	}{
+		{"", nil, "example.org", contracts.RenderNever},
+		{contracts.RenderAuto, nil, "example.org", contracts.RenderAuto},
+		{contracts.RenderAlways, nil, "", contracts.RenderAlways},
+		{"", overrides, "example.org", contracts.RenderAuto},
+		{"", overrides, "www.example.org", contracts.RenderAuto},
+		{"", overrides, "notexample.org", contracts.RenderNever},
+		{contracts.RenderAlways, overrides, "notexample.org", contracts.RenderAlways},
+		{"", overrides, "example.org.uk", contracts.RenderNever},
+		{"", overrides, "org", contracts.RenderNever},
+		{"", overrides, "app.example.org", contracts.RenderAlways},
+		{"", overrides, "a.b.app.example.org", contracts.RenderAlways},
+		{"", overrides, "static.app.example.org", contracts.RenderNever},
+		{"", overrides, "cdn.static.app.example.org", contracts.RenderNever},
+		{"", overrides, "xapp.example.org", contracts.RenderAuto},
+		{"", overrides, "WWW.Example.ORG", contracts.RenderAuto},
+		{"", overrides, "www.example.org:8080", contracts.RenderAuto},
+		{"", overrides, "app.example.org.", contracts.RenderAlways},
+		{"", overrides, "APP.example.org.:443", contracts.RenderAlways},
+		{"", overrides, "spa.test", contracts.RenderAlways},
+		{contracts.RenderAuto, overrides, "10.0.0.1:8000", contracts.RenderAuto},
+		{contracts.RenderAlways, overrides, "[::1]:8080", contracts.RenderAlways},
+	}
+	for _, tt := range tests {
+		p := validProfile()
+		p.Render, p.RenderOverrides = tt.render, tt.overrides
+		if got := p.RenderFor(tt.host); got != tt.want {
+			t.Errorf("Profile{Render: %q, %d overrides}.RenderFor(%q) = %q, want %q", tt.render, len(tt.overrides), tt.host, got, tt.want)
+		}
+	}
+}
+
+// TestProfilePatchRender: a patch's render fields are absent (nil) unless
+// given, and an empty list of overrides is given.
+func TestProfilePatchRender(t *testing.T) {
+	tests := []struct {
+		body           string
+		render, robots *string
+		overrides      *[]contracts.RenderOverride
+	}{
+		{`{}`, nil, nil, nil},
+		{`{"render":null,"render_overrides":null,"render_robots":null}`, nil, nil, nil},
+		{`{"render":"auto","render_robots":"all"}`, ptr("auto"), ptr("all"), nil},
+		{`{"render":""}`, ptr(""), nil, nil},
+		{`{"render_overrides":[]}`, nil, nil, &[]contracts.RenderOverride{}},
+		{`{"render_overrides":[{"domain":"example.org","render":"always"}]}`, nil, nil, &[]contracts.RenderOverride{{Domain: "example.org", Render: "always"}}},
+	}
+	for _, tt := range tests {
+		var got contracts.ProfilePatch
+		if err := decodeStrict([]byte(tt.body), &got); err != nil {
+			t.Fatalf("decode %s: %v", tt.body, err)
+		}
+		want := contracts.ProfilePatch{Render: tt.render, RenderOverrides: tt.overrides, RenderRobots: tt.robots}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("decode %s (-want +got):\n%s", tt.body, diff)
+		}
 	}
 }
 

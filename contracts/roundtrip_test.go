@@ -30,7 +30,10 @@ func fullProfile() contracts.Profile {
 			DelayFactor: 1.5,
 			Robots:      contracts.RobotsIgnore,
 		},
-		Priority: 7,
+		Priority:        7,
+		Render:          contracts.RenderAuto,
+		RenderOverrides: []contracts.RenderOverride{{Domain: "static.example.com", Render: contracts.RenderNever}},
+		RenderRobots:    contracts.RenderRobotsAll,
 	}
 }
 

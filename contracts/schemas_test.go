@@ -251,6 +251,7 @@ func TestSchemaMatchesGoFields(t *testing.T) {
 		{"error response", "error_response", nil, contracts.ErrorResponse{}, nil},
 		{"budget", "profile", []string{"$defs", "budget"}, contracts.Budget{}, nil},
 		{"budget override", "profile", []string{"$defs", "budget_override"}, contracts.BudgetOverride{}, nil},
+		{"render override", "profile", []string{"$defs", "render_override"}, contracts.RenderOverride{}, nil},
 		{"profile patch", "profile_patch", nil, contracts.ProfilePatch{}, nil},
 		{"recrawl", "profile", []string{"$defs", "recrawl"}, contracts.Recrawl{}, nil},
 		{"adaptive recrawl", "profile", []string{"$defs", "recrawl", "properties", "adaptive"}, contracts.AdaptiveRecrawl{}, nil},

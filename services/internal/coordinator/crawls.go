@@ -185,7 +185,8 @@ func (co *Coordinator) failPending(ctx context.Context, id string) error {
 	return nil
 }
 
-// Patch changes a crawl's politeness and budget settings mid-crawl. The new
+// Patch changes a crawl's politeness, budget, recrawl and render settings
+// mid-crawl. The new
 // profile version reaches the loaders with the next contracts (and their
 // profile caches within seconds); URLs parked as retired are put back to
 // to-be-loaded and republished, so that the loaders re-evaluate their groups
@@ -221,6 +222,18 @@ func (co *Coordinator) Patch(ctx context.Context, id string, patch contracts.Pro
 			return c.Profile, 0, &contracts.FieldError{Field: "recrawl", Reason: "a one-shot crawl cannot become continuous: start a crawl with a recrawl schedule"}
 		}
 		p.Recrawl = patch.Recrawl
+	}
+	if patch.Render != nil {
+		p.Render = sameOrNew(p.Render, *patch.Render, contracts.RenderNever)
+	}
+	if patch.RenderOverrides != nil {
+		p.RenderOverrides = *patch.RenderOverrides
+		if len(p.RenderOverrides) == 0 {
+			p.RenderOverrides = nil // as a profile without them, so that clearing none is no change
+		}
+	}
+	if patch.RenderRobots != nil {
+		p.RenderRobots = sameOrNew(p.RenderRobots, *patch.RenderRobots, contracts.RenderRobotsPages)
 	}
 	p = p.WithDefaults()
 	if err := p.Validate(); err != nil {
@@ -272,6 +285,16 @@ func (co *Coordinator) unretire(ctx context.Context, id string, p contracts.Prof
 		}
 		n += len(back)
 	}
+}
+
+// sameOrNew returns the value a patch sets a setting to: cur when v means
+// the same ("" and def both mean def), so that a patch which changes no
+// setting makes no new version; else v.
+func sameOrNew(cur, v, def string) string {
+	if v == cur || (v == "" && cur == def) || (v == def && cur == "") {
+		return cur
+	}
+	return v
 }
 
 // ErrNothingToChange is the error of an empty PATCH.

@@ -381,19 +381,29 @@ func TestYacyCrawlStartMapping(t *testing.T) {
 				{"ipMustmatch", ".*"}, {"ipMustnotmatch", ""}, {"snapshotsMaxDepth", "-1"}, {"timezoneOffset", "-60"},
 				{"loaderHeadless", "false"}, {"storeAssets", "true"}, {"archiveWARC", "true"}, {"archiveIndex", "false"},
 				{"archiveGraph", "false"}, {"crawlingDepthExtension", ""}, {"sitemapURL", ""}, {"crawlingFile", ""}},
-			want: func(p *contracts.Profile) { p.CrawlMustMatch = exampleDomain },
+			want: func(p *contracts.Profile) { p.CrawlMustMatch, p.Render = exampleDomain, contracts.RenderNever },
+		},
+		{
+			name:   "loaderHeadless=true renders every page, as YaCy Grid does",
+			params: [][2]string{{"crawlingURL", "https://example.com/"}, {"loaderHeadless", "true"}},
+			want:   func(p *contracts.Profile) { p.CrawlMustMatch, p.Render = exampleDomain, contracts.RenderAlways },
+		},
+		{
+			name:   "loaderHeadless=on from a form",
+			params: [][2]string{{"crawlingURL", "https://example.com/"}, {"loaderHeadless", "on"}},
+			want:   func(p *contracts.Profile) { p.CrawlMustMatch, p.Render = exampleDomain, contracts.RenderAlways },
 		},
 		{
 			name: "flags gridcrawl does not honour are named",
 			params: [][2]string{{"crawlingURL", "https://example.com/"}, {"obeyHtmlRobotsNoindex", "off"},
 				{"followFrames", "off"}, {"indexText", "off"}, {"indexMedia", "on"}, {"storeHTCache", "off"},
 				{"cachePolicy", "if fresh"}, {"directDocByURL", "on"}, {"crawlOrder", "on"}, {"countryMustMatchSwitch", "1"},
-				{"ipMustmatch", "10\\..*"}, {"snapshotsMaxDepth", "2"}, {"loaderHeadless", "true"}, {"archiveIndex", "true"},
+				{"ipMustmatch", "10\\..*"}, {"snapshotsMaxDepth", "2"}, {"archiveIndex", "true"},
 				{"indexcontentmustmatch", ".*yacy.*"}, {"noindexWhenCanonicalUnequalURL", "on"}, {"userId", "alice"},
 				{"vocabulary_topics_class", "topic"}, {"vocabulary_other_class", ""}, {"madeUpParameter", "x"}},
 			want: func(p *contracts.Profile) { p.CrawlMustMatch = exampleDomain },
 			unsupported: []string{"archiveIndex", "cachePolicy", "countryMustMatchSwitch", "crawlOrder", "directDocByURL",
-				"followFrames", "indexMedia", "indexText", "indexcontentmustmatch", "ipMustmatch", "loaderHeadless",
+				"followFrames", "indexMedia", "indexText", "indexcontentmustmatch", "ipMustmatch",
 				"madeUpParameter", "noindexWhenCanonicalUnequalURL", "obeyHtmlRobotsNoindex", "snapshotsMaxDepth",
 				"storeHTCache", "userId", "vocabulary_topics_class"},
 		},
@@ -668,7 +678,7 @@ func TestYacyCrawlStartGridExamples(t *testing.T) {
 			p.CrawlMustMatch = `^https?://(?:www\.)?(?:ix\.de)(?::[0-9]+)?(?:[/?#].*)?$`
 		}},
 		{"crawlingURL=tagesschau.de&loaderHeadless=false", func(p *contracts.Profile) {
-			p.Name, p.StartURLs = "tagesschau.de", []string{"https://tagesschau.de/"}
+			p.Name, p.StartURLs, p.Render = "tagesschau.de", []string{"https://tagesschau.de/"}, contracts.RenderNever
 			p.CrawlMustMatch = `^https?://(?:www\.)?(?:tagesschau\.de)(?::[0-9]+)?(?:[/?#].*)?$`
 		}},
 	}
@@ -718,6 +728,7 @@ func TestYacyCrawlStartInvalid(t *testing.T) {
 		{"possessive indexmustmatch", [][2]string{{"crawlingURL", "https://example.com/"}, {"indexmustmatch", "https?+://.*"}}, "indexmustmatch"},
 		{"bad indexmustnotmatch", [][2]string{{"crawlingURL", "https://example.com/"}, {"indexmustnotmatch", "[a"}}, "indexmustnotmatch"},
 		{"unknown range", [][2]string{{"crawlingURL", "https://example.com/"}, {"range", "everything"}}, "range"},
+		{"loaderHeadless not a flag", [][2]string{{"crawlingURL", "https://example.com/"}, {"loaderHeadless", "chrome"}}, "loaderHeadless"},
 		{"sitemap crawl", [][2]string{{"crawlingURL", "https://example.com/"}, {"crawlingMode", "sitemap"}, {"sitemapURL", "https://example.com/sitemap.xml"}}, "crawlingMode"},
 		{"file crawl", [][2]string{{"crawlingMode", "file"}, {"crawlingFile", "/tmp/urls.txt"}}, "crawlingMode"},
 		{"priority 10", [][2]string{{"crawlingURL", "https://example.com/"}, {"priority", "10"}}, "priority"},

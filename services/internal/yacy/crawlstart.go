@@ -111,6 +111,8 @@ func yacyParamOf(field string) string {
 		return "agentName"
 	case "priority", "collection":
 		return field
+	case "render":
+		return "loaderHeadless"
 	}
 	return ""
 }
@@ -137,6 +139,7 @@ type yacyStart struct {
 	reloadAge   yacyAge
 	deleteOld   string
 	deleteAge   yacyAge
+	render      string // from loaderHeadless; "" when not given
 	unsupported []yacyUnsupported
 }
 
@@ -466,7 +469,12 @@ func (s *yacyStart) set(name, v string) error {
 		s.only(name, v, "gridcrawl publishes no YaCy news", "")
 	// YaCy Grid's own parameters.
 	case "loaderHeadless":
-		err = s.flag(name, v, false, "gridcrawl does not render pages in a headless browser")
+		// YaCy Grid loads every page through its headless browser unless
+		// told not to; absent, the crawl keeps gridcrawl's default (never).
+		var on bool
+		if on, err = yacyBool(name, v); err == nil {
+			s.render = map[bool]string{true: contracts.RenderAlways, false: contracts.RenderNever}[on]
+		}
 	case "userId":
 		s.only(name, v, "gridcrawl has no user accounts: a crawl belongs to the API", "")
 	case "storeAssets", "archiveWARC":
@@ -604,7 +612,7 @@ func (s *yacyStart) profile() (contracts.Profile, error) {
 	if len(s.urls) == 0 {
 		return contracts.Profile{}, &yacyParamError{"crawlingURL", "at least one start URL is required"}
 	}
-	p := contracts.Profile{MaxDepth: s.depth, Collection: s.collection, UserAgent: s.userAgent, Priority: s.priority}
+	p := contracts.Profile{MaxDepth: s.depth, Collection: s.collection, UserAgent: s.userAgent, Priority: s.priority, Render: s.render}
 	hosts := []string{}
 	for _, u := range s.urls {
 		p.StartURLs = append(p.StartURLs, u.String())
