@@ -14,6 +14,10 @@
 // from a seed on every request, for benchmarks and demos at scale; with
 // WebConfig.HostileEvery it mixes hostile pages (compression bombs, endless
 // bodies, link amplification, huge headers...) among the ordinary ones.
+// ScriptSite (NewScriptSite) is one host, served through httptest, whose
+// app pages have text and links only once their scripts run, with hostile
+// pages for headless browsers (scripts that never end, flood the server,
+// exhaust memory or reach for private addresses).
 package websim
 
 import (
