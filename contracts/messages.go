@@ -125,6 +125,20 @@ type CrawlerPage struct {
 	// Snapshot is the page's record as the loader (or whoever published
 	// the contract) wrote it, when its store has revisions.
 	Snapshot *Snapshot `json:"snapshot,omitempty"`
+	// Render is set when the loader rendered the page in a headless
+	// browser: the crawler parses the DOM it recorded, not the response.
+	Render *RenderedPage `json:"render,omitempty"`
+}
+
+// RenderedPage is how the loader rendered a page.
+type RenderedPage struct {
+	// Reason is why: "always", or the auto rule's ("auto: ...").
+	Reason string `json:"reason"`
+	// DOM is the WARC conversion record holding the page's DOM after its
+	// scripts ran, in the segment of the response.
+	DOM AssetRef `json:"dom"`
+	// Cut says what the per-page limits cut, empty when nothing was.
+	Cut string `json:"cut,omitempty"`
 }
 
 // CrawlerContract asks a crawler to parse fetched pages of one crawl. It is

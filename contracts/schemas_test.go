@@ -239,6 +239,7 @@ func TestSchemaMatchesGoFields(t *testing.T) {
 		{"loader url", "loader_contract", []string{"$defs", "url"}, contracts.LoaderURL{}, nil},
 		{"crawler contract", "crawler_contract", nil, contracts.CrawlerContract{}, nil},
 		{"crawler page", "crawler_contract", []string{"$defs", "page"}, contracts.CrawlerPage{}, nil},
+		{"rendered page", "crawler_contract", []string{"$defs", "page", "properties", "render"}, contracts.RenderedPage{}, nil},
 		{"index contract", "index_contract", nil, contracts.IndexContract{}, nil},
 		{"snapshot", "loader_contract", []string{"$defs", "url", "properties", "snapshot"}, contracts.Snapshot{}, nil},
 		{"document", "document", nil, contracts.Document{}, nil},

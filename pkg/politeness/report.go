@@ -31,6 +31,11 @@ type GroupReport struct {
 	// Fetches counts released leases; Timeouts counts busy timeouts.
 	Fetches  int64 `json:"fetches"`
 	Timeouts int64 `json:"timeouts"`
+	// EmbedRequests and EmbedBytes count the requests made for pages of
+	// other groups rendered in a browser (their scripts, styles, images)
+	// and the bytes of their answers.
+	EmbedRequests int64 `json:"embed_requests,omitempty"`
+	EmbedBytes    int64 `json:"embed_bytes,omitempty"`
 	// LastFetch is the duration of the last released fetch.
 	LastFetch time.Duration `json:"last_fetch"`
 	// SessionBalance is what is left of the session balance.
@@ -101,22 +106,24 @@ func (s *Scheduler) Group(id string) (GroupReport, bool) {
 
 func (g *group) report() GroupReport {
 	r := GroupReport{
-		Group:     g.id,
-		State:     g.st.name(),
-		Hosts:     slices.Clone(g.hosts),
-		Delay:     g.dec.Delay,
-		Why:       g.dec.Why,
-		Decision:  g.dec,
-		Queued:    g.q.n,
-		Enqueued:  g.enqueued,
-		Fetches:   g.fetches,
-		Timeouts:  g.timeouts,
-		LastFetch: g.lastFetch,
-		Spent:     g.spent,
-		Budget:    g.set.budget,
-		LastCost:  int(g.lastCost),
-		Backoff:   g.backoff,
-		LastError: g.lastErr,
+		Group:         g.id,
+		State:         g.st.name(),
+		Hosts:         slices.Clone(g.hosts),
+		Delay:         g.dec.Delay,
+		Why:           g.dec.Why,
+		Decision:      g.dec,
+		Queued:        g.q.n,
+		Enqueued:      g.enqueued,
+		Fetches:       g.fetches,
+		Timeouts:      g.timeouts,
+		EmbedRequests: g.embedRequests,
+		EmbedBytes:    g.embedBytes,
+		LastFetch:     g.lastFetch,
+		Spent:         g.spent,
+		Budget:        g.set.budget,
+		LastCost:      int(g.lastCost),
+		Backoff:       g.backoff,
+		LastError:     g.lastErr,
 	}
 	if g.set.budget.sessionLimited() {
 		r.SessionBalance = g.balance

@@ -169,19 +169,21 @@ const statusRing = 10
 
 // group is one crawl host group.
 type group struct {
-	id      string
-	hosts   []string // hosts[0] is the first host, used for overrides
-	hostIdx map[string]uint32
-	q       items
-	st      stateID
-	held    bool // must pass through the inactive FIFO before its next hand-out
-	heapIdx int
-	key     int64 // wait: eligible time; busy: timeout (unix ns)
-	keySeq  uint64
-	fifoGen uint32
-	next    int64 // politeness: not before (unix ns)
-	token   uint64
-	set     *settings
+	id string
+	// embedRequests and embedBytes: see GroupReport.
+	embedRequests, embedBytes int64
+	hosts                     []string // hosts[0] is the first host, used for overrides
+	hostIdx                   map[string]uint32
+	q                         items
+	st                        stateID
+	held                      bool // must pass through the inactive FIFO before its next hand-out
+	heapIdx                   int
+	key                       int64 // wait: eligible time; busy: timeout (unix ns)
+	keySeq                    uint64
+	fifoGen                   uint32
+	next                      int64 // politeness: not before (unix ns)
+	token                     uint64
+	set                       *settings
 
 	balance   int64
 	spent     int64
@@ -581,6 +583,19 @@ func (s *Scheduler) Next(ctx context.Context) (Lease, error) {
 		s.mu.Lock()
 		s.waiters--
 		s.mu.Unlock()
+	}
+}
+
+// Embedded counts a request made for a page of another group (a rendered
+// page's subresource) and the bytes of its answer in group id, when the
+// scheduler holds that group. It takes no lease: the page's group is the
+// one busy for the whole load.
+func (s *Scheduler) Embedded(id string, bytes int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if g := s.groups[id]; g != nil {
+		g.embedRequests++
+		g.embedBytes += bytes
 	}
 }
 

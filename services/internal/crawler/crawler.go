@@ -433,9 +433,20 @@ func (c *Crawler) parse(ctx context.Context, k contracts.CrawlerContract, profil
 	p contracts.CrawlerPage, key, referrer string, handed map[contracts.AssetRef]handedResponse, spans spanSet) (*parsed, error) {
 	out := &parsed{page: p, key: key, final: contracts.ToBeIndexed}
 	status, header, ip, body, release, err := c.load(ctx, p.Asset, handed, spans, c.cfg.MaxBodyBytes)
-	defer release()
+	defer func() { release() }()
 	if err != nil {
 		return loadFailed(out, p.Asset, err)
+	}
+	if _, inHand := handed[p.Asset]; p.Render != nil && !inHand {
+		// A rendered page: its DOM after scripts, not its response (the
+		// handoff holds the DOM already).
+		release()
+		release = noRelease
+		if body, err = c.loadDOM(ctx, p.Render.DOM); err != nil {
+			return loadFailed(out, p.Render.DOM, err)
+		}
+		header = header.Clone()
+		header.Set("Content-Type", "text/html; charset=utf-8")
 	}
 	out.loaded = int64(cap(body))
 	pageURL, err := url.Parse(p.URL)
@@ -730,6 +741,23 @@ func (c *Crawler) load(ctx context.Context, ref contracts.AssetRef, handed map[c
 		return 0, nil, "", nil, noRelease, &badRecordError{"decode body: " + err.Error()}
 	}
 	return status, header, ip, body, release, nil
+}
+
+// loadDOM reads the DOM of a rendered page from its conversion record.
+func (c *Crawler) loadDOM(ctx context.Context, ref contracts.AssetRef) ([]byte, error) {
+	rc, err := c.deps.Assets.Get(ctx, ref.Key, ref.Offset, ref.Length)
+	if err != nil {
+		return nil, fmt.Errorf("get asset %q: %w", ref.Key, err)
+	}
+	defer rc.Close()
+	rec, err := warc.ReadRecordWith(rc, c.cfg.MaxBodyBytes+1<<20, nil)
+	if err != nil {
+		return nil, &badRecordError{"read rendered dom: " + err.Error()}
+	}
+	if t := rec.Header.Get(warc.FieldType); t != warc.TypeConversion {
+		return nil, &badRecordError{"read rendered dom: a " + t + " record, not a conversion"}
+	}
+	return rec.Block, nil
 }
 
 // extract parses body by its media type. A panic of the parser (a bug a

@@ -74,6 +74,10 @@ type outcome struct {
 	revisit *revisit               // vFetched: the page is unchanged since its last fetch
 	robots  *exchange              // a robots.txt exchange to archive, any verdict
 	repub   *contracts.CrawlerPage // vRepublish
+	// render is the page's rendering in the browser (vFetched, render.go);
+	// renderFailed marks a reason that is the rendering's failure.
+	render       *rendering
+	renderFailed bool
 	// pol is the outcome for the politeness scheduler.
 	pol politeness.Outcome
 }
@@ -283,6 +287,9 @@ func (l *Loader) get(ctx context.Context, t *task, u *url.URL, crawlDelay time.D
 		probeError := t.sitemap == txindex.SitemapProbe && ex.status >= 400
 		if (ex.status < 200 || ex.status >= 400) && !probeError && o.revisit == nil {
 			o.reason = fmt.Sprintf("http %d", ex.status)
+		}
+		if o.revisit == nil && o.reason == "" {
+			l.render(ctx, t, &o)
 		}
 	}
 	return o
@@ -565,6 +572,8 @@ func (o outcome) metric() metrics.Outcome {
 		switch s := o.ex.status; {
 		case o.revisit != nil:
 			return metrics.OutcomeUnchanged
+		case o.renderFailed:
+			return metrics.OutcomeRenderFailed
 		case o.reason != "":
 			return metrics.OutcomeHTTPError
 		case s >= 300 && s < 400:

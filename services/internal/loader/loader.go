@@ -68,6 +68,7 @@ import (
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
+	"github.com/gridcrawl/gridcrawl/pkg/browser"
 	"github.com/gridcrawl/gridcrawl/pkg/bytebudget"
 	"github.com/gridcrawl/gridcrawl/pkg/gcnudge"
 	"github.com/gridcrawl/gridcrawl/pkg/netguard"
@@ -135,6 +136,27 @@ type Config struct {
 	ShutdownTimeout time.Duration `env:"GRIDCRAWL_LOADER_SHUTDOWN_TIMEOUT" envDefault:"15s"`
 	// ReportInterval is how often the loader stores its frontier report.
 	ReportInterval time.Duration `env:"GRIDCRAWL_FRONTIER_REPORT_INTERVAL" envDefault:"5s"`
+	// Chromium is the browser that renders the pages of crawls whose
+	// profile says render ("" looks up chromium on PATH). A loader without
+	// one fails such pages with the reason; it never falls back to the
+	// HTTP answer alone.
+	Chromium string `env:"GRIDCRAWL_CHROMIUM"`
+	// RenderTabs bounds the pages rendering at once.
+	RenderTabs int `env:"GRIDCRAWL_RENDER_TABS" envDefault:"2"`
+	// RenderTimeout bounds a page's time in its tab; RenderIdle is how long
+	// its network must be quiet after the load event.
+	RenderTimeout time.Duration `env:"GRIDCRAWL_RENDER_TIMEOUT" envDefault:"20s"`
+	RenderIdle    time.Duration `env:"GRIDCRAWL_RENDER_IDLE" envDefault:"500ms"`
+	// RenderMaxRequests and RenderMaxBytes bound the requests a rendered
+	// page makes and the bytes of their answers; RenderGroupRequests its
+	// requests to each other crawl host group.
+	RenderMaxRequests   int   `env:"GRIDCRAWL_RENDER_MAX_REQUESTS" envDefault:"300"`
+	RenderMaxBytes      int64 `env:"GRIDCRAWL_RENDER_MAX_BYTES" envDefault:"20971520"`
+	RenderGroupRequests int   `env:"GRIDCRAWL_RENDER_GROUP_REQUESTS" envDefault:"100"`
+	// BrowserRestartPages and BrowserMaxMemory restart the browser after
+	// that many pages, or once its processes hold more memory.
+	BrowserRestartPages int   `env:"GRIDCRAWL_BROWSER_RESTART_PAGES" envDefault:"500"`
+	BrowserMaxMemory    int64 `env:"GRIDCRAWL_BROWSER_MAX_MEMORY" envDefault:"1073741824"`
 }
 
 // Validate checks c and fills in derived defaults.
@@ -166,6 +188,22 @@ func (c *Config) Validate() error {
 		return errors.New("GRIDCRAWL_LOADER_SHUTDOWN_TIMEOUT must be positive")
 	case c.ReportInterval < 100*time.Millisecond:
 		return errors.New("GRIDCRAWL_FRONTIER_REPORT_INTERVAL must be at least 100ms")
+	case c.RenderTabs < 1:
+		return errors.New("GRIDCRAWL_RENDER_TABS must be at least 1")
+	case c.RenderTimeout < time.Second:
+		return errors.New("GRIDCRAWL_RENDER_TIMEOUT must be at least 1s")
+	case c.RenderIdle <= 0:
+		return errors.New("GRIDCRAWL_RENDER_IDLE must be positive")
+	case c.RenderMaxRequests < 1:
+		return errors.New("GRIDCRAWL_RENDER_MAX_REQUESTS must be at least 1")
+	case c.RenderMaxBytes < 1<<16:
+		return errors.New("GRIDCRAWL_RENDER_MAX_BYTES must be at least 65536")
+	case c.RenderGroupRequests < 1:
+		return errors.New("GRIDCRAWL_RENDER_GROUP_REQUESTS must be at least 1")
+	case c.BrowserRestartPages < 1:
+		return errors.New("GRIDCRAWL_BROWSER_RESTART_PAGES must be at least 1")
+	case c.BrowserMaxMemory < 64<<20:
+		return errors.New("GRIDCRAWL_BROWSER_MAX_MEMORY must be at least 67108864")
 	}
 	if _, err := netguard.ParseNets(c.AllowNets); err != nil {
 		return fmt.Errorf("GRIDCRAWL_ALLOW_NETS=%q: %w", c.AllowNets, err)
@@ -262,6 +300,13 @@ type Loader struct {
 	parkedURLs atomic.Int64
 	// bodies bounds the memory of bodies being read (Config.BodyBudget).
 	bodies *bytebudget.Budget
+
+	// embedClient makes the requests of rendered pages (render.go);
+	// browser is started with the first page to render.
+	embedClient *http.Client
+	browserMu   sync.Mutex
+	browser     *browser.Browser
+	browserErr  error
 }
 
 // New returns a loader; cfg must have been validated.
@@ -290,8 +335,9 @@ func New(cfg Config, deps Deps) (*Loader, error) {
 		MaxResponseHeaderBytes: 64 << 10,
 		ForceAttemptHTTP2:      true,
 	}
-	// A group is busy for one request: a page or its robots.txt.
-	sched, err := politeness.New(politeness.Config{BusyTimeout: cfg.FetchTimeout + 30*time.Second, Logger: log})
+	// A group is busy for one request: a page or its robots.txt, and the
+	// page's rendering.
+	sched, err := politeness.New(politeness.Config{BusyTimeout: cfg.FetchTimeout + cfg.RenderTimeout + time.Minute, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("create politeness scheduler: %w", err)
 	}
@@ -314,6 +360,10 @@ func New(cfg Config, deps Deps) (*Loader, error) {
 		holders: map[string]*delivery{},
 		claims:  newClaims(),
 		bodies:  bytebudget.New(max(cfg.BodyBudget, cfg.MaxBodyBytes+1), freeBodyBytes),
+	}
+	l.embedClient = &http.Client{
+		Transport:     &countingTransport{base: transport, kind: metrics.KindEmbed, met: met},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }, // the browser follows
 	}
 	l.state = newPolitenessState(deps.Assets, l.shards, log)
 	l.pub = newPublisher(deps.Queue, deps.Handoff, deps.Gate, log, l.settle)
@@ -345,6 +395,9 @@ func New(cfg Config, deps Deps) (*Loader, error) {
 	}, robots.CacheConfig{TTL: cfg.RobotsTTL})
 	if err := deps.Metrics.Register(metrics.LoaderCollector(l.groupStates)); err != nil {
 		return nil, fmt.Errorf("register loader metrics: %w", err)
+	}
+	if err := deps.Metrics.Register(metrics.BrowserCollector(l.browserStats)); err != nil {
+		return nil, fmt.Errorf("register browser metrics: %w", err)
 	}
 	return l, nil
 }
@@ -387,6 +440,7 @@ func (l *Loader) Run(ctx context.Context) error {
 	if err := l.consume(ctx, consumeCtx, &intake); err != nil {
 		stop()
 		intake.Wait()
+		l.closeBrowser()
 		return err
 	}
 	var wg sync.WaitGroup
@@ -407,6 +461,7 @@ func (l *Loader) Run(ctx context.Context) error {
 	l.log.Info("shutdown started", "in_flight", l.active.Load(), "timeout_ms", l.cfg.ShutdownTimeout.Milliseconds())
 	stop()
 	wg.Wait()
+	l.closeBrowser() // no worker renders any more
 	<-flushed
 	l.rec.flush(drain, true) // what the workers finished after the last tick
 	l.pub.close()            // and its publishing

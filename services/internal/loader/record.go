@@ -39,6 +39,8 @@ type result struct {
 	// recrawl is the recrawl state the outcome leaves, for a continuous
 	// crawl's URL (nil otherwise).
 	recrawl *txindex.Recrawl
+	// render is why the page was rendered in the browser ("" if it was not).
+	render string
 }
 
 // recordIndex is what the recorder needs of the transaction index: blind
@@ -154,12 +156,24 @@ func (r *recorder) addExchange(t *task, o outcome) {
 		r.log.Warn("write revisit record; storing the response", "url", t.url, "crawl_id", t.crawlID, "err", err)
 	}
 	off, n, id, digest, err := r.segments.appendExchange(ex, t.crawlID)
+	if err == nil && o.render != nil {
+		// The DOM after scripts, tied to the response: what the crawler parses.
+		var domOff, domLen int64
+		if domOff, domLen, err = r.segments.appendRendered(t.url, ex.date, id, o.render); err == nil {
+			res.page.Render = &contracts.RenderedPage{Reason: o.render.reason, Cut: o.render.cut(),
+				DOM: contracts.AssetRef{Offset: domOff, Length: domLen}}
+			res.render = o.render.reason
+		}
+	}
 	if err != nil {
-		res.status, res.reason = contracts.Failed, "warc: "+err.Error()
+		res.status, res.reason, res.page.Render = contracts.Failed, "warc: "+err.Error(), nil
 	} else {
 		res.inSeg, res.page.Asset = true, contracts.AssetRef{Offset: off, Length: n}
 		if r.keepResponses && res.status == contracts.ToBeParsed {
 			res.ip, res.response = ex.ip, ex.response
+			if o.render != nil {
+				res.response = renderedResponse(o.render.status, o.render.header, o.render.res.DOM)
+			}
 		}
 	}
 	if t.profile.Recrawl != nil {
@@ -324,6 +338,10 @@ func (r *recorder) prepare(ctx context.Context, b *batch) error {
 			if res.inSeg {
 				res.page.Asset.Key = b.seg.key
 				res.page.Asset.Offset += b.seg.base
+				if rp := res.page.Render; rp != nil {
+					rp.DOM.Key = b.seg.key
+					rp.DOM.Offset += b.seg.base
+				}
 			}
 		}
 	}

@@ -125,6 +125,26 @@ func (w *segmentWriter) appendExchange(ex *exchange, crawlID string) (offset, le
 	return offset, length, warc.RecordID(resp), resp.Header.Get(warc.FieldPayloadDigest), nil
 }
 
+// appendRendered appends the records of a page rendered in the browser
+// (renderedRecords) after its response respID, and returns where the DOM's
+// conversion record lies in the segment being filled. Neither is indexed
+// for replay: the page replays from its response and resources.
+func (w *segmentWriter) appendRendered(url string, date time.Time, respID string, r *rendering) (offset, length int64, err error) {
+	dom, meta := renderedRecords(url, date, respID, r)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.seg.Count() == 0 {
+		w.startLocked(time.Now())
+	}
+	if offset, length, err = w.seg.Append(dom); err != nil {
+		return 0, 0, err
+	}
+	if _, _, err = w.seg.Append(meta); err != nil {
+		return 0, 0, err
+	}
+	return offset, length, nil
+}
+
 // appendRevisit appends ex's request record and a revisit record of ex,
 // which found the response stored for url (st) unchanged, and notes the
 // revisit's CDXJ line.

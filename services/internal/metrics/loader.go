@@ -15,10 +15,11 @@ type Kind uint8
 const (
 	KindPage   Kind = iota // a page of a crawl
 	KindRobots             // an origin's robots.txt
+	KindEmbed              // a request of a page rendered in the browser (script, style, image, XHR...)
 	numKinds
 )
 
-var kindNames = [numKinds]string{"page", "robots"}
+var kindNames = [numKinds]string{"page", "robots", "embed"}
 
 // Outcome is what became of one URL the loader leased (label outcome of
 // gridcrawl_loader_urls_total).
@@ -69,13 +70,16 @@ const (
 	// unchanged (304, or the same payload digest): stored as a revisit
 	// record, not parsed again.
 	OutcomeUnchanged
+	// OutcomeRenderFailed: the page was fetched but could not be rendered
+	// in the browser (none, a crashed or unresponsive tab): the URL failed.
+	OutcomeRenderFailed
 	numOutcomes
 )
 
 var outcomeNames = [numOutcomes]string{
 	"fetched", "redirected", "http-error", "fetch-error", "retry", "robots-disallowed", "robots-unreachable",
 	"robots-fetch", "address-not-allowed", "cancelled", "invalid-url", "other-failure", "paused", "retired",
-	"skipped", "republished", "abandoned", "lost", "unchanged",
+	"skipped", "republished", "abandoned", "lost", "unchanged", "render-failed",
 }
 
 // String returns the outcome's label value.
@@ -127,7 +131,23 @@ type Loader struct {
 	delay    prometheus.Observer
 	warc     prometheus.Counter
 	parked   prometheus.Counter
+	rendered [numRenderResults]prometheus.Counter
+	renderT  prometheus.Observer
 }
+
+// RenderResult is what rendering one page gave (label result of
+// gridcrawl_loader_rendered_pages_total).
+type RenderResult uint8
+
+// Render results.
+const (
+	RenderOK     RenderResult = iota // rendered, nothing cut
+	RenderCut                        // rendered, a per-page limit cut something
+	RenderFailed                     // not rendered: no browser, the tab crashed or did not answer
+	numRenderResults
+)
+
+var renderNames = [numRenderResults]string{"ok", "cut", "failed"}
 
 func newLoader(reg prometheus.Registerer) *Loader {
 	f := factory{reg}
@@ -159,7 +179,23 @@ func newLoader(reg prometheus.Registerer) *Loader {
 	l.warc = f.counter("gridcrawl_loader_warc_bytes_total", "WARC bytes the loader stored in the asset store.")
 	l.parked = f.counter("gridcrawl_loader_parked_urls_total",
 		"URLs the loader parked in the broker (a crawl host group holding more than GRIDCRAWL_LOADER_GROUP_QUEUE, a paused crawl).")
+	ren := f.counterVec("gridcrawl_loader_rendered_pages_total",
+		"Pages the loader rendered in its headless browser, by result: ok, cut (a per-page limit on requests, bytes or time cut something), failed.", "result")
+	for r := range numRenderResults {
+		l.rendered[r] = ren.WithLabelValues(renderNames[r])
+	}
+	l.renderT = f.histogram("gridcrawl_loader_render_duration_seconds",
+		"Time a rendered page held its tab: from opening it to the DOM taken, its requests included.", fetchBuckets)
 	return l
+}
+
+// Rendered counts a page rendered (or not) in the browser, with the time
+// it held its tab.
+func (l *Loader) Rendered(r RenderResult, d time.Duration) {
+	l.rendered[r].Inc()
+	if r != RenderFailed {
+		l.renderT.Observe(d.Seconds())
+	}
 }
 
 // Request counts a request sent; code is its status, 0 when no response came.
@@ -203,6 +239,51 @@ func (l *Loader) WARCBytes(n int64) { l.warc.Add(float64(n)) }
 
 // Parked counts parked URLs.
 func (l *Loader) Parked(n int) { l.parked.Add(float64(n)) }
+
+// BrowserStats is a snapshot of the loader's headless browser, read at
+// scrape time.
+type BrowserStats struct {
+	Started   bool             // the browser was started (a crawl rendered)
+	TabsInUse int64            // pages loading now
+	Restarts  map[string]int64 // by reason: pages, memory, crash
+	Memory    int64            // resident bytes of its processes at the last check
+	Escaped   int64            // requests that escaped interception, refused
+}
+
+// BrowserCollector exposes the browser's tabs, restarts and memory.
+func BrowserCollector(snapshot func() BrowserStats) prometheus.Collector {
+	return &browserCollector{snapshot: snapshot}
+}
+
+var (
+	tabsDesc = prometheus.NewDesc("gridcrawl_loader_browser_tabs_in_use",
+		"Pages loading in the loader's headless browser now.", nil, nil)
+	restartsDesc = prometheus.NewDesc("gridcrawl_loader_browser_restarts_total",
+		"Restarts of the loader's headless browser, by reason: pages (GRIDCRAWL_BROWSER_RESTART_PAGES), memory (GRIDCRAWL_BROWSER_MAX_MEMORY), crash.", []string{"reason"}, nil)
+	browserMemDesc = prometheus.NewDesc("gridcrawl_loader_browser_memory_bytes",
+		"Resident memory of the headless browser's processes at the last check.", nil, nil)
+	escapedDesc = prometheus.NewDesc("gridcrawl_loader_browser_escaped_requests_total",
+		"Requests of rendered pages that escaped the loader's interception and were refused (WebSockets, workers).", nil, nil)
+)
+
+type browserCollector struct{ snapshot func() BrowserStats }
+
+func (c *browserCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- tabsDesc
+	ch <- restartsDesc
+	ch <- browserMemDesc
+	ch <- escapedDesc
+}
+
+func (c *browserCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.snapshot()
+	ch <- prometheus.MustNewConstMetric(tabsDesc, prometheus.GaugeValue, float64(s.TabsInUse))
+	for _, reason := range []string{"pages", "memory", "crash"} {
+		ch <- prometheus.MustNewConstMetric(restartsDesc, prometheus.CounterValue, float64(s.Restarts[reason]), reason)
+	}
+	ch <- prometheus.MustNewConstMetric(browserMemDesc, prometheus.GaugeValue, float64(s.Memory))
+	ch <- prometheus.MustNewConstMetric(escapedDesc, prometheus.CounterValue, float64(s.Escaped))
+}
 
 // GroupStates is a snapshot of the loader's politeness scheduler, read at
 // scrape time.

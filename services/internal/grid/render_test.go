@@ -1,0 +1,164 @@
+package grid
+
+import (
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/search"
+	"github.com/gridcrawl/gridcrawl/pkg/txindex"
+	"github.com/gridcrawl/gridcrawl/pkg/warc"
+	"github.com/gridcrawl/gridcrawl/pkg/websim"
+)
+
+// renderCrawl crawls a new ScriptSite of items item pages with render mode
+// and returns the site, its base URL and the crawl's id.
+func renderCrawl(t *testing.T, g *Grid, api, mode string, items int) (*websim.ScriptSite, string, string) {
+	t.Helper()
+	site := websim.NewScriptSite(items)
+	srv := httptest.NewServer(site)
+	t.Cleanup(srv.Close)
+	p := contracts.Profile{
+		StartURLs: []string{srv.URL + "/"}, MaxDepth: 20, Render: mode,
+		Politeness: contracts.Politeness{MinDelayMS: 1, MaxDelayMS: 20, DelayFactor: 0.1, Robots: contracts.RobotsObey},
+	}
+	return site, srv.URL, crawlToEnd(t, api, p, 3*time.Minute)
+}
+
+// indexedPaths returns the paths of the crawl's indexed URLs under base.
+func indexedPaths(t *testing.T, g *Grid, id, base string) map[string]txindex.Record {
+	t.Helper()
+	out := map[string]txindex.Record{}
+	recs, err := g.Backends.Tx.List(t.Context(), id, contracts.Indexed, "", 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		out[strings.TrimPrefix(r.URL, base)] = r
+	}
+	return out
+}
+
+// found reports whether the crawl's search index finds token on the page
+// at url.
+func found(t *testing.T, g *Grid, id, token, url string) bool {
+	t.Helper()
+	res, err := g.Backends.Search.Search(t.Context(), search.Query{Q: token, CrawlID: id, Limit: 10})
+	if err != nil {
+		t.Fatalf("search %q: %v", token, err)
+	}
+	for _, h := range res.Hits {
+		if h.URL == url {
+			return true
+		}
+	}
+	return false
+}
+
+// TestRenderModes crawls a site whose app pages exist only after scripts
+// run (a JSON endpoint read by fetch(), links put into the DOM, a page
+// reached only through a link a script makes) with render never, always
+// and auto: always finds and indexes every page, never only the shell,
+// auto the same as always while rendering no static page.
+func TestRenderModes(t *testing.T) {
+	t.Setenv("GRIDCRAWL_CHROMIUM", chromiumPath(t))
+	cfg := testConfig(t, t.TempDir(), "")
+	g, api := startGrid(t, cfg)
+	const items = 6
+
+	for _, mode := range []string{contracts.RenderNever, contracts.RenderAlways, contracts.RenderAuto} {
+		t.Run(mode, func(t *testing.T) {
+			site, base, id := renderCrawl(t, g, api, mode, items)
+			got := indexedPaths(t, g, id, base)
+			var want []string
+			switch mode {
+			case contracts.RenderNever:
+				want = append(site.StaticPages(), site.ShellPages()...)
+			default:
+				want = append(site.StaticPages(), site.ScriptPages()...)
+			}
+			slices.Sort(want)
+			have := make([]string, 0, len(got))
+			for p := range got {
+				have = append(have, p)
+			}
+			slices.Sort(have)
+			if !slices.Equal(have, want) {
+				t.Errorf("indexed %v, want %v", have, want)
+			}
+			for _, p := range append(site.StaticPages(), site.ScriptPages()...) {
+				isScript := slices.Contains(site.ScriptPages(), p)
+				wantFound := !isScript || mode != contracts.RenderNever
+				if f := found(t, g, id, site.Token(p), base+p); f != wantFound {
+					t.Errorf("search %s for %s: found %v, want %v", p, site.Token(p), f, wantFound)
+				}
+			}
+			// Auto renders the script pages only: the static pages'
+			// stylesheet and logo, which only a browser asks for, are never
+			// requested; always asks for them.
+			switch css := site.Seen("/static/site.css"); mode {
+			case contracts.RenderAuto, contracts.RenderNever:
+				if css != 0 {
+					t.Errorf("static stylesheet requested %d times: a static page was rendered", css)
+				}
+			case contracts.RenderAlways:
+				if css == 0 {
+					t.Error("static stylesheet never requested: the static pages were not rendered")
+				}
+			}
+			if mode != contracts.RenderNever && site.Seen("/api/items.json") == 0 {
+				t.Error("the app's JSON was never requested")
+			}
+			// Each page once (robots.txt aside): no page fetched twice.
+			for path, n := range site.Requests() {
+				if n > 1 && !strings.HasPrefix(path, "/robots.txt") && !strings.HasPrefix(path, "/static/site.css") &&
+					!strings.HasPrefix(path, "/static/logo.png") && !strings.HasPrefix(path, "/app/app.") && !strings.HasPrefix(path, "/favicon") {
+					t.Errorf("%s requested %d times", path, n)
+				}
+			}
+			checkRenderedRecords(t, g, id, base, site, mode)
+		})
+	}
+}
+
+// checkRenderedRecords checks the WARC records of the crawl: every
+// rendered page has its response, a conversion record of its DOM with the
+// token, and a metadata record; the subresources have responses.
+func checkRenderedRecords(t *testing.T, g *Grid, id, base string, site *websim.ScriptSite, mode string) {
+	t.Helper()
+	conversions := map[string]string{}
+	responses := map[string]bool{}
+	eachWARCRecord(t, g.Backends.Assets, func(rec warc.Record) {
+		u := rec.Header.Get(warc.FieldTargetURI)
+		if !strings.HasPrefix(u, base) {
+			return
+		}
+		switch rec.Header.Get(warc.FieldType) {
+		case warc.TypeConversion:
+			conversions[strings.TrimPrefix(u, base)] = string(rec.Block)
+		case warc.TypeResponse:
+			responses[strings.TrimPrefix(u, base)] = true
+		}
+	})
+	for _, p := range site.ScriptPages() {
+		dom, ok := conversions[p]
+		switch {
+		case mode == contracts.RenderNever && ok:
+			t.Errorf("%s has a rendered DOM with render never", p)
+		case mode != contracts.RenderNever && !ok:
+			t.Errorf("%s has no rendered DOM", p)
+		case ok && !strings.Contains(dom, site.Token(p)):
+			t.Errorf("%s: the rendered DOM lacks %s", p, site.Token(p))
+		}
+	}
+	if mode != contracts.RenderNever {
+		for _, p := range []string{"/app/app.js", "/api/items.json", "/app/app.css"} {
+			if !responses[p] {
+				t.Errorf("no response record of the subresource %s", p)
+			}
+		}
+	}
+}
