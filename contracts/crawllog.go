@@ -21,7 +21,11 @@ type URLRecord struct {
 	HTTPStatus *int    `json:"http_status"`
 	MIMEType   *string `json:"mime_type"`
 	Bytes      *int64  `json:"bytes"`
-	Reason     *string `json:"reason"`
+	// Render is why the loader rendered the page in a headless browser
+	// ("always", "auto: ..."), null when it did not (or the server
+	// predates rendering).
+	Render *string `json:"render"`
+	Reason *string `json:"reason"`
 	// Sitemap is the record's sitemap kind ("probe" or "sitemap"), null
 	// for a page.
 	Sitemap *string `json:"sitemap"`

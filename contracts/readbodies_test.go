@@ -55,7 +55,7 @@ func TestReadBodiesValidate(t *testing.T) {
 	full := contracts.URLRecord{
 		Key: "k1", URL: "https://example.com/a", Host: "example.com", Status: contracts.Indexed, StatusTime: at,
 		Depth: 2, Hops: 1, Referrer: str("https://example.com/"), Attempts: 1, HTTPStatus: &code,
-		MIMEType: str("text/html"), Bytes: &bytes, Reason: str("none"), Sitemap: str("sitemap"), Lastmod: &at,
+		MIMEType: str("text/html"), Bytes: &bytes, Render: str("always"), Reason: str("none"), Sitemap: str("sitemap"), Lastmod: &at,
 		Recrawl: &contracts.URLRecrawl{Fetched: at, Status: 304, IntervalMS: 3600000, Due: at.Add(time.Hour),
 			ETag: `"e"`, LastModified: "Fri, 21 Nov 2025 08:39:00 GMT", Digest: "sha1:ABC", RecordID: "<urn:uuid:1>",
 			Stored: at, Changes: 1, Revisits: 2},

@@ -263,7 +263,7 @@ func TestSchemaMatchesGoFields(t *testing.T) {
 		{"frontier totals", "frontier_report", []string{"$defs", "totals"}, contracts.FrontierTotals{}, nil},
 		{"frontier loader", "frontier_report", []string{"$defs", "loader"}, contracts.FrontierLoader{}, nil},
 		{"url record", "url_record", nil, contracts.URLRecord{}, []string{"depth", "hops", "referrer", "attempts",
-			"http_status", "mime_type", "bytes", "reason", "sitemap", "lastmod", "recrawl", "next_due", "created_at", "history", "warc"}},
+			"http_status", "mime_type", "bytes", "render", "reason", "sitemap", "lastmod", "recrawl", "next_due", "created_at", "history", "warc"}},
 		{"url recrawl", "url_record", []string{"$defs", "recrawl"}, contracts.URLRecrawl{}, nil},
 		{"url event", "url_record", []string{"$defs", "history_entry"}, contracts.URLEvent{}, nil},
 		{"warc ref", "url_record", []string{"$defs", "warc"}, contracts.WARCRef{}, nil},

@@ -504,6 +504,7 @@ var (
 		"lastmod":     sourceOnly("date"),
 		"recrawl":     storedOnly,
 		"next_due":    date,
+		"render":      sourceOnly("keyword"),
 	}
 
 	profilesMapping = map[string]any{

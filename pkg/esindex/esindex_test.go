@@ -722,8 +722,8 @@ const issue10TxMapping = `{"settings":{"index":{"number_of_shards":1,"number_of_
 "created_at":{"type":"date","index":false,"doc_values":false}}}}`
 
 // TestReportsOnOlderRecords opens a transactions index made before the
-// reports, holding a failed record written then: Open adds the new fields,
-// the reports count the old record as unknown (no status code, no reason)
+// reports, holding a failed record written then: Open adds the new fields
+// (a new record keeps its render reason), the reports count the old record as unknown (no status code, no reason)
 // instead of failing, and a new record is reported in full.
 func TestReportsOnOlderRecords(t *testing.T) {
 	url := esURL(t)
@@ -744,9 +744,13 @@ func TestReportsOnOlderRecords(t *testing.T) {
 	if _, err := x.Create(t.Context(), []txindex.Record{r}); err != nil {
 		t.Fatal(err)
 	}
+	n := int64(512)
 	if _, err := x.Transition(t.Context(), []txindex.Transition{{Key: "new1", From: contracts.ToBeLoaded, To: contracts.Failed,
-		Error: "http 410", HTTPStatus: 410, MIMEType: "text/html"}}); err != nil {
+		Error: "http 410", HTTPStatus: 410, MIMEType: "text/html", Bytes: &n, Render: "always"}}); err != nil {
 		t.Fatal(err)
+	}
+	if got, err := x.Get(t.Context(), "new1"); err != nil || got.Render != "always" {
+		t.Errorf("Get(new record).Render = %q, %v; want %q (a field Open mapped on the old index)", got.Render, err, "always")
 	}
 	codes, err := x.StatusCodesReport(t.Context(), "c1")
 	if err != nil {

@@ -93,6 +93,37 @@ func TestSnapshotSparesRead(t *testing.T) {
 	}
 }
 
+// TestSnapshotKeepsRender: the loader's store knows the render reason of a
+// record it transitioned, its snapshot carries it to the next stage's
+// store, and the next stage's transition, written from the snapshot,
+// keeps it.
+func TestSnapshotKeepsRender(t *testing.T) {
+	a, b, r := twoProcesses(t)
+	const why = "auto: scripts and 12 characters of text"
+	n := int64(2048)
+	if got, err := a.TxIndex().Transition(t.Context(), []txindex.Transition{{Key: r.Key, From: contracts.ToBeLoaded,
+		To: contracts.ToBeParsed, HTTPStatus: 200, Bytes: &n, Render: why}}); err != nil || !got[0] {
+		t.Fatalf("Transition = %v, %v, want applied", got, err)
+	}
+	if k, _, ok := a.TxIndex().Known(r.Key); !ok || k.Render != why {
+		t.Errorf("Known after the transition = %q, %v; want %q, known", k.Render, ok, why)
+	}
+	carry(t, a, b, r.Key)
+	if k, _, ok := b.TxIndex().Known(r.Key); !ok || k.Render != why {
+		t.Errorf("Known after Learn = %q, %v; want %q, known", k.Render, ok, why)
+	}
+	if got, err := b.TxIndex().Transition(t.Context(), []txindex.Transition{{Key: r.Key, From: contracts.ToBeParsed, To: contracts.ToBeIndexed}}); err != nil || !got[0] {
+		t.Fatalf("Transition with the snapshot = %v, %v, want applied", got, err)
+	}
+	rec, err := a.TxIndex().Get(t.Context(), r.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Status != contracts.ToBeIndexed || rec.Render != why {
+		t.Errorf("record after = status %q render %q, want to-be-indexed, %q", rec.Status, rec.Render, why)
+	}
+}
+
 // TestSnapshotStaleLoses: a snapshot of a version that has been changed
 // since (the transition it would make was made, or another one) loses: the
 // transition is judged on the record as it is, and a duplicate is not

@@ -152,13 +152,15 @@ func migrateSearchV2(path string) error {
 	return nil
 }
 
-// migrateTxV2 turns a transaction index of schema version 2, 3 or 4 into the
+// migrateTxV2 turns a transaction index of schema version 2 to 5 into the
 // current version in one transaction. Version 2 gets the columns of the
 // fetched response's media type and size (NULL size: unknown, as for every
 // record fetched before) and of the status history (empty for older
 // records); versions 2 and 3 get the sitemap kind (empty: a page) and the
 // sitemap lastmod (NULL: none); versions 2 to 4 get the recrawl state and
-// the due time (NULL: none, as in every one-shot crawl). Adding columns with constant defaults
+// the due time (NULL: none, as in every one-shot crawl); versions 2 to 5
+// get the render reason (empty: not rendered, as no page was before the
+// loader could render). Adding columns with constant defaults
 // rewrites no row. A missing file or a database of another version is left
 // alone.
 func migrateTxV2(path string) error {
@@ -194,6 +196,10 @@ func migrateTxV2(path string) error {
 		stmts = append(stmts,
 			`ALTER TABLE records ADD COLUMN recrawl TEXT`,
 			`ALTER TABLE records ADD COLUMN next_due INTEGER`)
+		fallthrough
+	case 5:
+		stmts = append(stmts,
+			`ALTER TABLE records ADD COLUMN render TEXT NOT NULL DEFAULT ''`)
 	default:
 		return nil
 	}

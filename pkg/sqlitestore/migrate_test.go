@@ -366,18 +366,31 @@ func TestMigrateTxV3(t *testing.T) {
 	}
 }
 
-// txV4Schema returns the version 4 schema: the current one without the
-// recrawl state and due time columns and the due index.
+// txV5Schema returns the version 5 schema: the current one without the
+// render column.
+func txV5Schema(t *testing.T) []string {
+	t.Helper()
+	v5 := slices.Clone(txSchema)
+	v5[0] = strings.Replace(v5[0], "next_due     INTEGER,\n\t\trender       TEXT NOT NULL DEFAULT ''", "next_due     INTEGER", 1)
+	if v5[0] == txSchema[0] {
+		t.Fatal("could not derive the version 5 schema from the current one")
+	}
+	return v5
+}
+
+// txV4Schema returns the version 4 schema: version 5 without the recrawl
+// state and due time columns and the due index.
 func txV4Schema(t *testing.T) []string {
 	t.Helper()
+	v5 := txV5Schema(t)
 	var v4 []string
-	for _, stmt := range txSchema {
+	for _, stmt := range v5 {
 		if !strings.Contains(stmt, "records_due") {
 			v4 = append(v4, stmt)
 		}
 	}
 	v4[0] = strings.Replace(v4[0], "lastmod      INTEGER,\n\t\trecrawl      TEXT,\n\t\tnext_due     INTEGER", "lastmod      INTEGER", 1)
-	if v4[0] == txSchema[0] || len(v4) != len(txSchema)-1 {
+	if v4[0] == v5[0] || len(v4) != len(v5)-1 {
 		t.Fatal("could not derive the version 4 schema from the current one")
 	}
 	return v4
@@ -410,5 +423,37 @@ func TestMigrateTxV4(t *testing.T) {
 	due, err := x.Due(t.Context(), "c1", time.Now(), 10)
 	if err != nil || len(due) != 1 || due[0].Recrawl == nil || due[0].Recrawl.ETag != `"e"` || !due[0].NextDue.Equal(st.Due) {
 		t.Errorf("Due after migration = %+v, %v; want the record, due at %v", due, err, st.Due)
+	}
+}
+
+// TestMigrateTxV5 opens a version 5 transaction index (without the render
+// column) holding a fetched record: it reads back as not rendered, and a
+// transition that fetched it again with a browser records why.
+func TestMigrateTxV5(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tx.db")
+	db := oldIndex(t, path, txV5Schema(t), 5)
+	ts := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC).UnixNano()
+	if _, err := db.Exec(`INSERT INTO records (key, crawl_id, url, host, chg, depth, hops, referrer, status, status_time,
+		attempts, error, http_status, asset_key, asset_offset, asset_length, created_at, mime_type, bytes)
+		VALUES ('k1', 'c1', 'http://a.test/1', 'a.test', 'a.test', 0, 0, '', 'to-be-loaded', ?, 1, '', 200, '', 0, 0, ?, 'text/html', 512)`, ts, ts); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	x := open(t, path, OpenTxIndex)
+	var version int
+	if err := x.st.w.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil || version != txSchemaVersion {
+		t.Errorf("user_version after migration = %d, %v; want %d", version, err, txSchemaVersion)
+	}
+	if r := mustGetTx(t, x, "k1"); r.Render != "" || r.MIMEType != "text/html" || r.Bytes == nil || *r.Bytes != 512 {
+		t.Errorf("migrated record = render %q, mime type %q, bytes %v; want not rendered, its response kept", r.Render, r.MIMEType, r.Bytes)
+	}
+	n := int64(2048)
+	if ok, err := x.Transition(t.Context(), []txindex.Transition{{Key: "k1", From: contracts.ToBeLoaded, To: contracts.ToBeParsed,
+		HTTPStatus: 200, Bytes: &n, Render: "always"}}); err != nil || !ok[0] {
+		t.Fatalf("Transition = %v, %v", ok, err)
+	}
+	if r := mustGetTx(t, x, "k1"); r.Render != "always" {
+		t.Errorf("record after a rendered fetch: Render = %q, want %q", r.Render, "always")
 	}
 }

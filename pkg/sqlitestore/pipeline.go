@@ -94,7 +94,7 @@ func (x *TxIndex) Create(ctx context.Context, recs []txindex.Record) ([]bool, er
 			res, err := ins.Exec(r.Key, r.CrawlID, r.URL, r.Host, r.Group, r.Depth, r.Hops, r.Referrer,
 				string(r.Status), nanos(r.StatusTime), r.Attempts, r.Error, r.HTTPStatus,
 				r.Asset.Key, r.Asset.Offset, r.Asset.Length, nanos(r.CreatedAt), r.MIMEType, bytes,
-				encodeHistory(txindex.StartHistory(r)), r.Sitemap, lastmod, recrawl, nextDue)
+				encodeHistory(txindex.StartHistory(r)), r.Sitemap, lastmod, recrawl, nextDue, r.Render)
 			if err != nil {
 				return fmt.Errorf("create record %q: %w", r.Key, err)
 			}
@@ -166,7 +166,7 @@ func (x *TxIndex) Transition(ctx context.Context, ts []txindex.Transition) ([]bo
 			if t.AddAttempt {
 				add = 1
 			}
-			var ifDepth, mimeType, bytes any
+			var ifDepth, mimeType, bytes, render any
 			if t.IfDepth != nil {
 				ifDepth = *t.IfDepth
 			}
@@ -176,6 +176,9 @@ func (x *TxIndex) Transition(ctx context.Context, ts []txindex.Transition) ([]bo
 			if t.Bytes != nil {
 				bytes = *t.Bytes
 			}
+			if t.Fetched() {
+				render = t.Render
+			}
 			recrawl, err := encodeRecrawl(t.Recrawl)
 			if err != nil {
 				return fmt.Errorf("transition record %q: %w", t.Key, err)
@@ -183,7 +186,7 @@ func (x *TxIndex) Transition(ctx context.Context, ts []txindex.Transition) ([]bo
 			var crawlID string
 			err = up.QueryRow(string(t.To), now, errText, httpStatus, assetKey, assetOff, assetLen, add,
 				t.Key, string(t.From), ifDepth, mimeType, bytes, histEvent(t.To, nowMS),
-				t.ResetAttempts, t.ClearError, txindex.Done(t.To), recrawl).Scan(&crawlID)
+				t.ResetAttempts, t.ClearError, txindex.Done(t.To), recrawl, render).Scan(&crawlID)
 			if errors.Is(err, sql.ErrNoRows) {
 				applied[i] = false
 				continue

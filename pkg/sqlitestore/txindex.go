@@ -26,8 +26,8 @@ var inFlightSQL = func() string {
 }()
 
 // txSchemaVersion is stored in PRAGMA user_version. Files of versions 2 to
-// 4 are migrated when opened (migrateTxV2).
-const txSchemaVersion = 5
+// 5 are migrated when opened (migrateTxV2).
+const txSchemaVersion = 6
 
 // Records get an integer rowid in creation order. Only the unique key index
 // is keyed by the (random) record key; the other indexes end in the rowid,
@@ -61,7 +61,8 @@ var txSchema = []string{
 		sitemap      TEXT NOT NULL DEFAULT '',
 		lastmod      INTEGER,
 		recrawl      TEXT,
-		next_due     INTEGER
+		next_due     INTEGER,
+		render       TEXT NOT NULL DEFAULT ''
 	)`,
 	`CREATE INDEX IF NOT EXISTS records_crawl_status ON records (crawl_id, status)`,
 	`CREATE INDEX IF NOT EXISTS records_crawl_host ON records (crawl_id, host)`,
@@ -79,7 +80,7 @@ var txSchema = []string{
 
 const recordCols = `key, crawl_id, url, host, chg, depth, hops, referrer, status, status_time,
 	attempts, error, http_status, asset_key, asset_offset, asset_length, created_at, mime_type, bytes, history, sitemap, lastmod,
-	recrawl, next_due`
+	recrawl, next_due, render`
 
 // The history column holds the status history as fixed-width events of
 // histEventLen characters: a status letter (histLetter) and 13 digits of
@@ -127,18 +128,20 @@ func OpenTxIndex(path string) (*TxIndex, error) {
 	}{
 		{&x.existing, st.w, `SELECT key FROM records WHERE key IN (SELECT value FROM json_each(?))`},
 		{&x.insert, st.w, `INSERT INTO records (` + recordCols + `)
-			VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (key) DO NOTHING`},
+			VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (key) DO NOTHING`},
 		// NULL outcome arguments leave the stored value alone. A change of
 		// status (not a lease renewal) appends to the history in the same
 		// write. next_due follows txindex.Apply: the recrawl state's due
-		// time in a terminal status (?17 true), NULL in any other.
+		// time in a terminal status (?17 true), NULL in any other. render
+		// is set, empty included, by a transition that carries a fetch
+		// (?19 not NULL: txindex.Transition.Fetched).
 		{&x.transition, st.w, `UPDATE records SET status = ?1, status_time = ?2,
 			error = CASE WHEN ?16 THEN '' ELSE coalesce(?3, error) END, http_status = coalesce(?4, http_status),
 			asset_key = coalesce(?5, asset_key), asset_offset = coalesce(?6, asset_offset),
 			asset_length = coalesce(?7, asset_length), attempts = CASE WHEN ?15 THEN 0 ELSE attempts END + ?8,
 			mime_type = coalesce(?12, mime_type), bytes = coalesce(?13, bytes),
 			history = CASE WHEN status = ?1 THEN history ELSE ` + appendHistorySQL(14) + ` END,
-			recrawl = coalesce(?18, recrawl),
+			recrawl = coalesce(?18, recrawl), render = coalesce(?19, render),
 			next_due = CASE WHEN ?17 THEN json_extract(coalesce(?18, recrawl), '$.due_ms') END
 			WHERE key = ?9 AND status = ?10 AND (?11 IS NULL OR depth = ?11) RETURNING crawl_id`},
 		{&x.lockedGetMany, st.w, `SELECT ` + recordCols + ` FROM records WHERE key IN (SELECT value FROM json_each(?))`},
@@ -245,7 +248,7 @@ func scanRecord(row scanner, history bool) (txindex.Record, error) {
 	err := row.Scan(&r.Key, &r.CrawlID, &r.URL, &r.Host, &r.Group, &r.Depth, &r.Hops, &r.Referrer,
 		&status, &statusTime, &r.Attempts, &r.Error, &r.HTTPStatus,
 		&r.Asset.Key, &r.Asset.Offset, &r.Asset.Length, &createdAt, &r.MIMEType, &bytes, histDst, &r.Sitemap, &lastmod,
-		&recrawl, &nextDue)
+		&recrawl, &nextDue, &r.Render)
 	if err != nil {
 		return txindex.Record{}, err
 	}

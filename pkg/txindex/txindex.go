@@ -60,8 +60,13 @@ type Record struct {
 	// Bytes is the size of the fetched response body as the server sent it
 	// (still content-encoded, at most the loader's limit); nil when nothing
 	// was fetched or the record predates the field.
-	Bytes *int64             `json:"bytes,omitempty"`
-	Asset contracts.AssetRef `json:"asset"`
+	Bytes *int64 `json:"bytes,omitempty"`
+	// Render is why the loader rendered the page in a headless browser
+	// ("always", "auto: scripts and 12 characters of text", ...); empty
+	// when it was not rendered. Like MIMEType and Bytes it describes the
+	// last fetch that got a response (see Transition.Fetched).
+	Render string             `json:"render,omitempty"`
+	Asset  contracts.AssetRef `json:"asset"`
 	// Sitemap is what the URL is as a sitemap: SitemapProbe, SitemapFile,
 	// or empty for a page. The crawler reads a sitemap's response as a
 	// sitemap instead of a page.
@@ -176,6 +181,13 @@ type Transition struct {
 	// the record's values alone.
 	MIMEType string
 	Bytes    *int64
+	// Render is why the loader rendered the page in a headless browser,
+	// empty when it fetched it over plain HTTP. Unlike the other outcome
+	// fields, an empty Render is applied too when the transition carries a
+	// fetch (Fetched): a page fetched again without a browser must not keep
+	// the reason of an earlier rendering. A transition without a fetch (the
+	// crawler's, the indexer's, a retry without a response) leaves it alone.
+	Render string
 	// AddAttempt increments the record's attempt count.
 	AddAttempt bool
 	// IfDepth, when not nil, is a second condition: the record's depth must
@@ -191,10 +203,16 @@ type Transition struct {
 	ClearError    bool
 }
 
+// Fetched reports whether t records a fetch that got a response: its
+// Bytes is set (the loader sets it whenever a response arrived) or its
+// Render is. Such a transition sets the record's Render, empty included.
+func (t Transition) Fetched() bool { return t.Bytes != nil || t.Render != "" }
+
 // Apply changes r by t at time now. It is the rule every implementation of
 // Transition follows: the status and status time, the non-zero outcome
 // fields, and NextDue, which is Recrawl.Due while the record is in a
-// terminal status and nil in any other.
+// terminal status and nil in any other. Render is set, empty included, by
+// a transition that Fetched, and kept by any other.
 func Apply(r *Record, t Transition, now time.Time) {
 	if r.Status != t.To {
 		r.History = AppendHistory(r.History, Event{Status: t.To, Time: now})
@@ -219,6 +237,9 @@ func Apply(r *Record, t Transition, now time.Time) {
 	if t.Bytes != nil {
 		b := *t.Bytes
 		r.Bytes = &b
+	}
+	if t.Fetched() {
+		r.Render = t.Render
 	}
 	if t.ResetAttempts {
 		r.Attempts = 0

@@ -885,6 +885,70 @@ func testRecrawlFields(t *testing.T, h Harness[txindex.Pipeline]) {
 	}
 }
 
+// testRenderField checks the rule of txindex.Apply for Render: a
+// transition that carries a fetch (Transition.Fetched) sets it, empty
+// included, any other keeps it; Create keeps a record's; Get and GetMany
+// read it, also after Reopen.
+func testRenderField(t *testing.T, h Harness[txindex.Pipeline]) {
+	x := h.New(t)
+	crawl := newCrawlID(t)
+	now := time.Now()
+	const auto = "auto: scripts and 12 characters of text"
+	a := rec(crawl, "http://a.example/app", contracts.ToBeLoaded, now)
+	made := rec(crawl, "http://a.example/made", contracts.ToBeParsed, now)
+	made.Render = "always"
+	mustCreate(t, x, a, made)
+	size := int64(4096)
+	steps := []struct {
+		name string
+		tr   txindex.Transition
+		want string
+	}{
+		{"retry without a response keeps none",
+			txindex.Transition{Key: a.Key, From: contracts.ToBeLoaded, To: contracts.ToBeLoaded, Error: "timeout", AddAttempt: true}, ""},
+		{"rendered fetch sets it",
+			txindex.Transition{Key: a.Key, From: contracts.ToBeLoaded, To: contracts.ToBeParsed, HTTPStatus: 200,
+				MIMEType: "text/html", Bytes: &size, Render: auto}, auto},
+		{"crawler's transition keeps it",
+			txindex.Transition{Key: a.Key, From: contracts.ToBeParsed, To: contracts.Indexed}, auto},
+		{"back to the loader keeps it",
+			txindex.Transition{Key: a.Key, From: contracts.Indexed, To: contracts.ToBeLoaded, ResetAttempts: true}, auto},
+		{"failed fetch without a response keeps it",
+			txindex.Transition{Key: a.Key, From: contracts.ToBeLoaded, To: contracts.ToBeLoaded, Error: "timeout", AddAttempt: true}, auto},
+		{"plain HTTP fetch clears it",
+			txindex.Transition{Key: a.Key, From: contracts.ToBeLoaded, To: contracts.ToBeParsed, HTTPStatus: 200,
+				MIMEType: "text/html", Bytes: &size}, ""},
+		{"Render alone is a fetch",
+			txindex.Transition{Key: a.Key, From: contracts.ToBeParsed, To: contracts.ToBeParsed, Render: "always"}, "always"},
+	}
+	for _, s := range steps {
+		ok, err := x.Transition(t.Context(), []txindex.Transition{s.tr})
+		if err != nil || !slices.Equal(ok, []bool{true}) {
+			t.Fatalf("%s: Transition(%s -> %s) = %v, %v; want applied", s.name, s.tr.From, s.tr.To, ok, err)
+		}
+		if got := mustGet(t, x, a.Key); got.Render != s.want {
+			t.Errorf("%s: Get(%q).Render = %q, want %q", s.name, a.Key, got.Render, s.want)
+		}
+	}
+	many, err := x.GetMany(t.Context(), []string{a.Key, made.Key})
+	if err != nil {
+		t.Fatalf("GetMany error: %v", err)
+	}
+	if got := many[a.Key].Render; got != "always" {
+		t.Errorf("GetMany(%q).Render = %q, want %q", a.Key, got, "always")
+	}
+	if got := many[made.Key].Render; got != "always" {
+		t.Errorf("GetMany(created with Render).Render = %q, want %q", got, "always")
+	}
+	if h.Reopen == nil {
+		return
+	}
+	x = h.Reopen(t, x)
+	if got := mustGet(t, x, a.Key); got.Render != "always" {
+		t.Errorf("Get(%q).Render after reopen = %q, want %q", a.Key, got.Render, "always")
+	}
+}
+
 // testPeek checks Peek: it never shows an absent record, and shows every
 // created one, as created, once its lagging view has caught up (within a
 // few seconds; a store whose reads are current shows them at once), also

@@ -53,6 +53,7 @@ type outcome struct {
 	code   int
 	mime   string
 	bytes  *int64
+	render string
 }
 
 // makeCrawl creates the records of outcomes in crawl and moves them to
@@ -68,7 +69,7 @@ func makeCrawl(t *testing.T, x txindex.Pipeline, crawl string, outs []outcome) [
 		recs = append(recs, r)
 		if o.status != contracts.ToBeLoaded {
 			ts = append(ts, txindex.Transition{Key: r.Key, From: contracts.ToBeLoaded, To: o.status,
-				Error: o.reason, HTTPStatus: o.code, MIMEType: o.mime, Bytes: o.bytes})
+				Error: o.reason, HTTPStatus: o.code, MIMEType: o.mime, Bytes: o.bytes, Render: o.render})
 		}
 	}
 	mustCreate(t, x, recs...)
@@ -78,19 +79,26 @@ func makeCrawl(t *testing.T, x txindex.Pipeline, crawl string, outs []outcome) [
 	}
 	for i := range recs {
 		recs[i] = mustGet(t, x, recs[i].Key)
+		if recs[i].Render != outs[i].render {
+			t.Fatalf("Get(%q).Render = %q, want %q", recs[i].Key, recs[i].Render, outs[i].render)
+		}
 	}
 	return recs
 }
 
 // sampleOutcomes is a small crawl of three hosts with every kind of
-// outcome, including fetched pages without a media type.
+// outcome, including fetched pages without a media type and pages rendered
+// in a headless browser.
 func sampleOutcomes() []outcome {
 	var outs []outcome
 	for i := range 40 {
 		host := []string{"a.example", "b.example", "c.example"}[i%3]
 		switch i % 8 {
-		case 0, 1:
+		case 0:
 			outs = append(outs, outcome{host: host, status: contracts.ToBeParsed, code: 200, mime: "text/html", bytes: int64p(int64(1000 + i))})
+		case 1:
+			outs = append(outs, outcome{host: host, status: contracts.ToBeParsed, code: 200, mime: "text/html", bytes: int64p(int64(1000 + i)),
+				render: "auto: scripts and 12 characters of text"})
 		case 2:
 			outs = append(outs, outcome{host: host, status: contracts.Failed, reason: "HTTP 404", code: 404, mime: "text/html", bytes: int64p(17)})
 		case 3:

@@ -63,8 +63,8 @@ func Run(t *testing.T, h Harness[txindex.Index]) {
 }
 
 // RunPipeline runs the section of txindex.Pipeline against h: checked and
-// idempotent writes, concurrent writers of one record, the outcome and
-// recrawl fields, the status history, the reads of the pipeline, and
+// idempotent writes, concurrent writers of one record, the outcome, render
+// and recrawl fields, the status history, the reads of the pipeline, and
 // durability across Reopen.
 func RunPipeline[X txindex.Pipeline](t *testing.T, h Harness[X]) {
 	run(t, view(h, func(x X) txindex.Pipeline { return x }), []test[txindex.Pipeline]{
@@ -87,6 +87,7 @@ func RunPipeline[X txindex.Pipeline](t *testing.T, h Harness[X]) {
 		{"Reopen", testReopen},
 		{"SitemapFields", testSitemapFields},
 		{"RecrawlFields", testRecrawlFields},
+		{"RenderField", testRenderField},
 	})
 }
 

@@ -343,6 +343,23 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("failure sample %s is not a URL the oracle expects to fail", shownURL)
 	}
 
+	// An indexed page, which the site's oracle says was fetched (over
+	// plain HTTP: the loader renders none yet), shows it was not rendered.
+	if len(exp.Indexed) == 0 {
+		t.Fatal("the test site has no indexed pages")
+	}
+	page := exp.Indexed[0]
+	var renderLine string
+	run("open an indexed url",
+		chromedp.Navigate(api+"/#/url?crawl="+url.QueryEscape(id)+"&url="+url.QueryEscape(page)),
+		chromedp.WaitVisible(`#url-render`, chromedp.ByQuery),
+		chromedp.Evaluate(`(() => { const dd = document.getElementById("url-render");
+  return dd.previousElementSibling.textContent + ": " + dd.textContent; })()`, &renderLine),
+		shot("url-indexed"))
+	if renderLine != "Rendered: no" {
+		t.Errorf("URL page of indexed page %s shows %q, want %q", page, renderLine, "Rendered: no")
+	}
+
 	// Search finds the page holding a word of the site.
 	if len(exp.Words) == 0 {
 		t.Fatal("the test site has no words to search")

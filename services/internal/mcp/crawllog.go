@@ -38,6 +38,9 @@ func urlRecord(r txindex.Record) contracts.URLRecord {
 	if r.MIMEType != "" {
 		out.MIMEType = &r.MIMEType
 	}
+	if r.Render != "" {
+		out.Render = &r.Render
+	}
 	if r.Error != "" {
 		out.Reason = &r.Error
 	}

@@ -56,3 +56,31 @@ func TestURLRecrawlMirrorsIndex(t *testing.T) {
 		t.Errorf("urlRecrawl(nil) is not nil: a one-shot crawl's URL would show a recrawl state")
 	}
 }
+
+// TestURLRecordRender: the API's URL record says why the loader rendered
+// the page in a headless browser, and null when it did not.
+func TestURLRecordRender(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		render string
+		want   any
+	}{
+		{"rendered", "auto: scripts and 12 characters of text", "auto: scripts and 12 characters of text"},
+		{"plain HTTP", "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := txindex.Record{Key: "k", CrawlID: "c", URL: "http://a.test/", Host: "a.test", HTTPStatus: 200, Render: tc.render}
+			b, err := json.Marshal(urlRecord(r))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got map[string]any
+			if err := json.Unmarshal(b, &got); err != nil {
+				t.Fatal(err)
+			}
+			if v, ok := got["render"]; !ok || v != tc.want {
+				t.Errorf("urlRecord(Render %q) has render %v (present %v), want %v", tc.render, v, ok, tc.want)
+			}
+		})
+	}
+}

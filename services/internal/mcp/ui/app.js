@@ -1129,6 +1129,7 @@ function pageURL(main, _, params) {
           h("dt", {}, "Linked from"), h("dd", { class: "url" }, r.referrer ? h("a", { href: urlPage(crawl, r.referrer) }, r.referrer) : "start URL"),
           h("dt", {}, "MIME type"), h("dd", {}, r.mime_type || "–"),
           h("dt", {}, "Size"), h("dd", {}, bytes(r.bytes)),
+          h("dt", {}, "Rendered"), h("dd", { id: "url-render" }, rendered(r)),
           h("dt", {}, "Attempts"), h("dd", {}, num(r.attempts)),
           h("dt", {}, "First seen"), h("dd", {}, when(r.created_at)),
           h("dt", {}, "WARC record"), h("dd", {}, w ? [h("a", { href: w.url, target: "_blank", id: "warc-link" }, "open"),
@@ -1143,6 +1144,13 @@ function pageURL(main, _, params) {
       out.replaceChildren(h("div", { class: "card err" }, e.status === 404 ? "No record of this URL in crawl " + crawl + "." : e.message));
     }
   })();
+}
+
+// rendered says whether the loader rendered the page in a headless browser,
+// and why: "no" for a page fetched over plain HTTP, "–" before any fetch.
+function rendered(r) {
+  if (r.render) return r.render;
+  return r.http_status ? "no" : "–";
 }
 
 // recrawlView is a URL's recrawl state in a continuous crawl: its last
