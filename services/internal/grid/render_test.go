@@ -89,6 +89,22 @@ func TestRenderModes(t *testing.T) {
 			if !slices.Equal(have, want) {
 				t.Errorf("indexed %v, want %v", have, want)
 			}
+			// Each record says whether its page was rendered, and why.
+			for p, r := range got {
+				isScript := slices.Contains(site.ScriptPages(), p)
+				var ok bool
+				switch mode {
+				case contracts.RenderNever:
+					ok = r.Render == ""
+				case contracts.RenderAlways:
+					ok = r.Render == "always"
+				case contracts.RenderAuto:
+					ok = isScript == strings.HasPrefix(r.Render, "auto: ") && (isScript || r.Render == "")
+				}
+				if !ok {
+					t.Errorf("%s: record's render %q with render %s", p, r.Render, mode)
+				}
+			}
 			for _, p := range append(site.StaticPages(), site.ScriptPages()...) {
 				isScript := slices.Contains(site.ScriptPages(), p)
 				wantFound := !isScript || mode != contracts.RenderNever

@@ -380,6 +380,7 @@ func (r *recorder) transition(ctx context.Context, pending []*result, rs *record
 		if res.page.StatusCode != 0 { // a response arrived
 			tr.MIMEType = mediaType(res.page.ContentType)
 			tr.Bytes = &res.bytes
+			tr.Render = res.render
 		}
 		if res.recrawl != nil {
 			tr.Recrawl = res.recrawl
