@@ -209,6 +209,19 @@ type FrontierLoader struct {
 	// killed). Absent in reports of older loaders.
 	IntervalMS int64           `json:"interval_ms,omitempty"`
 	Report     json.RawMessage `json:"report"`
+	// Browser is the loader's headless browser, once a page was rendered.
+	Browser *FrontierBrowser `json:"browser,omitempty"`
+}
+
+// FrontierBrowser is what a loader's headless browser did.
+type FrontierBrowser struct {
+	Rendered  int64            `json:"rendered"`
+	Cut       int64            `json:"cut,omitempty"`
+	Failed    int64            `json:"failed"`
+	RenderMS  float64          `json:"render_ms"`
+	TabsInUse int64            `json:"tabs_in_use"`
+	Restarts  map[string]int64 `json:"restarts"`
+	Memory    int64            `json:"memory_bytes,omitempty"`
 }
 
 // FrontierReportPrefix is where each loader stores its frontier report in

@@ -139,6 +139,10 @@ type RenderedPage struct {
 	DOM AssetRef `json:"dom"`
 	// Cut says what the per-page limits cut, empty when nothing was.
 	Cut string `json:"cut,omitempty"`
+	// Navigations are where the page's scripts tried to take the tab (a
+	// script redirect): not followed by the browser, they are followed as
+	// the crawler follows a redirect.
+	Navigations []string `json:"navigations,omitempty"`
 }
 
 // CrawlerContract asks a crawler to parse fetched pages of one crawl. It is

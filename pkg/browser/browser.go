@@ -161,7 +161,9 @@ func (b *Browser) serveTrap() {
 			line = strings.TrimSpace(line)
 			switch host := trapHost(line); {
 			case host == "": // a connection opened ahead of need, and closed
-			case browserService(host):
+			case browserService(host) || isFavicon(line):
+				// The browser asks for a tab's favicon itself, sometimes
+				// once the page's interception is over (a tab closing).
 				b.cfg.Log.Debug("browser: its own request refused", "request", line)
 			default:
 				b.escaped.Add(1)
@@ -189,6 +191,12 @@ func trapHost(line string) string {
 		return h
 	}
 	return target
+}
+
+// isFavicon reports a proxy request line for a site's /favicon.ico.
+func isFavicon(line string) bool {
+	f := strings.Fields(line)
+	return len(f) >= 2 && f[0] == "GET" && strings.HasSuffix(f[1], "/favicon.ico")
 }
 
 // browserService reports the hosts of Chromium's own services.

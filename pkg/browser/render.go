@@ -169,7 +169,9 @@ type tab struct {
 	pending    int  // requests within the limits, not yet answered
 	last       time.Time
 	loaded     bool
+	left       bool // a script navigated the tab away
 	crashed    bool
+	gone       chan struct{} // closed when the tab crashed
 	res        Result
 	cuts       map[string]int
 }
@@ -185,7 +187,7 @@ func (b *Browser) load(ctx context.Context, inst *instance, p *Page) (*Result, e
 		}
 		return nil, fmt.Errorf("render: open tab: %w", err)
 	}
-	t := &tab{p: p, ctx: tctx, last: time.Now(), cuts: map[string]int{}}
+	t := &tab{p: p, ctx: tctx, last: time.Now(), cuts: map[string]int{}, gone: make(chan struct{})}
 	t.cond = sync.NewCond(&t.mu)
 	t.mainFrm = cdp.FrameID(chromedp.FromContext(tctx).Target.TargetID)
 	var workers sync.WaitGroup
@@ -242,7 +244,7 @@ func (b *Browser) load(ctx context.Context, inst *instance, p *Page) (*Result, e
 	if time.Now().After(deadline) {
 		t.cut("time", fmt.Sprintf("still loading after %s: scripts stopped, the DOM taken as it was", p.Timeout))
 		// A script that never returns holds the renderer: stop it.
-		stopCtx, c := context.WithTimeout(tctx, 2*time.Second)
+		stopCtx, c := t.bounded(2 * time.Second)
 		_ = chromedp.Run(stopCtx, runtime.TerminateExecution())
 		c()
 	}
@@ -272,7 +274,9 @@ func (t *tab) wait(deadline time.Time) {
 			return
 		case now := <-tick.C:
 			t.mu.Lock()
-			done := t.crashed || t.loaded && t.pending == 0 && now.Sub(t.last) >= t.p.IdleWait
+			// A page whose script navigates away is done once its
+			// requests are answered: it was leaving.
+			done := t.crashed || (t.loaded || t.left) && t.pending == 0 && now.Sub(t.last) >= t.p.IdleWait
 			t.mu.Unlock()
 			if done || now.After(deadline) {
 				return
@@ -284,7 +288,7 @@ func (t *tab) wait(deadline time.Time) {
 // snapshot takes the DOM, title and URL without running the page's
 // scripts (which may have replaced any function they would call).
 func (t *tab) snapshot() error {
-	ctx, cancel := context.WithTimeout(t.ctx, 15*time.Second)
+	ctx, cancel := t.bounded(15 * time.Second)
 	defer cancel()
 	var html, title, url string
 	err := chromedp.Run(ctx, chromedp.ActionFunc(func(ctx context.Context) error {
@@ -317,6 +321,20 @@ func (t *tab) snapshot() error {
 	return nil
 }
 
+// bounded returns a context of the tab that ends after d or when the tab
+// crashes, whichever comes first.
+func (t *tab) bounded(d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(t.ctx, d)
+	go func() {
+		select {
+		case <-t.gone:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
 func (t *tab) isCrashed() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -343,7 +361,10 @@ func (t *tab) event(ev any) {
 		t.mu.Unlock()
 	case *inspector.EventTargetCrashed:
 		t.mu.Lock()
-		t.crashed = true
+		if !t.crashed {
+			t.crashed = true
+			close(t.gone)
+		}
 		t.mu.Unlock()
 	case *page.EventJavascriptDialogOpening:
 		// An alert() would hold the page until answered.
@@ -385,6 +406,7 @@ func (t *tab) answer(ev *fetch.EventRequestPaused) {
 	case main:
 		// A script takes the tab elsewhere: not followed, not requested.
 		t.res.Navigations = append(t.res.Navigations, ev.Request.URL)
+		t.left = true
 		t.cuts["navigation: scripts tried to leave the page, not followed"]++
 		t.mu.Unlock()
 		do(fetch.FailRequest(ev.RequestID, network.ErrorReasonAborted))

@@ -495,6 +495,20 @@ func (c *Crawler) parse(ctx context.Context, k contracts.CrawlerContract, profil
 	} else {
 		out.doc = doc
 	}
+	if p.Render != nil {
+		// Script redirects, followed like HTTP ones (one hop more).
+		for _, nav := range p.Render.Navigations {
+			target, err := urlnorm.Resolve(pageURL, nav)
+			if err != nil {
+				continue
+			}
+			if tu, err := url.Parse(target); err == nil {
+				if ok, _ := scope.Follow(tu, target, p.Depth, p.Hops+1); ok {
+					out.links = append(out.links, enqueue.Candidate{URL: target, Depth: p.Depth, Hops: p.Hops + 1, Referrer: p.URL})
+				}
+			}
+		}
+	}
 	if !noFollow {
 		for _, l := range res.Links {
 			if l.Nofollow {

@@ -157,6 +157,9 @@ type Config struct {
 	// that many pages, or once its processes hold more memory.
 	BrowserRestartPages int   `env:"GRIDCRAWL_BROWSER_RESTART_PAGES" envDefault:"500"`
 	BrowserMaxMemory    int64 `env:"GRIDCRAWL_BROWSER_MAX_MEMORY" envDefault:"1073741824"`
+	// BrowserJSHeapMB bounds the JavaScript heap of each page, in MiB: a
+	// page that allocates without end kills its tab there.
+	BrowserJSHeapMB int `env:"GRIDCRAWL_BROWSER_JS_HEAP_MB" envDefault:"512"`
 }
 
 // Validate checks c and fills in derived defaults.
@@ -204,6 +207,8 @@ func (c *Config) Validate() error {
 		return errors.New("GRIDCRAWL_BROWSER_RESTART_PAGES must be at least 1")
 	case c.BrowserMaxMemory < 64<<20:
 		return errors.New("GRIDCRAWL_BROWSER_MAX_MEMORY must be at least 67108864")
+	case c.BrowserJSHeapMB < 16:
+		return errors.New("GRIDCRAWL_BROWSER_JS_HEAP_MB must be at least 16")
 	}
 	if _, err := netguard.ParseNets(c.AllowNets); err != nil {
 		return fmt.Errorf("GRIDCRAWL_ALLOW_NETS=%q: %w", c.AllowNets, err)
@@ -307,6 +312,7 @@ type Loader struct {
 	browserMu   sync.Mutex
 	browser     *browser.Browser
 	browserErr  error
+	renders     renderCounts
 }
 
 // New returns a loader; cfg must have been validated.

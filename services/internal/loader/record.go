@@ -161,8 +161,11 @@ func (r *recorder) addExchange(t *task, o outcome) {
 		var domOff, domLen int64
 		if domOff, domLen, err = r.segments.appendRendered(t.url, ex.date, id, o.render); err == nil {
 			res.page.Render = &contracts.RenderedPage{Reason: o.render.reason, Cut: o.render.cut(),
-				DOM: contracts.AssetRef{Offset: domOff, Length: domLen}}
+				DOM: contracts.AssetRef{Offset: domOff, Length: domLen}, Navigations: o.render.res.Navigations}
 			res.render = o.render.reason
+			if cut := o.render.cut(); cut != "" {
+				res.render += "; cut: " + cut
+			}
 		}
 	}
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
@@ -54,13 +55,38 @@ func (l *Loader) browserFor() (*browser.Browser, error) {
 	if l.browser == nil && l.browserErr == nil {
 		l.browser, l.browserErr = browser.New(browser.Config{
 			Path: l.cfg.Chromium, Tabs: l.cfg.RenderTabs, RestartPages: l.cfg.BrowserRestartPages,
-			MaxMemory: l.cfg.BrowserMaxMemory, Log: l.log,
+			MaxMemory: l.cfg.BrowserMaxMemory, JSHeapMB: l.cfg.BrowserJSHeapMB, Log: l.log,
 		})
 		if l.browserErr != nil {
 			l.log.Error("no browser: pages to render fail", "err", l.browserErr)
 		}
 	}
 	return l.browser, l.browserErr
+}
+
+// renderCounts counts the loader's renderings, for its frontier report.
+type renderCounts struct {
+	rendered, cut, failed, nanos atomic.Int64
+}
+
+// frontierBrowser is the browser's part of the frontier report; nil until
+// a page was to be rendered.
+func (l *Loader) frontierBrowser() *contracts.FrontierBrowser {
+	c := &l.renders
+	n, failed := c.rendered.Load(), c.failed.Load()
+	if n == 0 && failed == 0 {
+		return nil
+	}
+	s := l.browserStats()
+	fb := &contracts.FrontierBrowser{Rendered: n, Cut: c.cut.Load(), Failed: failed, TabsInUse: s.TabsInUse,
+		Restarts: s.Restarts, Memory: s.Memory}
+	if fb.Restarts == nil {
+		fb.Restarts = map[string]int64{}
+	}
+	if n > 0 {
+		fb.RenderMS = float64(c.nanos.Load()) / float64(n) / 1e6
+	}
+	return fb
 }
 
 // browserStats is the browser's snapshot for the metrics.
@@ -121,6 +147,7 @@ func (l *Loader) render(ctx context.Context, t *task, o *outcome) {
 	fail := func(why string) {
 		o.reason, o.renderFailed = why, true
 		l.met.Rendered(metrics.RenderFailed, 0)
+		l.renders.failed.Add(1)
 	}
 	b, err := l.browserFor()
 	if err != nil {
@@ -148,8 +175,11 @@ func (l *Loader) render(ctx context.Context, t *task, o *outcome) {
 		r := metrics.RenderOK
 		if len(res.Cut) > 0 {
 			r = metrics.RenderCut
+			l.renders.cut.Add(1)
 		}
 		l.met.Rendered(r, res.Duration)
+		l.renders.rendered.Add(1)
+		l.renders.nanos.Add(int64(res.Duration))
 	}
 }
 
