@@ -66,7 +66,6 @@ var notes = map[string]string{
 	// Tests.
 	"GRIDCRAWL_REQUIRE_BACKENDS":  "`1`: tests against real backends (and the browser and YaCy client tests) fail instead of skipping when a backend is not configured. `make test` sets it; so does `CI=true`.",
 	"GRIDCRAWL_REQUIRE_BROWSER":   "`1`: the dashboard's browser tests fail instead of skipping when no browser starts (`make test` sets it).",
-	"GRIDCRAWL_CHROMIUM":          "The browser of the dashboard tests (`scripts/services/chromium.sh install` puts Debian's Chromium there).",
 	"GRIDCRAWL_ARTIFACTS":         "Where tests put screenshots (`$GRIDCRAWL_ARTIFACTS/dashboard/*.png`); `make test` uses `artifacts/`, which is not committed.",
 	"GRIDCRAWL_PYWB_VENV":         "The venv with pywb and warcio for the replay test (`scripts/services/pywb.sh install`).",
 	"GRIDCRAWL_SEARX_PYTHON":      "The Python of the venv with searx's YaCy client (`eval \"$(scripts/yacyclient/setup.sh)\"` prints it); unset, the YaCy client test installs it under `make test` and in CI, and skips otherwise.",

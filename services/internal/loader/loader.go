@@ -143,20 +143,30 @@ type Config struct {
 	Chromium string `env:"GRIDCRAWL_CHROMIUM"`
 	// RenderTabs bounds the pages rendering at once.
 	RenderTabs int `env:"GRIDCRAWL_RENDER_TABS" envDefault:"2"`
-	// RenderTimeout bounds a page's time in its tab; RenderIdle is how long
-	// its network must be quiet after the load event.
+	// RenderTimeout bounds a page's time in its tab: then its scripts are
+	// stopped and its DOM is taken as it is (the cut is recorded).
 	RenderTimeout time.Duration `env:"GRIDCRAWL_RENDER_TIMEOUT" envDefault:"20s"`
-	RenderIdle    time.Duration `env:"GRIDCRAWL_RENDER_IDLE" envDefault:"500ms"`
-	// RenderMaxRequests and RenderMaxBytes bound the requests a rendered
-	// page makes and the bytes of their answers; RenderGroupRequests its
-	// requests to each other crawl host group.
-	RenderMaxRequests   int   `env:"GRIDCRAWL_RENDER_MAX_REQUESTS" envDefault:"300"`
-	RenderMaxBytes      int64 `env:"GRIDCRAWL_RENDER_MAX_BYTES" envDefault:"20971520"`
-	RenderGroupRequests int   `env:"GRIDCRAWL_RENDER_GROUP_REQUESTS" envDefault:"100"`
-	// BrowserRestartPages and BrowserMaxMemory restart the browser after
-	// that many pages, or once its processes hold more memory.
-	BrowserRestartPages int   `env:"GRIDCRAWL_BROWSER_RESTART_PAGES" envDefault:"500"`
-	BrowserMaxMemory    int64 `env:"GRIDCRAWL_BROWSER_MAX_MEMORY" envDefault:"1073741824"`
+	// RenderIdle is how long a rendered page's network must be quiet after
+	// its load event for the page to be done.
+	RenderIdle time.Duration `env:"GRIDCRAWL_RENDER_IDLE" envDefault:"500ms"`
+	// RenderMaxRequests bounds the requests of one rendered page (scripts,
+	// styles, images, XHR); more are refused and the cut recorded.
+	RenderMaxRequests int `env:"GRIDCRAWL_RENDER_MAX_REQUESTS" envDefault:"300"`
+	// RenderMaxBytes bounds the body bytes of one rendered page's requests.
+	RenderMaxBytes int64 `env:"GRIDCRAWL_RENDER_MAX_BYTES" envDefault:"20971520"`
+	// RenderGroupRequests bounds one rendered page's requests to each other
+	// crawl host group (a CDN, an API host): they are counted in that
+	// group's frontier report.
+	RenderGroupRequests int `env:"GRIDCRAWL_RENDER_GROUP_REQUESTS" envDefault:"100"`
+	// BrowserRestartPages restarts the browser after this many pages.
+	BrowserRestartPages int `env:"GRIDCRAWL_BROWSER_RESTART_PAGES" envDefault:"500"`
+	// BrowserMaxMemory restarts the browser, between pages, once its
+	// processes together hold more resident memory (bytes).
+	BrowserMaxMemory int64 `env:"GRIDCRAWL_BROWSER_MAX_MEMORY" envDefault:"1073741824"`
+	// BrowserNoSandbox runs the browser without Chromium's sandbox, which
+	// needs user namespaces a container may not have (it is off for root
+	// in any case, which Chromium requires).
+	BrowserNoSandbox bool `env:"GRIDCRAWL_BROWSER_NO_SANDBOX"`
 	// BrowserJSHeapMB bounds the JavaScript heap of each page, in MiB: a
 	// page that allocates without end kills its tab there.
 	BrowserJSHeapMB int `env:"GRIDCRAWL_BROWSER_JS_HEAP_MB" envDefault:"512"`

@@ -53,7 +53,11 @@ func (l *Loader) browserFor() (*browser.Browser, error) {
 	l.browserMu.Lock()
 	defer l.browserMu.Unlock()
 	if l.browser == nil && l.browserErr == nil {
-		l.browser, l.browserErr = browser.New(browser.Config{
+		var noSandbox *bool
+		if l.cfg.BrowserNoSandbox {
+			noSandbox = &l.cfg.BrowserNoSandbox
+		}
+		l.browser, l.browserErr = browser.New(browser.Config{NoSandbox: noSandbox,
 			Path: l.cfg.Chromium, Tabs: l.cfg.RenderTabs, RestartPages: l.cfg.BrowserRestartPages,
 			MaxMemory: l.cfg.BrowserMaxMemory, JSHeapMB: l.cfg.BrowserJSHeapMB, Log: l.log,
 		})
