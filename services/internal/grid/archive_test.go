@@ -279,15 +279,7 @@ func TestArchiveReplaysInPywb(t *testing.T) {
 // originalHeader reads the HTTP header of the response record c points to.
 func originalHeader(t *testing.T, dir string, c warc.CDXJ) []byte {
 	t.Helper()
-	f, err := os.Open(filepath.Join(dir, c.Filename))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rec, err := warc.ReadRecord(io.NewSectionReader(f, c.Offset, c.Length), 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rec := recordAt(t, dir, c)
 	end := bytes.Index(rec.Block, []byte("\r\n\r\n"))
 	if end < 0 {
 		t.Fatalf("response of %s has no header end", c.URL)
