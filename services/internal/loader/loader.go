@@ -158,6 +158,11 @@ type Config struct {
 	// crawl host group (a CDN, an API host): they are counted in that
 	// group's frontier report.
 	RenderGroupRequests int `env:"GRIDCRAWL_RENDER_GROUP_REQUESTS" envDefault:"100"`
+	// RenderCacheBytes bounds the answers to rendered pages' requests the
+	// loader keeps for ten minutes, per crawl, so that what every page of
+	// a site loads (its scripts, styles) is requested and archived once: a
+	// browser's cache. One answer takes at most a sixteenth; 0 keeps none.
+	RenderCacheBytes int64 `env:"GRIDCRAWL_RENDER_CACHE_BYTES" envDefault:"33554432"`
 	// BrowserRestartPages restarts the browser after this many pages.
 	BrowserRestartPages int `env:"GRIDCRAWL_BROWSER_RESTART_PAGES" envDefault:"500"`
 	// BrowserMaxMemory restarts the browser, between pages, once its
@@ -211,6 +216,8 @@ func (c *Config) Validate() error {
 		return errors.New("GRIDCRAWL_RENDER_MAX_REQUESTS must be at least 1")
 	case c.RenderMaxBytes < 1<<16:
 		return errors.New("GRIDCRAWL_RENDER_MAX_BYTES must be at least 65536")
+	case c.RenderCacheBytes < 0:
+		return errors.New("GRIDCRAWL_RENDER_CACHE_BYTES must not be negative")
 	case c.RenderGroupRequests < 1:
 		return errors.New("GRIDCRAWL_RENDER_GROUP_REQUESTS must be at least 1")
 	case c.BrowserRestartPages < 1:
@@ -319,6 +326,7 @@ type Loader struct {
 	// embedClient makes the requests of rendered pages (render.go);
 	// browser is started with the first page to render.
 	embedClient *http.Client
+	embedCache  *embedCache
 	browserMu   sync.Mutex
 	browser     *browser.Browser
 	browserErr  error
@@ -377,6 +385,7 @@ func New(cfg Config, deps Deps) (*Loader, error) {
 		claims:  newClaims(),
 		bodies:  bytebudget.New(max(cfg.BodyBudget, cfg.MaxBodyBytes+1), freeBodyBytes),
 	}
+	l.embedCache = newEmbedCache(cfg.RenderCacheBytes, 10*time.Minute)
 	l.embedClient = &http.Client{
 		Transport:     &countingTransport{base: transport, kind: metrics.KindEmbed, met: met},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }, // the browser follows

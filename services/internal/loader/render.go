@@ -223,6 +223,11 @@ func (e *embeds) fetch(ctx context.Context, r *browser.Request) (*browser.Respon
 			return nil, &browser.Refusal{Reason: "robots.txt disallowed"}
 		}
 	}
+	if r.Method == http.MethodGet {
+		if resp, ok := e.l.embedCache.get(e.t.crawlID, r.URL); ok {
+			return resp, nil // requested and archived for an earlier page
+		}
+	}
 	ex, header, err := e.l.embedGet(ctx, e.t, u, r)
 	if errors.Is(err, netguard.ErrForbidden) {
 		return nil, &browser.Refusal{Reason: netguard.Reason}
@@ -239,7 +244,11 @@ func (e *embeds) fetch(ctx context.Context, r *browser.Request) (*browser.Respon
 	if err != nil {
 		return nil, fmt.Errorf("decode %s: %w", r.URL, err)
 	}
-	return &browser.Response{Status: ex.status, Header: header, Body: body}, nil
+	resp := &browser.Response{Status: ex.status, Header: header, Body: body}
+	if r.Method == http.MethodGet && !ex.truncated {
+		e.l.embedCache.put(e.t.crawlID, r.URL, resp)
+	}
+	return resp, nil
 }
 
 // embedGet makes one request of a rendered page, with the browser's
