@@ -24,11 +24,37 @@
 // grid-mode services):
 //
 //	go build -o bin/ ./services/... && go run ./scripts/bench -hostile
+//
+// With -render it crawls a web of websim ScriptSites (single-page apps
+// built by scripts from JSON; -render-sites sites of about -render-pages
+// pages in all, each on a loopback port of its own) three times, in turn,
+// with the embedded grid (bin/grid up, a process of its own): with render
+// never, always and auto, and prints one table of pages, wall time,
+// CPU-ms per page of the grid and every process under it (Chromium's
+// included: the bench adopts the browser's orphaned processes as child
+// subreaper) and of Chromium alone, requests per page at the sites, and
+// the peak memory of the grid and of the browser. By default every page is
+// a start URL, so that the three modes load the same pages
+// (-render-seed home: each site's / only, so that what each mode finds
+// shows). GRIDCRAWL_CHROMIUM names the browser:
+//
+//	go build -o bin/ ./services/... && go run ./scripts/bench -render [-render-pages 500] [-render-sites 4]
+//
+// With -render-soak it crawls at least 5,000 pages with render always from
+// each site's /, samples the grid's and the browser's memory every 5 s, and
+// fails unless the crawl finished with every page of the sites indexed,
+// no page or JSON answer requested twice, no browser crash, no process
+// left behind, and the peak memory of the last third of the run within 20%
+// of the middle third's, for the grid and for the browser (make
+// soak-render):
+//
+//	go build -o bin/ ./services/... && go run ./scripts/bench -render-soak [-render-out DIR]
 package main
 
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -72,7 +98,39 @@ func main() {
 	rounds := flag.Int("rounds", 1, "with -hostile, how many times to crawl each web, in turn")
 	maxRatio := flag.Float64("max-ratio", 1.5, "with -hostile, the most hostile/ordinary may be for peak memory and stored bytes per page; over it the command fails")
 	ff := registerFloorFlags()
+	var rc renderConfig
+	render := flag.Bool("render", false, "crawl a scripted web with render never, always and auto, in turn, and print one table of their cost")
+	soak := flag.Bool("render-soak", false, "crawl at least 5,000 pages with render always, sampling memory, and check the crawl (every page once, memory flat)")
+	flag.IntVar(&rc.pages, "render-pages", 0, "with -render or -render-soak, pages of the scripted web, about (default 500, with -render-soak 5000)")
+	flag.IntVar(&rc.sites, "render-sites", 0, "with -render or -render-soak, ScriptSites, each on a loopback port of its own (default 4, with -render-soak 8)")
+	flag.StringVar(&rc.seed, "render-seed", "all", "with -render, the start URLs: all (every page of the sites) or home (each site's /)")
+	flag.StringVar(&rc.out, "render-out", "", "with -render-soak, the directory of samples.tsv and the grid's log (default: a new temporary directory)")
+	flag.DurationVar(&rc.limit, "render-limit", 60*time.Minute, "with -render or -render-soak, the longest one crawl may take")
 	flag.Parse()
+	if *render || *soak {
+		run, pages, sites := renderBench, 500, 4
+		if *soak {
+			run, pages, sites, rc.seed = renderSoak, 5000, 8, "home"
+		}
+		rc.gridBin, rc.pages, rc.sites, rc.delay, rc.sample = *gridBin, cmp.Or(rc.pages, pages), cmp.Or(rc.sites, sites), 10, time.Second
+		if *soak {
+			rc.sample = 5 * time.Second
+		}
+		flag.Visit(func(f *flag.Flag) {
+			if f.Name == "min-delay-ms" {
+				rc.delay = *delay
+			}
+		})
+		err := rc.validate()
+		if err == nil {
+			err = run(rc)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *ff.run {
 		if err := floorRun(ff, *depth); err != nil {
 			fmt.Fprintln(os.Stderr, "floor:", err)
