@@ -1,6 +1,10 @@
 package browser
 
 import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+
 	"context"
 	"errors"
 	"io"
@@ -13,6 +17,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 )
 
 // newBrowser returns a Browser on the machine's Chromium, or skips (fails
@@ -246,4 +252,60 @@ func TestRestartAfterPages(t *testing.T) {
 	if ok.Load() != 6 || st.Restarts[RestartPages] < 2 {
 		t.Errorf("%d of 6 rendered, restarts %v", ok.Load(), st.Restarts)
 	}
+}
+
+// TestMemoryCountsSharedPagesOnce: the browser's memory as checked is its
+// processes' proportional share, well under the sum of their resident
+// sizes (which counts the shared code once per process).
+func TestMemoryCountsSharedPagesOnce(t *testing.T) {
+	b := newBrowser(t, Config{})
+	s := &site{seen: map[string]int{}}
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	if _, err := render(t, b, srv, "/app", &fetcher{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	b.mu.Lock()
+	inst := b.cur
+	b.mu.Unlock()
+	pid := chromedp.FromContext(inst.ctx).Browser.Process().Pid
+	pss := treeRSS(pid)
+	var rss int64
+	for _, p := range descendants(pid) {
+		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/statm", p)); err == nil {
+			var size, res int64
+			fmt.Sscan(string(st), &size, &res)
+			rss += res * int64(os.Getpagesize())
+		}
+	}
+	if pss <= 0 || pss >= rss {
+		t.Errorf("browser memory %d bytes, resident sizes summed %d: want the proportional sum, smaller", pss, rss)
+	}
+	t.Logf("browser: %d MiB proportional, %d MiB resident summed", pss>>20, rss>>20)
+}
+
+// descendants returns pid and its descendants.
+func descendants(pid int) []int {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	children := map[int][]int{}
+	for _, p := range stats {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		end := strings.LastIndexByte(string(b), ')')
+		f := strings.Fields(string(b)[end+1:])
+		id, _ := strconv.Atoi(strings.Fields(string(b))[0])
+		ppid, _ := strconv.Atoi(f[1])
+		children[ppid] = append(children[ppid], id)
+	}
+	out := []int{}
+	todo := []int{pid}
+	for len(todo) > 0 {
+		id := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		out = append(out, id)
+		todo = append(todo, children[id]...)
+	}
+	return out
 }

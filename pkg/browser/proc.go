@@ -7,9 +7,12 @@ import (
 	"strconv"
 )
 
-// treeRSS returns the resident bytes of process pid and all its
-// descendants (Chromium's renderers, GPU and utility processes), read from
-// /proc; 0 where /proc is not there.
+// treeRSS returns the memory of process pid and all its descendants
+// (Chromium's renderers, GPU and utility processes), read from /proc: each
+// process's proportional set size (a page shared by n processes counts 1/n
+// in each), so that the shared code of a dozen processes is counted once;
+// its resident size where the kernel gives no smaps_rollup. 0 where /proc
+// is not there.
 func treeRSS(pid int) int64 {
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	children := map[int][]int{}
@@ -38,6 +41,10 @@ func treeRSS(pid int) int64 {
 		id := todo[len(todo)-1]
 		todo = todo[:len(todo)-1]
 		todo = append(todo, children[id]...)
+		if pss, ok := procPSS(id); ok {
+			total += pss
+			continue
+		}
 		b, err := os.ReadFile("/proc/" + strconv.Itoa(id) + "/statm")
 		if err != nil {
 			continue
@@ -48,4 +55,23 @@ func treeRSS(pid int) int64 {
 		}
 	}
 	return total
+}
+
+// procPSS returns the proportional set size of process pid in bytes.
+func procPSS(pid int) (int64, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/smaps_rollup")
+	if err != nil {
+		return 0, false
+	}
+	for line := range bytes.SplitSeq(b, []byte("\n")) {
+		if rest, ok := bytes.CutPrefix(line, []byte("Pss:")); ok {
+			f := bytes.Fields(rest) // "12345 kB"
+			if len(f) == 0 {
+				return 0, false
+			}
+			kb, err := strconv.ParseInt(string(f[0]), 10, 64)
+			return kb << 10, err == nil
+		}
+	}
+	return 0, false
 }

@@ -894,6 +894,21 @@ func (s *Scheduler) DrainRetired(limit int) []Item {
 	return out
 }
 
+// Backlog returns how many items group holds and the time one of them takes
+// to be handed out after the one before: the group's last fetch and the
+// delay decided after it (0 for an unknown or never-fetched group). A page
+// rendered in a browser holds its lease for seconds while its delay may be
+// short: the delay alone would tell a queue of them drains far sooner than
+// it does.
+func (s *Scheduler) Backlog(group string) (int, time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if g := s.groups[group]; g != nil {
+		return g.q.n, g.dec.Delay + g.lastFetch
+	}
+	return 0, 0
+}
+
 // Queued returns how many items group holds and the delay last decided for
 // it (0 for an unknown or never-fetched group), cheaply enough to ask for
 // every added item.

@@ -188,7 +188,7 @@ func runRenderCrawl(o renderCrawlOpts) (treeRun, error) {
 	var ru0 syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru0)
 	cmd := exec.Command(o.gridBin, "up", "--data", dir, "--listen", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), "GRIDCRAWL_ALLOW_NETS=127.0.0.0/8", "GRIDCRAWL_RESOLVE=",
+	cmd.Env = append(os.Environ(), "GRIDCRAWL_ALLOW_NETS=127.0.0.0/8", "GRIDCRAWL_RESOLVE="+renderResolve,
 		"GRIDCRAWL_AMQP_URL=", "GRIDCRAWL_ES_URL=", "GRIDCRAWL_S3_ENDPOINT=", // the embedded grid
 		"GRIDCRAWL_METRICS_DUMP="+dump, "GRIDCRAWL_API_TOKEN="+token, "GRIDCRAWL_DATA=")
 	cmd.Stdout, cmd.Stderr = logf, logf

@@ -27,11 +27,12 @@ type renderConfig struct {
 }
 
 // renderWeb is the scripted web of a render run: ScriptSites on loopback,
-// one port each, so that each is a host group of its own and they load in
-// parallel under politeness.
+// one port and one host name each (siteNN.render.test, resolved to
+// 127.0.0.1 by the grid), so that each is a host group of its own and they
+// load in parallel under politeness: ports alone make one group.
 type renderWeb struct {
 	sites []*websim.ScriptSite
-	bases []string // http://127.0.0.1:port
+	bases []string // http://siteNN.render.test:port
 	srvs  []*http.Server
 }
 
@@ -42,7 +43,7 @@ func startRenderWeb(sites, pages int) (*renderWeb, error) {
 	// A site has its static pages, /app/, its items and /app/hidden.
 	fixed := len(websim.NewScriptSite(1).StaticPages()) + 2
 	items := max(1, pages/sites-fixed)
-	for range sites {
+	for i := range sites {
 		site := websim.NewScriptSite(items)
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -53,10 +54,17 @@ func startRenderWeb(sites, pages int) (*renderWeb, error) {
 		go func() { _ = srv.Serve(ln) }()
 		w.sites = append(w.sites, site)
 		w.srvs = append(w.srvs, srv)
-		w.bases = append(w.bases, "http://"+ln.Addr().String())
+		w.bases = append(w.bases, fmt.Sprintf("http://site%02d%s:%d", i, renderZone, ln.Addr().(*net.TCPAddr).Port))
 	}
 	return w, nil
 }
+
+// renderZone is the domain of the render web's host names; renderResolve
+// maps them to loopback (GRIDCRAWL_RESOLVE).
+const (
+	renderZone    = ".render.test"
+	renderResolve = "*" + renderZone + "=127.0.0.1"
+)
 
 func (w *renderWeb) close() {
 	for _, s := range w.srvs {

@@ -147,7 +147,7 @@ func (l *Loader) split(dl *delivery, tasks []*task) (keep []*task, park parkSet)
 	added := map[string]int{}
 	for _, t := range tasks {
 		l.applyBudget(t)
-		queued, delay := l.sched.Queued(t.group)
+		queued, delay := l.sched.Backlog(t.group)
 		l.holdMu.Lock()
 		h := l.holders[t.group]
 		l.holdMu.Unlock()

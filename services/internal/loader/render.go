@@ -206,7 +206,7 @@ func (e *embeds) fetch(ctx context.Context, r *browser.Request) (*browser.Respon
 		return nil, &browser.Refusal{Reason: "not an http(s) URL"}
 	}
 	host := urlnorm.HostPort(u)
-	group := e.l.group(host)
+	group := e.l.group(urlnorm.Host(u)) // as tasks group their hosts
 	if group != e.t.group {
 		e.mu.Lock()
 		e.perGroup[group]++
