@@ -37,6 +37,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/gridcrawl/gridcrawl/pkg/proctree"
 )
 
 // Config sets up a Browser.
@@ -311,7 +313,7 @@ func (b *Browser) release(inst *instance) {
 	if c == nil || c.Browser == nil || c.Browser.Process() == nil {
 		return
 	}
-	rss := treeRSS(c.Browser.Process().Pid)
+	rss := proctree.TreeMemory(c.Browser.Process().Pid)
 	b.memory.Store(rss)
 	if rss > b.cfg.MaxMemory {
 		b.mu.Lock()

@@ -1,9 +1,7 @@
 package browser
 
 import (
-	"fmt"
-	"path/filepath"
-	"strconv"
+	"github.com/gridcrawl/gridcrawl/pkg/proctree"
 
 	"context"
 	"errors"
@@ -269,43 +267,15 @@ func TestMemoryCountsSharedPagesOnce(t *testing.T) {
 	inst := b.cur
 	b.mu.Unlock()
 	pid := chromedp.FromContext(inst.ctx).Browser.Process().Pid
-	pss := treeRSS(pid)
+	table := proctree.Table(false)
+	procs := append(proctree.Descendants(table, pid), table[pid])
 	var rss int64
-	for _, p := range descendants(pid) {
-		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/statm", p)); err == nil {
-			var size, res int64
-			fmt.Sscan(string(st), &size, &res)
-			rss += res * int64(os.Getpagesize())
-		}
+	for _, p := range procs {
+		rss += p.RSS
 	}
-	if pss <= 0 || pss >= rss {
-		t.Errorf("browser memory %d bytes, resident sizes summed %d: want the proportional sum, smaller", pss, rss)
+	mem := proctree.TreeMemory(pid)
+	if mem <= 0 || mem >= rss {
+		t.Errorf("browser memory %d bytes, resident sizes summed %d: want the proportional sum, smaller", mem, rss)
 	}
-	t.Logf("browser: %d MiB proportional, %d MiB resident summed", pss>>20, rss>>20)
-}
-
-// descendants returns pid and its descendants.
-func descendants(pid int) []int {
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	children := map[int][]int{}
-	for _, p := range stats {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		end := strings.LastIndexByte(string(b), ')')
-		f := strings.Fields(string(b)[end+1:])
-		id, _ := strconv.Atoi(strings.Fields(string(b))[0])
-		ppid, _ := strconv.Atoi(f[1])
-		children[ppid] = append(children[ppid], id)
-	}
-	out := []int{}
-	todo := []int{pid}
-	for len(todo) > 0 {
-		id := todo[len(todo)-1]
-		todo = todo[:len(todo)-1]
-		out = append(out, id)
-		todo = append(todo, children[id]...)
-	}
-	return out
+	t.Logf("browser: %d MiB proportional, %d MiB resident summed, %d processes", mem>>20, rss>>20, len(procs))
 }

@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/proctree"
 )
 
 // The render modes run the grid with Chromium under it, and Chromium's
@@ -43,66 +44,16 @@ func becomeSubreaper() error {
 }
 
 // procInfo is one process as /proc shows it.
-type procInfo struct {
-	pid, ppid int
-	rss       int64  // resident bytes
-	cmd       string // command line, arguments joined by spaces
-}
+type procInfo = proctree.Proc
 
 // browserProc reports whether p is one of Chromium's processes.
-func (p procInfo) browserProc() bool { return strings.Contains(p.cmd, "chrom") }
-
-// procTable reads every process of /proc.
-func procTable() map[int]procInfo {
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	out := make(map[int]procInfo, len(stats))
-	page := int64(os.Getpagesize())
-	for _, name := range stats {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...: comm may hold spaces and parentheses;
-		// rss is the 24th field, the 22nd after the parenthesis.
-		end := bytes.LastIndexByte(b, ')')
-		if end < 0 {
-			continue
-		}
-		f := bytes.Fields(b[end+1:])
-		if len(f) < 22 {
-			continue
-		}
-		pid, _ := strconv.Atoi(string(bytes.Fields(b)[0]))
-		ppid, _ := strconv.Atoi(string(f[1]))
-		pages, _ := strconv.ParseInt(string(f[21]), 10, 64)
-		cmd, _ := os.ReadFile(filepath.Join(filepath.Dir(name), "cmdline"))
-		out[pid] = procInfo{pid: pid, ppid: ppid, rss: pages * page, cmd: strings.TrimSpace(string(bytes.ReplaceAll(cmd, []byte{0}, []byte{' '})))}
-	}
-	return out
-}
-
-// descendants returns the processes under root in table, root excluded.
-func descendants(table map[int]procInfo, root int) []procInfo {
-	children := map[int][]int{}
-	for _, p := range table {
-		children[p.ppid] = append(children[p.ppid], p.pid)
-	}
-	var out []procInfo
-	todo := append([]int(nil), children[root]...)
-	for len(todo) > 0 {
-		id := todo[len(todo)-1]
-		todo = todo[:len(todo)-1]
-		out = append(out, table[id])
-		todo = append(todo, children[id]...)
-	}
-	return out
-}
+func browserProc(p procInfo) bool { return strings.Contains(p.Cmd, "chrom") }
 
 // memSample is one sample of a render crawl's memory.
 type memSample struct {
 	t          time.Duration // since the crawl was submitted
 	gridRSS    int64
-	browserRSS int64 // all Chromium processes under the bench, summed
+	browserRSS int64 // all Chromium processes under the bench: their proportional set sizes summed (shared pages once)
 	browsers   int   // how many
 	indexed    int64 // pages indexed so far; -1 when the API did not answer
 }
@@ -225,14 +176,16 @@ func runRenderCrawl(o renderCrawlOpts) (treeRun, error) {
 		done = make(chan struct{})
 	)
 	take := func() {
-		table := procTable()
-		s := memSample{t: time.Since(t0), gridRSS: table[pid].rss, indexed: -1}
-		for _, p := range descendants(table, os.Getpid()) {
-			if p.browserProc() {
-				s.browserRSS += p.rss
+		table := proctree.Table(true)
+		s := memSample{t: time.Since(t0), gridRSS: table[pid].RSS, indexed: -1}
+		var browsers []procInfo
+		for _, p := range proctree.Descendants(table, os.Getpid()) {
+			if browserProc(p) {
+				browsers = append(browsers, p)
 				s.browsers++
 			}
 		}
+		s.browserRSS = proctree.Memory(browsers)
 		var st contracts.CrawlStatus
 		if _, err := c.call(http.MethodGet, "/api/v1/crawls/"+created.CrawlID, nil, &st); err == nil {
 			s.indexed = st.Counts[contracts.Indexed]
@@ -336,9 +289,9 @@ func reapOrphans(wait time.Duration) []procInfo {
 			continue
 		}
 		if time.Now().After(deadline) && left == nil {
-			left = descendants(procTable(), os.Getpid())
+			left = proctree.Descendants(proctree.Table(true), os.Getpid())
 			for _, p := range left {
-				_ = syscall.Kill(p.pid, syscall.SIGKILL)
+				_ = syscall.Kill(p.PID, syscall.SIGKILL)
 			}
 			if len(left) == 0 {
 				return nil

@@ -178,8 +178,8 @@ func renderBench(c renderConfig) error {
 		"wall: from submitting the crawl to its end (the grid's start and stop not counted); CPU all: the grid process and every " +
 		"process under it, Chromium's included (orphans adopted by the bench as subreaper), user + system, start to stop; " +
 		"Chromium: all less the grid process's own; requests: answered by the sites, robots.txt and subresources included; " +
-		"peak RSS grid: the grid process's VmHWM; browser: the largest sum of the Chromium processes' RSS sampled every " +
-		c.sample.String() + " (shared pages counted in each); site servers: the bench process, not counted in the rest.")
+		"peak RSS grid: the grid process's VmHWM; browser: the largest sum of the Chromium processes' proportional set sizes " +
+		"(shared pages counted once) sampled every " + c.sample.String() + "; site servers: the bench process, not counted in the rest.")
 	return nil
 }
 
@@ -190,11 +190,11 @@ func procList(ps []procInfo) string {
 		if i > 0 {
 			b.WriteString("; ")
 		}
-		cmd := p.cmd
+		cmd := p.Cmd
 		if len(cmd) > 80 {
 			cmd = cmd[:80] + "..."
 		}
-		fmt.Fprintf(&b, "%d %s", p.pid, cmd)
+		fmt.Fprintf(&b, "%d %s", p.PID, cmd)
 	}
 	return b.String()
 }

@@ -1,0 +1,33 @@
+package proctree
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+)
+
+func TestTreeOfThisProcess(t *testing.T) {
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Skip(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	table := Table(true)
+	self, ok := table[os.Getpid()]
+	if !ok {
+		t.Skip("no /proc")
+	}
+	var child *Proc
+	for _, p := range Descendants(table, os.Getpid()) {
+		if p.PID == cmd.Process.Pid {
+			child = &p
+		}
+	}
+	if child == nil || child.Cmd != "sleep 30" || child.RSS <= 0 {
+		t.Fatalf("child %+v, want sleep 30 under this process", child)
+	}
+	mem := TreeMemory(os.Getpid())
+	if mem <= 0 || mem > self.RSS+child.RSS {
+		t.Errorf("tree memory %d, want positive and at most the resident sizes summed (%d)", mem, self.RSS+child.RSS)
+	}
+}
