@@ -21,7 +21,7 @@ import (
 
 // newBrowser returns a Browser on the machine's Chromium, or skips (fails
 // with GRIDCRAWL_REQUIRE_BROWSER=1) when there is none.
-func newBrowser(t *testing.T, cfg Config) *Browser {
+func newBrowser(t testing.TB, cfg Config) *Browser {
 	t.Helper()
 	if cfg.Path == "" {
 		cfg.Path = os.Getenv("GRIDCRAWL_CHROMIUM")

@@ -14,7 +14,9 @@ import (
 
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/css"
 	"github.com/chromedp/cdproto/dom"
+	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/inspector"
@@ -207,6 +209,12 @@ func (b *Browser) load(ctx context.Context, inst *instance, p *Page) (*Result, e
 	}()
 	chromedp.ListenTarget(tctx, t.event)
 	setup := chromedp.Tasks{
+		// chromedp enables these for its own node tracking and logs; their
+		// events (every style sheet, DOM change and console line) cost the
+		// browser work for nothing here.
+		css.Disable(),
+		dom.Disable(),
+		log.Disable(),
 		fetch.Enable().WithPatterns([]*fetch.RequestPattern{{URLPattern: "*", RequestStage: fetch.RequestStageRequest}}),
 		network.Enable(),
 		network.SetCacheDisabled(true),

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Proc is one process as /proc shows it.
@@ -113,4 +114,40 @@ func TreeMemory(pid int) int64 {
 		procs = append(procs, p)
 	}
 	return Memory(procs)
+}
+
+// clockTicks is Linux's USER_HZ, the unit of /proc's CPU times.
+const clockTicks = 100
+
+// TreeCPU returns the CPU time, user and system, that pid and its
+// descendants have used, with that of the children they have reaped (a
+// browser's renderers that exited): for the difference between two calls.
+func TreeCPU(pid int) time.Duration {
+	t := Table(false)
+	ids := []int{pid}
+	for _, p := range Descendants(t, pid) {
+		ids = append(ids, p.PID)
+	}
+	var ticks int64
+	for _, id := range ids {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(id) + "/stat")
+		if err != nil {
+			continue
+		}
+		end := bytes.LastIndexByte(b, ')')
+		if end < 0 {
+			continue
+		}
+		// utime, stime, cutime, cstime: fields 14 to 17, the 12th to 15th
+		// after the parenthesis.
+		f := bytes.Fields(b[end+1:])
+		if len(f) < 15 {
+			continue
+		}
+		for _, v := range f[11:15] {
+			n, _ := strconv.ParseInt(string(v), 10, 64)
+			ticks += n
+		}
+	}
+	return time.Duration(ticks) * time.Second / clockTicks
 }
