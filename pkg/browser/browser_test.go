@@ -279,3 +279,28 @@ func TestMemoryCountsSharedPagesOnce(t *testing.T) {
 	}
 	t.Logf("browser: %d MiB proportional, %d MiB resident summed, %d processes", mem>>20, rss>>20, len(procs))
 }
+
+// TestTabWaitBounded: a page that finds every tab busy for longer than its
+// TabWait gets ErrNoTab instead of waiting on.
+func TestTabWaitBounded(t *testing.T) {
+	b := newBrowser(t, Config{Tabs: 1})
+	s := &site{seen: map[string]int{}}
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	busy := make(chan error, 1)
+	go func() {
+		_, err := render(t, b, srv, "/loop", &fetcher{}, func(p *Page) { p.Timeout = 3 * time.Second })
+		busy <- err
+	}()
+	for b.Stats().TabsInUse == 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	start := time.Now()
+	_, err := render(t, b, srv, "/app", &fetcher{}, func(p *Page) { p.TabWait = 200 * time.Millisecond })
+	if !errors.Is(err, ErrNoTab) || time.Since(start) > 2*time.Second {
+		t.Errorf("with the only tab busy: %v after %v, want %v after about 200ms", err, time.Since(start), ErrNoTab)
+	}
+	if err := <-busy; err != nil {
+		t.Errorf("the busy page: %v", err)
+	}
+}

@@ -16,10 +16,10 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/css"
 	"github.com/chromedp/cdproto/dom"
-	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/inspector"
+	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
@@ -75,6 +75,9 @@ type Page struct {
 	// Fetchers is how many of the page's requests are made at once
 	// (default 6, a browser's connections per host).
 	Fetchers int
+	// TabWait bounds the wait for a free tab (0: no bound): then Render
+	// returns ErrNoTab.
+	TabWait time.Duration
 }
 
 func (p *Page) withDefaults() {
@@ -121,6 +124,7 @@ type Result struct {
 var (
 	ErrCrashed      = errors.New("render: the tab crashed")
 	ErrUnresponsive = errors.New("render: the tab did not answer")
+	ErrNoTab        = errors.New("render: no tab free")
 )
 
 // Render loads p in a new tab and returns its DOM after scripts ran and
@@ -131,8 +135,16 @@ func (b *Browser) Render(ctx context.Context, p Page) (*Result, error) {
 	if p.Main == nil {
 		return nil, errors.New("render: no answer for the page")
 	}
+	var waited <-chan time.Time
+	if p.TabWait > 0 {
+		tw := time.NewTimer(p.TabWait)
+		defer tw.Stop()
+		waited = tw.C
+	}
 	select {
 	case b.tabs <- struct{}{}:
+	case <-waited:
+		return nil, ErrNoTab
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}

@@ -360,8 +360,9 @@ func New(cfg Config, deps Deps) (*Loader, error) {
 		ForceAttemptHTTP2:      true,
 	}
 	// A group is busy for one request: a page or its robots.txt, and the
-	// page's rendering.
-	sched, err := politeness.New(politeness.Config{BusyTimeout: cfg.FetchTimeout + cfg.RenderTimeout + time.Minute, Logger: log})
+	// page's rendering (its wait for a tab, at most two pages' time, its
+	// time in the tab, and the DOM's snapshot).
+	sched, err := politeness.New(politeness.Config{BusyTimeout: cfg.FetchTimeout + 3*cfg.RenderTimeout + time.Minute, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("create politeness scheduler: %w", err)
 	}

@@ -162,11 +162,17 @@ func (l *Loader) render(ctx context.Context, t *task, o *outcome) {
 	res, err := b.Render(ctx, browser.Page{
 		URL: t.url, UserAgent: t.profile.UserAgent, Main: main, Fetch: e.fetch,
 		Timeout: l.cfg.RenderTimeout, IdleWait: l.cfg.RenderIdle,
-		MaxRequests: l.cfg.RenderMaxRequests, MaxBytes: l.cfg.RenderMaxBytes,
+		MaxRequests: l.cfg.RenderMaxRequests, MaxBytes: l.cfg.RenderMaxBytes, TabWait: l.tabWait(),
 	})
 	switch {
 	case err != nil && ctx.Err() != nil:
 		o.verdict, o.err, o.ex, o.pol = vAbandon, ctx.Err(), nil, nothing
+	case errors.Is(err, browser.ErrNoTab) && t.attempt+1 < l.cfg.FetchAttempts:
+		// Every tab busy for longer than a page may take: fetched again
+		// later, so that the lease never outlasts the group's busy timeout.
+		o.verdict, o.ex = vRetry, nil
+	case errors.Is(err, browser.ErrNoTab):
+		fail(fmt.Sprintf("render: no tab free within %s", l.tabWait()))
 	case err != nil:
 		why := err.Error()
 		if !strings.HasPrefix(why, "render: ") {
@@ -186,6 +192,11 @@ func (l *Loader) render(ctx context.Context, t *task, o *outcome) {
 		l.renders.nanos.Add(int64(res.Duration))
 	}
 }
+
+// tabWait bounds a page's wait for a tab: two pages' time, so that the HTTP
+// fetch, the wait and the rendering stay within the group's busy timeout
+// (see New).
+func (l *Loader) tabWait() time.Duration { return 2 * l.cfg.RenderTimeout }
 
 // embeds makes the requests of one rendered page.
 type embeds struct {
