@@ -179,3 +179,29 @@ func checkRenderedRecords(t *testing.T, g *Grid, id, base string, site *websim.S
 		}
 	}
 }
+
+// TestRenderWithoutBrowser: a loader that must render and has no browser
+// fails the page with the reason, keeps its HTTP answer, and never falls
+// back to indexing the answer unrendered.
+func TestRenderWithoutBrowser(t *testing.T) {
+	t.Setenv("GRIDCRAWL_CHROMIUM", "/nonexistent/chromium")
+	cfg := testConfig(t, t.TempDir(), "")
+	g, api := startGrid(t, cfg)
+	site := websim.NewScriptSite(2)
+	srv := httptest.NewServer(site)
+	t.Cleanup(srv.Close)
+	id := crawlToEnd(t, api, contracts.Profile{StartURLs: []string{srv.URL + "/app/", srv.URL + "/static/a.html"}, MaxDepth: 0,
+		Render: contracts.RenderAuto}, time.Minute)
+	failed, err := g.Backends.Tx.List(t.Context(), id, contracts.Failed, "", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(failed) != 1 || failed[0].URL != srv.URL+"/app/" || !strings.HasPrefix(failed[0].Error, "render: no browser: ") ||
+		failed[0].HTTPStatus != 200 {
+		t.Errorf("failed records %+v, want /app/ alone, failed with render: no browser", failed)
+	}
+	// The static page needs no rendering under auto: indexed.
+	if got := indexedPaths(t, g, id, srv.URL); len(got) != 1 || got["/static/a.html"].URL == "" {
+		t.Errorf("indexed %v, want /static/a.html alone", got)
+	}
+}
