@@ -205,3 +205,18 @@ func TestRenderWithoutBrowser(t *testing.T) {
 		t.Errorf("indexed %v, want /static/a.html alone", got)
 	}
 }
+
+// TestRenderedDOMFromWARC: without the in-process handoff the crawler reads
+// a rendered page's DOM back from its conversion record.
+func TestRenderedDOMFromWARC(t *testing.T) {
+	t.Setenv("GRIDCRAWL_CHROMIUM", chromiumPath(t))
+	t.Setenv("GRIDCRAWL_HANDOFF_BYTES", "0")
+	cfg := testConfig(t, t.TempDir(), "")
+	g, api := startGrid(t, cfg)
+	site, base, id := renderCrawl(t, g, api, contracts.RenderAlways, 2)
+	for _, p := range site.ScriptPages() {
+		if !found(t, g, id, site.Token(p), base+p) {
+			t.Errorf("%s: %s not found: the DOM was not parsed", p, site.Token(p))
+		}
+	}
+}
