@@ -304,3 +304,39 @@ func TestTabWaitBounded(t *testing.T) {
 		t.Errorf("the busy page: %v", err)
 	}
 }
+
+// TestRestartAfterCrashAndOnMemory: a browser killed between pages is
+// started again for the next page, and one over its memory limit is
+// restarted between pages.
+func TestRestartAfterCrashAndOnMemory(t *testing.T) {
+	s := &site{seen: map[string]int{}}
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	b := newBrowser(t, Config{})
+	if _, err := render(t, b, srv, "/app", &fetcher{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	b.mu.Lock()
+	proc := chromedp.FromContext(b.cur.ctx).Browser.Process()
+	ctx := b.cur.ctx
+	b.mu.Unlock()
+	if err := proc.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-ctx.Done() // chromedp sees the connection go
+	res, err := render(t, b, srv, "/app", &fetcher{}, nil)
+	if err != nil || !strings.Contains(string(res.DOM), "zqxscripttext") || b.Stats().Restarts[RestartCrash] != 1 {
+		t.Errorf("after a crash: %v, restarts %v", err, b.Stats().Restarts)
+	}
+
+	small := newBrowser(t, Config{MaxMemory: 1 << 20}) // any browser is over it
+	for deadline := time.Now().Add(30 * time.Second); small.Stats().Restarts[RestartMemory] == 0 && time.Now().Before(deadline); {
+		if _, err := render(t, small, srv, "/app", &fetcher{}, nil); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if small.Stats().Restarts[RestartMemory] == 0 || small.Stats().Memory <= 1<<20 {
+		t.Errorf("over its memory limit: restarts %v, memory %d", small.Stats().Restarts, small.Stats().Memory)
+	}
+}
