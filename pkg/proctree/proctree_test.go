@@ -26,8 +26,10 @@ func TestTreeOfThisProcess(t *testing.T) {
 	if child == nil || child.Cmd != "sleep 30" || child.RSS <= 0 {
 		t.Fatalf("child %+v, want sleep 30 under this process", child)
 	}
+	// Proportional sizes are at most resident ones; this process grows
+	// between the two reads, so the bound is loose.
 	mem := TreeMemory(os.Getpid())
-	if mem <= 0 || mem > self.RSS+child.RSS {
-		t.Errorf("tree memory %d, want positive and at most the resident sizes summed (%d)", mem, self.RSS+child.RSS)
+	if bound := 2 * (self.RSS + child.RSS); mem <= 0 || mem > bound {
+		t.Errorf("tree memory %d, want positive and at most twice the resident sizes summed (%d)", mem, bound)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
 	"github.com/gridcrawl/gridcrawl/pkg/warc"
 )
@@ -215,7 +216,9 @@ func testRecrawl(t *testing.T, site *changingSite, start string, do func(method,
 				parsed++
 			}
 		}
-		if parsed != 1+rc.Changes {
+		// A full history keeps its creation and the latest changes only: a
+		// slow machine's extra rounds push the first ones out.
+		if full := len(rec.History) >= txindex.MaxHistory; full && parsed > 1+rc.Changes || !full && parsed != 1+rc.Changes {
 			t.Errorf("%s went to-be-parsed %d times with %d changes; want once plus once per change (history %v)", path, parsed, rc.Changes, rec.History)
 		}
 		if rec.Status != contracts.Indexed && rec.Status != contracts.ToBeLoaded {
