@@ -53,6 +53,7 @@ func browserProc(p procInfo) bool { return strings.Contains(p.Cmd, "chrom") }
 type memSample struct {
 	t          time.Duration // since the crawl was submitted
 	gridRSS    int64
+	gridHeap   int64 // the grid's Go heap in use (go_memstats_heap_inuse_bytes); 0 when /metrics did not answer
 	browserRSS int64 // all Chromium processes under the bench: their proportional set sizes summed (shared pages once)
 	browsers   int   // how many
 	indexed    int64 // pages indexed so far; -1 when the API did not answer
@@ -190,9 +191,10 @@ func runRenderCrawl(o renderCrawlOpts) (treeRun, error) {
 		if _, err := c.call(http.MethodGet, "/api/v1/crawls/"+created.CrawlID, nil, &st); err == nil {
 			s.indexed = st.Counts[contracts.Indexed]
 		}
+		s.gridHeap = c.metricValue("go_memstats_heap_inuse_bytes")
 		if o.verbose {
-			fmt.Printf("  %6.0fs  indexed %6d  grid rss %5d MiB  browser rss %5d MiB in %d processes\n",
-				s.t.Seconds(), s.indexed, s.gridRSS>>20, s.browserRSS>>20, s.browsers)
+			fmt.Printf("  %6.0fs  indexed %6d  grid rss %5d MiB  heap %4d MiB  browser %5d MiB in %d processes\n",
+				s.t.Seconds(), s.indexed, s.gridRSS>>20, s.gridHeap>>20, s.browserRSS>>20, s.browsers)
 		}
 		mu.Lock()
 		run.samples = append(run.samples, s)
@@ -332,6 +334,30 @@ func procCPUSelf(pid int) float64 {
 type apiCaller struct {
 	base, token string
 	hc          *http.Client
+}
+
+// metricValue returns the value of an unlabelled metric of the grid's
+// /metrics, 0 when it cannot be read.
+func (c *apiCaller) metricValue(name string) int64 {
+	req, err := http.NewRequest(http.MethodGet, c.base+"/metrics", nil)
+	if err != nil {
+		return 0
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return int64(f)
+		}
+	}
+	return 0
 }
 
 func (c *apiCaller) call(method, path string, body, out any) (int, error) {
