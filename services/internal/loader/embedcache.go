@@ -9,9 +9,10 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/browser"
 )
 
-// embedCache keeps the answers to rendered pages' requests for a while, per
-// crawl, so that the scripts and styles every page of a site loads are
-// requested and archived once, not once per page: a browser's cache, bounded
+// embedCache keeps the answers to rendered pages' requests for shared
+// resources (scripts, styles, images: see sharedType) for a while, per
+// crawl, so that what every page of a site loads is requested and archived
+// once, not once per page: a browser's cache, bounded
 // in bytes. Only an answer to a GET with a status RFC 9111 lets caches keep
 // by default (200, 404...), without Cache-Control no-store, of at most
 // maxEntry bytes, is kept; replay finds the first copy by its URL.

@@ -193,6 +193,18 @@ func (l *Loader) render(ctx context.Context, t *task, o *outcome) {
 	}
 }
 
+// sharedType reports the resource types that the pages of a site share
+// (scripts, styles, images, fonts...), whose answers the embed cache keeps;
+// the answers to a page's own XHR and fetch() calls and frames' documents
+// are the page's, and are not kept.
+func sharedType(t string) bool {
+	switch t {
+	case "Script", "Stylesheet", "Image", "Font", "Media", "Manifest", "TextTrack", "Other":
+		return true
+	}
+	return false
+}
+
 // tabWait bounds a page's wait for a tab: two pages' time, so that the HTTP
 // fetch, the wait and the rendering stay within the group's busy timeout
 // (see New).
@@ -234,7 +246,8 @@ func (e *embeds) fetch(ctx context.Context, r *browser.Request) (*browser.Respon
 			return nil, &browser.Refusal{Reason: "robots.txt disallowed"}
 		}
 	}
-	if r.Method == http.MethodGet {
+	cacheable := r.Method == http.MethodGet && sharedType(r.Type)
+	if cacheable {
 		if resp, ok := e.l.embedCache.get(e.t.crawlID, r.URL); ok {
 			return resp, nil // requested and archived for an earlier page
 		}
@@ -256,7 +269,7 @@ func (e *embeds) fetch(ctx context.Context, r *browser.Request) (*browser.Respon
 		return nil, fmt.Errorf("decode %s: %w", r.URL, err)
 	}
 	resp := &browser.Response{Status: ex.status, Header: header, Body: body}
-	if r.Method == http.MethodGet && !ex.truncated {
+	if cacheable && !ex.truncated {
 		e.l.embedCache.put(e.t.crawlID, r.URL, resp)
 	}
 	return resp, nil
