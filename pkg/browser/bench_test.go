@@ -30,7 +30,7 @@ func BenchmarkRenderScriptPage(b *testing.B) {
 	defer srv.Close()
 	f := &fetcher{}
 	page := func(i int) Page {
-		u := srv.URL + os.Getenv("BENCH_PATH") + strconv.Itoa(1+i%1000)
+		u := srv.URL + "/app/item/" + strconv.Itoa(1+i%1000)
 		if os.Getenv("BENCH_PATH") == "/static" {
 			u = srv.URL + "/static/a.html"
 		}

@@ -18,6 +18,9 @@ type Proc struct {
 	PID, PPID int
 	RSS       int64  // resident bytes
 	Cmd       string // command line, arguments joined by spaces
+	// CPU is the time, user and system, the process used, with that of
+	// the children it reaped.
+	CPU time.Duration
 }
 
 // Table reads every process of /proc; with cmd false it leaves Cmd empty
@@ -31,8 +34,9 @@ func Table(cmd bool) map[int]Proc {
 		if err != nil {
 			continue
 		}
-		// pid (comm) state ppid ...: comm may hold spaces and parentheses;
-		// rss is the 24th field, the 22nd after the parenthesis.
+		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+		// After the parenthesis: ppid is the 2nd field; utime, stime,
+		// cutime and cstime the 12th to 15th; rss (pages) the 22nd.
 		end := bytes.LastIndexByte(b, ')')
 		if end < 0 {
 			continue
@@ -44,7 +48,12 @@ func Table(cmd bool) map[int]Proc {
 		pid, _ := strconv.Atoi(string(bytes.Fields(b)[0]))
 		ppid, _ := strconv.Atoi(string(f[1]))
 		pages, _ := strconv.ParseInt(string(f[21]), 10, 64)
-		p := Proc{PID: pid, PPID: ppid, RSS: pages * page}
+		var ticks int64
+		for _, v := range f[11:15] {
+			n, _ := strconv.ParseInt(string(v), 10, 64)
+			ticks += n
+		}
+		p := Proc{PID: pid, PPID: ppid, RSS: pages * page, CPU: time.Duration(ticks) * time.Second / clockTicks}
 		if cmd {
 			c, _ := os.ReadFile(filepath.Join(filepath.Dir(name), "cmdline"))
 			p.Cmd = strings.TrimSpace(string(bytes.ReplaceAll(c, []byte{0}, []byte{' '})))
@@ -124,30 +133,9 @@ const clockTicks = 100
 // browser's renderers that exited): for the difference between two calls.
 func TreeCPU(pid int) time.Duration {
 	t := Table(false)
-	ids := []int{pid}
+	total := t[pid].CPU
 	for _, p := range Descendants(t, pid) {
-		ids = append(ids, p.PID)
+		total += p.CPU
 	}
-	var ticks int64
-	for _, id := range ids {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(id) + "/stat")
-		if err != nil {
-			continue
-		}
-		end := bytes.LastIndexByte(b, ')')
-		if end < 0 {
-			continue
-		}
-		// utime, stime, cutime, cstime: fields 14 to 17, the 12th to 15th
-		// after the parenthesis.
-		f := bytes.Fields(b[end+1:])
-		if len(f) < 15 {
-			continue
-		}
-		for _, v := range f[11:15] {
-			n, _ := strconv.ParseInt(string(v), 10, 64)
-			ticks += n
-		}
-	}
-	return time.Duration(ticks) * time.Second / clockTicks
+	return total
 }

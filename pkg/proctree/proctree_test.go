@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+	"time"
 )
 
 func TestTreeOfThisProcess(t *testing.T) {
@@ -31,5 +32,14 @@ func TestTreeOfThisProcess(t *testing.T) {
 	mem := TreeMemory(os.Getpid())
 	if bound := 2 * (self.RSS + child.RSS); mem <= 0 || mem > bound {
 		t.Errorf("tree memory %d, want positive and at most twice the resident sizes summed (%d)", mem, bound)
+	}
+}
+
+func TestTreeCPU(t *testing.T) {
+	before := TreeCPU(os.Getpid())
+	for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); {
+	}
+	if got := TreeCPU(os.Getpid()) - before; got < 100*time.Millisecond {
+		t.Errorf("300 ms of spinning counted as %v", got)
 	}
 }
