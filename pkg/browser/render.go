@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -523,6 +522,3 @@ func sortedKeys(m map[string]int) []string {
 	sort.Strings(keys)
 	return keys
 }
-
-// cutSummary joins cuts for a log line or a record.
-func cutSummary(cuts []string) string { return strings.Join(cuts, "; ") }

@@ -102,7 +102,7 @@ func (l *Loader) browserStats() metrics.BrowserStats {
 		return metrics.BrowserStats{}
 	}
 	s := b.Stats()
-	return metrics.BrowserStats{Started: true, TabsInUse: s.TabsInUse, Restarts: s.Restarts, Memory: s.Memory, Escaped: s.Escaped}
+	return metrics.BrowserStats{TabsInUse: s.TabsInUse, Restarts: s.Restarts, Memory: s.Memory, Escaped: s.Escaped}
 }
 
 // closeBrowser stops the browser, if one was started.
@@ -252,7 +252,7 @@ func (e *embeds) fetch(ctx context.Context, r *browser.Request) (*browser.Respon
 			return resp, nil // requested and archived for an earlier page
 		}
 	}
-	ex, header, err := e.l.embedGet(ctx, e.t, u, r)
+	ex, header, body, err := e.l.embedGet(ctx, e.t, u, r)
 	if errors.Is(err, netguard.ErrForbidden) {
 		return nil, &browser.Refusal{Reason: netguard.Reason}
 	}
@@ -261,10 +261,7 @@ func (e *embeds) fetch(ctx context.Context, r *browser.Request) (*browser.Respon
 	}
 	e.l.rec.archive(ex, e.t.crawlID)
 	e.l.sched.Embedded(group, ex.bodyBytes)
-	_, _, body, err := warc.ParseHTTPResponse(ex.response)
-	if err == nil {
-		body, err = httpbody.Decode(header, body, e.l.cfg.MaxBodyBytes)
-	}
+	body, err = httpbody.Decode(header, body, e.l.cfg.MaxBodyBytes)
 	if err != nil {
 		return nil, fmt.Errorf("decode %s: %w", r.URL, err)
 	}
@@ -277,14 +274,15 @@ func (e *embeds) fetch(ctx context.Context, r *browser.Request) (*browser.Respon
 
 // embedGet makes one request of a rendered page, with the browser's
 // headers but the profile's User-Agent and the loader's Accept-Encoding,
-// and keeps its exchange for the WARC segment.
-func (l *Loader) embedGet(ctx context.Context, t *task, u *url.URL, r *browser.Request) (*exchange, http.Header, error) {
+// and keeps its exchange for the WARC segment; it returns the exchange, the
+// response's headers and its body as received (still content-encoded).
+func (l *Loader) embedGet(ctx context.Context, t *task, u *url.URL, r *browser.Request) (*exchange, http.Header, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.FetchTimeout)
 	defer cancel()
 	ex := &exchange{url: r.URL}
 	req, err := http.NewRequestWithContext(withPeerIP(ctx, ex), r.Method, u.String(), nil)
 	if err != nil {
-		return nil, nil, fmt.Errorf("build request: %w", err)
+		return nil, nil, nil, fmt.Errorf("build request: %w", err)
 	}
 	for k, vs := range r.Header {
 		switch http.CanonicalHeaderKey(k) {
@@ -298,14 +296,14 @@ func (l *Loader) embedGet(ctx context.Context, t *task, u *url.URL, r *browser.R
 	ex.date = time.Now().UTC()
 	resp, err := l.embedClient.Do(req)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer resp.Body.Close()
 	limit := min(l.cfg.MaxBodyBytes, l.cfg.RenderMaxBytes)
 	room := headRoom(resp, limit)
 	buf, err := readBody(io.LimitReader(resp.Body, limit+1), room, resp.ContentLength, limit)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read body: %w", err)
+		return nil, nil, nil, fmt.Errorf("read body: %w", err)
 	}
 	ex.elapsed = time.Since(ex.date)
 	body := buf[room:]
@@ -314,7 +312,7 @@ func (l *Loader) embedGet(ctx context.Context, t *task, u *url.URL, r *browser.R
 	}
 	l.met.Response(metrics.KindEmbed, ex.elapsed, len(body))
 	ex.fill(req, resp, placeHead(resp, buf[:room+len(body)], room), len(body))
-	return ex, resp.Header, nil
+	return ex, resp.Header, body, nil
 }
 
 // renderedRecords returns the records of a rendered page: its DOM as a

@@ -243,7 +243,6 @@ func (l *Loader) Parked(n int) { l.parked.Add(float64(n)) }
 // BrowserStats is a snapshot of the loader's headless browser, read at
 // scrape time.
 type BrowserStats struct {
-	Started   bool             // the browser was started (a crawl rendered)
 	TabsInUse int64            // pages loading now
 	Restarts  map[string]int64 // by reason: pages, memory, crash
 	Memory    int64            // resident bytes of its processes at the last check
