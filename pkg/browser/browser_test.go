@@ -198,6 +198,26 @@ func TestRenderHostilePages(t *testing.T) {
 			t.Errorf("flood: %d requests made, server saw %d, cut %q", res.Requests, s.count("/r/"), res.Cut)
 		}
 	})
+	t.Run("flood-slow", func(t *testing.T) {
+		// The requests are made one at a time and none is answered before
+		// the page's time is up: the page is still cut at the first request
+		// over its limit, counted as asked for, and no more are made.
+		var made atomic.Int64
+		hold := func(ctx context.Context, r *Request) (*Response, error) {
+			made.Add(1)
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		res, err := render(t, b, srv, "/flood", &fetcher{}, func(p *Page) {
+			p.MaxRequests, p.Fetchers, p.Fetch, p.Timeout = 5, 1, hold, 2*time.Second
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := made.Load(); n > 5 || !strings.Contains(strings.Join(res.Cut, "; "), "requests: the page's limit of 5") {
+			t.Errorf("slow flood: %d requests made, cut %q", n, res.Cut)
+		}
+	})
 	t.Run("oom", func(t *testing.T) {
 		_, err := render(t, b, srv, "/oom", &fetcher{}, func(p *Page) { p.Timeout = 30 * time.Second })
 		if !errors.Is(err, ErrCrashed) {

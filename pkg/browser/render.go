@@ -172,6 +172,10 @@ type tab struct {
 	p       *Page
 	ctx     context.Context // the tab's; cancelled when Render returns
 	mainFrm cdp.FrameID
+	// fetchCtx is the context of the caller's Fetch calls: cancelled when
+	// the page is done, so that a request still being made (a server that
+	// never answers) does not hold Render past its time.
+	fetchCtx context.Context
 
 	mu         sync.Mutex
 	cond       *sync.Cond
@@ -180,6 +184,7 @@ type tab struct {
 	mainServed bool
 	blocked    bool // the tab blocks every request (a limit was reached)
 	pending    int  // requests within the limits, not yet answered
+	asked      int  // requests that count against MaxRequests, asked for so far
 	last       time.Time
 	loaded     bool
 	left       bool // a script navigated the tab away
@@ -203,6 +208,8 @@ func (b *Browser) load(ctx context.Context, inst *instance, p *Page) (*Result, e
 	t := &tab{p: p, ctx: tctx, last: time.Now(), cuts: map[string]int{}, gone: make(chan struct{})}
 	t.cond = sync.NewCond(&t.mu)
 	t.mainFrm = cdp.FrameID(chromedp.FromContext(tctx).Target.TargetID)
+	var stopFetches context.CancelFunc
+	t.fetchCtx, stopFetches = context.WithCancel(tctx)
 	var workers sync.WaitGroup
 	for range p.Fetchers {
 		workers.Add(1)
@@ -212,6 +219,7 @@ func (b *Browser) load(ctx context.Context, inst *instance, p *Page) (*Result, e
 		}()
 	}
 	defer func() {
+		stopFetches()
 		t.mu.Lock()
 		t.stopped = true
 		t.cond.Broadcast()
@@ -371,6 +379,23 @@ func (t *tab) event(ev any) {
 	switch ev := ev.(type) {
 	case *fetch.EventRequestPaused:
 		t.mu.Lock()
+		// Requests are counted against the page's limit as they are asked
+		// for, in order: a script that asks for thousands at once is cut at
+		// the first one over, however slowly the ones before it are made.
+		if t.counts(ev) {
+			t.asked++
+			if t.asked > t.p.MaxRequests {
+				// Left unanswered, like every one the tab blocks itself.
+				t.cuts[fmt.Sprintf("requests: the page's limit of %d reached, refused", t.p.MaxRequests)]++
+				first := !t.blocked
+				t.blocked = true
+				t.mu.Unlock()
+				if first {
+					go func() { _ = chromedp.Run(t.ctx, network.SetBlockedURLs([]string{"*"})) }()
+				}
+				return
+			}
+		}
 		t.queue = append(t.queue, ev)
 		t.cond.Signal()
 		t.mu.Unlock()
@@ -389,6 +414,16 @@ func (t *tab) event(ev any) {
 		// An alert() would hold the page until answered.
 		go func() { _ = chromedp.Run(t.ctx, page.HandleJavaScriptDialog(false)) }()
 	}
+}
+
+// counts reports whether a paused request counts against the page's
+// request limit: not the page itself, nor a script's navigation of the tab
+// or a method that is refused anyway.
+func (t *tab) counts(ev *fetch.EventRequestPaused) bool {
+	if ev.ResourceType == network.ResourceTypeDocument && ev.FrameID == t.mainFrm {
+		return false
+	}
+	return ev.Request.Method == http.MethodGet || ev.Request.Method == http.MethodHead
 }
 
 // work answers paused requests until the tab stops.
@@ -457,7 +492,7 @@ func (t *tab) answer(ev *fetch.EventRequestPaused) {
 	if t.p.UserAgent != "" {
 		req.Header.Set("User-Agent", t.p.UserAgent)
 	}
-	resp, err := t.p.Fetch(t.ctx, req)
+	resp, err := t.p.Fetch(t.fetchCtx, req)
 
 	t.mu.Lock()
 	t.pending--
