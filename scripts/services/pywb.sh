@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# warcio and pywb (Webrecorder's WARC library and replay system) for the archive test
-# (services/internal/grid, TestArchiveReplaysInPywb), in a Python venv, without Docker.
+# The Python tools the archive tests check gridcrawl's output with, in one Python venv, without
+# Docker: pywb (Webrecorder's replay system), warcio (its WARC library), wacz (the reference WACZ
+# implementation, `wacz validate`) and FastWARC (Resiliparse's WARC reader).
 #
 #   scripts/services/pywb.sh {install|check|env}
 #
@@ -18,20 +19,23 @@ GC_NAME=pywb
 
 PYWB_VERSION=2.9.1
 WARCIO_VERSION=1.7.5
+WACZ_VERSION=0.6.0
+FASTWARC_VERSION=2.0.1
 VENV="${GRIDCRAWL_PYWB_VENV:-$SERVICES_DIR/pywb-venv}"
 
 installed() {
 	[ -x "$VENV/bin/python" ] &&
-		"$VENV/bin/python" - "$PYWB_VERSION" "$WARCIO_VERSION" <<'PY' 2>/dev/null
+		"$VENV/bin/python" - "$PYWB_VERSION" "$WARCIO_VERSION" "$WACZ_VERSION" "$FASTWARC_VERSION" <<'PY' 2>/dev/null
 import sys
 from importlib.metadata import version
-sys.exit(0 if (version("pywb"), version("warcio")) == (sys.argv[1], sys.argv[2]) else 1)
+got = (version("pywb"), version("warcio"), version("wacz"), version("fastwarc"))
+sys.exit(0 if got == tuple(sys.argv[1:5]) else 1)
 PY
 }
 
 cmd_install() {
 	if installed; then
-		log "pywb $PYWB_VERSION and warcio $WARCIO_VERSION are installed in $VENV"
+		log "pywb $PYWB_VERSION, warcio $WARCIO_VERSION, wacz $WACZ_VERSION and fastwarc $FASTWARC_VERSION are installed in $VENV"
 		return 0
 	fi
 	ensure_cmd python3 python3
@@ -42,20 +46,23 @@ cmd_install() {
 	mkdir -p "$(dirname "$VENV")"
 	rm -rf "$VENV"
 	python3 -m venv "$VENV" >&2
-	"$VENV/bin/pip" install --disable-pip-version-check -q "pywb==$PYWB_VERSION" "warcio==$WARCIO_VERSION" >&2 || {
+	"$VENV/bin/pip" install --disable-pip-version-check -q "pywb==$PYWB_VERSION" "warcio==$WARCIO_VERSION" \
+		"wacz==$WACZ_VERSION" "fastwarc==$FASTWARC_VERSION" >&2 || {
 		rm -rf "$VENV"
-		die "pip could not install pywb==$PYWB_VERSION warcio==$WARCIO_VERSION from PyPI"
+		die "pip could not install pywb==$PYWB_VERSION warcio==$WARCIO_VERSION wacz==$WACZ_VERSION fastwarc==$FASTWARC_VERSION from PyPI"
 	}
-	installed || die "installed, but $VENV does not report pywb $PYWB_VERSION and warcio $WARCIO_VERSION"
-	log "installed pywb $PYWB_VERSION and warcio $WARCIO_VERSION in $VENV"
+	installed || die "installed, but $VENV does not report pywb $PYWB_VERSION, warcio $WARCIO_VERSION, wacz $WACZ_VERSION and fastwarc $FASTWARC_VERSION"
+	log "installed pywb $PYWB_VERSION, warcio $WARCIO_VERSION, wacz $WACZ_VERSION and fastwarc $FASTWARC_VERSION in $VENV"
 }
 
 cmd_check() {
-	installed || die "pywb $PYWB_VERSION / warcio $WARCIO_VERSION missing in $VENV (run: $0 install)"
+	installed || die "pywb $PYWB_VERSION / warcio $WARCIO_VERSION / wacz $WACZ_VERSION / fastwarc $FASTWARC_VERSION missing in $VENV (run: $0 install)"
 	"$VENV/bin/warcio" --help >/dev/null || die "warcio does not run"
 	"$VENV/bin/wb-manager" --help >/dev/null || die "wb-manager does not run"
 	"$VENV/bin/wayback" --help >/dev/null || die "wayback does not run"
-	log "warcio, wb-manager and wayback run"
+	"$VENV/bin/wacz" --help >/dev/null || die "wacz does not run"
+	"$VENV/bin/python" -c 'import fastwarc.warc' || die "fastwarc does not import"
+	log "warcio, wb-manager, wayback, wacz and fastwarc run"
 }
 
 cmd_env() { printf 'GRIDCRAWL_PYWB_VENV=%s\n' "$VENV"; }
