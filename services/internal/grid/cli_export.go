@@ -22,6 +22,9 @@ const exportUsage = `  export  [--data DIR] [--api URL] cdxj CRAWL_ID
           [--data DIR] [--api URL] [--json] [--out DIR] segments CRAWL_ID
                                                 list the crawl's WARC segments; with --out, download them and
                                                 the crawl's CDXJ (DIR/index.cdxj), ready for a pywb collection
+          [--data DIR] [--api URL] --wet|--wat [--out DIR] CRAWL_ID
+                                                list each segment's Common Crawl WET (page text) or WAT
+                                                (record metadata) file; with --out, download them into DIR
 `
 
 func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -30,9 +33,14 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	api := fs.String("api", "", "MCP base URL")
 	asJSON := fs.Bool("json", false, "segments: print JSON")
 	out := fs.String("out", "", "segments: download the segments and the crawl's index.cdxj into this directory")
+	wet := fs.Bool("wet", false, "list (or, with --out, download) each segment's WET file: export --wet CRAWL_ID")
+	wat := fs.Bool("wat", false, "list (or, with --out, download) each segment's WAT file: export --wat CRAWL_ID")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
+	}
+	if *wet || *wat {
+		return exportDerived(ctx, *api, *data, *out, *wet, *wat, pos, stdout)
 	}
 	if len(pos) != 2 {
 		return usageError{errors.New("want WHAT CRAWL_ID; WHAT is cdxj, docs or segments")}

@@ -23,6 +23,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
 	"github.com/gridcrawl/gridcrawl/pkg/search"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
+	"github.com/gridcrawl/gridcrawl/services/internal/crawler"
 	"github.com/gridcrawl/gridcrawl/services/internal/diskspace"
 	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
 )
@@ -98,6 +99,10 @@ type Deps struct {
 	// Metrics is served at /metrics and receives MCP's metrics; nil: MCP
 	// makes a registry of its own.
 	Metrics *metrics.Registry
+	// Crawler is the crawlers' configuration, whose limits WET files
+	// extract page text with, so that it is the indexed text (zero fields:
+	// the crawler's defaults).
+	Crawler crawler.Config
 	// Disk watches the data directory of embedded backends (nil: none):
 	// /readyz reports it and new crawls are refused with 507 while it is
 	// full.
