@@ -124,15 +124,7 @@ func utf8Valid(s string) bool { return !strings.ContainsRune(s, '\uFFFD') }
 // locates the record where warcio finds it, and whose HTML metadata lists
 // what the site's pages hold.
 func TestWETAndWAT(t *testing.T) {
-	venv := pywbVenv(t)
-	python := filepath.Join(venv, "bin", "python")
-	if err := exec.Command(python, "-c", "import fastwarc.warc").Run(); err != nil {
-		testenv.Unavailable(t, "no FastWARC in %s: install it with scripts/services/pywb.sh install", venv)
-	}
-	script := filepath.Join(t.TempDir(), "read_derived.py")
-	if err := os.WriteFile(script, []byte(readDerivedPy), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	venv, python, script := derivedTools(t)
 	start := serveSite(t, "derived.test", derivedHandler())
 	cfg := testConfig(t, t.TempDir(), "derived.test=127.0.0.1")
 	_, api := startGrid(t, cfg)
@@ -288,4 +280,99 @@ func jsonAt(v any, keys ...string) any {
 		v = m[k]
 	}
 	return v
+}
+
+// derivedTools returns the venv's python and the reading script, or skips.
+func derivedTools(t *testing.T) (venv, python, script string) {
+	t.Helper()
+	venv = pywbVenv(t)
+	python = filepath.Join(venv, "bin", "python")
+	if err := exec.Command(python, "-c", "import fastwarc.warc").Run(); err != nil {
+		testenv.Unavailable(t, "no FastWARC in %s: install it with scripts/services/pywb.sh install", venv)
+	}
+	script = filepath.Join(t.TempDir(), "read_derived.py")
+	if err := os.WriteFile(script, []byte(readDerivedPy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return venv, python, script
+}
+
+// TestWETOfRenderedPages crawls a site whose pages get their text from
+// scripts, rendering them: the WET text of each rendered page is its
+// indexed text, which holds what only the scripts wrote (the page's
+// token), and the WAT has the envelope of each record of the segment,
+// the DOM's conversion record included, with the DOM's links.
+func TestWETOfRenderedPages(t *testing.T) {
+	t.Setenv("GRIDCRAWL_CHROMIUM", chromiumPath(t))
+	_, python, script := derivedTools(t)
+	cfg := testConfig(t, t.TempDir(), "")
+	g, api := startGrid(t, cfg)
+	site, base, id := renderCrawl(t, g, api, contracts.RenderAuto, 2)
+	rendered := indexedPaths(t, g, id, base)
+
+	docs := map[string]contracts.Document{}
+	sc := bufio.NewScanner(strings.NewReader(cliExport(t, "--api", api, "docs", id)))
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		var d contracts.Document
+		if err := json.Unmarshal(sc.Bytes(), &d); err != nil {
+			t.Fatal(err)
+		}
+		docs[d.URL] = d
+	}
+	dir := t.TempDir()
+	cliExport(t, "--api", api, "--out", dir, "segments", id)
+	cliExport(t, "--api", api, "--wet", "--wat", "--out", dir, id)
+	segs, _ := filepath.Glob(filepath.Join(dir, "*.warc.gz"))
+	texts := map[string]string{}
+	conversions := 0
+	for _, seg := range segs {
+		name := strings.TrimSuffix(filepath.Base(seg), ".gz")
+		warcRecs := readWithPython(t, python, script, seg, false)
+		for _, r := range readWithPython(t, python, script, filepath.Join(dir, name+".wet.gz"), true)[1:] {
+			texts[r.URI] = r.Block
+		}
+		wat := readWithPython(t, python, script, filepath.Join(dir, name+".wat.gz"), true)
+		if len(wat) != len(warcRecs)+1 {
+			t.Fatalf("%s: %d WAT records for %d records", name, len(wat), len(warcRecs))
+		}
+		for i, r := range wat[1:] {
+			if r.RefersTo != warcRecs[i].ID {
+				t.Errorf("WAT record %d refers to %s, want %s", i+1, r.RefersTo, warcRecs[i].ID)
+			}
+			if warcRecs[i].Type != "conversion" {
+				continue
+			}
+			conversions++
+			var env map[string]any
+			if err := json.Unmarshal([]byte(r.Block), &env); err != nil {
+				t.Fatal(err)
+			}
+			if links, _ := jsonAt(env, "Envelope", "Payload-Metadata", "HTML-Metadata", "Links").([]any); len(links) == 0 &&
+				strings.Contains(warcRecs[i].Block, "href") {
+				t.Errorf("WAT of the DOM of %s lists no link", warcRecs[i].URI)
+			}
+		}
+	}
+	scripted := 0
+	for _, p := range site.ScriptPages() {
+		r, ok := rendered[p]
+		if !ok || r.Render == "" {
+			continue
+		}
+		scripted++
+		d := docs[base+p]
+		got, ok := texts[base+p]
+		if !ok || got != d.FirstTitle()+"\n"+d.Text || !strings.Contains(got, site.Token(p)) {
+			t.Errorf("WET text of the rendered page %s = %q (%v), want the indexed %q with its token %s", p, got, ok, d.FirstTitle()+"\n"+d.Text, site.Token(p))
+		}
+	}
+	if scripted == 0 || conversions < scripted {
+		t.Errorf("%d rendered pages, %d conversion records: the crawl rendered nothing", scripted, conversions)
+	}
+	for u, d := range docs {
+		if got, ok := texts[u]; !ok || got != d.FirstTitle()+"\n"+d.Text {
+			t.Errorf("WET text of %s = %q (%v), want the indexed %q", u, got, ok, d.FirstTitle()+"\n"+d.Text)
+		}
+	}
 }
