@@ -115,7 +115,7 @@ func Open(cfg Config, log *slog.Logger, ln net.Listener) (*Grid, error) {
 		Indexer: indexer.New(cfg.Indexer, indexer.Deps{Queue: set.Queue, Tx: set.Tx, Search: set.Search, Gate: gate,
 			Metrics: set.Metrics, Logger: log.With("service", "indexer"), Nudge: co.NudgeFinish}),
 		MCP: mcp.New(cfg.MCP, mcp.Deps{Crawls: co, Queue: set.Queue, Tx: set.Tx, Profiles: set.Profiles, Search: set.Search, Assets: set.Assets,
-			HCF: set.HCF, Shards: shards, Embedded: set.Embedded, Logger: mlog, Listener: ln, Metrics: set.Metrics, Disk: set.Disk, Crawler: cfg.Crawler}),
+			HCF: set.HCF, Shards: shards, Embedded: set.Embedded, Logger: mlog, Listener: ln, Metrics: set.Metrics, Disk: set.Disk}),
 		Loader: l,
 		Crawler: crawler.New(cfg.Crawler, crawler.Deps{Queue: set.Queue, Tx: set.Tx, Assets: set.Assets, Profiles: set.Profiles,
 			Group: group, Shards: shards, Handoff: handoff, Logger: log.With("service", "crawler"), Gate: gate, Metrics: set.Metrics}),

@@ -118,7 +118,7 @@ func (m *MCP) scopeOf(r *http.Request, id, key string) (derivedScope, error) {
 
 // textConfig is the crawler configuration WET text is extracted with.
 func (m *MCP) textConfig() crawler.Config {
-	c := m.deps.Crawler
+	c := crawler.Config{MaxBodyBytes: m.cfg.MaxBodyBytes, MaxTextBytes: m.cfg.MaxTextBytes, MaxLinks: m.cfg.MaxLinks}
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = 8 << 20
 	}

@@ -23,7 +23,6 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
 	"github.com/gridcrawl/gridcrawl/pkg/search"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
-	"github.com/gridcrawl/gridcrawl/services/internal/crawler"
 	"github.com/gridcrawl/gridcrawl/services/internal/diskspace"
 	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
 )
@@ -40,6 +39,13 @@ type Config struct {
 	// (gridcrawl_crawl_urls, gridcrawl_crawls) are reused before they are
 	// read from the backends again, whatever the scrape rate.
 	MetricsCache time.Duration `env:"GRIDCRAWL_METRICS_CACHE" envDefault:"10s"`
+	// WET files extract page text with the crawler's limits (those of
+	// crawler.Config, read here too), so that their text is the indexed
+	// text.
+
+	MaxBodyBytes int64 `env:"GRIDCRAWL_MAX_BODY_BYTES" envDefault:"8388608"`
+	MaxTextBytes int   `env:"GRIDCRAWL_MAX_TEXT_BYTES" envDefault:"1048576"`
+	MaxLinks     int   `env:"GRIDCRAWL_MAX_LINKS" envDefault:"5000"`
 }
 
 // Validate checks c.
@@ -99,10 +105,6 @@ type Deps struct {
 	// Metrics is served at /metrics and receives MCP's metrics; nil: MCP
 	// makes a registry of its own.
 	Metrics *metrics.Registry
-	// Crawler is the crawlers' configuration, whose limits WET files
-	// extract page text with, so that it is the indexed text (zero fields:
-	// the crawler's defaults).
-	Crawler crawler.Config
 	// Disk watches the data directory of embedded backends (nil: none):
 	// /readyz reports it and new crawls are refused with 507 while it is
 	// full.
