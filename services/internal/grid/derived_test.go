@@ -149,6 +149,18 @@ func TestWETAndWAT(t *testing.T) {
 		}
 	}
 
+	// Derived files of a segment that is not there, or not the crawl's.
+	for _, name := range []string{"gridcrawl-20000101000000000-00001-l-p.warc.wet.gz", "gridcrawl-20000101000000000-00001-l-p.warc.wat.gz"} {
+		resp, err := http.Get(api + "/api/v1/crawls/" + id + "/segments/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("GET %s = %d, want 404", name, resp.StatusCode)
+		}
+	}
+
 	dir := t.TempDir()
 	cliExport(t, "--api", api, "--out", dir, "segments", id)
 	printed := cliExport(t, "--api", api, "--wet", "--wat", "--out", dir, id)

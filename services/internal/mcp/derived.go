@@ -168,6 +168,10 @@ func (m *MCP) segmentDerived(w http.ResponseWriter, r *http.Request, id, name, k
 		jsonapi.Error(w, http.StatusInternalServerError, "could not read the segment's index", "")
 		return
 	}
+	if len(scope.members) == 0 {
+		jsonapi.Error(w, http.StatusNotFound, "the segment holds no record of the crawl", "name")
+		return
+	}
 	w.Header().Set("Content-Type", "application/warc+gzip")
 	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s"`, name))
 	w.WriteHeader(http.StatusOK)
