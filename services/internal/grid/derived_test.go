@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	_ "embed"
 	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -313,7 +314,8 @@ func derivedTools(t *testing.T) (venv, python, script string) {
 // scripts, rendering them: the WET text of each rendered page is its
 // indexed text, which holds what only the scripts wrote (the page's
 // token), and the WAT has the envelope of each record of the segment,
-// the DOM's conversion record included, with the DOM's links.
+// the DOM's conversion record included, and gives the page's response the
+// DOM's links.
 func TestWETOfRenderedPages(t *testing.T) {
 	t.Setenv("GRIDCRAWL_CHROMIUM", chromiumPath(t))
 	_, python, script := derivedTools(t)
@@ -348,21 +350,40 @@ func TestWETOfRenderedPages(t *testing.T) {
 		if len(wat) != len(warcRecs)+1 {
 			t.Fatalf("%s: %d WAT records for %d records", name, len(wat), len(warcRecs))
 		}
-		for i, r := range wat[1:] {
-			if r.RefersTo != warcRecs[i].ID {
-				t.Errorf("WAT record %d refers to %s, want %s", i+1, r.RefersTo, warcRecs[i].ID)
-			}
-			if warcRecs[i].Type != "conversion" {
-				continue
-			}
-			conversions++
+		// One envelope per record (a rendered page's response envelope
+		// waits for its DOM, so records written between them may come
+		// first); a rendered page's response envelope has its DOM's links.
+		envs := map[string]map[string]any{}
+		for _, r := range wat[1:] {
 			var env map[string]any
 			if err := json.Unmarshal([]byte(r.Block), &env); err != nil {
 				t.Fatal(err)
 			}
-			if links, _ := jsonAt(env, "Envelope", "Payload-Metadata", "HTML-Metadata", "Links").([]any); len(links) == 0 &&
-				strings.Contains(warcRecs[i].Block, "href") {
-				t.Errorf("WAT of the DOM of %s lists no link", warcRecs[i].URI)
+			if envs[r.RefersTo] != nil {
+				t.Errorf("two WAT records of %s", r.RefersTo)
+			}
+			envs[r.RefersTo] = env
+		}
+		byID := map[string]readRecord{}
+		for _, rec := range warcRecs {
+			byID[rec.ID] = rec
+			if envs[rec.ID] == nil {
+				t.Errorf("no WAT record of %s %s", rec.Type, rec.ID)
+			}
+		}
+		for _, rec := range warcRecs {
+			if rec.Type != "conversion" {
+				continue
+			}
+			conversions++
+			resp := byID[rec.RefersTo]
+			domLinks := jsonAt(envs[rec.ID], "Envelope", "Payload-Metadata", "HTML-Metadata", "Links")
+			respLinks := jsonAt(envs[resp.ID], "Envelope", "Payload-Metadata", "HTTP-Response-Metadata", "HTML-Metadata", "Links")
+			if links, _ := domLinks.([]any); len(links) == 0 && strings.Contains(rec.Block, "href") {
+				t.Errorf("WAT of the DOM of %s lists no link", rec.URI)
+			}
+			if fmt.Sprint(domLinks) != fmt.Sprint(respLinks) {
+				t.Errorf("WAT of the rendered page %s: response links %v, want its DOM's %v", rec.URI, respLinks, domLinks)
 			}
 		}
 	}

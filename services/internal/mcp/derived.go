@@ -32,8 +32,8 @@ import (
 //     Crawl's WET files: their page's text is in the record they revisit.
 //   - NAME.warc.wat.gz: a warcinfo record, then one metadata record per
 //     record of the crawl in the segment (Common Crawl's JSON envelope,
-//     warc.Envelope), with the HTML-Metadata of HTML responses and of a
-//     rendered page's DOM.
+//     warc.Envelope), with the HTML-Metadata of HTML responses; a
+//     rendered page's response and DOM both get the DOM's (emitWAT).
 //
 // A segment may hold records of several crawls: served under a crawl, a
 // derived file holds that crawl's records only. A response or revisit is
@@ -211,6 +211,9 @@ type deriver struct {
 	rendered map[string]warc.Scanned
 	// pending is a request record whose response has not come yet.
 	pending *warc.Scanned
+	// waiting are rendered pages' responses whose DOM has not come yet
+	// (WAT), in order.
+	waiting []warc.Scanned
 }
 
 func (d *deriver) run(sc *warc.Scanner) error {
@@ -229,7 +232,13 @@ func (d *deriver) run(sc *warc.Scanner) error {
 			return err
 		}
 	}
-	return d.open(warc.Scanned{})
+	if err := d.open(warc.Scanned{}); err != nil {
+		return err
+	}
+	if d.wat != nil {
+		return d.flushWaiting()
+	}
+	return nil
 }
 
 // open writes the derived file's warcinfo record, dated as the segment's
@@ -283,9 +292,13 @@ func (d *deriver) record(s warc.Scanned) error {
 	return d.emit(s, typ)
 }
 
+// maxWaiting bounds the rendered pages' responses a WAT waits with for
+// their DOM: past it the oldest is written with its own HTML metadata.
+const maxWaiting = 8
+
 func (d *deriver) emit(s warc.Scanned, typ string) error {
 	if d.wat != nil {
-		return d.wat.Write(s, d.htmlMeta(s, typ))
+		return d.emitWAT(s, typ)
 	}
 	switch typ {
 	case warc.TypeResponse:
@@ -312,6 +325,52 @@ func (d *deriver) emit(s warc.Scanned, typ string) error {
 		delete(d.rendered, s.Header.Get(warc.FieldRefersTo))
 		return d.writeText(resp, s.Block)
 	}
+	return nil
+}
+
+// emitWAT writes the envelope of s. The envelope of a rendered page's
+// response waits for the page's DOM (its conversion record, which the
+// loader writes after it), whose HTML metadata it takes: the links the
+// crawler followed, where WAT readers look for them. It is written just
+// before the DOM's own envelope.
+func (d *deriver) emitWAT(s warc.Scanned, typ string) error {
+	switch typ {
+	case warc.TypeResponse:
+		if d.scope.pages[s.Offset].rendered {
+			if len(d.waiting) >= maxWaiting {
+				if err := d.wat.Write(d.waiting[0], d.htmlMeta(d.waiting[0], warc.TypeResponse)); err != nil {
+					return err
+				}
+				d.waiting = d.waiting[1:]
+			}
+			d.waiting = append(d.waiting, s)
+			return nil
+		}
+	case warc.TypeConversion:
+		meta := d.htmlMeta(s, typ)
+		for i, resp := range d.waiting {
+			if warc.RecordID(resp.Record) == s.Header.Get(warc.FieldRefersTo) {
+				d.waiting = append(d.waiting[:i], d.waiting[i+1:]...)
+				if err := d.wat.Write(resp, meta); err != nil {
+					return err
+				}
+				break
+			}
+		}
+		return d.wat.Write(s, meta)
+	}
+	return d.wat.Write(s, d.htmlMeta(s, typ))
+}
+
+// flushWaiting writes the envelopes of rendered pages' responses whose DOM
+// never came, with their own HTML metadata.
+func (d *deriver) flushWaiting() error {
+	for _, resp := range d.waiting {
+		if err := d.wat.Write(resp, d.htmlMeta(resp, warc.TypeResponse)); err != nil {
+			return err
+		}
+	}
+	d.waiting = nil
 	return nil
 }
 
