@@ -214,23 +214,41 @@ func httpMetadata(block []byte, request bool) (map[string]any, bool) {
 	return m, true
 }
 
+// SetHTML sets the HTML-Metadata of e's payload to html, where Envelope
+// would have put it.
+func (e *WATEnvelope) SetHTML(html any) {
+	if m, ok := e.Envelope.Payload["HTTP-Response-Metadata"].(map[string]any); ok {
+		m["HTML-Metadata"] = html
+		return
+	}
+	if _, req := e.Envelope.Payload["HTTP-Request-Metadata"]; !req {
+		e.Envelope.Payload["HTML-Metadata"] = html
+	}
+}
+
 // Write appends the metadata record of s, a record of the source WARC
 // file, with html as its payload's HTML-Metadata (nil: none; see
 // Envelope).
 func (w *WATWriter) Write(s Scanned, html any) error {
+	return w.WriteEnvelope(s.Header, s.Offset, Envelope(s, w.source, html))
+}
+
+// WriteEnvelope appends the metadata record holding env, the envelope of
+// the record with header h at offset in the source WARC file.
+func (w *WATWriter) WriteEnvelope(h Header, offset int64, env WATEnvelope) error {
 	w.buf.Reset()
 	enc := json.NewEncoder(&w.buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(Envelope(s, w.source, html)); err != nil {
+	if err := enc.Encode(env); err != nil {
 		return fmt.Errorf("encode wat envelope: %w", err)
 	}
 	block := bytes.TrimRight(w.buf.Bytes(), "\n")
-	id := RecordID(s.Record)
-	target := s.Header.Get(FieldTargetURI)
+	id := h.Get(FieldRecordID)
+	target := h.Get(FieldTargetURI)
 	if target == "" {
 		target = w.source // a warcinfo record's envelope names its file, as Common Crawl's do
 	}
-	date := s.Header.Get(FieldDate)
+	date := h.Get(FieldDate)
 	if date == "" {
 		date = FormatDate(time.Unix(0, 0))
 	}
@@ -238,7 +256,7 @@ func (w *WATWriter) Write(s Scanned, html any) error {
 		{FieldType, TypeMetadata},
 		{FieldTargetURI, oneLine(target)},
 		{FieldDate, oneLine(date)},
-		{FieldRecordID, derivedID("wat", id+" "+itoa(s.Offset))},
+		{FieldRecordID, derivedID("wat", id+" "+itoa(offset))},
 		{FieldRefersTo, oneLine(id)},
 		{FieldContentType, "application/json"},
 		{FieldBlockDigest, Digest(block)},

@@ -213,7 +213,7 @@ type deriver struct {
 	pending *warc.Scanned
 	// waiting are rendered pages' responses whose DOM has not come yet
 	// (WAT), in order.
-	waiting []warc.Scanned
+	waiting []waitingEnvelope
 }
 
 func (d *deriver) run(sc *warc.Scanner) error {
@@ -338,20 +338,23 @@ func (d *deriver) emitWAT(s warc.Scanned, typ string) error {
 	case warc.TypeResponse:
 		if d.scope.pages[s.Offset].rendered {
 			if len(d.waiting) >= maxWaiting {
-				if err := d.wat.Write(d.waiting[0], d.htmlMeta(d.waiting[0], warc.TypeResponse)); err != nil {
+				if err := d.writeWaiting(d.waiting[0], nil); err != nil {
 					return err
 				}
 				d.waiting = d.waiting[1:]
 			}
-			d.waiting = append(d.waiting, s)
+			// The envelope without HTML metadata, not the record: its
+			// block is no longer needed.
+			d.waiting = append(d.waiting, waitingEnvelope{header: s.Header, offset: s.Offset,
+				env: warc.Envelope(s, d.source, nil), own: d.htmlMeta(s, typ)})
 			return nil
 		}
 	case warc.TypeConversion:
 		meta := d.htmlMeta(s, typ)
-		for i, resp := range d.waiting {
-			if warc.RecordID(resp.Record) == s.Header.Get(warc.FieldRefersTo) {
+		for i, w := range d.waiting {
+			if w.header.Get(warc.FieldRecordID) == s.Header.Get(warc.FieldRefersTo) {
 				d.waiting = append(d.waiting[:i], d.waiting[i+1:]...)
-				if err := d.wat.Write(resp, meta); err != nil {
+				if err := d.writeWaiting(w, meta); err != nil {
 					return err
 				}
 				break
@@ -362,11 +365,32 @@ func (d *deriver) emitWAT(s warc.Scanned, typ string) error {
 	return d.wat.Write(s, d.htmlMeta(s, typ))
 }
 
+// waitingEnvelope is the envelope of a rendered page's response waiting
+// for its DOM's HTML metadata; own is the response's own.
+type waitingEnvelope struct {
+	header warc.Header
+	offset int64
+	env    warc.WATEnvelope
+	own    any
+}
+
+// writeWaiting writes w's envelope with the HTML metadata html (nil: the
+// response's own).
+func (d *deriver) writeWaiting(w waitingEnvelope, html any) error {
+	if html == nil {
+		html = w.own
+	}
+	if html != nil {
+		w.env.SetHTML(html)
+	}
+	return d.wat.WriteEnvelope(w.header, w.offset, w.env)
+}
+
 // flushWaiting writes the envelopes of rendered pages' responses whose DOM
 // never came, with their own HTML metadata.
 func (d *deriver) flushWaiting() error {
-	for _, resp := range d.waiting {
-		if err := d.wat.Write(resp, d.htmlMeta(resp, warc.TypeResponse)); err != nil {
+	for _, w := range d.waiting {
+		if err := d.writeWaiting(w, nil); err != nil {
 			return err
 		}
 	}
