@@ -778,7 +778,7 @@ func (c *Crawler) extract(pageURL, mt, ctype string, body []byte, u *url.URL, li
 // under cfg: what the crawler keeps of it. A page's links may take at most
 // a small multiple of its own bytes once resolved, so that what is stored
 // and queued for it stays bounded by its size (and 64 KiB for the smallest
-// pages). WET files (pkg/warc) extract with the same limits, so that their
+// pages). WET files (TextOf) extract with the same limits, so that their
 // text is the index's.
 func Limits(cfg Config, bodyBytes int) extract.Limits {
 	return extract.Limits{MaxTextBytes: cfg.MaxTextBytes, MaxLinks: cfg.MaxLinks,
