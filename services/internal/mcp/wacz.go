@@ -15,8 +15,8 @@ import (
 
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
 	"github.com/gridcrawl/gridcrawl/pkg/search"
-	"github.com/gridcrawl/gridcrawl/pkg/warc"
 	"github.com/gridcrawl/gridcrawl/pkg/wacz"
+	"github.com/gridcrawl/gridcrawl/pkg/warc"
 )
 
 // crawlWACZ serves GET /api/v1/crawls/{id}/wacz: the crawl as one WACZ
