@@ -83,8 +83,10 @@ func TestWACZReplaysInReplayWebPage(t *testing.T) {
 	mux.HandleFunc("GET /ui.js", func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, filepath.Join(rwp, "ui.js")) })
 	// The service worker, at the embed's default replay base ./replay/.
 	mux.HandleFunc("GET /replay/sw.js", func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, filepath.Join(rwp, "sw.js")) })
-	mux.HandleFunc("GET /crawl.wacz", func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, file) }) // with Range
-	srv := httptest.NewServer(mux)                                                                                 // 127.0.0.1: a secure context, where service workers run
+	// The WACZ, with Range requests, as ReplayWeb.page reads it.
+	mux.HandleFunc("GET /crawl.wacz", func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, file) })
+	// On 127.0.0.1: a secure context, where service workers run.
+	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
