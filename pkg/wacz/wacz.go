@@ -109,6 +109,10 @@ type Crawl struct {
 	// RunBytes bounds the index lines sorted in memory at once (0 for
 	// RunBytes).
 	RunBytes int
+	// PlainLines is the most lines written as a plain index, BlockLines
+	// the lines of a block of a compressed one (0 for PlainIndexLines and
+	// BlockLines); -1 always compresses.
+	PlainLines, BlockLines int
 }
 
 // Export is an archive being written: its index sorted into runs on disk,
@@ -130,6 +134,12 @@ func Prepare(ctx context.Context, c Crawl) (*Export, error) {
 	c.Created = c.Created.UTC().Truncate(time.Second)
 	if c.RunBytes <= 0 {
 		c.RunBytes = RunBytes
+	}
+	if c.PlainLines == 0 {
+		c.PlainLines = PlainIndexLines
+	}
+	if c.BlockLines <= 0 {
+		c.BlockLines = BlockLines
 	}
 	e := &Export{c: c}
 	var run [][]byte
@@ -397,7 +407,7 @@ func (e *Export) writeIndex(w *writer) error {
 		return err
 	}
 	defer m.close()
-	if e.lines <= PlainIndexLines {
+	if e.lines <= int64(e.c.PlainLines) {
 		en, err := w.create("indexes/index.cdxj", zip.Deflate)
 		if err != nil {
 			return err
@@ -483,7 +493,7 @@ func (e *Export) writeZipNum(w *writer, m *merger) error {
 		}
 		block.Write(l)
 		n++
-		if n == BlockLines {
+		if n == e.c.BlockLines {
 			if err := flush(); err != nil {
 				return err
 			}
