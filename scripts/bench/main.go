@@ -49,6 +49,13 @@
 // soak-render):
 //
 //	go build -o bin/ ./services/... && go run ./scripts/bench -render-soak [-render-out DIR]
+//
+// With -wacz it writes a crawl of -wacz-pages pages straight into a file
+// store (WARC segments of -wacz-segment-pages responses, each with its CDXJ
+// index in arrival order), exports it as one WACZ with pkg/wacz, and prints
+// the export's MB/s, the peak Go heap while exporting and the peak RSS:
+//
+//	go run ./scripts/bench -wacz -wacz-pages 100000 [-wacz-out crawl.wacz]
 package main
 
 import (
@@ -106,7 +113,26 @@ func main() {
 	flag.StringVar(&rc.seed, "render-seed", "all", "with -render, the start URLs: all (every page of the sites) or home (each site's /)")
 	flag.StringVar(&rc.out, "render-out", "", "with -render-soak, the directory of samples.tsv and the grid's log (default: a new temporary directory)")
 	flag.DurationVar(&rc.limit, "render-limit", 60*time.Minute, "with -render or -render-soak, the longest one crawl may take")
+	var wc waczConfig
+	waczRun := flag.Bool("wacz", false, "write a crawl of -wacz-pages pages as WARC segments and indexes, export it as one WACZ (pkg/wacz) and print MB/s and peak memory")
+	flag.IntVar(&wc.pages, "wacz-pages", 100000, "with -wacz, pages of the crawl")
+	flag.IntVar(&wc.perSegment, "wacz-segment-pages", 10000, "with -wacz, responses per WARC segment")
+	flag.IntVar(&wc.bytes, "wacz-page-bytes", 4096, "with -wacz, body bytes per page")
+	flag.StringVar(&wc.dir, "wacz-dir", "", "with -wacz, the directory of the crawl's store and the index runs (default: a new temporary directory, removed after)")
+	flag.StringVar(&wc.out, "wacz-out", "", "with -wacz, write the WACZ to this file (default: count and discard it)")
+	flag.BoolVar(&wc.text, "wacz-text", false, "with -wacz, put each page's text in pages.jsonl")
 	flag.Parse()
+	if *waczRun {
+		if wc.pages < 1 || wc.perSegment < 1 || wc.bytes < 0 {
+			fmt.Fprintln(os.Stderr, "bench: -wacz-pages and -wacz-segment-pages must be positive, -wacz-page-bytes not negative")
+			os.Exit(2)
+		}
+		if err := waczBench(wc); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *render || *soak {
 		run, pages, sites := renderBench, 500, 4
 		if *soak {
