@@ -11,7 +11,7 @@
 // The archive holds:
 //
 //	archive/<segment name>     each WARC segment, stored (not deflated), so that the index's offsets point into it
-//	indexes/index.cdxj         the sorted CDXJ index, for up to PlainIndexLines lines; above that
+//	indexes/index.cdx          the sorted CDXJ index (named .cdx, which pywb's wb-manager takes), for up to PlainIndexLines lines; above that
 //	indexes/index.cdx.gz       the same lines in gzip blocks of BlockLines lines (ZipNum, as py-wacz writes it)
 //	indexes/index.idx          with one line per block
 //	pages/pages.jsonl          the pages (json-pages-1.0)
@@ -47,7 +47,7 @@ import (
 const Version = "1.1.1"
 
 // PlainIndexLines is the most index lines written as one plain
-// indexes/index.cdxj; a larger index is written compressed.
+// indexes/index.cdx; a larger index is written compressed.
 const PlainIndexLines = 3000
 
 // BlockLines is the number of CDXJ lines of one gzip block of a compressed
@@ -89,7 +89,8 @@ type Crawl struct {
 	// Created is the package's creation time (now when zero).
 	Created time.Time
 	// MainPageURL is the page the archive opens at (a start URL), written
-	// as mainPageURL when a page has that URL.
+	// as mainPageUrl (with its page's time as mainPageDate) when a page
+	// has that URL.
 	MainPageURL string
 	// Store holds the segments.
 	Store assets.Store
@@ -288,7 +289,7 @@ func (e *Export) WriteTo(ctx context.Context, out io.Writer) error {
 		Resources    []resource `json:"resources"`
 		Title        string     `json:"title,omitempty"`
 		Description  string     `json:"description,omitempty"`
-		MainPageURL  string     `json:"mainPageURL,omitempty"`
+		MainPageURL  string     `json:"mainPageUrl,omitempty"`
 		MainPageDate string     `json:"mainPageDate,omitempty"`
 		Created      string     `json:"created"`
 		WACZVersion  string     `json:"wacz_version"`
@@ -408,7 +409,7 @@ func (e *Export) writeIndex(w *writer) error {
 	}
 	defer m.close()
 	if e.lines <= int64(e.c.PlainLines) {
-		en, err := w.create("indexes/index.cdxj", zip.Deflate)
+		en, err := w.create("indexes/index.cdx", zip.Deflate)
 		if err != nil {
 			return err
 		}
@@ -424,7 +425,7 @@ func (e *Export) writeIndex(w *writer) error {
 			bw.Write(l)
 		}
 		if err := bw.Flush(); err != nil {
-			return fmt.Errorf("write index.cdxj: %w", err)
+			return fmt.Errorf("write index.cdx: %w", err)
 		}
 		w.done(en)
 		return nil

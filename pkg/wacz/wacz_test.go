@@ -123,7 +123,7 @@ type datapackage struct {
 		Bytes            int64
 	} `json:"resources"`
 	Title        string `json:"title"`
-	MainPageURL  string `json:"mainPageURL"`
+	MainPageURL  string `json:"mainPageUrl"`
 	MainPageDate string `json:"mainPageDate"`
 	Created      string `json:"created"`
 	WACZVersion  string `json:"wacz_version"`
@@ -218,8 +218,8 @@ func TestExportPlainIndex(t *testing.T) {
 			t.Errorf("archive/%s differs from the segment", name)
 		}
 	}
-	if diff := cmp.Diff(f.lines, splitLines(files["indexes/index.cdxj"])); diff != "" {
-		t.Errorf("index.cdxj (-want +got):\n%s", diff)
+	if diff := cmp.Diff(f.lines, splitLines(files["indexes/index.cdx"])); diff != "" {
+		t.Errorf("index.cdx (-want +got):\n%s", diff)
 	}
 	if _, ok := files["indexes/index.cdx.gz"]; ok {
 		t.Errorf("a small index was written compressed")
@@ -267,7 +267,7 @@ func TestExportCompressedIndex(t *testing.T) {
 	f := newFixture(t, 3, 1500, 1)
 	f.crawl.RunBytes = 64 << 10
 	files, _ := checkPackage(t, export(t, f.crawl))
-	if _, ok := files["indexes/index.cdxj"]; ok {
+	if _, ok := files["indexes/index.cdx"]; ok {
 		t.Errorf("a large index was also written plain")
 	}
 	gz, idx := files["indexes/index.cdx.gz"], splitLines(files["indexes/index.idx"])

@@ -204,7 +204,7 @@ func recompress(t *testing.T, src, dst string) {
 				t.Fatal(err)
 			}
 			c.Segments = append(c.Segments, wacz.Segment{Name: name, Key: "seg/" + name})
-		case f.Name == "indexes/index.cdxj":
+		case f.Name == "indexes/index.cdx":
 			index = b
 		case f.Name == "pages/pages.jsonl":
 			for l := range bytes.Lines(b) {

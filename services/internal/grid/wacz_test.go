@@ -49,7 +49,7 @@ func waczTool(t *testing.T) string {
 // names whose target is the line's URL; pages.jsonl holds exactly the
 // indexed pages with their titles (and, with text, their paragraphs); and
 // every indexed page has a capture.
-func checkWACZ(t *testing.T, tool, file, id string, exp websim.Expect, text bool) {
+func checkWACZ(t *testing.T, tool, file, id, start string, exp websim.Expect, text bool) {
 	t.Helper()
 	out := runTool(t, filepath.Dir(file), tool, "validate", "-f", file)
 	if !strings.Contains(out, "Validation succeeded") {
@@ -84,7 +84,7 @@ func checkWACZ(t *testing.T, tool, file, id string, exp websim.Expect, text bool
 			Path, Hash string
 			Bytes      int
 		}
-		MainPageURL string `json:"mainPageURL"`
+		MainPageURL string `json:"mainPageUrl"`
 	}
 	if err := json.Unmarshal(files["datapackage.json"], &pkg); err != nil {
 		t.Fatalf("datapackage.json: %v", err)
@@ -102,18 +102,18 @@ func checkWACZ(t *testing.T, tool, file, id string, exp websim.Expect, text bool
 			t.Errorf("%s is not listed in datapackage.json", name)
 		}
 	}
-	if pkg.MainPageURL != exp.Indexed[0] && !slices.Contains(exp.Indexed, pkg.MainPageURL) {
-		t.Errorf("mainPageURL %q is not a page of the crawl", pkg.MainPageURL)
+	if pkg.MainPageURL != start {
+		t.Errorf("mainPageUrl %q, want the start URL %s", pkg.MainPageURL, start)
 	}
 
 	// The index.
-	index := files["indexes/index.cdxj"]
+	index := files["indexes/index.cdx"]
 	if len(index) == 0 {
-		t.Fatalf("no indexes/index.cdxj in %v", paths)
+		t.Fatalf("no indexes/index.cdx in %v", paths)
 	}
 	lines := slices.Collect(bytes.Lines(index))
 	if !slices.IsSortedFunc(lines, bytes.Compare) {
-		t.Errorf("index.cdxj is not sorted")
+		t.Errorf("index.cdx is not sorted")
 	}
 	captured := map[string]bool{}
 	for _, l := range lines {
@@ -189,7 +189,8 @@ func checkWACZ(t *testing.T, tool, file, id string, exp websim.Expect, text bool
 // TestWACZEmbedded crawls a websim site on the embedded grid, downloads
 // its WACZ from the API (grid export --wacz --out, and with --text to
 // standard output), again from the data directory once the grid stopped,
-// and checks each with py-wacz's validator and the site's oracle.
+// and checks each with py-wacz's validator and the site's oracle; pywb's
+// wb-manager add --unpack-wacz takes its segments and index.
 func TestWACZEmbedded(t *testing.T) {
 	tool := waczTool(t)
 	site := websim.NewTestSite()
@@ -231,13 +232,51 @@ func TestWACZEmbedded(t *testing.T) {
 
 	file := filepath.Join(dir, "crawl.wacz")
 	cliExport(t, "--api", api, "--wacz", "--out", file, id)
-	checkWACZ(t, tool, file, id, exp, false)
+	checkWACZ(t, tool, file, id, site.StartURL(), exp, false)
+
+	// pywb takes it too: wb-manager add --unpack-wacz copies the segments
+	// and merges the index, pointing at the copies.
+	pywb := t.TempDir()
+	wbManager := filepath.Join(pywbVenv(t), "bin", "wb-manager")
+	runTool(t, pywb, wbManager, "init", "c")
+	runTool(t, pywb, wbManager, "add", "--unpack-wacz", "c", file)
+	copies, _ := filepath.Glob(filepath.Join(pywb, "collections", "c", "archive", "*.warc.gz"))
+	pywbIndex, err := os.ReadFile(filepath.Join(pywb, "collections", "c", "indexes", "index.cdxj"))
+	if err != nil {
+		t.Fatalf("wb-manager add --unpack-wacz left no index: %v", err)
+	}
+	zr, err := zip.OpenReader(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var segs, lines int
+	for _, f := range zr.File {
+		switch {
+		case strings.HasPrefix(f.Name, "archive/"):
+			segs++
+		case f.Name == "indexes/index.cdx":
+			rc, _ := f.Open()
+			b, _ := io.ReadAll(rc)
+			rc.Close()
+			lines = bytes.Count(b, []byte("\n"))
+		}
+	}
+	zr.Close()
+	if len(copies) != segs || bytes.Count(pywbIndex, []byte("\n")) != lines || lines == 0 {
+		t.Errorf("wb-manager add --unpack-wacz: %d segments, %d index lines; the WACZ has %d, %d", len(copies), bytes.Count(pywbIndex, []byte("\n")), segs, lines)
+	}
+	for l := range bytes.Lines(pywbIndex) {
+		c, err := warc.ParseCDXJ(l)
+		if err != nil || !slices.ContainsFunc(copies, func(p string) bool { return filepath.Base(p) == c.Filename }) {
+			t.Errorf("pywb's index line %s names no copied segment (%v)", l, err)
+		}
+	}
 
 	withText := filepath.Join(dir, "text.wacz")
 	if err := os.WriteFile(withText, []byte(cliExport(t, "--api", api, "--wacz", "--text", id)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	checkWACZ(t, tool, withText, id, exp, true)
+	checkWACZ(t, tool, withText, id, site.StartURL(), exp, true)
 
 	// The route itself: headers, and 404 for an unknown crawl.
 	res, err := http.Get(api + "/api/v1/crawls/" + id + "/wacz")
@@ -263,7 +302,7 @@ func TestWACZEmbedded(t *testing.T) {
 	stop()
 	offline := filepath.Join(dir, "offline.wacz")
 	cliExport(t, "--data", data, "--wacz", "--out", offline, id)
-	checkWACZ(t, tool, offline, id, exp, false)
+	checkWACZ(t, tool, offline, id, site.StartURL(), exp, false)
 }
 
 // TestGridModeWACZ: the same export on the real backends (segments in
@@ -295,5 +334,5 @@ func TestGridModeWACZ(t *testing.T) {
 	file := filepath.Join(t.TempDir(), path.Base(id)+".wacz")
 	t.Setenv("GRIDCRAWL_API_TOKEN", c.token)
 	cliExport(t, "--api", c.api, "--wacz", "--out", file, id)
-	checkWACZ(t, tool, file, id, exp, false)
+	checkWACZ(t, tool, file, id, site.StartURL(), exp, false)
 }
