@@ -15,6 +15,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
 	"github.com/gridcrawl/gridcrawl/pkg/extract"
 	"github.com/gridcrawl/gridcrawl/pkg/httpbody"
+	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/pkg/warc"
 	"github.com/gridcrawl/gridcrawl/services/internal/crawler"
 	"github.com/gridcrawl/gridcrawl/services/internal/jsonapi"
@@ -74,46 +75,90 @@ type derivedScope struct {
 	pages   map[int64]crawlPage // offsets of the crawl's indexed responses
 }
 
-// scopeOf reads which records of segment key belong to crawl id.
+// scopeOf reads which records of segment key belong to crawl id. The
+// segment's index names each line's crawl, so the crawl's URL records
+// read are only those of the URLs in the segment, whatever the crawl's
+// size; an index without names (a segment older than them) takes a scan
+// of the crawl's records instead.
 func (m *MCP) scopeOf(r *http.Request, id, key string) (derivedScope, error) {
 	sc := derivedScope{members: map[int64]bool{}, pages: map[int64]crawlPage{}}
-	pointed := map[int64]bool{}
-	after := ""
-	for {
-		recs, err := m.deps.Tx.List(r.Context(), id, "", after, listPage)
-		if err != nil {
-			return sc, fmt.Errorf("list records of crawl %q: %w", id, err)
+	unnamed := false
+	var urls []string
+	seen := map[string]bool{}
+	lines, err := m.segmentIndex(r, key, func(c warc.CDXJ) bool {
+		if c.Crawl == "" {
+			unnamed = true
 		}
-		for _, rec := range recs {
-			if rec.Asset.Key != key {
-				continue
-			}
-			pointed[rec.Asset.Offset] = true
-			if rec.Status == contracts.Indexed {
-				sc.pages[rec.Asset.Offset] = crawlPage{rendered: rec.Render != ""}
-			}
+		if c.Crawl == id && !seen[c.URL] {
+			seen[c.URL] = true
+			urls = append(urls, c.URL)
 		}
-		if len(recs) < listPage {
-			break
-		}
-		after = recs[len(recs)-1].Key
-	}
-	keep := func(c warc.CDXJ) bool { return c.Crawl == id || c.Crawl == "" && pointed[c.Offset] }
-	lines, err := m.segmentIndex(r, key, keep)
+		return c.Crawl == id || c.Crawl == ""
+	})
 	if err != nil {
 		return sc, err
+	}
+	pointed := map[int64]bool{}
+	point := func(rec txindex.Record) {
+		if rec.Asset.Key != key {
+			return
+		}
+		pointed[rec.Asset.Offset] = true
+		if rec.Status == contracts.Indexed {
+			sc.pages[rec.Asset.Offset] = crawlPage{rendered: rec.Render != ""}
+		}
+	}
+	if unnamed {
+		if err := m.eachRecord(r, id, point); err != nil {
+			return sc, err
+		}
+	} else {
+		for start := 0; start < len(urls); start += listPage {
+			batch := urls[start:min(start+listPage, len(urls))]
+			keys := make([]string, len(batch))
+			for i, u := range batch {
+				keys[i] = txindex.Key(id, u)
+			}
+			recs, err := m.deps.Tx.GetMany(r.Context(), keys)
+			if err != nil {
+				return sc, fmt.Errorf("get records of crawl %q: %w", id, err)
+			}
+			for _, rec := range recs {
+				point(rec)
+			}
+		}
 	}
 	for _, l := range lines {
 		c, err := warc.ParseCDXJ(l)
 		if err != nil {
 			return sc, fmt.Errorf("index of %s: %w", key, err)
 		}
-		sc.members[c.Offset] = true
+		if c.Crawl == id || pointed[c.Offset] {
+			sc.members[c.Offset] = true
+		}
 	}
 	for off := range pointed {
 		sc.members[off] = true
 	}
 	return sc, nil
+}
+
+// eachRecord calls f with every URL record of crawl id.
+func (m *MCP) eachRecord(r *http.Request, id string, f func(txindex.Record)) error {
+	after := ""
+	for {
+		recs, err := m.deps.Tx.List(r.Context(), id, "", after, listPage)
+		if err != nil {
+			return fmt.Errorf("list records of crawl %q: %w", id, err)
+		}
+		for _, rec := range recs {
+			f(rec)
+		}
+		if len(recs) < listPage {
+			return nil
+		}
+		after = recs[len(recs)-1].Key
+	}
 }
 
 // textConfig is the crawler configuration WET text is extracted with.

@@ -2,14 +2,24 @@ package mcp
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/assets"
+	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/pkg/warc"
+	"github.com/gridcrawl/gridcrawl/services/internal/wire"
 )
 
 // sharedSegment is a segment holding records of two crawls, as a loader
@@ -140,3 +150,89 @@ func jsonPath(v any, keys ...string) any {
 func lastBlock(recs []warc.Record) string { return string(recs[len(recs)-1].Block) }
 
 func lastRefers(recs []warc.Record) string { return recs[len(recs)-1].Header.Get(warc.FieldRefersTo) }
+
+// countingRecords counts the whole-crawl scans made through it.
+type countingRecords struct {
+	Records
+	lists atomic.Int64
+}
+
+func (c *countingRecords) List(ctx context.Context, crawlID string, status contracts.Status, after string, limit int) ([]txindex.Record, error) {
+	c.lists.Add(1)
+	return c.Records.List(ctx, crawlID, status, after, limit)
+}
+
+// TestScopeOfReadsTheSegmentsRecords: which records of a segment are a
+// crawl's is read from the segment's index and the URL records of the
+// URLs in it, not from a scan of the crawl's records, which grows with the
+// crawl; a segment whose index names no crawl (written before the field)
+// takes the scan and gives the same answer.
+func TestScopeOfReadsTheSegmentsRecords(t *testing.T) {
+	set, err := wire.Open(t.Context(), wire.Backends{DataDir: t.TempDir(), QueueMaxAttempts: 5}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = set.Close() })
+	ctx := t.Context()
+	seg, a, b, sub, _ := sharedSegment(t)
+	const key = "warc/2026/11/28/gridcrawl-20261128030000000-00001-l1-x.warc.gz"
+	if err := set.Assets.Put(ctx, key, bytes.NewReader(seg), int64(len(seg)), "application/warc"); err != nil {
+		t.Fatal(err)
+	}
+	lines, err := warc.IndexWARC(bytes.NewReader(seg), path.Base(key), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := map[int64]string{a: "A", sub: "A", b: "B"}
+	named := func(withCrawl bool) []byte {
+		var out []byte
+		for _, l := range lines {
+			c, err := warc.ParseCDXJ(l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if withCrawl {
+				c.Crawl = owner[c.Offset]
+			}
+			out = c.AppendLine(out)
+		}
+		return out
+	}
+	now := time.Now().UTC()
+	recs := []txindex.Record{{Key: txindex.Key("A", "http://a.test/"), CrawlID: "A", URL: "http://a.test/", Status: contracts.Indexed,
+		StatusTime: now, Render: "always", Asset: contracts.AssetRef{Key: key, Offset: a}}}
+	for i := range 2500 { // the crawl's other pages, in other segments
+		u := fmt.Sprintf("http://a.test/p%d", i)
+		recs = append(recs, txindex.Record{Key: txindex.Key("A", u), CrawlID: "A", URL: u, Status: contracts.Indexed, StatusTime: now,
+			Asset: contracts.AssetRef{Key: "warc/2026/11/28/other.warc.gz", Offset: int64(i)}})
+	}
+	if _, err := set.Tx.Create(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	tx := &countingRecords{Records: set.Tx}
+	m := New(Config{}, Deps{Tx: tx, Assets: set.Assets, Search: set.Search, Profiles: set.Profiles})
+	req := httptest.NewRequest(http.MethodGet, "/", nil).WithContext(ctx)
+	for _, withCrawl := range []bool{true, false} {
+		idx := named(withCrawl)
+		if err := set.Assets.Put(ctx, assets.CDXJKey(key), bytes.NewReader(idx), int64(len(idx)), assets.ContentTypeCDXJ); err != nil {
+			t.Fatal(err)
+		}
+		tx.lists.Store(0)
+		sc, err := m.scopeOf(req, "A", key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p, ok := sc.pages[a]; !ok || !p.rendered || len(sc.pages) != 1 {
+			t.Errorf("crawl names %v: pages %v, want only %d (rendered)", withCrawl, sc.pages, a)
+		}
+		if !sc.members[a] || sc.members[b] {
+			t.Errorf("crawl names %v: members %v, want %d and not %d (crawl B's)", withCrawl, sc.members, a, b)
+		}
+		if withCrawl && !sc.members[sub] {
+			t.Errorf("members %v lack the crawl's subresource at %d", sc.members, sub)
+		}
+		if n := tx.lists.Load(); withCrawl && n != 0 || !withCrawl && n == 0 {
+			t.Errorf("crawl names %v: %d scans of the crawl's records", withCrawl, n)
+		}
+	}
+}

@@ -80,6 +80,7 @@ type Crawls interface {
 type Records interface {
 	txindex.Reads
 	Get(ctx context.Context, key string) (txindex.Record, error)
+	GetMany(ctx context.Context, keys []string) (map[string]txindex.Record, error)
 	Counts(ctx context.Context, crawlID string) (map[contracts.Status]int64, error)
 }
 
