@@ -154,6 +154,7 @@ func (m *MCP) segmentFile(w http.ResponseWriter, r *http.Request) {
 		jsonapi.Error(w, http.StatusNotFound, "no such segment", "name")
 		return
 	}
+	out := progressWriter(w) // a large segment outlasts the server's WriteTimeout
 	if strings.HasSuffix(name, assets.CDXJSuffix) {
 		lines, err := m.segmentIndex(r, key, nil)
 		if errors.Is(err, assets.ErrNotFound) {
@@ -165,7 +166,7 @@ func (m *MCP) segmentFile(w http.ResponseWriter, r *http.Request) {
 			jsonapi.Error(w, http.StatusInternalServerError, "could not read the segment's index", "")
 			return
 		}
-		writeCDXJ(w, r, m, id, name, warc.SortCDXJ(lines))
+		writeCDXJ(w, out, r, m, id, name, warc.SortCDXJ(lines))
 		return
 	}
 	var size int64 = -1
@@ -220,7 +221,7 @@ func (m *MCP) segmentFile(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodHead {
 		return
 	}
-	if _, err := io.Copy(w, rc); err != nil && r.Context().Err() == nil {
+	if _, err := io.Copy(out, rc); err != nil && r.Context().Err() == nil {
 		m.log.Warn("send segment", "crawl_id", id, "key", key, "err", err)
 	}
 }
@@ -334,8 +335,9 @@ func (m *MCP) crawlCDXJ(w http.ResponseWriter, r *http.Request) {
 	if !m.knownCrawl(w, r, id) {
 		return
 	}
+	out := progressWriter(w) // reading and sorting a large crawl's index takes a while
 	if m.deps.Assets == nil {
-		writeCDXJ(w, r, m, id, id+".cdxj", nil)
+		writeCDXJ(w, out, r, m, id, id+".cdxj", nil)
 		return
 	}
 	segs, err := m.crawlSegments(r, id)
@@ -361,14 +363,16 @@ func (m *MCP) crawlCDXJ(w http.ResponseWriter, r *http.Request) {
 		}
 		all = append(all, lines...)
 	}
-	writeCDXJ(w, r, m, id, id+".cdxj", warc.SortCDXJ(all))
+	writeCDXJ(w, out, r, m, id, id+".cdxj", warc.SortCDXJ(all))
 }
 
-func writeCDXJ(w http.ResponseWriter, r *http.Request, m *MCP, id, filename string, lines [][]byte) {
+// writeCDXJ sends lines as a CDXJ file named filename, through out, a
+// progressWriter of w.
+func writeCDXJ(w http.ResponseWriter, out io.Writer, r *http.Request, m *MCP, id, filename string, lines [][]byte) {
 	w.Header().Set("Content-Type", "application/x-cdxj")
 	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s"`, filename))
 	w.WriteHeader(http.StatusOK)
-	bw := bufio.NewWriterSize(w, 64<<10)
+	bw := bufio.NewWriterSize(out, 64<<10)
 	for _, l := range lines {
 		if _, err := bw.Write(l); err != nil {
 			if r.Context().Err() == nil {
@@ -390,6 +394,7 @@ func (m *MCP) crawlDocuments(w http.ResponseWriter, r *http.Request) {
 	if !m.knownCrawl(w, r, id) {
 		return
 	}
+	out := progressWriter(w) // a large crawl's documents outlast the server's WriteTimeout
 	after := r.URL.Query().Get("after")
 	first, err := m.deps.Search.Documents(r.Context(), id, after, search.MaxExportPage)
 	if err != nil {
@@ -400,7 +405,7 @@ func (m *MCP) crawlDocuments(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.jsonl"`, id))
 	w.WriteHeader(http.StatusOK)
-	bw := bufio.NewWriterSize(w, 64<<10)
+	bw := bufio.NewWriterSize(out, 64<<10)
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
 	flusher, _ := w.(http.Flusher)

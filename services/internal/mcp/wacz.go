@@ -5,13 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"path"
 	"runtime/debug"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/gridcrawl/gridcrawl/services/internal/jsonapi"
 
@@ -103,36 +101,6 @@ func (m *MCP) crawlWACZ(w http.ResponseWriter, r *http.Request) {
 		// complete.
 		panic(http.ErrAbortHandler)
 	}
-}
-
-// waczWriteGrace is how long a WACZ download may make no progress (the
-// client reads nothing) before its connection is cut.
-const waczWriteGrace = time.Minute
-
-// progressWriter lifts the write deadline of w, which the server's
-// WriteTimeout sets for the whole response and which the WACZ of a large
-// crawl outlasts, and returns a writer to w that sets it to waczWriteGrace
-// from now as it writes: a download is cut only when it makes no progress.
-func progressWriter(w http.ResponseWriter) io.Writer {
-	ctl := http.NewResponseController(w)
-	_ = ctl.SetWriteDeadline(time.Time{}) // ErrNotSupported: the server's own deadline holds
-	return &deadlineWriter{w: w, ctl: ctl}
-}
-
-// deadlineWriter moves the response's write deadline to waczWriteGrace
-// from now as it writes (at most every quarter of it).
-type deadlineWriter struct {
-	w    io.Writer
-	ctl  *http.ResponseController
-	next time.Time
-}
-
-func (d *deadlineWriter) Write(p []byte) (int, error) {
-	if now := time.Now(); !now.Before(d.next) {
-		_ = d.ctl.SetWriteDeadline(now.Add(waczWriteGrace))
-		d.next = now.Add(waczWriteGrace / 4)
-	}
-	return d.w.Write(p)
 }
 
 // crawlSegmentKeys returns the keys of the segments the records of crawl
