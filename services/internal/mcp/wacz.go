@@ -171,7 +171,7 @@ func (m *MCP) waczIndex(r *http.Request, id string) func(context.Context, wacz.S
 }
 
 // eachIndexLine calls yield with the lines of the segment key's CDXJ index
-// that keep selects, reading the index object line by line, or, for a
+// that keep selects (all of them when keep is nil), reading the index object line by line, or, for a
 // segment stored without one, indexing the segment (one segment's lines in
 // memory).
 func (m *MCP) eachIndexLine(ctx context.Context, r *http.Request, key string, keep func(warc.CDXJ) bool, yield func([]byte) error) error {
@@ -195,12 +195,14 @@ func (m *MCP) eachIndexLine(ctx context.Context, r *http.Request, key string, ke
 	sc := bufio.NewScanner(rc)
 	sc.Buffer(make([]byte, 64<<10), maxIndexLine)
 	for sc.Scan() {
-		c, err := warc.ParseCDXJ(sc.Bytes())
-		if err != nil {
-			return fmt.Errorf("index of %s: %w", key, err)
-		}
-		if !keep(c) {
-			continue
+		if keep != nil {
+			c, err := warc.ParseCDXJ(sc.Bytes())
+			if err != nil {
+				return fmt.Errorf("index of %s: %w", key, err)
+			}
+			if !keep(c) {
+				continue
+			}
 		}
 		if err := yield(sc.Bytes()); err != nil {
 			return err
