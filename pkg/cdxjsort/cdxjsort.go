@@ -22,6 +22,9 @@ const RunBytes = 8 << 20
 // MaxLine bounds one line.
 const MaxLine = 1 << 20
 
+// FanIn is the default of Sorter.FanIn.
+const FanIn = 64
+
 // ErrLine is the error of a line longer than MaxLine or holding a newline.
 var ErrLine = errors.New("index line too long or not one line")
 
@@ -33,6 +36,12 @@ const lineOverhead = 24
 // plus the line being added; the lines beyond are in temporary files until
 // Close. A Sorter is not safe for concurrent use.
 type Sorter struct {
+	// FanIn bounds the spilled runs merged at once (0 for FanIn, at least
+	// 2): with more, Merge first merges them FanIn at a time into longer
+	// runs, so that the open files and their read buffers (64 KiB each)
+	// stay bounded however large the index.
+	FanIn int
+
 	dir      string
 	runBytes int
 	run      [][]byte
@@ -122,8 +131,73 @@ func (s *Sorter) sortRun() {
 // closed by its caller, and the Sorter must outlive it.
 func (s *Sorter) Merge() (*Merger, error) {
 	s.sortRun()
+	fanIn := s.FanIn
+	if fanIn <= 0 {
+		fanIn = FanIn
+	}
+	fanIn = max(fanIn, 2)
+	for len(s.runs) > fanIn {
+		if err := s.mergeRuns(fanIn); err != nil {
+			return nil, err
+		}
+	}
+	var mem [][]byte
+	if len(s.run) > 0 {
+		mem = s.run
+	}
+	return newMerger(s.runs, mem)
+}
+
+// mergeRuns merges the first n spilled runs into one, which goes last.
+func (s *Sorter) mergeRuns(n int) error {
+	m, err := newMerger(s.runs[:n], nil)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	f, err := os.CreateTemp(s.dir, "cdxj-run-*")
+	if err != nil {
+		return fmt.Errorf("merge index runs: %w", err)
+	}
+	bw := bufio.NewWriterSize(f, 64<<10)
+	for {
+		l, rerr := m.Next()
+		if rerr == io.EOF {
+			break
+		}
+		if rerr == nil {
+			_, rerr = bw.Write(l)
+		}
+		if rerr != nil {
+			err = rerr
+			break
+		}
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+		return fmt.Errorf("merge index runs: %w", err)
+	}
+	m.Close()
+	merged := slices.Clone(s.runs[:n])
+	s.runs = append(s.runs[n:], f.Name())
+	for _, r := range merged {
+		if err := os.Remove(r); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove index run: %w", err)
+		}
+	}
+	return nil
+}
+
+// newMerger merges the run files and the sorted lines in memory.
+func newMerger(runs []string, mem [][]byte) (*Merger, error) {
 	m := &Merger{}
-	for _, name := range s.runs {
+	for _, name := range runs {
 		f, err := os.Open(name)
 		if err != nil {
 			m.Close()
@@ -132,8 +206,8 @@ func (s *Sorter) Merge() (*Merger, error) {
 		m.files = append(m.files, f)
 		m.h = append(m.h, &source{r: bufio.NewReaderSize(f, 64<<10)})
 	}
-	if len(s.run) > 0 {
-		m.h = append(m.h, &source{mem: s.run})
+	if len(mem) > 0 {
+		m.h = append(m.h, &source{mem: mem})
 	}
 	live := m.h[:0]
 	for _, src := range m.h {

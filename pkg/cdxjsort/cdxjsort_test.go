@@ -70,10 +70,12 @@ func TestSortsAsSortCDXJ(t *testing.T) {
 		name     string
 		runBytes int
 		spilled  bool
-	}{{"in memory", 0, false}, {"spilled", 4000, true}} {
+		fanIn    int
+	}{{"in memory", 0, false, 0}, {"spilled", 4000, true, 0}, {"merged three at a time", 4000, true, 3}} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			s := cdxjsort.New(dir, tc.runBytes)
+			s.FanIn = tc.fanIn
 			for i, l := range in {
 				if i%2 == 0 {
 					l = append(bytes.Clone(l), '\n')
@@ -91,9 +93,18 @@ func TestSortsAsSortCDXJ(t *testing.T) {
 			if spilled := s.Runs() > 1; spilled != tc.spilled {
 				t.Errorf("%d runs spilled; want several: %v", s.Runs(), tc.spilled)
 			}
+			spilled := s.Runs()
 			for pass := range 2 {
 				if got := merged(t, s); !bytes.Equal(got, want) {
 					t.Fatalf("pass %d: merge differs from SortCDXJ (%d bytes, want %d)", pass, len(got), len(want))
+				}
+			}
+			if tc.fanIn > 0 {
+				if spilled <= tc.fanIn || s.Runs() > tc.fanIn {
+					t.Errorf("%d runs spilled, %d merged at last; want more than %d, then at most %d", spilled, s.Runs(), tc.fanIn, tc.fanIn)
+				}
+				if entries, _ := os.ReadDir(dir); len(entries) != s.Runs() {
+					t.Errorf("%d files for %d runs: the runs merged into longer ones are not removed", len(entries), s.Runs())
 				}
 			}
 			if err := s.Close(); err != nil {
