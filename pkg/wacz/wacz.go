@@ -24,7 +24,6 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
-	"container/heap"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -35,11 +34,11 @@ import (
 	"io"
 	"os"
 	"path"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
+	"github.com/gridcrawl/gridcrawl/pkg/cdxjsort"
 )
 
 // Version is the WACZ version written in datapackage.json, as py-wacz 0.6
@@ -55,11 +54,11 @@ const PlainIndexLines = 3000
 const BlockLines = 1024
 
 // RunBytes bounds the index lines sorted in memory at once; each sorted
-// run is spilled to a temporary file.
-const RunBytes = 8 << 20
+// run is spilled to a temporary file (see pkg/cdxjsort).
+const RunBytes = cdxjsort.RunBytes
 
 // MaxLine bounds one CDXJ line.
-const MaxLine = 1 << 20
+const MaxLine = cdxjsort.MaxLine
 
 // Segment is a WARC file of the archive.
 type Segment struct {
@@ -120,8 +119,7 @@ type Crawl struct {
 // ready to be streamed. Close removes the runs.
 type Export struct {
 	c     Crawl
-	runs  []string
-	lines int64
+	index *cdxjsort.Sorter
 }
 
 // Prepare reads and sorts the index of c into temporary runs, before
@@ -133,59 +131,19 @@ func Prepare(ctx context.Context, c Crawl) (*Export, error) {
 		c.Created = time.Now()
 	}
 	c.Created = c.Created.UTC().Truncate(time.Second)
-	if c.RunBytes <= 0 {
-		c.RunBytes = RunBytes
-	}
 	if c.PlainLines == 0 {
 		c.PlainLines = PlainIndexLines
 	}
 	if c.BlockLines <= 0 {
 		c.BlockLines = BlockLines
 	}
-	e := &Export{c: c}
-	var run [][]byte
-	size := 0
-	spill := func() error {
-		if len(run) == 0 {
-			return nil
-		}
-		slices.SortFunc(run, bytes.Compare)
-		f, err := os.CreateTemp(c.TempDir, "wacz-run-*")
-		if err != nil {
-			return fmt.Errorf("spill index run: %w", err)
-		}
-		e.runs = append(e.runs, f.Name())
-		bw := bufio.NewWriterSize(f, 64<<10)
-		for _, l := range run {
-			bw.Write(l)
-		}
-		err = bw.Flush()
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return fmt.Errorf("spill index run: %w", err)
-		}
-		run, size = run[:0], 0
-		return nil
-	}
+	e := &Export{c: c, index: cdxjsort.New(c.TempDir, c.RunBytes)}
 	for _, s := range c.Segments {
 		err := c.Index(ctx, s, func(line []byte) error {
-			line = bytes.TrimRight(line, "\r\n")
-			if len(line) == 0 {
-				return nil
-			}
-			if len(line) > MaxLine || bytes.IndexByte(line, '\n') >= 0 {
+			if err := e.index.Add(line); errors.Is(err, cdxjsort.ErrLine) {
 				return fmt.Errorf("index line of %s: too long or not one line", s.Name)
-			}
-			l := make([]byte, len(line)+1)
-			copy(l, line)
-			l[len(line)] = '\n'
-			run = append(run, l)
-			size += len(l) + 24
-			e.lines++
-			if size >= c.RunBytes {
-				return spill()
+			} else if err != nil {
+				return err
 			}
 			return nil
 		})
@@ -194,26 +152,15 @@ func Prepare(ctx context.Context, c Crawl) (*Export, error) {
 			return nil, fmt.Errorf("index of segment %s: %w", s.Name, err)
 		}
 	}
-	if err := spill(); err != nil {
-		e.Close()
-		return nil, err
-	}
 	return e, nil
 }
 
 // Lines is the number of index lines read (duplicates included).
-func (e *Export) Lines() int64 { return e.lines }
+func (e *Export) Lines() int64 { return e.index.Lines() }
 
 // Close removes the export's temporary files.
 func (e *Export) Close() error {
-	var errs []error
-	for _, r := range e.runs {
-		if err := os.Remove(r); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, err)
-		}
-	}
-	e.runs = nil
-	return errors.Join(errs...)
+	return e.index.Close()
 }
 
 // resource is a datapackage.json resource.
@@ -403,19 +350,19 @@ func (e *Export) writePages(ctx context.Context, w *writer) (time.Time, error) {
 // writeIndex merges the sorted runs into the archive's index, dropping
 // duplicate lines.
 func (e *Export) writeIndex(w *writer) error {
-	m, err := newMerger(e.runs)
+	m, err := e.index.Merge()
 	if err != nil {
 		return err
 	}
-	defer m.close()
-	if e.lines <= int64(e.c.PlainLines) {
+	defer m.Close()
+	if e.index.Lines() <= int64(e.c.PlainLines) {
 		en, err := w.create("indexes/index.cdx", zip.Deflate)
 		if err != nil {
 			return err
 		}
 		bw := bufio.NewWriterSize(en, 64<<10)
 		for {
-			l, err := m.next()
+			l, err := m.Next()
 			if err == io.EOF {
 				break
 			}
@@ -439,7 +386,7 @@ func (e *Export) writeIndex(w *writer) error {
 // sha256: the compressed index of WACZ 1.1.1 as py-wacz (cdxj-indexer's
 // CompressedWriter) writes it. The idx lines are spilled to a temporary
 // file until the blocks are written.
-func (e *Export) writeZipNum(w *writer, m *merger) error {
+func (e *Export) writeZipNum(w *writer, m *cdxjsort.Merger) error {
 	idx, err := os.CreateTemp(e.c.TempDir, "wacz-idx-*")
 	if err != nil {
 		return fmt.Errorf("index.idx: %w", err)
@@ -481,7 +428,7 @@ func (e *Export) writeZipNum(w *writer, m *merger) error {
 		return nil
 	}
 	for {
-		l, err := m.next()
+		l, err := m.Next()
 		if err == io.EOF {
 			break
 		}
@@ -519,96 +466,4 @@ func (e *Export) writeZipNum(w *writer, m *merger) error {
 	}
 	w.done(ien)
 	return nil
-}
-
-// merger merges sorted runs, dropping a line equal to the one before.
-type merger struct {
-	files []*os.File
-	h     runHeap
-	last  []byte
-}
-
-type runReader struct {
-	r    *bufio.Reader
-	line []byte
-	name string
-}
-
-type runHeap []*runReader
-
-func (h runHeap) Len() int           { return len(h) }
-func (h runHeap) Less(i, j int) bool { return bytes.Compare(h[i].line, h[j].line) < 0 }
-func (h runHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *runHeap) Push(x any)        { *h = append(*h, x.(*runReader)) }
-func (h *runHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
-
-func newMerger(runs []string) (*merger, error) {
-	m := &merger{}
-	for _, name := range runs {
-		f, err := os.Open(name)
-		if err != nil {
-			m.close()
-			return nil, fmt.Errorf("open index run: %w", err)
-		}
-		m.files = append(m.files, f)
-		rr := &runReader{r: bufio.NewReaderSize(f, 64<<10), name: name}
-		ok, err := rr.advance()
-		if err != nil {
-			m.close()
-			return nil, err
-		}
-		if ok {
-			m.h = append(m.h, rr)
-		}
-	}
-	heap.Init(&m.h)
-	return m, nil
-}
-
-// advance reads the run's next line; false at its end.
-func (rr *runReader) advance() (bool, error) {
-	l, err := rr.r.ReadBytes('\n')
-	if err == io.EOF && len(l) == 0 {
-		return false, nil
-	}
-	if err != nil && err != io.EOF {
-		return false, fmt.Errorf("read index run: %w", err)
-	}
-	rr.line = l
-	return true, nil
-}
-
-// next returns the next line in order (valid until the next call), io.EOF
-// after the last.
-func (m *merger) next() ([]byte, error) {
-	for len(m.h) > 0 {
-		top := m.h[0]
-		l := top.line
-		ok, err := top.advance()
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			heap.Fix(&m.h, 0)
-		} else {
-			heap.Pop(&m.h)
-		}
-		if m.last != nil && bytes.Equal(l, m.last) {
-			continue
-		}
-		m.last = l
-		return l, nil
-	}
-	return nil, io.EOF
-}
-
-func (m *merger) close() {
-	for _, f := range m.files {
-		f.Close()
-	}
 }

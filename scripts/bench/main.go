@@ -50,12 +50,17 @@
 //
 //	go build -o bin/ ./services/... && go run ./scripts/bench -render-soak [-render-out DIR]
 //
-// With -wacz it writes a crawl of -wacz-pages pages straight into a file
-// store (WARC segments of -wacz-segment-pages responses, each with its CDXJ
-// index in arrival order), exports it as one WACZ with pkg/wacz, and prints
-// the export's MB/s, the peak Go heap while exporting and the peak RSS:
+// With -wacz it writes a crawl of -wacz-pages pages of a generated web
+// (about -wacz-page-bytes a page) straight into the embedded backends of a
+// grid data directory (WARC segments of -wacz-segment-pages responses with
+// their CDXJ indexes in arrival order, transaction records with their
+// asset references, search documents), starts `grid up` on it, downloads
+// the crawl's WACZ (with -cdxj its /cdxj instead) over loopback HTTP, and
+// prints the export's MB/s and the grid process's RSS and Go heap at 25,
+// 50, 75 and 100% of the bytes, with their peaks (a -wacz-dir keeps the
+// crawl for the next run):
 //
-//	go run ./scripts/bench -wacz -wacz-pages 100000 [-wacz-out crawl.wacz]
+//	go build -o bin/ ./services/... && go run ./scripts/bench -wacz -wacz-pages 100000 [-cdxj] [-wacz-dir DIR] [-wacz-out crawl.wacz]
 package main
 
 import (
@@ -114,11 +119,12 @@ func main() {
 	flag.StringVar(&rc.out, "render-out", "", "with -render-soak, the directory of samples.tsv and the grid's log (default: a new temporary directory)")
 	flag.DurationVar(&rc.limit, "render-limit", 60*time.Minute, "with -render or -render-soak, the longest one crawl may take")
 	var wc waczConfig
-	waczRun := flag.Bool("wacz", false, "write a crawl of -wacz-pages pages as WARC segments and indexes, export it as one WACZ (pkg/wacz) and print MB/s and peak memory")
+	waczRun := flag.Bool("wacz", false, "write a crawl of -wacz-pages pages into a grid data directory, export it as one WACZ through a grid's API (GET /api/v1/crawls/ID/wacz over loopback) and print MB/s and the grid's memory through the export")
+	flag.BoolVar(&wc.cdxj, "cdxj", false, "with -wacz, download the crawl's /cdxj instead of its WACZ")
 	flag.IntVar(&wc.pages, "wacz-pages", 100000, "with -wacz, pages of the crawl")
 	flag.IntVar(&wc.perSegment, "wacz-segment-pages", 10000, "with -wacz, responses per WARC segment")
-	flag.IntVar(&wc.bytes, "wacz-page-bytes", 4096, "with -wacz, body bytes per page")
-	flag.StringVar(&wc.dir, "wacz-dir", "", "with -wacz, the directory of the crawl's store and the index runs (default: a new temporary directory, removed after)")
+	flag.IntVar(&wc.bytes, "wacz-page-bytes", 20000, "with -wacz, body bytes per page, about (pkg/websim's pages)")
+	flag.StringVar(&wc.dir, "wacz-dir", "", "with -wacz, the directory of the crawl's grid data directory (DIR/grid), its log and the index runs; a crawl built there before is exported again (default: a new temporary directory, removed after)")
 	flag.StringVar(&wc.out, "wacz-out", "", "with -wacz, write the WACZ to this file (default: count and discard it)")
 	flag.BoolVar(&wc.text, "wacz-text", false, "with -wacz, put each page's text in pages.jsonl")
 	flag.Parse()
@@ -127,6 +133,7 @@ func main() {
 			fmt.Fprintln(os.Stderr, "bench: -wacz-pages and -wacz-segment-pages must be positive, -wacz-page-bytes not negative")
 			os.Exit(2)
 		}
+		wc.gridBin = *gridBin
 		if err := waczBench(wc); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)

@@ -1,38 +1,68 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path"
-	"runtime"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
+	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/assets"
 	"github.com/gridcrawl/gridcrawl/pkg/fsassets"
-	"github.com/gridcrawl/gridcrawl/pkg/wacz"
+	"github.com/gridcrawl/gridcrawl/pkg/profiles"
+	"github.com/gridcrawl/gridcrawl/pkg/sqlitestore"
+	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/pkg/warc"
+	"github.com/gridcrawl/gridcrawl/pkg/websim"
 )
 
-// waczConfig is the -wacz bench: a crawl of pages pages written as WARC
-// segments of perSegment responses (each with its CDXJ index beside it, in
-// the loader's arrival order) into a file store under dir, then exported as
-// one WACZ with pkg/wacz.
+// waczConfig is the -wacz bench: a crawl of pages pages of a generated web
+// (pkg/websim, pages of about bytes bytes), written straight into the
+// embedded backends of a grid data directory as the loader and indexer
+// leave them (WARC segments of perSegment responses with their CDXJ
+// indexes in arrival order in the file store, a transaction record with
+// its asset reference and a search document per page), then exported by
+// a `grid up` on that directory through MCP's route over loopback HTTP:
+// GET /api/v1/crawls/{id}/wacz, or /cdxj with cdxj.
 type waczConfig struct {
 	pages, perSegment, bytes int
-	dir, out                 string
-	text                     bool
+	dir, out, gridBin        string
+	text, cdxj               bool
 }
 
-// waczBench builds the crawl, exports it and prints the export's speed
-// and peak memory: the Go heap sampled every 10 ms while exporting, and
-// the process's peak RSS (getrusage; it includes building the crawl, which
-// holds one segment at a time). What it measures is the writer (index
-// sort and merge, segment copy, hashing, ZIP), not the MCP's listing of
-// the crawl's records or the search store's paging.
+// waczCrawlID is the bench crawl's id.
+const waczCrawlID = "benchwacz"
+
+// waczMarker, in the bench directory, says that its grid data directory
+// holds a built crawl (and of how many pages), which a later run with the
+// same -wacz-dir exports again without building it.
+const waczMarker = "bench-crawl.txt"
+
+// waczSample is the grid process's memory at a point of the export.
+type waczSample struct {
+	at              time.Duration
+	bytes           int64
+	rss, anon, heap int64
+}
+
+// waczBench builds the crawl (or reuses the one in -wacz-dir), starts the
+// grid on it, exports it and prints the export's speed and the grid
+// process's memory: its RSS (/proc) and Go heap in use (its /metrics,
+// go_memstats_heap_inuse_bytes) sampled every 100 ms, printed at 25, 50,
+// 75 and 100% of the bytes received, with their peaks and the process's
+// peak RSS (VmHWM, start-up included).
 func waczBench(c waczConfig) error {
 	ctx := context.Background()
 	dir := c.dir
@@ -44,48 +74,55 @@ func waczBench(c waczConfig) error {
 		defer os.RemoveAll(d)
 		dir = d
 	}
-	st, err := fsassets.Open(dir)
+	data := filepath.Join(dir, "grid")
+	if b, err := os.ReadFile(filepath.Join(dir, waczMarker)); err == nil {
+		fmt.Printf("crawl: reusing %s: %s", data, b)
+	} else {
+		began := time.Now()
+		summary, err := waczBuild(ctx, data, c)
+		if err != nil {
+			return err
+		}
+		summary += fmt.Sprintf(", built in %s\n", time.Since(began).Round(time.Millisecond))
+		fmt.Print("crawl: " + summary)
+		if err := os.WriteFile(filepath.Join(dir, waczMarker), []byte(summary), 0o644); err != nil {
+			return err
+		}
+	}
+
+	cmd := exec.Command(c.gridBin, "up", "--data", data, "--listen", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "GRIDCRAWL_AMQP_URL=", "GRIDCRAWL_ES_URL=", "GRIDCRAWL_S3_ENDPOINT=", "TMPDIR="+dir) // the embedded grid; index runs beside the data
+	logf, err := os.Create(filepath.Join(dir, "grid.log"))
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	began := time.Now()
-	segs, lines, stored, err := waczCrawl(ctx, st, c)
-	if err != nil {
-		return err
+	defer logf.Close()
+	cmd.Stdout, cmd.Stderr = logf, logf
+	_ = os.Remove(filepath.Join(data, addrFileName))
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s up: %w", c.gridBin, err)
 	}
-	fmt.Printf("crawl: %d pages, %d segments, %d index lines, %.1f MB of WARC, built in %s\n",
-		c.pages, len(segs), lines, float64(stored)/1e6, time.Since(began).Round(time.Millisecond))
-	crawl := wacz.Crawl{Title: "bench", Software: "gridcrawl bench", Store: st, Segments: segs, Text: c.text,
-		TempDir: dir,
-		Index: func(ctx context.Context, s wacz.Segment, yield func([]byte) error) error {
-			rc, err := st.Get(ctx, s.Key+".cdxj", 0, -1)
-			if err != nil {
-				return err
-			}
-			defer rc.Close()
-			b, err := io.ReadAll(rc) // one segment's index
-			if err != nil {
-				return err
-			}
-			for l := range bytes.Lines(b) {
-				if err := yield(l); err != nil {
-					return err
-				}
-			}
-			return nil
-		},
-		Pages: func(_ context.Context, yield func(wacz.Page) error) error {
-			at := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
-			for i := range c.pages {
-				p := wacz.Page{ID: fmt.Sprint(i), URL: waczPageURL(i), TS: at.Add(time.Duration(i) * time.Millisecond),
-					Title: fmt.Sprintf("Page %d", i), Text: "the text of a page, as the search store keeps it"}
-				if err := yield(p); err != nil {
-					return err
-				}
-			}
-			return nil
-		},
+	defer func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+	}()
+	base, err := waitGridAPI(data, 2*time.Minute)
+	if err != nil {
+		return fmt.Errorf("%w (log: %s)", err, logf.Name())
+	}
+	pid := cmd.Process.Pid
+	token := os.Getenv("GRIDCRAWL_API_TOKEN")
+	sample := func(at time.Duration, n int64) waczSample {
+		return waczSample{at: at, bytes: n, rss: procStatusBytes(pid, "VmRSS"), anon: procStatusBytes(pid, "RssAnon"),
+			heap: metricValue(base, token, "go_memstats_heap_inuse_bytes")}
+	}
+	idle := sample(0, 0)
+
+	route := "/api/v1/crawls/" + waczCrawlID + "/wacz"
+	if c.cdxj {
+		route = "/api/v1/crawls/" + waczCrawlID + "/cdxj"
+	} else if c.text {
+		route += "?text=1"
 	}
 	var out io.Writer = io.Discard
 	if c.out != "" {
@@ -96,35 +133,43 @@ func waczBench(c waczConfig) error {
 		defer f.Close()
 		out = f
 	}
-	cw := &countWriter{w: out}
-	runtime.GC()
-	var base runtime.MemStats
-	runtime.ReadMemStats(&base)
-	var peak atomic.Uint64
-	stop := make(chan struct{})
-	sampled := make(chan struct{})
+	cw := &atomicCountWriter{w: out}
+	var samples []waczSample
+	var mu sync.Mutex
+	stop, sampled := make(chan struct{}), make(chan struct{})
+	began := time.Now()
 	go func() {
 		defer close(sampled)
-		var ms runtime.MemStats
 		for {
-			runtime.ReadMemStats(&ms)
-			if ms.HeapInuse > peak.Load() {
-				peak.Store(ms.HeapInuse)
-			}
 			select {
 			case <-stop:
 				return
-			case <-time.After(10 * time.Millisecond):
+			case <-time.After(100 * time.Millisecond):
 			}
+			s := sample(time.Since(began), cw.n.Load())
+			mu.Lock()
+			samples = append(samples, s)
+			mu.Unlock()
 		}
 	}()
-	began = time.Now()
-	e, err := wacz.Prepare(ctx, crawl)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+route, nil)
+	if err != nil {
+		return err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := http.DefaultClient.Do(req)
+	var firstByte time.Duration
 	if err == nil {
-		prepared := time.Since(began)
-		err = e.WriteTo(ctx, cw)
-		e.Close()
-		fmt.Printf("index sorted into runs in %s\n", prepared.Round(time.Millisecond))
+		firstByte = time.Since(began)
+		if res.StatusCode != http.StatusOK {
+			b, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
+			err = fmt.Errorf("GET %s: %s: %s", route, res.Status, b)
+		} else {
+			_, err = io.Copy(cw, res.Body)
+		}
+		res.Body.Close()
 	}
 	took := time.Since(began)
 	close(stop)
@@ -132,75 +177,285 @@ func waczBench(c waczConfig) error {
 	if err != nil {
 		return err
 	}
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	fmt.Printf("wacz: %.1f MB in %s: %.1f MB/s; heap in use %.1f MB before, peak %.1f MB while exporting; peak RSS %.1f MB\n",
-		float64(cw.n)/1e6, took.Round(time.Millisecond), float64(cw.n)/1e6/took.Seconds(),
-		float64(base.HeapInuse)/1e6, float64(peak.Load())/1e6, float64(ru.Maxrss)/1e3)
-	return nil
-}
-
-func waczPageURL(i int) string {
-	return fmt.Sprintf("http://h%d.bench.test/p/%d.html", i%97, i)
-}
-
-// waczCrawl writes the crawl's segments and their indexes, in the order a
-// loader appends them (so each index needs sorting).
-func waczCrawl(ctx context.Context, st *fsassets.Store, c waczConfig) ([]wacz.Segment, int, int64, error) {
-	var segs []wacz.Segment
-	var stored int64
-	body := bytes.Repeat([]byte("x"), c.bytes)
-	resp := append([]byte(fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n", len(body))), body...)
-	at := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
-	seg := warc.NewSegment(true)
-	var index []byte
-	flush := func() error {
-		if seg.Count() == 0 {
-			return nil
-		}
-		name := fmt.Sprintf("gridcrawl-20261128000000-%06d.warc.gz", len(segs))
-		key := "warc/2026/11/28/" + name
-		if err := st.Put(ctx, key, bytes.NewReader(seg.Bytes()), seg.Len(), "application/warc"); err != nil {
-			return err
-		}
-		if err := st.Put(ctx, key+".cdxj", bytes.NewReader(index), int64(len(index)), "application/x-cdxj"); err != nil {
-			return err
-		}
-		stored += seg.Len()
-		segs = append(segs, wacz.Segment{Name: path.Base(key), Key: key})
-		seg.Reset()
-		index = index[:0]
-		return nil
+	total := cw.n.Load()
+	samples = append(samples, sample(took, total))
+	what := "wacz"
+	if c.cdxj {
+		what = "cdxj"
 	}
-	lines := 0
-	for i := range c.pages {
-		name := fmt.Sprintf("gridcrawl-20261128000000-%06d.warc.gz", len(segs))
-		rec := warc.NewResponseRecord(waczPageURL(i), at.Add(time.Duration(i)*time.Millisecond), "127.0.0.1", resp, false, "")
-		off, n, err := seg.Append(rec)
-		if err != nil {
-			return nil, 0, 0, err
-		}
-		if cx, ok := seg.CDXJOf(rec, 0, off, n, name); ok {
-			cx.Crawl = "bench"
-			index = cx.AppendLine(index)
-			lines++
-		}
-		if seg.Count() >= c.perSegment {
-			if err := flush(); err != nil {
-				return nil, 0, 0, err
+	fmt.Printf("%s: %.1f MB in %s (status after %s): %.1f MB/s, through GET %s over loopback\n",
+		what, float64(total)/1e6, took.Round(time.Millisecond), firstByte.Round(time.Millisecond), float64(total)/1e6/took.Seconds(), route)
+	fmt.Printf("grid process idle before: RSS %.1f MB (anonymous %.1f MB), Go heap in use %.1f MB\n", float64(idle.rss)/1e6, float64(idle.anon)/1e6, float64(idle.heap)/1e6)
+	fmt.Printf("%8s %10s %10s %10s %10s %12s\n", "of bytes", "MB", "at", "RSS MB", "anon MB", "heap MB")
+	for _, q := range []int64{25, 50, 75, 100} {
+		for _, s := range samples {
+			if s.bytes*100 >= total*q {
+				fmt.Printf("%7d%% %10.1f %10s %10.1f %10.1f %12.1f\n", q, float64(s.bytes)/1e6, s.at.Round(time.Millisecond), float64(s.rss)/1e6,
+					float64(s.anon)/1e6, float64(s.heap)/1e6)
+				break
 			}
 		}
 	}
-	return segs, lines, stored, flush()
+	var peak waczSample
+	for _, s := range samples {
+		peak.rss, peak.anon, peak.heap = max(peak.rss, s.rss), max(peak.anon, s.anon), max(peak.heap, s.heap)
+		if os.Getenv("GRIDCRAWL_BENCH_SAMPLES") != "" {
+			fmt.Printf("sample %s %d bytes rss %d anon %d heap %d\n", s.at.Round(time.Millisecond), s.bytes, s.rss, s.anon, s.heap)
+		}
+	}
+	fmt.Printf("peak while exporting (%d samples): RSS %.1f MB (anonymous %.1f MB), Go heap in use %.1f MB; process peak RSS (VmHWM) %.1f MB\n",
+		len(samples), float64(peak.rss)/1e6, float64(peak.anon)/1e6, float64(peak.heap)/1e6, float64(procStatusBytes(pid, "VmHWM"))/1e6)
+	return nil
 }
 
-type countWriter struct {
+// addrFileName is where `grid up` writes its API address in its data
+// directory.
+const addrFileName = "grid.addr"
+
+// waitGridAPI waits until the grid on data answers /readyz and returns
+// its API's base URL.
+func waitGridAPI(data string, limit time.Duration) (string, error) {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+		b, err := os.ReadFile(filepath.Join(data, addrFileName))
+		if err != nil {
+			continue
+		}
+		base := strings.TrimSpace(string(b))
+		if !strings.Contains(base, "://") {
+			base = "http://" + base
+		}
+		res, err := http.Get(base + "/readyz")
+		if err != nil {
+			continue
+		}
+		res.Body.Close()
+		if res.StatusCode == http.StatusOK {
+			return base, nil
+		}
+	}
+	return "", fmt.Errorf("the grid on %s did not become ready in %s", data, limit)
+}
+
+// procStatusBytes reads a "kB" field of /proc/PID/status in bytes (0 when
+// it cannot).
+func procStatusBytes(pid int, field string) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for l := range bytes.Lines(b) {
+		if rest, ok := bytes.CutPrefix(l, []byte(field+":")); ok {
+			f := strings.Fields(string(rest))
+			if len(f) > 0 {
+				n, _ := strconv.ParseInt(f[0], 10, 64)
+				return n << 10
+			}
+		}
+	}
+	return 0
+}
+
+// metricValue reads one unlabelled metric of a service's /metrics (0 when
+// it cannot).
+func metricValue(base, token, name string) int64 {
+	req, err := http.NewRequest(http.MethodGet, base+"/metrics", nil)
+	if err != nil {
+		return 0
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0
+	}
+	defer res.Body.Close()
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			v, _ := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			return int64(v)
+		}
+	}
+	return 0
+}
+
+// waczBuild writes the crawl into the embedded backends of the data
+// directory data, as the grid opens them, and returns a line saying what
+// it wrote.
+func waczBuild(ctx context.Context, data string, c waczConfig) (string, error) {
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		return "", err
+	}
+	tx, err := sqlitestore.OpenTxIndex(filepath.Join(data, "transactions.db"))
+	if err != nil {
+		return "", err
+	}
+	defer tx.Close()
+	ps, err := sqlitestore.OpenProfiles(filepath.Join(data, "profiles.db"))
+	if err != nil {
+		return "", err
+	}
+	defer ps.Close()
+	si, err := sqlitestore.OpenSearch(filepath.Join(data, "search.db"))
+	if err != nil {
+		return "", err
+	}
+	defer si.Close()
+	st, err := fsassets.Open(filepath.Join(data, "assets"))
+	if err != nil {
+		return "", err
+	}
+	defer st.Close()
+
+	hosts := min(c.pages, 100)
+	web := websim.NewWeb(websim.WebConfig{Hosts: hosts, PagesPerHost: (c.pages + hosts - 1) / hosts, PageBytes: c.bytes,
+		LinksPerPage: 20, CrossHostLinks: 4, Seed: 1})
+	at := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
+	done := at.Add(time.Duration(c.pages) * time.Millisecond)
+	p := contracts.Profile{Name: "wacz bench", StartURLs: []string{web.URL(0, 0)}}.WithDefaults()
+	if err := ps.Put(ctx, profiles.Crawl{ID: waczCrawlID, Profile: p, State: contracts.CrawlFinished, CreatedAt: at, FinishedAt: &done}); err != nil {
+		return "", fmt.Errorf("store the crawl: %w", err)
+	}
+
+	seg := warc.NewSegment(true)
+	var index []byte
+	var recs []txindex.Record
+	var docs []contracts.Document
+	segments, lines := 0, 0
+	var stored, bodies int64
+	segName := func() string { return fmt.Sprintf("gridcrawl-20261128000000000-%05d-bench.warc.gz", segments) }
+	flush := func() error {
+		if seg.Count() > 0 {
+			key := "warc/2026/11/28/" + segName()
+			if err := st.Put(ctx, key, bytes.NewReader(seg.Bytes()), seg.Len(), "application/warc"); err != nil {
+				return err
+			}
+			if err := st.Put(ctx, assets.CDXJKey(key), bytes.NewReader(index), int64(len(index)), "application/x-cdxj"); err != nil {
+				return err
+			}
+			stored += seg.Len()
+			segments++
+			seg.Reset()
+			index = index[:0]
+		}
+		if len(recs) > 0 {
+			if _, err := tx.Create(ctx, recs); err != nil {
+				return fmt.Errorf("store records: %w", err)
+			}
+			recs = recs[:0]
+		}
+		if len(docs) > 0 {
+			if err := si.Upsert(ctx, docs); err != nil {
+				return fmt.Errorf("store documents: %w", err)
+			}
+			docs = docs[:0]
+		}
+		return nil
+	}
+	for i := range c.pages {
+		h, pg := i%hosts, i/hosts
+		u := web.URL(h, pg)
+		rw := httptest.NewRecorder()
+		web.ServeHTTP(rw, httptest.NewRequest(http.MethodGet, u, nil))
+		body := rw.Body.Bytes()
+		var resp bytes.Buffer
+		fmt.Fprintf(&resp, "HTTP/1.1 %d %s\r\n", rw.Code, http.StatusText(rw.Code))
+		_ = rw.Result().Header.Write(&resp)
+		resp.WriteString("\r\n")
+		resp.Write(body)
+		date := at.Add(time.Duration(i) * time.Millisecond)
+		rec := warc.NewResponseRecord(u, date, "127.0.0.1", resp.Bytes(), false, "")
+		off, n, err := seg.Append(rec)
+		if err != nil {
+			return "", err
+		}
+		key := "warc/2026/11/28/" + segName()
+		if cx, ok := seg.CDXJOf(rec, 0, off, n, path.Base(key)); ok {
+			cx.Crawl = waczCrawlID
+			index = cx.AppendLine(index)
+			lines++
+		}
+		id := txindex.Key(waczCrawlID, u)
+		recs = append(recs, txindex.Record{Key: id, CrawlID: waczCrawlID, URL: u, Host: web.Host(h), Status: contracts.Indexed,
+			StatusTime: date, HTTPStatus: rw.Code, MIMEType: "text/html", Asset: contracts.AssetRef{Key: key, Offset: off, Length: n}})
+		title, text := htmlText(body)
+		docs = append(docs, contracts.Document{ID: id, CrawlID: waczCrawlID, URL: u, LastModified: date, LoadDate: date,
+			ContentType: []string{"text/html"}, Title: []string{title}, Host: web.Host(h), Size: len(body), Text: text})
+		bodies += int64(len(body))
+		if seg.Count() >= c.perSegment || len(docs) >= 500 {
+			if seg.Count() < c.perSegment { // records and documents only
+				if err := flushIndexes(ctx, tx, si, &recs, &docs); err != nil {
+					return "", err
+				}
+				continue
+			}
+			if err := flush(); err != nil {
+				return "", err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%d pages (%.1f KB a body), %d segments, %d index lines, %.1f MB of WARC in %s",
+		c.pages, float64(bodies)/float64(c.pages)/1e3, segments, lines, float64(stored)/1e6, data), nil
+}
+
+// flushIndexes stores the records and documents gathered so far.
+func flushIndexes(ctx context.Context, tx *sqlitestore.TxIndex, si *sqlitestore.Search, recs *[]txindex.Record, docs *[]contracts.Document) error {
+	if _, err := tx.Create(ctx, *recs); err != nil {
+		return fmt.Errorf("store records: %w", err)
+	}
+	if err := si.Upsert(ctx, *docs); err != nil {
+		return fmt.Errorf("store documents: %w", err)
+	}
+	*recs, *docs = (*recs)[:0], (*docs)[:0]
+	return nil
+}
+
+// htmlText returns a page's title and its text: the words outside tags
+// (a search document's text, roughly, without the crawler's extraction).
+func htmlText(b []byte) (string, string) {
+	var title string
+	if _, rest, ok := bytes.Cut(b, []byte("<title>")); ok {
+		if t, _, ok := bytes.Cut(rest, []byte("</title>")); ok {
+			title = string(t)
+		}
+	}
+	var out strings.Builder
+	in, space := false, true
+	for _, c := range b {
+		switch {
+		case c == '<':
+			in = true
+		case c == '>':
+			in = false
+		case in:
+		case c == ' ' || c == '\n' || c == '\t' || c == '\r':
+			if !space {
+				out.WriteByte(' ')
+				space = true
+			}
+		default:
+			out.WriteByte(c)
+			space = false
+		}
+	}
+	return title, strings.TrimSpace(out.String())
+}
+
+// atomicCountWriter counts what it writes, readable while writing.
+type atomicCountWriter struct {
 	w io.Writer
-	n int64
+	n atomic.Int64
 }
 
-func (c *countWriter) Write(p []byte) (int, error) {
+func (c *atomicCountWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
-	c.n += int64(n)
+	c.n.Add(int64(n))
 	return n, err
 }

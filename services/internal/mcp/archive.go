@@ -18,7 +18,9 @@ import (
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
+	"github.com/gridcrawl/gridcrawl/pkg/cdxjsort"
 	"github.com/gridcrawl/gridcrawl/pkg/search"
+	"github.com/gridcrawl/gridcrawl/pkg/wacz"
 	"github.com/gridcrawl/gridcrawl/pkg/warc"
 )
 
@@ -154,8 +156,11 @@ func (m *MCP) segmentFile(w http.ResponseWriter, r *http.Request) {
 		jsonapi.Error(w, http.StatusNotFound, "no such segment", "name")
 		return
 	}
+	out := progressWriter(w) // a large segment outlasts the server's WriteTimeout
 	if strings.HasSuffix(name, assets.CDXJSuffix) {
-		lines, err := m.segmentIndex(r, key, nil)
+		err := m.sendCDXJ(w, out, r, id, name, func(add func([]byte) error) error {
+			return m.eachIndexLine(r.Context(), r, key, nil, add)
+		})
 		if errors.Is(err, assets.ErrNotFound) {
 			jsonapi.Error(w, http.StatusNotFound, "no such segment", "name")
 			return
@@ -163,9 +168,7 @@ func (m *MCP) segmentFile(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			m.log.Error("read segment index", "crawl_id", id, "key", key, "err", err)
 			jsonapi.Error(w, http.StatusInternalServerError, "could not read the segment's index", "")
-			return
 		}
-		writeCDXJ(w, r, m, id, name, warc.SortCDXJ(lines))
 		return
 	}
 	var size int64 = -1
@@ -220,7 +223,7 @@ func (m *MCP) segmentFile(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodHead {
 		return
 	}
-	if _, err := io.Copy(w, rc); err != nil && r.Context().Err() == nil {
+	if _, err := io.Copy(out, rc); err != nil && r.Context().Err() == nil {
 		m.log.Warn("send segment", "crawl_id", id, "key", key, "err", err)
 	}
 }
@@ -328,56 +331,89 @@ func (m *MCP) indexSegment(r *http.Request, key string, keep func(warc.CDXJ) boo
 
 // crawlCDXJ serves GET /api/v1/crawls/{id}/cdxj: the CDXJ lines of the
 // crawl's records in all its segments, merged and sorted, as one index
-// that pywb can use for the crawl's segments.
+// that pywb can use for the crawl's segments. The lines are sorted in
+// bounded runs spilled to temporary files (pkg/cdxjsort): memory stays
+// flat however large the crawl.
 func (m *MCP) crawlCDXJ(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if !m.knownCrawl(w, r, id) {
 		return
 	}
-	if m.deps.Assets == nil {
-		writeCDXJ(w, r, m, id, id+".cdxj", nil)
-		return
-	}
-	segs, err := m.crawlSegments(r, id)
-	if err != nil {
-		m.log.Error("list segments", "crawl_id", id, "err", err)
-		jsonapi.Error(w, http.StatusInternalServerError, "could not list the crawl's segments", "")
-		return
-	}
-	var all [][]byte
-	for _, s := range segs {
-		// A line names its crawl; a line of an index without names (a
-		// segment indexed now) is the crawl's if a record of it points
-		// there.
-		keep := func(c warc.CDXJ) bool { return c.Crawl == id || c.Crawl == "" && s.offsets[c.Offset] }
-		lines, err := m.segmentIndex(r, s.key, keep)
-		if errors.Is(err, assets.ErrNotFound) {
-			continue // a record pointing at a lost segment: nothing to index
-		}
-		if err != nil {
-			m.log.Error("read segment index", "crawl_id", id, "key", s.key, "err", err)
-			jsonapi.Error(w, http.StatusInternalServerError, "could not read the crawl's segment indexes", "")
+	out := progressWriter(w) // reading and sorting a large crawl's index takes a while
+	var keys []string
+	if m.deps.Assets != nil {
+		var err error
+		if keys, err = m.crawlSegmentKeys(r.Context(), id); err != nil {
+			m.log.Error("list segments", "crawl_id", id, "err", err)
+			jsonapi.Error(w, http.StatusInternalServerError, "could not list the crawl's segments", "")
 			return
 		}
-		all = append(all, lines...)
 	}
-	writeCDXJ(w, r, m, id, id+".cdxj", warc.SortCDXJ(all))
+	// A line names its crawl; only for a line of an index without names
+	// (a segment indexed now) are the crawl's record offsets read, to
+	// tell whether it is the crawl's (see waczIndex). A record pointing at
+	// a lost segment has nothing to index.
+	index := m.waczIndex(r, id)
+	err := m.sendCDXJ(w, out, r, id, id+".cdxj", func(add func([]byte) error) error {
+		for _, k := range keys {
+			if err := index(r.Context(), wacz.Segment{Name: path.Base(k), Key: k}, add); err != nil {
+				return fmt.Errorf("index of %s: %w", k, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		m.log.Error("read segment index", "crawl_id", id, "err", err)
+		jsonapi.Error(w, http.StatusInternalServerError, "could not read the crawl's segment indexes", "")
+	}
 }
 
-func writeCDXJ(w http.ResponseWriter, r *http.Request, m *MCP, id, filename string, lines [][]byte) {
+// sendCDXJ sends the lines that fill adds as the CDXJ file filename,
+// sorted bytewise without duplicates (as warc.SortCDXJ sorts them), through
+// out, a progressWriter of w. The lines are all read and sorted into
+// bounded runs before the status is sent: an error of fill is returned with
+// nothing sent, for the caller to answer. An error once the status is sent
+// cuts the stream.
+func (m *MCP) sendCDXJ(w http.ResponseWriter, out io.Writer, r *http.Request, id, filename string, fill func(add func([]byte) error) error) error {
+	sorter := cdxjsort.New("", m.cdxjRunBytes)
+	defer func() {
+		if err := sorter.Close(); err != nil {
+			m.log.Warn("remove cdxj runs", "crawl_id", id, "err", err)
+		}
+	}()
+	if err := fill(sorter.Add); err != nil {
+		return err
+	}
+	merged, err := sorter.Merge()
+	if err != nil {
+		return err
+	}
+	defer merged.Close()
 	w.Header().Set("Content-Type", "application/x-cdxj")
 	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s"`, filename))
 	w.WriteHeader(http.StatusOK)
-	bw := bufio.NewWriterSize(w, 64<<10)
-	for _, l := range lines {
-		if _, err := bw.Write(l); err != nil {
+	bw := bufio.NewWriterSize(out, 64<<10)
+	for {
+		l, err := merged.Next()
+		if err == io.EOF {
+			break
+		}
+		if err == nil {
+			_, err = bw.Write(l)
+		}
+		if err != nil {
 			if r.Context().Err() == nil {
 				m.log.Warn("send cdxj", "crawl_id", id, "err", err)
 			}
-			return
+			// The status is sent: cut the stream rather than end it as if
+			// complete.
+			panic(http.ErrAbortHandler)
 		}
 	}
-	_ = bw.Flush()
+	if err := bw.Flush(); err != nil && r.Context().Err() == nil {
+		m.log.Warn("send cdxj", "crawl_id", id, "err", err)
+	}
+	return nil
 }
 
 // crawlDocuments serves GET /api/v1/crawls/{id}/documents: the crawl's
@@ -390,6 +426,7 @@ func (m *MCP) crawlDocuments(w http.ResponseWriter, r *http.Request) {
 	if !m.knownCrawl(w, r, id) {
 		return
 	}
+	out := progressWriter(w) // a large crawl's documents outlast the server's WriteTimeout
 	after := r.URL.Query().Get("after")
 	first, err := m.deps.Search.Documents(r.Context(), id, after, search.MaxExportPage)
 	if err != nil {
@@ -400,7 +437,7 @@ func (m *MCP) crawlDocuments(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.jsonl"`, id))
 	w.WriteHeader(http.StatusOK)
-	bw := bufio.NewWriterSize(w, 64<<10)
+	bw := bufio.NewWriterSize(out, 64<<10)
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
 	flusher, _ := w.(http.Flusher)

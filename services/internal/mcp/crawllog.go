@@ -198,6 +198,7 @@ func (m *MCP) warcRecord(w http.ResponseWriter, r *http.Request) {
 		jsonapi.Error(w, http.StatusNotFound, "the URL has no WARC record", "key")
 		return
 	}
+	out := progressWriter(w) // a large record outlasts the server's WriteTimeout
 	rc, err := m.deps.Assets.Get(r.Context(), a.Key, a.Offset, a.Length)
 	if err != nil {
 		m.log.Error("read warc record", "crawl_id", id, "url", rec.URL, "err", err)
@@ -219,7 +220,7 @@ func (m *MCP) warcRecord(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/warc")
 	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.warc"`, rec.Key))
 	w.WriteHeader(http.StatusOK)
-	if _, err := io.Copy(w, body); err != nil && r.Context().Err() == nil {
+	if _, err := io.Copy(out, body); err != nil && r.Context().Err() == nil {
 		m.log.Warn("send warc record", "crawl_id", id, "url", rec.URL, "err", err)
 	}
 }

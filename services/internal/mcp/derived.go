@@ -183,6 +183,7 @@ func (m *MCP) segmentDerived(w http.ResponseWriter, r *http.Request, id, name, k
 		jsonapi.Error(w, http.StatusNotFound, "no such segment", "name")
 		return
 	}
+	out := progressWriter(w) // deriving a large segment's file outlasts the server's WriteTimeout
 	var rc io.ReadCloser
 	var key string
 	for _, src := range derivedSource(name) {
@@ -223,7 +224,7 @@ func (m *MCP) segmentDerived(w http.ResponseWriter, r *http.Request, id, name, k
 	if r.Method == http.MethodHead {
 		return
 	}
-	bw := bufio.NewWriterSize(w, 64<<10)
+	bw := bufio.NewWriterSize(out, 64<<10)
 	d := &deriver{kind: kind, name: name, source: path.Base(key), scope: scope, cfg: m.textConfig(), out: bw,
 		ids: map[string]bool{}, rendered: map[string]warc.Scanned{}}
 	err = d.run(warc.NewScanner(rc, warc.DefaultMaxBlock))

@@ -124,6 +124,9 @@ type MCP struct {
 	addr net.Addr
 	// listening is closed once the HTTP listener is bound.
 	listening chan struct{}
+	// cdxjRunBytes bounds the index lines /cdxj sorts in memory at once
+	// (0: cdxjsort.RunBytes); tests make it small to merge many runs.
+	cdxjRunBytes int
 }
 
 // New returns MCP; cfg must have been validated.

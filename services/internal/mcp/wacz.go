@@ -5,13 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"path"
 	"runtime/debug"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/gridcrawl/gridcrawl/services/internal/jsonapi"
 
@@ -105,36 +103,6 @@ func (m *MCP) crawlWACZ(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// waczWriteGrace is how long a WACZ download may make no progress (the
-// client reads nothing) before its connection is cut.
-const waczWriteGrace = time.Minute
-
-// progressWriter lifts the write deadline of w, which the server's
-// WriteTimeout sets for the whole response and which the WACZ of a large
-// crawl outlasts, and returns a writer to w that sets it to waczWriteGrace
-// from now as it writes: a download is cut only when it makes no progress.
-func progressWriter(w http.ResponseWriter) io.Writer {
-	ctl := http.NewResponseController(w)
-	_ = ctl.SetWriteDeadline(time.Time{}) // ErrNotSupported: the server's own deadline holds
-	return &deadlineWriter{w: w, ctl: ctl}
-}
-
-// deadlineWriter moves the response's write deadline to waczWriteGrace
-// from now as it writes (at most every quarter of it).
-type deadlineWriter struct {
-	w    io.Writer
-	ctl  *http.ResponseController
-	next time.Time
-}
-
-func (d *deadlineWriter) Write(p []byte) (int, error) {
-	if now := time.Now(); !now.Before(d.next) {
-		_ = d.ctl.SetWriteDeadline(now.Add(waczWriteGrace))
-		d.next = now.Add(waczWriteGrace / 4)
-	}
-	return d.w.Write(p)
-}
-
 // crawlSegmentKeys returns the keys of the segments the records of crawl
 // id point into, sorted: one entry a segment, however many records.
 func (m *MCP) crawlSegmentKeys(ctx context.Context, id string) ([]string, error) {
@@ -203,7 +171,7 @@ func (m *MCP) waczIndex(r *http.Request, id string) func(context.Context, wacz.S
 }
 
 // eachIndexLine calls yield with the lines of the segment key's CDXJ index
-// that keep selects, reading the index object line by line, or, for a
+// that keep selects (all of them when keep is nil), reading the index object line by line, or, for a
 // segment stored without one, indexing the segment (one segment's lines in
 // memory).
 func (m *MCP) eachIndexLine(ctx context.Context, r *http.Request, key string, keep func(warc.CDXJ) bool, yield func([]byte) error) error {
@@ -227,12 +195,14 @@ func (m *MCP) eachIndexLine(ctx context.Context, r *http.Request, key string, ke
 	sc := bufio.NewScanner(rc)
 	sc.Buffer(make([]byte, 64<<10), maxIndexLine)
 	for sc.Scan() {
-		c, err := warc.ParseCDXJ(sc.Bytes())
-		if err != nil {
-			return fmt.Errorf("index of %s: %w", key, err)
-		}
-		if !keep(c) {
-			continue
+		if keep != nil {
+			c, err := warc.ParseCDXJ(sc.Bytes())
+			if err != nil {
+				return fmt.Errorf("index of %s: %w", key, err)
+			}
+			if !keep(c) {
+				continue
+			}
 		}
 		if err := yield(sc.Bytes()); err != nil {
 			return err
