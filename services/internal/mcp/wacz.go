@@ -14,7 +14,6 @@ import (
 	"github.com/gridcrawl/gridcrawl/services/internal/jsonapi"
 
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
-	"github.com/gridcrawl/gridcrawl/pkg/search"
 	"github.com/gridcrawl/gridcrawl/pkg/wacz"
 	"github.com/gridcrawl/gridcrawl/pkg/warc"
 )
@@ -220,7 +219,7 @@ func (m *MCP) waczPages(id string) func(context.Context, func(wacz.Page) error) 
 	return func(ctx context.Context, yield func(wacz.Page) error) error {
 		after := ""
 		for {
-			docs, err := m.deps.Search.Documents(ctx, id, after, search.MaxExportPage)
+			docs, err := m.deps.Search.Documents(ctx, id, after, waczDocPage)
 			if err != nil {
 				return fmt.Errorf("read documents of crawl %q: %w", id, err)
 			}
@@ -233,13 +232,18 @@ func (m *MCP) waczPages(id string) func(context.Context, func(wacz.Page) error) 
 					return err
 				}
 			}
-			if len(docs) < search.MaxExportPage {
+			if len(docs) < waczDocPage {
 				return nil
 			}
 			after = docs[len(docs)-1].ID
 		}
 	}
 }
+
+// waczDocPage is how many documents one read for pages.jsonl takes. A
+// document comes whole, its text too (20 KB and more on a real page), so
+// the page is smaller than the export's MaxExportPage: it bounds the heap.
+const waczDocPage = 200
 
 // software names gridcrawl and, when the build knows it, its version.
 func software() string {
