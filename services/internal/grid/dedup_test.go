@@ -1,0 +1,311 @@
+package grid
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/assets"
+	"github.com/gridcrawl/gridcrawl/pkg/txindex"
+	"github.com/gridcrawl/gridcrawl/pkg/warc"
+	"github.com/gridcrawl/gridcrawl/pkg/websim"
+)
+
+// dedupTarget is a grid the deduplication tests crawl: embedded or grid
+// mode.
+type dedupTarget struct {
+	// crawl runs p to its end and returns the crawl's id.
+	crawl func(p contracts.Profile) string
+	// api is the MCP's base URL (GRIDCRAWL_API_TOKEN set when it needs one).
+	api   string
+	store assets.Store
+	tx    txindex.Index
+}
+
+// dedupWeb starts a generated web of realistic pages (32 KiB of HTML
+// each, about 10 KiB gzipped) for the deduplication tests. An unchanged
+// page's second capture costs about 1,250 bytes however large the page
+// (request and revisit records, gzipped, and a CDXJ line): with pages of
+// 24 KiB that is 12% of their first capture, with 32 KiB 9%.
+func dedupWeb(t *testing.T, hosts, pages int) *websim.Web {
+	t.Helper()
+	web := websim.NewWeb(websim.WebConfig{Hosts: hosts, PagesPerHost: pages, LinksPerPage: 4, PageBytes: 32 << 10, Seed: 25})
+	if err := web.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(web.Close)
+	return web
+}
+
+// webPages returns the URL of every page of web.
+func webPages(web *websim.Web) []string {
+	cfg := web.Config()
+	var out []string
+	for h := range cfg.Hosts {
+		for p := range cfg.PagesPerHost {
+			out = append(out, web.URL(h, p))
+		}
+	}
+	return out
+}
+
+// webBodies fetches every page of web as the site serves it now.
+func webBodies(t *testing.T, web *websim.Web) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, u := range webPages(web) {
+		res, err := web.Client().Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		if err != nil || res.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s = %d, %v", u, res.StatusCode, err)
+		}
+		out[u] = string(b)
+	}
+	return out
+}
+
+func dedupProfile(web *websim.Web, collection, dedupe string) contracts.Profile {
+	p := contracts.Profile{StartURLs: web.StartURLs(), MaxDepth: 10, Sitemaps: new(bool), Dedupe: dedupe,
+		Politeness: contracts.Politeness{MinDelayMS: 1, MaxDelayMS: 1, DelayFactor: 1}}
+	if collection != "" {
+		p.Collection = []string{collection}
+	}
+	return p
+}
+
+// warcBytes returns the bytes of the WARC segments and their CDXJ indexes
+// in store.
+func warcBytes(t *testing.T, store assets.Store) int64 {
+	t.Helper()
+	keys, err := store.List(t.Context(), "warc/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := store.(assets.Stater)
+	var n int64
+	for _, k := range keys {
+		info, err := st.Stat(t.Context(), k)
+		if err != nil {
+			t.Fatalf("stat %s: %v", k, err)
+		}
+		n += info.Size
+	}
+	return n
+}
+
+// crawlCaptures returns the lines of crawl id's CDXJ (grid export cdxj) by
+// URL.
+func crawlCaptures(t *testing.T, api, id string) map[string]warc.CDXJ {
+	t.Helper()
+	out := map[string]warc.CDXJ{}
+	for line := range bytes.Lines([]byte(cliExport(t, "--api", api, "cdxj", id))) {
+		c, err := warc.ParseCDXJ(line)
+		if err != nil {
+			t.Fatalf("crawl %s: CDXJ line %q: %v", id, line, err)
+		}
+		if c.Crawl != id {
+			t.Errorf("crawl %s: CDXJ line of crawl %q", id, c.Crawl)
+		}
+		if _, dup := out[c.URL]; dup && !strings.HasSuffix(c.URL, "/robots.txt") {
+			t.Errorf("crawl %s: two CDXJ lines of %s", id, c.URL)
+		}
+		out[c.URL] = c
+	}
+	return out
+}
+
+// countRevisits returns how many of pages crawl id stored as revisits and
+// as responses, and fails for a page with neither.
+func countRevisits(t *testing.T, caps map[string]warc.CDXJ, id string, pages []string) (revisits, responses []string) {
+	t.Helper()
+	for _, u := range pages {
+		c, ok := caps[u]
+		switch {
+		case !ok:
+			t.Errorf("crawl %s: no CDXJ line for %s", id, u)
+		case c.MIME == warc.MIMERevisit:
+			if c.Digest == "" {
+				t.Errorf("crawl %s: revisit line of %s without a digest", id, u)
+			}
+			revisits = append(revisits, u)
+		default:
+			responses = append(responses, u)
+		}
+	}
+	return revisits, responses
+}
+
+// allPagesIndexed checks that every page of pages is indexed in crawl id:
+// a page stored as a revisit is parsed (its links followed) and indexed
+// like any other.
+func allPagesIndexed(t *testing.T, tx txindex.Index, id string, pages []string) {
+	t.Helper()
+	indexed := map[string]bool{}
+	for _, r := range crawlRecords(t, tx, id, contracts.Indexed) {
+		indexed[r.URL] = true
+	}
+	for _, u := range pages {
+		if !indexed[u] {
+			t.Errorf("crawl %s: %s not indexed", id, u)
+		}
+	}
+}
+
+// checkDedupAcrossCrawls crawls web three times into one collection: A,
+// then B of the unchanged site, then C after a quarter of its pages
+// changed. It checks, against the site's own record of its changes, that B
+// stores a revisit for every page and C one for every unchanged page and a
+// response for every changed one; that B grows the asset store by less
+// than a tenth of A; that every crawl indexes every page. It returns the
+// crawls' ids and the site's bodies before and after the change, for the
+// replay check.
+func checkDedupAcrossCrawls(t *testing.T, g dedupTarget, web *websim.Web) (ids [3]string, before, after map[string]string) {
+	t.Helper()
+	pages := webPages(web)
+	before = webBodies(t, web)
+	p := dedupProfile(web, "monthly", "")
+
+	b0 := warcBytes(t, g.store)
+	ids[0] = g.crawl(p)
+	b1 := warcBytes(t, g.store)
+	capsA := crawlCaptures(t, g.api, ids[0])
+	if rv, _ := countRevisits(t, capsA, ids[0], pages); len(rv) != 0 {
+		t.Errorf("first crawl stored %d revisits (%v), want none: every page differs", len(rv), rv)
+	}
+	allPagesIndexed(t, g.tx, ids[0], pages)
+
+	time.Sleep(1100 * time.Millisecond) // the crawls' captures in other seconds
+	ids[1] = g.crawl(p)
+	b2 := warcBytes(t, g.store)
+	capsB := crawlCaptures(t, g.api, ids[1])
+	if rv, resp := countRevisits(t, capsB, ids[1], pages); len(rv) != len(pages) {
+		t.Errorf("crawl of the unchanged site stored %d revisits and %d responses (%v), want %d revisits", len(rv), len(resp), resp, len(pages))
+	}
+	allPagesIndexed(t, g.tx, ids[1], pages)
+	first, second := b1-b0, b2-b1
+	t.Logf("asset store growth: first crawl %d bytes (%d per page), unchanged recrawl %d bytes (%d per page, %.1f%%)",
+		first, first/int64(len(pages)), second, second/int64(len(pages)), 100*float64(second)/float64(first))
+	if second*10 >= first {
+		t.Errorf("recrawl of the unchanged site stored %d bytes, want under a tenth of the first crawl's %d", second, first)
+	}
+
+	changed := web.ChangeEvery(4)
+	record := web.Changed()
+	if len(record) != len(changed) || len(changed) == 0 {
+		t.Fatalf("the site changed %d pages, its record says %d", len(changed), len(record))
+	}
+	after = webBodies(t, web)
+	time.Sleep(1100 * time.Millisecond)
+	ids[2] = g.crawl(p)
+	capsC := crawlCaptures(t, g.api, ids[2])
+	rv, resp := countRevisits(t, capsC, ids[2], pages)
+	for _, u := range rv {
+		if record[u] != 0 {
+			t.Errorf("crawl after the change stored changed page %s as a revisit", u)
+		}
+	}
+	for _, u := range resp {
+		if record[u] == 0 {
+			t.Errorf("crawl after the change stored unchanged page %s as a response", u)
+		}
+	}
+	if len(resp) != len(record) || len(rv) != len(pages)-len(record) {
+		t.Errorf("crawl after the change: %d responses and %d revisits, want %d and %d (the site's record)", len(resp), len(rv), len(record), len(pages)-len(record))
+	}
+	allPagesIndexed(t, g.tx, ids[2], pages)
+	return ids, before, after
+}
+
+// checkReplayAcrossCrawls exports the segments and CDXJ of every crawl of
+// ids into one pywb collection and checks that pywb replays each crawl as
+// the site served it then: a changed page's old text at the first crawl's
+// time and its new text at the last's, an unchanged page's text at the
+// time of its revisits.
+func checkReplayAcrossCrawls(t *testing.T, api string, web *websim.Web, ids [3]string, before, after map[string]string) {
+	t.Helper()
+	venv := pywbVenv(t)
+	bin := func(tool string) string { return filepath.Join(venv, "bin", tool) }
+	root := t.TempDir()
+	runTool(t, root, bin("wb-manager"), "init", "crawl")
+	archive := filepath.Join(root, "collections", "crawl", "archive")
+	var lines [][]byte
+	caps := make([]map[string]warc.CDXJ, len(ids))
+	for i, id := range ids {
+		out := filepath.Join(t.TempDir(), "export")
+		cliExport(t, "--api", api, "--out", out, "segments", id)
+		segs, _ := filepath.Glob(filepath.Join(out, "*.warc*"))
+		for _, seg := range segs {
+			if strings.HasSuffix(seg, assets.CDXJSuffix) {
+				continue
+			}
+			runTool(t, out, bin("warcio"), "check", seg)
+			b, err := os.ReadFile(seg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A segment shared by crawls: the later export holds more.
+			dst := filepath.Join(archive, filepath.Base(seg))
+			if fi, err := os.Stat(dst); err == nil && fi.Size() >= int64(len(b)) {
+				continue
+			}
+			if err := os.WriteFile(dst, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		idx, err := os.ReadFile(filepath.Join(out, "index.cdxj"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, slices.Collect(bytes.Lines(idx))...)
+		caps[i] = crawlCaptures(t, api, id)
+	}
+	index := bytes.Join(warc.SortCDXJ(lines), nil)
+	if err := os.WriteFile(filepath.Join(root, "collections", "crawl", "indexes", "index.cdxj"), index, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wayback := startWayback(t, root, bin("wayback"))
+	record := web.Changed()
+	for _, u := range webPages(web) {
+		want := []string{before[u], before[u], after[u]}
+		for i := range ids {
+			c := caps[i][u]
+			body, memento := replay(t, wayback, c.Time, u)
+			if body != want[i] {
+				t.Errorf("pywb replay of %s at crawl %d's time (%s, changed: %v) is not what the site served then (%d bytes, want %d)",
+					u, i+1, c.MIME, record[u] != 0, len(body), len(want[i]))
+			}
+			if !memento.Equal(c.Time) {
+				t.Errorf("pywb replay of %s at crawl %d's time: Memento-Datetime %v, want %v", u, i+1, memento, c.Time)
+			}
+		}
+	}
+}
+
+// TestDedupAcrossCrawls: three crawls of one collection on the embedded
+// grid (the second of the unchanged site, the third after some pages
+// changed) store revisits for unchanged payloads, responses for changed
+// ones, under a tenth of the bytes for the unchanged site, and replay in
+// pywb from all three crawls' files.
+func TestDedupAcrossCrawls(t *testing.T) {
+	web := dedupWeb(t, 2, 16)
+	cfg := testConfig(t, t.TempDir(), web.Resolve())
+	g, api := startGrid(t, cfg)
+	target := dedupTarget{api: api, store: g.Backends.Assets, tx: g.Backends.Tx,
+		crawl: func(p contracts.Profile) string { return crawlToEnd(t, api, p, 2*time.Minute) }}
+	ids, before, after := checkDedupAcrossCrawls(t, target, web)
+	if t.Failed() {
+		return
+	}
+	checkReplayAcrossCrawls(t, api, web, ids, before, after)
+}
