@@ -25,7 +25,7 @@ import (
 //
 // The decision waits for the flush: the responses of one flush are looked
 // up in one call, their originals checked with one Stat per segment object
-// (positive answers cached for dedupReadableTTL), and their new digests
+// (positive answers cached for GRIDCRAWL_DEDUP_CHECK_TTL), and their new digests
 // added in one call. A payload seen twice within one flush is stored once,
 // the second time as a revisit of the first. Two loaders storing one
 // payload at once both store a response; the index keeps the first
@@ -43,9 +43,6 @@ const (
 	// dedupCountEvery is how often the loader counts the index's entries
 	// (its bound and the gauge).
 	dedupCountEvery = 10 * time.Second
-	// dedupReadableTTL is how long a segment object found readable is
-	// trusted without another Stat.
-	dedupReadableTTL = time.Minute
 	// dedupReadableKeys bounds the cache of readable segment objects.
 	dedupReadableKeys = 1 << 16
 	// dedupStats bounds the Stat calls in flight at once.
@@ -92,11 +89,11 @@ type readableSeg struct {
 	at   time.Time
 }
 
-func newDedup(index digests.Index, store assets.Store, maxEntries int64, met *metrics.Loader, log *slog.Logger) *dedup {
+func newDedup(index digests.Index, store assets.Store, maxEntries int64, ttl time.Duration, met *metrics.Loader, log *slog.Logger) *dedup {
 	if index == nil {
 		return nil
 	}
-	return &dedup{index: index, store: store, max: maxEntries, met: met, log: log, ttl: dedupReadableTTL, now: time.Now,
+	return &dedup{index: index, store: store, max: maxEntries, met: met, log: log, ttl: ttl, now: time.Now,
 		readable: map[string]readableSeg{}}
 }
 

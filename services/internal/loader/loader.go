@@ -184,6 +184,11 @@ type Config struct {
 	// overshoot the bound by what they add meanwhile. An entry takes about
 	// 300 bytes in the embedded store.
 	DedupMaxEntries int64 `env:"GRIDCRAWL_DEDUP_MAX_ENTRIES" envDefault:"10000000"`
+	// DedupCheckTTL is how long the loader trusts a segment object it
+	// found holding an original (one Stat per object, not per page):
+	// segments deleted while a loader runs may be referred to by new
+	// revisits for that long. 0 checks at every flush.
+	DedupCheckTTL time.Duration `env:"GRIDCRAWL_DEDUP_CHECK_TTL" envDefault:"1m"`
 }
 
 // Validate checks c and fills in derived defaults.
@@ -237,6 +242,8 @@ func (c *Config) Validate() error {
 		return errors.New("GRIDCRAWL_BROWSER_JS_HEAP_MB must be at least 16")
 	case c.DedupMaxEntries < 0:
 		return errors.New("GRIDCRAWL_DEDUP_MAX_ENTRIES must not be negative")
+	case c.DedupCheckTTL < 0:
+		return errors.New("GRIDCRAWL_DEDUP_CHECK_TTL must not be negative")
 	}
 	if _, err := netguard.ParseNets(c.AllowNets); err != nil {
 		return fmt.Errorf("GRIDCRAWL_ALLOW_NETS=%q: %w", c.AllowNets, err)
@@ -413,7 +420,7 @@ func New(cfg Config, deps Deps) (*Loader, error) {
 			loader: cfg.ID, run: l.run, gzip: cfg.Gzip, bytes: cfg.SegmentBytes, age: cfg.SegmentAge,
 		}, met, log),
 		index:         deps.Tx,
-		dedup:         newDedup(deps.Digests, deps.Assets, cfg.DedupMaxEntries, met, log),
+		dedup:         newDedup(deps.Digests, deps.Assets, cfg.DedupMaxEntries, cfg.DedupCheckTTL, met, log),
 		metrics:       met,
 		publisher:     l.pub,
 		gate:          deps.Gate,
