@@ -487,6 +487,7 @@ func TestDedupBound(t *testing.T) {
 	if err != nil || n != 3 {
 		t.Fatalf("digest index holds %d entries (%v), want the bound, 3", n, err)
 	}
+	rv1, _ := countRevisits(t, crawlCaptures(t, api, ids[0]), ids[0], pages)
 	rv, _ := countRevisits(t, crawlCaptures(t, api, ids[1]), ids[1], pages)
 	// The second crawl: a revisit for each of the 3 payloads indexed (and
 	// for the copy of /a.html, if /a.html's is one of them, or within the
@@ -498,6 +499,20 @@ func TestDedupBound(t *testing.T) {
 	s := metricstest.Get(t, api+"/metrics", "")
 	if v, ok := s.Sum("gridcrawl_loader_dedup_entries", nil); !ok || v != 3 {
 		t.Errorf("gridcrawl_loader_dedup_entries = %v (%v), want 3", v, ok)
+	}
+	// The loader's frontier report shows the index's size and bound.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var rep contracts.FrontierReport
+		apiDo(t, http.MethodGet, api+"/api/v1/frontier", nil, &rep)
+		if len(rep.Loaders) == 1 && rep.Loaders[0].Dedup != nil && rep.Loaders[0].Dedup.Entries == 3 {
+			if d := rep.Loaders[0].Dedup; d.MaxEntries != 3 || d.Revisits != int64(len(rv1)+len(rv)) {
+				t.Errorf("frontier report dedup = %+v, want max_entries 3 and the two crawls' %d revisits", *d, len(rv1)+len(rv))
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("frontier report shows no dedup index of 3 entries: %+v", rep.Loaders)
+		}
 	}
 	// First crawl: 6 pages, 5 payloads, 3 added; second: the responses
 	// of the payloads not indexed are refused again.

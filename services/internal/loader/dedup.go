@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
@@ -76,6 +77,8 @@ type dedup struct {
 	log   *slog.Logger
 	ttl   time.Duration
 	now   func() time.Time
+
+	revisits atomic.Int64 // revisit records written
 
 	mu       sync.Mutex
 	count    int64
@@ -244,18 +247,18 @@ func (d *dedup) added(n int) {
 	d.mu.Unlock()
 }
 
-// entries returns the digest index's entries as last counted (-1: not
-// counted yet), for the frontier report.
-func (d *dedup) entries() int64 {
+// report returns the digest index as the loader last counted it, for the
+// frontier report; nil before the first count.
+func (d *dedup) report() *contracts.FrontierDedup {
 	if d == nil {
-		return -1
+		return nil
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.counted.IsZero() {
-		return -1
+		return nil
 	}
-	return d.count
+	return &contracts.FrontierDedup{Entries: d.count, MaxEntries: d.max, Revisits: d.revisits.Load()}
 }
 
 // decideDedup makes the dedupe decision of the responses waiting for one
@@ -319,6 +322,7 @@ func (r *recorder) decideDedup(ctx context.Context) {
 		}
 	}
 	r.metrics.DedupRevisits(revisits)
+	r.dedup.revisits.Add(int64(revisits))
 }
 
 // writeDedupRevisit writes res's exchange as a revisit record of the
