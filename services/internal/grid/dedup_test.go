@@ -520,3 +520,28 @@ func TestDedupBound(t *testing.T) {
 		t.Errorf("gridcrawl_loader_dedup_refused_total = %v (%v), want at least 2", v, ok)
 	}
 }
+
+// TestCrawlFlagsDedupe: grid crawl's --collection and --dedupe set the
+// profile's fields, and a bad value is an error naming the flag.
+func TestCrawlFlagsDedupe(t *testing.T) {
+	profile := func(args ...string) (contracts.Profile, error) {
+		fs, o := newCrawlFlags(&bytes.Buffer{})
+		rest, err := parseFlags(fs, append(args, "http://a.test/"))
+		if err != nil {
+			t.Fatalf("parseFlags(%q): %v", args, err)
+		}
+		return o.profile(fs, rest)
+	}
+	p, err := profile("--collection", "monthly", "--dedupe", "crawl")
+	if err != nil || !slices.Equal(p.Collection, []string{"monthly"}) || p.Dedupe != contracts.DedupeCrawl {
+		t.Errorf("profile of --collection monthly --dedupe crawl = collection %q, dedupe %q, %v", p.Collection, p.Dedupe, err)
+	}
+	if p, err := profile(); err != nil || p.Collection != nil || p.Dedupe != "" {
+		t.Errorf("profile without the flags = collection %q, dedupe %q, %v; want the defaults (unset)", p.Collection, p.Dedupe, err)
+	}
+	for flag, v := range map[string]string{"--dedupe": "url", "--collection": "no spaces"} {
+		if _, err := profile(flag, v); err == nil || !strings.Contains(err.Error(), flag) {
+			t.Errorf("profile of %s %q: error %v, want one naming %s", flag, v, err, flag)
+		}
+	}
+}
