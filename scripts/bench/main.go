@@ -106,7 +106,33 @@ func main() {
 	flag.StringVar(&rc.seed, "render-seed", "all", "with -render, the start URLs: all (every page of the sites) or home (each site's /)")
 	flag.StringVar(&rc.out, "render-out", "", "with -render-soak, the directory of samples.tsv and the grid's log (default: a new temporary directory)")
 	flag.DurationVar(&rc.limit, "render-limit", 60*time.Minute, "with -render or -render-soak, the longest one crawl may take")
+	dedup := flag.Bool("dedup", false, "crawl the web twice into one collection of an embedded grid and print the bytes each crawl stored per page (default web: 50 hosts x 100 pages of 48 KiB)")
+	dedupChange := flag.Int("dedup-change", 0, "with -dedup, change one page in this many of each host between the crawls (0: none)")
 	flag.Parse()
+	if *dedup {
+		set := map[string]bool{}
+		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		c := dedupConfig{hosts: *hosts, pages: *pages, links: *links, cross: *cross, bytes: *bytesPer, depth: *depth,
+			delay: *delay, change: *dedupChange, gridBin: *gridBin}
+		if !set["hosts"] {
+			c.hosts = 50
+		}
+		if !set["pages"] {
+			c.pages = 100
+		}
+		if !set["page-bytes"] {
+			c.bytes = 48 << 10
+		}
+		if !set["depth"] {
+			for c.depth = 1; 1<<c.depth < c.pages+1; c.depth++ {
+			}
+		}
+		if err := dedupBench(c); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *render || *soak {
 		run, pages, sites := renderBench, 500, 4
 		if *soak {
