@@ -2,12 +2,15 @@ package grid
 
 import (
 	"bytes"
+	"context"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -430,40 +433,69 @@ func TestDedupModes(t *testing.T) {
 }
 
 // TestDedupOriginalGone: when the segments holding a collection's
-// originals are deleted, the next crawl stores responses, not revisits
-// that would point at nothing, and its responses become the originals of
-// the crawl after it.
+// originals are deleted (the grid stopped, as an operator would delete old
+// segments), the next crawl stores responses, not revisits that would
+// point at nothing, and its responses become the originals of the crawl
+// after it.
 func TestDedupOriginalGone(t *testing.T) {
 	start, pages := startDedupSite(t)
 	data := t.TempDir()
 	// A segment found readable is trusted for this long: 0, it is checked
-	// again at the next crawl, after the deletion.
+	// at every flush.
 	t.Setenv("GRIDCRAWL_DEDUP_CHECK_TTL", "0")
 	cfg := testConfig(t, data, "dedup.test=127.0.0.1")
-	g, api := startGrid(t, cfg)
 	p := siteProfile(start, "gone", contracts.DedupeCollection)
-	var ids []string
-	counts := func() (revisits, responses []string) {
+	counts := func(g *Grid, api string) (revisits, responses []string) {
 		t.Helper()
 		id := crawlToEnd(t, api, p, time.Minute)
-		ids = append(ids, id)
 		allPagesIndexed(t, g.Backends.Tx, id, pages)
 		return countRevisits(t, crawlCaptures(t, api, id), id, pages)
 	}
-	if rv, _ := counts(); len(rv) != 1 {
+	g, api, stop := startStoppableGrid(t, cfg)
+	if rv, _ := counts(g, api); len(rv) != 1 {
 		t.Fatalf("first crawl: %d revisits, want 1 (the payload at two urls)", len(rv))
 	}
+	stop()
 	if err := os.RemoveAll(filepath.Join(data, "assets", "warc")); err != nil {
 		t.Fatal(err)
 	}
+	g, api, _ = startStoppableGrid(t, cfg)
 	time.Sleep(1100 * time.Millisecond)
-	if rv, _ := counts(); len(rv) != 1 {
+	if rv, _ := counts(g, api); len(rv) != 1 {
 		t.Errorf("crawl after the originals were deleted: %d revisits (%v), want 1 (only the payload at two urls, within the crawl)", len(rv), rv)
 	}
 	time.Sleep(1100 * time.Millisecond)
-	if rv, resp := counts(); len(rv) != len(pages) {
+	if rv, resp := counts(g, api); len(rv) != len(pages) {
 		t.Errorf("crawl after that: %d revisits and %d responses (%v), want %d revisits of the last crawl's responses", len(rv), len(resp), resp, len(pages))
 	}
+}
+
+// startStoppableGrid is startGrid with a stop function, which stops the
+// grid and waits for it (also called when the test ends).
+func startStoppableGrid(t *testing.T, cfg Config) (*Grid, string, func()) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := Open(cfg, discardLogger(), ln)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("grid run: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return g, "http://" + ln.Addr().String(), stop
 }
 
 // TestDedupBound: a digest index bounded at 3 entries takes the first 3

@@ -263,7 +263,11 @@ func (d *dedup) report() *contracts.FrontierDedup {
 
 // decideDedup makes the dedupe decision of the responses waiting for one
 // and writes their records into the segment being filled: one look-up for
-// them all, outside the recorder's lock, then the writes under it.
+// them all, then the writes. Neither holds the recorder's lock, which the
+// workers need to hand over their outcomes: only a flush cuts the segment
+// and takes the results, and this is the flush's goroutine, so the records
+// written here and their results land in the same cut, like those of the
+// workers, which write both under the lock.
 func (r *recorder) decideDedup(ctx context.Context) {
 	r.mu.Lock()
 	var todo []*result
@@ -286,14 +290,20 @@ func (r *recorder) decideDedup(ctx context.Context) {
 		}
 	}
 	found, stale := r.dedup.lookup(ctx, refs)
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	firsts := map[digests.Ref]*result{}
 	revisits := 0
+	var written int64
+	defer func() {
+		r.mu.Lock()
+		r.deferred -= written
+		for _, res := range todo {
+			res.dd.decided = true
+		}
+		r.mu.Unlock()
+	}()
 	for _, res := range todo {
 		dd := res.dd
-		dd.decided = true
-		r.deferred -= int64(len(dd.ex.response))
+		written += int64(len(dd.ex.response))
 		ref := digests.Ref{Scope: dd.scope, Digest: dd.digest}
 		if e, ok := found[ref]; ok {
 			orig := contracts.AssetRef{Key: e.Key, Offset: e.Offset, Length: e.Length}
@@ -327,7 +337,7 @@ func (r *recorder) decideDedup(ctx context.Context) {
 
 // writeDedupRevisit writes res's exchange as a revisit record of the
 // original (uri, date, id) and reports whether it did (a failure is
-// logged: the response is stored instead). Called under r.mu.
+// logged: the response is stored instead).
 func (r *recorder) writeDedupRevisit(res *result, uri string, date time.Time, id string) bool {
 	dd := res.dd
 	rv := &revisit{profile: warc.ProfileIdenticalPayloadDigest}

@@ -192,7 +192,7 @@ func (r *recorder) addExchange(t *task, o outcome) {
 // writeResponse writes ex's request and response records (and a rendered
 // page's DOM) into the segment and points res at them, or fails res with
 // the reason. It returns the response's record id ("" when it failed).
-// Called under r.mu.
+// Called under r.mu, or by the flush (decideDedup).
 func (r *recorder) writeResponse(res *result, ex *exchange, rnd *rendering) string {
 	t := res.t
 	off, n, id, digest, err := r.segments.appendExchange(ex, t.crawlID)

@@ -246,6 +246,7 @@ func (w *segmentWriter) store(ctx context.Context, c *segmentCut) error {
 	}
 	seg, key := c.seg, c.key
 	var err error
+	appended := false // by this call, to an appending store
 	if !c.segStored { // tried again after a failed index: the segment is there
 		var base int64
 		if w.appender != nil {
@@ -259,6 +260,7 @@ func (w *segmentWriter) store(ctx context.Context, c *segmentCut) error {
 		}
 		if err == nil {
 			c.segStored, c.base = true, base
+			appended = w.appender != nil
 		}
 	}
 	if err == nil && len(c.cdx) > 0 {
@@ -268,11 +270,20 @@ func (w *segmentWriter) store(ctx context.Context, c *segmentCut) error {
 		err = w.storeIndex(ctx, key, c.base, c.cdx)
 	}
 	w.mu.Lock()
+	shrank := false
 	if w.file.key == key {
+		// An object that grew from less than the writer appended to it
+		// was deleted or replaced meanwhile: records of the earlier
+		// object may be referred to by their offsets (the digest index),
+		// so the key takes no more records.
+		shrank = appended && c.base < w.file.size
 		w.file.size = c.base + seg.Len()
-		w.file.broken = err != nil
+		w.file.broken = err != nil || shrank
 	}
 	w.mu.Unlock()
+	if shrank {
+		w.log.Warn("segment object was deleted or replaced while open; opening another", "key", key)
+	}
 	if err != nil {
 		return fmt.Errorf("store segment %q: %w", key, err)
 	}
