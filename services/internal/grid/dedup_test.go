@@ -169,6 +169,32 @@ func allPagesIndexed(t *testing.T, tx txindex.Index, id string, pages []string) 
 	}
 }
 
+// checkWARCReadRevisit checks that the WARC read API serves the record of
+// page u of crawl id, which it stored as a revisit: a revisit record of u
+// that names its original.
+func checkWARCReadRevisit(t *testing.T, api, id, u string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, api+"/api/v1/crawls/"+id+"/warc?key="+txindex.Key(id, u), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok := os.Getenv("GRIDCRAWL_API_TOKEN"); tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	rec, err := warc.ReadRecord(res.Body, 1<<20)
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("GET the WARC record of %s = %d, %v", u, res.StatusCode, err)
+	}
+	if typ, target, refers := rec.Header.Get(warc.FieldType), rec.Header.Get(warc.FieldTargetURI), rec.Header.Get(warc.FieldRefersToTargetURI); typ != warc.TypeRevisit || target != u || refers == "" {
+		t.Errorf("WARC record of %s = a %s record of %s referring to %q, want a revisit of it naming its original", u, typ, target, refers)
+	}
+}
+
 // checkDedupAcrossCrawls crawls web three times into one collection: A,
 // then B of the unchanged site, then C after a quarter of its pages
 // changed. It checks, against the site's own record of its changes, that B
@@ -200,6 +226,7 @@ func checkDedupAcrossCrawls(t *testing.T, g dedupTarget, web *websim.Web) (ids [
 		t.Errorf("crawl of the unchanged site stored %d revisits and %d responses (%v), want %d revisits", len(rv), len(resp), resp, len(pages))
 	}
 	allPagesIndexed(t, g.tx, ids[1], pages)
+	checkWARCReadRevisit(t, g.api, ids[1], pages[len(pages)-1])
 	first, second := b1-b0, b2-b1
 	t.Logf("asset store growth: first crawl %d bytes (%d per page), unchanged recrawl %d bytes (%d per page, %.1f%%)",
 		first, first/int64(len(pages)), second, second/int64(len(pages)), 100*float64(second)/float64(first))
