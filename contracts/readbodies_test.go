@@ -78,8 +78,8 @@ func TestReadBodiesValidate(t *testing.T) {
 		{"crawl log", "url_list", contracts.CrawlLog{CrawlID: "c", URLs: []contracts.URLRecord{full, minimal}, NextCursor: str("abc")}},
 		{"crawl log last page", "url_list", contracts.CrawlLog{CrawlID: "c", URLs: []contracts.URLRecord{}}},
 		{"segment list", "segment_list", contracts.SegmentList{CrawlID: "c", TotalSize: size, Segments: []contracts.Segment{
-			{Name: "s.warc.gz", Key: "warc/s.warc.gz", Size: &size, Modified: &at, Records: 3, URL: "/u", CDXJURL: "/u.cdxj"},
-			{Name: "t.warc.gz", Key: "warc/t.warc.gz", Records: 1, URL: "/v", CDXJURL: "/v.cdxj"},
+			{Name: "s.warc.gz", Key: "warc/s.warc.gz", Size: &size, Modified: &at, Records: 3, URL: "/u", CDXJURL: "/u.cdxj", WETURL: "/u.wet.gz", WATURL: "/u.wat.gz"},
+			{Name: "t.warc.gz", Key: "warc/t.warc.gz", Records: 1, URL: "/v", CDXJURL: "/v.cdxj", WETURL: "/v.wet.gz", WATURL: "/v.wat.gz"},
 		}}},
 		{"segment list empty", "segment_list", contracts.SegmentList{CrawlID: "c", Segments: []contracts.Segment{}}},
 		{"hosts report", "report", contracts.Report[contracts.HostReportRow]{CrawlID: "c", Report: contracts.ReportHosts,

@@ -17,10 +17,13 @@ type Segment struct {
 	// Records counts the crawl's URL records whose response lies in the
 	// segment.
 	Records int64 `json:"records"`
-	// URL downloads the segment; CDXJURL its CDXJ index. Both are relative
-	// to the API.
+	// URL downloads the segment; CDXJURL its CDXJ index; WETURL and WATURL
+	// its Common Crawl WET (page text) and WAT (record metadata) files of
+	// the crawl's records, made on demand. All are relative to the API.
 	URL     string `json:"url"`
 	CDXJURL string `json:"cdxj_url"`
+	WETURL  string `json:"wet_url"`
+	WATURL  string `json:"wat_url"`
 }
 
 // SegmentList is the body of GET /api/v1/crawls/{id}/segments.

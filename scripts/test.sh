@@ -38,6 +38,10 @@ scripts/services/pywb.sh install
 scripts/services/pywb.sh check
 eval "$(scripts/services/pywb.sh env)"
 export GRIDCRAWL_PYWB_VENV
+scripts/services/replayweb.sh install
+scripts/services/replayweb.sh check
+eval "$(scripts/services/replayweb.sh env)"
+export GRIDCRAWL_REPLAYWEB_DIR
 export GRIDCRAWL_CHROMIUM GRIDCRAWL_REQUIRE_BROWSER=1
 export GRIDCRAWL_ARTIFACTS="${GRIDCRAWL_ARTIFACTS:-$PWD/artifacts}"
 

@@ -1,6 +1,7 @@
 package extract
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -62,6 +63,36 @@ func FuzzHTMLWithContentType(f *testing.F) {
 		}
 		if len(res.Text) > 1000 || len(res.Links) > 50 {
 			t.Fatalf("limits exceeded: %d text bytes, %d links", len(res.Text), len(res.Links))
+		}
+	})
+}
+
+// FuzzMetadata: any page under any Content-Type header gives WAT metadata
+// within the limits, in valid UTF-8, that encodes as JSON, and no error.
+func FuzzMetadata(f *testing.F) {
+	for _, s := range []struct{ ctype, page string }{
+		{"text/html", `<title>t</title><meta name=a content=b><link rel=x href=/l><a href=/a>a <b>b</b></a><img src=i alt=x>`},
+		{"text/html; charset=iso-8859-1", "<base href=/b><a href='\xfc'>\xfc</a><form action=/f>"},
+		{"", "<a href=1><a href=2>unclosed<script src=s></script><iframe src=f></iframe>"},
+	} {
+		f.Add(s.ctype, s.page)
+	}
+	f.Fuzz(func(t *testing.T, ctype, page string) {
+		lim := MetaLimits{MaxItems: 20, MaxBytes: 2000}
+		m, err := Metadata(strings.NewReader(page), ctype, lim)
+		if err != nil {
+			t.Fatalf("Metadata(%q, %q): %v", ctype, page, err)
+		}
+		b, err := json.Marshal(m)
+		if err != nil || !utf8.Valid(b) {
+			t.Fatalf("metadata does not encode: %v", err)
+		}
+		items := len(m.Head.Metas) + len(m.Head.Link) + len(m.Head.Scripts) + len(m.Links)
+		if items > lim.MaxItems {
+			t.Fatalf("%d items kept, limit %d", items, lim.MaxItems)
+		}
+		if len(b) > 8*lim.MaxBytes+1024+MaxTitleBytes {
+			t.Fatalf("metadata of %d bytes", len(b))
 		}
 	})
 }

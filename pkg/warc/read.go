@@ -143,26 +143,35 @@ func (r *Reader) Next() (Record, error) {
 // returns io.EOF, unwrapped, if the input ends before the record starts
 // (stray blank lines aside).
 func readRecordNoTrailer(br *bufio.Reader, maxBlock int64, wrap func(io.Reader) io.Reader) (Record, error) {
+	rec, _, err := readRecordHead(br, maxBlock, wrap)
+	return rec, err
+}
+
+// readRecordHead is readRecordNoTrailer that also returns how many bytes
+// the header took, from its version line to its blank line.
+func readRecordHead(br *bufio.Reader, maxBlock int64, wrap func(io.Reader) io.Reader) (Record, int64, error) {
 	budget := MaxHeaderSize
 	var line []byte
 	var err error
+	headStart := budget
 	for blanks := 0; ; blanks++ {
+		headStart = budget
 		line, err = readLine(br, &budget)
 		if err == io.EOF && len(line) == 0 {
-			return Record{}, io.EOF
+			return Record{}, 0, io.EOF
 		}
 		if err != nil {
-			return Record{}, headerErr(err)
+			return Record{}, 0, headerErr(err)
 		}
 		if len(line) > 0 {
 			break
 		}
 		if blanks >= maxBlankLines {
-			return Record{}, fmt.Errorf("read warc record: too many blank lines: %w", ErrMalformed)
+			return Record{}, 0, fmt.Errorf("read warc record: too many blank lines: %w", ErrMalformed)
 		}
 	}
 	if !bytes.HasPrefix(line, []byte("WARC/")) {
-		return Record{}, fmt.Errorf("read warc record: version line %q: %w", truncate(line), ErrMalformed)
+		return Record{}, 0, fmt.Errorf("read warc record: version line %q: %w", truncate(line), ErrMalformed)
 	}
 
 	var h Header
@@ -175,14 +184,14 @@ func readRecordNoTrailer(br *bufio.Reader, maxBlock int64, wrap func(io.Reader) 
 	for {
 		line, err = readLine(br, &budget)
 		if err != nil {
-			return Record{}, headerErr(err)
+			return Record{}, 0, headerErr(err)
 		}
 		if len(line) == 0 {
 			break
 		}
 		if line[0] == ' ' || line[0] == '\t' {
 			if len(h) == 0 {
-				return Record{}, fmt.Errorf("read warc record: continuation line first: %w", ErrMalformed)
+				return Record{}, 0, fmt.Errorf("read warc record: continuation line first: %w", ErrMalformed)
 			}
 			if len(value) > 0 {
 				value = append(value, ' ')
@@ -192,21 +201,22 @@ func readRecordNoTrailer(br *bufio.Reader, maxBlock int64, wrap func(io.Reader) 
 		}
 		name, v, ok := bytes.Cut(line, []byte(":"))
 		if !ok {
-			return Record{}, fmt.Errorf("read warc record: field line %q: %w", truncate(line), ErrMalformed)
+			return Record{}, 0, fmt.Errorf("read warc record: field line %q: %w", truncate(line), ErrMalformed)
 		}
 		flush()
 		h = append(h, Field{Name: string(bytes.TrimSpace(name))})
 		value = append(value[:0], bytes.TrimSpace(v)...)
 	}
 	flush()
+	headLen := int64(headStart - budget)
 
 	cl := h.Get(FieldContentLength)
 	n, err := strconv.ParseInt(cl, 10, 64)
 	if err != nil || n < 0 {
-		return Record{}, fmt.Errorf("read warc record: Content-Length %q: %w", truncate([]byte(cl)), ErrMalformed)
+		return Record{}, 0, fmt.Errorf("read warc record: Content-Length %q: %w", truncate([]byte(cl)), ErrMalformed)
 	}
 	if n > maxBlock {
-		return Record{}, fmt.Errorf("read warc record: %d-byte block over the %d-byte limit: %w", n, maxBlock, ErrTooLarge)
+		return Record{}, 0, fmt.Errorf("read warc record: %d-byte block over the %d-byte limit: %w", n, maxBlock, ErrTooLarge)
 	}
 	var block []byte
 	if n <= eagerAlloc {
@@ -228,9 +238,9 @@ func readRecordNoTrailer(br *bufio.Reader, maxBlock int64, wrap func(io.Reader) 
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
-		return Record{}, fmt.Errorf("read warc record block: %w", err)
+		return Record{}, 0, fmt.Errorf("read warc record block: %w", err)
 	}
-	return Record{Header: h, Block: block}, nil
+	return Record{Header: h, Block: block}, headLen, nil
 }
 
 // readRecord reads one record and its trailer. It returns io.EOF, unwrapped,

@@ -49,6 +49,13 @@
 // soak-render):
 //
 //	go build -o bin/ ./services/... && go run ./scripts/bench -render-soak [-render-out DIR]
+//
+// With -wacz it writes a crawl of -wacz-pages pages straight into a file
+// store (WARC segments of -wacz-segment-pages responses, each with its CDXJ
+// index in arrival order), exports it as one WACZ with pkg/wacz, and prints
+// the export's MB/s, the peak Go heap while exporting and the peak RSS:
+//
+//	go run ./scripts/bench -wacz -wacz-pages 100000 [-wacz-out crawl.wacz]
 package main
 
 import (
@@ -108,6 +115,14 @@ func main() {
 	flag.DurationVar(&rc.limit, "render-limit", 60*time.Minute, "with -render or -render-soak, the longest one crawl may take")
 	dedup := flag.Bool("dedup", false, "crawl the web twice into one collection of an embedded grid and print the bytes each crawl stored per page (default web: 50 hosts x 100 pages of 48 KiB)")
 	dedupChange := flag.Int("dedup-change", 0, "with -dedup, change one page in this many of each host between the crawls (0: none)")
+	var wc waczConfig
+	waczRun := flag.Bool("wacz", false, "write a crawl of -wacz-pages pages as WARC segments and indexes, export it as one WACZ (pkg/wacz) and print MB/s and peak memory")
+	flag.IntVar(&wc.pages, "wacz-pages", 100000, "with -wacz, pages of the crawl")
+	flag.IntVar(&wc.perSegment, "wacz-segment-pages", 10000, "with -wacz, responses per WARC segment")
+	flag.IntVar(&wc.bytes, "wacz-page-bytes", 4096, "with -wacz, body bytes per page")
+	flag.StringVar(&wc.dir, "wacz-dir", "", "with -wacz, the directory of the crawl's store and the index runs (default: a new temporary directory, removed after)")
+	flag.StringVar(&wc.out, "wacz-out", "", "with -wacz, write the WACZ to this file (default: count and discard it)")
+	flag.BoolVar(&wc.text, "wacz-text", false, "with -wacz, put each page's text in pages.jsonl")
 	flag.Parse()
 	if *dedup {
 		set := map[string]bool{}
@@ -128,6 +143,17 @@ func main() {
 			}
 		}
 		if err := dedupBench(c); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *waczRun {
+		if wc.pages < 1 || wc.perSegment < 1 || wc.bytes < 0 {
+			fmt.Fprintln(os.Stderr, "bench: -wacz-pages and -wacz-segment-pages must be positive, -wacz-page-bytes not negative")
+			os.Exit(2)
+		}
+		if err := waczBench(wc); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
 		}

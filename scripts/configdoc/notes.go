@@ -68,6 +68,7 @@ var notes = map[string]string{
 	"GRIDCRAWL_REQUIRE_BROWSER":   "`1`: the dashboard's browser tests fail instead of skipping when no browser starts (`make test` sets it).",
 	"GRIDCRAWL_ARTIFACTS":         "Where tests put screenshots (`$GRIDCRAWL_ARTIFACTS/dashboard/*.png`); `make test` uses `artifacts/`, which is not committed.",
 	"GRIDCRAWL_PYWB_VENV":         "The venv with pywb and warcio for the replay test (`scripts/services/pywb.sh install`).",
+	"GRIDCRAWL_REPLAYWEB_DIR":     "The unpacked npm package replaywebpage for the WACZ replay test in a browser (`scripts/services/replayweb.sh install`).",
 	"GRIDCRAWL_SEARX_PYTHON":      "The Python of the venv with searx's YaCy client (`eval \"$(scripts/yacyclient/setup.sh)\"` prints it); unset, the YaCy client test installs it under `make test` and in CI, and skips otherwise.",
 	"GRIDCRAWL_RESTART_BROKER":    "`1` runs the grid-mode test that restarts RabbitMQ mid-crawl (`make test` runs it alone after everything else).",
 	"GRIDCRAWL_AMQP_RESTART_TEST": "`1` runs the queue test that restarts RabbitMQ (`make test` runs it alone after everything else).",

@@ -315,6 +315,16 @@ func (c *Client) Documents(ctx context.Context, id string) (io.ReadCloser, error
 	return c.Open(ctx, crawlPath(id)+"/documents")
 }
 
+// WACZ streams crawl id as one WACZ file (GET /api/v1/crawls/{id}/wacz),
+// with each page's text in pages/pages.jsonl when text is set.
+func (c *Client) WACZ(ctx context.Context, id string, text bool) (io.ReadCloser, error) {
+	p := crawlPath(id) + "/wacz"
+	if text {
+		p += "?text=1"
+	}
+	return c.Open(ctx, p)
+}
+
 // Readiness returns which of the MCP's backends answer (GET /readyz); a
 // full disk of embedded backends is the backend "disk".
 func (c *Client) Readiness(ctx context.Context) (metrics.Readiness, error) {

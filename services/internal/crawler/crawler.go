@@ -25,12 +25,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"mime"
 	"net/http"
 	"net/url"
 	"runtime/debug"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
@@ -55,10 +53,6 @@ import (
 	"github.com/gridcrawl/gridcrawl/services/internal/routing"
 	"github.com/gridcrawl/gridcrawl/services/internal/scope"
 )
-
-// maxMediaTypeBytes bounds the media type kept from a response's
-// Content-Type: it is a keyword of the document.
-const maxMediaTypeBytes = 255
 
 // linkBytesPerPageByte is how many bytes of resolved links and images one
 // byte of page may bring.
@@ -484,16 +478,8 @@ func (c *Crawler) parse(ctx context.Context, k contracts.CrawlerContract, profil
 		return out, nil
 	}
 	ctype := header.Get("Content-Type")
-	mt, _, _ := mime.ParseMediaType(ctype)
-	if len(mt) > maxMediaTypeBytes {
-		mt = "" // no real media type is this long (RFC 6838: 127 + 1 + 127)
-	}
-	// A page's links may take at most a small multiple of its own bytes once
-	// resolved, so that what is stored and queued for it stays bounded by
-	// its size (and 64 KiB for the smallest pages).
-	lim := extract.Limits{MaxTextBytes: c.cfg.MaxTextBytes, MaxLinks: c.cfg.MaxLinks,
-		MaxLinkBytes: max(64<<10, linkBytesPerPageByte*len(body))}
-	res, err := c.extract(p.URL, mt, ctype, body, pageURL, lim)
+	mt := extract.MediaType(ctype)
+	res, err := c.extract(p.URL, mt, ctype, body, pageURL, Limits(c.cfg, len(body)))
 	if err != nil {
 		out.final, out.reason = contracts.Failed, "parse: "+err.Error()
 		return out, nil
@@ -837,17 +823,19 @@ func (c *Crawler) extract(pageURL, mt, ctype string, body []byte, u *url.URL, li
 			err = fmt.Errorf("parser failed on this page: %v", p)
 		}
 	}()
-	switch {
-	case mt == "text/html" || mt == "application/xhtml+xml" || (mt == "" && looksHTML(body)):
-		return extract.HTMLWithContentType(bytes.NewReader(body), ctype, u, lim)
-	case strings.HasPrefix(mt, "text/"):
-		return extract.Text(bytes.NewReader(body), lim)
-	}
-	return extract.Result{}, nil // other media are indexed by their metadata only
+	res, _, err = extract.Page(mt, ctype, body, u, lim) // other media are indexed by their metadata only
+	return res, err
 }
 
-func looksHTML(b []byte) bool {
-	return http.DetectContentType(b) == "text/html; charset=utf-8"
+// Limits returns the extraction limits of a page of bodyBytes decoded bytes
+// under cfg: what the crawler keeps of it. A page's links may take at most
+// a small multiple of its own bytes once resolved, so that what is stored
+// and queued for it stays bounded by its size (and 64 KiB for the smallest
+// pages). WET files (TextOf) extract with the same limits, so that their
+// text is the index's.
+func Limits(cfg Config, bodyBytes int) extract.Limits {
+	return extract.Limits{MaxTextBytes: cfg.MaxTextBytes, MaxLinks: cfg.MaxLinks,
+		MaxLinkBytes: max(64<<10, linkBytesPerPageByte*bodyBytes)}
 }
 
 // noRelease is the release of a load that holds no share of the budget.

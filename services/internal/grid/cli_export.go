@@ -22,17 +22,44 @@ const exportUsage = `  export  [--data DIR] [--api URL] cdxj CRAWL_ID
           [--data DIR] [--api URL] [--json] [--out DIR] segments CRAWL_ID
                                                 list the crawl's WARC segments; with --out, download them and
                                                 the crawl's CDXJ (DIR/index.cdxj), ready for a pywb collection
+          [--data DIR] [--api URL] --wet|--wat [--out DIR] CRAWL_ID
+                                                list each segment's Common Crawl WET (page text) or WAT
+                                                (record metadata) file; with --out, download them into DIR
+          [--data DIR] [--api URL] --wacz [--text] [--out FILE] CRAWL_ID
+                                                write the crawl as one WACZ file (for ReplayWeb.page, Browsertrix)
+                                                to FILE or standard output; --text adds the pages' text
 `
 
 func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("export", "[flags] cdxj|docs|segments CRAWL_ID", stderr)
+	fs := newFlags("export", "[flags] cdxj|docs|segments CRAWL_ID, or --wacz [--text] [--out FILE] CRAWL_ID", stderr)
 	data := fs.String("data", "", "data directory (default $GRIDCRAWL_DATA or ./data)")
 	api := fs.String("api", "", "MCP base URL")
 	asJSON := fs.Bool("json", false, "segments: print JSON")
-	out := fs.String("out", "", "segments: download the segments and the crawl's index.cdxj into this directory")
+	out := fs.String("out", "", "segments: download the segments and the crawl's index.cdxj into this directory; --wet, --wat: download the files into it; --wacz: write the WACZ to this file")
+	wet := fs.Bool("wet", false, "list (or, with --out, download) each segment's WET file: export --wet CRAWL_ID")
+	wat := fs.Bool("wat", false, "list (or, with --out, download) each segment's WAT file: export --wat CRAWL_ID")
+	asWACZ := fs.Bool("wacz", false, "write the crawl as one WACZ file")
+	text := fs.Bool("text", false, "--wacz: put each page's text in pages/pages.jsonl")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
+	}
+	if *asWACZ && (*wet || *wat) {
+		return usageError{errors.New("--wacz is one file: give it alone, not with --wet or --wat")}
+	}
+	if *wet || *wat {
+		return exportDerived(ctx, *api, *data, *out, *wet, *wat, pos, stdout)
+	}
+	if *asWACZ {
+		if len(pos) != 1 {
+			return usageError{errors.New("want --wacz CRAWL_ID")}
+		}
+		c, err := openAPI(*api, *data)
+		if err != nil {
+			return err
+		}
+		defer c.close()
+		return exportWACZ(ctx, c.Client, pos[0], *text, *out, stdout)
 	}
 	if len(pos) != 2 {
 		return usageError{errors.New("want WHAT CRAWL_ID; WHAT is cdxj, docs or segments")}
@@ -102,6 +129,43 @@ func exportSegments(ctx context.Context, c *apiclient.Client, id, dir string, as
 		return err
 	}
 	fmt.Fprintln(stdout, index)
+	return nil
+}
+
+// exportWACZ writes crawl id as one WACZ file to file (through a temporary
+// file renamed when complete) or, when file is "", to stdout.
+func exportWACZ(ctx context.Context, c *apiclient.Client, id string, text bool, file string, stdout io.Writer) error {
+	body, err := c.WACZ(ctx, id, text)
+	if err != nil {
+		return err
+	}
+	defer body.Close()
+	if file == "" {
+		if _, err := io.Copy(stdout, body); err != nil {
+			return fmt.Errorf("export wacz of %s: %w", id, err)
+		}
+		return nil
+	}
+	return saveFile(body, file)
+}
+
+// saveFile writes r to file through a temporary file renamed when complete.
+func saveFile(r io.Reader, file string) error {
+	tmp, err := os.CreateTemp(filepath.Dir(file), ".download-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", file, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := io.Copy(tmp, r); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", file, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", file, err)
+	}
+	if err := os.Rename(tmp.Name(), file); err != nil {
+		return fmt.Errorf("write %s: %w", file, err)
+	}
 	return nil
 }
 

@@ -284,6 +284,23 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 	}
 
+	// The crawl's WACZ is a link in its heading, and it downloads with the
+	// page's own session.
+	var waczHref, waczLabel, waczGot string
+	run("download wacz",
+		chromedp.AttributeValue(`#download-wacz`, "href", &waczHref, nil, chromedp.ByQuery),
+		chromedp.Text(`#download-wacz`, &waczLabel, chromedp.ByQuery),
+		chromedp.Evaluate(`fetch(document.querySelector("#download-wacz").href).then(async r =>
+			r.status + " " + r.headers.get("Content-Type") + " " + new TextDecoder().decode((await r.arrayBuffer()).slice(0, 2)))`, &waczGot,
+			func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }),
+		chromedp.ScrollIntoView(`#download-wacz`, chromedp.ByQuery), shot("crawl-detail-wacz"))
+	if want := "/api/v1/crawls/" + url.PathEscape(id) + "/wacz"; waczHref != want || waczLabel != "Download WACZ" {
+		t.Errorf("WACZ link %q to %q, want \"Download WACZ\" to %q", waczLabel, waczHref, want)
+	}
+	if waczGot != "200 application/wacz+zip PK" {
+		t.Errorf("the WACZ link answers %q, want a 200 application/wacz+zip ZIP", waczGot)
+	}
+
 	// The same page on a phone: nothing may overflow the viewport.
 	var overflow bool
 	run("narrow crawl detail",

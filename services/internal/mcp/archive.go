@@ -95,7 +95,8 @@ func (m *MCP) listSegments(w http.ResponseWriter, r *http.Request) {
 	for _, s := range segs {
 		name := path.Base(s.key)
 		seg := contracts.Segment{Name: name, Key: s.key, Records: int64(len(s.offsets)), URL: segmentURL(id, name),
-			CDXJURL: segmentURL(id, name+assets.CDXJSuffix)}
+			CDXJURL: segmentURL(id, name+assets.CDXJSuffix), WETURL: segmentURL(id, warc.DerivedName(name, warc.WETSuffix)),
+			WATURL: segmentURL(id, warc.DerivedName(name, warc.WATSuffix))}
 		if st != nil {
 			info, err := st.Stat(r.Context(), s.key)
 			switch {
@@ -142,6 +143,10 @@ func segmentKey(name string) string {
 func (m *MCP) segmentFile(w http.ResponseWriter, r *http.Request) {
 	id, name := r.PathValue("id"), r.PathValue("name")
 	if !m.knownCrawl(w, r, id) {
+		return
+	}
+	if kind := derivedKind(name); kind != "" {
+		m.segmentDerived(w, r, id, name, kind)
 		return
 	}
 	key := segmentKey(name)

@@ -39,6 +39,13 @@ type Config struct {
 	// (gridcrawl_crawl_urls, gridcrawl_crawls) are reused before they are
 	// read from the backends again, whatever the scrape rate.
 	MetricsCache time.Duration `env:"GRIDCRAWL_METRICS_CACHE" envDefault:"10s"`
+	// WET files extract page text with the crawler's limits (those of
+	// crawler.Config, read here too), so that their text is the indexed
+	// text.
+
+	MaxBodyBytes int64 `env:"GRIDCRAWL_MAX_BODY_BYTES" envDefault:"8388608"`
+	MaxTextBytes int   `env:"GRIDCRAWL_MAX_TEXT_BYTES" envDefault:"1048576"`
+	MaxLinks     int   `env:"GRIDCRAWL_MAX_LINKS" envDefault:"5000"`
 }
 
 // Validate checks c.
@@ -73,6 +80,7 @@ type Crawls interface {
 type Records interface {
 	txindex.Reads
 	Get(ctx context.Context, key string) (txindex.Record, error)
+	GetMany(ctx context.Context, keys []string) (map[string]txindex.Record, error)
 	Counts(ctx context.Context, crawlID string) (map[contracts.Status]int64, error)
 }
 

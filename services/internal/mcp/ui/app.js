@@ -514,7 +514,11 @@ function actions(c, after) {
       b.textContent = "Really cancel?";
       b.classList.add("armed");
       setTimeout(() => { delete b.dataset.armed; b.textContent = "Cancel"; b.classList.remove("armed"); }, 5000);
-    } }, "Cancel"));
+    } }, "Cancel"),
+    // The crawl as one WACZ file, for ReplayWeb.page and Browsertrix: a
+    // plain link, so that the browser streams it to disk.
+    h("a", { class: "btn", id: "download-wacz", href: crawlPath(id) + "/wacz", download: id + ".wacz",
+      title: "The crawl's WARC segments, index and pages as one WACZ file (opens in ReplayWeb.page, imports into Browsertrix)" }, "Download WACZ"));
 }
 
 // shownCounts are a crawl's counts as the dashboard shows them: the failed
