@@ -80,8 +80,12 @@ func (e Entry) Validate() error {
 //     storing the same payload) see exactly one of them added. The entry
 //     of a Ref never changes; it is only removed (Remove) and then may be
 //     added anew.
-//   - Whatever a call reports done is visible to every following call, in
-//     any process (a Lookup never misses an entry whose Add returned).
+//   - Add and Remove are atomic per entry and decide against every entry
+//     added before, in any process. Lookup may be stale: it sees the
+//     entries added up to the backend's last refresh (at once in SQLite;
+//     within Elasticsearch's refresh interval, 1 s by default), so a
+//     payload stored twice within it is stored twice, never referred to
+//     wrongly. Count sees every entry added before it.
 //   - Calls are batched: one Lookup or Add is one round trip to the
 //     backend whatever the number of entries (up to the backend's request
 //     size).

@@ -9,14 +9,28 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/elastic/go-elasticsearch/v8/esapi"
+
 	"github.com/gridcrawl/gridcrawl/pkg/digests"
 )
 
 // Digests is the payload-digest index (digests.Index) in the index
 // "<prefix>-digests": one document per (scope, digest), whose id is a
 // hash of both, created with op_type create so that the first writer wins.
-// Lookups are realtime mgets, so they need no refresh.
+// Lookups are mgets of the refreshed view (realtime=false): a dedupe hint
+// may be stale (DESIGN.md §8), and a realtime get would make the shard
+// refresh at every flush of every loader. So a Lookup sees the entries
+// added up to the index's last refresh (refresh_interval, 1 s by default),
+// and a payload stored twice within it is stored twice.
 type Digests struct{ c *Client }
+
+// Refresh makes every entry added so far visible to Lookup.
+func (d *Digests) Refresh(ctx context.Context) error {
+	if err := d.c.do(ctx, esapi.IndicesRefreshRequest{Index: []string{d.c.digestsIndex}}, nil); err != nil {
+		return fmt.Errorf("refresh payload digests: %w", err)
+	}
+	return nil
+}
 
 var _ digests.Index = (*Digests)(nil)
 
@@ -66,7 +80,7 @@ func (d *Digests) Lookup(ctx context.Context, refs []digests.Ref) (map[digests.R
 	if len(ids) == 0 {
 		return out, nil
 	}
-	docs, err := d.c.mget(ctx, d.c.digestsIndex, ids)
+	docs, err := d.c.mgetWith(ctx, d.c.digestsIndex, ids, false)
 	if err != nil {
 		return nil, fmt.Errorf("look up payload digests: %w", err)
 	}

@@ -201,6 +201,15 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 			return nil, fmt.Errorf("open elasticsearch %q: %w", redactURL(opts.URL), err)
 		}
 	}
+	// Digest look-ups read the refreshed view (see Digests): an explicit
+	// refresh interval keeps the index refreshing while nothing searches
+	// it (a shard with the default goes search-idle after 30 s and skips
+	// its refreshes).
+	settings := strings.NewReader(`{"index":{"refresh_interval":"1s"}}`)
+	if err := c.do(ctx, esapi.IndicesPutSettingsRequest{Index: []string{c.digestsIndex}, Body: settings}, nil); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("open elasticsearch %q: set refresh interval of %q: %w", redactURL(opts.URL), c.digestsIndex, err)
+	}
 	c.tx = &TxIndex{c: c, cache: newVersionCache()}
 	c.profiles = &Profiles{c: c}
 	c.search = &Search{c: c}

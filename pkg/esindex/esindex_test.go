@@ -814,5 +814,12 @@ func TestUpsertRefusedDocumentSparesItsBatch(t *testing.T) {
 }
 
 func TestDigestsConformance(t *testing.T) {
-	digeststest.Run(t, func(t *testing.T) digests.Index { return open(t, RefreshOnRead).Digests() })
+	digeststest.Run(t, digeststest.Harness{
+		New: func(t *testing.T) digests.Index { return open(t, RefreshOnRead).Digests() },
+		Settle: func(t *testing.T, x digests.Index) {
+			if err := x.(*Digests).Refresh(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		},
+	})
 }

@@ -9,7 +9,7 @@ import (
 )
 
 func TestDigestsConformance(t *testing.T) {
-	digeststest.Run(t, func(t *testing.T) digests.Index {
+	digeststest.Run(t, digeststest.Harness{New: func(t *testing.T) digests.Index {
 		return open(t, filepath.Join(t.TempDir(), "digests.db"), OpenDigests)
-	})
+	}})
 }

@@ -15,8 +15,24 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/digests"
 )
 
-// Run runs the suite; newIndex returns an empty index for each subtest.
-func Run(t *testing.T, newIndex func(t *testing.T) digests.Index) {
+// Harness makes the indices of the suite.
+type Harness struct {
+	// New returns an empty index for each subtest.
+	New func(t *testing.T) digests.Index
+	// Settle, when set, makes the entries added so far visible to Lookup
+	// (an index whose Lookup reads a refreshed view).
+	Settle func(t *testing.T, x digests.Index)
+}
+
+// Run runs the suite.
+func Run(t *testing.T, h Harness) {
+	newIndex := h.New
+	settle := func(t *testing.T, x digests.Index) {
+		t.Helper()
+		if h.Settle != nil {
+			h.Settle(t, x)
+		}
+	}
 	t.Run("LookupEmpty", func(t *testing.T) {
 		x := newIndex(t)
 		got, err := x.Lookup(t.Context(), []digests.Ref{{Scope: "collection:a", Digest: "sha1:AAAA"}})
@@ -36,6 +52,7 @@ func Run(t *testing.T, newIndex func(t *testing.T) digests.Index) {
 		if diff := cmp.Diff([]bool{true, true, true}, added); diff != "" {
 			t.Fatalf("Add added (-want +got):\n%s", diff)
 		}
+		settle(t, x)
 		got, err := x.Lookup(ctx, []digests.Ref{a.Ref, b.Ref, other.Ref, {Scope: "collection:a", Digest: "sha1:CCCC"}, {Scope: "collection:b", Digest: "sha1:AAAA"}})
 		if err != nil {
 			t.Fatalf("Lookup: %v", err)
@@ -60,6 +77,7 @@ func Run(t *testing.T, newIndex func(t *testing.T) digests.Index) {
 		if diff := cmp.Diff([]bool{false, true, false}, mustAdd(t, x, third, n1, n2)); diff != "" {
 			t.Fatalf("Add added (-want +got):\n%s", diff)
 		}
+		settle(t, x)
 		got, err := x.Lookup(t.Context(), []digests.Ref{first.Ref, n1.Ref})
 		if err != nil {
 			t.Fatalf("Lookup: %v", err)
@@ -98,6 +116,7 @@ func Run(t *testing.T, newIndex func(t *testing.T) digests.Index) {
 			t.Fatalf("no concurrent Add added the Ref")
 		}
 		want := entry("collection:a", "sha1:RACE", winner+1)
+		settle(t, x)
 		got, err := x.Lookup(t.Context(), []digests.Ref{want.Ref})
 		if err != nil || got[want.Ref].RecordID != want.RecordID {
 			t.Fatalf("Lookup after the race = %v, %v; want the winner's %s", got, err, want.RecordID)
@@ -109,6 +128,7 @@ func Run(t *testing.T, newIndex func(t *testing.T) digests.Index) {
 		old, fresh := entry("collection:a", "sha1:AAAA", 1), entry("collection:a", "sha1:AAAA", 2)
 		keep := entry("collection:a", "sha1:KEEP", 3)
 		mustAdd(t, x, old, keep)
+		settle(t, x)
 		// Not the entry's record: nothing is removed.
 		if err := x.Remove(ctx, []digests.Entry{fresh, entry("collection:a", "sha1:NONE", 9)}); err != nil {
 			t.Fatalf("Remove of entries that are not there: %v", err)
@@ -119,6 +139,7 @@ func Run(t *testing.T, newIndex func(t *testing.T) digests.Index) {
 		if err := x.Remove(ctx, []digests.Entry{old}); err != nil {
 			t.Fatalf("Remove: %v", err)
 		}
+		settle(t, x)
 		got, err := x.Lookup(ctx, []digests.Ref{old.Ref, keep.Ref})
 		if err != nil {
 			t.Fatalf("Lookup: %v", err)
@@ -132,6 +153,7 @@ func Run(t *testing.T, newIndex func(t *testing.T) digests.Index) {
 		if added := mustAdd(t, x, fresh); !added[0] {
 			t.Fatalf("Add after Remove did not add")
 		}
+		settle(t, x)
 		if got, _ := x.Lookup(ctx, []digests.Ref{fresh.Ref}); got[fresh.Ref] != fresh {
 			t.Fatalf("Lookup after Remove and Add = %v, want %v", got[fresh.Ref], fresh)
 		}
@@ -163,6 +185,7 @@ func Run(t *testing.T, newIndex func(t *testing.T) digests.Index) {
 				t.Fatalf("Add of %d new entries did not add entry %d", n, i)
 			}
 		}
+		settle(t, x)
 		got, err := x.Lookup(ctx, refs)
 		if err != nil || len(got) != n {
 			t.Fatalf("Lookup of %d entries found %d, %v", n, len(got), err)
