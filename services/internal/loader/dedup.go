@@ -37,7 +37,8 @@ import (
 // page is parsed, its links followed and it is indexed like any other.
 // Continuous crawls keep their own revisits of a URL's last fetch
 // (recrawl.go) and are not deduplicated across crawls; neither are pages
-// rendered in the browser (their DOM record refers to their response).
+// rendered in the browser (their DOM record refers to their response) nor
+// sitemaps (small, and read by the crawler from their own record).
 
 // Defaults of the digest index's bound and of its checks.
 const (
@@ -104,7 +105,8 @@ func newDedup(index digests.Index, store assets.Store, maxEntries int64, ttl tim
 // when it is stored as a response without a look-up.
 func (d *dedup) eligible(t *task, o outcome) string {
 	ex := o.ex
-	if d == nil || o.revisit != nil || o.render != nil || o.reason != "" || ex.status != 200 || ex.truncated || t.profile.Recrawl != nil {
+	if d == nil || o.revisit != nil || o.render != nil || o.reason != "" || ex.status != 200 || ex.truncated || t.profile.Recrawl != nil ||
+		t.sitemap != "" {
 		return ""
 	}
 	return t.profile.DedupeScope(t.crawlID)
