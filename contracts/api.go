@@ -211,6 +211,16 @@ type FrontierLoader struct {
 	Report     json.RawMessage `json:"report"`
 	// Browser is the loader's headless browser, once a page was rendered.
 	Browser *FrontierBrowser `json:"browser,omitempty"`
+	// Dedup is the payload-digest index of deduplication across crawls,
+	// once the loader counted it.
+	Dedup *FrontierDedup `json:"dedup,omitempty"`
+}
+
+// FrontierDedup is the payload-digest index as one loader sees it.
+type FrontierDedup struct {
+	Entries    int64 `json:"entries"`
+	MaxEntries int64 `json:"max_entries"`
+	Revisits   int64 `json:"revisits"`
 }
 
 // FrontierBrowser is what a loader's headless browser did.

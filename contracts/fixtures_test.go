@@ -18,6 +18,8 @@ var invalidProfiles = map[string]string{
 	"bad_robots.json":                        "politeness.robots",
 	"bad_scope.json":                         "scope",
 	"crawl_must_match_bad_regex.json":        "crawl_must_match",
+	"dedupe_unknown.json":                    "dedupe",
+	"dedupe_upper_case.json":                 "dedupe",
 	"delay_factor_over_1000.json":            "politeness.delay_factor",
 	"empty_start_urls.json":                  "start_urls",
 	"ftp_scheme_start_url.json":              "start_urls[0]",

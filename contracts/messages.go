@@ -128,6 +128,11 @@ type CrawlerPage struct {
 	// Render is set when the loader rendered the page in a headless
 	// browser: the crawler parses the DOM it recorded, not the response.
 	Render *RenderedPage `json:"render,omitempty"`
+	// Original is set when the loader stored the response as a revisit
+	// record (its payload was stored before, see Profile.Dedupe): Asset is
+	// the revisit record, Original the response record that holds the
+	// payload, which the crawler parses.
+	Original *AssetRef `json:"original,omitempty"`
 }
 
 // RenderedPage is how the loader rendered a page.

@@ -200,9 +200,40 @@ type Profile struct {
 	// page only, as a browser's user would; RenderRobotsAll ("all") every
 	// subresource too, checked against its own origin's robots.txt.
 	RenderRobots string `json:"render_robots,omitempty"`
+	// Dedupe says what the loader deduplicates payloads across:
+	// DedupeCollection ("collection", the default; "" means it) every crawl
+	// of the profile's first collection, or of this crawl alone when it
+	// has none; DedupeCrawl ("crawl") this crawl; DedupeOff ("off")
+	// nothing. A 200 response whose payload digest the scope holds is
+	// stored as a revisit record of the original. Use DedupeScope.
+	Dedupe string `json:"dedupe,omitempty"`
 	// Version counts the changes made to the profile mid-crawl (PATCH); 0 as
 	// submitted.
 	Version int `json:"version,omitempty"`
+}
+
+// Dedupe modes (Profile.Dedupe).
+const (
+	DedupeOff        = "off"
+	DedupeCrawl      = "crawl"
+	DedupeCollection = "collection"
+)
+
+// DedupeScope returns the scope of the payload-digest index that the
+// responses of crawl crawlID are deduplicated within: "collection:<name>"
+// for the first collection of a profile whose Dedupe is collection (or
+// empty), "crawl:<crawlID>" for Dedupe crawl or a profile without a
+// collection, and "" for Dedupe off.
+func (p *Profile) DedupeScope(crawlID string) string {
+	switch p.Dedupe {
+	case DedupeOff:
+		return ""
+	case "", DedupeCollection:
+		if len(p.Collection) > 0 && p.Collection[0] != "" {
+			return "collection:" + p.Collection[0]
+		}
+	}
+	return "crawl:" + crawlID
 }
 
 // SitemapsEnabled reports whether the crawl reads sitemaps: unless
@@ -350,6 +381,8 @@ type ProfilePatch struct {
 	// RenderRobots replaces the crawl's render robots policy ("" is
 	// RenderRobotsPages).
 	RenderRobots *string `json:"render_robots,omitempty"`
+	// Dedupe replaces the crawl's dedupe mode ("" is DedupeCollection).
+	Dedupe *string `json:"dedupe,omitempty"`
 }
 
 // Recrawl is the schedule of a continuous crawl: a fixed Interval, or an
@@ -712,7 +745,18 @@ func (p Profile) validateRender() error {
 	default:
 		return &FieldError{"render_robots", `must be "pages" or "all"`}
 	}
+	if !ValidDedupe(p.Dedupe) {
+		return &FieldError{"dedupe", dedupeModes}
+	}
 	return nil
+}
+
+const dedupeModes = `must be "off", "crawl" or "collection"`
+
+// ValidDedupe reports whether mode is a dedupe mode or "" (the default,
+// DedupeCollection).
+func ValidDedupe(mode string) bool {
+	return mode == "" || mode == DedupeOff || mode == DedupeCrawl || mode == DedupeCollection
 }
 
 // validRender reports whether mode is a render mode ("" is not).

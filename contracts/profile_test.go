@@ -638,3 +638,21 @@ func FuzzProfileDecode(f *testing.F) {
 		}
 	})
 }
+
+func TestDedupeScope(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		p    contracts.Profile
+		want string
+	}{
+		{"default with a collection", contracts.Profile{Collection: []string{"monthly", "other"}}, "collection:monthly"},
+		{"collection", contracts.Profile{Dedupe: contracts.DedupeCollection, Collection: []string{"monthly"}}, "collection:monthly"},
+		{"default without a collection is the crawl", contracts.Profile{}, "crawl:c1"},
+		{"crawl with a collection", contracts.Profile{Dedupe: contracts.DedupeCrawl, Collection: []string{"monthly"}}, "crawl:c1"},
+		{"off", contracts.Profile{Dedupe: contracts.DedupeOff, Collection: []string{"monthly"}}, ""},
+	} {
+		if got := tc.p.DedupeScope("c1"); got != tc.want {
+			t.Errorf("%s: DedupeScope(%q) = %q, want %q", tc.name, "c1", got, tc.want)
+		}
+	}
+}

@@ -34,6 +34,7 @@ func fullProfile() contracts.Profile {
 		Render:          contracts.RenderAuto,
 		RenderOverrides: []contracts.RenderOverride{{Domain: "static.example.com", Render: contracts.RenderNever}},
 		RenderRobots:    contracts.RenderRobotsAll,
+		Dedupe:          contracts.DedupeCrawl,
 	}
 }
 

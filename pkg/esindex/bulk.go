@@ -176,6 +176,12 @@ const maxIDBytes = 512
 // mget returns the documents of index with ids that exist, realtime, keyed
 // by id.
 func (c *Client) mget(ctx context.Context, index string, ids []string) (map[string]mgetDoc, error) {
+	return c.mgetWith(ctx, index, ids, true)
+}
+
+// mgetWith is mget, realtime or from the last refresh (which costs the
+// shard no refresh of its own).
+func (c *Client) mgetWith(ctx context.Context, index string, ids []string, realtime bool) (map[string]mgetDoc, error) {
 	out := make(map[string]mgetDoc, len(ids))
 	ids = possibleIDs(ids) // an id no document can have would fail the request
 	for start := 0; start < len(ids); start += maxMgetIDs {
@@ -187,7 +193,7 @@ func (c *Client) mget(ctx context.Context, index string, ids []string) (map[stri
 		var res struct {
 			Docs []mgetDoc `json:"docs"`
 		}
-		if err := c.do(ctx, esapi.MgetRequest{Index: index, Body: bytes.NewReader(body)}, &res); err != nil {
+		if err := c.do(ctx, esapi.MgetRequest{Index: index, Body: bytes.NewReader(body), Realtime: &realtime}, &res); err != nil {
 			return nil, err
 		}
 		for _, d := range res.Docs {

@@ -2,9 +2,10 @@
 // search index in Elasticsearch 8: the grid-mode implementations of
 // txindex.Index, profiles.Store and search.Index.
 //
-// One Client holds one HTTP client and three indices, created at Open with
-// explicit, strict mappings: "<prefix>-transactions", "<prefix>-profiles"
-// and "<prefix>-web" (YaCy web documents; YaCy Grid's index is "web"). Only
+// One Client holds one HTTP client and four indices, created at Open with
+// explicit, strict mappings: "<prefix>-transactions", "<prefix>-profiles",
+// "<prefix>-web" (YaCy web documents; YaCy Grid's index is "web") and
+// "<prefix>-digests" (payload digests of deduplication, digests.Index). Only
 // core Elasticsearch features are used (no
 // scripts, no update- or delete-by-query), so the bare integ-test
 // distribution serves it.
@@ -106,7 +107,7 @@ type Options struct {
 	Transport http.RoundTripper
 }
 
-// Client is one connection to Elasticsearch and the three gridcrawl indices
+// Client is one connection to Elasticsearch and the gridcrawl indices
 // on it. It is safe for concurrent use.
 type Client struct {
 	es      *elasticsearch.Client
@@ -115,11 +116,13 @@ type Client struct {
 	tr      *http.Transport // owned, closed by Close; nil when given
 
 	txIndex, profilesIndex, docsIndex string
+	digestsIndex                      string
 	refreshers                        map[string]*refresher
 
 	tx       *TxIndex
 	profiles *Profiles
 	search   *Search
+	digests  *Digests
 }
 
 // Open connects to Elasticsearch and creates the indices that are absent,
@@ -158,9 +161,11 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 		txIndex:       opts.Prefix + "-transactions",
 		profilesIndex: opts.Prefix + "-profiles",
 		docsIndex:     opts.Prefix + "-web",
+		digestsIndex:  opts.Prefix + "-digests",
 	}
 	c.refreshers = map[string]*refresher{
 		c.txIndex: newRefresher(), c.profilesIndex: newRefresher(), c.docsIndex: newRefresher(),
+		c.digestsIndex: newRefresher(),
 	}
 	rt := opts.Transport
 	if rt == nil {
@@ -189,15 +194,26 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 		{c.txIndex, 1, txMapping},
 		{c.profilesIndex, 1, profilesMapping},
 		{c.docsIndex, opts.Shards, webMapping()},
+		{c.digestsIndex, 1, digestsMapping},
 	} {
 		if err := c.ensureIndex(ctx, ix.name, ix.shards, opts.Replicas, ix.props); err != nil {
 			c.Close()
 			return nil, fmt.Errorf("open elasticsearch %q: %w", redactURL(opts.URL), err)
 		}
 	}
+	// Digest look-ups read the refreshed view (see Digests): an explicit
+	// refresh interval keeps the index refreshing while nothing searches
+	// it (a shard with the default goes search-idle after 30 s and skips
+	// its refreshes).
+	settings := strings.NewReader(`{"index":{"refresh_interval":"1s"}}`)
+	if err := c.do(ctx, esapi.IndicesPutSettingsRequest{Index: []string{c.digestsIndex}, Body: settings}, nil); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("open elasticsearch %q: set refresh interval of %q: %w", redactURL(opts.URL), c.digestsIndex, err)
+	}
 	c.tx = &TxIndex{c: c, cache: newVersionCache()}
 	c.profiles = &Profiles{c: c}
 	c.search = &Search{c: c}
+	c.digests = &Digests{c: c}
 	return c, nil
 }
 
@@ -210,18 +226,21 @@ func (c *Client) Profiles() *Profiles { return c.profiles }
 // Search returns the search index.
 func (c *Client) Search() *Search { return c.search }
 
+// Digests returns the payload-digest index of deduplication.
+func (c *Client) Digests() *Digests { return c.digests }
+
 // IndexNames returns the names of the transactions, profiles and documents
 // indices.
 func (c *Client) IndexNames() (transactions, profiles, documents string) {
 	return c.txIndex, c.profilesIndex, c.docsIndex
 }
 
-// DeleteIndices deletes the three indices with everything in them. Absent
+// DeleteIndices deletes the four indices with everything in them. Absent
 // indices are not an error. It is meant for tests.
 func (c *Client) DeleteIndices(ctx context.Context) error {
 	ignore := true
 	req := esapi.IndicesDeleteRequest{
-		Index:             []string{c.txIndex, c.profilesIndex, c.docsIndex},
+		Index:             []string{c.txIndex, c.profilesIndex, c.docsIndex, c.digestsIndex},
 		IgnoreUnavailable: &ignore,
 	}
 	if err := c.do(ctx, req, nil); err != nil {

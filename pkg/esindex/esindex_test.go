@@ -21,6 +21,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/digests"
+	"github.com/gridcrawl/gridcrawl/pkg/digests/digeststest"
 	"github.com/gridcrawl/gridcrawl/pkg/profiles"
 	"github.com/gridcrawl/gridcrawl/pkg/profiles/profilestest"
 	"github.com/gridcrawl/gridcrawl/pkg/search"
@@ -809,4 +811,15 @@ func TestUpsertRefusedDocumentSparesItsBatch(t *testing.T) {
 			t.Errorf("neighbour %s of the refused document: %v, want it stored", id, err)
 		}
 	}
+}
+
+func TestDigestsConformance(t *testing.T) {
+	digeststest.Run(t, digeststest.Harness{
+		New: func(t *testing.T) digests.Index { return open(t, RefreshOnRead).Digests() },
+		Settle: func(t *testing.T, x digests.Index) {
+			if err := x.(*Digests).Refresh(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		},
+	})
 }

@@ -95,6 +95,7 @@ type Web struct {
 	ctText []string
 	pool   sync.Pool
 	bombs  bombs // made on first request of a compression bomb
+	revs   revisions
 }
 
 // NewWeb returns a generated web for cfg, not yet serving.
@@ -384,12 +385,21 @@ func (w *Web) render(b []byte, host, page int) []byte {
 		b = append(b, w.vocab[(lr>>44)%nv]...)
 		b = append(b, "</a>\n"...)
 	})
-	b = append(b, "</nav>\n<p>"...)
+	b = append(b, "</nav>\n"...)
+	seed := w.cfg.Seed
+	if rev := w.Revision(host, page); rev > 0 {
+		// A changed page: a sentence naming the revision, and other text.
+		b = append(b, "<p class=\"revision\">Revised: "...)
+		b = append(b, RevisionToken(host, page, rev)...)
+		b = append(b, "</p>\n"...)
+		seed += int64(rev) * 7919
+	}
+	b = append(b, "<p>"...)
 	const footer = "</p>\n</body>\n</html>\n"
 	need := w.cfg.PageBytes - len(b) - len(footer)
 	for i := 0; need > 0; i++ {
 		chunk := min(need, len(w.corpus)/2)
-		off := int(mix(w.cfg.Seed, host, page, -1-i) % uint64(len(w.corpus)-chunk))
+		off := int(mix(seed, host, page, -1-i) % uint64(len(w.corpus)-chunk))
 		// Start at a word and stop at a word break, so no word is cut.
 		if j := bytes.IndexByte(w.corpus[off:], ' '); j >= 0 {
 			off += j + 1

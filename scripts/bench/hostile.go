@@ -293,6 +293,8 @@ func dataBytes(dir string) (map[string]int64, error) {
 			part = "transactions"
 		case strings.HasPrefix(first, "search.db"):
 			part = "search"
+		case strings.HasPrefix(first, "digests.db"):
+			part = "digests"
 		}
 		out[part] += info.Size()
 		return nil

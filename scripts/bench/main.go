@@ -118,6 +118,8 @@ func main() {
 	flag.StringVar(&rc.seed, "render-seed", "all", "with -render, the start URLs: all (every page of the sites) or home (each site's /)")
 	flag.StringVar(&rc.out, "render-out", "", "with -render-soak, the directory of samples.tsv and the grid's log (default: a new temporary directory)")
 	flag.DurationVar(&rc.limit, "render-limit", 60*time.Minute, "with -render or -render-soak, the longest one crawl may take")
+	dedup := flag.Bool("dedup", false, "crawl the web twice into one collection of an embedded grid and print the bytes each crawl stored per page (default web: 50 hosts x 100 pages of 48 KiB)")
+	dedupChange := flag.Int("dedup-change", 0, "with -dedup, change one page in this many of each host between the crawls (0: none)")
 	var wc waczConfig
 	waczRun := flag.Bool("wacz", false, "write a crawl of -wacz-pages pages into a grid data directory, export it as one WACZ through a grid's API (GET /api/v1/crawls/ID/wacz over loopback) and print MB/s and the grid's memory through the export")
 	flag.BoolVar(&wc.cdxj, "cdxj", false, "with -wacz, download the crawl's /cdxj instead of its WACZ")
@@ -128,6 +130,30 @@ func main() {
 	flag.StringVar(&wc.out, "wacz-out", "", "with -wacz, write the WACZ to this file (default: count and discard it)")
 	flag.BoolVar(&wc.text, "wacz-text", false, "with -wacz, put each page's text in pages.jsonl")
 	flag.Parse()
+	if *dedup {
+		set := map[string]bool{}
+		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		c := dedupConfig{hosts: *hosts, pages: *pages, links: *links, cross: *cross, bytes: *bytesPer, depth: *depth,
+			delay: *delay, change: *dedupChange, gridBin: *gridBin}
+		if !set["hosts"] {
+			c.hosts = 50
+		}
+		if !set["pages"] {
+			c.pages = 100
+		}
+		if !set["page-bytes"] {
+			c.bytes = 48 << 10
+		}
+		if !set["depth"] {
+			for c.depth = 1; 1<<c.depth < c.pages+1; c.depth++ {
+			}
+		}
+		if err := dedupBench(c); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *waczRun {
 		if wc.pages < 1 || wc.perSegment < 1 || wc.bytes < 0 {
 			fmt.Fprintln(os.Stderr, "bench: -wacz-pages and -wacz-segment-pages must be positive, -wacz-page-bytes not negative")

@@ -31,7 +31,7 @@ func main() {
 			if err != nil {
 				return nil, err
 			}
-			return crawler.New(cfg.Crawler, crawler.Deps{Queue: set.Queue, Tx: set.Tx, Assets: set.Assets, Profiles: set.Profiles,
+			return crawler.New(cfg.Crawler, crawler.Deps{Queue: set.Queue, Tx: set.Tx, Assets: set.Assets, Digests: set.Digests, Profiles: set.Profiles,
 				Group: group, Shards: cfg.Routing.Shards, Logger: log, Gate: set.Gate(false, log), Metrics: set.Metrics}), nil
 		})
 	stop()

@@ -32,7 +32,7 @@ func main() {
 			if err != nil {
 				return nil, err
 			}
-			return loader.New(cfg.Loader, loader.Deps{Queue: set.Queue, Tx: set.Tx, Assets: set.Assets, Profiles: set.Profiles,
+			return loader.New(cfg.Loader, loader.Deps{Queue: set.Queue, Tx: set.Tx, Assets: set.Assets, Digests: set.Digests, Profiles: set.Profiles,
 				Group: group, Shards: cfg.Routing.Shards, Stagger: stagger(set.Embedded), Logger: log, Gate: set.Gate(false, log), Metrics: set.Metrics})
 		})
 	stop()

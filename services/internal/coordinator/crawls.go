@@ -185,8 +185,8 @@ func (co *Coordinator) failPending(ctx context.Context, id string) error {
 	return nil
 }
 
-// Patch changes a crawl's politeness, budget, recrawl and render settings
-// mid-crawl. The new
+// Patch changes a crawl's politeness, budget, recrawl, render and dedupe
+// settings mid-crawl. The new
 // profile version reaches the loaders with the next contracts (and their
 // profile caches within seconds); URLs parked as retired are put back to
 // to-be-loaded and republished, so that the loaders re-evaluate their groups
@@ -234,6 +234,9 @@ func (co *Coordinator) Patch(ctx context.Context, id string, patch contracts.Pro
 	}
 	if patch.RenderRobots != nil {
 		p.RenderRobots = sameOrNew(p.RenderRobots, *patch.RenderRobots, contracts.RenderRobotsPages)
+	}
+	if patch.Dedupe != nil {
+		p.Dedupe = sameOrNew(p.Dedupe, *patch.Dedupe, contracts.DedupeCollection)
 	}
 	p = p.WithDefaults()
 	if err := p.Validate(); err != nil {

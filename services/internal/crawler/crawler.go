@@ -34,6 +34,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
 	"github.com/gridcrawl/gridcrawl/pkg/bytebudget"
+	"github.com/gridcrawl/gridcrawl/pkg/digests"
 	"github.com/gridcrawl/gridcrawl/pkg/extract"
 	"github.com/gridcrawl/gridcrawl/pkg/gcnudge"
 	"github.com/gridcrawl/gridcrawl/pkg/httpbody"
@@ -100,9 +101,13 @@ func (c *Config) Validate() error {
 
 // Deps are the crawler's backends.
 type Deps struct {
-	Queue    queue.Queue
-	Tx       txindex.Pipeline
-	Assets   assets.Store
+	Queue  queue.Queue
+	Tx     txindex.Pipeline
+	Assets assets.Store
+	// Digests resolves a revisit record whose contract names no original
+	// (a page parsed again from its transaction record) to the response
+	// that holds its payload; nil: such a page fails with the reason.
+	Digests  digests.Index
 	Profiles profiles.Store
 	Group    routing.Grouper
 	// Shards is the number of loader queue shards; 0 means 1.
@@ -426,10 +431,18 @@ func (c *Crawler) publishDocs(ctx context.Context, k contracts.CrawlerContract, 
 func (c *Crawler) parse(ctx context.Context, k contracts.CrawlerContract, profile contracts.Profile, scope *scope.Rules,
 	p contracts.CrawlerPage, key, referrer string, handed map[contracts.AssetRef]handedResponse, spans spanSet) (*parsed, error) {
 	out := &parsed{page: p, key: key, final: contracts.ToBeIndexed}
-	status, header, ip, body, release, err := c.load(ctx, p.Asset, handed, spans, c.cfg.MaxBodyBytes)
+	ref := readRef(p, handed)
+	status, header, ip, body, release, err := c.load(ctx, ref, handed, spans, c.cfg.MaxBodyBytes)
+	if rv := (*revisitError)(nil); errors.As(err, &rv) {
+		// A revisit record whose contract names no original: the digest
+		// index knows where its payload is.
+		if ref, err = c.resolveRevisit(ctx, profile.DedupeScope(k.CrawlID), rv); err == nil {
+			status, header, ip, body, release, err = c.load(ctx, ref, handed, spans, c.cfg.MaxBodyBytes)
+		}
+	}
 	defer func() { release() }()
 	if err != nil {
-		return loadFailed(out, p.Asset, err)
+		return loadFailed(out, ref, err)
 	}
 	if _, inHand := handed[p.Asset]; p.Render != nil && !inHand {
 		// A rendered page: its DOM after scripts, not its response (the
@@ -598,11 +611,11 @@ func (c *Crawler) takeHanded(pages []contracts.CrawlerPage) map[contracts.AssetR
 func (c *Crawler) readSpans(ctx context.Context, pages []contracts.CrawlerPage, handed map[contracts.AssetRef]handedResponse) (spanSet, error) {
 	byKey := map[string][]contracts.AssetRef{}
 	for _, p := range pages {
-		a := p.Asset
-		if a.Key == "" || a.Length <= 0 {
+		if _, ok := handed[p.Asset]; ok {
 			continue
 		}
-		if _, ok := handed[a]; ok {
+		a := readRef(p, handed)
+		if a.Key == "" || a.Length <= 0 {
 			continue
 		}
 		byKey[a.Key] = append(byKey[a.Key], a)
@@ -728,6 +741,10 @@ func (c *Crawler) load(ctx context.Context, ref contracts.AssetRef, handed map[c
 			}
 			return 0, nil, "", nil, noRelease, &badRecordError{"read warc record: " + err.Error()}
 		}
+		if rec.Header.Get(warc.FieldType) == warc.TypeRevisit {
+			release()
+			return 0, nil, "", nil, noRelease, &revisitError{digest: rec.Header.Get(warc.FieldPayloadDigest), refersTo: rec.Header.Get(warc.FieldRefersTo)}
+		}
 		block, ip = rec.Block, rec.Header.Get(warc.FieldIPAddress)
 	}
 	status, header, body, err = warc.ParseHTTPResponse(block)
@@ -741,6 +758,42 @@ func (c *Crawler) load(ctx context.Context, ref contracts.AssetRef, handed map[c
 		return 0, nil, "", nil, noRelease, &badRecordError{"decode body: " + err.Error()}
 	}
 	return status, header, ip, body, release, nil
+}
+
+// readRef is where the response of page p is read from when the handoff
+// does not hold it: the original of a revisit, else its own record.
+func readRef(p contracts.CrawlerPage, handed map[contracts.AssetRef]handedResponse) contracts.AssetRef {
+	if _, ok := handed[p.Asset]; !ok && p.Original != nil {
+		return *p.Original
+	}
+	return p.Asset
+}
+
+// revisitError is load's answer for a revisit record: the payload is in
+// the original response record, which refersTo names.
+type revisitError struct{ digest, refersTo string }
+
+func (e *revisitError) Error() string {
+	return fmt.Sprintf("a revisit record of %s (payload %s)", e.refersTo, e.digest)
+}
+
+// resolveRevisit returns where the original of revisit rv lies, from the
+// digest index entry of its payload in scope, which must be the record the
+// revisit refers to; a revisit that cannot be resolved is a bad record.
+func (c *Crawler) resolveRevisit(ctx context.Context, scope string, rv *revisitError) (contracts.AssetRef, error) {
+	if c.deps.Digests == nil || scope == "" || rv.digest == "" {
+		return contracts.AssetRef{}, &badRecordError{"read warc record: " + rv.Error() + ", and no digest index to find it"}
+	}
+	ref := digests.Ref{Scope: scope, Digest: rv.digest}
+	found, err := c.deps.Digests.Lookup(ctx, []digests.Ref{ref})
+	if err != nil {
+		return contracts.AssetRef{}, fmt.Errorf("resolve revisit: %w", err)
+	}
+	e, ok := found[ref]
+	if !ok || rv.refersTo != "" && e.RecordID != rv.refersTo {
+		return contracts.AssetRef{}, &badRecordError{"read warc record: " + rv.Error() + ", whose original the digest index no longer holds"}
+	}
+	return contracts.AssetRef{Key: e.Key, Offset: e.Offset, Length: e.Length}, nil
 }
 
 // loadDOM reads the DOM of a rendered page from its conversion record.

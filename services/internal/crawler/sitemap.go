@@ -2,6 +2,7 @@ package crawler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 
@@ -35,10 +36,15 @@ func (c *Crawler) readSitemap(ctx context.Context, sc *scope.Rules, p contracts.
 	for _, s := range p.Sitemaps {
 		out.addSitemap(sc, base, s, p.Depth)
 	}
-	status, header, _, body, release, err := c.load(ctx, p.Asset, handed, spans, sitemap.MaxBytes+1)
+	ref := readRef(p, handed)
+	status, header, _, body, release, err := c.load(ctx, ref, handed, spans, sitemap.MaxBytes+1)
 	defer release()
+	if rv := (*revisitError)(nil); errors.As(err, &rv) {
+		// Loaders store sitemaps in full: a revisit here is no sitemap.
+		err = &badRecordError{"read warc record: " + rv.Error()}
+	}
 	if err != nil {
-		return loadFailed(out, p.Asset, err)
+		return loadFailed(out, ref, err)
 	}
 	out.loaded = int64(cap(body))
 	switch {

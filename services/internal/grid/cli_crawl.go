@@ -30,6 +30,7 @@ type crawlOpts struct {
 	sitemaps                           *bool
 	sitemapDepth                       *int
 	recrawl                            *string
+	collection, dedupe                 *string
 	allowNets                          *netList
 	resume, startNew                   *bool
 }
@@ -103,6 +104,9 @@ func newCrawlFlags(stderr io.Writer) (*flag.FlagSet, *crawlOpts) {
 		recrawl: fs.String("recrawl", "", "make the crawl continuous: fetch every page again after this interval (24h, 30d, 1d12h),\n"+
 			"or adaptive:MIN-MAX (adaptive:1h-30d: shorter when a page changed, longer when not);\n"+
 			"grid crawl returns when the first round is done"),
+		collection: fs.String("collection", "", "the collection the crawl's documents belong to; with the default --dedupe, payloads\n"+
+			"stored by earlier crawls of the collection are stored as revisit records"),
+		dedupe: fs.String("dedupe", contracts.DedupeCollection, "what payloads are deduplicated across: collection, crawl or off"),
 	}
 	fs.Var(o.allowNets, "allow-net", "let the loader fetch from these networks, which it refuses by default: loopback, private or a CIDR prefix\n"+
 		"(repeat the flag or separate them by commas; adds to $GRIDCRAWL_ALLOW_NETS; only for the grid this command starts)")
@@ -133,6 +137,10 @@ func (o *crawlOpts) profile(fs *flag.FlagSet, starts []string) (contracts.Profil
 			p.SitemapDepth = *o.sitemapDepth
 		case "recrawl":
 			p.Recrawl, err = parseRecrawl(*o.recrawl)
+		case "collection":
+			p.Collection = []string{*o.collection}
+		case "dedupe":
+			p.Dedupe = *o.dedupe
 		}
 	})
 	if err != nil {
@@ -149,6 +157,7 @@ func (o *crawlOpts) profile(fs *flag.FlagSet, starts []string) (contracts.Profil
 var profileFlags = map[string]string{
 	"max_depth": "depth", "scope": "scope", "max_pages": "max-pages", "sitemap_depth": "sitemap-depth",
 	"politeness.min_delay_ms": "min-delay-ms", "politeness.max_delay_ms": "min-delay-ms",
+	"collection": "collection", "dedupe": "dedupe",
 }
 
 // flagFieldError returns err, the validation error of a profile built

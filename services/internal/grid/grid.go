@@ -96,7 +96,7 @@ func Open(cfg Config, log *slog.Logger, ln net.Listener) (*Grid, error) {
 	handoff := crawler.NewHandoff(cfg.HandoffBytes)
 	// One outage gate for the three services: they share the backends.
 	gate := set.Gate(true, log)
-	ld := loader.Deps{Queue: set.Queue, Tx: set.Tx, Assets: set.Assets, Profiles: set.Profiles,
+	ld := loader.Deps{Queue: set.Queue, Tx: set.Tx, Assets: set.Assets, Digests: set.Digests, Profiles: set.Profiles,
 		Group: group, Shards: shards, Logger: log.With("service", "loader"), Gate: gate, Metrics: set.Metrics}
 	if handoff != nil {
 		ld.Handoff = handoff
@@ -117,7 +117,7 @@ func Open(cfg Config, log *slog.Logger, ln net.Listener) (*Grid, error) {
 		MCP: mcp.New(cfg.MCP, mcp.Deps{Crawls: co, Queue: set.Queue, Tx: set.Tx, Profiles: set.Profiles, Search: set.Search, Assets: set.Assets,
 			HCF: set.HCF, Shards: shards, Embedded: set.Embedded, Logger: mlog, Listener: ln, Metrics: set.Metrics, Disk: set.Disk}),
 		Loader: l,
-		Crawler: crawler.New(cfg.Crawler, crawler.Deps{Queue: set.Queue, Tx: set.Tx, Assets: set.Assets, Profiles: set.Profiles,
+		Crawler: crawler.New(cfg.Crawler, crawler.Deps{Queue: set.Queue, Tx: set.Tx, Assets: set.Assets, Digests: set.Digests, Profiles: set.Profiles,
 			Group: group, Shards: shards, Handoff: handoff, Logger: log.With("service", "crawler"), Gate: gate, Metrics: set.Metrics}),
 		Handoff:     handoff,
 		metricsDump: cfg.MetricsDump,

@@ -70,6 +70,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
 	"github.com/gridcrawl/gridcrawl/pkg/browser"
 	"github.com/gridcrawl/gridcrawl/pkg/bytebudget"
+	"github.com/gridcrawl/gridcrawl/pkg/digests"
 	"github.com/gridcrawl/gridcrawl/pkg/gcnudge"
 	"github.com/gridcrawl/gridcrawl/pkg/netguard"
 	"github.com/gridcrawl/gridcrawl/pkg/politeness"
@@ -175,6 +176,19 @@ type Config struct {
 	// BrowserJSHeapMB bounds the JavaScript heap of each page, in MiB: a
 	// page that allocates without end kills its tab there.
 	BrowserJSHeapMB int `env:"GRIDCRAWL_BROWSER_JS_HEAP_MB" envDefault:"512"`
+	// DedupMaxEntries bounds the payload-digest index of deduplication
+	// across crawls (profile dedupe), all scopes together: once it holds
+	// this many entries no new payload is added (the entries there keep
+	// deduplicating; new payloads are stored in full every time). The
+	// loader counts the entries every 10 seconds, so several loaders may
+	// overshoot the bound by what they add meanwhile. An entry takes about
+	// 300 bytes in the embedded store.
+	DedupMaxEntries int64 `env:"GRIDCRAWL_DEDUP_MAX_ENTRIES" envDefault:"10000000"`
+	// DedupCheckTTL is how long the loader trusts a segment object it
+	// found holding an original (one Stat per object, not per page):
+	// segments deleted while a loader runs may be referred to by new
+	// revisits for that long. 0 checks at every flush.
+	DedupCheckTTL time.Duration `env:"GRIDCRAWL_DEDUP_CHECK_TTL" envDefault:"1m"`
 }
 
 // Validate checks c and fills in derived defaults.
@@ -226,6 +240,10 @@ func (c *Config) Validate() error {
 		return errors.New("GRIDCRAWL_BROWSER_MAX_MEMORY must be at least 67108864")
 	case c.BrowserJSHeapMB < 16:
 		return errors.New("GRIDCRAWL_BROWSER_JS_HEAP_MB must be at least 16")
+	case c.DedupMaxEntries < 0:
+		return errors.New("GRIDCRAWL_DEDUP_MAX_ENTRIES must not be negative")
+	case c.DedupCheckTTL < 0:
+		return errors.New("GRIDCRAWL_DEDUP_CHECK_TTL must not be negative")
 	}
 	if _, err := netguard.ParseNets(c.AllowNets); err != nil {
 		return fmt.Errorf("GRIDCRAWL_ALLOW_NETS=%q: %w", c.AllowNets, err)
@@ -245,6 +263,9 @@ type Deps struct {
 	Queue  queue.Queue
 	Tx     txindex.Pipeline
 	Assets assets.Store
+	// Digests is the payload-digest index of deduplication across crawls
+	// (profile dedupe); nil: every response is stored in full.
+	Digests digests.Index
 	// Profiles resolves crawls whose contracts carry no profile, and tells
 	// whether a crawl is paused or cancelled.
 	Profiles profiles.Store
@@ -399,6 +420,8 @@ func New(cfg Config, deps Deps) (*Loader, error) {
 			loader: cfg.ID, run: l.run, gzip: cfg.Gzip, bytes: cfg.SegmentBytes, age: cfg.SegmentAge,
 		}, met, log),
 		index:         deps.Tx,
+		dedup:         newDedup(deps.Digests, deps.Assets, cfg.DedupMaxEntries, cfg.DedupCheckTTL, met, log),
+		metrics:       met,
 		publisher:     l.pub,
 		gate:          deps.Gate,
 		log:           log,

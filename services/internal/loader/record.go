@@ -10,6 +10,8 @@ import (
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
+	"github.com/gridcrawl/gridcrawl/pkg/warc"
+	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
 	"github.com/gridcrawl/gridcrawl/services/internal/outage"
 )
 
@@ -41,6 +43,8 @@ type result struct {
 	recrawl *txindex.Recrawl
 	// render is why the page was rendered in the browser ("" if it was not).
 	render string
+	// dd is set for a response that waits for its dedupe decision (dedup.go).
+	dd *dedupPending
 }
 
 // recordIndex is what the recorder needs of the transaction index: blind
@@ -68,6 +72,9 @@ type recorderDeps struct {
 	// for the publisher's handoff.
 	keepResponses bool
 	flushInterval time.Duration
+	// dedup deduplicates responses across crawls (nil: never).
+	dedup   *dedup
+	metrics *metrics.Loader
 	// lease is the recovery lease (Config.RecoveryLease): a batch kept
 	// while a backend is down renews its records' lease every half of it,
 	// so that the recovery sweep does not take the URLs this loader holds
@@ -84,6 +91,8 @@ type recorder struct {
 
 	mu      sync.Mutex // orders pending with the segment's records
 	pending []*result
+	// deferred counts the response bytes waiting for a dedupe decision.
+	deferred int64
 	// stuck holds the batches a failed flush kept while a backend was down
 	// (only the flush goroutine touches it, under flushMu).
 	stuck []*batch
@@ -141,10 +150,27 @@ func (r *recorder) addExchange(t *task, o outcome) {
 	if o.reason != "" {
 		res.status = contracts.Failed
 	}
+	if scope := r.dedup.eligible(t, o); scope != "" {
+		// Written at the flush, with the other responses' look-ups.
+		res.dd = &dedupPending{ex: ex, scope: scope, digest: warc.PayloadDigest(ex.response)}
+		if res.dd.digest != "" {
+			r.mu.Lock()
+			r.pending = append(r.pending, res)
+			r.deferred += int64(len(ex.response))
+			full := r.deferred >= r.segments.cfg.bytes
+			r.mu.Unlock()
+			if full {
+				r.nudge()
+			}
+			return
+		}
+		res.dd = nil
+	}
 	// Under mu, so that a result lands in the same flush as its records.
 	r.mu.Lock()
 	if o.revisit != nil {
-		err := r.segments.appendRevisit(ex, t.crawlID, t.url, t.prev.Recrawl, o.revisit)
+		st := t.prev.Recrawl
+		_, _, err := r.segments.appendRevisit(ex, t.crawlID, t.url, st.Stored, st.RecordID, st.Digest, o.revisit)
 		if err == nil {
 			res.status, res.page.StatusCode = previousStatus(t.prev), 0
 			res.recrawl = recrawlState(t, ex.date, ex.status, ex.etag, ex.lastModified, o.revisit, "", "")
@@ -155,38 +181,49 @@ func (r *recorder) addExchange(t *task, o outcome) {
 		// The whole response is stored instead, and parsed as a change.
 		r.log.Warn("write revisit record; storing the response", "url", t.url, "crawl_id", t.crawlID, "err", err)
 	}
+	r.writeResponse(res, ex, o.render)
+	r.pending = append(r.pending, res)
+	r.mu.Unlock()
+	if r.segments.full() { // store it now rather than at the next tick
+		r.nudge()
+	}
+}
+
+// writeResponse writes ex's request and response records (and a rendered
+// page's DOM) into the segment and points res at them, or fails res with
+// the reason. It returns the response's record id ("" when it failed).
+// Called under r.mu, or by the flush (decideDedup).
+func (r *recorder) writeResponse(res *result, ex *exchange, rnd *rendering) string {
+	t := res.t
 	off, n, id, digest, err := r.segments.appendExchange(ex, t.crawlID)
-	if err == nil && o.render != nil {
+	if err == nil && rnd != nil {
 		// The DOM after scripts, tied to the response: what the crawler parses.
 		var domOff, domLen int64
-		if domOff, domLen, err = r.segments.appendRendered(t.url, ex.date, id, o.render); err == nil {
-			res.page.Render = &contracts.RenderedPage{Reason: o.render.reason, Cut: o.render.cut(),
-				DOM: contracts.AssetRef{Offset: domOff, Length: domLen}, Navigations: o.render.res.Navigations}
-			res.render = o.render.reason
-			if cut := o.render.cut(); cut != "" {
+		if domOff, domLen, err = r.segments.appendRendered(t.url, ex.date, id, rnd); err == nil {
+			res.page.Render = &contracts.RenderedPage{Reason: rnd.reason, Cut: rnd.cut(),
+				DOM: contracts.AssetRef{Offset: domOff, Length: domLen}, Navigations: rnd.res.Navigations}
+			res.render = rnd.reason
+			if cut := rnd.cut(); cut != "" {
 				res.render += "; cut: " + cut
 			}
 		}
 	}
 	if err != nil {
 		res.status, res.reason, res.page.Render = contracts.Failed, "warc: "+err.Error(), nil
+		id = ""
 	} else {
 		res.inSeg, res.page.Asset = true, contracts.AssetRef{Offset: off, Length: n}
 		if r.keepResponses && res.status == contracts.ToBeParsed {
 			res.ip, res.response = ex.ip, ex.response
-			if o.render != nil {
-				res.response = renderedResponse(o.render.status, o.render.header, o.render.res.DOM)
+			if rnd != nil {
+				res.response = renderedResponse(rnd.status, rnd.header, rnd.res.DOM)
 			}
 		}
 	}
 	if t.profile.Recrawl != nil {
 		res.recrawl = recrawlState(t, ex.date, ex.status, ex.etag, ex.lastModified, nil, id, digest)
 	}
-	r.pending = append(r.pending, res)
-	r.mu.Unlock()
-	if r.segments.full() { // store it now rather than at the next tick
-		r.nudge()
-	}
+	return id
 }
 
 // archive writes an exchange that settles nothing (robots.txt) into the
@@ -234,13 +271,25 @@ func (r *recorder) flushLoop(ctx, drain context.Context) {
 func (r *recorder) flush(ctx context.Context, final bool) {
 	r.flushMu.Lock()
 	defer r.flushMu.Unlock()
+	r.decideDedup(ctx)
 	batches := r.stuck
 	r.stuck = nil
 	r.mu.Lock()
-	if c := r.segments.cut(); c.seg != nil || len(r.pending) > 0 {
-		batches = append(batches, &batch{seg: c, pending: r.pending})
-		r.pending = nil
+	// Responses that came after the dedupe decisions wait for the next
+	// flush: none of their records is in this segment.
+	var later []*result
+	take := r.pending[:0:0]
+	for _, res := range r.pending {
+		if res.dd != nil && !res.dd.decided {
+			later = append(later, res)
+		} else {
+			take = append(take, res)
+		}
 	}
+	if c := r.segments.cut(); c.seg != nil || len(take) > 0 {
+		batches = append(batches, &batch{seg: c, pending: take})
+	}
+	r.pending = later
 	r.mu.Unlock()
 	for _, b := range batches {
 		err := r.prepare(ctx, b)
@@ -311,6 +360,8 @@ type batch struct {
 	// failedUp is when a step first failed while every backend answered
 	// (zero: never).
 	failedUp time.Time
+	// digestsAdded: its responses' payload digests went to the index.
+	digestsAdded bool
 }
 
 // transientFor is how long a batch whose step failed while every backend
@@ -347,6 +398,10 @@ func (r *recorder) prepare(ctx context.Context, b *batch) error {
 				}
 			}
 		}
+	}
+	if r.dedup != nil && !b.digestsAdded {
+		r.addDigests(ctx, b)
+		b.digestsAdded = true
 	}
 	if b.rs.applied == nil {
 		return r.transition(ctx, b.pending, &b.rs)

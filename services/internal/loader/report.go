@@ -34,7 +34,7 @@ func (l *Loader) writeReport(ctx context.Context) error {
 		return err
 	}
 	body, err := json.Marshal(contracts.FrontierLoader{LoaderID: l.cfg.ID, Time: time.Now().UTC(),
-		IntervalMS: l.cfg.ReportInterval.Milliseconds(), Report: rep, Browser: l.frontierBrowser()})
+		IntervalMS: l.cfg.ReportInterval.Milliseconds(), Report: rep, Browser: l.frontierBrowser(), Dedup: l.rec.dedup.report()})
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
-	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/pkg/warc"
 	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
 )
@@ -146,17 +145,19 @@ func (w *segmentWriter) appendRendered(url string, date time.Time, respID string
 }
 
 // appendRevisit appends ex's request record and a revisit record of ex,
-// which found the response stored for url (st) unchanged, and notes the
-// revisit's CDXJ line.
-func (w *segmentWriter) appendRevisit(ex *exchange, crawlID, url string, st *txindex.Recrawl, rv *revisit) error {
+// whose payload (digest) the original record refersTo (WARC-Record-ID,
+// "" if unknown) of refersURI at refersDate holds, notes the revisit's
+// CDXJ line and returns where the revisit lies in the segment being
+// filled.
+func (w *segmentWriter) appendRevisit(ex *exchange, crawlID, refersURI string, refersDate time.Time, refersTo, digest string, rv *revisit) (offset, length int64, err error) {
 	req := warc.NewRequestRecord(ex.url, ex.date, ex.request)
 	rec, err := warc.NewRevisitRecord(warc.Revisit{
 		TargetURI: ex.url, Date: ex.date, IP: ex.ip, Profile: rv.profile,
-		HTTPResponse: ex.response, OriginalHeader: rv.originalHeader, PayloadDigest: st.Digest,
-		RefersToTargetURI: url, RefersToDate: st.Stored, RefersTo: st.RecordID, ConcurrentTo: warc.RecordID(req),
+		HTTPResponse: ex.response, OriginalHeader: rv.originalHeader, PayloadDigest: digest,
+		RefersToTargetURI: refersURI, RefersToDate: refersDate, RefersTo: refersTo, ConcurrentTo: warc.RecordID(req),
 	})
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -164,17 +165,17 @@ func (w *segmentWriter) appendRevisit(ex *exchange, crawlID, url string, st *txi
 		w.startLocked(time.Now())
 	}
 	if _, _, err := w.seg.Append(req); err != nil {
-		return err
+		return 0, 0, err
 	}
-	offset, length, err := w.seg.Append(rec)
+	offset, length, err = w.seg.Append(rec)
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
 	if c, ok := w.seg.CDXJOf(rec, 0, offset, length, ""); ok {
 		c.Crawl = crawlID
 		w.cdx = append(w.cdx, c)
 	}
-	return nil
+	return offset, length, nil
 }
 
 // full reports whether the segment being filled has reached SegmentBytes:
@@ -245,6 +246,7 @@ func (w *segmentWriter) store(ctx context.Context, c *segmentCut) error {
 	}
 	seg, key := c.seg, c.key
 	var err error
+	appended := false // by this call, to an appending store
 	if !c.segStored { // tried again after a failed index: the segment is there
 		var base int64
 		if w.appender != nil {
@@ -258,6 +260,7 @@ func (w *segmentWriter) store(ctx context.Context, c *segmentCut) error {
 		}
 		if err == nil {
 			c.segStored, c.base = true, base
+			appended = w.appender != nil
 		}
 	}
 	if err == nil && len(c.cdx) > 0 {
@@ -267,11 +270,20 @@ func (w *segmentWriter) store(ctx context.Context, c *segmentCut) error {
 		err = w.storeIndex(ctx, key, c.base, c.cdx)
 	}
 	w.mu.Lock()
+	shrank := false
 	if w.file.key == key {
+		// An object that grew from less than the writer appended to it
+		// was deleted or replaced meanwhile: records of the earlier
+		// object may be referred to by their offsets (the digest index),
+		// so the key takes no more records.
+		shrank = appended && c.base < w.file.size
 		w.file.size = c.base + seg.Len()
-		w.file.broken = err != nil
+		w.file.broken = err != nil || shrank
 	}
 	w.mu.Unlock()
+	if shrank {
+		w.log.Warn("segment object was deleted or replaced while open; opening another", "key", key)
+	}
 	if err != nil {
 		return fmt.Errorf("store segment %q: %w", key, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -302,5 +303,43 @@ func TestPublisherHoldsNoResponse(t *testing.T) {
 	defer h.mu.Unlock()
 	if want := []string{"HTTP/1.1 200 OK\r\n\r\none"}; !slices.Equal(h.got, want) {
 		t.Errorf("handed off %q, want %q", h.got, want)
+	}
+}
+
+// TestSegmentWriterDeletedObjectRollsOver: a segment object deleted while
+// the writer appends to it is re-created by the next append, whose records
+// then lie at offsets the old object's records had (which the digest index
+// may name): the writer opens another object for the records after.
+func TestSegmentWriterDeletedObjectRollsOver(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "assets")
+	store, err := fsassets.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	w := testSegmentWriter(store, 1<<20)
+	put := func(u string) string {
+		t.Helper()
+		if _, _, _, _, err := w.appendExchange(testExchange(u, 100), "c"); err != nil {
+			t.Fatal(err)
+		}
+		c := w.cut()
+		if err := w.store(t.Context(), &c); err != nil {
+			t.Fatal(err)
+		}
+		return c.key
+	}
+	first := put("http://a.example/1")
+	if again := put("http://a.example/2"); again != first {
+		t.Fatalf("second cut went to %s, want the open object %s", again, first)
+	}
+	if err := os.Remove(filepath.Join(dir, filepath.FromSlash(first))); err != nil {
+		t.Fatal(err)
+	}
+	if recreated := put("http://a.example/3"); recreated != first {
+		t.Fatalf("cut after the deletion went to %s, want %s (re-created)", recreated, first)
+	}
+	if next := put("http://a.example/4"); next == first {
+		t.Errorf("cut after the re-creation went to the re-created object %s, want another", next)
 	}
 }

@@ -133,6 +133,10 @@ type Loader struct {
 	parked   prometheus.Counter
 	rendered [numRenderResults]prometheus.Counter
 	renderT  prometheus.Observer
+	// Deduplication across crawls (profile dedupe).
+	dedupRevisits prometheus.Counter
+	dedupRefused  prometheus.Counter
+	dedupEntries  prometheus.Gauge
 }
 
 // RenderResult is what rendering one page gave (label result of
@@ -186,8 +190,25 @@ func newLoader(reg prometheus.Registerer) *Loader {
 	}
 	l.renderT = f.histogram("gridcrawl_loader_render_duration_seconds",
 		"Time a rendered page held its tab: from opening it to the DOM taken, its requests included.", fetchBuckets)
+	l.dedupRevisits = f.counter("gridcrawl_loader_dedup_revisits_total",
+		"Responses the loader stored as revisit records because their payload was stored before in the crawl's dedupe scope (profile dedupe).")
+	l.dedupRefused = f.counter("gridcrawl_loader_dedup_refused_total",
+		"Payload digests the loader did not add to the digest index because it holds GRIDCRAWL_DEDUP_MAX_ENTRIES entries.")
+	l.dedupEntries = prometheus.NewGauge(prometheus.GaugeOpts{Name: "gridcrawl_loader_dedup_entries",
+		Help: "Entries of the payload-digest index (all scopes), as the loader last counted them."})
+	f.register(l.dedupEntries)
 	return l
 }
+
+// DedupRevisits counts responses stored as revisit records of an earlier
+// payload.
+func (l *Loader) DedupRevisits(n int) { l.dedupRevisits.Add(float64(n)) }
+
+// DedupRefused counts digests not added to the full digest index.
+func (l *Loader) DedupRefused(n int) { l.dedupRefused.Add(float64(n)) }
+
+// DedupEntries sets the digest index's entry count.
+func (l *Loader) DedupEntries(n int64) { l.dedupEntries.Set(float64(n)) }
 
 // Rendered counts a page rendered (or not) in the browser, with the time
 // it held its tab.

@@ -14,6 +14,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/amqpqueue"
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
+	"github.com/gridcrawl/gridcrawl/pkg/digests"
 	"github.com/gridcrawl/gridcrawl/pkg/esindex"
 	"github.com/gridcrawl/gridcrawl/pkg/fsassets"
 	"github.com/gridcrawl/gridcrawl/pkg/hcf"
@@ -121,6 +122,8 @@ type Set struct {
 	Assets   assets.Store
 	// HCF is the store of the Hub Crawl Frontier API.
 	HCF hcf.Store
+	// Digests is the payload-digest index of deduplication across crawls.
+	Digests digests.Index
 	// Embedded is true when every backend lives in DataDir in this process.
 	Embedded bool
 	// Metrics is the registry the backends report to (see Instrument);
@@ -198,7 +201,7 @@ func open(ctx context.Context, b Backends, log *slog.Logger) (*Set, error) {
 		if err != nil {
 			return fail(fmt.Errorf("open elasticsearch: %w", err))
 		}
-		s.Tx, s.Profiles, s.Search, s.HCF = es.TxIndex(), es.Profiles(), es.Search(), es.HCF()
+		s.Tx, s.Profiles, s.Search, s.HCF, s.Digests = es.TxIndex(), es.Profiles(), es.Search(), es.HCF(), es.Digests()
 		s.closers = append(s.closers, func() error { es.Close(); return nil })
 	} else {
 		tx, err := sqlitestore.OpenTxIndex(filepath.Join(b.DataDir, "transactions.db"))
@@ -221,6 +224,11 @@ func open(ctx context.Context, b Backends, log *slog.Logger) (*Set, error) {
 			return fail(fmt.Errorf("open embedded hub crawl frontier: %w", err))
 		}
 		s.HCF, s.closers = hs, append(s.closers, hs.Close)
+		ds, err := sqlitestore.OpenDigests(filepath.Join(b.DataDir, "digests.db"))
+		if err != nil {
+			return fail(fmt.Errorf("open embedded payload-digest index: %w", err))
+		}
+		s.Digests, s.closers = ds, append(s.closers, ds.Close)
 	}
 	if b.S3Endpoint != "" {
 		as, err := minioassets.Open(ctx, minioassets.Options{Endpoint: b.S3Endpoint, AccessKey: b.S3AccessKey, SecretKey: b.S3SecretKey,
