@@ -52,7 +52,12 @@ var searchSchema = []string{
 		collection  TEXT NOT NULL, -- "\n"-separated, with a leading and a trailing "\n"
 		doc         TEXT NOT NULL
 	)`,
-	`CREATE INDEX IF NOT EXISTS web_crawl ON web (crawl_id)`,
+	// A crawl's documents in id order (Documents pages through them):
+	// with an index of crawl_id alone, each page read and sorted every
+	// document of the crawl, a whole export's cost growing with the square
+	// of its size.
+	`CREATE INDEX IF NOT EXISTS web_crawl_id ON web (crawl_id, id)`,
+	`DROP INDEX IF EXISTS web_crawl`,
 	`CREATE INDEX IF NOT EXISTS web_host ON web (host)`,
 	// doc_writes counts the stores of each document id (Writes).
 	`CREATE TABLE IF NOT EXISTS doc_writes (
@@ -302,12 +307,7 @@ func (s *Search) Get(ctx context.Context, id string) (contracts.Document, error)
 // with ids after after, in id order (see search.Index).
 func (s *Search) Documents(ctx context.Context, crawlID, after string, limit int) ([]contracts.Document, error) {
 	limit = min(max(limit, 1), search.MaxExportPage)
-	q := `SELECT body, doc FROM web WHERE id > ? ORDER BY id LIMIT ?`
-	args := []any{after, limit}
-	if crawlID != "" {
-		q = `SELECT body, doc FROM web WHERE crawl_id = ? AND id > ? ORDER BY id LIMIT ?`
-		args = []any{crawlID, after, limit}
-	}
+	q, args := documentsQuery(crawlID, after, limit)
 	rows, err := s.st.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("export documents of crawl %q: %w", crawlID, err)
@@ -330,6 +330,14 @@ func (s *Search) Documents(ctx context.Context, crawlID, after string, limit int
 		return nil, fmt.Errorf("export documents of crawl %q: %w", crawlID, err)
 	}
 	return out, nil
+}
+
+// documentsQuery is the query of one page of Documents.
+func documentsQuery(crawlID, after string, limit int) (string, []any) {
+	if crawlID == "" {
+		return `SELECT body, doc FROM web WHERE id > ? ORDER BY id LIMIT ?`, []any{after, limit}
+	}
+	return `SELECT body, doc FROM web WHERE crawl_id = ? AND id > ? ORDER BY id LIMIT ?`, []any{crawlID, after, limit}
 }
 
 // Search returns one page of the documents that match q.Q (see

@@ -234,3 +234,34 @@ func TestCountKeptByTriggers(t *testing.T) {
 	}
 	check("reopened, then insert", s, map[string]int64{"c1": 1, "c2": 3, "": 4})
 }
+
+// TestDocumentsPagesWithoutSorting: a page of a crawl's documents is read
+// from an index in id order, not by reading and sorting all the crawl's
+// documents (which made an export of a crawl cost the square of its size).
+func TestDocumentsPagesWithoutSorting(t *testing.T) {
+	s, err := OpenSearch(filepath.Join(t.TempDir(), "search.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, crawl := range []string{"c1", ""} {
+		q, args := documentsQuery(crawl, "x", 200)
+		rows, err := s.st.r.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+q, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		if p := strings.Join(plan, "; "); strings.Contains(p, "TEMP B-TREE") || !strings.Contains(p, "USING") {
+			t.Errorf("crawl %q: the page's plan is %q, want an index in id order and no sort", crawl, p)
+		}
+	}
+}
