@@ -44,7 +44,7 @@ func main() {
 			gate := set.Gate(true, log)
 			co := coordinator.New(cfg.Coordinator, coordinator.Deps{Queue: set.Queue, Tx: set.Tx, Profiles: set.Profiles, Search: set.Search,
 				Assets: set.Assets, Group: group, Shards: cfg.Routing.Shards, Logger: log, Gate: gate, Metrics: set.Metrics, Disk: set.Disk})
-			api := mcp.New(cfg.MCP, mcp.Deps{Crawls: co, Queue: set.Queue, Tx: set.Tx, Profiles: set.Profiles, Search: set.Search, Assets: set.Assets,
+			api := mcp.New(cfg.MCP, mcp.Deps{Crawls: co, Queue: set.Queue, Tx: set.Tx, Profiles: set.Profiles, Search: set.Search, Assets: set.Assets, Digests: set.Digests,
 				HCF: set.HCF, Shards: cfg.Routing.Shards, Embedded: set.Embedded, Logger: log, Metrics: set.Metrics, Disk: set.Disk})
 			parts := []svc.Runner{co, api}
 			if cfg.RunIndexer {

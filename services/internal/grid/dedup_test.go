@@ -1,6 +1,7 @@
 package grid
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"io"
@@ -342,6 +343,7 @@ func TestDedupAcrossCrawls(t *testing.T) {
 		return
 	}
 	checkReplayAcrossCrawls(t, api, web, ids, before, after)
+	checkWACZHoldsOriginals(t, api, ids[1], before)
 }
 
 // TestGridModeDedupAcrossCrawls is TestDedupAcrossCrawls on the real
@@ -600,6 +602,72 @@ func TestCrawlFlagsDedupe(t *testing.T) {
 	for flag, v := range map[string]string{"--dedupe": "url", "--collection": "no spaces"} {
 		if _, err := profile(flag, v); err == nil || !strings.Contains(err.Error(), flag) {
 			t.Errorf("profile of %s %q: error %v, want one naming %s", flag, v, err, flag)
+		}
+	}
+}
+
+// checkWACZHoldsOriginals exports the WACZ of crawl id, whose pages are all
+// revisits of payloads an earlier crawl of the collection stored, and
+// checks that it stands alone: py-wacz validates it, every revisit line of
+// its index has a response line of the same payload in a segment the WACZ
+// holds, and pywb, given the WACZ alone, replays every page as the site
+// served it (want, by URL) at the crawl's time.
+func checkWACZHoldsOriginals(t *testing.T, api, id string, want map[string]string) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "recrawl.wacz")
+	cliExport(t, "--api", api, "--wacz", "--out", file, id)
+	runTool(t, filepath.Dir(file), waczTool(t), "validate", "-f", file)
+	zr, err := zip.OpenReader(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zr.Close()
+	entries := map[string]bool{}
+	var index []byte
+	for _, f := range zr.File {
+		entries[f.Name] = true
+		if f.Name == "indexes/index.cdx" {
+			rc, err := f.Open()
+			if err != nil {
+				t.Fatal(err)
+			}
+			index, err = io.ReadAll(rc)
+			rc.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	stored := map[string]bool{} // payload digests of response lines in held segments
+	var revisits []warc.CDXJ
+	for line := range bytes.Lines(index) {
+		c, err := warc.ParseCDXJ(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case c.MIME == warc.MIMERevisit && c.Crawl == id:
+			revisits = append(revisits, c)
+		case c.MIME != warc.MIMERevisit && entries["archive/"+c.Filename]:
+			stored[c.Digest] = true
+		}
+	}
+	if len(revisits) == 0 {
+		t.Fatalf("the WACZ of crawl %s has no revisit lines", id)
+	}
+	for _, c := range revisits {
+		if !stored[c.Digest] {
+			t.Errorf("revisit of %s (%s): no response of its payload in the WACZ", c.URL, c.Digest)
+		}
+	}
+	root := t.TempDir()
+	wbManager := filepath.Join(pywbVenv(t), "bin", "wb-manager")
+	runTool(t, root, wbManager, "init", "crawl")
+	runTool(t, root, wbManager, "add", "--unpack-wacz", "crawl", file)
+	wayback := startWayback(t, root, filepath.Join(pywbVenv(t), "bin", "wayback"))
+	for _, c := range revisits {
+		if body, _ := replay(t, wayback, c.Time, c.URL); body != want[c.URL] {
+			t.Errorf("pywb replay of %s from the recrawl's WACZ alone: %d bytes, want the site's %d", c.URL, len(body), len(want[c.URL]))
 		}
 	}
 }

@@ -114,7 +114,7 @@ func Open(cfg Config, log *slog.Logger, ln net.Listener) (*Grid, error) {
 		Coordinator: co,
 		Indexer: indexer.New(cfg.Indexer, indexer.Deps{Queue: set.Queue, Tx: set.Tx, Search: set.Search, Gate: gate,
 			Metrics: set.Metrics, Logger: log.With("service", "indexer"), Nudge: co.NudgeFinish}),
-		MCP: mcp.New(cfg.MCP, mcp.Deps{Crawls: co, Queue: set.Queue, Tx: set.Tx, Profiles: set.Profiles, Search: set.Search, Assets: set.Assets,
+		MCP: mcp.New(cfg.MCP, mcp.Deps{Crawls: co, Queue: set.Queue, Tx: set.Tx, Profiles: set.Profiles, Search: set.Search, Assets: set.Assets, Digests: set.Digests,
 			HCF: set.HCF, Shards: shards, Embedded: set.Embedded, Logger: mlog, Listener: ln, Metrics: set.Metrics, Disk: set.Disk}),
 		Loader: l,
 		Crawler: crawler.New(cfg.Crawler, crawler.Deps{Queue: set.Queue, Tx: set.Tx, Assets: set.Assets, Digests: set.Digests, Profiles: set.Profiles,

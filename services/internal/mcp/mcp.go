@@ -21,6 +21,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/hcf"
 	"github.com/gridcrawl/gridcrawl/pkg/profiles"
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
+	"github.com/gridcrawl/gridcrawl/pkg/digests"
 	"github.com/gridcrawl/gridcrawl/pkg/search"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/services/internal/diskspace"
@@ -92,6 +93,10 @@ type Deps struct {
 	Tx       Records
 	Profiles profiles.Store
 	Search   search.Index
+	// Digests is the payload-digest index of deduplication across crawls:
+	// a crawl's WACZ takes the originals its revisits refer to (nil: it
+	// takes none).
+	Digests digests.Index
 	// Assets holds the loaders' frontier reports.
 	Assets assets.Store
 	// HCF is the store of the Hub Crawl Frontier API (/hcf/).

@@ -11,9 +11,11 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/services/internal/jsonapi"
 
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
+	"github.com/gridcrawl/gridcrawl/pkg/digests"
 	"github.com/gridcrawl/gridcrawl/pkg/wacz"
 	"github.com/gridcrawl/gridcrawl/pkg/warc"
 )
@@ -56,7 +58,19 @@ func (m *MCP) crawlWACZ(w http.ResponseWriter, r *http.Request) {
 		crawl.MainPageURL = c.Profile.StartURLs[0]
 	}
 	if m.deps.Assets != nil {
-		crawl.Index = m.waczIndex(r, id)
+		originals, err := m.waczOriginals(r, id, c.Profile, keys)
+		if err != nil {
+			m.log.Error("wacz originals", "crawl_id", id, "err", err)
+			jsonapi.Error(w, http.StatusInternalServerError, "could not look up the originals of the crawl's revisits", "")
+			return
+		}
+		crawl.Index = m.waczIndexWith(r, id, originals)
+		for k := range originals {
+			if _, ok := slices.BinarySearch(keys, k); !ok {
+				keys = append(keys, k)
+			}
+		}
+		slices.Sort(keys)
 		st, _ := m.deps.Assets.(assets.Stater)
 		for _, k := range keys {
 			if st != nil {
@@ -128,6 +142,91 @@ func (m *MCP) crawlSegmentKeys(ctx context.Context, id string) ([]string, error)
 	}
 	slices.Sort(keys)
 	return keys, nil
+}
+
+// waczOriginals returns where the originals of the crawl's revisits lie
+// (segment key, record offsets) when the digest index knows them: a revisit
+// of a payload that another crawl of the collection stored refers to that
+// crawl's record, and a WACZ without it could not replay the page. The
+// crawl's revisit lines are read from its segments' indexes and their
+// digests looked up, a thousand at a time, in the crawl's own scope and in
+// its first collection's (whatever dedupe is now: it may have changed
+// since). Memory: an offset per original found.
+func (m *MCP) waczOriginals(r *http.Request, id string, p contracts.Profile, keys []string) (map[string]map[int64]bool, error) {
+	out := map[string]map[int64]bool{}
+	if m.deps.Digests == nil {
+		return out, nil
+	}
+	ctx := r.Context()
+	scopes := []string{"crawl:" + id}
+	if len(p.Collection) > 0 && p.Collection[0] != "" {
+		scopes = append(scopes, "collection:"+p.Collection[0])
+	}
+	var batch []digests.Ref
+	lookup := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		found, err := m.deps.Digests.Lookup(ctx, batch)
+		if err != nil {
+			return fmt.Errorf("look up the originals of crawl %q's revisits: %w", id, err)
+		}
+		for _, e := range found {
+			if out[e.Key] == nil {
+				out[e.Key] = map[int64]bool{}
+			}
+			out[e.Key][e.Offset] = true
+		}
+		batch = batch[:0]
+		return nil
+	}
+	var inner error
+	for _, k := range keys {
+		err := m.eachIndexLine(ctx, r, k, func(c warc.CDXJ) bool {
+			if inner != nil || c.Crawl != id || c.MIME != warc.MIMERevisit || c.Digest == "" {
+				return false
+			}
+			for _, s := range scopes {
+				batch = append(batch, digests.Ref{Scope: s, Digest: c.Digest})
+			}
+			if len(batch) >= 1000 {
+				inner = lookup()
+			}
+			return false
+		}, func([]byte) error { return nil })
+		if inner != nil {
+			return nil, inner
+		}
+		if err != nil && !errors.Is(err, assets.ErrNotFound) {
+			return nil, err
+		}
+	}
+	if err := lookup(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// waczIndexWith is waczIndex with the index lines of originals (see
+// waczOriginals) added, whichever crawl stored them.
+func (m *MCP) waczIndexWith(r *http.Request, id string, originals map[string]map[int64]bool) func(context.Context, wacz.Segment, func([]byte) error) error {
+	own := m.waczIndex(r, id)
+	return func(ctx context.Context, s wacz.Segment, yield func([]byte) error) error {
+		if err := own(ctx, s, yield); err != nil {
+			return err
+		}
+		offs := originals[s.Key]
+		if len(offs) == 0 {
+			return nil
+		}
+		// A line kept twice (an unnamed line of the crawl's own) is one
+		// line in the index: the sort drops duplicates.
+		err := m.eachIndexLine(ctx, r, s.Key, func(c warc.CDXJ) bool { return c.Crawl != id && offs[c.Offset] }, yield)
+		if errors.Is(err, assets.ErrNotFound) {
+			return nil
+		}
+		return err
+	}
 }
 
 // waczIndex yields the crawl's lines of a segment's CDXJ index. A line
