@@ -18,10 +18,10 @@ import (
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
+	"github.com/gridcrawl/gridcrawl/pkg/digests"
 	"github.com/gridcrawl/gridcrawl/pkg/hcf"
 	"github.com/gridcrawl/gridcrawl/pkg/profiles"
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
-	"github.com/gridcrawl/gridcrawl/pkg/digests"
 	"github.com/gridcrawl/gridcrawl/pkg/search"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/services/internal/diskspace"
