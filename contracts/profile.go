@@ -131,7 +131,7 @@ func (pp *PolitenessPatch) Apply(cur Politeness) Politeness {
 	if pp.DelayFactor != nil {
 		cur.DelayFactor = *pp.DelayFactor
 	}
-	if pp.Robots != nil {
+	if pp.Robots != nil && *pp.Robots != "" { // empty keeps the policy, as the schema says
 		cur.Robots = *pp.Robots
 	}
 	return cur

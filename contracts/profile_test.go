@@ -656,3 +656,17 @@ func TestDedupeScope(t *testing.T) {
 		}
 	}
 }
+
+// TestPolitenessPatchEmptyRobotsKeeps: an empty robots in a PATCH keeps the
+// current policy (profile_patch.schema.json), rather than resetting an
+// "ignore" to the default "obey".
+func TestPolitenessPatchEmptyRobotsKeeps(t *testing.T) {
+	empty, obey := "", contracts.RobotsObey
+	cur := contracts.Politeness{MinDelayMS: 100, MaxDelayMS: 1000, DelayFactor: 1, Robots: contracts.RobotsIgnore}
+	if got := (&contracts.PolitenessPatch{Robots: &empty}).Apply(cur); got.Robots != contracts.RobotsIgnore {
+		t.Errorf("patch robots \"\" on %q gave %q, want it kept", contracts.RobotsIgnore, got.Robots)
+	}
+	if got := (&contracts.PolitenessPatch{Robots: &obey}).Apply(cur); got.Robots != contracts.RobotsObey {
+		t.Errorf("patch robots %q gave %q", obey, got.Robots)
+	}
+}
