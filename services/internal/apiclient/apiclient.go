@@ -325,6 +325,16 @@ func (c *Client) WACZ(ctx context.Context, id string, text bool) (io.ReadCloser,
 	return c.Open(ctx, p)
 }
 
+// CollectionWACZ opens every crawl of the collection name as one WACZ file
+// (GET /api/v1/collections/{name}/wacz), with each page's text when text.
+func (c *Client) CollectionWACZ(ctx context.Context, name string, text bool) (io.ReadCloser, error) {
+	p := "/api/v1/collections/" + url.PathEscape(name) + "/wacz"
+	if text {
+		p += "?text=1"
+	}
+	return c.Open(ctx, p)
+}
+
 // Readiness returns which of the MCP's backends answer (GET /readyz); a
 // full disk of embedded backends is the backend "disk".
 func (c *Client) Readiness(ctx context.Context) (metrics.Readiness, error) {

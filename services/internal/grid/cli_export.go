@@ -28,6 +28,8 @@ const exportUsage = `  export  [--data DIR] [--api URL] cdxj CRAWL_ID
           [--data DIR] [--api URL] --wacz [--text] [--out FILE] CRAWL_ID
                                                 write the crawl as one WACZ file (for ReplayWeb.page, Browsertrix)
                                                 to FILE or standard output; --text adds the pages' text
+          [--data DIR] [--api URL] --wacz --collection [--text] [--out FILE] NAME
+                                                the same for every crawl of the collection NAME
 `
 
 func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -40,6 +42,7 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	wat := fs.Bool("wat", false, "list (or, with --out, download) each segment's WAT file: export --wat CRAWL_ID")
 	asWACZ := fs.Bool("wacz", false, "write the crawl as one WACZ file")
 	text := fs.Bool("text", false, "--wacz: put each page's text in pages/pages.jsonl")
+	collection := fs.Bool("collection", false, "--wacz: the argument is a collection: write every crawl of it as one WACZ file")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -50,16 +53,19 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *wet || *wat {
 		return exportDerived(ctx, *api, *data, *out, *wet, *wat, pos, stdout)
 	}
+	if *collection && !*asWACZ {
+		return usageError{errors.New("--collection goes with --wacz")}
+	}
 	if *asWACZ {
 		if len(pos) != 1 {
-			return usageError{errors.New("want --wacz CRAWL_ID")}
+			return usageError{errors.New("want --wacz CRAWL_ID, or --wacz --collection NAME")}
 		}
 		c, err := openAPI(*api, *data)
 		if err != nil {
 			return err
 		}
 		defer c.close()
-		return exportWACZ(ctx, c.Client, pos[0], *text, *out, stdout)
+		return exportWACZ(ctx, c.Client, pos[0], *collection, *text, *out, stdout)
 	}
 	if len(pos) != 2 {
 		return usageError{errors.New("want WHAT CRAWL_ID; WHAT is cdxj, docs or segments")}
@@ -132,10 +138,15 @@ func exportSegments(ctx context.Context, c *apiclient.Client, id, dir string, as
 	return nil
 }
 
-// exportWACZ writes crawl id as one WACZ file to file (through a temporary
-// file renamed when complete) or, when file is "", to stdout.
-func exportWACZ(ctx context.Context, c *apiclient.Client, id string, text bool, file string, stdout io.Writer) error {
-	body, err := c.WACZ(ctx, id, text)
+// exportWACZ writes crawl id (or, with collection, every crawl of the
+// collection id) as one WACZ file to file (through a temporary file renamed
+// when complete) or, when file is "", to stdout.
+func exportWACZ(ctx context.Context, c *apiclient.Client, id string, collection, text bool, file string, stdout io.Writer) error {
+	open := c.WACZ
+	if collection {
+		open = c.CollectionWACZ
+	}
+	body, err := open(ctx, id, text)
 	if err != nil {
 		return err
 	}

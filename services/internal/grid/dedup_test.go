@@ -344,6 +344,7 @@ func TestDedupAcrossCrawls(t *testing.T) {
 	}
 	checkReplayAcrossCrawls(t, api, web, ids, before, after)
 	checkWACZHoldsOriginals(t, api, ids[1], before)
+	checkCollectionWACZ(t, api, "monthly", web, ids, before, after)
 }
 
 // TestGridModeDedupAcrossCrawls is TestDedupAcrossCrawls on the real
@@ -668,6 +669,63 @@ func checkWACZHoldsOriginals(t *testing.T, api, id string, want map[string]strin
 	for _, c := range revisits {
 		if body, _ := replay(t, wayback, c.Time, c.URL); body != want[c.URL] {
 			t.Errorf("pywb replay of %s from the recrawl's WACZ alone: %d bytes, want the site's %d", c.URL, len(body), len(want[c.URL]))
+		}
+	}
+}
+
+// checkCollectionWACZ exports every crawl of the collection as one WACZ
+// file and checks that py-wacz validates it, that it lists every crawl's
+// pages, and that pywb, given only that file, replays each crawl of ids as
+// the site served it then (as checkReplayAcrossCrawls does from the
+// segments).
+func checkCollectionWACZ(t *testing.T, api, collection string, web *websim.Web, ids [3]string, before, after map[string]string) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), collection+".wacz")
+	cliExport(t, "--api", api, "--wacz", "--collection", "--out", file, collection)
+	runTool(t, filepath.Dir(file), waczTool(t), "validate", "-f", file)
+	if res, err := http.Get(api + "/api/v1/collections/no-such-collection/wacz"); err != nil || res.StatusCode != http.StatusNotFound {
+		t.Errorf("WACZ of a collection no crawl names: %v, %v; want 404", res, err)
+	} else {
+		res.Body.Close()
+	}
+	zr, err := zip.OpenReader(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages := webPages(web)
+	for _, f := range zr.File {
+		if f.Name != "pages/pages.jsonl" {
+			continue
+		}
+		rc, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := bytes.Count(b, []byte("\n")) - 1; n != len(ids)*len(pages) {
+			t.Errorf("the collection's pages.jsonl lists %d pages, want %d (%d crawls of %d)", n, len(ids)*len(pages), len(ids), len(pages))
+		}
+	}
+	zr.Close()
+	root := t.TempDir()
+	venv := pywbVenv(t)
+	runTool(t, root, filepath.Join(venv, "bin", "wb-manager"), "init", "crawl")
+	runTool(t, root, filepath.Join(venv, "bin", "wb-manager"), "add", "--unpack-wacz", "crawl", file)
+	wayback := startWayback(t, root, filepath.Join(venv, "bin", "wayback"))
+	for i, id := range ids {
+		caps := crawlCaptures(t, api, id)
+		for _, u := range pages {
+			want := after[u]
+			if i < 2 {
+				want = before[u]
+			}
+			if body, _ := replay(t, wayback, caps[u].Time, u); body != want {
+				t.Errorf("pywb replay of %s at crawl %d's time from the collection's WACZ: %d bytes, want the site's %d then", u, i+1, len(body), len(want))
+			}
 		}
 	}
 }

@@ -55,6 +55,7 @@ func (m *MCP) routes() *router {
 	mux.HandleFunc("GET /api/v1/crawls/{id}/cdxj", m.crawlCDXJ)
 	mux.HandleFunc("GET /api/v1/crawls/{id}/documents", m.crawlDocuments)
 	mux.HandleFunc("GET /api/v1/crawls/{id}/wacz", m.crawlWACZ)
+	mux.HandleFunc("GET /api/v1/collections/{name}/wacz", m.collectionWACZ)
 	mux.HandleFunc("GET /api/v1/crawls/{id}/reports/{name}", m.report)
 	mux.HandleFunc("GET /api/v1/crawls/{id}/timeline", m.timeline)
 	yacy.New(m.crawls, m.deps.Search, m.log).Routes(mux)

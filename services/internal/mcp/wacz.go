@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"path"
 	"runtime/debug"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
 	"github.com/gridcrawl/gridcrawl/pkg/digests"
+	"github.com/gridcrawl/gridcrawl/pkg/profiles"
 	"github.com/gridcrawl/gridcrawl/pkg/wacz"
 	"github.com/gridcrawl/gridcrawl/pkg/warc"
 )
@@ -36,41 +38,108 @@ func (m *MCP) crawlWACZ(w http.ResponseWriter, r *http.Request) {
 		jsonapi.Error(w, http.StatusInternalServerError, "could not read the crawl", "")
 		return
 	}
-	keys, err := m.crawlSegmentKeys(r.Context(), id)
+	title := c.Profile.Name
+	if title == "" {
+		title = "gridcrawl crawl " + id
+	}
+	m.serveWACZ(w, r, id, title, "Crawl "+id+" by gridcrawl", []profiles.Crawl{c})
+}
+
+// collectionWACZ serves GET /api/v1/collections/{name}/wacz: every crawl
+// whose profile names the collection, oldest first, as one WACZ file, as
+// crawlWACZ serves one crawl: the crawls of a collection that deduplicates
+// across crawls (profile dedupe) replay together, each at its own time.
+func (m *MCP) collectionWACZ(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	all, err := m.deps.Profiles.List(r.Context())
 	if err != nil {
-		m.log.Error("list segments", "crawl_id", id, "err", err)
-		jsonapi.Error(w, http.StatusInternalServerError, "could not list the crawl's segments", "")
+		m.log.Error("list crawls", "collection", name, "err", err)
+		jsonapi.Error(w, http.StatusInternalServerError, "could not list the crawls", "")
 		return
 	}
+	var crawls []profiles.Crawl
+	for _, c := range all {
+		if slices.Contains(c.Profile.Collection, name) {
+			crawls = append(crawls, c)
+		}
+	}
+	if len(crawls) == 0 {
+		jsonapi.Error(w, http.StatusNotFound, "no crawl names this collection", "")
+		return
+	}
+	slices.SortFunc(crawls, func(a, b profiles.Crawl) int { return strings.Compare(a.ID, b.ID) }) // ids start with their time
+	m.serveWACZ(w, r, name, "gridcrawl collection "+name,
+		fmt.Sprintf("Collection %s by gridcrawl: %d crawls", name, len(crawls)), crawls)
+}
+
+// serveWACZ streams the crawls as one WACZ file named name.wacz: their
+// segments, with those holding the originals of their revisits, their
+// index lines and their pages. The main page is the first crawl's first
+// start URL.
+func (m *MCP) serveWACZ(w http.ResponseWriter, r *http.Request, name, title, description string, crawls []profiles.Crawl) {
+	id := crawls[0].ID // for the logs
 	q := r.URL.Query().Get("text")
 	crawl := wacz.Crawl{
-		Title:    c.Profile.Name,
-		Software: software(),
-		Store:    m.deps.Assets,
-		Text:     q == "1" || q == "true",
-		Pages:    m.waczPages(id),
+		Title:       title,
+		Description: description,
+		Software:    software(),
+		Store:       m.deps.Assets,
+		Text:        q == "1" || q == "true",
 	}
-	if crawl.Title == "" {
-		crawl.Title = "gridcrawl crawl " + id
+	if p := crawls[0].Profile; len(p.StartURLs) > 0 {
+		crawl.MainPageURL = p.StartURLs[0]
 	}
-	crawl.Description = "Crawl " + id + " by gridcrawl"
-	if len(c.Profile.StartURLs) > 0 {
-		crawl.MainPageURL = c.Profile.StartURLs[0]
+	pages := make([]func(context.Context, func(wacz.Page) error) error, len(crawls))
+	for i, c := range crawls {
+		pages[i] = m.waczPages(c.ID)
 	}
-	if m.deps.Assets != nil {
-		originals, err := m.waczOriginals(r, id, c.Profile, keys)
-		if err != nil {
-			m.log.Error("wacz originals", "crawl_id", id, "err", err)
-			jsonapi.Error(w, http.StatusInternalServerError, "could not look up the originals of the crawl's revisits", "")
-			return
-		}
-		crawl.Index = m.waczIndexWith(r, id, originals)
-		for k := range originals {
-			if _, ok := slices.BinarySearch(keys, k); !ok {
-				keys = append(keys, k)
+	crawl.Pages = func(ctx context.Context, yield func(wacz.Page) error) error {
+		for _, p := range pages {
+			if err := p(ctx, yield); err != nil {
+				return err
 			}
 		}
-		slices.Sort(keys)
+		return nil
+	}
+	if m.deps.Assets != nil {
+		set := map[string]bool{}
+		indexes := make([]func(context.Context, wacz.Segment, func([]byte) error) error, len(crawls))
+		for i, c := range crawls {
+			keys, err := m.crawlSegmentKeys(r.Context(), c.ID)
+			if err != nil {
+				m.log.Error("list segments", "crawl_id", c.ID, "err", err)
+				jsonapi.Error(w, http.StatusInternalServerError, "could not list the crawl's segments", "")
+				return
+			}
+			originals, err := m.waczOriginals(r, c.ID, c.Profile, keys)
+			if err != nil {
+				m.log.Error("wacz originals", "crawl_id", c.ID, "err", err)
+				jsonapi.Error(w, http.StatusInternalServerError, "could not look up the originals of the crawl's revisits", "")
+				return
+			}
+			indexes[i] = m.waczIndexWith(r, c.ID, originals)
+			for _, k := range keys {
+				set[k] = true
+			}
+			for k := range originals {
+				set[k] = true
+			}
+		}
+		if len(indexes) == 1 {
+			crawl.Index = indexes[0]
+		} else {
+			// A line two crawls keep (an original in both) is one line:
+			// the sort drops duplicates.
+			crawl.Index = func(ctx context.Context, s wacz.Segment, yield func([]byte) error) error {
+				for _, index := range indexes {
+					if err := index(ctx, s, yield); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+		}
+		keys := slices.Sorted(maps.Keys(set))
 		st, _ := m.deps.Assets.(assets.Stater)
 		for _, k := range keys {
 			if st != nil {
@@ -96,7 +165,7 @@ func (m *MCP) crawlWACZ(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	w.Header().Set("Content-Type", "application/wacz+zip")
-	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.wacz"`, id))
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.wacz"`, name))
 	w.WriteHeader(http.StatusOK)
 	if r.Method == http.MethodHead {
 		return
