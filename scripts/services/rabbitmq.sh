@@ -158,8 +158,27 @@ cmd_start() {
 		sleep 0.1
 	done
 	if ! pid_matches "$pid" "$RMQ_MARK"; then
-		log_tail "$RMQ_STARTUP_LOG" "$RMQ_NODE_LOG"
-		die "rabbitmq-server (pid $pid) exited right after start"
+		# setsid forks when its caller happens to lead a process group: the VM then runs under a pid
+		# of its own while $pid exits (seen once: the start "failed" and the node came up 2 s later).
+		# Adopt the VM that carries our marker, if one comes up.
+		local vm=""
+		local p
+		for ((i = 0; i < 100; i++)); do
+			for p in /proc/[0-9]*; do
+				if pid_matches "${p#/proc/}" "$RMQ_MARK"; then
+					vm=${p#/proc/}
+					break
+				fi
+			done
+			[ -n "$vm" ] && break
+			sleep 0.1
+		done
+		if [ -z "$vm" ]; then
+			log_tail "$RMQ_STARTUP_LOG" "$RMQ_NODE_LOG"
+			die "rabbitmq-server (pid $pid) exited right after start"
+		fi
+		pid=$vm
+		echo "$pid" >"$RMQ_PIDFILE"
 	fi
 	log "started pid $pid"
 }
