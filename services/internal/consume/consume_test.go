@@ -188,12 +188,24 @@ func TestVerdicts(t *testing.T) {
 			return Ack()
 		})
 		d := <-got
+		// The handler hands d over before it returns its verdict: wait
+		// for the shell to settle it (stopping the shell first would race
+		// the ack with the consumer's shutdown, which gives unsettled
+		// deliveries back to the queue).
+		n, dead := 0, 0
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			n, dead = length(t, q, jobs), length(t, q, queue.DeadLetterQueue(jobs))
+			if n == 0 && dead == 0 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if n != 0 || dead != 0 {
+			t.Errorf("after Ack: %d messages in the queue, %d dead, want none", n, dead)
+		}
 		stop()
 		if err := d.Ack(t.Context()); !errors.Is(err, queue.ErrSettled) {
 			t.Errorf("Ack after the verdict Ack = %v, want %v", err, queue.ErrSettled)
-		}
-		if n, dead := length(t, q, jobs), length(t, q, queue.DeadLetterQueue(jobs)); n != 0 || dead != 0 {
-			t.Errorf("after Ack: %d messages in the queue, %d dead, want none", n, dead)
 		}
 	})
 	for _, tc := range []struct {
