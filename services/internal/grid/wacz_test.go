@@ -3,12 +3,10 @@ package grid
 import (
 	"archive/zip"
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path"
@@ -202,30 +200,7 @@ func TestWACZEmbedded(t *testing.T) {
 	exp := site.Expect(depth)
 	data := t.TempDir()
 	cfg := testConfig(t, data, site.Resolve())
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := Open(cfg, discardLogger(), ln)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- g.Run(ctx) }()
-	stopped := false
-	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("grid run: %v", err)
-		}
-	}
-	defer stop()
-	api := "http://" + ln.Addr().String()
+	_, api, stop := startStoppableGrid(t, cfg)
 	id := crawlToEnd(t, api, contracts.Profile{StartURLs: []string{site.StartURL()}, MaxDepth: depth, Scope: contracts.ScopeDomain,
 		Politeness: contracts.Politeness{MinDelayMS: 1, MaxDelayMS: 5, DelayFactor: 1, Robots: contracts.RobotsObey}}, time.Minute)
 	dir := t.TempDir()
