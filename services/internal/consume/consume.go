@@ -186,10 +186,11 @@ func New[T any](cfg Config[T]) *Shell[T] {
 // Run consumes the shell's queue and runs h on its contracts (see Serve)
 // until ctx is cancelled or the queue closes the consumer.
 func (s *Shell[T]) Run(ctx context.Context, h Handler[T]) error {
-	deliveries, err := s.consume(ctx)
+	deliveries, stop, err := s.consume(ctx)
 	if err != nil {
 		return err
 	}
+	defer stop()
 	s.Serve(ctx, deliveries, h)
 	return nil
 }
@@ -226,10 +227,11 @@ func (s *Shell[T]) serve(ctx context.Context, deliveries <-chan queue.Delivery, 
 // RunBatch consumes the shell's queue and runs b on its contracts (see
 // ServeBatch) until ctx is cancelled or the queue closes the consumer.
 func (s *Shell[T]) RunBatch(ctx context.Context, b Batch[T]) error {
-	deliveries, err := s.consume(ctx)
+	deliveries, stop, err := s.consume(ctx)
 	if err != nil {
 		return err
 	}
+	defer stop()
 	s.ServeBatch(ctx, deliveries, b)
 	return nil
 }
@@ -288,15 +290,21 @@ func (s *Shell[T]) add(ctx context.Context, buf []Message[T], d queue.Delivery) 
 	return buf
 }
 
-func (s *Shell[T]) consume(ctx context.Context) (<-chan queue.Delivery, error) {
+// consume starts the consumer of the shell's queue. It outlives ctx until
+// stop is called: a consumer that stops gives its unsettled deliveries back
+// to the queue, so it must stop only once the handlers have settled what
+// they finished, not race their acks when ctx is cancelled.
+func (s *Shell[T]) consume(ctx context.Context) (deliveries <-chan queue.Delivery, stop func(), err error) {
 	if s.source == nil {
-		return nil, fmt.Errorf("consume %s: %w", s.queue, errNoQueue)
+		return nil, nil, fmt.Errorf("consume %s: %w", s.queue, errNoQueue)
 	}
-	deliveries, err := s.source.Consume(ctx, s.queue, queue.ConsumeOptions{Prefetch: s.prefetch})
+	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	deliveries, err = s.source.Consume(cctx, s.queue, queue.ConsumeOptions{Prefetch: s.prefetch})
 	if err != nil {
-		return nil, fmt.Errorf("consume %s: %w", s.queue, err)
+		cancel()
+		return nil, nil, fmt.Errorf("consume %s: %w", s.queue, err)
 	}
-	return deliveries, nil
+	return deliveries, cancel, nil
 }
 
 // decode returns the valid contract of d; when d has none, it dead-letters

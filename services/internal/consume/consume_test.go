@@ -288,6 +288,33 @@ func TestVerdicts(t *testing.T) {
 			t.Errorf("%d messages in the queue, want 0", n)
 		}
 	})
+	t.Run("ack while stopping", func(t *testing.T) {
+		// The shell stops while the ack of work done is under way (the
+		// queue is slow to answer): the ack still lands, the contract is
+		// not delivered again.
+		inner := newQueue(t)
+		publish(t, inner, body(t, "a"))
+		q := &slowAckQueue{Queue: inner, acking: make(chan struct{}), release: make(chan struct{})}
+		s := newShell(q, nil, 1)
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() {
+			done <- s.Run(ctx, func(ctx context.Context, d queue.Delivery, j *job) Verdict { return Ack() })
+		}()
+		select {
+		case <-q.acking:
+		case <-time.After(15 * time.Second):
+			t.Fatal("the shell did not ack")
+		}
+		cancel()
+		close(q.release)
+		if err := <-done; err != nil {
+			t.Fatalf("Run() = %v", err)
+		}
+		if n, dead := length(t, inner, jobs), length(t, inner, queue.DeadLetterQueue(jobs)); n != 0 || dead != 0 {
+			t.Errorf("after an ack under way while stopping: %d messages in the queue, %d dead, want none", n, dead)
+		}
+	})
 	t.Run("retry while stopping", func(t *testing.T) {
 		q := newQueue(t)
 		publish(t, q, body(t, "a"))
@@ -315,6 +342,40 @@ func TestVerdicts(t *testing.T) {
 			t.Errorf("after a failure while stopping: attempt %d, redelivered %v; want 1, true", c.attempt, c.redelivered)
 		}
 	})
+}
+
+// slowAckQueue is a queue whose acks wait, once they have started, until
+// release is closed: acking is closed when the first one starts.
+type slowAckQueue struct {
+	queue.Queue
+	acking, release chan struct{}
+	once            sync.Once
+}
+
+func (q *slowAckQueue) Consume(ctx context.Context, name string, opts queue.ConsumeOptions) (<-chan queue.Delivery, error) {
+	in, err := q.Queue.Consume(ctx, name, opts)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan queue.Delivery)
+	go func() {
+		defer close(out)
+		for d := range in {
+			out <- &slowAck{Delivery: d, q: q}
+		}
+	}()
+	return out, nil
+}
+
+type slowAck struct {
+	queue.Delivery
+	q *slowAckQueue
+}
+
+func (d *slowAck) Ack(ctx context.Context) error {
+	d.q.once.Do(func() { close(d.q.acking) })
+	<-d.q.release
+	return d.Delivery.Ack(ctx)
 }
 
 var errFull = errors.New("disk full")

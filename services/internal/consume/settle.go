@@ -28,17 +28,29 @@ func (s *settler) Settle(ctx context.Context, v Verdict, ds ...queue.Delivery) {
 // ackGrace bounds the acks of work done when the shell stops.
 const ackGrace = 5 * time.Second
 
+// graceful returns a context that ends grace after ctx ends: what was
+// started under ctx gets that long to finish once ctx is cancelled.
+func graceful(ctx context.Context, grace time.Duration) (context.Context, context.CancelFunc) {
+	gctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(grace, cancel)
+		context.AfterFunc(gctx, func() { t.Stop() })
+	})
+	return gctx, func() {
+		stop()
+		cancel()
+	}
+}
+
 // settle settles the n deliveries at returns by v.
 func (s *settler) settle(ctx context.Context, v Verdict, n int, at func(int) queue.Delivery) {
 	switch v.kind {
 	case kindHold:
 	case kindAck:
-		// Work done is acked even when the shell is stopping: its
-		// contract back in the queue would be done again.
-		actx, cancel := ctx, context.CancelFunc(func() {})
-		if ctx.Err() != nil {
-			actx, cancel = context.WithTimeout(context.WithoutCancel(ctx), ackGrace)
-		}
+		// Work done is acked even when the shell is stopping, or stops
+		// while the ack is under way: its contract back in the queue
+		// would be done again.
+		actx, cancel := graceful(ctx, ackGrace)
 		defer cancel()
 		for i := range n {
 			if err := s.gate.Settle(actx, at(i).Ack); err != nil && actx.Err() == nil {

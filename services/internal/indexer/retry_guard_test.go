@@ -36,11 +36,14 @@ func (f *failFirstSearch) Upsert(ctx context.Context, docs []contracts.Document)
 
 // settled is how one delivery was settled. The settle waits, not yet
 // applied, until the test closes proceed: the test looks at the page
-// before a retried contract can be delivered again.
+// before a retried contract can be delivered again. applied receives the
+// settle's result once the queue has it, so the test stops the indexer
+// only after that (a consumer that stops gives unsettled deliveries back).
 type settled struct {
 	how     string // "ack", "retry", "postpone" or "dead-letter"
 	attempt int
 	proceed chan struct{}
+	applied chan error
 }
 
 // spyQueue is the real embedded queue whose deliveries report how they are
@@ -74,8 +77,10 @@ type spyDelivery struct {
 	settles chan settled
 }
 
-func (d *spyDelivery) report(ctx context.Context, how string) {
-	s := settled{how: how, attempt: d.Attempt(), proceed: make(chan struct{})}
+// report tells the test how the delivery is being settled, waits for the
+// test to let it proceed, applies it, and reports the result.
+func (d *spyDelivery) report(ctx context.Context, how string, apply func() error) error {
+	s := settled{how: how, attempt: d.Attempt(), proceed: make(chan struct{}), applied: make(chan error, 1)}
 	select {
 	case d.settles <- s:
 		select {
@@ -84,26 +89,25 @@ func (d *spyDelivery) report(ctx context.Context, how string) {
 		}
 	case <-ctx.Done():
 	}
+	err := apply()
+	s.applied <- err
+	return err
 }
 
 func (d *spyDelivery) Ack(ctx context.Context) error {
-	d.report(ctx, "ack")
-	return d.Delivery.Ack(ctx)
+	return d.report(ctx, "ack", func() error { return d.Delivery.Ack(ctx) })
 }
 
 func (d *spyDelivery) Retry(ctx context.Context, delay time.Duration) error {
-	d.report(ctx, "retry")
-	return d.Delivery.Retry(ctx, delay)
+	return d.report(ctx, "retry", func() error { return d.Delivery.Retry(ctx, delay) })
 }
 
 func (d *spyDelivery) Postpone(ctx context.Context, delay time.Duration) error {
-	d.report(ctx, "postpone")
-	return d.Delivery.Postpone(ctx, delay)
+	return d.report(ctx, "postpone", func() error { return d.Delivery.Postpone(ctx, delay) })
 }
 
 func (d *spyDelivery) DeadLetter(ctx context.Context, reason string) error {
-	d.report(ctx, "dead-letter")
-	return d.Delivery.DeadLetter(ctx, reason)
+	return d.report(ctx, "dead-letter", func() error { return d.Delivery.DeadLetter(ctx, reason) })
 }
 
 // TestSearchWriteFailureRetriesContract checks that the indexer acks a
@@ -185,6 +189,14 @@ func TestSearchWriteFailureRetriesContract(t *testing.T) {
 
 	second := next("delivered again")
 	close(second.proceed)
+	select {
+	case err := <-second.applied:
+		if err != nil {
+			t.Errorf("applying the %s of the second delivery: %v", second.how, err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("the %s of the second delivery was not applied", second.how)
+	}
 	if second.how != "ack" || second.attempt != 2 {
 		t.Errorf("second delivery (attempt %d) settled by %s, want ack", second.attempt, second.how)
 	}
@@ -197,7 +209,7 @@ func TestSearchWriteFailureRetriesContract(t *testing.T) {
 	if n := srch.calls.Load(); n != 2 {
 		t.Errorf("search writes = %d, want 2 (the failed one and the retry)", n)
 	}
-	shutdown() // the ack is applied
+	shutdown()
 	for _, name := range []string{contracts.QueueIndex, queue.DeadLetterQueue(contracts.QueueIndex)} {
 		if n, err := base.Queue.Len(ctx, name); err != nil || n != 0 {
 			t.Errorf("Len(%s) = %d, %v, want 0: the contract acked", name, n, err)
