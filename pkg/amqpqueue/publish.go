@@ -67,7 +67,7 @@ func (q *Queue) Publish(ctx context.Context, name string, msgs ...queue.Message)
 		return err
 	}
 	for b, ps := range delayed {
-		if err := q.publish(ctx, delayTarget(name, b), ps); err != nil {
+		if err := q.publish(ctx, q.delayTarget(name, b), ps); err != nil {
 			return err
 		}
 	}
