@@ -2,7 +2,8 @@
 // github.com/rabbitmq/amqp091-go.
 //
 // Topology. Every queue q is a durable quorum queue (x-queue-type=quorum,
-// no other argument), declared on the first Publish or Consume. Quorum
+// and x-quorum-initial-group-size when Options.QuorumInitialGroupSize sets
+// it), declared on the first Publish or Consume. Quorum
 // queues are replicated when the broker is a cluster, and they count how
 // often each message was handed back unsettled (the x-delivery-count header),
 // which bounds redeliveries below. Its dead-letter queue
@@ -23,11 +24,13 @@
 // Publishing. Messages are persistent (delivery mode 2) and published with
 // mandatory set on channels in confirm mode, 256 at a time before waiting
 // for their confirms; Publish returns once the broker has confirmed every
-// message, and a message the broker returns as unroutable (or nacks) is an
-// error. If the connection drops, Publish waits
-// for the reconnection and publishes again the messages whose confirms had
-// not arrived, until its context is done: a message may then be enqueued
-// twice (at least once).
+// message, and a message the broker returns as unroutable is an error.
+// Messages the broker nacks (a quorum queue without a leader does, see
+// Clusters) are published again, on a new channel, with backoff, for up to
+// 30 s before Publish gives up with an error. If the connection drops,
+// Publish waits for the reconnection and publishes again the messages whose
+// confirms had not arrived, until its context is done: a message may then be
+// enqueued twice (at least once).
 //
 // Consuming. Each Consume has its own channel, with basic.qos set to its
 // prefetch and manual acks. Retry publishes the message, with HeaderAttempt
@@ -44,14 +47,62 @@
 // that receives a message whose count exceeds Options.MaxRedeliveries
 // dead-letters it with ReasonRedeliveries instead of handing it out, so a
 // message that kills its consumers cannot loop forever. (The broker's own
-// x-delivery-limit is not used because the broker would dead-letter without
-// queue.HeaderReason.)
+// x-delivery-limit is not used because the broker would drop the message, or
+// dead-letter it through a dead-letter exchange without queue.HeaderReason;
+// RabbitMQ 3.10 sets no limit unless asked, RabbitMQ 4 defaults to 20.) A
+// node that dies hands back the deliveries of the consumers connected to
+// it, so each such failure adds at most one to the count of the messages
+// then in flight.
 //
 // Reconnection. One goroutine owns the connection: when it drops, it
-// reconnects with exponential backoff and jitter. Declarations are made again
+// reconnects (see Endpoints), with exponential backoff and jitter once no
+// endpoint answered. Declarations are made again
 // on the new connection as queues are next used, consumers open a new
 // channel and consume again, deliveries of the old channel fail to settle
 // (the broker has already handed them back), and waiting publishes resume.
+//
+// Endpoints. Options.URL may list the AMQP URLs of several nodes of one
+// cluster, separated by commas. Open connects to the first that answers.
+// When the connection drops, the queue tries the endpoints in turn,
+// beginning with the one after the endpoint it lost (not always the first:
+// a dead first node would cost every reconnection a dial), and trying last
+// those whose previous attempt failed; it waits its backoff only after a
+// round in which none answered. It logs "amqp reconnected" with the
+// endpoint's URL (without password) and whether it moved. Everything that
+// survives a reconnection survives a move to another node: consumers
+// consume again, publishes waiting for confirms publish again, queues are
+// declared again (the cluster shares them). While some endpoint is
+// connected, Len answers (the readiness probe of the services is a Len, so
+// a backend is "down" only while no endpoint answers); while none is, Len
+// and Publish wait for one until their context ends.
+//
+// Clusters. With RabbitMQ's quorum queues (Raft), on a cluster:
+//   - Replicas: 0 for Options.QuorumInitialGroupSize leaves the count to the
+//     broker: RabbitMQ 3.10's quorum_cluster_size setting, 3 by default,
+//     capped by the number of cluster nodes (stopped members included), so
+//     one replica on each node of a three-node cluster. The leader starts on
+//     the node of the declaring connection (queue_leader_locator
+//     client-local, the default).
+//   - A confirmed publish was written by a majority of the queue's replicas:
+//     it survives as long as a majority of them is not lost for good. An
+//     unconfirmed one may be lost; Publish returns nil only once the broker
+//     has confirmed every message.
+//   - When the leader's node dies, the followers elect a new leader among
+//     themselves (under a second when a node of scripts/cluster is killed);
+//     until then the queue nacks publishes (retried as above) and delivers
+//     nothing. Consumers whose channels were on the dead node's connection
+//     lose them: the broker hands their unacknowledged messages back, to be
+//     delivered again (at least once); consumers on other nodes go on with
+//     the new leader, and may also see a message again.
+//   - A queue whose majority of replicas is down accepts no publish and
+//     delivers nothing until a majority is back; a network partition leaves
+//     the minority side unable to write: the contents of a quorum queue do
+//     not split, whatever the cluster_partition_handling mode (3.10 default:
+//     ignore).
+//   - A passive declaration, which Len uses, counts 0 messages for a quorum
+//     queue whose leader does not answer within 250 ms (RabbitMQ 3.10's
+//     rabbit_quorum_queue:stat): during an election, Len may say 0 of a
+//     queue that holds messages, and does not fail.
 //
 // Len is the sum of the ready messages of q and of its delay queues, read by
 // passive declarations (a queue that does not exist counts 0).
