@@ -93,9 +93,10 @@ func (q *Queue) publish(ctx context.Context, t target, pubs []amqp.Publishing) e
 				return nil
 			}
 			if errors.Is(err, errNacked) && ctx.Err() == nil && (nacks == 0 || time.Since(firstNack) < nackRetryFor) {
-				// A new channel: on RabbitMQ 3.10 a channel that published to
-				// a quorum queue whose leader's node died went on nacking for
-				// 25 s after a new leader was elected (0.4 s after the kill).
+				// A new channel: on RabbitMQ 3.10, in one run, a channel that
+				// published to a quorum queue whose leader's node was killed
+				// went on nacking for 25 s after a new leader was elected
+				// (0.4 s after the kill); new channels took 0.2 s in three.
 				_ = p.ch.Close()
 				if nacks == 0 {
 					firstNack = time.Now()
