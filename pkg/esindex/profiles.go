@@ -35,11 +35,12 @@ func (p *Profiles) Put(ctx context.Context, c profiles.Crawl) error {
 		return fmt.Errorf("put crawl %q: %w", c.ID, err)
 	}
 	req := esapi.IndexRequest{
-		Index:      p.c.profilesIndex,
-		DocumentID: c.ID,
-		Body:       bytes.NewReader(src),
-		OpType:     "create",
-		Refresh:    p.c.writeRefresh(),
+		Index:               p.c.profilesIndex,
+		DocumentID:          c.ID,
+		Body:                bytes.NewReader(src),
+		OpType:              "create",
+		Refresh:             p.c.writeRefresh(),
+		WaitForActiveShards: p.c.waitShards,
 	}
 	if err := p.c.do(ctx, req, nil); err != nil {
 		if isStatus(err, http.StatusConflict) {
@@ -177,12 +178,13 @@ func (p *Profiles) update(ctx context.Context, action, id string, change func(*p
 		}
 		seq, term := int(d.SeqNo), int(d.PrimaryTerm)
 		req := esapi.IndexRequest{
-			Index:         p.c.profilesIndex,
-			DocumentID:    id,
-			Body:          bytes.NewReader(src),
-			IfSeqNo:       &seq,
-			IfPrimaryTerm: &term,
-			Refresh:       p.c.writeRefresh(),
+			Index:               p.c.profilesIndex,
+			DocumentID:          id,
+			Body:                bytes.NewReader(src),
+			IfSeqNo:             &seq,
+			IfPrimaryTerm:       &term,
+			Refresh:             p.c.writeRefresh(),
+			WaitForActiveShards: p.c.waitShards,
 		}
 		err = p.c.do(ctx, req, nil)
 		if err == nil {
