@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/profiles"
 	"github.com/gridcrawl/gridcrawl/pkg/testenv"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 )
@@ -156,6 +158,10 @@ func TestSeveralEndpoints(t *testing.T) {
 	}
 	checkApplied(t, x, recs, contracts.ToBeIndexed, 2)
 
+	// Both proxies carried requests: the client used the list.
+	if a.Accepted() == 0 || b.Accepted() == 0 {
+		t.Errorf("proxy A accepted %d connections, B %d: want both used", a.Accepted(), b.Accepted())
+	}
 	// Every endpoint down: the readiness probe fails.
 	b.Close()
 	probe := func() error {
@@ -201,8 +207,9 @@ func allTrue(bs []bool) bool {
 }
 
 // loseAnswers is a transport that sends every request but drops the
-// answer of every other bulk request, failing it as a reset connection
-// does: Elasticsearch applied the writes, the client cannot know.
+// answer of every other write (bulk, index, create), failing it as a reset
+// connection does: Elasticsearch applied the writes, the client cannot
+// know.
 type loseAnswers struct {
 	rt   http.RoundTripper
 	n    atomic.Int64
@@ -211,7 +218,8 @@ type loseAnswers struct {
 
 func (l *loseAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
 	res, err := l.rt.RoundTrip(req)
-	if err != nil || !strings.HasSuffix(req.URL.Path, "/_bulk") || l.n.Add(1)%2 == 0 {
+	write := strings.HasSuffix(req.URL.Path, "/_bulk") || strings.Contains(req.URL.Path, "/_doc/") || strings.Contains(req.URL.Path, "/_create/")
+	if err != nil || !write || l.n.Add(1)%2 == 0 {
 		return res, err
 	}
 	res.Body.Close()
@@ -253,6 +261,20 @@ func TestRetriedWritesApplyOnce(t *testing.T) {
 		t.Fatal("no answer was lost: the test tested nothing")
 	}
 	checkApplied(t, x, recs, contracts.ToBeIndexed, 2)
+	// The same for crawl profiles: a Put and state changes.
+	ps := c.Profiles()
+	for i := range 3 {
+		id := fmt.Sprintf("retried-%d", i)
+		if err := ps.Put(ctx, profiles.Crawl{ID: id, State: contracts.CrawlRunning, CreatedAt: time.Now().UTC()}); err != nil {
+			t.Fatalf("profiles Put(%s) = %v", id, err)
+		}
+		if err := ps.Transition(ctx, id, contracts.CrawlRunning, contracts.CrawlFinished, time.Now().UTC()); err != nil {
+			t.Fatalf("profiles Transition(%s) = %v", id, err)
+		}
+		if err := ps.Put(ctx, profiles.Crawl{ID: id, State: contracts.CrawlRunning, CreatedAt: time.Now().UTC()}); !errors.Is(err, profiles.ErrExists) {
+			t.Errorf("profiles Put of existing %s = %v, want ErrExists", id, err)
+		}
+	}
 	// A record created by another writer is still reported not created,
 	// also when the request was sent again.
 	created, err := x.Create(ctx, recs[:10])

@@ -120,6 +120,10 @@ func TestSeveralEndpoints(t *testing.T) {
 		t.Errorf("List = %d keys, %v; want %d", len(keys), err, n)
 	}
 
+	// Both proxies carried requests: the client used the list.
+	if a.Accepted() == 0 || b.Accepted() == 0 {
+		t.Errorf("proxy A accepted %d connections, B %d: want both used", a.Accepted(), b.Accepted())
+	}
 	// Every endpoint down: the probe fails, and so do the operations.
 	b.Close()
 	if err := probe(ctx, s); err == nil {

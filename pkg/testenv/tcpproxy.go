@@ -16,10 +16,11 @@ type Proxy struct {
 	target string
 	addr   string
 
-	mu    sync.Mutex
-	ln    net.Listener
-	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
+	mu       sync.Mutex
+	ln       net.Listener
+	conns    map[net.Conn]struct{}
+	accepted int
+	wg       sync.WaitGroup
 }
 
 // StartProxy starts a proxy on 127.0.0.1 in front of target (host:port on
@@ -46,6 +47,13 @@ func StartProxy(t testing.TB, target string) *Proxy {
 
 // Addr returns the proxy's address, host:port.
 func (p *Proxy) Addr() string { return p.addr }
+
+// Accepted returns the number of connections the proxy has accepted.
+func (p *Proxy) Accepted() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.accepted
+}
 
 // Start listens again on the proxy's address after Close; it does nothing
 // while the proxy runs.
@@ -92,6 +100,9 @@ func (p *Proxy) serve(ln net.Listener) {
 			if err != nil {
 				return
 			}
+			p.mu.Lock()
+			p.accepted++
+			p.mu.Unlock()
 			p.wg.Add(1)
 			go func() {
 				defer p.wg.Done()
