@@ -133,7 +133,6 @@ type Client struct {
 	log     *slog.Logger
 	refresh Refresh
 	tr      *http.Transport // owned, closed by Close; nil when given
-	urls    string          // the endpoints, redacted, for messages
 	// replicas and updateReplicas are Options.Replicas and
 	// Options.UpdateReplicas; waitShards is Options.WaitForActiveShards.
 	replicas       int
@@ -153,7 +152,9 @@ type Client struct {
 // Open connects to Elasticsearch and creates the indices that are absent,
 // with their mappings and settings. For indices that exist it puts the
 // mappings again, which adds fields that a newer gridcrawl maps and fails on
-// a conflicting mapping; settings of existing indices are left alone.
+// a conflicting mapping. Of the settings of existing indices, only the
+// number of replicas changes, with Options.UpdateReplicas; a number of
+// shards other than configured is logged as a warning.
 func Open(ctx context.Context, opts Options) (*Client, error) {
 	addrs, err := parseAddresses(opts.URL)
 	if err != nil {
@@ -188,7 +189,6 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 	c := &Client{
 		log:            opts.Logger,
 		refresh:        opts.Refresh,
-		urls:           urls,
 		replicas:       opts.Replicas,
 		updateReplicas: opts.UpdateReplicas,
 		waitShards:     opts.WaitForActiveShards,

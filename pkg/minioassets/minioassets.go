@@ -77,8 +77,8 @@ type Options struct {
 	Secure bool
 	// Region is the bucket's region; empty lets the client ask the server.
 	Region string
-	// Logger receives the store's rare messages (bucket creation); nil
-	// discards them.
+	// Logger receives the store's rare messages (bucket creation, a move
+	// to another endpoint); nil discards them.
 	Logger *slog.Logger
 }
 
