@@ -54,6 +54,8 @@ func TestOpenErrorsHoldNoCredentials(t *testing.T) {
 		{"unparsable amqp url", Backends{AMQPURL: "amqp://user:amqp-s3cret@%zz/"}},
 		{"unparsable es url", Backends{ESURL: "http://elastic:es-s3cret@%zz"}},
 		{"unreachable es", Backends{ESURL: "http://elastic:es-s3cret@127.0.0.1:1"}},
+		{"unreachable es list", Backends{ESURL: "http://elastic:es-s3cret@127.0.0.1:1,http://elastic:other-s3cret@127.0.0.1:2"}},
+		{"unparsable es list", Backends{ESURL: "http://elastic:es-s3cret@127.0.0.1:1,http://elastic:other-s3cret@%zz"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
