@@ -377,9 +377,11 @@ any_es_url() {
 # primary_node [PREFIX] prints the node holding the most started primary shards (of indices whose
 # name starts with PREFIX).
 primary_node() {
-	local url best
+	local url best shards
 	url=$(any_es_url)
-	best=$(curl -sf --max-time 15 "$url/_cat/shards?h=index,prirep,state,node&expand_wildcards=all" |
+	shards=$(curl -sf --max-time 15 "$url/_cat/shards?h=index,prirep,state,node") ||
+		die "GET $url/_cat/shards failed"
+	best=$(printf '%s\n' "$shards" |
 		awk -v pre="${1:-}" '$2 == "p" && $3 == "STARTED" && index($1, pre) == 1 {print $4}' |
 		sort | uniq -c | sort -k1,1nr -k2 | awk 'NR == 1 {print $2}')
 	[ -n "$best" ] || die "no started primary shard${1:+ of an index starting with '$1'}"
@@ -402,24 +404,48 @@ minio_start() {
 	minio_launch
 }
 
-# minio_wait NAME waits until NAME answers /minio/health/live and the erasure set has write quorum as
-# NAME sees it (/minio/health/cluster answers 200).
+# minio_all_see_all succeeds when every running server sees enough drives: with all servers running,
+# each answers /minio/health/cluster?maintenance=true with 200 (it would keep write quorum without its
+# own drive, so it sees every other drive online); otherwise each answers /minio/health/cluster with 200.
+minio_all_see_all() {
+	local n q="?maintenance=true"
+	for n in "${MINIO_NODES[@]}"; do node_running "$n" || q=""; done
+	for n in "${MINIO_NODES[@]}"; do
+		node_running "$n" || continue
+		curl -sf --max-time 5 -o /dev/null "$MINIO_URL/minio/health/cluster$q" || return 1
+	done
+}
+
+# MinIO reconnects drives that were offline in a monitor loop every 15 s (defaultMonitorConnectEndpoint-
+# Interval in its cmd/erasure-sets.go), on every server. The health endpoints aggregate every server's
+# report of its own drives, so they answer 200 before the servers have reconnected to each other's
+# drives. Seen without a settle time: a server restarted 1 s earlier answered NoSuchKey (404) for
+# 10-15 s for an object written while it was down, and a PUT through another server failed with 503
+# when a second server went down 3 s after the restart. So `start` waits one monitor interval more.
+MINIO_SETTLE=17
+
+# minio_wait NAME [SETTLE] waits until NAME answers /minio/health/live and every running server sees
+# the drives (minio_all_see_all), then SETTLE seconds (default 0) more, re-checking.
 minio_wait() {
 	minio_node "$1"
-	local deadline=$((SECONDS + CL_MINIO_TIMEOUT)) pid
+	local deadline=$((SECONDS + CL_MINIO_TIMEOUT + ${2:-0})) pid url="$MINIO_URL" log="$MINIO_LOG" mark="$MINIO_MARK" settled=""
 	pid=$(read_pid "$MINIO_PIDFILE")
-	while ! { minio_live && curl -sf --max-time 5 -o /dev/null "$MINIO_URL/minio/health/cluster"; }; do
-		if ! pid_matches "$pid" "$MINIO_MARK"; then
-			log_tail "$MINIO_LOG"
+	while :; do
+		if MINIO_URL=$url minio_live && minio_all_see_all; then
+			[ -n "$settled" ] || settled=$((SECONDS + ${2:-0}))
+			[ "$SECONDS" -lt "$settled" ] || break
+		fi
+		if ! pid_matches "$pid" "$mark"; then
+			log_tail "$log"
 			die "$1 (pid $pid) died"
 		fi
 		if [ "$SECONDS" -ge "$deadline" ]; then
-			log_tail "$MINIO_LOG"
-			die "$1 not live with write quorum on $MINIO_URL after ${CL_MINIO_TIMEOUT}s"
+			log_tail "$log"
+			die "$1 not live, or a MinIO server does not see all drives, after ${CL_MINIO_TIMEOUT}s"
 		fi
 		sleep 1
 	done
-	log "$1 live on $MINIO_URL, cluster has write quorum"
+	log "$1 live on $url; every running server sees the drives"
 }
 
 minio_up() {
@@ -519,7 +545,7 @@ cmd_start() {
 		;;
 	minio)
 		minio_start "$1"
-		minio_wait "$1"
+		minio_wait "$1" "$MINIO_SETTLE"
 		;;
 	esac
 }
@@ -553,13 +579,16 @@ cmd_status() {
 	for n in "${ALL_NODES[@]}"; do node_running "$n" || ok=1; done
 	for n in "${RABBIT_NODES[@]}"; do
 		node_running "$n" || continue
-		echo "rabbitmq: running members seen by $n: $(rabbit_running_nodes "$n" | tr '\n' ' ')"
+		h=$(rabbit_running_nodes "$n" | sort | tr '\n' ' ')
+		echo "rabbitmq: running members seen by $n: $h"
+		[ "$h" = "${RABBIT_NODES[*]} " ] || ok=1
 		break
 	done
 	for n in "${ES_NODES[@]}"; do
 		node_running "$n" || continue
 		h=$(curl -sf --max-time 10 "$ES_URL_N/_cluster/health" | jq -r '"\(.status), \(.number_of_nodes) nodes"') || h="no answer"
 		echo "elasticsearch: $h (seen by $n)"
+		case "$h" in "green, ${#ES_NODES[@]} nodes" | "yellow, ${#ES_NODES[@]} nodes") ;; *) ok=1 ;; esac
 		break
 	done
 	for n in "${MINIO_NODES[@]}"; do
