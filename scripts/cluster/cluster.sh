@@ -33,9 +33,12 @@ RABBIT_NODES=(rabbit1 rabbit2 rabbit3)
 ES_NODES=(es1 es2 es3)
 MINIO_NODES=(minio1 minio2 minio3 minio4)
 ALL_NODES=("${RABBIT_NODES[@]}" "${ES_NODES[@]}" "${MINIO_NODES[@]}")
-CL_RMQ_TIMEOUT="${GRIDCRAWL_RABBITMQ_TIMEOUT:-300}"
-CL_ES_TIMEOUT="${GRIDCRAWL_ES_TIMEOUT:-300}"
-CL_MINIO_TIMEOUT="${GRIDCRAWL_MINIO_TIMEOUT:-180}"
+# Seconds to wait for one node (or one cluster's nodes) to start and join: a cold start of three
+# Elasticsearch nodes on two busy cores takes 1-3 minutes.
+CL_TIMEOUT="${GRIDCRAWL_CLUSTER_TIMEOUT:-300}"
+CL_RMQ_TIMEOUT="$CL_TIMEOUT"
+CL_ES_TIMEOUT="$CL_TIMEOUT"
+CL_MINIO_TIMEOUT="$CL_TIMEOUT"
 ES_HEAP="${GRIDCRAWL_ES_HEAP:-512m}"
 ES_TIMEOUT="$CL_ES_TIMEOUT"
 ES_CLUSTER=gridcrawl-cluster
