@@ -452,9 +452,15 @@ minio_wait() {
 
 minio_up() {
 	"$services/minio.sh" install >&2
-	local n
-	for n in "${MINIO_NODES[@]}"; do minio_start "$n"; done
+	local n started=""
+	for n in "${MINIO_NODES[@]}"; do
+		node_running "$n" || started=1
+		minio_start "$n"
+	done
 	for n in "${MINIO_NODES[@]}"; do minio_wait "$n"; done
+	# The servers connected to each other's drives while they came up one by one: give their drive
+	# monitors one round (see MINIO_SETTLE).
+	[ -z "$started" ] || minio_wait "${MINIO_NODES[0]}" "$MINIO_SETTLE"
 	minio_node minio1
 	minio_ensure_bucket
 	log "bucket $MINIO_BUCKET present"
