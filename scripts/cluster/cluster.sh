@@ -386,7 +386,7 @@ primary_node() {
 	best=$(printf '%s\n' "$shards" |
 		awk -v pre="${1:-}" '$2 == "p" && $3 == "STARTED" && index($1, pre) == 1 {print $4}' |
 		sort | uniq -c | sort -k1,1nr -k2 | awk 'NR == 1 {print $2}')
-	[ -n "$best" ] || die "no started primary shard${1:+ of an index starting with '$1'}"
+	[ -n "$best" ] || die "no started primary shard${1:+ of an index starting with $1}"
 	echo "$best"
 }
 

@@ -322,7 +322,7 @@ rmq_launch() {
 	(
 		exec 9>&- # the lock must not outlive this script
 		rmq_env
-		cd "$RMQ_DIR"
+		cd "$RMQ_DIR" || exit 1
 		# RUNNING_UNDER_SYSTEMD makes the script exec erl directly, so $! is the Erlang VM itself.
 		RUNNING_UNDER_SYSTEMD=true exec setsid "$RMQ_SBIN/rabbitmq-server" </dev/null >>"$RMQ_STARTUP_LOG" 2>&1
 	) &
@@ -523,7 +523,7 @@ minio_launch() {
 	echo "=== $(date -u +%FT%TZ) start ===" >>"$MINIO_LOG"
 	(
 		exec 9>&- # the lock must not outlive this script
-		cd "$MINIO_DIR"
+		cd "$MINIO_DIR" || exit 1
 		exec env MINIO_ROOT_USER="$MINIO_USER" MINIO_ROOT_PASSWORD="$MINIO_PASSWORD" \
 			MINIO_REGION="$MINIO_REGION" MINIO_UPDATE=off MINIO_BROWSER=on "${MINIO_ENV[@]}" \
 			setsid "$MINIO_BIN" "${MINIO_ARGS[@]}" </dev/null >>"$MINIO_LOG" 2>&1
