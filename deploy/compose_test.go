@@ -65,6 +65,7 @@ type service struct {
 	build         *build
 	command       []string
 	containerName string
+	hostname      string
 	env           map[string]string
 	ports         []portMapping
 	volumes       []mount
@@ -160,7 +161,7 @@ func normalize(rs *rawService) (*service, error) {
 	if rs.Healthcheck != nil {
 		rs.Healthcheck.Test = deref(rs.Healthcheck.Test)
 	}
-	s := &service{image: rs.Image, containerName: rs.ContainerName, env: map[string]string{}, dependsOn: map[string]string{}, profiles: rs.Profiles}
+	s := &service{image: rs.Image, containerName: rs.ContainerName, hostname: rs.Hostname, env: map[string]string{}, dependsOn: map[string]string{}, profiles: rs.Profiles}
 	if rs.Build.Kind != 0 {
 		b := &build{dockerfile: "Dockerfile"}
 		switch rs.Build.Kind {
@@ -612,6 +613,8 @@ func check(p *project, fsys fs.FS) []string {
 	}
 	c.checkBackendSettings(p)
 	c.checkMonitoring(p)
+	c.checkCluster(p)
+	c.checkHostPorts(p)
 	for v := range p.volumes {
 		used := false
 		for _, s := range p.services {
@@ -1017,6 +1020,347 @@ func (c *checker) checkMonitoring(p *project) {
 	c.checkGrafana(graf)
 }
 
+// clusterProfile is the compose profile of the clusters (docs/clusters.md):
+// three RabbitMQ nodes, three Elasticsearch nodes, four MinIO servers, and
+// the grid on them.
+const clusterProfile = "cluster"
+
+var (
+	// clusterNodes are the node services of each backend in the profile.
+	clusterNodes = map[string][]string{
+		"rabbitmq":      {"rabbit1", "rabbit2", "rabbit3"},
+		"elasticsearch": {"es1", "es2", "es3"},
+		"minio":         {"minio1", "minio2", "minio3", "minio4"},
+	}
+	// clusterGrid maps the profile's gridcrawl services to the default
+	// services they are variants of.
+	clusterGrid = map[string]string{"mcp-cluster": "mcp", "loader-cluster": "loader", "crawler-cluster": "crawler"}
+	// clusterEndpoints are the variables that list a backend's nodes, and
+	// the port every node serves on the compose network.
+	clusterEndpoints = []struct{ v, backend, port string }{
+		{"GRIDCRAWL_AMQP_URL", "rabbitmq", "5672"},
+		{"GRIDCRAWL_ES_URL", "elasticsearch", "9200"},
+		{"GRIDCRAWL_S3_ENDPOINT", "minio", "9000"},
+	}
+)
+
+// checkCluster checks the cluster profile: its services exist and start
+// only with the profile; the RabbitMQ nodes share a cookie and find each
+// other; the Elasticsearch nodes form one cluster; every MinIO server
+// lists every drive; the grid's variants are the default services' binaries
+// given every node of every backend, and wait for all of them.
+func (c *checker) checkCluster(p *project) {
+	var names []string
+	for _, backend := range slices.Sorted(maps.Keys(clusterNodes)) {
+		names = append(names, clusterNodes[backend]...)
+	}
+	names = append(names, slices.Sorted(maps.Keys(clusterGrid))...)
+	for _, name := range names {
+		s := p.services[name]
+		switch {
+		case s == nil:
+			c.errorf("service %s (profile %s) is missing", name, clusterProfile)
+		case !slices.Equal(s.profiles, []string{clusterProfile}):
+			c.errorf("service %s is in profiles %q, want only %q: the clusters are optional", name, s.profiles, clusterProfile)
+		}
+	}
+	for backend, nodes := range clusterNodes {
+		for _, name := range nodes {
+			s := p.services[name]
+			if s == nil {
+				continue
+			}
+			for _, probe := range healthProbes[backend] {
+				if !strings.Contains(strings.Join(s.healthcheck, " "), probe) {
+					c.errorf("service %s: its healthcheck %q does not probe %q", name, s.healthcheck, probe)
+				}
+			}
+		}
+	}
+	c.checkRabbitCluster(p)
+	c.checkESCluster(p)
+	c.checkMinIOCluster(p)
+	for _, name := range slices.Sorted(maps.Keys(clusterGrid)) {
+		if s := p.services[name]; s != nil {
+			c.checkClusterGrid(p, name, s)
+		}
+	}
+}
+
+func (c *checker) checkRabbitCluster(p *project) {
+	var peers []string
+	cookie := ""
+	for _, name := range clusterNodes["rabbitmq"] {
+		s := p.services[name]
+		if s == nil {
+			continue
+		}
+		if s.hostname != name {
+			c.errorf("service %s: hostname %q, want %q: the node name rabbit@HOSTNAME is what its peers look for", name, s.hostname, name)
+		}
+		peers = append(peers, "rabbit@"+s.hostname)
+		args := s.env["RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS"]
+		if !strings.Contains(args, "-setcookie ") {
+			c.errorf("service %s: RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS=%q sets no -setcookie: the nodes would not share an Erlang cookie", name, args)
+		}
+		if ctl := s.env["RABBITMQ_CTL_ERL_ARGS"]; ctl != args {
+			c.errorf("service %s: RABBITMQ_CTL_ERL_ARGS=%q differs from the server's %q: its CLI tools (the health check) could not reach the node", name, ctl, args)
+		}
+		if cookie == "" {
+			cookie = args
+		} else if args != cookie {
+			c.errorf("service %s: Erlang arguments %q differ from %s's %q: the nodes would not share a cookie", name, args, clusterNodes["rabbitmq"][0], cookie)
+		}
+	}
+	for _, name := range clusterNodes["rabbitmq"] {
+		s := p.services[name]
+		if s == nil {
+			continue
+		}
+		conf := ""
+		for _, m := range s.volumes {
+			if m.bind && strings.HasPrefix(m.target, "/etc/rabbitmq/conf.d/") && strings.Contains(m.source, "cluster") {
+				conf = path.Clean(m.source)
+			}
+		}
+		if conf == "" {
+			c.errorf("service %s mounts no cluster configuration into /etc/rabbitmq/conf.d/: it would not join the others", name)
+			continue
+		}
+		b, err := fs.ReadFile(c.fsys, conf)
+		if err != nil {
+			c.errorf("service %s: %v", name, err)
+			continue
+		}
+		var listed []string
+		backend := ""
+		for _, line := range strings.Split(string(b), "\n") {
+			k, v, ok := strings.Cut(line, "=")
+			k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+			switch {
+			case !ok || strings.HasPrefix(k, "#"):
+			case k == "cluster_formation.peer_discovery_backend":
+				backend = v
+			case strings.HasPrefix(k, "cluster_formation.classic_config.nodes."):
+				listed = append(listed, v)
+			}
+		}
+		if backend != "classic_config" && backend != "rabbit_peer_discovery_classic_config" {
+			c.errorf("%s: cluster_formation.peer_discovery_backend=%q, want classic_config", conf, backend)
+		}
+		if !sameSet(listed, peers) {
+			c.errorf("%s lists the peers %q, want every node %q", conf, listed, peers)
+		}
+	}
+}
+
+func (c *checker) checkESCluster(p *project) {
+	nodes := clusterNodes["elasticsearch"]
+	clusterName := ""
+	for _, name := range nodes {
+		s := p.services[name]
+		if s == nil {
+			continue
+		}
+		if s.env["node.name"] != name {
+			c.errorf("service %s: node.name=%q, want %q", name, s.env["node.name"], name)
+		}
+		if v, ok := s.env["discovery.type"]; ok {
+			c.errorf("service %s: discovery.type=%q makes it a cluster of its own", name, v)
+		}
+		for _, k := range []string{"discovery.seed_hosts", "cluster.initial_master_nodes"} {
+			if l := splitList(s.env[k]); !sameSet(l, nodes) {
+				c.errorf("service %s: %s=%q, want every node %q", name, k, s.env[k], nodes)
+			}
+		}
+		if s.env["xpack.security.enabled"] != "false" {
+			c.errorf("service %s: xpack.security.enabled=%q, want \"false\" (gridcrawl speaks plain HTTP to it)", name, s.env["xpack.security.enabled"])
+		}
+		if o := s.env["ES_JAVA_OPTS"]; !strings.Contains(o, "-Xms") || !strings.Contains(o, "-Xmx") {
+			c.errorf("service %s: ES_JAVA_OPTS=%q sets no heap (-Xms, -Xmx)", name, o)
+		}
+		cn := s.env["cluster.name"]
+		switch {
+		case cn == "":
+			c.errorf("service %s sets no cluster.name", name)
+		case clusterName == "":
+			clusterName = cn
+		case cn != clusterName:
+			c.errorf("service %s: cluster.name=%q, the other nodes %q", name, cn, clusterName)
+		}
+	}
+}
+
+// minioEllipsis matches MinIO's {N...M} expansion.
+var minioEllipsis = regexp.MustCompile(`\{(\d+)\.\.\.(\d+)\}`)
+
+// expandMinIO expands the {N...M} ranges of a MinIO server argument.
+func expandMinIO(arg string) []string {
+	m := minioEllipsis.FindStringSubmatchIndex(arg)
+	if m == nil {
+		return []string{arg}
+	}
+	lo, _ := strconv.Atoi(arg[m[2]:m[3]])
+	hi, _ := strconv.Atoi(arg[m[4]:m[5]])
+	var out []string
+	for i := lo; i <= hi && hi-lo < 1000; i++ {
+		for _, rest := range expandMinIO(arg[m[1]:]) {
+			out = append(out, arg[:m[0]]+strconv.Itoa(i)+rest)
+		}
+	}
+	return out
+}
+
+func (c *checker) checkMinIOCluster(p *project) {
+	nodes := clusterNodes["minio"]
+	var user, password string
+	for i, name := range nodes {
+		s := p.services[name]
+		if s == nil {
+			continue
+		}
+		if s.hostname != name {
+			c.errorf("service %s: hostname %q, want %q: the servers reach each other by the names in their drive list", name, s.hostname, name)
+		}
+		var drives []string
+		for _, arg := range s.command {
+			if strings.Contains(arg, "://") {
+				drives = append(drives, expandMinIO(arg)...)
+			}
+		}
+		var want []string
+		for _, n := range nodes {
+			want = append(want, "http://"+n+":9000/data")
+		}
+		if !slices.Contains(s.command, "server") || !sameSet(drives, want) {
+			c.errorf("service %s: command %q, want server with every drive %q", name, s.command, want)
+		}
+		if mountSourceVolume(s, "/data") == "" {
+			c.errorf("service %s: no named volume at /data: its drive would not survive docker compose down", name)
+		}
+		if i == 0 {
+			user, password = s.env["MINIO_ROOT_USER"], s.env["MINIO_ROOT_PASSWORD"]
+		} else if s.env["MINIO_ROOT_USER"] != user || s.env["MINIO_ROOT_PASSWORD"] != password {
+			c.errorf("service %s: credentials differ from %s's", name, nodes[0])
+		}
+	}
+}
+
+// mountSourceVolume returns the named volume mounted at target, or "".
+func mountSourceVolume(s *service, target string) string {
+	for _, m := range s.volumes {
+		if !m.bind && path.Clean(m.target) == target {
+			return m.source
+		}
+	}
+	return ""
+}
+
+// checkClusterGrid checks one gridcrawl service of the cluster profile.
+func (c *checker) checkClusterGrid(p *project, name string, s *service) {
+	base := p.services[clusterGrid[name]]
+	if base != nil && (s.build == nil || base.build == nil || *s.build != *base.build) {
+		c.errorf("service %s is not built like %s: it must run the same binary", name, clusterGrid[name])
+	}
+	for _, k := range backendVars {
+		if _, ok := s.env[k]; !ok {
+			c.errorf("service %s does not set %s: it would fall back to an embedded backend in its own container", name, k)
+		}
+	}
+	for _, ep := range clusterEndpoints {
+		v, ok := s.env[ep.v]
+		if !ok {
+			continue
+		}
+		var hosts []string
+		for _, e := range splitList(v) {
+			host, port := hostPort(e)
+			if port != ep.port {
+				c.errorf("service %s: %s names %s with port %q, want %s", name, ep.v, e, port, ep.port)
+			}
+			hosts = append(hosts, host)
+		}
+		if !sameSet(hosts, clusterNodes[ep.backend]) {
+			c.errorf("service %s: %s=%q names %q, want every %s node %q once", name, ep.v, v, hosts, ep.backend, clusterNodes[ep.backend])
+		}
+		for _, n := range clusterNodes[ep.backend] {
+			if s.dependsOn[n] == "" {
+				c.errorf("service %s uses %s (%s) but does not depend on it", name, n, ep.v)
+			}
+		}
+	}
+	if rabbit := p.services[clusterNodes["rabbitmq"][0]]; rabbit != nil {
+		creds := rabbit.env["RABBITMQ_DEFAULT_USER"] + ":" + rabbit.env["RABBITMQ_DEFAULT_PASS"] + "@"
+		for _, u := range splitList(s.env["GRIDCRAWL_AMQP_URL"]) {
+			if !strings.Contains(u, "://"+creds) {
+				c.errorf("service %s: GRIDCRAWL_AMQP_URL entry %q does not use the credentials the RabbitMQ nodes start with", name, u)
+			}
+		}
+	}
+	if minio := p.services[clusterNodes["minio"][0]]; minio != nil {
+		for k, mk := range map[string]string{"GRIDCRAWL_S3_ACCESS_KEY": "MINIO_ROOT_USER", "GRIDCRAWL_S3_SECRET_KEY": "MINIO_ROOT_PASSWORD"} {
+			if v, ok := s.env[k]; ok && v != minio.env[mk] {
+				c.errorf("service %s: %s=%q differs from the MinIO servers' %s=%q", name, k, v, mk, minio.env[mk])
+			}
+		}
+	}
+	switch clusterGrid[name] {
+	case "mcp":
+		c.checkMCP(s)
+	default:
+		if s.containerName != "" {
+			c.errorf("service %s: container_name %q prevents docker compose up --scale %s=N", name, s.containerName, name)
+		}
+		for _, pm := range s.ports {
+			if pm.host != "" {
+				c.errorf("service %s: host port %s prevents more than one replica", name, pm.host)
+			}
+		}
+	}
+}
+
+// checkHostPorts checks that no two services publish the same host port:
+// the default services, the monitoring and the cluster profiles run side
+// by side.
+func (c *checker) checkHostPorts(p *project) {
+	owner := map[string]string{}
+	for _, name := range slices.Sorted(maps.Keys(p.services)) {
+		for _, pm := range p.services[name].ports {
+			if pm.host == "" {
+				continue
+			}
+			port := pm.host
+			// ${VAR:-default}: the port used when VAR is unset.
+			if _, def, ok := strings.Cut(port, ":-"); ok {
+				port = strings.TrimSuffix(def, "}")
+			}
+			if o := owner[port]; o != "" {
+				c.errorf("services %s and %s both publish host port %s", o, name, port)
+			}
+			owner[port] = name
+		}
+	}
+}
+
+// splitList splits a comma-separated list, trimming spaces.
+func splitList(v string) []string {
+	var out []string
+	for _, e := range strings.Split(v, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// sameSet reports whether a and b hold the same elements, each once.
+func sameSet(a, b []string) bool {
+	as, bs := slices.Clone(a), slices.Clone(b)
+	slices.Sort(as)
+	slices.Sort(bs)
+	return slices.Equal(as, bs) && len(slices.Compact(as)) == len(a)
+}
+
 // mountSource returns the repository path bind-mounted at target, or "".
 func mountSource(s *service, target string) string {
 	for _, m := range s.volumes {
@@ -1335,6 +1679,55 @@ func TestCheckFindsMistakes(t *testing.T) {
 			}},
 		{name: "elasticsearch security on", report: "xpack.security.enabled",
 			edit: func(p *project) { p.services["elasticsearch"].env["xpack.security.enabled"] = "true" }},
+		{name: "cluster node started by default", report: "the clusters are optional",
+			edit: func(p *project) { p.services["es2"].profiles = nil }},
+		{name: "cluster node missing", report: "service minio3 (profile cluster) is missing",
+			edit: func(p *project) { delete(p.services, "minio3") }},
+		{name: "rabbit node with another cookie", report: "share a cookie",
+			edit: func(p *project) {
+				p.services["rabbit3"].env["RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS"] = "-setcookie other"
+				p.services["rabbit3"].env["RABBITMQ_CTL_ERL_ARGS"] = "-setcookie other"
+			}},
+		{name: "rabbit CLI without the cookie", report: "RABBITMQ_CTL_ERL_ARGS",
+			edit: func(p *project) { delete(p.services["rabbit2"].env, "RABBITMQ_CTL_ERL_ARGS") }},
+		{name: "rabbit node renamed", report: "rabbit@rabbit9",
+			edit: func(p *project) { p.services["rabbit2"].hostname = "rabbit9" }},
+		{name: "rabbit node without the peer list", report: "would not join",
+			edit: func(p *project) {
+				p.services["rabbit1"].volumes = slices.DeleteFunc(p.services["rabbit1"].volumes, func(m mount) bool { return strings.Contains(m.source, "cluster") })
+			}},
+		{name: "es seed hosts miss a node", report: "discovery.seed_hosts",
+			edit: func(p *project) { p.services["es3"].env["discovery.seed_hosts"] = "es1,es2" }},
+		{name: "es node single", report: "cluster of its own",
+			edit: func(p *project) { p.services["es1"].env["discovery.type"] = "single-node" }},
+		{name: "es node in another cluster", report: "cluster.name",
+			edit: func(p *project) { p.services["es2"].env["cluster.name"] = "other" }},
+		{name: "minio server misses a drive", report: "want server with every drive",
+			edit: func(p *project) {
+				p.services["minio2"].command = []string{"server", "--console-address", ":9001", "http://minio{1...3}:9000/data"}
+			}},
+		{name: "cluster grid misses a node", report: "want every elasticsearch node",
+			edit: func(p *project) {
+				p.services["crawler-cluster"].env["GRIDCRAWL_ES_URL"] = "http://es1:9200,http://es2:9200"
+			}},
+		{name: "cluster grid names a node twice", report: "want every minio node",
+			edit: func(p *project) {
+				p.services["loader-cluster"].env["GRIDCRAWL_S3_ENDPOINT"] = "minio1:9000,minio2:9000,minio3:9000,minio3:9000"
+			}},
+		{name: "cluster grid on the single broker", report: "want every rabbitmq node",
+			edit: func(p *project) {
+				p.services["mcp-cluster"].env["GRIDCRAWL_AMQP_URL"] = "amqp://u:p@rabbitmq:5672/"
+			}},
+		{name: "cluster grid wrong port", report: "want 9200",
+			edit: func(p *project) {
+				p.services["crawler-cluster"].env["GRIDCRAWL_ES_URL"] = "http://es1:9200,http://es2:9200,http://es3:9300"
+			}},
+		{name: "cluster grid not waiting for a node", report: "does not depend on it",
+			edit: func(p *project) { delete(p.services["loader-cluster"].dependsOn, "minio4") }},
+		{name: "cluster grid runs another binary", report: "not built like crawler",
+			edit: func(p *project) { p.services["crawler-cluster"].build = p.services["loader"].build }},
+		{name: "host port published twice", report: "both publish host port 8080",
+			edit: func(p *project) { p.services["mcp-cluster"].ports[0].host = "8080" }},
 		{name: "go build of a missing package", report: "services/gird",
 			fsys: func() fs.FS { return editDockerfile("./services/grid", "./services/gird") }},
 		{name: "binary not built", report: "stage \"crawler\" runs crawler",
