@@ -8,7 +8,7 @@ PKGS    := ./...
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null)
 LDFLAGS := -X github.com/gridcrawl/gridcrawl/services/internal/svc.stamp=$(VERSION)
 
-.PHONY: run demo test fuzz soak build lint bench clean services-up services-down
+.PHONY: run demo test fuzz soak build lint bench clean services-up services-down cluster-up cluster-down
 
 ## run: the whole grid in one process on embedded backends (data in $(DATA))
 run: build
@@ -96,3 +96,12 @@ services-up:
 ## services-down: stop the local backends started by services-up
 services-down:
 	scripts/services/down.sh
+
+## cluster-up: install (if missing) and start the local clusters (3 RabbitMQ, 3 Elasticsearch and
+## 4 MinIO nodes on 127.0.0.1, no Docker) and print their env lines; docs/clusters.md
+cluster-up:
+	scripts/cluster/cluster.sh up
+
+## cluster-down: stop the cluster nodes started by cluster-up (data kept)
+cluster-down:
+	scripts/cluster/cluster.sh down

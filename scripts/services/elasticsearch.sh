@@ -29,7 +29,7 @@ GC_NAME=elasticsearch
 
 # Newest 8.x in https://repo1.maven.org/maven2/org/elasticsearch/distribution/integ-test-zip/elasticsearch/
 # maven-metadata.xml at the time of writing; checksums are Maven Central's .sha1/.sha512 for the zip.
-ES_VERSION=8.19.21
+# (ES_VERSION, ES_HOME and ES_USER are set in lib.sh, shared with scripts/cluster/cluster.sh.)
 ES_SHA1=8861771bbfe2fab12ccc386bc8b4c5c6f9619865
 ES_SHA512=cf6b0a93860d329937ae7f913ec5073b0c726c77639764b93fc83a304aa1dd9d4defcfa2849948eea3b0b47c2065f994908603939fc2a4774c9c4d868c5ec1dd
 ES_URL="https://repo1.maven.org/maven2/org/elasticsearch/distribution/integ-test-zip/elasticsearch/$ES_VERSION/elasticsearch-$ES_VERSION.zip"
@@ -38,9 +38,9 @@ ES_HOST=127.0.0.1
 ES_PORT=9200
 ES_TRANSPORT_PORT=9300
 ES_BASE_URL="http://$ES_HOST:$ES_PORT"
-ES_USER=gridcrawl-es
 ES_DIR="$SERVICES_DIR/elasticsearch"
-ES_HOME="$ES_DIR/elasticsearch-$ES_VERSION"
+ES_NODE_DIR="$ES_DIR"
+ES_CONF="$ES_HOME/config"
 ES_DATA="$ES_DIR/data"
 ES_LOGS="$ES_DIR/logs"
 ES_TMP="$ES_DIR/tmp"
@@ -54,45 +54,11 @@ ES_TIMEOUT="${GRIDCRAWL_ES_TIMEOUT:-180}"
 ES_HEAP="${GRIDCRAWL_ES_HEAP:-512m}"
 # The server JVM's command line carries -Des.path.home=<home>; matching it ties the pid file to our node.
 ES_MARK="-Des.path.home=$ES_HOME"
+ES_MARK_OPT=""
 
 case "$ES_DIR" in *[[:space:]]*) die "GRIDCRAWL_SERVICES_DIR must not contain whitespace: $SERVICES_DIR" ;; esac
 
-# run_user is the account Elasticsearch runs as: gridcrawl-es when we are root, the caller otherwise.
-run_user() {
-	if [ "$(id -u)" -eq 0 ]; then echo "$ES_USER"; else id -un; fi
-}
-
-# as_es CMD... runs CMD as the Elasticsearch account.
-as_es() {
-	local -a prefix=()
-	[ "$(id -u)" -ne 0 ] || prefix=(runuser -u "$ES_USER" --)
-	"${prefix[@]}" "$@"
-}
-
-java_home() {
-	if [ -n "${ES_JAVA_HOME:-}" ]; then
-		echo "$ES_JAVA_HOME"
-		return
-	fi
-	local java
-	ensure_cmd java openjdk-17-jre-headless
-	java=$(command -v java)
-	java=$(readlink -f "$java")
-	dirname "$(dirname "$java")"
-}
-
-check_java() {
-	local jh ver major
-	jh=$(java_home)
-	[ -x "$jh/bin/java" ] || die "no java at $jh/bin/java"
-	ver=$("$jh/bin/java" -version 2>&1 | awk -F'"' '/version/ {print $2; exit}')
-	major=${ver%%.*}
-	[ "$major" = 1 ] && major=$(echo "$ver" | cut -d. -f2)
-	[[ "$major" =~ ^[0-9]+$ ]] && [ "$major" -ge 17 ] ||
-		die "Elasticsearch $ES_VERSION needs Java 17 or newer; $jh/bin/java is '$ver'"
-}
-
-installed() { [ -x "$ES_HOME/bin/elasticsearch" ] && [ -f "$ES_HOME/.gridcrawl-installed" ]; }
+installed() { es_installed; }
 
 ensure_user() {
 	[ "$(id -u)" -eq 0 ] || return 0
@@ -129,7 +95,7 @@ verify_zip() {
 }
 
 cmd_install() {
-	check_java
+	es_check_java
 	ensure_user
 	if ! installed; then
 		ensure_cmd curl curl
@@ -155,7 +121,7 @@ cmd_install() {
 		chown "$ES_USER:$ES_USER" "$ES_DIR"
 		ensure_traversable
 	fi
-	log "Elasticsearch $ES_VERSION installed in $ES_HOME (runs as $(run_user))"
+	log "Elasticsearch $ES_VERSION installed in $ES_HOME (runs as $(es_run_user))"
 }
 
 write_config() {
@@ -181,19 +147,9 @@ EOF
 EOF
 }
 
-# es_version prints the version of the Elasticsearch node answering on 127.0.0.1:9200 (fails if none).
-# GET / is not used: the integ-test zip lacks the module serving it (GET / answers 405 there), so
-# clients must not rely on the root "info"/"ping" endpoint either.
-es_version() {
-	local body
-	body=$(curl -sf --max-time 5 "$ES_BASE_URL/_nodes/_local?filter_path=nodes.*.version" 2>/dev/null) || return 1
-	[[ "$body" =~ \"version\":\"([^\"]+)\" ]] || return 1
-	echo "${BASH_REMATCH[1]}"
-}
+es_answers() { es_version "$ES_BASE_URL" >/dev/null; }
 
-es_answers() { es_version >/dev/null; }
-
-ours_running() { running "$ES_PIDFILE" "$ES_MARK"; }
+ours_running() { es_running; }
 
 cmd_start() {
 	if ours_running; then
@@ -202,7 +158,7 @@ cmd_start() {
 	fi
 	if es_answers; then
 		local v
-		v=$(es_version)
+		v=$(es_version "$ES_BASE_URL")
 		case "$v" in 8.*) ;; *) die "a node on $ES_BASE_URL answers but its version is '$v', not 8.x" ;; esac
 		log "Elasticsearch $v already answers on $ES_BASE_URL; reusing it (not started by us)"
 		return 0
@@ -211,42 +167,9 @@ cmd_start() {
 		die "port $ES_HOST:$ES_PORT is taken by something that is not Elasticsearch"
 	fi
 	installed || die "Elasticsearch is not installed; run: $0 install"
-	check_java
+	es_check_java
 	write_config
-	rm -f "$ES_PIDFILE"
-	log "starting Elasticsearch $ES_VERSION as $(run_user) (heap $ES_HEAP, data $ES_DATA, log $ES_SERVER_LOG)"
-	local jh rc=0 prefix=()
-	jh=$(java_home)
-	[ "$(id -u)" -ne 0 ] || prefix=(runuser -u "$ES_USER" --)
-	echo "=== $(date -u +%FT%TZ) start ===" >>"$ES_STARTUP_LOG"
-	# -d daemonizes once the node has started (or fails with its error on stderr); -p writes the pid file.
-	# The launcher waits for the node, so it is bounded by the same timeout as `check`.
-	(
-		exec 9>&- # the lock must not outlive this script
-		cd "$ES_RUN"
-		timeout --kill-after=10 "$ES_TIMEOUT" "${prefix[@]}" env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$ES_DIR" LANG=C.UTF-8 \
-			ES_JAVA_HOME="$jh" ES_PATH_CONF="$ES_HOME/config" ES_TMPDIR="$ES_TMP" \
-			ES_JAVA_OPTS="-Xms$ES_HEAP -Xmx$ES_HEAP ${GRIDCRAWL_ES_JAVA_OPTS:-}" \
-			"$ES_HOME/bin/elasticsearch" -d -p "$ES_PIDFILE"
-	) </dev/null >>"$ES_STARTUP_LOG" 2>&1 || rc=$?
-	if [ "$rc" -ne 0 ]; then
-		log_tail "$ES_STARTUP_LOG" "$ES_SERVER_LOG"
-		if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
-			ours_running && stop_pid "$ES_PIDFILE" "$ES_MARK" 30
-			die "Elasticsearch did not start within ${ES_TIMEOUT}s"
-		fi
-		die "bin/elasticsearch -d failed (exit $rc)"
-	fi
-	local i
-	for ((i = 0; i < 50; i++)); do
-		ours_running && break
-		sleep 0.2
-	done
-	if ! ours_running; then
-		log_tail "$ES_STARTUP_LOG" "$ES_SERVER_LOG"
-		die "Elasticsearch daemonized but pid file $ES_PIDFILE does not name a live node"
-	fi
-	log "started pid $(read_pid "$ES_PIDFILE")"
+	es_launch
 }
 
 cmd_check() {

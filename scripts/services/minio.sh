@@ -24,12 +24,7 @@ MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c
 MINIO_HOST=127.0.0.1
 MINIO_PORT=9000
 MINIO_CONSOLE_PORT=9001
-MINIO_USER=gridcrawl
-MINIO_PASSWORD=gridcrawl-secret
-MINIO_BUCKET=gridcrawl
-MINIO_REGION=us-east-1
 MINIO_URL="http://$MINIO_HOST:$MINIO_PORT"
-MINIO_BIN="$SERVICES_DIR/bin/minio"
 MINIO_DIR="$SERVICES_DIR/minio"
 MINIO_DATA="$MINIO_DIR/data"
 MINIO_LOG="$MINIO_DIR/minio.log"
@@ -39,6 +34,7 @@ MINIO_TIMEOUT="${GRIDCRAWL_MINIO_TIMEOUT:-120}"
 # Our server's command line names our data directory; matching it ties the pid file to our server.
 MINIO_ARGS=(server --address "$MINIO_HOST:$MINIO_PORT" --console-address "$MINIO_HOST:$MINIO_CONSOLE_PORT" "$MINIO_DATA")
 MINIO_MARK="${MINIO_ARGS[*]}"
+MINIO_ENV=()
 
 case "$MINIO_DIR" in *[[:space:]]*) die "GRIDCRAWL_SERVICES_DIR must not contain whitespace: $SERVICES_DIR" ;; esac
 
@@ -77,11 +73,7 @@ cmd_install() {
 	log "built minio in $((SECONDS - start))s"
 }
 
-minio_live() {
-	curl -sf --max-time 5 -o /dev/null "$MINIO_URL/minio/health/live" 2>/dev/null
-}
-
-ours_running() { running "$MINIO_PIDFILE" "$MINIO_MARK"; }
+ours_running() { minio_running; }
 
 cmd_start() {
 	if ours_running; then
@@ -102,61 +94,7 @@ cmd_start() {
 	installed || die "minio $MINIO_VERSION is not built; run: $0 install"
 	mkdir -p "$MINIO_DATA"
 	log "starting MinIO on $MINIO_URL (console http://$MINIO_HOST:$MINIO_CONSOLE_PORT, data $MINIO_DATA, log $MINIO_LOG)"
-	local pid
-	echo "=== $(date -u +%FT%TZ) start ===" >>"$MINIO_LOG"
-	(
-		exec 9>&- # the lock must not outlive this script
-		cd "$MINIO_DIR"
-		exec env MINIO_ROOT_USER="$MINIO_USER" MINIO_ROOT_PASSWORD="$MINIO_PASSWORD" \
-			MINIO_REGION="$MINIO_REGION" MINIO_UPDATE=off MINIO_BROWSER=on \
-			setsid "$MINIO_BIN" "${MINIO_ARGS[@]}" </dev/null >>"$MINIO_LOG" 2>&1
-	) &
-	pid=$!
-	echo "$pid" >"$MINIO_PIDFILE"
-	local i
-	# Wait until the subshell has exec'ed into MinIO (whose command line carries our marker); before
-	# that its command line is this script's, so "does not match yet" is not "exited". A busy machine can
-	# take a while to get there.
-	for ((i = 0; i < 100; i++)); do
-		pid_matches "$pid" "$MINIO_MARK" && break
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	# Then give a server that fails on start (bad data directory, port race) a moment to exit.
-	for ((i = 0; i < 10; i++)); do
-		pid_matches "$pid" "$MINIO_MARK" || break
-		sleep 0.1
-	done
-	if ! pid_matches "$pid" "$MINIO_MARK"; then
-		log_tail "$MINIO_LOG"
-		die "minio (pid $pid) exited right after start"
-	fi
-	log "started pid $pid"
-}
-
-# s3 METHOD PATH prints the HTTP status of a SigV4-signed S3 request to our endpoint.
-s3() {
-	curl -s --max-time 10 -o /dev/null -w '%{http_code}' -X "$1" \
-		--aws-sigv4 "aws:amz:$MINIO_REGION:s3" --user "$MINIO_USER:$MINIO_PASSWORD" \
-		-H "x-amz-content-sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" \
-		"$MINIO_URL$2"
-}
-
-ensure_bucket() {
-	local code
-	code=$(s3 HEAD "/$MINIO_BUCKET") || true
-	case "$code" in
-	200) return 0 ;;
-	404)
-		code=$(s3 PUT "/$MINIO_BUCKET") || true
-		case "$code" in
-		200 | 409) log "created bucket $MINIO_BUCKET" ;;
-		*) die "creating bucket $MINIO_BUCKET failed: HTTP $code" ;;
-		esac
-		;;
-	403) die "MinIO on $MINIO_URL rejects our credentials ($MINIO_USER): it is not ours or was set up differently" ;;
-	*) die "HEAD bucket $MINIO_BUCKET: HTTP ${code:-none}" ;;
-	esac
+	minio_launch
 }
 
 cmd_check() {
@@ -177,7 +115,7 @@ cmd_check() {
 		fi
 		sleep 1
 	done
-	ensure_bucket
+	minio_ensure_bucket
 	log "MinIO live on $MINIO_URL, bucket $MINIO_BUCKET present"
 }
 
