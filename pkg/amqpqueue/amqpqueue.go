@@ -2,7 +2,8 @@
 // github.com/rabbitmq/amqp091-go.
 //
 // Topology. Every queue q is a durable quorum queue (x-queue-type=quorum,
-// no other argument), declared on the first Publish or Consume. Quorum
+// and x-quorum-initial-group-size when Options.QuorumInitialGroupSize sets
+// it), declared on the first Publish or Consume. Quorum
 // queues are replicated when the broker is a cluster, and they count how
 // often each message was handed back unsettled (the x-delivery-count header),
 // which bounds redeliveries below. Its dead-letter queue
@@ -23,11 +24,13 @@
 // Publishing. Messages are persistent (delivery mode 2) and published with
 // mandatory set on channels in confirm mode, 256 at a time before waiting
 // for their confirms; Publish returns once the broker has confirmed every
-// message, and a message the broker returns as unroutable (or nacks) is an
-// error. If the connection drops, Publish waits
-// for the reconnection and publishes again the messages whose confirms had
-// not arrived, until its context is done: a message may then be enqueued
-// twice (at least once).
+// message, and a message the broker returns as unroutable is an error.
+// Messages the broker nacks (a quorum queue without a leader does, see
+// Clusters) are published again, on a new channel, with backoff, for up to
+// 30 s before Publish gives up with an error. If the connection drops,
+// Publish waits for the reconnection and publishes again the messages whose
+// confirms had not arrived, until its context is done: a message may then be
+// enqueued twice (at least once).
 //
 // Consuming. Each Consume has its own channel, with basic.qos set to its
 // prefetch and manual acks. Retry publishes the message, with HeaderAttempt
@@ -44,14 +47,62 @@
 // that receives a message whose count exceeds Options.MaxRedeliveries
 // dead-letters it with ReasonRedeliveries instead of handing it out, so a
 // message that kills its consumers cannot loop forever. (The broker's own
-// x-delivery-limit is not used because the broker would dead-letter without
-// queue.HeaderReason.)
+// x-delivery-limit is not used because the broker would drop the message, or
+// dead-letter it through a dead-letter exchange without queue.HeaderReason;
+// RabbitMQ 3.10 sets no limit unless asked, RabbitMQ 4 defaults to 20.) A
+// node that dies hands back the deliveries of the consumers connected to
+// it, so each such failure adds at most one to the count of the messages
+// then in flight.
 //
 // Reconnection. One goroutine owns the connection: when it drops, it
-// reconnects with exponential backoff and jitter. Declarations are made again
+// reconnects (see Endpoints), with exponential backoff and jitter once no
+// endpoint answered. Declarations are made again
 // on the new connection as queues are next used, consumers open a new
 // channel and consume again, deliveries of the old channel fail to settle
 // (the broker has already handed them back), and waiting publishes resume.
+//
+// Endpoints. Options.URL may list the AMQP URLs of several nodes of one
+// cluster, separated by commas. Open connects to the first that answers.
+// When the connection drops, the queue tries the endpoints in turn,
+// beginning with the one after the endpoint it lost (not always the first:
+// a dead first node would cost every reconnection a dial), and trying last
+// those whose previous attempt failed; it waits its backoff only after a
+// round in which none answered. It logs "amqp reconnected" with the
+// endpoint's URL (without password) and whether it moved. Everything that
+// survives a reconnection survives a move to another node: consumers
+// consume again, publishes waiting for confirms publish again, queues are
+// declared again (the cluster shares them). While some endpoint is
+// connected, Len answers (the readiness probe of the services is a Len, so
+// a backend is "down" only while no endpoint answers); while none is, Len
+// and Publish wait for one until their context ends.
+//
+// Clusters. With RabbitMQ's quorum queues (Raft), on a cluster:
+//   - Replicas: 0 for Options.QuorumInitialGroupSize leaves the count to the
+//     broker: RabbitMQ 3.10's quorum_cluster_size setting, 3 by default,
+//     capped by the number of cluster nodes (stopped members included), so
+//     one replica on each node of a three-node cluster. The leader starts on
+//     the node of the declaring connection (queue_leader_locator
+//     client-local, the default).
+//   - A confirmed publish was written by a majority of the queue's replicas:
+//     it survives as long as a majority of them is not lost for good. An
+//     unconfirmed one may be lost; Publish returns nil only once the broker
+//     has confirmed every message.
+//   - When the leader's node dies, the followers elect a new leader among
+//     themselves (under a second when a node of scripts/cluster is killed);
+//     until then the queue nacks publishes (retried as above) and delivers
+//     nothing. Consumers whose channels were on the dead node's connection
+//     lose them: the broker hands their unacknowledged messages back, to be
+//     delivered again (at least once); consumers on other nodes go on with
+//     the new leader, and may also see a message again.
+//   - A queue whose majority of replicas is down accepts no publish and
+//     delivers nothing until a majority is back; a network partition leaves
+//     the minority side unable to write: the contents of a quorum queue do
+//     not split, whatever the cluster_partition_handling mode (3.10 default:
+//     ignore).
+//   - A passive declaration, which Len uses, counts 0 messages for a quorum
+//     queue whose leader does not answer within 250 ms (RabbitMQ 3.10's
+//     rabbit_quorum_queue:stat): during an election, Len may say 0 of a
+//     queue that holds messages, and does not fail.
 //
 // Len is the sum of the ready messages of q and of its delay queues, read by
 // passive declarations (a queue that does not exist counts 0).
@@ -64,6 +115,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -93,7 +145,12 @@ const maxIdlePublishers = 16
 
 // Options configure a Queue.
 type Options struct {
-	// URL is the broker's AMQP URL, such as amqp://guest:guest@127.0.0.1:5672/.
+	// URL is the broker's AMQP URL, such as amqp://guest:guest@127.0.0.1:5672/,
+	// or a comma-separated list of the URLs of the nodes of one cluster
+	// (spaces around an entry are ignored; a comma in a password is written
+	// %2C). The queue connects to the first node that answers and, when
+	// its connection drops, to the next one that answers (see the package
+	// documentation, Endpoints).
 	URL string
 	// MaxAttempts is the number of deliveries a message gets before Retry
 	// dead-letters it with queue.ReasonMaxAttempts; 0 means
@@ -123,19 +180,34 @@ type Options struct {
 	// Heartbeat is the AMQP heartbeat interval, which detects a dead
 	// connection; 0 means DefaultHeartbeat.
 	Heartbeat time.Duration
+	// QuorumInitialGroupSize, when above 0, declares every queue with
+	// x-quorum-initial-group-size set to it: the number of replicas of a
+	// new quorum queue, capped by the number of nodes in the cluster. 0
+	// leaves it to the broker (RabbitMQ 3.10: its quorum_cluster_size
+	// setting, 3 by default, so one replica on each node of a three-node
+	// cluster). The broker checks this argument like the others when a
+	// queue is declared again: every client of one broker must use the
+	// same value, and changing it makes the declarations of existing queues
+	// fail with PRECONDITION_FAILED.
+	QuorumInitialGroupSize int
+
+	// urls are the entries of URL, set by withDefaults.
+	urls []string
 }
 
 // withDefaults returns o with its zero fields set to their defaults, or an
 // error for invalid fields.
 func (o Options) withDefaults() (Options, error) {
-	if o.URL == "" {
-		return o, errors.New("empty URL")
+	urls, err := splitURLs(o.URL)
+	if err != nil {
+		return o, err
 	}
-	if _, err := amqp.ParseURI(o.URL); err != nil {
-		return o, fmt.Errorf("parse URL %q: %w", redact(o.URL), err)
-	}
+	o.urls = urls
 	if o.MaxAttempts < 0 {
 		return o, fmt.Errorf("MaxAttempts %d: want >= 0", o.MaxAttempts)
+	}
+	if o.QuorumInitialGroupSize < 0 {
+		return o, fmt.Errorf("QuorumInitialGroupSize %d: want >= 0", o.QuorumInitialGroupSize)
 	}
 	if o.ReconnectMin < 0 || o.ReconnectMax < 0 || o.DialTimeout < 0 || o.Heartbeat < 0 {
 		return o, errors.New("negative duration in options")
@@ -167,6 +239,31 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
+// splitURLs returns the entries of a comma-separated list of AMQP URLs,
+// each checked.
+func splitURLs(list string) ([]string, error) {
+	if strings.TrimSpace(list) == "" {
+		return nil, errors.New("empty URL")
+	}
+	entries := strings.Split(list, ",")
+	urls := make([]string, len(entries))
+	for i, e := range entries {
+		u := strings.TrimSpace(e)
+		name := fmt.Sprintf("URL %q", redact(u))
+		if len(entries) > 1 {
+			name = fmt.Sprintf("URL %d of %d (%q)", i+1, len(entries), redact(u))
+		}
+		if u == "" {
+			return nil, fmt.Errorf("URL %d of %d is empty", i+1, len(entries))
+		}
+		if _, err := amqp.ParseURI(u); err != nil {
+			return nil, fmt.Errorf("parse %s: %w", name, err)
+		}
+		urls[i] = u
+	}
+	return urls, nil
+}
+
 // redact returns u without its password, for messages.
 func redact(u string) string {
 	p, err := url.Parse(u)
@@ -176,10 +273,22 @@ func redact(u string) string {
 	return p.Redacted()
 }
 
+// redactList returns a comma-separated list of URLs without their
+// passwords, for messages.
+func redactList(list string) string {
+	entries := strings.Split(list, ",")
+	for i, e := range entries {
+		entries[i] = redact(strings.TrimSpace(e))
+	}
+	return strings.Join(entries, ",")
+}
+
 // link is one connection to the broker.
 type link struct {
 	conn *amqp.Connection
 	gen  uint64
+	// endpoint is the index in Options.URL of the node conn goes to.
+	endpoint int
 	// lost is closed once the owner has seen the connection drop.
 	lost chan struct{}
 }
@@ -209,13 +318,18 @@ type Queue struct {
 	// opsMu guards ops, the channel that Len reads counts on.
 	opsMu sync.Mutex
 	ops   *amqp.Channel
+
+	// failed marks the endpoints whose last connection attempt failed; a
+	// round of attempts tries them last. Only Open and then the owner use it.
+	failed []bool
 }
 
 var _ queue.Queue = (*Queue)(nil)
 
-// Open connects to the broker at opts.URL. While the broker cannot be reached
-// it keeps trying, with backoff, until ctx is done; errors that a new attempt
-// cannot fix (a bad URL, refused credentials) fail at once.
+// Open connects to the broker at opts.URL, to the first of its endpoints
+// that answers. While none can be reached it keeps trying, with backoff,
+// until ctx is done; errors that a new attempt cannot fix (a bad URL,
+// credentials an endpoint refuses) fail at once.
 func Open(ctx context.Context, opts Options) (*Queue, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -228,20 +342,21 @@ func Open(ctx context.Context, opts Options) (*Queue, error) {
 		linked:   make(chan struct{}),
 		declared: map[string]bool{},
 		cancels:  map[*consumer]context.CancelFunc{},
+		failed:   make([]bool, len(opts.urls)),
 	}
 	backoff := opts.ReconnectMin
 	for {
-		conn, err := q.dial()
+		conn, i, err := q.dialRound(0, true, ctx.Done(), "amqp connect failed")
 		if err == nil {
-			q.up(conn)
+			q.up(conn, i)
+			q.log.Info("amqp connected", "url", redact(q.opts.urls[i]), "endpoint", i+1, "endpoints", len(q.opts.urls))
 			break
 		}
 		if permanent(err) {
-			return nil, fmt.Errorf("connect to %q: %w", redact(opts.URL), err)
+			return nil, fmt.Errorf("connect to %s: %w", q.endpoint(i), err)
 		}
-		q.log.Warn("amqp connect failed", "url", redact(opts.URL), "err", err)
 		if !sleep(ctx, jitter(backoff), nil) {
-			return nil, fmt.Errorf("connect to %q: %w (last error: %w)", redact(opts.URL), ctx.Err(), err)
+			return nil, fmt.Errorf("connect to %q: %w (last error: %w)", redactList(opts.URL), ctx.Err(), err)
 		}
 		backoff = min(2*backoff, opts.ReconnectMax)
 	}
@@ -250,11 +365,73 @@ func Open(ctx context.Context, opts Options) (*Queue, error) {
 	return q, nil
 }
 
-// dial opens one connection.
-func (q *Queue) dial() (*amqp.Connection, error) {
+// endpoint names the endpoint of index i in messages: its URL without the
+// password, and its place in the list if there are several.
+func (q *Queue) endpoint(i int) string {
+	if len(q.opts.urls) == 1 {
+		return fmt.Sprintf("%q", redact(q.opts.urls[i]))
+	}
+	return fmt.Sprintf("%q (endpoint %d of %d)", redact(q.opts.urls[i]), i+1, len(q.opts.urls))
+}
+
+// dialRound tries each endpoint once, beginning with the endpoint of index
+// first and going round the list, those whose last attempt failed at the
+// end, so that a dead node costs a dial only when no other answers. It
+// returns the first connection made and its endpoint's index, or the errors
+// of every endpoint. With failFast, an error that a new attempt cannot fix
+// ends the round at once, with the index of its endpoint. Each failure is
+// logged with msg. A round ends early when stop or q.done is closed.
+func (q *Queue) dialRound(first int, failFast bool, stop <-chan struct{}, msg string) (*amqp.Connection, int, error) {
+	n := len(q.opts.urls)
+	order := make([]int, 0, n)
+	for _, failed := range []bool{false, true} {
+		for k := range n {
+			if i := (first + k) % n; q.failed[i] == failed {
+				order = append(order, i)
+			}
+		}
+	}
+	var errs []error
+	stopped := func() error {
+		if len(errs) == 0 {
+			return errStopped
+		}
+		return errors.Join(errs...)
+	}
+	for _, i := range order {
+		select {
+		case <-stop:
+			return nil, -1, stopped()
+		case <-q.done:
+			return nil, -1, stopped()
+		default:
+		}
+		conn, err := q.dial(q.opts.urls[i])
+		if err == nil {
+			q.failed[i] = false
+			return conn, i, nil
+		}
+		q.failed[i] = true
+		q.log.Warn(msg, "url", redact(q.opts.urls[i]), "endpoint", i+1, "endpoints", n, "err", err)
+		if failFast && permanent(err) {
+			return nil, i, err
+		}
+		if n > 1 {
+			err = fmt.Errorf("%s: %w", q.endpoint(i), err)
+		}
+		errs = append(errs, err)
+	}
+	return nil, -1, errors.Join(errs...)
+}
+
+// errStopped ends a round of connection attempts stopped before its first.
+var errStopped = errors.New("connection attempts stopped")
+
+// dial opens one connection to url.
+func (q *Queue) dial(url string) (*amqp.Connection, error) {
 	props := amqp.NewConnectionProperties()
 	props.SetClientConnectionName(q.opts.ConnectionName)
-	return amqp.DialConfig(q.opts.URL, amqp.Config{
+	return amqp.DialConfig(url, amqp.Config{
 		Heartbeat:  q.opts.Heartbeat,
 		Locale:     "en_US",
 		Properties: props,
@@ -269,12 +446,12 @@ func permanent(err error) bool {
 	return errors.As(err, &ae) && ae.Code == amqp.AccessRefused
 }
 
-// up makes conn the current connection.
-func (q *Queue) up(conn *amqp.Connection) *link {
+// up makes conn, to the endpoint of index endpoint, the current connection.
+func (q *Queue) up(conn *amqp.Connection, endpoint int) *link {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.gen++
-	l := &link{conn: conn, gen: q.gen, lost: make(chan struct{})}
+	l := &link{conn: conn, gen: q.gen, endpoint: endpoint, lost: make(chan struct{})}
 	q.link = l
 	q.declared = map[string]bool{}
 	q.idle = nil
@@ -282,8 +459,10 @@ func (q *Queue) up(conn *amqp.Connection) *link {
 	return l
 }
 
-// keepConnected watches the current connection and reconnects when it drops,
-// until Close.
+// keepConnected watches the current connection and, when it drops,
+// connects again, until Close: to the endpoints in turn, beginning with the
+// one after that of the lost connection, and with backoff between rounds in
+// which none answered.
 func (q *Queue) keepConnected() {
 	defer q.owner.Done()
 	q.mu.Lock()
@@ -304,7 +483,7 @@ func (q *Queue) keepConnected() {
 				}
 				blocks = nil
 			case err := <-closes:
-				q.log.Warn("amqp connection lost", "err", err)
+				q.log.Warn("amqp connection lost", "url", redact(q.opts.urls[l.endpoint]), "err", err)
 				break watch
 			}
 		}
@@ -315,9 +494,10 @@ func (q *Queue) keepConnected() {
 		q.mu.Unlock()
 		close(l.lost)
 
+		lost := l.endpoint
 		backoff := q.opts.ReconnectMin
 		for {
-			conn, err := q.dial()
+			conn, i, err := q.dialRound((lost+1)%len(q.opts.urls), false, nil, "amqp reconnect failed")
 			if err == nil {
 				q.mu.Lock()
 				closed := q.closed
@@ -326,11 +506,10 @@ func (q *Queue) keepConnected() {
 					_ = conn.Close()
 					return
 				}
-				l = q.up(conn)
-				q.log.Info("amqp reconnected", "url", redact(q.opts.URL))
+				l = q.up(conn, i)
+				q.log.Info("amqp reconnected", "url", redact(q.opts.urls[i]), "endpoint", i+1, "endpoints", len(q.opts.urls), "moved", i != lost)
 				break
 			}
-			q.log.Warn("amqp reconnect failed", "url", redact(q.opts.URL), "err", err)
 			if !sleep(context.Background(), jitter(backoff), q.done) {
 				return
 			}

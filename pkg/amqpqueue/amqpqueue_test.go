@@ -21,11 +21,13 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/testenv"
 )
 
-// brokerURL returns the broker of GRIDCRAWL_AMQP_URL. Without it the test is
-// skipped, or fails in CI and when GRIDCRAWL_REQUIRE_BACKENDS=1.
+// brokerURL returns the broker of GRIDCRAWL_AMQP_URL, its first entry when
+// it lists several. Without it the test is skipped, or fails in CI and when
+// GRIDCRAWL_REQUIRE_BACKENDS=1.
 func brokerURL(t testing.TB) string {
 	t.Helper()
-	return testenv.Backend(t, "GRIDCRAWL_AMQP_URL")[0]
+	first, _, _ := strings.Cut(testenv.Backend(t, "GRIDCRAWL_AMQP_URL")[0], ",")
+	return strings.TrimSpace(first)
 }
 
 // logBuffer collects log lines; unlike t.Log it may be written to after the
@@ -238,7 +240,7 @@ func TestTopology(t *testing.T) {
 		ok     bool
 	}{
 		{"main as quorum", q.mainTarget(name), true},
-		{"delay queue of 2s", delayTarget(name, bucket{2 * time.Second, "2s"}), true},
+		{"delay queue of 2s", q.delayTarget(name, bucket{2 * time.Second, "2s"}), true},
 		{"main as classic", target{name, amqp.Table{amqp.QueueTypeArg: amqp.QueueTypeClassic}}, false},
 		{"delay queue with another TTL", target{delayQueueName(name, bucket{2 * time.Second, "2s"}), amqp.Table{amqp.QueueTypeArg: amqp.QueueTypeQuorum, amqp.QueueMessageTTLArg: int64(1000)}}, false},
 	}

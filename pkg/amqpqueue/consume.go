@@ -310,7 +310,7 @@ func (d *delivery) requeue(ctx context.Context, action string, attempt int, dela
 		if !fits {
 			pub.Headers[HeaderDue] = time.Now().Add(delay).UnixMilli()
 		}
-		t = delayTarget(d.c.queue, b)
+		t = d.c.q.delayTarget(d.c.queue, b)
 	}
 	return d.settle(ctx, action, func(ctx context.Context) error {
 		return d.c.q.publish(ctx, t, []amqp.Publishing{pub})
@@ -347,7 +347,7 @@ func (d *delivery) delay(ctx context.Context, wait time.Duration) error {
 	}
 	pub := d.publishing(h)
 	b, _ := bucketFor(wait)
-	t := delayTarget(d.c.queue, b)
+	t := d.c.q.delayTarget(d.c.queue, b)
 	return d.settle(ctx, "delay", func(ctx context.Context) error {
 		return d.c.q.publish(ctx, t, []amqp.Publishing{pub})
 	})

@@ -57,6 +57,9 @@ type outage struct {
 	unreachable bool
 	// within bounds the wait for reconnection after restore.
 	within time.Duration
+	// down, if not nil, checks q between cut and restore; up, if not nil,
+	// checks q at the end, after it has reconnected.
+	down, up func(t *testing.T, q *Queue)
 }
 
 // testReconnect holds deliveries and loses the connection: settling them
@@ -91,6 +94,9 @@ func testReconnect(t *testing.T, brokerURL string, opts Options, o outage) {
 
 	g := gen(q)
 	o.cut(t)
+	if o.down != nil {
+		o.down(t, q)
+	}
 	var duringMsgs []queue.Message
 	for i := range during {
 		b := fmt.Sprintf("during-%d", i)
@@ -166,6 +172,9 @@ func testReconnect(t *testing.T, brokerURL string, opts Options, o outage) {
 		break
 	}
 	eventuallyLen(t, q, name, 0)
+	if o.up != nil {
+		o.up(t, q)
+	}
 }
 
 // TestReconnectAfterBrokerClosesConnection closes the Queue's connection

@@ -107,12 +107,26 @@ type target struct {
 // delivers to one consumer at a time and fails over to the next when it
 // goes away, which gives each such queue exactly one owner.
 func (q *Queue) mainTarget(name string) target {
-	args := amqp.Table{amqp.QueueTypeArg: amqp.QueueTypeQuorum}
+	args := q.quorumArgs()
 	if q.opts.SingleActive != nil && q.opts.SingleActive(name) {
 		args["x-single-active-consumer"] = true
 	}
 	return target{name: name, args: args}
 }
+
+// quorumArgs returns the arguments of every queue: quorum type, and the
+// initial number of replicas when Options.QuorumInitialGroupSize sets it.
+func (q *Queue) quorumArgs() amqp.Table {
+	args := amqp.Table{amqp.QueueTypeArg: amqp.QueueTypeQuorum}
+	if n := q.opts.QuorumInitialGroupSize; n > 0 {
+		args[argInitialGroupSize] = int64(n)
+	}
+	return args
+}
+
+// argInitialGroupSize is the queue argument that sets the number of
+// replicas a quorum queue starts with.
+const argInitialGroupSize = "x-quorum-initial-group-size"
 
 // delayTarget returns the declaration of the delay queue of b for queue: a
 // durable quorum queue without consumers whose messages expire after b and
@@ -120,15 +134,14 @@ func (q *Queue) mainTarget(name string) target {
 // exchange. The at-least-once dead-letter strategy keeps an expired message
 // in the delay queue until queue has confirmed it (it requires the
 // reject-publish overflow mode; no length limit is set, so it never rejects).
-func delayTarget(queue string, b bucket) target {
-	return target{name: delayQueueName(queue, b), args: amqp.Table{
-		amqp.QueueTypeArg:           amqp.QueueTypeQuorum,
-		amqp.QueueMessageTTLArg:     b.d.Milliseconds(),
-		"x-dead-letter-exchange":    "",
-		"x-dead-letter-routing-key": queue,
-		"x-dead-letter-strategy":    "at-least-once",
-		amqp.QueueOverflowArg:       amqp.QueueOverflowRejectPublish,
-	}}
+func (q *Queue) delayTarget(queue string, b bucket) target {
+	args := q.quorumArgs()
+	args[amqp.QueueMessageTTLArg] = b.d.Milliseconds()
+	args["x-dead-letter-exchange"] = ""
+	args["x-dead-letter-routing-key"] = queue
+	args["x-dead-letter-strategy"] = "at-least-once"
+	args[amqp.QueueOverflowArg] = amqp.QueueOverflowRejectPublish
+	return target{name: delayQueueName(queue, b), args: args}
 }
 
 // checkName reports whether name can be a queue with all its satellites.

@@ -68,6 +68,16 @@ const (
 // backoff, a few times; callers must not send two operations on one
 // document, whose order a retry could swap.
 func (c *Client) bulk(ctx context.Context, ops []bulkOp) ([]bulkItem, error) {
+	items, _, err := c.bulkTracked(ctx, ops)
+	return items, err
+}
+
+// bulkTracked is bulk, and also reports whether a request was sent more
+// than once after an attempt that may have been applied (see retries.go):
+// then an operation that cannot apply twice may fail with a conflict
+// because its first application succeeded.
+func (c *Client) bulkTracked(ctx context.Context, ops []bulkOp) ([]bulkItem, bool, error) {
+	maybe := false
 	items := make([]bulkItem, len(ops))
 	todo := make([]int, len(ops))
 	for i := range todo {
@@ -78,11 +88,13 @@ func (c *Client) bulk(ctx context.Context, ops []bulkOp) ([]bulkItem, error) {
 		for start := 0; start < len(todo); {
 			body, n, err := bulkBody(ops, todo[start:])
 			if err != nil {
-				return nil, err
+				return nil, false, err
 			}
-			res, err := c.sendBulk(ctx, body, n)
+			actx, a := withAttempts(ctx)
+			res, err := c.sendBulk(actx, body, n)
+			maybe = maybe || a.MaybeApplied()
 			if err != nil {
-				return nil, err
+				return nil, false, err
 			}
 			for j, it := range res {
 				i := todo[start+j]
@@ -94,12 +106,12 @@ func (c *Client) bulk(ctx context.Context, ops []bulkOp) ([]bulkItem, error) {
 			start += n
 		}
 		if len(retry) == 0 {
-			return items, nil
+			return items, maybe, nil
 		}
 		c.log.Warn("elasticsearch rejected bulk operations, retrying", "operations", len(retry), "attempt", attempt+1)
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, false, ctx.Err()
 		case <-time.After(bulkRetryBackoff << attempt):
 		}
 		todo = retry
@@ -138,9 +150,10 @@ func (c *Client) sendBulk(ctx context.Context, body []byte, n int) ([]bulkItem, 
 		Items []map[string]bulkItem `json:"items"`
 	}
 	req := esapi.BulkRequest{
-		Body:       bytes.NewReader(body),
-		Refresh:    c.writeRefresh(),
-		FilterPath: []string{"items.*.status", "items.*.error", "items.*._seq_no", "items.*._primary_term"},
+		Body:                bytes.NewReader(body),
+		Refresh:             c.writeRefresh(),
+		WaitForActiveShards: c.waitShards,
+		FilterPath:          []string{"items.*.status", "items.*.error", "items.*._seq_no", "items.*._primary_term"},
 	}
 	if err := c.do(ctx, req, &res); err != nil {
 		return nil, err

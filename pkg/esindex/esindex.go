@@ -85,7 +85,12 @@ const (
 
 // Options configure a Client.
 type Options struct {
-	// URL is the Elasticsearch endpoint, such as http://127.0.0.1:9200.
+	// URL is the Elasticsearch endpoint, such as http://127.0.0.1:9200, or
+	// several nodes of one cluster separated by commas. The client spreads
+	// requests over the nodes, and a request that fails to reach one (a
+	// network error, or status 502, 503 or 504) is sent again to another;
+	// a node that failed rests for a minute, doubling with each further
+	// failure up to 32 minutes, unless every node failed (see retries.go).
 	URL string
 	// Prefix starts the name of every index; DefaultPrefix when empty. It
 	// must be lower case.
@@ -94,9 +99,23 @@ type Options struct {
 	Logger *slog.Logger
 	// Refresh is the refresh policy; RefreshOnRead when empty.
 	Refresh Refresh
-	// Replicas is the number of replicas of indices that Open creates. Zero
-	// suits a single node; a cluster wants at least one.
+	// Replicas is the number of replicas (index.number_of_replicas) of
+	// the indices that Open creates: transactions, profiles, documents,
+	// digests and the HCF fingerprints. Zero suits a single node; a
+	// cluster wants at least one. With zero and UpdateReplicas unset the
+	// HCF index keeps its former auto_expand_replicas "0-1".
 	Replicas int
+	// UpdateReplicas makes Open also set Replicas on existing indices
+	// whose number of replicas differs (a dynamic setting), with a log
+	// line per index; unset, existing indices keep theirs.
+	UpdateReplicas bool
+	// WaitForActiveShards is the wait_for_active_shards of writes: how
+	// many copies of each shard (the primary counts as one) must be
+	// active before a write starts, "all", or empty for the index's
+	// default (1, the primary alone). It is a check made before the
+	// write, not a quorum of the write: Elasticsearch acknowledges a write
+	// once the primary and every in-sync replica have it.
+	WaitForActiveShards string
 	// Shards is the number of primary shards of the documents index that
 	// Open creates; 1 when zero. The transactions and profiles indices have
 	// one shard: a crawl's records are counted, sorted and paged together,
@@ -114,6 +133,11 @@ type Client struct {
 	log     *slog.Logger
 	refresh Refresh
 	tr      *http.Transport // owned, closed by Close; nil when given
+	// replicas and updateReplicas are Options.Replicas and
+	// Options.UpdateReplicas; waitShards is Options.WaitForActiveShards.
+	replicas       int
+	updateReplicas bool
+	waitShards     string
 
 	txIndex, profilesIndex, docsIndex string
 	digestsIndex                      string
@@ -128,26 +152,33 @@ type Client struct {
 // Open connects to Elasticsearch and creates the indices that are absent,
 // with their mappings and settings. For indices that exist it puts the
 // mappings again, which adds fields that a newer gridcrawl maps and fails on
-// a conflicting mapping; settings of existing indices are left alone.
+// a conflicting mapping. Of the settings of existing indices, only the
+// number of replicas changes, with Options.UpdateReplicas; a number of
+// shards other than configured is logged as a warning.
 func Open(ctx context.Context, opts Options) (*Client, error) {
-	if opts.URL == "" {
-		return nil, errors.New("open elasticsearch: empty url")
+	addrs, err := parseAddresses(opts.URL)
+	if err != nil {
+		return nil, fmt.Errorf("open elasticsearch: %w", err)
 	}
+	urls := redactURLs(addrs)
 	if opts.Prefix == "" {
 		opts.Prefix = DefaultPrefix
 	}
 	if opts.Prefix != strings.ToLower(opts.Prefix) || strings.ContainsAny(opts.Prefix, ` "*\<|,>/?#:`) {
-		return nil, fmt.Errorf("open elasticsearch %q: invalid index prefix %q", redactURL(opts.URL), opts.Prefix)
+		return nil, fmt.Errorf("open elasticsearch %q: invalid index prefix %q", urls, opts.Prefix)
 	}
 	switch opts.Refresh {
 	case "":
 		opts.Refresh = RefreshOnRead
 	case RefreshOnRead, RefreshWaitFor, RefreshOnWrite:
 	default:
-		return nil, fmt.Errorf("open elasticsearch %q: unknown refresh policy %q", redactURL(opts.URL), opts.Refresh)
+		return nil, fmt.Errorf("open elasticsearch %q: unknown refresh policy %q", urls, opts.Refresh)
 	}
 	if opts.Replicas < 0 || opts.Shards < 0 {
-		return nil, fmt.Errorf("open elasticsearch %q: negative shards or replicas", redactURL(opts.URL))
+		return nil, fmt.Errorf("open elasticsearch %q: negative shards or replicas", urls)
+	}
+	if err := CheckWaitForActiveShards(opts.WaitForActiveShards, opts.Replicas); err != nil {
+		return nil, fmt.Errorf("open elasticsearch %q: %w", urls, err)
 	}
 	if opts.Shards == 0 {
 		opts.Shards = 1
@@ -156,12 +187,15 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 		opts.Logger = slog.Default()
 	}
 	c := &Client{
-		log:           opts.Logger,
-		refresh:       opts.Refresh,
-		txIndex:       opts.Prefix + "-transactions",
-		profilesIndex: opts.Prefix + "-profiles",
-		docsIndex:     opts.Prefix + "-web",
-		digestsIndex:  opts.Prefix + "-digests",
+		log:            opts.Logger,
+		refresh:        opts.Refresh,
+		replicas:       opts.Replicas,
+		updateReplicas: opts.UpdateReplicas,
+		waitShards:     opts.WaitForActiveShards,
+		txIndex:        opts.Prefix + "-transactions",
+		profilesIndex:  opts.Prefix + "-profiles",
+		docsIndex:      opts.Prefix + "-web",
+		digestsIndex:   opts.Prefix + "-digests",
 	}
 	c.refreshers = map[string]*refresher{
 		c.txIndex: newRefresher(), c.profilesIndex: newRefresher(), c.docsIndex: newRefresher(),
@@ -178,12 +212,9 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 		}
 		rt = c.tr
 	}
-	es, err := elasticsearch.NewClient(elasticsearch.Config{
-		Addresses: []string{opts.URL},
-		Transport: rt,
-	})
+	es, err := elasticsearch.NewClient(clientConfig(addrs, rt))
 	if err != nil {
-		return nil, fmt.Errorf("open elasticsearch %q: %w", redactURL(opts.URL), err)
+		return nil, fmt.Errorf("open elasticsearch %q: %w", urls, err)
 	}
 	c.es = es
 	for _, ix := range []struct {
@@ -198,7 +229,7 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 	} {
 		if err := c.ensureIndex(ctx, ix.name, ix.shards, opts.Replicas, ix.props); err != nil {
 			c.Close()
-			return nil, fmt.Errorf("open elasticsearch %q: %w", redactURL(opts.URL), err)
+			return nil, fmt.Errorf("open elasticsearch %q: %w", urls, err)
 		}
 	}
 	// Digest look-ups read the refreshed view (see Digests): an explicit
@@ -208,7 +239,7 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 	settings := strings.NewReader(`{"index":{"refresh_interval":"1s"}}`)
 	if err := c.do(ctx, esapi.IndicesPutSettingsRequest{Index: []string{c.digestsIndex}, Body: settings}, nil); err != nil {
 		c.Close()
-		return nil, fmt.Errorf("open elasticsearch %q: set refresh interval of %q: %w", redactURL(opts.URL), c.digestsIndex, err)
+		return nil, fmt.Errorf("open elasticsearch %q: set refresh interval of %q: %w", urls, c.digestsIndex, err)
 	}
 	c.tx = &TxIndex{c: c, cache: newVersionCache()}
 	c.profiles = &Profiles{c: c}
@@ -275,6 +306,9 @@ func (c *Client) ensureIndex(ctx context.Context, name string, shards, replicas 
 	}
 	if se := (*StatusError)(nil); !errors.As(err, &se) || se.Type != "resource_already_exists_exception" {
 		return fmt.Errorf("create index %q: %w", name, err)
+	}
+	if err := c.checkSettings(ctx, name, shards); err != nil {
+		return err
 	}
 	props, err = c.keepExisting(ctx, name, props)
 	if err != nil {
@@ -524,6 +558,7 @@ var (
 		"recrawl":     storedOnly,
 		"next_due":    date,
 		"render":      sourceOnly("keyword"),
+		"write":       sourceOnly("keyword"), // the write id (txDoc)
 	}
 
 	profilesMapping = map[string]any{
@@ -582,4 +617,51 @@ func redactURL(u string) string {
 		return "(unparsable URL)"
 	}
 	return p.Redacted()
+}
+
+// redactURLs returns the addresses without their passwords, separated by
+// commas, for messages.
+func redactURLs(addrs []string) string {
+	out := make([]string, len(addrs))
+	for i, a := range addrs {
+		out[i] = redactURL(a)
+	}
+	return strings.Join(out, ",")
+}
+
+// SplitURLs returns the addresses of a comma-separated list, each trimmed
+// of spaces, without empty ones.
+func SplitURLs(list string) []string {
+	var out []string
+	for _, a := range strings.Split(list, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// parseAddresses returns the node addresses of list (see Options.URL):
+// each an http or https URL with a host and no query or fragment. Its
+// errors name an address without its password.
+func parseAddresses(list string) ([]string, error) {
+	addrs := SplitURLs(list)
+	if len(addrs) == 0 {
+		return nil, errors.New("empty url")
+	}
+	seen := make(map[string]bool, len(addrs))
+	for _, a := range addrs {
+		u, err := url.Parse(a)
+		if err != nil {
+			return nil, fmt.Errorf("address %s: not a URL", redactURL(a))
+		}
+		if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			return nil, fmt.Errorf("address %q: want http[s]://[user:password@]host:port[/path]", u.Redacted())
+		}
+		if seen[u.Host+u.Path] {
+			return nil, fmt.Errorf("address %q: listed twice", u.Redacted())
+		}
+		seen[u.Host+u.Path] = true
+	}
+	return addrs, nil
 }

@@ -238,11 +238,14 @@ func (h *HCF) migrate(ctx context.Context) error {
 
 func (h *HCF) ensureIndex(ctx context.Context, name string, props map[string]any) error {
 	mapping := map[string]any{"dynamic": "strict", "properties": props}
+	settings := map[string]any{"number_of_shards": 1, "auto_expand_replicas": "0-1"}
+	if h.c.replicas > 0 || h.c.updateReplicas {
+		// Configured replicas (Options.Replicas) replace the former
+		// default.
+		settings = map[string]any{"number_of_shards": 1, "number_of_replicas": h.c.replicas}
+	}
 	body, err := json.Marshal(map[string]any{
-		"settings": map[string]any{"index": map[string]any{
-			"number_of_shards":     1,
-			"auto_expand_replicas": "0-1",
-		}},
+		"settings": map[string]any{"index": settings},
 		"mappings": mapping,
 	})
 	if err != nil {
@@ -255,6 +258,9 @@ func (h *HCF) ensureIndex(ctx context.Context, name string, props map[string]any
 	}
 	if se := (*StatusError)(nil); !errors.As(err, &se) || se.Type != "resource_already_exists_exception" {
 		return fmt.Errorf("create index %q: %w", name, err)
+	}
+	if err := h.c.checkSettings(ctx, name, 1); err != nil {
+		return err
 	}
 	body, err = json.Marshal(mapping)
 	if err != nil {

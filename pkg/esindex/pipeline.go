@@ -28,7 +28,9 @@ const maxTransitionRounds = 64
 // create operations, and reports per record whether it was created: the
 // op_type create makes Elasticsearch refuse (409) a document whose id
 // exists, atomically. Of two records of one batch with the same key, the
-// first is created.
+// first is created. When the request was sent again after an attempt that
+// may have been applied (retries.go), the records refused are read, and
+// those that hold this call's write id were created by it.
 func (x *TxIndex) Create(ctx context.Context, recs []txindex.Record) ([]bool, error) {
 	created := make([]bool, len(recs))
 	if len(recs) == 0 {
@@ -38,6 +40,7 @@ func (x *TxIndex) Create(ctx context.Context, recs []txindex.Record) ([]bool, er
 	ops := make([]bulkOp, 0, len(recs))
 	pos := make([]int, 0, len(recs)) // record index of each op
 	made := make([]txindex.Record, 0, len(recs))
+	wid := newWriteID()
 	for i, r := range recs {
 		if r.Key == "" || r.CrawlID == "" || !r.Status.Valid() {
 			return nil, fmt.Errorf("create record %q: key, crawl id and a valid status are required", r.Key)
@@ -48,7 +51,7 @@ func (x *TxIndex) Create(ctx context.Context, recs []txindex.Record) ([]bool, er
 		seen[r.Key] = true
 		r.History = txindex.StartHistory(r)
 		r.NextDue = txindex.NextDue(r) // the rule of Apply: due only while settled
-		src, err := json.Marshal(r)
+		src, err := json.Marshal(txDoc{Record: r, Write: wid})
 		if err != nil {
 			return nil, fmt.Errorf("create record %q: %w", r.Key, err)
 		}
@@ -56,18 +59,42 @@ func (x *TxIndex) Create(ctx context.Context, recs []txindex.Record) ([]bool, er
 		pos = append(pos, i)
 		made = append(made, r)
 	}
-	items, err := x.c.bulk(ctx, ops)
+	items, maybeApplied, err := x.c.bulkTracked(ctx, ops)
 	if err != nil {
 		return nil, fmt.Errorf("create %d records: %w", len(recs), err)
 	}
+	var refused []string // keys whose create may have applied before its 409
 	for j, it := range items {
 		switch {
 		case it.Status == http.StatusConflict:
+			if maybeApplied {
+				refused = append(refused, made[j].Key)
+			}
 		case it.err() != nil:
 			return nil, fmt.Errorf("create record %q: %w", recs[pos[j]].Key, it.err())
 		default:
 			created[pos[j]] = true
 			x.cache.put(version{seqNo: it.SeqNo, primaryTerm: it.PrimaryTerm, rec: made[j]})
+		}
+	}
+	if len(refused) > 0 {
+		docs, err := x.c.mget(ctx, x.c.txIndex, refused)
+		if err != nil {
+			return nil, fmt.Errorf("create %d records: read the refused ones: %w", len(recs), err)
+		}
+		for j := range items {
+			d, ok := docs[made[j].Key]
+			if !ok || items[j].Status != http.StatusConflict {
+				continue
+			}
+			var doc txDoc
+			if err := json.Unmarshal(d.Source, &doc); err != nil {
+				return nil, fmt.Errorf("create record %q: decode: %w", made[j].Key, err)
+			}
+			if doc.Write == wid {
+				created[pos[j]] = true
+				x.cache.put(version{seqNo: d.SeqNo, primaryTerm: d.PrimaryTerm, rec: doc.Record})
+			}
 		}
 	}
 	return created, nil
@@ -223,6 +250,10 @@ func (x *TxIndex) modify(ctx context.Context, keys []string, fn func(r *txindex.
 	won := map[string]txindex.Record{}
 	pending := keys
 	useCache := true
+	// lost holds the write id of the last write of each pending key,
+	// which failed its condition: if the record read holds it, that
+	// write applied after all (see txDoc).
+	lost := map[string]string{}
 	for round := 0; len(pending) > 0; round++ {
 		if round == maxTransitionRounds {
 			return nil, fmt.Errorf("%d records still changing concurrently after %d rounds", len(pending), round)
@@ -237,10 +268,11 @@ func (x *TxIndex) modify(ctx context.Context, keys []string, fn func(r *txindex.
 			}
 		}
 		now := time.Now().UTC().Truncate(time.Millisecond)
+		wid := newWriteID()
 		var ops []bulkOp
 		var opVers []version
 		add := func(v version) error {
-			src, err := json.Marshal(v.rec)
+			src, err := json.Marshal(txDoc{Record: v.rec, Write: wid})
 			if err != nil {
 				return fmt.Errorf("record %q: %w", v.rec.Key, err)
 			}
@@ -303,11 +335,17 @@ func (x *TxIndex) modify(ctx context.Context, keys []string, fn func(r *txindex.
 					x.cache.drop(k)
 					continue // no record: nothing to change
 				}
-				var r txindex.Record
-				if err := json.Unmarshal(d.Source, &r); err != nil {
+				var doc txDoc
+				if err := json.Unmarshal(d.Source, &doc); err != nil {
 					return nil, fmt.Errorf("record %q: decode: %w", k, err)
 				}
+				r := doc.Record
 				x.cache.put(version{seqNo: d.SeqNo, primaryTerm: d.PrimaryTerm, rec: r})
+				if w, ok := lost[k]; ok && doc.Write == w {
+					// The last write applied and was sent again.
+					won[k] = r
+					continue
+				}
 				if !fn(&r, now) {
 					continue
 				}
@@ -317,6 +355,7 @@ func (x *TxIndex) modify(ctx context.Context, keys []string, fn func(r *txindex.
 			}
 		}
 		pending = pending[:0:0]
+		clear(lost)
 		if len(ops) == 0 {
 			break
 		}
@@ -330,6 +369,7 @@ func (x *TxIndex) modify(ctx context.Context, keys []string, fn func(r *txindex.
 			case it.Status == http.StatusConflict:
 				x.cache.drop(r.Key)
 				pending = append(pending, r.Key)
+				lost[r.Key] = wid
 			case it.err() != nil:
 				x.cache.drop(r.Key)
 				return nil, fmt.Errorf("record %q: %w", r.Key, it.err())

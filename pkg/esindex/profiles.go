@@ -25,7 +25,9 @@ type Profiles struct {
 var _ profiles.Store = (*Profiles)(nil)
 
 // Put stores a new crawl with op_type create, or fails with
-// profiles.ErrExists.
+// profiles.ErrExists. A conflict after the request was sent again (see
+// retries.go) is this Put's own first application when the crawl stored
+// is byte for byte the one sent.
 func (p *Profiles) Put(ctx context.Context, c profiles.Crawl) error {
 	if c.ID == "" {
 		return errors.New("put crawl: empty id")
@@ -35,19 +37,31 @@ func (p *Profiles) Put(ctx context.Context, c profiles.Crawl) error {
 		return fmt.Errorf("put crawl %q: %w", c.ID, err)
 	}
 	req := esapi.IndexRequest{
-		Index:      p.c.profilesIndex,
-		DocumentID: c.ID,
-		Body:       bytes.NewReader(src),
-		OpType:     "create",
-		Refresh:    p.c.writeRefresh(),
+		Index:               p.c.profilesIndex,
+		DocumentID:          c.ID,
+		Body:                bytes.NewReader(src),
+		OpType:              "create",
+		Refresh:             p.c.writeRefresh(),
+		WaitForActiveShards: p.c.waitShards,
 	}
-	if err := p.c.do(ctx, req, nil); err != nil {
+	actx, a := withAttempts(ctx)
+	if err := p.c.do(actx, req, nil); err != nil {
 		if isStatus(err, http.StatusConflict) {
+			if a.MaybeApplied() && p.stored(ctx, c.ID, src) {
+				return nil
+			}
 			return fmt.Errorf("put crawl %q: %w", c.ID, profiles.ErrExists)
 		}
 		return fmt.Errorf("put crawl %q: %w", c.ID, err)
 	}
 	return nil
+}
+
+// stored reports whether the crawl id is stored with exactly the source
+// src: a write sent again found its own first application.
+func (p *Profiles) stored(ctx context.Context, id string, src []byte) bool {
+	_, d, err := p.get(ctx, id)
+	return err == nil && bytes.Equal(d.Source, src)
 }
 
 // Get returns the crawl with id, or profiles.ErrNotFound. It is realtime.
@@ -158,7 +172,9 @@ func (p *Profiles) SetProfile(ctx context.Context, id string, prof contracts.Pro
 
 // update applies change to crawl id with get and a conditional index,
 // retrying when the crawl changed concurrently. An error of change is
-// returned without writing.
+// returned without writing. A conflict after the request was sent again is
+// the write's own first application when the crawl stored is byte for byte
+// the one sent.
 func (p *Profiles) update(ctx context.Context, action, id string, change func(*profiles.Crawl) error) error {
 	for attempt := 0; ; attempt++ {
 		if attempt == maxTransitionRounds {
@@ -177,19 +193,24 @@ func (p *Profiles) update(ctx context.Context, action, id string, change func(*p
 		}
 		seq, term := int(d.SeqNo), int(d.PrimaryTerm)
 		req := esapi.IndexRequest{
-			Index:         p.c.profilesIndex,
-			DocumentID:    id,
-			Body:          bytes.NewReader(src),
-			IfSeqNo:       &seq,
-			IfPrimaryTerm: &term,
-			Refresh:       p.c.writeRefresh(),
+			Index:               p.c.profilesIndex,
+			DocumentID:          id,
+			Body:                bytes.NewReader(src),
+			IfSeqNo:             &seq,
+			IfPrimaryTerm:       &term,
+			Refresh:             p.c.writeRefresh(),
+			WaitForActiveShards: p.c.waitShards,
 		}
-		err = p.c.do(ctx, req, nil)
+		actx, a := withAttempts(ctx)
+		err = p.c.do(actx, req, nil)
 		if err == nil {
 			return nil
 		}
 		if !isStatus(err, http.StatusConflict) {
 			return fmt.Errorf("%s of crawl %q: %w", action, id, err)
+		}
+		if a.MaybeApplied() && p.stored(ctx, id, src) {
+			return nil // the first attempt applied
 		}
 	}
 }

@@ -15,6 +15,20 @@
 //
 // Store does not implement assets.Appender: S3 objects are immutable, so
 // writers that grow a segment store one object per flush instead.
+//
+// # Several endpoints
+//
+// Options.Endpoint may list several endpoints of one server (the nodes of
+// a distributed MinIO), separated by commas. The store keeps one client per
+// endpoint and a current one, which every operation uses first. An
+// operation that fails there for a reason another endpoint may not have
+// (see failover) is tried on the next endpoint, and on each endpoint at
+// most once; the first endpoint that answers becomes the current one. When
+// every endpoint failed the operation fails with the last error, as with a
+// single endpoint: the caller's outage gate postpones the work. A Put is
+// tried again only when its reader can be rewound (an io.Seeker, as every
+// caller's bytes.Reader is); otherwise its error is returned, and the next
+// operation starts on the next endpoint.
 package minioassets
 
 import (
@@ -24,10 +38,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
+	"syscall"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
@@ -47,8 +64,10 @@ const (
 
 // Options configure Open.
 type Options struct {
-	// Endpoint is the server's host:port. A URL with an http or https
-	// scheme is accepted too; its scheme then decides over Secure.
+	// Endpoint is the server's host:port, or several endpoints of one
+	// server (the nodes of a distributed MinIO) separated by commas. A URL
+	// with an http or https scheme is accepted too; its scheme then decides
+	// over Secure.
 	Endpoint string
 	// AccessKey and SecretKey are the S3 credentials.
 	AccessKey, SecretKey string
@@ -58,18 +77,32 @@ type Options struct {
 	Secure bool
 	// Region is the bucket's region; empty lets the client ask the server.
 	Region string
-	// Logger receives the store's rare messages (bucket creation); nil
-	// discards them.
+	// Logger receives the store's rare messages (bucket creation, a move
+	// to another endpoint); nil discards them.
 	Logger *slog.Logger
 }
 
 // Store is an assets.Store in one S3 bucket. It is safe for concurrent use.
 type Store struct {
+	eps    []*endpoint
+	cur    atomic.Int64 // index in eps of the current endpoint
+	bucket string
+	log    *slog.Logger
+}
+
+// endpoint is the client of one endpoint.
+type endpoint struct {
+	host      string
 	client    *minio.Client
 	core      minio.Core
 	transport *http.Transport
-	bucket    string
 }
+
+// retriesPerEndpoint is the number of attempts minio-go makes of one
+// request on one endpoint when the store has several (it makes
+// minio.MaxRetry with one): with a failed one, the next endpoint is the
+// retry, and waiting for the failed one would only delay it.
+const retriesPerEndpoint = 2
 
 var _ assets.Store = (*Store)(nil)
 
@@ -103,13 +136,32 @@ func parseEndpoint(endpoint string, secure bool) (string, bool, error) {
 }
 
 // Open connects to the server of opts and makes sure the bucket exists,
-// creating it if needed. Creation is idempotent: a bucket that another
-// process created meanwhile is fine.
+// creating it if needed, through the first endpoint that answers. Creation
+// is idempotent: a bucket that another process created meanwhile is fine.
 func Open(ctx context.Context, opts Options) (*Store, error) {
-	endpoint, secure, err := parseEndpoint(opts.Endpoint, opts.Secure)
-	if err != nil {
-		return nil, fmt.Errorf("open s3 asset store: %w", err)
+	var hosts []string
+	secures := map[bool]bool{}
+	for _, e := range strings.Split(opts.Endpoint, ",") {
+		if e = strings.TrimSpace(e); e == "" && strings.Contains(opts.Endpoint, ",") {
+			continue
+		}
+		host, secure, err := parseEndpoint(e, opts.Secure)
+		if err != nil {
+			return nil, fmt.Errorf("open s3 asset store: %w", err)
+		}
+		if slices.Contains(hosts, host) {
+			return nil, fmt.Errorf("open s3 asset store: endpoint %q listed twice", host)
+		}
+		hosts = append(hosts, host)
+		secures[secure] = true
 	}
+	if len(hosts) == 0 {
+		return nil, errors.New("open s3 asset store: empty endpoint")
+	}
+	if len(secures) > 1 {
+		return nil, fmt.Errorf("open s3 asset store %q: endpoints mix http and https", strings.Join(hosts, ","))
+	}
+	secure := secures[true]
 	if err := s3utils.CheckValidBucketNameStrict(opts.Bucket); err != nil {
 		return nil, fmt.Errorf("open s3 asset store: bucket %q: %w", opts.Bucket, err)
 	}
@@ -117,36 +169,105 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	tr, err := minio.DefaultTransport(secure)
-	if err != nil {
-		return nil, fmt.Errorf("open s3 asset store %q: %w", endpoint, err)
+	s := &Store{bucket: opts.Bucket, log: log}
+	for _, host := range hosts {
+		tr, err := minio.DefaultTransport(secure)
+		if err != nil {
+			return nil, fmt.Errorf("open s3 asset store %q: %w", host, err)
+		}
+		mo := &minio.Options{
+			Creds:     credentials.NewStaticV4(opts.AccessKey, opts.SecretKey, ""),
+			Secure:    secure,
+			Region:    opts.Region,
+			Transport: tr,
+		}
+		if len(hosts) > 1 {
+			mo.MaxRetries = retriesPerEndpoint
+		}
+		client, err := minio.New(host, mo)
+		if err != nil {
+			return nil, fmt.Errorf("open s3 asset store %q: %w", host, err)
+		}
+		s.eps = append(s.eps, &endpoint{host: host, client: client, core: minio.Core{Client: client}, transport: tr})
 	}
-	client, err := minio.New(endpoint, &minio.Options{
-		Creds:     credentials.NewStaticV4(opts.AccessKey, opts.SecretKey, ""),
-		Secure:    secure,
-		Region:    opts.Region,
-		Transport: tr,
-	})
+	err := s.do(ctx, func(e *endpoint) error { return s.ensureBucket(ctx, e, opts.Region, log) })
 	if err != nil {
-		return nil, fmt.Errorf("open s3 asset store %q: %w", endpoint, err)
-	}
-	s := &Store{client: client, core: minio.Core{Client: client}, transport: tr, bucket: opts.Bucket}
-	if err := s.ensureBucket(ctx, opts.Region, log); err != nil {
 		_ = s.Close()
-		return nil, fmt.Errorf("open s3 asset store %q: %w", endpoint, err)
+		return nil, fmt.Errorf("open s3 asset store %q: %w", strings.Join(hosts, ","), err)
 	}
 	return s, nil
 }
 
-func (s *Store) ensureBucket(ctx context.Context, region string, log *slog.Logger) error {
-	ok, err := s.client.BucketExists(ctx, s.bucket)
+// Endpoints returns the host:port of each endpoint, in the order given.
+func (s *Store) Endpoints() []string {
+	out := make([]string, len(s.eps))
+	for i, e := range s.eps {
+		out[i] = e.host
+	}
+	return out
+}
+
+// Current returns the host:port of the current endpoint.
+func (s *Store) Current() string { return s.eps[s.cur.Load()].host }
+
+// do runs op on the current endpoint and, while it fails for a reason to
+// fail over (failover), on the next ones, each at most once; each such
+// failure makes the next endpoint current. It returns op's last error, and
+// logs when op succeeded on another endpoint than the one it started on.
+func (s *Store) do(ctx context.Context, op func(*endpoint) error) error {
+	start := s.cur.Load()
+	n := int64(len(s.eps))
+	var err error
+	for i := int64(0); i < n; i++ {
+		idx := (start + i) % n
+		err = op(s.eps[idx])
+		if err == nil && i > 0 {
+			s.log.Info("s3 endpoint failed, moved to another", "failed", s.eps[start].host, "endpoint", s.eps[idx].host)
+		}
+		if err == nil || !failover(ctx, err) {
+			return err
+		}
+		// Unless another operation moved it meanwhile.
+		s.cur.CompareAndSwap(idx, (idx+1)%n)
+	}
+	return err
+}
+
+// failover reports whether an operation that failed with err may succeed
+// on another endpoint: a failure to reach this one (refused, reset, cut
+// short, timed out), or a server error (5xx, SlowDown, a quorum error)
+// that another node may not have. Answers about the request (no such key,
+// access denied, a bad range) are the same everywhere, and a done context
+// ends the operation. A 5xx answered by every node (a distributed MinIO
+// that lost its quorum) fails the operation after one try per endpoint.
+func failover(ctx context.Context, err error) bool {
+	if ctx.Err() != nil || errors.As(err, new(readerError)) {
+		return false
+	}
+	var r minio.ErrorResponse
+	if errors.As(err, &r) {
+		switch r.Code {
+		case "SlowDown", "SlowDownRead", "SlowDownWrite", "ServiceUnavailable", "InternalError",
+			"XMinioServerNotInitialized", "XMinioReadQuorum", "XMinioWriteQuorum":
+			return true
+		}
+		return r.StatusCode >= 500
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		strings.HasSuffix(err.Error(), " is offline.")
+}
+
+func (s *Store) ensureBucket(ctx context.Context, e *endpoint, region string, log *slog.Logger) error {
+	ok, err := e.client.BucketExists(ctx, s.bucket)
 	if err != nil {
 		return fmt.Errorf("check bucket %q: %w", s.bucket, err)
 	}
 	if ok {
 		return nil
 	}
-	err = s.client.MakeBucket(ctx, s.bucket, minio.MakeBucketOptions{Region: region})
+	err = e.client.MakeBucket(ctx, s.bucket, minio.MakeBucketOptions{Region: region})
 	if code := errorCode(err); code == minio.BucketAlreadyOwnedByYou {
 		return nil
 	}
@@ -172,10 +293,44 @@ func (s *Store) Bucket() string { return s.bucket }
 // Put stores the size bytes of r under key with the given content type,
 // replacing any object there. A negative size means unknown; otherwise r
 // must yield exactly size bytes, and a failed Put leaves no object behind.
+// A Put that fails on one endpoint is tried on the next only when r is an
+// io.Seeker, rewound to where it was.
 func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64, contentType string) error {
 	if err := s3utils.CheckValidObjectName(key); err != nil {
 		return fmt.Errorf("put asset %q: %w", key, err)
 	}
+	seeker, _ := r.(io.Seeker)
+	var at int64
+	if seeker != nil {
+		var err error
+		if at, err = seeker.Seek(0, io.SeekCurrent); err != nil {
+			seeker = nil // cannot tell where it is: no retry
+		}
+	}
+	var last error // of the last try
+	err := s.do(ctx, func(e *endpoint) error {
+		if last != nil {
+			if seeker == nil {
+				return errNoRewind
+			}
+			if _, err := seeker.Seek(at, io.SeekStart); err != nil {
+				return fmt.Errorf("put asset %q: rewind the reader: %w", key, err)
+			}
+		}
+		last = s.putOnce(ctx, e, key, r, size, contentType)
+		return last
+	})
+	if errors.Is(err, errNoRewind) {
+		return last
+	}
+	return err
+}
+
+// errNoRewind ends the tries of a Put whose reader cannot be rewound.
+var errNoRewind = errors.New("reader cannot be rewound")
+
+// putOnce is Put on endpoint e.
+func (s *Store) putOnce(ctx context.Context, e *endpoint, key string, r io.Reader, size int64, contentType string) error {
 	opts := minio.PutObjectOptions{ContentType: contentType, PartSize: knownPartSize}
 	// A reader that fails cancels the upload: the client would otherwise
 	// retry the request with a reader it cannot rewind.
@@ -187,25 +342,27 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64, co
 	case size == 0:
 		// The upload reads nothing: probe now.
 		if err := (&exactReader{r: r}).probe(); err != io.EOF {
-			return fmt.Errorf("put asset %q: %w", key, err)
+			return fmt.Errorf("put asset %q: %w", key, readerError{err})
 		}
 	default:
 		r = &exactReader{r: r, left: size, fail: cancel}
 	}
-	if _, err := s.client.PutObject(ctx, s.bucket, key, r, size, opts); err != nil {
+	if _, err := e.client.PutObject(ctx, s.bucket, key, r, size, opts); err != nil {
 		var rerr readerError
 		if errors.As(context.Cause(ctx), &rerr) {
-			err = rerr.err
+			err = rerr
 		}
 		return fmt.Errorf("put asset %q: %w", key, err)
 	}
 	return nil
 }
 
-// readerError is the cause of an upload cancelled by its reader.
+// readerError is the cause of an upload cancelled by its reader, or the
+// reader's error found before the upload: no other endpoint helps.
 type readerError struct{ err error }
 
 func (e readerError) Error() string { return e.err.Error() }
+func (e readerError) Unwrap() error { return e.err }
 
 // errTooLong reports a reader that yields more bytes than announced.
 var errTooLong = errors.New("reader gave more bytes than announced")
@@ -295,8 +452,14 @@ func (s *Store) Get(ctx context.Context, key string, offset, length int64) (io.R
 		}
 	}
 	// Core's GetObject sends the request now, unlike Client's lazy one, so
-	// a missing key is reported here and not at the first Read.
-	body, _, _, err := s.core.GetObject(ctx, s.bucket, key, opts)
+	// a missing key is reported here and not at the first Read, and a
+	// failure to open moves to the next endpoint.
+	var body io.ReadCloser
+	err := s.do(ctx, func(e *endpoint) error {
+		var err error
+		body, _, _, err = e.core.GetObject(ctx, s.bucket, key, opts)
+		return err
+	})
 	switch code := errorCode(err); {
 	case err == nil:
 		return body, nil
@@ -316,7 +479,7 @@ func (s *Store) Get(ctx context.Context, key string, offset, length int64) (io.R
 
 // checkOffset reports whether key exists and offset is at most its size.
 func (s *Store) checkOffset(ctx context.Context, key string, offset int64) error {
-	info, err := s.client.StatObject(ctx, s.bucket, key, minio.StatObjectOptions{})
+	info, err := s.stat(ctx, key)
 	if errorCode(err) == minio.NoSuchKey {
 		return fmt.Errorf("get asset %q: %w", key, assets.ErrNotFound)
 	}
@@ -332,11 +495,18 @@ func (s *Store) checkOffset(ctx context.Context, key string, offset int64) error
 // List returns the keys under prefix in lexical order.
 func (s *Store) List(ctx context.Context, prefix string) ([]string, error) {
 	var keys []string
-	for obj := range s.client.ListObjectsIter(ctx, s.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
-		if obj.Err != nil {
-			return nil, fmt.Errorf("list assets %q: %w", prefix, obj.Err)
+	err := s.do(ctx, func(e *endpoint) error {
+		keys = keys[:0] // a listing cut short starts again
+		for obj := range e.client.ListObjectsIter(ctx, s.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
+			if obj.Err != nil {
+				return obj.Err
+			}
+			keys = append(keys, obj.Key)
 		}
-		keys = append(keys, obj.Key)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list assets %q: %w", prefix, err)
 	}
 	// S3 lists in UTF-8 byte order already; other servers may not.
 	slices.Sort(keys)
@@ -345,8 +515,22 @@ func (s *Store) List(ctx context.Context, prefix string) ([]string, error) {
 
 // Close releases the idle connections to the server.
 func (s *Store) Close() error {
-	s.transport.CloseIdleConnections()
+	for _, e := range s.eps {
+		e.transport.CloseIdleConnections()
+	}
 	return nil
+}
+
+// stat returns the object information of key from the first endpoint that
+// answers.
+func (s *Store) stat(ctx context.Context, key string) (minio.ObjectInfo, error) {
+	var info minio.ObjectInfo
+	err := s.do(ctx, func(e *endpoint) error {
+		var err error
+		info, err = e.client.StatObject(ctx, s.bucket, key, minio.StatObjectOptions{})
+		return err
+	})
+	return info, err
 }
 
 var _ assets.Stater = (*Store)(nil)
@@ -357,7 +541,7 @@ func (s *Store) Stat(ctx context.Context, key string) (assets.Info, error) {
 	if err := s3utils.CheckValidObjectName(key); err != nil {
 		return assets.Info{}, fmt.Errorf("stat asset %q: %w", key, err)
 	}
-	info, err := s.client.StatObject(ctx, s.bucket, key, minio.StatObjectOptions{})
+	info, err := s.stat(ctx, key)
 	if errorCode(err) == minio.NoSuchKey {
 		return assets.Info{}, fmt.Errorf("stat asset %q: %w", key, assets.ErrNotFound)
 	}

@@ -62,11 +62,11 @@ func removeBucket(t testing.TB, opts Options) {
 		return
 	}
 	defer s.Close()
-	objects := s.client.ListObjects(ctx, opts.Bucket, minio.ListObjectsOptions{Recursive: true})
-	for e := range s.client.RemoveObjects(ctx, opts.Bucket, objects, minio.RemoveObjectsOptions{}) {
+	objects := s.eps[0].client.ListObjects(ctx, opts.Bucket, minio.ListObjectsOptions{Recursive: true})
+	for e := range s.eps[0].client.RemoveObjects(ctx, opts.Bucket, objects, minio.RemoveObjectsOptions{}) {
 		t.Errorf("remove object %q of the test bucket: %v", e.ObjectName, e.Err)
 	}
-	if err := s.client.RemoveBucket(ctx, opts.Bucket); err != nil {
+	if err := s.eps[0].client.RemoveBucket(ctx, opts.Bucket); err != nil {
 		t.Errorf("remove test bucket %q: %v", opts.Bucket, err)
 	}
 }
@@ -129,7 +129,7 @@ func TestContentType(t *testing.T) {
 	} {
 		key := "ctype/" + strings.ReplaceAll(tc.name, " ", "-")
 		put(t, s, key, []byte("WARC/1.1\r\n"), tc.contentType)
-		info, err := s.client.StatObject(t.Context(), s.bucket, key, minio.StatObjectOptions{})
+		info, err := s.eps[0].client.StatObject(t.Context(), s.bucket, key, minio.StatObjectOptions{})
 		if err != nil {
 			t.Fatalf("%s: StatObject(%q): %v", tc.name, key, err)
 		}

@@ -8,10 +8,7 @@ package main
 var notes = map[string]string{
 	// Backends (wire.Backends).
 	"GRIDCRAWL_DATA":               "Data directory of the embedded backends (`grid --data` overrides it). Its files are private (0600, directories 0700).",
-	"GRIDCRAWL_AMQP_URL":           "RabbitMQ URL (`amqp://user:password@host:5672/vhost`); set: the queues are on RabbitMQ.",
-	"GRIDCRAWL_ES_URL":             "Elasticsearch URL; set: the transaction, profile, search and HCF indices are on Elasticsearch.",
 	"GRIDCRAWL_ES_PREFIX":          "Prefix of the Elasticsearch index names (`<prefix>-transactions`, `-profiles`, `-web`, `-hcf-fingerprints`).",
-	"GRIDCRAWL_S3_ENDPOINT":        "MinIO/S3 endpoint (`host:port`); set: WARC segments and reports are objects in the bucket.",
 	"GRIDCRAWL_S3_ACCESS_KEY":      "S3 access key (required with the endpoint).",
 	"GRIDCRAWL_S3_SECRET_KEY":      "S3 secret key (required with the endpoint); never logged.",
 	"GRIDCRAWL_S3_BUCKET":          "Bucket, created if missing.",

@@ -6,11 +6,21 @@ import (
 )
 
 // secrets returns the credentials in b: the passwords of the broker and
-// Elasticsearch URLs (as written and percent-decoded) and the S3 secret key.
+// Elasticsearch URLs, of each URL of a comma-separated list (as written
+// and percent-decoded), and the S3 secret key.
 func (b *Backends) secrets() []string {
 	var out []string
-	for _, u := range []string{b.AMQPURL, b.ESURL, b.S3Endpoint} {
-		if p := urlPassword(u); p != "" {
+	var urls []string
+	for _, list := range []string{b.AMQPURL, b.ESURL, b.S3Endpoint} {
+		// The list whole too: a password with a comma in it is cut by
+		// the split.
+		urls = append(urls, list)
+		if strings.Contains(list, ",") {
+			urls = append(urls, strings.Split(list, ",")...)
+		}
+	}
+	for _, u := range urls {
+		if p := urlPassword(strings.TrimSpace(u)); p != "" {
 			out = append(out, p)
 			if d, err := url.PathUnescape(p); err == nil && d != p {
 				out = append(out, d)

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
@@ -57,14 +58,54 @@ type Backends struct {
 	// queue file.
 	EmbeddedMemoryQueues bool `env:"GRIDCRAWL_EMBEDDED_MEMORY_QUEUES" envDefault:"true"`
 
+	// AMQPURL is the RabbitMQ URL (`amqp://user:password@host:5672/vhost`),
+	// or the URLs of several nodes of one cluster separated by commas (a
+	// comma inside a password is written %2C); set: the queues are on
+	// RabbitMQ, reached through one of the nodes that answers (see
+	// amqpqueue.Options.URL).
 	AMQPURL string `env:"GRIDCRAWL_AMQP_URL"`
 	// AMQPConnectionName names the process's broker connection (rabbitmqctl
 	// list_connections, the management UI); "" means "gridcrawl".
 	AMQPConnectionName string `env:"GRIDCRAWL_AMQP_CONNECTION_NAME"`
 
+	// ESURL is the Elasticsearch URL (`http://[user:password@]host:9200`),
+	// or the URLs of several nodes of one cluster separated by commas (a
+	// comma inside a password is written %2C); set: the transaction,
+	// profile, search and HCF indices are on Elasticsearch. Requests are
+	// spread over the nodes, and one that cannot reach a node (or gets
+	// 502, 503 or 504) is sent to another; a failed node rests for a
+	// minute, doubling up to 32 minutes while it keeps failing.
 	ESURL    string `env:"GRIDCRAWL_ES_URL"`
 	ESPrefix string `env:"GRIDCRAWL_ES_PREFIX" envDefault:"gridcrawl"`
+	// ESReplicas is the number of replicas (index.number_of_replicas) of
+	// the transaction, profile, search, digest and HCF indices. Unset,
+	// indices are created with 0 (the HCF index with auto_expand_replicas
+	// 0-1) and existing ones keep theirs; set, it is also applied to
+	// existing indices whose number differs (a dynamic setting, logged).
+	// A cluster of three nodes wants 1: every shard survives the loss of
+	// one node.
+	ESReplicas string `env:"GRIDCRAWL_ES_REPLICAS"`
+	// ESShards is the number of primary shards of the search index when
+	// it is created; an existing index keeps its number (a warning names
+	// it when it differs). The transaction, profile, digest and HCF
+	// indices have one shard. 0 means 1.
+	ESShards int `env:"GRIDCRAWL_ES_SHARDS" envDefault:"1"`
+	// ESWaitForActiveShards is the wait_for_active_shards of writes: how
+	// many copies of a shard (the primary and its replicas) must be active
+	// before a write starts, a number from 1 to replicas + 1 or "all";
+	// empty means Elasticsearch's default, 1. It is checked before the
+	// write only: Elasticsearch acknowledges a write once the primary and
+	// every in-sync replica have it, and a replica that fails to write is
+	// taken out of the in-sync set by the master. "all" makes writes wait
+	// (and time out after a minute) while a node holding a copy is down.
+	ESWaitForActiveShards string `env:"GRIDCRAWL_ES_WAIT_FOR_ACTIVE_SHARDS"`
 
+	// S3Endpoint is the MinIO/S3 endpoint (`host:port`, or an http(s)
+	// URL), or several endpoints of one server (the nodes of a distributed
+	// MinIO) separated by commas; set: WARC segments and reports are
+	// objects in the bucket. An operation that cannot reach an endpoint,
+	// or gets a server error (5xx), is tried on the next, once per
+	// endpoint, and the first that answers serves the following ones.
 	S3Endpoint  string `env:"GRIDCRAWL_S3_ENDPOINT"`
 	S3AccessKey string `env:"GRIDCRAWL_S3_ACCESS_KEY"`
 	S3SecretKey string `env:"GRIDCRAWL_S3_SECRET_KEY"`
@@ -93,7 +134,36 @@ func (b *Backends) Validate() error {
 	if b.S3Endpoint != "" && (b.S3AccessKey == "" || b.S3SecretKey == "" || b.S3Bucket == "") {
 		return errors.New("GRIDCRAWL_S3_ACCESS_KEY, GRIDCRAWL_S3_SECRET_KEY and GRIDCRAWL_S3_BUCKET are required with GRIDCRAWL_S3_ENDPOINT")
 	}
+	for _, l := range []struct{ name, list string }{
+		{"GRIDCRAWL_AMQP_URL", b.AMQPURL}, {"GRIDCRAWL_ES_URL", b.ESURL}, {"GRIDCRAWL_S3_ENDPOINT", b.S3Endpoint},
+	} {
+		if l.list != "" && len(esindex.SplitURLs(l.list)) == 0 {
+			return fmt.Errorf("%s lists no address", l.name)
+		}
+	}
+	replicas, err := b.esReplicas()
+	if err != nil {
+		return err
+	}
+	if b.ESShards < 0 {
+		return errors.New("GRIDCRAWL_ES_SHARDS must not be negative")
+	}
+	if err := esindex.CheckWaitForActiveShards(b.ESWaitForActiveShards, replicas); err != nil {
+		return fmt.Errorf("GRIDCRAWL_ES_WAIT_FOR_ACTIVE_SHARDS: %w", err)
+	}
 	return nil
+}
+
+// esReplicas returns the number of GRIDCRAWL_ES_REPLICAS, 0 when unset.
+func (b *Backends) esReplicas() (int, error) {
+	if b.ESReplicas == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(b.ESReplicas)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("GRIDCRAWL_ES_REPLICAS %q: want a number of 0 or more", b.ESReplicas)
+	}
+	return n, nil
 }
 
 // diskFloor returns the floor of GRIDCRAWL_MIN_FREE_DISK; "" means the
@@ -197,7 +267,12 @@ func open(ctx context.Context, b Backends, log *slog.Logger) (*Set, error) {
 		}
 	}
 	if b.ESURL != "" {
-		es, err := esindex.Open(ctx, esindex.Options{URL: b.ESURL, Prefix: b.ESPrefix, Logger: log})
+		replicas, err := b.esReplicas()
+		if err != nil {
+			return fail(err)
+		}
+		es, err := esindex.Open(ctx, esindex.Options{URL: b.ESURL, Prefix: b.ESPrefix, Logger: log,
+			Replicas: replicas, UpdateReplicas: b.ESReplicas != "", Shards: b.ESShards, WaitForActiveShards: b.ESWaitForActiveShards})
 		if err != nil {
 			return fail(fmt.Errorf("open elasticsearch: %w", err))
 		}
