@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -124,6 +126,40 @@ func TestParseRecord(t *testing.T) {
 		err := parseRecord(tc.b, tc.gzipped, u)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one saying %q", name, err, tc.want)
+		}
+	}
+}
+
+func TestWalkSegment(t *testing.T) {
+	rec := func(uri string) string {
+		return "WARC/1.1\r\nWARC-Type: response\r\nWARC-Target-URI: " + uri + "\r\nContent-Length: 5\r\n\r\nhello\r\n\r\n"
+	}
+	var whole []byte
+	for i := range 3 {
+		whole = append(whole, gzipped(t, rec("http://x/"+strconv.Itoa(i)))...)
+	}
+	dir := t.TempDir()
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if n, err := walkSegment(write("whole.warc.gz", whole)); n != 3 || err != nil {
+		t.Errorf("a whole segment: %d records, %v; want 3, nil", n, err)
+	}
+	if n, err := walkSegment(write("plain.warc", []byte(rec("http://x/")+rec("http://y/")))); n != 2 || err != nil {
+		t.Errorf("an uncompressed segment: %d records, %v; want 2, nil", n, err)
+	}
+	for name, b := range map[string][]byte{
+		"cut.warc.gz":     whole[:len(whole)-10], // what warcio check lets pass
+		"garbage.warc.gz": append(append([]byte(nil), whole...), "junk"...),
+		"two.warc.gz":     gzipped(t, rec("http://x/")+rec("http://y/")), // two records in one member
+		"noend.warc.gz":   gzipped(t, strings.TrimSuffix(rec("http://x/"), "\r\n\r\n")),
+	} {
+		if n, err := walkSegment(write(name, b)); err == nil {
+			t.Errorf("%s: %d records, no error", name, n)
 		}
 	}
 }
