@@ -79,7 +79,7 @@ func scanDocs(esURL, docsIndex, crawlID string) (map[string][]storedDoc, error) 
 		if err != nil {
 			return err
 		}
-		resp, err := http.Post(esURL+path, "application/json", bytes.NewReader(b))
+		resp, err := esClient.Post(esURL+path, "application/json", bytes.NewReader(b))
 		if err != nil {
 			return fmt.Errorf("elasticsearch %s: %w", path, err)
 		}
@@ -111,7 +111,7 @@ func scanDocs(esURL, docsIndex, crawlID string) (map[string][]storedDoc, error) 
 		b, _ := json.Marshal(map[string]any{"scroll_id": p.ScrollID})
 		req, _ := http.NewRequest(http.MethodDelete, esURL+"/_search/scroll", bytes.NewReader(b))
 		req.Header.Set("Content-Type", "application/json")
-		if resp, err := http.DefaultClient.Do(req); err == nil {
+		if resp, err := esClient.Do(req); err == nil {
 			resp.Body.Close()
 		}
 	}
@@ -382,7 +382,7 @@ func getRecords(esURL, txIndex string, ids []string) (map[string]txRecord, error
 			return nil, err
 		}
 		ids = ids[n:]
-		resp, err := http.Post(esURL+"/"+txIndex+"/_mget?_source=url,depth,referrer,history", "application/json", bytes.NewReader(b))
+		resp, err := esClient.Post(esURL+"/"+txIndex+"/_mget?_source=url,depth,referrer,history", "application/json", bytes.NewReader(b))
 		if err != nil {
 			return nil, fmt.Errorf("read records: %w", err)
 		}
@@ -499,7 +499,7 @@ const terminationQuery = `{
 // terminationCount refreshes the transaction index and runs the
 // termination query for crawlID, as the documentation gives it.
 func terminationCount(esURL, txIndex, crawlID string) (int64, error) {
-	resp, err := http.Post(esURL+"/"+txIndex+"/_refresh", "application/json", nil)
+	resp, err := esClient.Post(esURL+"/"+txIndex+"/_refresh", "application/json", nil)
 	if err != nil {
 		return 0, fmt.Errorf("refresh %s: %w", txIndex, err)
 	}
@@ -509,7 +509,7 @@ func terminationCount(esURL, txIndex, crawlID string) (int64, error) {
 	}
 	id, _ := json.Marshal(crawlID)
 	body := strings.Replace(terminationQuery, `"CRAWL_ID"`, string(id), 1)
-	resp, err = http.Post(esURL+"/"+txIndex+"/_count", "application/json", strings.NewReader(body))
+	resp, err = esClient.Post(esURL+"/"+txIndex+"/_count", "application/json", strings.NewReader(body))
 	if err != nil {
 		return 0, fmt.Errorf("termination query: %w", err)
 	}

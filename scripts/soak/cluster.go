@@ -405,7 +405,7 @@ func ctlCommands(ctl []string) [][]string {
 // deleteIndices deletes every Elasticsearch index named prefix-*, one by
 // name (wildcard deletes are refused by default).
 func deleteIndices(esURL, prefix string) error {
-	resp, err := http.Get(esURL + "/_cat/indices/" + prefix + "-*?h=index")
+	resp, err := esClient.Get(esURL + "/_cat/indices/" + prefix + "-*?h=index")
 	if err != nil {
 		return fmt.Errorf("list indices %s-*: %w", prefix, err)
 	}
@@ -420,7 +420,7 @@ func deleteIndices(esURL, prefix string) error {
 			continue
 		}
 		req, _ := http.NewRequest(http.MethodDelete, esURL+"/"+name, nil)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := esClient.Do(req)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("delete index %s: %w", name, err))
 			continue
@@ -472,7 +472,7 @@ func bucketBytes(ctx context.Context, bucket string) (int, int64, error) {
 
 // indicesBytes returns the store size of the indices prefix-* in bytes.
 func indicesBytes(esURL, prefix string) (int64, error) {
-	resp, err := http.Get(esURL + "/_cat/indices/" + prefix + "-*?h=store.size&bytes=b")
+	resp, err := esClient.Get(esURL + "/_cat/indices/" + prefix + "-*?h=store.size&bytes=b")
 	if err != nil {
 		return 0, err
 	}

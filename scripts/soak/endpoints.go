@@ -31,6 +31,12 @@ func endpoints(env string) []string {
 // once, a hung one must not hold the check up.
 var probe = http.Client{Timeout: 5 * time.Second}
 
+// esClient is the client of the soak's own Elasticsearch requests: an
+// Elasticsearch that accepts connections but has no elected master (two of
+// three nodes down) answers nothing, and a check or clean-up must not hang
+// on it.
+var esClient = &http.Client{Timeout: 2 * time.Minute}
+
 // liveES returns the first Elasticsearch URL of GRIDCRAWL_ES_URL that
 // answers.
 func liveES() (string, error) {
