@@ -371,15 +371,13 @@ func vhostDropper(ctl []string, name string) (func(args ...string) (string, erro
 func rabbitmqctl(ctl []string, args ...string) (string, error) {
 	var errs []error
 	for _, cmdline := range ctlCommands(ctl) {
-		cmd := exec.Command(cmdline[0], append(append(append([]string(nil), cmdline[1:]...), "-q"), args...)...)
-		var out, errOut bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		if err := cmd.Run(); err != nil {
+		out, errOut, err := runFor(2*time.Minute, cmdline[0], append(append(append([]string(nil), cmdline[1:]...), "-q"), args...)...)
+		if err != nil {
 			errs = append(errs, fmt.Errorf("%s %s: %w: %s", strings.Join(cmdline, " "), strings.Join(args, " "), err,
-				bytes.TrimSpace(append(errOut.Bytes(), out.Bytes()...))))
+				strings.TrimSpace(errOut+out)))
 			continue
 		}
-		return out.String(), nil
+		return out, nil
 	}
 	return "", errors.Join(errs...)
 }

@@ -440,7 +440,7 @@ func run(ctx context.Context, c config) (err error) {
 		if nextNode < len(nodeKills) && (c.noRestart || nodesDown == 0) {
 			k := nodeKills[nextNode]
 			if fetched := pagesFetched(cur.web); float64(fetched) >= k.at*float64(len(cur.want)) {
-				node, why, err := chooseNode(c.clusterSh, k.target, prefix)
+				node, why, err := chooseNode(c.clusterSh, c.rabbitmqctl, k.target, prefix)
 				if err != nil {
 					return fmt.Errorf("choose the %s node to kill: %w", k.target, err)
 				}
