@@ -266,7 +266,8 @@ func check(esURL, docsIndex, txIndex string, web *websim.Web, want []string, st 
 	}
 	log := web.RequestLog()
 	r.requests = websim.Stats(log, delay, nil)
-	r.polite = checkPoliteness(hostGaps(log), delay)
+	gaps, at := hostGaps(log)
+	r.polite = checkPoliteness(gaps, at, delay)
 	// A loader killed after a fetch but before recording it leaves the page
 	// to-be-loaded, and the contract goes to another loader, which fetches
 	// it again (at-least-once). Such a page was first fetched within a
@@ -420,12 +421,13 @@ func getRecords(esURL, txIndex string, ids []string) (map[string]txRecord, error
 // negative gap is an overlap. robots.txt requests count like any other:
 // the host serves them too. The requests are taken in the order they
 // started, as websim.Stats does.
-func hostGaps(log []websim.Request) map[string]time.Duration {
+func hostGaps(log []websim.Request) (map[string]time.Duration, map[string]time.Time) {
 	byHost := map[string][]websim.Request{}
 	for _, r := range log {
 		byHost[r.Host] = append(byHost[r.Host], r)
 	}
 	out := make(map[string]time.Duration, len(byHost))
+	at := make(map[string]time.Time, len(byHost))
 	for h, rs := range byHost {
 		if len(rs) < 2 {
 			continue
@@ -435,14 +437,14 @@ func hostGaps(log []websim.Request) map[string]time.Duration {
 		first := true
 		for _, r := range rs[1:] {
 			if g := r.Start.Sub(busyUntil); first || g < out[h] {
-				out[h], first = g, false
+				out[h], at[h], first = g, r.Start, false
 			}
 			if r.End.After(busyUntil) {
 				busyUntil = r.End
 			}
 		}
 	}
-	return out
+	return out, at
 }
 
 // politeness is the summary of hostGaps against the delay.
@@ -462,8 +464,9 @@ type politeness struct {
 // websim.GapTolerance (1 ms) absorbs timers that fire a little early.
 const gapTolerance = websim.GapTolerance
 
-// checkPoliteness summarizes the shortest gap of every host.
-func checkPoliteness(gaps map[string]time.Duration, delay time.Duration) politeness {
+// checkPoliteness summarizes the shortest gap of every host; at is when
+// the request after it started.
+func checkPoliteness(gaps map[string]time.Duration, at map[string]time.Time, delay time.Duration) politeness {
 	p := politeness{hosts: len(gaps)}
 	var mins []time.Duration
 	hosts := make([]string, 0, len(gaps))
@@ -478,7 +481,7 @@ func checkPoliteness(gaps map[string]time.Duration, delay time.Duration) politen
 			p.min, p.minHost = g, h
 		}
 		if g < delay-gapTolerance {
-			p.short = append(p.short, fmt.Sprintf("%s %s", h, g.Round(time.Microsecond)))
+			p.short = append(p.short, fmt.Sprintf("%s %s (at %s)", h, g.Round(time.Microsecond), at[h].UTC().Format("15:04:05.000")))
 		}
 	}
 	if len(mins) > 0 {

@@ -29,7 +29,7 @@ func TestHostGaps(t *testing.T) {
 		// d: one request, no gap
 		req("d", 0, 10),
 	}
-	gaps := hostGaps(log)
+	gaps, at := hostGaps(log)
 	want := map[string]time.Duration{"a": 500 * time.Millisecond, "b": 300 * time.Millisecond, "c": -50 * time.Millisecond}
 	if len(gaps) != len(want) {
 		t.Fatalf("hostGaps = %v, want %v", gaps, want)
@@ -39,12 +39,15 @@ func TestHostGaps(t *testing.T) {
 			t.Errorf("gap of %s = %s, want %s", h, gaps[h], g)
 		}
 	}
-	p := checkPoliteness(gaps, 500*time.Millisecond)
+	if !at["b"].Equal(ms(1050)) {
+		t.Errorf("b's shortest gap ends at %s, want 1050 ms in", at["b"])
+	}
+	p := checkPoliteness(gaps, at, 500*time.Millisecond)
 	if p.hosts != 3 || p.min != -50*time.Millisecond || p.minHost != "c" || len(p.short) != 2 ||
 		!strings.HasPrefix(p.short[0], "b ") || !strings.HasPrefix(p.short[1], "c ") {
 		t.Errorf("checkPoliteness = %+v, want 3 hosts, c shortest at -50ms, b and c short", p)
 	}
-	if p := checkPoliteness(gaps, 300*time.Millisecond); len(p.short) != 1 {
+	if p := checkPoliteness(gaps, at, 300*time.Millisecond); len(p.short) != 1 {
 		t.Errorf("with a 300 ms delay, short hosts = %v, want c only", p.short)
 	}
 }
