@@ -135,7 +135,7 @@ if [ "$mode" = scale-curve ]; then
 	exit 0
 fi
 
-web=(-hosts 100 -pages 20000 -min-delay-ms 1000 -loaders 2 -crawlers 2 -duration 30m -drain 20m)
+web=(-hosts 100 -pages 20000 -min-delay-ms 1000 -loaders 2 -crawlers 2 -duration 15m -drain 10m)
 kills=(-backend-kills rabbitmq,elasticsearch,minio -kill-at 0.15,0.45,0.75)
 failed=()
 run() {
