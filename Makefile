@@ -36,6 +36,22 @@ soak:
 soak-render: build
 	$(GO) run ./scripts/bench -render-soak $(RENDERFLAGS)
 
+## test-cluster: the cluster test on the local RabbitMQ, Elasticsearch and MinIO clusters
+## (scripts/cluster/cluster.sh, no Docker): a 20,000-page crawl with two loaders and two crawlers,
+## one node of each cluster killed -9 mid-crawl and started after 30 s, then the same with the nodes
+## left down; fails unless every service stays up, the crawl finishes, every page is fetched and
+## indexed once, politeness holds, nothing is dead-lettered, the termination query agrees with MCP
+## and every WARC segment and CDXJ line reads back (scripts/cluster-test.sh; CLUSTERFLAGS: more
+## soak flags or --keep-clusters); not part of make test
+.PHONY: test-cluster scale-curve
+test-cluster:
+	scripts/cluster-test.sh $(CLUSTERFLAGS)
+
+## scale-curve: pages/s with 1, 2 and 4 loader+crawler pairs on the clusters over one web, no kills,
+## as a table (SCALEFLAGS=--small: a quick check that it runs; figures need a quiet machine)
+scale-curve:
+	scripts/cluster-test.sh scale-curve $(SCALEFLAGS)
+
 ## build: all binaries into bin/
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./services/...

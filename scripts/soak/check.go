@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -78,7 +79,7 @@ func scanDocs(esURL, docsIndex, crawlID string) (map[string][]storedDoc, error) 
 		if err != nil {
 			return err
 		}
-		resp, err := http.Post(esURL+path, "application/json", bytes.NewReader(b))
+		resp, err := esClient.Post(esURL+path, "application/json", bytes.NewReader(b))
 		if err != nil {
 			return fmt.Errorf("elasticsearch %s: %w", path, err)
 		}
@@ -110,7 +111,7 @@ func scanDocs(esURL, docsIndex, crawlID string) (map[string][]storedDoc, error) 
 		b, _ := json.Marshal(map[string]any{"scroll_id": p.ScrollID})
 		req, _ := http.NewRequest(http.MethodDelete, esURL+"/_search/scroll", bytes.NewReader(b))
 		req.Header.Set("Content-Type", "application/json")
-		if resp, err := http.DefaultClient.Do(req); err == nil {
+		if resp, err := esClient.Do(req); err == nil {
 			resp.Body.Close()
 		}
 	}
@@ -122,6 +123,7 @@ type epochResult struct {
 	epoch              int
 	crawlID            string
 	finished           bool
+	start              time.Time // when the crawl was submitted
 	wall               time.Duration
 	expected           int // reachable pages (oracle)
 	status             contracts.CrawlStatus
@@ -136,6 +138,9 @@ type epochResult struct {
 	writes             int64 // document index operations in all (sum of _version)
 	stores             int64 // index operations beyond one per document (sum of _version - 1)
 	requests           websim.RequestStats
+	polite             politeness // each host's shortest gap in the web server's log
+	pending            int64      // the termination query's count once MCP said finished (-1: not run)
+	pendingErr         error
 	examples           []string // a few lost or duplicated URLs, for the report
 }
 
@@ -261,6 +266,8 @@ func check(esURL, docsIndex, txIndex string, web *websim.Web, want []string, st 
 	}
 	log := web.RequestLog()
 	r.requests = websim.Stats(log, delay, nil)
+	gaps, at := hostGaps(log)
+	r.polite = checkPoliteness(gaps, at, delay)
 	// A loader killed after a fetch but before recording it leaves the page
 	// to-be-loaded, and the contract goes to another loader, which fetches
 	// it again (at-least-once). Such a page was first fetched within a
@@ -376,7 +383,7 @@ func getRecords(esURL, txIndex string, ids []string) (map[string]txRecord, error
 			return nil, err
 		}
 		ids = ids[n:]
-		resp, err := http.Post(esURL+"/"+txIndex+"/_mget?_source=url,depth,referrer,history", "application/json", bytes.NewReader(b))
+		resp, err := esClient.Post(esURL+"/"+txIndex+"/_mget?_source=url,depth,referrer,history", "application/json", bytes.NewReader(b))
 		if err != nil {
 			return nil, fmt.Errorf("read records: %w", err)
 		}
@@ -406,4 +413,146 @@ func getRecords(esURL, txIndex string, ids []string) (map[string]txRecord, error
 		}
 	}
 	return out, nil
+}
+
+// hostGaps returns, for every host requested more than once, its shortest
+// gap between the end of a request (or of all earlier ones, when they
+// overlap) and the start of the next, as the web server saw them; a
+// negative gap is an overlap. robots.txt requests count like any other:
+// the host serves them too. The requests are taken in the order they
+// started, as websim.Stats does.
+func hostGaps(log []websim.Request) (map[string]time.Duration, map[string]time.Time) {
+	byHost := map[string][]websim.Request{}
+	for _, r := range log {
+		byHost[r.Host] = append(byHost[r.Host], r)
+	}
+	out := make(map[string]time.Duration, len(byHost))
+	at := make(map[string]time.Time, len(byHost))
+	for h, rs := range byHost {
+		if len(rs) < 2 {
+			continue
+		}
+		sort.SliceStable(rs, func(i, j int) bool { return rs[i].Start.Before(rs[j].Start) })
+		busyUntil := rs[0].End
+		first := true
+		for _, r := range rs[1:] {
+			if g := r.Start.Sub(busyUntil); first || g < out[h] {
+				out[h], at[h], first = g, r.Start, false
+			}
+			if r.End.After(busyUntil) {
+				busyUntil = r.End
+			}
+		}
+	}
+	return out, at
+}
+
+// politeness is the summary of hostGaps against the delay.
+type politeness struct {
+	hosts     int           // hosts requested more than once
+	min       time.Duration // the shortest gap of any host
+	minHost   string
+	medianMin time.Duration // the median of the hosts' shortest gaps
+	short     []string      // hosts whose shortest gap is below delay - tolerance: "host gap"
+}
+
+// gapTolerance is how much shorter than the delay a gap in the web
+// server's log may be: none really, since the server stamps a request's
+// start after the loader sent it and the end of the previous one before
+// the loader read its last byte, so the server sees every gap at least as
+// long as the loader waited (both read the same clock, on one machine).
+// websim.GapTolerance (1 ms) absorbs timers that fire a little early.
+const gapTolerance = websim.GapTolerance
+
+// checkPoliteness summarizes the shortest gap of every host; at is when
+// the request after it started.
+func checkPoliteness(gaps map[string]time.Duration, at map[string]time.Time, delay time.Duration) politeness {
+	p := politeness{hosts: len(gaps)}
+	var mins []time.Duration
+	hosts := make([]string, 0, len(gaps))
+	for h := range gaps {
+		hosts = append(hosts, h)
+	}
+	sort.Strings(hosts)
+	for _, h := range hosts {
+		g := gaps[h]
+		mins = append(mins, g)
+		if p.minHost == "" || g < p.min {
+			p.min, p.minHost = g, h
+		}
+		if g < delay-gapTolerance {
+			p.short = append(p.short, fmt.Sprintf("%s %s (at %s)", h, g.Round(time.Microsecond), at[h].UTC().Format("15:04:05.000")))
+		}
+	}
+	if len(mins) > 0 {
+		sort.Slice(mins, func(i, j int) bool { return mins[i] < mins[j] })
+		p.medianMin = mins[len(mins)/2]
+	}
+	return p
+}
+
+// terminationQuery is the body of the documented termination query
+// (docs/operations.md, "Is my crawl finished? One Elasticsearch query"):
+// the crawl's records not in a final state.
+const terminationQuery = `{
+  "query": {"bool": {"filter": [
+    {"term":  {"crawl_id": "CRAWL_ID"}},
+    {"terms": {"status": ["to-be-loaded", "to-be-parsed", "to-be-indexed"]}}]}}}`
+
+// terminationCount refreshes the transaction index and runs the
+// termination query for crawlID, as the documentation gives it.
+func terminationCount(esURL, txIndex, crawlID string) (int64, error) {
+	resp, err := esClient.Post(esURL+"/"+txIndex+"/_refresh", "application/json", nil)
+	if err != nil {
+		return 0, fmt.Errorf("refresh %s: %w", txIndex, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("refresh %s: %s", txIndex, resp.Status)
+	}
+	id, _ := json.Marshal(crawlID)
+	body := strings.Replace(terminationQuery, `"CRAWL_ID"`, string(id), 1)
+	resp, err = esClient.Post(esURL+"/"+txIndex+"/_count", "application/json", strings.NewReader(body))
+	if err != nil {
+		return 0, fmt.Errorf("termination query: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("termination query: %s", resp.Status)
+	}
+	var out struct {
+		Count *int64 `json:"count"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || out.Count == nil {
+		return 0, fmt.Errorf("termination query: no count in the answer (%v)", err)
+	}
+	return *out.Count, nil
+}
+
+// deadLetters lists the dead-letter queues (names ending in .dead) of the
+// virtual host with their messages, and the other queues' names, through
+// rabbitmqctl. A dead-letter queue is declared when its first contract is
+// dead-lettered, so none may exist.
+func deadLetters(ctl []string, vhost string) (dead map[string]int, others []string, err error) {
+	out, err := rabbitmqctl(ctl, "list_queues", "-p", vhost, "name", "messages", "--no-table-headers")
+	if err != nil {
+		return nil, nil, err
+	}
+	dead = map[string]int{}
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		if len(f) != 2 {
+			continue
+		}
+		if !strings.HasSuffix(f[0], ".dead") {
+			others = append(others, f[0])
+			continue
+		}
+		n, err := strconv.Atoi(f[1])
+		if err != nil {
+			return nil, nil, fmt.Errorf("rabbitmqctl list_queues: %q", l)
+		}
+		dead[f[0]] = n
+	}
+	return dead, others, nil
 }

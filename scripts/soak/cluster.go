@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -21,7 +22,6 @@ import (
 	"time"
 
 	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
 )
 
 // service is one service process, started again after each kill.
@@ -35,6 +35,18 @@ type service struct {
 	incarnation int           // 1 for the first start, one more for each restart
 	started     time.Time
 	exits       []string // how each earlier incarnation ended
+	stopping    bool     // the soak is stopping the running incarnation (a kill or the end)
+	crashes     []string // incarnations that exited on their own
+	reported    int      // crashes already reported (and restarted)
+}
+
+// newCrashes returns the exits on its own of s not returned before.
+func (s *service) newCrashes() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.crashes[s.reported:]
+	s.reported = len(s.crashes)
+	return out
 }
 
 // running returns the process id, incarnation and start time of the
@@ -62,14 +74,32 @@ type cluster struct {
 	services []*service
 }
 
-// freeAddr returns a loopback address whose port was free a moment ago.
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("find a free port: %w", err)
+// freeAddrs returns n distinct loopback addresses whose ports were free a
+// moment ago. The ports lie below the kernel's ephemeral range (32768 and
+// up on Linux): a port from that range, free while the soak looks, may be
+// the local port of some process's outgoing connection by the time a
+// service binds it, or while the service is down after a kill; and every
+// listener is held until all n are found, so no two are the same.
+func freeAddrs(n int) ([]string, error) {
+	var lns []net.Listener
+	defer func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}()
+	out := make([]string, 0, n)
+	for tries := 0; len(out) < n; tries++ {
+		if tries > 1000 {
+			return nil, errors.New("find free ports: none free in 20000-32767 after 1000 tries")
+		}
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", 20000+mrand.IntN(12768)))
+		if err != nil {
+			continue
+		}
+		lns = append(lns, ln)
+		out = append(out, ln.Addr().String())
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	return out, nil
 }
 
 // start runs s (again), its output appended to its log.
@@ -86,16 +116,24 @@ func (c *cluster) start(s *service) error {
 		return fmt.Errorf("start %s: %w", s.name, err)
 	}
 	done := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		f.Close()
-		close(done)
-	}()
 	s.mu.Lock()
 	s.cmd, s.done = cmd, done
 	s.incarnation++
 	s.started = time.Now()
+	s.stopping = false
+	inc := s.incarnation
 	s.mu.Unlock()
+	go func() {
+		err := cmd.Wait()
+		f.Close()
+		s.mu.Lock()
+		if !s.stopping {
+			s.crashes = append(s.crashes, fmt.Sprintf("%s incarnation %d exited on its own at %s: %v (see %s.log)",
+				s.name, inc, time.Now().UTC().Format("15:04:05"), err, s.name))
+		}
+		s.mu.Unlock()
+		close(done)
+	}()
 	return nil
 }
 
@@ -104,6 +142,7 @@ func (c *cluster) start(s *service) error {
 func (s *service) signal(sig syscall.Signal, wait time.Duration) {
 	s.mu.Lock()
 	cmd, done := s.cmd, s.done
+	s.stopping = true
 	s.mu.Unlock()
 	if cmd == nil {
 		return
@@ -148,6 +187,29 @@ func (c *cluster) call(method, path string, body, out any) (int, error) {
 		}
 	}
 	return resp.StatusCode, nil
+}
+
+// get reads the body of a GET of MCP's API, which must answer 200.
+func (c *cluster) get(path string) ([]byte, error) {
+	req, err := http.NewRequest(http.MethodGet, c.api+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	cl := http.Client{Timeout: 10 * time.Minute}
+	resp, err := cl.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("read GET %s: %w", path, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s: %s", path, resp.Status, bytes.TrimSpace(b[:min(len(b), 300)]))
+	}
+	return b, nil
 }
 
 // waitHealthy waits until MCP answers /healthz.
@@ -195,7 +257,15 @@ var counterNames = []string{
 	"gridcrawl_mcp_recovered_urls_total",
 }
 
-// counters reads counterNames from a service's metrics listener; missing
+// summedCounters are counters the soak adds up over all their labels (every
+// queue) as well as over incarnations: what the backend outages cost.
+var summedCounters = []string{
+	"gridcrawl_queue_retried_total",
+	"gridcrawl_queue_postponed_total",
+	"gridcrawl_queue_dead_lettered_total",
+}
+
+// counters reads counterNames and summedCounters from a service's metrics listener; missing
 // ones read 0.
 func counters(addr string) (map[string]float64, error) {
 	cl := http.Client{Timeout: 30 * time.Second}
@@ -213,6 +283,17 @@ func counters(addr string) (map[string]float64, error) {
 				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 				if err == nil {
 					out[n] = f
+				}
+			}
+		}
+		for _, n := range summedCounters {
+			line := sc.Text()
+			if !strings.HasPrefix(line, n+" ") && !strings.HasPrefix(line, n+"{") {
+				continue
+			}
+			if i := strings.LastIndexByte(line, ' '); i > 0 {
+				if f, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+					out[n] += f
 				}
 			}
 		}
@@ -240,47 +321,89 @@ func procFDs(pid int) (int, error) {
 	return len(es), err
 }
 
-// ownVhost creates the RabbitMQ virtual host name on the local broker
-// (scripts/services/rabbitmq.sh ctl rabbitmqctl), grants the user of
-// amqpURL every permission on it, and returns amqpURL on it and a function
-// that deletes it. Queue names are fixed, so a run on a shared virtual host
-// would consume other runs' contracts.
-func ownVhost(amqpURL, name string) (string, func() error, error) {
-	ctl, drop, err := vhostDropper(amqpURL, name)
+// ownVhost creates the RabbitMQ virtual host name on the broker (through
+// ctl, a rabbitmqctl command), grants the user of amqpURLs every permission
+// on it, and returns amqpURLs (a comma-separated list, one URL a node) on
+// it and a function that deletes it. Queue names are fixed, so a run on a
+// shared virtual host would consume other runs' contracts.
+func ownVhost(ctl []string, amqpURLs, name string) (string, func() error, error) {
+	urls, err := withVhost(amqpURLs, name)
 	if err != nil {
 		return "", nil, err
 	}
-	u, _ := url.Parse(amqpURL)
-	if err := ctl("add_vhost", name); err != nil {
+	u, _ := url.Parse(strings.Split(amqpURLs, ",")[0])
+	run, drop := vhostDropper(ctl, name)
+	if _, err := run("add_vhost", name); err != nil {
 		return "", nil, err
 	}
-	if err := ctl("set_permissions", "-p", name, u.User.Username(), ".*", ".*", ".*"); err != nil {
+	if _, err := run("set_permissions", "-p", name, u.User.Username(), ".*", ".*", ".*"); err != nil {
 		return "", nil, errors.Join(err, drop())
 	}
-	u.Path = "/" + name
-	return u.String(), drop, nil
+	return urls, drop, nil
+}
+
+// withVhost returns the comma-separated AMQP URLs with their virtual host
+// set to name.
+func withVhost(amqpURLs, name string) (string, error) {
+	var out []string
+	for _, raw := range strings.Split(amqpURLs, ",") {
+		u, err := url.Parse(strings.TrimSpace(raw))
+		if err != nil || (u.Scheme != "amqp" && u.Scheme != "amqps") || u.Host == "" {
+			return "", fmt.Errorf("GRIDCRAWL_AMQP_URL: %q is not an amqp:// URL", raw)
+		}
+		u.Path, u.RawPath = "/"+name, ""
+		out = append(out, u.String())
+	}
+	return strings.Join(out, ","), nil
 }
 
 // vhostDropper returns a rabbitmqctl runner and a function that deletes
 // the virtual host name.
-func vhostDropper(amqpURL, name string) (func(args ...string) error, func() error, error) {
-	if _, err := url.Parse(amqpURL); err != nil {
-		return nil, nil, fmt.Errorf("GRIDCRAWL_AMQP_URL: %w", err)
-	}
-	ctl := func(args ...string) error {
-		out, err := exec.Command("scripts/services/rabbitmq.sh", append([]string{"ctl", "rabbitmqctl", "-q"}, args...)...).CombinedOutput()
+func vhostDropper(ctl []string, name string) (func(args ...string) (string, error), func() error) {
+	run := func(args ...string) (string, error) { return rabbitmqctl(ctl, args...) }
+	return run, func() error { _, err := run("delete_vhost", name); return err }
+}
+
+// rabbitmqctl runs the rabbitmqctl command ctl with -q and args and returns
+// its standard output. When ctl names nodes (after a "-n" each, as
+// rabbitmqCtl builds it) they are tried in turn until one answers: on the
+// cluster a node may be down.
+func rabbitmqctl(ctl []string, args ...string) (string, error) {
+	var errs []error
+	for _, cmdline := range ctlCommands(ctl) {
+		out, errOut, err := runFor(2*time.Minute, cmdline[0], append(append(append([]string(nil), cmdline[1:]...), "-q"), args...)...)
 		if err != nil {
-			return fmt.Errorf("rabbitmqctl %s: %w: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
+			errs = append(errs, fmt.Errorf("%s %s: %w: %s", strings.Join(cmdline, " "), strings.Join(args, " "), err,
+				strings.TrimSpace(errOut+out)))
+			continue
 		}
-		return nil
+		return out, nil
 	}
-	return ctl, func() error { return ctl("delete_vhost", name) }, nil
+	return "", errors.Join(errs...)
+}
+
+// ctlCommands returns the command lines of ctl: ctl itself, or, when it
+// holds "-n" followed by a comma-separated list of nodes, one command line
+// a node, in order.
+func ctlCommands(ctl []string) [][]string {
+	for i, a := range ctl {
+		if a != "-n" || i+1 >= len(ctl) || !strings.Contains(ctl[i+1], ",") {
+			continue
+		}
+		var out [][]string
+		for _, node := range strings.Split(ctl[i+1], ",") {
+			line := append(append(append([]string(nil), ctl[:i+1]...), node), ctl[i+2:]...)
+			out = append(out, line)
+		}
+		return out
+	}
+	return [][]string{ctl}
 }
 
 // deleteIndices deletes every Elasticsearch index named prefix-*, one by
 // name (wildcard deletes are refused by default).
 func deleteIndices(esURL, prefix string) error {
-	resp, err := http.Get(esURL + "/_cat/indices/" + prefix + "-*?h=index")
+	resp, err := esClient.Get(esURL + "/_cat/indices/" + prefix + "-*?h=index")
 	if err != nil {
 		return fmt.Errorf("list indices %s-*: %w", prefix, err)
 	}
@@ -295,7 +418,7 @@ func deleteIndices(esURL, prefix string) error {
 			continue
 		}
 		req, _ := http.NewRequest(http.MethodDelete, esURL+"/"+name, nil)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := esClient.Do(req)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("delete index %s: %w", name, err))
 			continue
@@ -310,11 +433,9 @@ func deleteIndices(esURL, prefix string) error {
 
 // removeBucket deletes every object of bucket and the bucket.
 func removeBucket(ctx context.Context, bucket string) error {
-	cl, err := minio.New(os.Getenv("GRIDCRAWL_S3_ENDPOINT"), &minio.Options{
-		Creds: credentials.NewStaticV4(os.Getenv("GRIDCRAWL_S3_ACCESS_KEY"), os.Getenv("GRIDCRAWL_S3_SECRET_KEY"), ""),
-	})
+	cl, err := minioClient()
 	if err != nil {
-		return fmt.Errorf("connect to minio: %w", err)
+		return err
 	}
 	if ok, err := cl.BucketExists(ctx, bucket); err != nil || !ok {
 		return err
@@ -331,11 +452,9 @@ func removeBucket(ctx context.Context, bucket string) error {
 
 // bucketBytes returns the objects and bytes stored in bucket.
 func bucketBytes(ctx context.Context, bucket string) (int, int64, error) {
-	cl, err := minio.New(os.Getenv("GRIDCRAWL_S3_ENDPOINT"), &minio.Options{
-		Creds: credentials.NewStaticV4(os.Getenv("GRIDCRAWL_S3_ACCESS_KEY"), os.Getenv("GRIDCRAWL_S3_SECRET_KEY"), ""),
-	})
+	cl, err := minioClient()
 	if err != nil {
-		return 0, 0, fmt.Errorf("connect to minio: %w", err)
+		return 0, 0, err
 	}
 	var n int
 	var size int64
@@ -351,7 +470,7 @@ func bucketBytes(ctx context.Context, bucket string) (int, int64, error) {
 
 // indicesBytes returns the store size of the indices prefix-* in bytes.
 func indicesBytes(esURL, prefix string) (int64, error) {
-	resp, err := http.Get(esURL + "/_cat/indices/" + prefix + "-*?h=store.size&bytes=b")
+	resp, err := esClient.Get(esURL + "/_cat/indices/" + prefix + "-*?h=store.size&bytes=b")
 	if err != nil {
 		return 0, err
 	}

@@ -12,6 +12,22 @@
 //	scripts/soak.sh -short               # about 3 minutes, 5,000 pages, one kill
 //	go run ./scripts/soak -duration 10m  # backends already up, binaries in bin/
 //
+// With -backend-kills it is the cluster test (scripts/cluster-test.sh, make
+// test-cluster): on the RabbitMQ, Elasticsearch and MinIO clusters of
+// scripts/cluster/cluster.sh it kills -9 one node of each cluster in turn
+// while the crawl is under way (the RabbitMQ node holding the most queue
+// leaders, the Elasticsearch node holding the most of the run's primaries,
+// the first MinIO node) and starts it again after -restart-after, or never
+// with -no-restart; no service is killed unless -kill-every is given.
+//
+// Every run checks, besides pages lost and work done twice: that no service
+// exited on its own, that no host was fetched twice within the politeness
+// delay (the web server's log), that every dead-letter queue is empty, that
+// the documented termination query (_count of the crawl's records not in a
+// final state, docs/operations.md) says 0 once MCP says finished, that every
+// WARC segment in the bucket passes warcio check and that every line of the
+// crawl's CDXJ reads back from MinIO as the record it names.
+//
 // Each run has its own RabbitMQ virtual host, Elasticsearch index prefix and
 // MinIO bucket, all deleted at the end (-keep keeps them), so a run's disk
 // use is bounded by one crawl's indices and WARC objects.
@@ -23,6 +39,9 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -50,6 +69,14 @@ type config struct {
 	logLevel     string
 	keep         bool // keep the vhost, indices and bucket
 	seed         int64
+
+	backendKills []string  // clusters (rabbitmq, elasticsearch, minio) or node names, killed in turn
+	killAt       []float64 // fractions of the reachable pages fetched at which each backend kill happens
+	noRestart    bool      // killed backend nodes stay down
+	clusterSh    string    // scripts/cluster/cluster.sh: kill, start, leader-node, primary-node
+	rabbitmqctl  []string  // command (and leading arguments) running rabbitmqctl against the broker
+	archiveCheck bool      // warcio check of every segment, every CDXJ line read back
+	warcio       string    // the warcio executable
 }
 
 func main() {
@@ -77,6 +104,13 @@ func main() {
 	flag.StringVar(&c.logLevel, "log-level", "warn", "GRIDCRAWL_LOG_LEVEL of the services (info logs grow with the pages)")
 	flag.BoolVar(&c.keep, "keep", false, "keep the RabbitMQ virtual host, Elasticsearch indices and MinIO bucket for inspection")
 	flag.Int64Var(&c.seed, "seed", 1, "seed of the first web and of the kill schedule")
+	backendKills := flag.String("backend-kills", "", "kill -9 one backend node of each of these in turn mid-crawl, through -cluster-script: rabbitmq (the node holding the most queue leaders), elasticsearch (the node holding the most of the run's primaries), minio (minio1, the first endpoint), or node names such as rabbit2; no service is killed unless -kill-every is given")
+	killAt := flag.String("kill-at", "0.15,0.45,0.75", "with -backend-kills: the fractions of the reachable pages fetched (the web server's count) at which each kill happens, in order")
+	flag.BoolVar(&c.noRestart, "no-restart", false, "with -backend-kills: the killed nodes stay down (one node per cluster at most)")
+	flag.StringVar(&c.clusterSh, "cluster-script", "scripts/cluster/cluster.sh", "the cluster script whose kill, start, leader-node and primary-node subcommands -backend-kills uses")
+	ctl := flag.String("rabbitmqctl", "scripts/services/rabbitmq.sh ctl rabbitmqctl", "command (split on spaces) that runs rabbitmqctl against the broker of GRIDCRAWL_AMQP_URL, for the run's virtual host and the dead-letter check; \"-n NODE1,NODE2,...\" in it tries each node in turn (a cluster with a node down)")
+	flag.BoolVar(&c.archiveCheck, "archive-check", true, "at the end, run warcio check on every WARC segment in the bucket and read back the record of every CDXJ line from MinIO")
+	flag.StringVar(&c.warcio, "warcio", "", "the warcio executable for -archive-check (default: $GRIDCRAWL_PYWB_VENV/bin/warcio, the venv of scripts/services/pywb.sh)")
 	clean := flag.String("clean", "", "delete what a -keep run left (its name, gridsoak-XXXXXXXX: virtual host, indices, bucket) and exit")
 	reportDir := flag.String("report", "", "print the per-service summary of the samples.tsv in this directory (of an earlier run) and exit")
 	flag.Parse()
@@ -88,25 +122,56 @@ func main() {
 		return
 	}
 	if *clean != "" {
-		if err := cleanUp(*clean); err != nil {
+		if err := cleanUp(*clean, strings.Fields(*ctl)); err != nil {
 			fmt.Fprintln(os.Stderr, "soak:", err)
 			os.Exit(1)
 		}
 		return
 	}
+	var err error
+	if c.backendKills, err = splitList(*backendKills); err == nil {
+		c.killAt, err = fractions(*killAt)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "soak:", err)
+		os.Exit(2)
+	}
+	c.rabbitmqctl = strings.Fields(*ctl)
+	if c.warcio == "" {
+		venv := os.Getenv("GRIDCRAWL_PYWB_VENV")
+		if venv == "" {
+			home, _ := os.UserHomeDir()
+			venv = filepath.Join(home, ".cache", "gridcrawl-services", "pywb-venv")
+		}
+		c.warcio = filepath.Join(venv, "bin", "warcio")
+	}
+	set := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if len(c.backendKills) > 0 {
+		// The cluster test: backend nodes die, services only when asked;
+		// one crawl, which the kills are scheduled in.
+		if !set["kill-every"] {
+			c.killEvery = 0
+		}
+		if !set["recrawl"] {
+			c.recrawl = false
+		}
+	}
 	if *short {
-		set := map[string]bool{}
-		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
 		preset := map[string]func(){
 			"duration":     func() { c.duration = 2 * time.Minute },
 			"drain":        func() { c.drain = 10 * time.Minute },
 			"pages":        func() { c.pages = 5000 },
 			"hosts":        func() { c.hosts = 50 },
 			"min-delay-ms": func() { c.delayMS = 500 },
-			"kill-every":   func() { c.killEvery = 45 * time.Second },
-			"max-kills":    func() { c.maxKills = 1 },
-			"sample":       func() { c.sample = 5 * time.Second },
-			"recrawl":      func() { c.recrawl = false },
+			"kill-every": func() {
+				if len(c.backendKills) == 0 {
+					c.killEvery = 45 * time.Second
+				}
+			},
+			"max-kills": func() { c.maxKills = 1 },
+			"sample":    func() { c.sample = 5 * time.Second },
+			"recrawl":   func() { c.recrawl = false },
 		}
 		for name, apply := range preset {
 			if !set[name] {
@@ -138,6 +203,31 @@ func (c config) validate() error {
 		return fmt.Errorf("want at least one loader and one crawler")
 	case c.cross > c.links:
 		return fmt.Errorf("-cross %d exceeds -links %d", c.cross, c.links)
+	case len(c.killAt) < len(c.backendKills):
+		return fmt.Errorf("-kill-at has %d fractions for %d -backend-kills", len(c.killAt), len(c.backendKills))
+	case len(c.rabbitmqctl) == 0:
+		return fmt.Errorf("-rabbitmqctl is empty")
+	}
+	seen := map[string]string{}
+	for _, k := range c.backendKills {
+		cl := nodeCluster(k)
+		if cl == "" {
+			return fmt.Errorf("-backend-kills %q: want rabbitmq, elasticsearch, minio or a node name (rabbit1-3, es1-3, minio1-4)", k)
+		}
+		if c.noRestart && seen[cl] != "" {
+			return fmt.Errorf("-backend-kills %s and %s with -no-restart: at most one node of each cluster may stay down", seen[cl], k)
+		}
+		seen[cl] = k
+	}
+	if len(c.backendKills) > 0 {
+		if _, err := os.Stat(c.clusterSh); err != nil {
+			return fmt.Errorf("-cluster-script: %w", err)
+		}
+	}
+	if c.archiveCheck {
+		if _, err := os.Stat(c.warcio); err != nil {
+			return fmt.Errorf("no warcio for -archive-check (%w): install it with scripts/services/pywb.sh install, set GRIDCRAWL_PYWB_VENV or -warcio, or give -archive-check=false", err)
+		}
 	}
 	for _, k := range []string{"GRIDCRAWL_AMQP_URL", "GRIDCRAWL_ES_URL", "GRIDCRAWL_S3_ENDPOINT"} {
 		if os.Getenv(k) == "" {
@@ -145,4 +235,32 @@ func (c config) validate() error {
 		}
 	}
 	return nil
+}
+
+// splitList splits a comma-separated list, dropping blanks.
+func splitList(s string) ([]string, error) {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// fractions parses a comma-separated list of increasing fractions in (0, 1).
+func fractions(s string) ([]float64, error) {
+	fs, _ := splitList(s)
+	out := make([]float64, 0, len(fs))
+	for _, f := range fs {
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil || v <= 0 || v >= 1 {
+			return nil, fmt.Errorf("-kill-at %q: %q is not a fraction between 0 and 1", s, f)
+		}
+		if len(out) > 0 && v <= out[len(out)-1] {
+			return nil, fmt.Errorf("-kill-at %q: fractions must increase", s)
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }

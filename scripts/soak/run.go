@@ -13,6 +13,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -112,6 +114,10 @@ func (c *cluster) settled() int64 {
 	return n
 }
 
+// maxCrashes is how often a service may exit on its own (and be started
+// again) before the soak gives up: one that cannot start would loop.
+const maxCrashes = 3
+
 // epoch is one crawl over one web.
 type epoch struct {
 	n     int
@@ -139,8 +145,7 @@ func run(ctx context.Context, c config) (err error) {
 		return err
 	}
 	defer os.RemoveAll(data)
-	esURL := strings.TrimRight(os.Getenv("GRIDCRAWL_ES_URL"), "/")
-	amqpURL, _, err := ownVhost(os.Getenv("GRIDCRAWL_AMQP_URL"), prefix)
+	amqpURL, _, err := ownVhost(c.rabbitmqctl, os.Getenv("GRIDCRAWL_AMQP_URL"), prefix)
 	if err != nil {
 		return fmt.Errorf("own virtual host (concurrent grid runs on one virtual host take each other's contracts): %w", err)
 	}
@@ -149,14 +154,16 @@ func run(ctx context.Context, c config) (err error) {
 			fmt.Printf("kept: virtual host, indices %s-*, bucket %s\n", prefix, bucket)
 			return
 		}
-		if e := cleanUp(prefix); e != nil {
+		if e := cleanUp(prefix, c.rabbitmqctl); e != nil {
 			fmt.Fprintf(os.Stderr, "soak: clean up: %v\n", e)
 		}
 	}()
-	apiAddr, err := freeAddr()
+	// The API and every service's metrics listener: distinct ports.
+	addrs, err := freeAddrs(1 + 1 + c.loaders + c.crawlers)
 	if err != nil {
 		return err
 	}
+	apiAddr := addrs[0]
 	cl := &cluster{logs: out, api: "http://" + apiAddr, token: token}
 	cl.env = []string{"GRIDCRAWL_AMQP_URL=" + amqpURL, "GRIDCRAWL_ES_PREFIX=" + prefix, "GRIDCRAWL_S3_BUCKET=" + bucket,
 		"GRIDCRAWL_API_TOKEN=" + token, "GRIDCRAWL_LISTEN=" + apiAddr, "GRIDCRAWL_ALLOW_NETS=127.0.0.0/8",
@@ -168,11 +175,8 @@ func run(ctx context.Context, c config) (err error) {
 	for i := range c.crawlers {
 		names = append(names, struct{ name, bin string }{fmt.Sprintf("crawler-%d", i+1), "crawler"})
 	}
-	for _, n := range names {
-		addr, err := freeAddr()
-		if err != nil {
-			return err
-		}
+	for i, n := range names {
+		addr := addrs[1+i]
 		bin, err := filepath.Abs(filepath.Join(c.binDir, n.bin))
 		if err != nil {
 			return err
@@ -202,6 +206,13 @@ func run(ctx context.Context, c config) (err error) {
 		c.duration, c.drain, c.hosts, perHost, c.pageBytes, c.links, c.cross, c.delayMS, float64(c.hosts)*1000/float64(c.delayMS))
 	fmt.Printf("services: mcp, %d loaders, %d crawlers; kill -9 every %s (max %d, 0 = no limit), restart after %s; samples every %s\n",
 		c.loaders, c.crawlers, c.killEvery, c.maxKills, c.restartAfter, c.sample)
+	if len(c.backendKills) > 0 {
+		restart := "started again " + c.restartAfter.String() + " after its kill"
+		if c.noRestart {
+			restart = "left down"
+		}
+		fmt.Printf("backend kills: %s at %v of the reachable pages fetched, each %s\n", strings.Join(c.backendKills, ", "), c.killAt[:len(c.backendKills)], restart)
+	}
 	fmt.Printf("output: %s (samples.tsv, events.tsv, summary.txt, service logs)\n", out)
 	for _, s := range cl.services {
 		if err := cl.start(s); err != nil {
@@ -292,17 +303,36 @@ func run(ctx context.Context, c config) (err error) {
 	}
 	var results []epochResult
 	var kills []outage
+	var oracles []crawlOracle
+	var rateSeries []int // pages fetched each second of the first crawl, from its start
 	finish := func(e *epoch, st contracts.CrawlStatus, finished bool) error {
+		esURL, err := liveES()
+		if err != nil {
+			return fmt.Errorf("check crawl %s: %w", e.id, err)
+		}
+		// The documented termination query, right after MCP said finished:
+		// zero is final, and MCP never says finished while it is above zero.
+		pending, pendingErr := int64(-1), error(nil)
+		if finished {
+			pending, pendingErr = terminationCount(esURL, prefix+"-transactions", e.id)
+		}
 		r, err := check(esURL, prefix+"-web", prefix+"-transactions", e.web, e.want, st, delay, kills)
+		if e.n == 1 {
+			rateSeries = perSecond(e.web.RequestLog(), e.start)
+		}
 		e.web.Close()
 		if err != nil {
 			return fmt.Errorf("check crawl %s: %w", e.id, err)
 		}
-		r.epoch, r.finished, r.wall = e.n, finished, time.Since(e.start)
+		r.pending, r.pendingErr = pending, pendingErr
+		oracles = append(oracles, crawlOracle{id: e.id, want: e.want})
+		r.epoch, r.finished, r.wall, r.start = e.n, finished, time.Since(e.start), e.start
 		results = append(results, r)
 		rec.event("crawl %d %s after %s: %d reachable, %d documents, %d lost, %d fetched more than once, %d stored more than once (%d stores beyond one a document: %d after a depth lowering, %d redone after a kill)",
 			e.n, map[bool]string{true: "finished", false: "NOT finished"}[finished], r.wall.Round(time.Second), r.expected, r.documents, r.lost,
 			r.requests.FetchedTwice, r.rewritten, r.stores, r.relowered, r.replayed)
+		rec.event("crawl %d: termination query %d (err %v); politeness: shortest gap %s (%s) over %d hosts, %d hosts below the delay",
+			e.n, r.pending, r.pendingErr, r.polite.min.Round(time.Millisecond), r.polite.minHost, r.polite.hosts, len(r.polite.short))
 		return nil
 	}
 	// Counters of the services, added up over their incarnations: read
@@ -319,6 +349,29 @@ func run(ctx context.Context, c config) (err error) {
 			totals[k] += v
 		}
 	}
+	var nodeKills []*nodeKill
+	for i, t := range c.backendKills {
+		nodeKills = append(nodeKills, &nodeKill{target: t, at: c.killAt[i]})
+	}
+	nextNode, nodesDown := 0, 0 // nodesDown: killed, to be started again, not yet back
+	startDone := make(chan *nodeKill, len(nodeKills))
+	launched := map[*nodeKill]bool{}
+	var starts sync.WaitGroup
+	defer starts.Wait() // a node being started is waited for: the clusters are left whole
+	defer func() {
+		// A run that ends early (an error, an interrupt) starts the nodes it
+		// killed and had not started yet, unless they are to stay down.
+		for _, k := range nodeKills {
+			if c.noRestart || k.killed.IsZero() || launched[k] {
+				continue
+			}
+			fmt.Printf("starting %s again before the soak ends\n", k.node)
+			if err := startNode(c.clusterSh, k.node); err != nil {
+				fmt.Fprintf(os.Stderr, "soak: start %s: %v\n", k.node, err)
+			}
+		}
+	}()
+	var crashes []string
 	nKills := 0
 	nextKill := rec.t0.Add(c.killEvery)
 	type restart struct {
@@ -335,6 +388,74 @@ func run(ctx context.Context, c config) (err error) {
 		case <-time.After(time.Second):
 		}
 		now := time.Now()
+		// A service that exited on its own fails the run; it is started
+		// again so that the other checks still say what they find.
+		for _, s := range cl.services {
+			for _, msg := range s.newCrashes() {
+				crashes = append(crashes, msg)
+				rec.event("FAIL: %s", msg)
+				if s.reported > maxCrashes {
+					return fmt.Errorf("%s exited on its own %d times, last: %s", s.name, s.reported, msg)
+				}
+				if err := cl.start(s); err != nil {
+					return err
+				}
+				_, inc, _ := s.running()
+				rec.event("restarted %s (incarnation %d) after it exited on its own", s.name, inc)
+			}
+		}
+		// Backend nodes: start the killed ones again when due, then kill
+		// the next at its share of the pages fetched, once no node is
+		// down (with -no-restart they stay down, one of each cluster).
+		for _, k := range nodeKills {
+			if k.killed.IsZero() || c.noRestart || launched[k] || now.Before(k.killed.Add(c.restartAfter)) {
+				continue
+			}
+			launched[k] = true
+			rec.event("starting %s again (cluster.sh start: until it has rejoined)", k.node)
+			starts.Add(1)
+			go func() {
+				defer starts.Done()
+				t := time.Now()
+				k.startErr = startNode(c.clusterSh, k.node)
+				k.startTook = time.Since(t)
+				k.started = time.Now()
+				startDone <- k
+			}()
+		}
+	drained:
+		for {
+			select {
+			case k := <-startDone:
+				nodesDown--
+				if k.startErr != nil {
+					rec.event("FAIL: start %s: %v", k.node, k.startErr)
+				} else {
+					rec.event("started %s: rejoined after %s (down %s)", k.node, k.startTook.Round(time.Second), k.started.Sub(k.killed).Round(time.Second))
+				}
+			default:
+				break drained
+			}
+		}
+		if nextNode < len(nodeKills) && (c.noRestart || nodesDown == 0) {
+			k := nodeKills[nextNode]
+			if fetched := pagesFetched(cur.web); float64(fetched) >= k.at*float64(len(cur.want)) {
+				node, why, err := chooseNode(c.clusterSh, c.rabbitmqctl, k.target, prefix)
+				if err != nil {
+					return fmt.Errorf("choose the %s node to kill: %w", k.target, err)
+				}
+				if err := killNode(c.clusterSh, node); err != nil {
+					return fmt.Errorf("kill %s: %w", node, err)
+				}
+				k.node, k.why, k.fetched, k.killed = node, why, fetched, time.Now()
+				nextNode++
+				if !c.noRestart {
+					nodesDown++
+				}
+				rec.event("kill -9 node %s (%s: %s) at %d pages fetched (%.0f%% of %d reachable)", node, k.target, why, fetched,
+					100*float64(fetched)/float64(len(cur.want)), len(cur.want))
+			}
+		}
 		for len(pending) > 0 && now.After(pending[0].at) {
 			s := pending[0].s
 			pending = pending[1:]
@@ -379,14 +500,14 @@ func run(ctx context.Context, c config) (err error) {
 			continue // MCP is down or restarting
 		}
 		last = st
-		if st.State == contracts.CrawlFinished && len(pending) == 0 {
+		if st.State == contracts.CrawlFinished && len(pending) == 0 && nodesDown == 0 {
 			if err := finish(cur, st, true); err != nil {
 				return err
 			}
 			if !c.recrawl || !time.Now().Before(end) {
 				break
 			}
-			if used := diskMiB(esURL, prefix); used > c.maxDiskMiB {
+			if used := diskMiB(prefix); used > c.maxDiskMiB {
 				rec.event("no further crawl: the run's indices and objects take %d MiB, over -max-disk-mib %d", used, c.maxDiskMiB)
 				end = time.Now() // the soak ends with the crawls it could hold
 				break
@@ -399,14 +520,38 @@ func run(ctx context.Context, c config) (err error) {
 		}
 	}
 	wall := time.Since(rec.t0)
+	starts.Wait() // a start still running (the crawl timed out) returns
+	for _, s := range cl.services {
+		for _, msg := range s.newCrashes() {
+			crashes = append(crashes, msg)
+			rec.event("FAIL: %s", msg)
+		}
+	}
 	// One last sample of the idle services before they stop.
 	rec.take(cl.services, cl.settled())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	objs, objBytes, objErr := bucketBytes(ctx, bucket)
 	cancel()
-	esBytes, esErr := indicesBytes(esURL, prefix)
+	esBytes, esErr := int64(0), error(nil)
+	if esURL, err := liveES(); err != nil {
+		esErr = err
+	} else {
+		esBytes, esErr = indicesBytes(esURL, prefix)
+	}
 	for _, s := range cl.services {
 		addCounters(s)
+	}
+	// The queues and the archive, while MCP still serves the crawls'
+	// segments and CDXJ.
+	dead, queues, deadErr := deadLetters(c.rabbitmqctl, prefix)
+	var arch archiveResult
+	var archErr error
+	if c.archiveCheck {
+		rec.event("archive check: warcio check of every segment, every CDXJ line read back")
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		arch, archErr = checkArchive(ctx, cl, c.warcio, bucket, oracles)
+		cancel()
+		rec.event("archive check: %d segments (%d MiB), %d CDXJ lines, %d read back, %d problems", arch.segments, arch.bytes>>20, arch.lines, arch.readBack, len(arch.problems))
 	}
 	for _, s := range cl.services {
 		s.signal(syscall.SIGTERM, 30*time.Second)
@@ -460,25 +605,164 @@ func run(ctx context.Context, c config) (err error) {
 	}
 	fmt.Fprintf(w, "pages lost: %d   fetched twice: %d (%d of them first fetched just before a loader kill, at-least-once)   indexed twice: %d documents stored more than once, %d stores beyond one a document: %d after a depth lowering (by design), %d work in flight at a kill done again (at-least-once: an MCP's index batch, a crawler's page, a loader's republished page), %d unexplained; %d URLs with two documents   unexpected documents: %d   unfinished crawls: %d\n",
 		lost, twiceFetched, refetched, twiceStored, stores, lowered, replayed, stores-lowered-replayed, multi, extra, unfinished)
+	if len(results) > 0 {
+		r := results[0]
+		fmt.Fprintf(w, "rate\t%d\t%.1f\t%.1f\t(crawl 1: pages fetched, seconds from submission to finished, pages/s)\n",
+			r.requests.Pages, r.wall.Seconds(), float64(r.requests.Pages)/r.wall.Seconds())
+	}
 	docs := 0
 	for _, r := range results {
 		docs += r.documents
 	}
 	fmt.Fprintf(w, "services' own counts over all incarnations (read before each kill and at the end): loader fetched %.0f, republished %.0f (fetched before, crawler contract published again), skipped %.0f; mcp documents stored %.0f (%d documents exist), pages indexed %.0f, recovery sweep republished %.0f\n",
 		totals[counterNames[0]], totals[counterNames[1]], totals[counterNames[2]], totals[counterNames[3]], docs, totals[counterNames[4]], totals[counterNames[5]])
+	var fails []string
 	if int64(lost+twiceFetched-refetched+multi+extra+unfinished)+stores-lowered-replayed > 0 {
-		return errors.New("the soak found lost, unfinished or duplicated work (above)")
+		fails = append(fails, "lost, unfinished or duplicated work (the crawls' table above)")
 	}
+	fails = append(fails, runChecks(w, c, results, crashes, nodeKills, rateSeries, totals, dead, queues, deadErr, arch, archErr, prefix)...)
+	if len(fails) > 0 {
+		fmt.Fprintf(w, "\nFAILED:\n")
+		for _, f := range fails {
+			fmt.Fprintf(w, "  - %s\n", f)
+		}
+		return fmt.Errorf("%d checks failed (above)", len(fails))
+	}
+	fmt.Fprintf(w, "\nevery check passed\n")
 	return nil
+}
+
+// runChecks prints the results of the checks beyond pages lost and work
+// done twice (services up, politeness, termination query, dead letters,
+// archive) and of the backend kills, and returns a message for each check
+// that failed.
+func runChecks(w io.Writer, c config, results []epochResult, crashes []string, nodeKills []*nodeKill, series []int,
+	totals map[string]float64, dead map[string]int, queues []string, deadErr error, arch archiveResult, archErr error, vhost string) []string {
+	var fails []string
+	fail := func(format string, args ...any) {
+		msg := fmt.Sprintf(format, args...)
+		fails = append(fails, msg)
+		fmt.Fprintf(w, "  FAIL %s\n", msg)
+	}
+	pass := func(format string, args ...any) { fmt.Fprintf(w, "  ok   %s\n", fmt.Sprintf(format, args...)) }
+	delay := time.Duration(c.delayMS) * time.Millisecond
+
+	if len(nodeKills) > 0 && len(results) > 0 {
+		r := results[0]
+		fmt.Fprintf(w, "\ncluster test: %d pages fetched in %s, %.1f pages/s (politeness bound %.0f pages/s); queue retries %.0f, postponed %.0f, dead-lettered %.0f (services' counters over all incarnations)\n",
+			r.requests.Pages, r.wall.Round(time.Second), float64(r.requests.Pages)/r.wall.Seconds(), float64(c.hosts)*1000/float64(c.delayMS),
+			totals["gridcrawl_queue_retried_total"], totals["gridcrawl_queue_postponed_total"], totals["gridcrawl_queue_dead_lettered_total"])
+		fmt.Fprintf(w, "%-8s %-14s %-38s %9s %9s %9s %10s %9s %9s %10s\n", "node", "kill", "chosen", "at fetch", "killed at", "down for", "rejoin in",
+			"pages/s", "lowest", "recovered")
+		for _, k := range nodeKills {
+			if k.killed.IsZero() {
+				fmt.Fprintf(w, "%-8s %-14s not killed: the crawl ended before %.0f%% of its pages were fetched\n", "-", k.target, 100*k.at)
+				continue
+			}
+			at := k.killed.Sub(results[0].start).Seconds()
+			d := rateDip(series, int(at))
+			down, rejoin := "stays", "-"
+			if !k.started.IsZero() {
+				down, rejoin = k.started.Sub(k.killed).Round(time.Second).String(), k.startTook.Round(time.Second).String()
+			}
+			rec := "not before the end"
+			if d.recovered >= 0 {
+				rec = fmt.Sprintf("%ds", d.recovered)
+			}
+			fmt.Fprintf(w, "%-8s %-14s %-38s %9d %8.0fs %9s %10s %9.1f %9.1f %10s\n", k.node, k.target, k.why, k.fetched, at, down, rejoin, d.baseline, d.lowest, rec)
+		}
+		fmt.Fprintf(w, "(pages/s: mean over the %d s before the kill; lowest: the lowest %d s mean after it; recovered: from the kill until the %d s mean stays at %.0f%% of the one before for %d s)\n",
+			baseWindow, rateWindow, rateWindow, 100*recoveredShare, holdWindow)
+	}
+
+	fmt.Fprintf(w, "\nchecks:\n")
+	if len(crashes) > 0 {
+		fail("%d service exits on their own: %s", len(crashes), strings.Join(crashes, "; "))
+	} else {
+		pass("every service process stayed up (no exit but the soak's kills)")
+	}
+	for _, k := range nodeKills {
+		switch {
+		case k.killed.IsZero():
+			fail("backend kill %s at %.0f%% of the pages never happened: the crawl ended first", k.target, 100*k.at)
+		case k.startErr != nil:
+			fail("node %s did not come back: %v", k.node, k.startErr)
+		case !c.noRestart && k.started.IsZero():
+			fail("node %s was never started again", k.node)
+		}
+	}
+	for _, r := range results {
+		if !r.finished {
+			fail("crawl %d (%s) did not finish within -drain %s: %v", r.epoch, r.crawlID, c.drain, r.status.Counts)
+			continue
+		}
+		pass("crawl %d finished after %s", r.epoch, r.wall.Round(time.Second))
+		switch {
+		case r.pendingErr != nil:
+			fail("crawl %d: the termination query failed: %v", r.epoch, r.pendingErr)
+		case r.pending != 0:
+			fail("crawl %d: MCP says finished but the termination query (docs/operations.md) counts %d records not in a final state", r.epoch, r.pending)
+		default:
+			pass("crawl %d: the termination query counts 0 records not in a final state, as MCP's finished says", r.epoch)
+		}
+	}
+	for _, r := range results {
+		p := r.polite
+		if len(p.short) > 0 || r.requests.Overlaps > 0 {
+			fail("crawl %d: politeness: %d hosts fetched within less than the delay %s (tolerance %s), %d overlapping requests; shortest gaps: %s",
+				r.epoch, len(p.short), delay, gapTolerance, r.requests.Overlaps, strings.Join(p.short[:min(len(p.short), 10)], ", "))
+		} else {
+			pass("crawl %d: politeness: shortest gap between two requests to one host %s (%s), median of the hosts' shortest %s, over %d hosts; delay %s",
+				r.epoch, p.min.Round(time.Millisecond), p.minHost, p.medianMin.Round(time.Millisecond), p.hosts, delay)
+		}
+	}
+	switch {
+	case deadErr != nil:
+		fail("dead-letter queues could not be read: %v", deadErr)
+	case !slices.Contains(queues, contracts.QueueCrawler) || !slices.Contains(queues, contracts.QueueIndex):
+		fail("no %s or %s queue in virtual host %s: the dead-letter check sees the wrong broker or virtual host (queues: %v)",
+			contracts.QueueCrawler, contracts.QueueIndex, vhost, queues)
+	default:
+		var full []string
+		for q, n := range dead {
+			if n > 0 {
+				full = append(full, fmt.Sprintf("%s: %d", q, n))
+			}
+		}
+		sort.Strings(full)
+		if len(full) > 0 {
+			fail("dead-lettered contracts: %s", strings.Join(full, ", "))
+		} else {
+			pass("nothing dead-lettered: %d dead-letter queues, all empty, beside %d work and delay queues in virtual host %s", len(dead), len(queues), vhost)
+		}
+	}
+	if c.archiveCheck {
+		switch {
+		case archErr != nil:
+			fail("archive check: %v", archErr)
+		case len(arch.problems) > 0:
+			fail("archive: %d segments (%d MiB), %d CDXJ lines, %d read back: %s", arch.segments, arch.bytes>>20, arch.lines, arch.readBack, strings.Join(arch.problems, "; "))
+		case arch.segments == 0 || arch.lines == 0:
+			fail("archive: %d segments, %d CDXJ lines: nothing to check", arch.segments, arch.lines)
+		default:
+			pass("archive: warcio check passes all %d segments in the bucket (%d MiB); all %d CDXJ lines read back from MinIO as response/revisit/resource records of their URL; %d of %d reachable pages have a line",
+				arch.segments, arch.bytes>>20, arch.lines, arch.covered, arch.wanted)
+		}
+	}
+	return fails
 }
 
 // diskMiB returns the MiB taken by the run's indices and objects, or 0 if
 // they cannot be read.
-func diskMiB(esURL, prefix string) int64 {
+func diskMiB(prefix string) int64 {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	_, objs, err1 := bucketBytes(ctx, prefix)
-	es, err2 := indicesBytes(esURL, prefix)
+	esURL, err2 := liveES()
+	es := int64(0)
+	if err2 == nil {
+		es, err2 = indicesBytes(esURL, prefix)
+	}
 	if err1 != nil || err2 != nil {
 		return 0
 	}
@@ -487,17 +771,19 @@ func diskMiB(esURL, prefix string) int64 {
 
 // cleanUp deletes the virtual host, Elasticsearch indices and MinIO bucket
 // of the run named name (they share it).
-func cleanUp(name string) error {
+func cleanUp(name string, ctl []string) error {
 	if !strings.HasPrefix(name, "gridsoak-") {
 		return fmt.Errorf("%q is not the name of a soak run (gridsoak-...)", name)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	_, drop, err := vhostDropper(os.Getenv("GRIDCRAWL_AMQP_URL"), name)
-	if err == nil {
-		err = drop()
+	_, drop := vhostDropper(ctl, name)
+	err := drop()
+	esURL, esErr := liveES()
+	if esErr == nil {
+		esErr = deleteIndices(esURL, name)
 	}
-	return errors.Join(err, deleteIndices(strings.TrimRight(os.Getenv("GRIDCRAWL_ES_URL"), "/"), name), removeBucket(ctx, name))
+	return errors.Join(err, esErr, removeBucket(ctx, name))
 }
 
 // report prints, per service, the first, last and largest RSS, goroutine
