@@ -102,6 +102,14 @@ func (x *Indexer) indexBatch(ctx context.Context, batch []consume.Message[contra
 		docs = append(docs, k.Docs...)
 		pend = append(pend, p)
 	}
+	docs, err := x.notDone(ctx, batch, docs)
+	if err != nil {
+		err = fmt.Errorf("read pages of contracts delivered again: %w", err)
+		if ctx.Err() == nil {
+			x.log.Error("index documents", "err", err)
+		}
+		return nil, consume.Retry(err)
+	}
 	stored := len(docs)
 	if err := x.deps.Search.Upsert(ctx, docs); err != nil {
 		var refused *search.RefusedError
@@ -117,6 +125,46 @@ func (x *Indexer) indexBatch(ctx context.Context, batch []consume.Message[contra
 	}
 	x.met.Stored(stored)
 	return x.recheck(ctx, pend), consume.Hold()
+}
+
+// notDone returns docs without the documents of contracts delivered
+// before whose pages are final already: the contract was handled (its
+// documents stored, its pages moved on) but its ack did not reach the
+// queue, as when the broker node of the indexer's connection dies. Storing
+// them again would write each document twice. Only contracts delivered
+// again cost the read.
+func (x *Indexer) notDone(ctx context.Context, batch []consume.Message[contracts.IndexContract], docs []contracts.Document) ([]contracts.Document, error) {
+	again := map[string]bool{}
+	var keys []string
+	for _, m := range batch {
+		if !m.Delivery.Redelivered() && m.Delivery.Attempt() == 1 {
+			continue
+		}
+		for _, doc := range m.Contract.Docs {
+			if !again[doc.ID] {
+				again[doc.ID] = true
+				keys = append(keys, doc.ID)
+			}
+		}
+	}
+	if len(keys) == 0 {
+		return docs, nil
+	}
+	recs, err := x.deps.Tx.GetMany(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	kept := docs[:0:0]
+	for _, doc := range docs {
+		if r, ok := recs[doc.ID]; again[doc.ID] && ok && r.Status.Terminal() {
+			continue
+		}
+		kept = append(kept, doc)
+	}
+	if skipped := len(docs) - len(kept); skipped > 0 {
+		x.log.Info("documents of contracts delivered again already stored", "skipped", skipped)
+	}
+	return kept, nil
 }
 
 // failRefused has recheck move the pages whose documents the search index

@@ -1,0 +1,146 @@
+package indexer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/queue"
+	"github.com/gridcrawl/gridcrawl/pkg/search"
+	"github.com/gridcrawl/gridcrawl/pkg/txindex"
+	"github.com/gridcrawl/gridcrawl/services/internal/embedtest"
+)
+
+// countingSearch is the real search index counting the stores of each
+// document.
+type countingSearch struct {
+	search.Index
+	mu     sync.Mutex
+	stores map[string]int
+}
+
+func (c *countingSearch) Upsert(ctx context.Context, docs []contracts.Document) error {
+	if err := c.Index.Upsert(ctx, docs); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, d := range docs {
+		c.stores[d.ID]++
+	}
+	return nil
+}
+
+func (c *countingSearch) count(id string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stores[id]
+}
+
+// lostAckQueue is the real embedded queue whose deliveries lose their
+// first ack, as when the broker node of the consumer's connection dies
+// before the ack reaches it: the ack fails and the message stays held
+// until the consumer stops, then is delivered again.
+type lostAckQueue struct {
+	queue.Queue
+	lost  atomic.Bool
+	acked chan struct{} // receives on every ack tried
+}
+
+var errAckLost = errors.New("delivery already settled: the connection's node died")
+
+func (q *lostAckQueue) Consume(ctx context.Context, name string, opts queue.ConsumeOptions) (<-chan queue.Delivery, error) {
+	in, err := q.Queue.Consume(ctx, name, opts)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan queue.Delivery)
+	go func() {
+		defer close(out)
+		for d := range in {
+			select {
+			case out <- &lostAckDelivery{Delivery: d, q: q}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+
+type lostAckDelivery struct {
+	queue.Delivery
+	q *lostAckQueue
+}
+
+func (d *lostAckDelivery) Ack(ctx context.Context) error {
+	defer func() { d.q.acked <- struct{}{} }()
+	if d.q.lost.CompareAndSwap(false, true) {
+		return errAckLost
+	}
+	return d.Delivery.Ack(ctx)
+}
+
+// TestRedeliveredContractNotStoredAgain checks that an index contract
+// handled once but delivered again, because its ack was lost, is acked
+// without storing its documents a second time: the page is indexed
+// already.
+func TestRedeliveredContractNotStoredAgain(t *testing.T) {
+	ctx := t.Context()
+	base := embedtest.Open(t)
+	srch := &countingSearch{Index: base.Search, stores: map[string]int{}}
+	q := &lostAckQueue{Queue: base.Queue, acked: make(chan struct{}, 4)}
+
+	const crawlID = "again"
+	u := "https://example.com/page"
+	now := time.Now().UTC()
+	doc := contracts.Document{ID: txindex.Key(crawlID, u), CrawlID: crawlID, URL: u, Host: "example.com",
+		Title: []string{"page"}, Text: "the text of the page", ContentType: []string{"text/html"}, HTTPStatus: 200, Size: 100,
+		LoadDate: now, InboundLinks: []string{}, InboundAnchorText: []string{}, OutboundLinks: []string{},
+		OutboundAnchorText: []string{}, Images: []string{}}
+	if _, err := base.Tx.Create(ctx, []txindex.Record{{Key: doc.ID, CrawlID: crawlID, URL: u, Host: doc.Host, Group: doc.Host,
+		Status: contracts.ToBeIndexed, StatusTime: now, CreatedAt: now}}); err != nil {
+		t.Fatal(err)
+	}
+	body, err := json.Marshal(contracts.IndexContract{V: contracts.Version, CrawlID: crawlID, Docs: []contracts.Document{doc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := base.Queue.Publish(ctx, contracts.QueueIndex, queue.Message{Body: body}); err != nil {
+		t.Fatal(err)
+	}
+	run := func() {
+		x := New(Config{Prefetch: 4, Batch: 4}, Deps{Queue: q, Tx: base.Tx, Search: srch})
+		runCtx, stop := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- x.Run(runCtx) }()
+		select {
+		case <-q.acked:
+		case <-time.After(time.Minute):
+			t.Error("the contract was not acked")
+		}
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}
+	run() // stores, moves the page to indexed, loses the ack; stopping gives the contract back
+	if r, err := base.Tx.Get(ctx, doc.ID); err != nil || r.Status != contracts.Indexed {
+		t.Fatalf("page after the first delivery = %s, %v, want %s", r.Status, err, contracts.Indexed)
+	}
+	run() // delivered again (the second ack tried is its): acked, not stored again
+	if n := srch.count(doc.ID); n != 1 {
+		t.Errorf("document stored %d times, want 1", n)
+	}
+	if _, err := base.Search.Get(ctx, doc.ID); err != nil {
+		t.Errorf("document: %v, want it stored", err)
+	}
+	if n, err := base.Queue.Len(ctx, contracts.QueueIndex); err != nil || n != 0 {
+		t.Errorf("Len(index_pending) = %d, %v, want 0", n, err)
+	}
+}
