@@ -13,6 +13,7 @@ import (
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
+	"github.com/gridcrawl/gridcrawl/pkg/queue/queuetest"
 	"github.com/gridcrawl/gridcrawl/pkg/sqlitequeue"
 	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
 	"github.com/gridcrawl/gridcrawl/services/internal/outage"
@@ -294,8 +295,8 @@ func TestVerdicts(t *testing.T) {
 		// not delivered again.
 		inner := newQueue(t)
 		publish(t, inner, body(t, "a"))
-		q := &slowAckQueue{Queue: inner, acking: make(chan struct{}), release: make(chan struct{})}
-		s := newShell(q, nil, 1)
+		q := &slowAcks{acking: make(chan struct{}), release: make(chan struct{})}
+		s := newShell(queuetest.Wrap(inner, func(d queue.Delivery) queue.Delivery { return &slowAck{Delivery: d, q: q} }), nil, 1)
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error, 1)
 		go func() {
@@ -344,32 +345,16 @@ func TestVerdicts(t *testing.T) {
 	})
 }
 
-// slowAckQueue is a queue whose acks wait, once they have started, until
-// release is closed: acking is closed when the first one starts.
-type slowAckQueue struct {
-	queue.Queue
+// slowAcks makes acks wait, once they have started, until release is
+// closed: acking is closed when the first one starts.
+type slowAcks struct {
 	acking, release chan struct{}
 	once            sync.Once
 }
 
-func (q *slowAckQueue) Consume(ctx context.Context, name string, opts queue.ConsumeOptions) (<-chan queue.Delivery, error) {
-	in, err := q.Queue.Consume(ctx, name, opts)
-	if err != nil {
-		return nil, err
-	}
-	out := make(chan queue.Delivery)
-	go func() {
-		defer close(out)
-		for d := range in {
-			out <- &slowAck{Delivery: d, q: q}
-		}
-	}()
-	return out, nil
-}
-
 type slowAck struct {
 	queue.Delivery
-	q *slowAckQueue
+	q *slowAcks
 }
 
 func (d *slowAck) Ack(ctx context.Context) error {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
+	"github.com/gridcrawl/gridcrawl/pkg/queue/queuetest"
 	"github.com/gridcrawl/gridcrawl/pkg/search"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/services/internal/embedtest"
@@ -42,40 +43,20 @@ func (c *countingSearch) count(id string) int {
 	return c.stores[id]
 }
 
-// lostAckQueue is the real embedded queue whose deliveries lose their
-// first ack, as when the broker node of the consumer's connection dies
-// before the ack reaches it: the ack fails and the message stays held
-// until the consumer stops, then is delivered again.
-type lostAckQueue struct {
-	queue.Queue
+// lostAcks makes the deliveries of a queue lose their first ack, as when
+// the broker node of the consumer's connection dies before the ack reaches
+// it: the ack fails and the message stays held until the consumer stops,
+// then is delivered again.
+type lostAcks struct {
 	lost  atomic.Bool
 	acked chan struct{} // receives on every ack tried
 }
 
 var errAckLost = errors.New("delivery already settled: the connection's node died")
 
-func (q *lostAckQueue) Consume(ctx context.Context, name string, opts queue.ConsumeOptions) (<-chan queue.Delivery, error) {
-	in, err := q.Queue.Consume(ctx, name, opts)
-	if err != nil {
-		return nil, err
-	}
-	out := make(chan queue.Delivery)
-	go func() {
-		defer close(out)
-		for d := range in {
-			select {
-			case out <- &lostAckDelivery{Delivery: d, q: q}:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return out, nil
-}
-
 type lostAckDelivery struct {
 	queue.Delivery
-	q *lostAckQueue
+	q *lostAcks
 }
 
 func (d *lostAckDelivery) Ack(ctx context.Context) error {
@@ -94,7 +75,8 @@ func TestRedeliveredContractNotStoredAgain(t *testing.T) {
 	ctx := t.Context()
 	base := embedtest.Open(t)
 	srch := &countingSearch{Index: base.Search, stores: map[string]int{}}
-	q := &lostAckQueue{Queue: base.Queue, acked: make(chan struct{}, 4)}
+	acks := &lostAcks{acked: make(chan struct{}, 4)}
+	q := queuetest.Wrap(base.Queue, func(d queue.Delivery) queue.Delivery { return &lostAckDelivery{Delivery: d, q: acks} })
 
 	const crawlID = "again"
 	u := "https://example.com/page"
@@ -120,7 +102,7 @@ func TestRedeliveredContractNotStoredAgain(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- x.Run(runCtx) }()
 		select {
-		case <-q.acked:
+		case <-acks.acked:
 		case <-time.After(time.Minute):
 			t.Error("the contract was not acked")
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
+	"github.com/gridcrawl/gridcrawl/pkg/queue/queuetest"
 	"github.com/gridcrawl/gridcrawl/pkg/search"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/services/internal/embedtest"
@@ -46,32 +47,7 @@ type settled struct {
 	applied chan error
 }
 
-// spyQueue is the real embedded queue whose deliveries report how they are
-// settled.
-type spyQueue struct {
-	queue.Queue
-	settles chan settled
-}
-
-func (q *spyQueue) Consume(ctx context.Context, name string, opts queue.ConsumeOptions) (<-chan queue.Delivery, error) {
-	in, err := q.Queue.Consume(ctx, name, opts)
-	if err != nil {
-		return nil, err
-	}
-	out := make(chan queue.Delivery)
-	go func() {
-		defer close(out)
-		for d := range in {
-			select {
-			case out <- &spyDelivery{Delivery: d, settles: q.settles}:
-			case <-ctx.Done():
-				return // d goes back to the queue with the consumer
-			}
-		}
-	}()
-	return out, nil
-}
-
+// spyDelivery is a delivery that reports how it is settled on settles.
 type spyDelivery struct {
 	queue.Delivery
 	settles chan settled
@@ -120,7 +96,8 @@ func TestSearchWriteFailureRetriesContract(t *testing.T) {
 	ctx := t.Context()
 	base := embedtest.Open(t) // the queue dead-letters at the fifth delivery
 	tx, realSearch := base.Tx, base.Search
-	q := &spyQueue{Queue: base.Queue, settles: make(chan settled)}
+	settles := make(chan settled)
+	q := queuetest.Wrap(base.Queue, func(d queue.Delivery) queue.Delivery { return &spyDelivery{Delivery: d, settles: settles} })
 	srch := &failFirstSearch{Index: realSearch}
 
 	const crawlID = "retry"
@@ -159,7 +136,7 @@ func TestSearchWriteFailureRetriesContract(t *testing.T) {
 	next := func(what string) settled {
 		t.Helper()
 		select {
-		case s := <-q.settles:
+		case s := <-settles:
 			return s
 		case <-time.After(time.Minute): // a retry is due after seconds; only a hung indexer takes this long
 			t.Fatalf("no settle of the contract %s", what)
