@@ -8,18 +8,17 @@
 // often each message was handed back unsettled (the x-delivery-count header),
 // which bounds redeliveries below. Its dead-letter queue
 // queue.DeadLetterQueue(q) = q+".dead" is declared the same way. Delayed
-// retries wait in delay queues q+".delay."+bucket (for the buckets 100ms,
-// 500ms, 1s, 2s, 5s, 10s, 30s, 1m, 5m, 15m, 1h and 4h), durable quorum queues
-// declared on first use with x-message-ttl = the bucket,
-// x-dead-letter-exchange = "" and x-dead-letter-routing-key = q, so that the
-// broker moves an expired message back into q, and
-// x-dead-letter-strategy = at-least-once (with x-overflow = reject-publish,
-// which that strategy requires), so that it keeps the message until q has
-// it. A retry's delay is rounded up to the next bucket: a message never comes
-// back early, and every message of a delay queue has the same TTL, so none
-// waits behind a later one. A delay beyond 4h waits 4h at a time: the message
-// carries its due time (HeaderDue) and a consumer that receives it early
-// puts it back into a delay queue instead of handing it out.
+// retries, postponements and delayed publishes wait in wait queues
+// q+".wait."+bucket (for the buckets 100ms, 500ms, 1s, 2s, 5s, 10s, 30s, 1m,
+// 5m, 15m, 1h and 4h), quorum queues like q, declared on first use, whose
+// messages carry their due time (HeaderDue) and release time
+// (HeaderRelease). A delay is put into the shortest bucket at least as long
+// as it. Every process that consumes q moves the messages of q's wait queues
+// back into q when due (wait.go): never early, and at least once. A delay
+// beyond 4h waits 4h at a time. Wait queues have no TTL and no dead-letter
+// exchange: the broker's at-least-once dead-lettering, which moved delayed
+// messages back before, stopped doing so for good on a RabbitMQ 3.10 cluster
+// with one node down (rabbitmq/rabbitmq-server#16652).
 //
 // Publishing. Messages are persistent (delivery mode 2) and published with
 // mandatory set on channels in confirm mode, 256 at a time before waiting
@@ -34,7 +33,7 @@
 //
 // Consuming. Each Consume has its own channel, with basic.qos set to its
 // prefetch and manual acks. Retry publishes the message, with HeaderAttempt
-// incremented, to its delay queue (or straight back to q for a delay <= 0)
+// incremented, to its wait queue (or straight back to q for a delay <= 0)
 // and then acks the delivery; DeadLetter publishes it to q+".dead" with
 // queue.HeaderReason, queue.HeaderSourceQueue, HeaderAttempts and the
 // original headers, and then acks it. Both wait for the broker's confirm
@@ -104,8 +103,10 @@
 //     rabbit_quorum_queue:stat): during an election, Len may say 0 of a
 //     queue that holds messages, and does not fail.
 //
-// Len is the sum of the ready messages of q and of its delay queues, read by
-// passive declarations (a queue that does not exist counts 0).
+// Len is the sum of the ready messages of q and of its wait queues, read by
+// passive declarations (a queue that does not exist counts 0). A message
+// that a mover holds until its release (due within 10 minutes) is not
+// ready, and not counted, like an unsettled delivery.
 package amqpqueue
 
 import (
@@ -304,6 +305,8 @@ type Queue struct {
 	owner sync.WaitGroup
 	// consumers are the goroutines of the open consumers.
 	consumers sync.WaitGroup
+	// movers are the goroutines that move messages back from wait queues.
+	movers sync.WaitGroup
 
 	mu     sync.Mutex
 	closed bool
@@ -314,6 +317,15 @@ type Queue struct {
 	declared map[string]bool // queues declared on the current link
 	idle     []*publisher    // idle publishing channels of the current link
 	cancels  map[*consumer]context.CancelFunc
+	waiters  map[string]*waiter // the wait queues' movers, per queue consumed
+
+	// aux is the Queue of the wait queues' movers, on a connection of its
+	// own, opened on first use (see wait.go); auxReady is closed once
+	// Open has returned aux or auxErr.
+	auxOnce  sync.Once
+	auxReady chan struct{}
+	aux      *Queue
+	auxErr   error
 
 	// opsMu guards ops, the channel that Len reads counts on.
 	opsMu sync.Mutex
@@ -342,6 +354,8 @@ func Open(ctx context.Context, opts Options) (*Queue, error) {
 		linked:   make(chan struct{}),
 		declared: map[string]bool{},
 		cancels:  map[*consumer]context.CancelFunc{},
+		waiters:  map[string]*waiter{},
+		auxReady: make(chan struct{}),
 		failed:   make([]bool, len(opts.urls)),
 	}
 	backoff := opts.ReconnectMin
@@ -624,12 +638,12 @@ func connectionLost(l *link, err error) bool {
 	return true
 }
 
-// Len returns the ready messages of name and of its delay queues.
+// Len returns the ready messages of name and of its wait queues.
 func (q *Queue) Len(ctx context.Context, name string) (int, error) {
 	if err := checkName(name); err != nil {
 		return 0, fmt.Errorf("len: %w", err)
 	}
-	names := append([]string{name}, delayQueueNames(name)...)
+	names := append([]string{name}, waitQueueNames(name)...)
 	for {
 		l, err := q.current(ctx)
 		if err != nil {
@@ -654,29 +668,51 @@ func (q *Queue) Len(ctx context.Context, name string) (int, error) {
 // count sums the ready messages of the named queues on l; a queue that does
 // not exist counts 0.
 func (q *Queue) count(l *link, names []string) (int, error) {
-	q.opsMu.Lock()
-	defer q.opsMu.Unlock()
 	total := 0
 	for _, name := range names {
-		if q.ops == nil || q.ops.IsClosed() {
-			ch, err := l.conn.Channel()
-			if err != nil {
-				return 0, fmt.Errorf("open channel: %w", err)
-			}
-			q.ops = ch
+		n, _, err := q.inspect(l, name)
+		if err != nil {
+			return 0, err
 		}
-		info, err := q.ops.QueueDeclarePassive(name, true, false, false, false, nil)
-		var ae *amqp.Error
-		switch {
-		case err == nil:
-			total += info.Messages
-		case errors.As(err, &ae) && ae.Code == amqp.NotFound && !l.conn.IsClosed():
-			// The broker closed the channel; the next name opens another.
-		default:
-			return 0, fmt.Errorf("inspect queue %q: %w", name, err)
-		}
+		total += n
 	}
 	return total, nil
+}
+
+// inspect returns the ready messages of the queue name on l, and whether it
+// exists, by a passive declaration.
+func (q *Queue) inspect(l *link, name string) (int, bool, error) {
+	q.opsMu.Lock()
+	defer q.opsMu.Unlock()
+	if q.ops == nil || q.ops.IsClosed() {
+		ch, err := l.conn.Channel()
+		if err != nil {
+			return 0, false, fmt.Errorf("open channel: %w", err)
+		}
+		q.ops = ch
+	}
+	info, err := q.ops.QueueDeclarePassive(name, true, false, false, false, nil)
+	var ae *amqp.Error
+	switch {
+	case err == nil:
+		return info.Messages, true, nil
+	case errors.As(err, &ae) && ae.Code == amqp.NotFound && !l.conn.IsClosed():
+		// The broker closed the channel; the next inspection opens another.
+		return 0, false, nil
+	default:
+		return 0, false, fmt.Errorf("inspect queue %q: %w", name, err)
+	}
+}
+
+// exists reports whether the queue name exists, waiting for a connection
+// while there is none.
+func (q *Queue) exists(ctx context.Context, name string) (bool, error) {
+	l, err := q.current(ctx)
+	if err != nil {
+		return false, err
+	}
+	_, ok, err := q.inspect(l, name)
+	return ok, err
 }
 
 // Close stops the consumers (their unsettled deliveries go back to their
@@ -693,9 +729,17 @@ func (q *Queue) Close() error {
 	for _, cancel := range q.cancels {
 		cancel()
 	}
+	for _, w := range q.waiters {
+		w.cancel()
+	}
 	q.mu.Unlock()
 
 	q.consumers.Wait()
+	q.movers.Wait()
+	q.auxOnce.Do(func() { close(q.auxReady) }) // never opened: nothing to close
+	if q.aux != nil {
+		_ = q.aux.Close()
+	}
 	q.owner.Wait()
 
 	q.mu.Lock()

@@ -71,7 +71,7 @@ func mustOpen(t testing.TB, opts Options) *Queue {
 	return q
 }
 
-// deleteQueues deletes the named queues, their delay queues, and nothing
+// deleteQueues deletes the named queues, their wait queues, and nothing
 // else. It runs in cleanups, after the test's context is cancelled.
 func deleteQueues(t testing.TB, url string, names []string) {
 	t.Helper()
@@ -87,7 +87,7 @@ func deleteQueues(t testing.TB, url string, names []string) {
 		return
 	}
 	for _, n := range names {
-		for _, name := range append([]string{n}, delayQueueNames(n)...) {
+		for _, name := range append([]string{n}, waitQueueNames(n)...) {
 			if _, err := ch.QueueDelete(name, false, false, false); err != nil {
 				t.Errorf("delete queue %q: %v", name, err)
 				return
@@ -227,22 +227,28 @@ func TestTopology(t *testing.T) {
 	defer q.Close()
 	name := uniqueName(t, url)
 	publish(t, q, name, queue.Message{Body: []byte("a"), Headers: map[string]string{"k": "v"}})
-	ch, _ := consume(t, q, name, 1)
+	ch, stop := consume(t, q, name, 1)
 	if err := queuetest.Receive(t, ch).Retry(t.Context(), 2*time.Second); err != nil {
 		t.Fatalf("Retry(2s) = %v, want nil", err)
+	}
+	// Stopping the only consumer stops the wait queue's mover, which hands
+	// back what it holds.
+	stop()
+	for range ch {
 	}
 
 	raw := rawChannel(t, url)
 	// Redeclaring with the same arguments succeeds; with others it fails.
+	wq := waitQueueName(name, bucket{2 * time.Second, "2s"})
 	declares := []struct {
 		name   string
 		target target
 		ok     bool
 	}{
 		{"main as quorum", q.mainTarget(name), true},
-		{"delay queue of 2s", q.delayTarget(name, bucket{2 * time.Second, "2s"}), true},
+		{"wait queue of 2s", q.waitTarget(name, bucket{2 * time.Second, "2s"}), true},
 		{"main as classic", target{name, amqp.Table{amqp.QueueTypeArg: amqp.QueueTypeClassic}}, false},
-		{"delay queue with another TTL", target{delayQueueName(name, bucket{2 * time.Second, "2s"}), amqp.Table{amqp.QueueTypeArg: amqp.QueueTypeQuorum, amqp.QueueMessageTTLArg: int64(1000)}}, false},
+		{"wait queue with a TTL", target{wq, amqp.Table{amqp.QueueTypeArg: amqp.QueueTypeQuorum, amqp.QueueMessageTTLArg: int64(2000)}}, false},
 	}
 	for _, tt := range declares {
 		_, err := raw.QueueDeclare(tt.target.name, true, false, false, false, tt.target.args)
@@ -254,12 +260,24 @@ func TestTopology(t *testing.T) {
 		}
 	}
 
-	// The retried message waits in the 2s delay queue, persistent, with its
-	// attempt and headers.
-	dq := delayQueueName(name, bucket{2 * time.Second, "2s"})
-	m, ok, err := raw.Get(dq, false)
-	if err != nil || !ok {
-		t.Fatalf("Get(%q) = %v, %v, want a message", dq, ok, err)
+	// The retried message waits in the 2s wait queue, persistent, with its
+	// attempt, headers, due time and release.
+	var m amqp.Delivery
+	deadline := time.Now().Add(queuetest.DeliveryTimeout)
+	for {
+		var ok bool
+		var err error
+		m, ok, err = raw.Get(wq, false)
+		if err != nil {
+			t.Fatalf("Get(%q) = %v", wq, err)
+		}
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Get(%q): no message after %v", wq, queuetest.DeliveryTimeout)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 	if m.DeliveryMode != amqp.Persistent {
 		t.Errorf("DeliveryMode of the delayed message = %d, want %d", m.DeliveryMode, amqp.Persistent)
@@ -267,14 +285,22 @@ func TestTopology(t *testing.T) {
 	if n, _ := intHeader(m.Headers, HeaderAttempt); n != 2 || m.Headers["k"] != "v" {
 		t.Errorf("headers of the delayed message = %v, want %s=2 and k=v", m.Headers, HeaderAttempt)
 	}
+	due, _ := intHeader(m.Headers, HeaderDue)
+	rel, _ := intHeader(m.Headers, HeaderRelease)
+	if due == 0 || rel != due {
+		t.Errorf("%s = %d, %s = %d, want equal and set", HeaderDue, due, HeaderRelease, rel)
+	}
 	if err := m.Nack(false, true); err != nil {
 		t.Fatalf("Nack() = %v", err)
 	}
-	// The retried message comes back to name by itself.
-	eventuallyLen(t, q, name, 1)
+	// A consumer's mover moves the retried message back to name.
+	ch, _ = consume(t, q, name, 1)
 	d := queuetest.Receive(t, ch)
 	if d.Attempt() != 2 {
 		t.Errorf("Attempt() after Retry = %d, want 2", d.Attempt())
+	}
+	if got := time.Now().UnixMilli(); got < due {
+		t.Errorf("retried message delivered at %d, before its due time %d", got, due)
 	}
 	ack(t, d)
 }
@@ -386,7 +412,9 @@ func TestDueHeaderHolds(t *testing.T) {
 }
 
 // TestLongRetryWaitsInLongestBucket retries with a delay beyond the longest
-// bucket: the message waits in that bucket's delay queue with its due time.
+// bucket: the message waits in that bucket's wait queue with its due time,
+// released at the bucket's end, and is not held by the consumer's mover (so
+// Len counts it).
 func TestLongRetryWaitsInLongestBucket(t *testing.T) {
 	url := brokerURL(t)
 	q := mustOpen(t, Options{URL: url})
@@ -399,15 +427,21 @@ func TestLongRetryWaitsInLongestBucket(t *testing.T) {
 	if err := queuetest.Receive(t, ch).Retry(t.Context(), delay); err != nil {
 		t.Fatalf("Retry(%v) = %v, want nil", delay, err)
 	}
+	after := time.Now()
 	eventuallyLen(t, q, name, 1)
 	longest := buckets[len(buckets)-1]
-	m, ok, err := rawChannel(t, url).Get(delayQueueName(name, longest), false)
+	wq := waitQueueName(name, longest)
+	m, ok, err := rawChannel(t, url).Get(wq, false)
 	if err != nil || !ok {
-		t.Fatalf("Get(%q) = %v, %v, want a message", delayQueueName(name, longest), ok, err)
+		t.Fatalf("Get(%q) = %v, %v, want a message", wq, ok, err)
 	}
 	due, _ := intHeader(m.Headers, HeaderDue)
-	if lo, hi := before.Add(delay).UnixMilli(), time.Now().Add(delay).UnixMilli(); due < lo || due > hi {
+	if lo, hi := before.Add(delay).UnixMilli(), after.Add(delay).UnixMilli(); due < lo || due > hi {
 		t.Errorf("%s = %d, want in [%d, %d]", HeaderDue, due, lo, hi)
+	}
+	rel, _ := intHeader(m.Headers, HeaderRelease)
+	if lo, hi := before.Add(longest.d).UnixMilli(), after.Add(longest.d).UnixMilli(); rel < lo || rel > hi {
+		t.Errorf("%s = %d, want in [%d, %d] (the end of the longest bucket)", HeaderRelease, rel, lo, hi)
 	}
 }
 
@@ -508,7 +542,7 @@ func TestSingleActiveConsumer(t *testing.T) {
 }
 
 // A quorum queue declared a moment ago may nack the first messages routed
-// to it; concurrent delayed publishes to a delay queue that does not exist
+// to it; concurrent delayed publishes to a wait queue that does not exist
 // yet must all succeed anyway (seen as parked URLs refused on a fresh
 // broker).
 func TestConcurrentDelayedPublishToNewDelayQueue(t *testing.T) {
@@ -529,7 +563,7 @@ func TestConcurrentDelayedPublishToNewDelayQueue(t *testing.T) {
 		wg.Wait()
 		close(errs)
 		for err := range errs {
-			t.Errorf("round %d: Publish(delay 30s) to a new delay queue = %v, want nil", round, err)
+			t.Errorf("round %d: Publish(delay 30s) to a new wait queue = %v, want nil", round, err)
 		}
 	}
 }

@@ -95,6 +95,7 @@ func (q *Queue) Consume(ctx context.Context, name string, opts queue.ConsumeOpti
 	}
 	q.cancels[c] = cancel
 	q.consumers.Add(1)
+	q.watchLocked(name)
 	l := q.link
 	q.mu.Unlock()
 
@@ -117,6 +118,7 @@ func (q *Queue) Consume(ctx context.Context, name string, opts queue.ConsumeOpti
 func (c *consumer) stop(cancel context.CancelFunc) {
 	c.q.mu.Lock()
 	delete(c.q.cancels, c)
+	c.q.unwatchLocked(c.queue)
 	c.q.mu.Unlock()
 	cancel()
 	c.q.consumers.Done()
@@ -213,8 +215,8 @@ func (c *consumer) handle(ctx context.Context, s *session, ad amqp.Delivery) boo
 		}
 	}
 	if due, ok := intHeader(ad.Headers, HeaderDue); ok {
-		if wait := time.Until(time.UnixMilli(due)); wait > 0 {
-			if err := d.delay(ctx, wait); err != nil {
+		if time.Until(time.UnixMilli(due)) > 0 {
+			if err := d.delay(ctx, time.UnixMilli(due)); err != nil {
 				c.q.log.Error("amqp delay failed", "queue", c.queue, "attempt", d.attempt, "err", err)
 			}
 			return ctx.Err() == nil
@@ -280,7 +282,7 @@ func (d *delivery) Ack(ctx context.Context) error {
 	return d.settle(ctx, "ack", nil)
 }
 
-// Retry publishes the message to its queue's delay queue with its attempt
+// Retry publishes the message to its queue's wait queue with its attempt
 // incremented, then acks it; beyond the maximum attempts it dead-letters it.
 func (d *delivery) Retry(ctx context.Context, delay time.Duration) error {
 	next := d.attempt + 1
@@ -290,14 +292,14 @@ func (d *delivery) Retry(ctx context.Context, delay time.Duration) error {
 	return d.requeue(ctx, "retry", next, delay)
 }
 
-// Postpone publishes the message to its queue's delay queue with its
+// Postpone publishes the message to its queue's wait queue with its
 // attempt unchanged, then acks it.
 func (d *delivery) Postpone(ctx context.Context, delay time.Duration) error {
 	return d.requeue(ctx, "postpone", d.attempt, delay)
 }
 
 // requeue publishes the message again, to its queue or after delay to a
-// delay queue, with attempt, then acks it.
+// wait queue, with attempt, then acks it.
 func (d *delivery) requeue(ctx context.Context, action string, attempt int, delay time.Duration) error {
 	h := amqp.Table{}
 	if attempt > 1 {
@@ -306,15 +308,15 @@ func (d *delivery) requeue(ctx context.Context, action string, attempt int, dela
 	pub := d.publishing(h)
 	t := d.c.q.mainTarget(d.c.queue)
 	if delay > 0 {
-		b, fits := bucketFor(delay)
-		if !fits {
-			pub.Headers[HeaderDue] = time.Now().Add(delay).UnixMilli()
-		}
-		t = d.c.q.delayTarget(d.c.queue, b)
+		t, pub = d.c.q.waiting(d.c.queue, pub, time.Now(), delay)
 	}
-	return d.settle(ctx, action, func(ctx context.Context) error {
+	err := d.settle(ctx, action, func(ctx context.Context) error {
 		return d.c.q.publish(ctx, t, []amqp.Publishing{pub})
 	})
+	if err == nil && delay > 0 {
+		d.c.q.nudge(d.c.queue, t.name)
+	}
+	return err
 }
 
 // DeadLetter moves the message to the dead-letter queue with reason.
@@ -338,28 +340,37 @@ func (d *delivery) deadLetter(ctx context.Context, action, reason string, extra 
 	})
 }
 
-// delay puts a message that came back before its due time (a retry longer
-// than the longest bucket) into a delay queue again, keeping its attempt.
-func (d *delivery) delay(ctx context.Context, wait time.Duration) error {
-	h := amqp.Table{HeaderDue: d.raw.Headers[HeaderDue]}
+// delay puts a message that came back before its due time into a wait
+// queue again, keeping its attempt. (Messages are moved back from wait
+// queues when due; a message that arrives early was put back by a delay
+// queue of an earlier release, which waited at most 4h at a time.)
+func (d *delivery) delay(ctx context.Context, due time.Time) error {
+	h := amqp.Table{}
 	if d.attempt > 1 {
 		h[HeaderAttempt] = int64(d.attempt)
 	}
-	pub := d.publishing(h)
-	b, _ := bucketFor(wait)
-	t := d.c.q.delayTarget(d.c.queue, b)
-	return d.settle(ctx, "delay", func(ctx context.Context) error {
+	t, pub := d.c.q.waitingUntil(d.c.queue, d.publishing(h), time.Now(), due)
+	err := d.settle(ctx, "delay", func(ctx context.Context) error {
 		return d.c.q.publish(ctx, t, []amqp.Publishing{pub})
 	})
+	if err == nil {
+		d.c.q.nudge(d.c.queue, t.name)
+	}
+	return err
 }
 
 // publishing returns a copy of the message to publish again, with its user
 // headers and extra.
 func (d *delivery) publishing(extra amqp.Table) amqp.Publishing {
-	h := make(amqp.Table, len(d.user)+len(extra))
-	maps.Copy(h, d.user)
+	return republishing(d.raw, d.user, extra)
+}
+
+// republishing returns a persistent copy of the delivered message r, with
+// the headers user and extra.
+func republishing(r amqp.Delivery, user, extra amqp.Table) amqp.Publishing {
+	h := make(amqp.Table, len(user)+len(extra))
+	maps.Copy(h, user)
 	maps.Copy(h, extra)
-	r := d.raw
 	return amqp.Publishing{
 		Headers:         h,
 		ContentType:     r.ContentType,

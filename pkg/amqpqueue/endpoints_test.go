@@ -397,10 +397,10 @@ func TestQuorumInitialGroupSize(t *testing.T) {
 		ok     bool
 	}{
 		{"main with the same size", q.mainTarget(name), true},
-		{"delay queue with the same size", q.delayTarget(name, bucket{time.Minute, "1m"}), true},
+		{"wait queue with the same size", q.waitTarget(name, bucket{time.Minute, "1m"}), true},
 		{"main without a size", target{name, amqp.Table{amqp.QueueTypeArg: amqp.QueueTypeQuorum}}, false},
 		{"main with another size", target{name, amqp.Table{amqp.QueueTypeArg: amqp.QueueTypeQuorum, argInitialGroupSize: int64(5)}}, false},
-		{"delay queue without a size", (&Queue{}).delayTarget(name, bucket{time.Minute, "1m"}), false},
+		{"wait queue without a size", (&Queue{}).waitTarget(name, bucket{time.Minute, "1m"}), false},
 	}
 	for _, tt := range declares {
 		_, err := raw.QueueDeclare(tt.target.name, true, false, false, false, tt.target.args)

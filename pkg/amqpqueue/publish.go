@@ -41,7 +41,8 @@ func (q *Queue) Publish(ctx context.Context, name string, msgs ...queue.Message)
 	}
 	now := time.Now()
 	var pubs []amqp.Publishing
-	delayed := map[bucket][]amqp.Publishing{}
+	waits := map[string]target{}
+	waiting := map[string][]amqp.Publishing{}
 	for i, m := range msgs {
 		h, err := publishHeaders(m.Headers)
 		if err != nil {
@@ -52,25 +53,20 @@ func (q *Queue) Publish(ctx context.Context, name string, msgs ...queue.Message)
 			pubs = append(pubs, p)
 			continue
 		}
-		// A delayed message waits in a delay queue that dead-letters into
-		// name, as retries do; beyond the longest bucket it carries its due time.
-		b, fits := bucketFor(m.Delay)
-		if !fits {
-			if p.Headers == nil {
-				p.Headers = amqp.Table{}
-			}
-			p.Headers[HeaderDue] = now.Add(m.Delay).UnixMilli()
-		}
-		delayed[b] = append(delayed[b], p)
+		// A delayed message waits in a wait queue, as retries do.
+		t, p := q.waiting(name, p, now, m.Delay)
+		waits[t.name] = t
+		waiting[t.name] = append(waiting[t.name], p)
 	}
 	main := q.mainTarget(name)
 	if err := q.publish(ctx, main, pubs); err != nil {
 		return err
 	}
-	for b, ps := range delayed {
-		if err := q.publish(ctx, q.delayTarget(name, b), ps); err != nil {
+	for n, ps := range waiting {
+		if err := q.publish(ctx, waits[n], ps); err != nil {
 			return err
 		}
+		q.nudge(name, n)
 	}
 	return nil
 }

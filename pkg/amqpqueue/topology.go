@@ -2,6 +2,7 @@ package amqpqueue
 
 import (
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -15,10 +16,15 @@ const (
 	// HeaderAttempt carries the attempt of a message (absent means 1). It is
 	// internal: Publish rejects it and Delivery.Headers hides it.
 	HeaderAttempt = "x-gridcrawl-attempt"
-	// HeaderDue carries the time (Unix milliseconds) before which a retried
-	// message must not be handed to a consumer, on retries whose delay
-	// exceeds the longest delay bucket. Internal like HeaderAttempt.
+	// HeaderDue carries the time (Unix milliseconds) before which a waiting
+	// message must not be handed to a consumer: set on every message
+	// published to a wait queue. Internal like HeaderAttempt.
 	HeaderDue = "x-gridcrawl-due"
+	// HeaderRelease carries the time (Unix milliseconds) at which a waiting
+	// message leaves its wait queue: its due time, or, for a delay longer
+	// than the longest bucket, the end of that bucket, when it goes on to
+	// wait what remains. Internal like HeaderAttempt.
+	HeaderRelease = "x-gridcrawl-release"
 	// HeaderAttempts, on a dead-lettered message, is the attempt it had
 	// reached when it was dead-lettered.
 	HeaderAttempts = "x-gridcrawl-attempts"
@@ -35,18 +41,18 @@ const ReasonRedeliveries = "redelivery limit exceeded"
 // maxNameLen is the longest queue name RabbitMQ accepts (a short string).
 const maxNameLen = 255
 
-// bucket is one delay queue length: a retry waits in the delay queue of the
-// shortest bucket at least as long as its delay.
+// bucket is one wait queue length: a delayed message waits in the wait
+// queue of the shortest bucket at least as long as its delay.
 type bucket struct {
 	d    time.Duration
 	name string
 }
 
-// buckets are the delay queue lengths, shortest first. Each is a quorum queue
-// per source queue, created on the first retry that uses it. A retry's delay
-// is rounded up to a bucket, so it never comes back early, and every message
-// in one delay queue has the same TTL, so an expired message is never stuck
-// behind one that expires later (TTL is only enforced at the head of a queue).
+// buckets are the wait queue lengths, shortest first. Each is a quorum queue
+// per source queue, created on the first delay that uses it. Messages of one
+// wait queue are released in the order they came (the queue is read from its
+// head), and all waited about as long, so a message is held up behind an
+// earlier one for less than the bucket's width.
 var buckets = []bucket{
 	{100 * time.Millisecond, "100ms"},
 	{500 * time.Millisecond, "500ms"},
@@ -62,12 +68,15 @@ var buckets = []bucket{
 	{4 * time.Hour, "4h"},
 }
 
-// delaySuffix separates a queue's name from its bucket in a delay queue name.
-const delaySuffix = ".delay."
+// waitSuffix separates a queue's name from its bucket in a wait queue name.
+// (Releases before wait queues had delay queues, q+".delay."+bucket, whose
+// messages expired and were dead-lettered back by the broker; such queues
+// left on a broker still move what they hold back by themselves.)
+const waitSuffix = ".wait."
 
 // longestSuffix is the longest name a queue's own name is extended by:
-// the delay queue of its dead-letter queue.
-var longestSuffix = len(".dead") + len(delaySuffix) + len("500ms")
+// the wait queue of its dead-letter queue.
+var longestSuffix = len(".dead") + len(waitSuffix) + len("500ms")
 
 // bucketFor returns the shortest bucket at least as long as d, or the longest
 // bucket and false when d exceeds every bucket.
@@ -80,16 +89,16 @@ func bucketFor(d time.Duration) (bucket, bool) {
 	return buckets[len(buckets)-1], false
 }
 
-// delayQueueName returns the name of the delay queue of b for queue.
-func delayQueueName(queue string, b bucket) string {
-	return queue + delaySuffix + b.name
+// waitQueueName returns the name of the wait queue of b for queue.
+func waitQueueName(queue string, b bucket) string {
+	return queue + waitSuffix + b.name
 }
 
-// delayQueueNames returns the names of every delay queue queue may have.
-func delayQueueNames(queue string) []string {
+// waitQueueNames returns the names of every wait queue queue may have.
+func waitQueueNames(queue string) []string {
 	names := make([]string, len(buckets))
 	for i, b := range buckets {
-		names[i] = delayQueueName(queue, b)
+		names[i] = waitQueueName(queue, b)
 	}
 	return names
 }
@@ -128,20 +137,33 @@ func (q *Queue) quorumArgs() amqp.Table {
 // replicas a quorum queue starts with.
 const argInitialGroupSize = "x-quorum-initial-group-size"
 
-// delayTarget returns the declaration of the delay queue of b for queue: a
-// durable quorum queue without consumers whose messages expire after b and
-// are then dead-lettered by the broker into queue through the default
-// exchange. The at-least-once dead-letter strategy keeps an expired message
-// in the delay queue until queue has confirmed it (it requires the
-// reject-publish overflow mode; no length limit is set, so it never rejects).
-func (q *Queue) delayTarget(queue string, b bucket) target {
-	args := q.quorumArgs()
-	args[amqp.QueueMessageTTLArg] = b.d.Milliseconds()
-	args["x-dead-letter-exchange"] = ""
-	args["x-dead-letter-routing-key"] = queue
-	args["x-dead-letter-strategy"] = "at-least-once"
-	args[amqp.QueueOverflowArg] = amqp.QueueOverflowRejectPublish
-	return target{name: delayQueueName(queue, b), args: args}
+// waitTarget returns the declaration of the wait queue of b for queue: a
+// durable quorum queue like every other, with no TTL and no dead-lettering.
+// The consumers of queue move its messages back when they are due (see
+// wait.go): the broker's at-least-once dead-lettering, which did this before,
+// stopped moving messages for good in the cluster test when a node stayed
+// down (RabbitMQ 3.10.8; rabbitmq/rabbitmq-server#16652).
+func (q *Queue) waitTarget(queue string, b bucket) target {
+	return target{name: waitQueueName(queue, b), args: q.quorumArgs()}
+}
+
+// waiting returns pub, to wait delay from now in the wait queue it returns:
+// with its due time and its release from that queue.
+func (q *Queue) waiting(queue string, pub amqp.Publishing, now time.Time, delay time.Duration) (target, amqp.Publishing) {
+	return q.waitingUntil(queue, pub, now, now.Add(delay))
+}
+
+// waitingUntil returns pub, to wait from now until due in the wait queue it
+// returns.
+func (q *Queue) waitingUntil(queue string, pub amqp.Publishing, now, due time.Time) (target, amqp.Publishing) {
+	b, _ := bucketFor(due.Sub(now))
+	release := min(due.UnixMilli(), now.Add(b.d).UnixMilli())
+	h := make(amqp.Table, len(pub.Headers)+2)
+	maps.Copy(h, pub.Headers)
+	h[HeaderDue] = due.UnixMilli()
+	h[HeaderRelease] = release
+	pub.Headers = h
+	return q.waitTarget(queue, b), pub
 }
 
 // checkName reports whether name can be a queue with all its satellites.
@@ -161,7 +183,7 @@ func checkName(name string) error {
 // broker, and so cannot be published by callers and is not shown to them.
 func reserved(key string) bool {
 	switch key {
-	case HeaderAttempt, HeaderDue, "x-delivery-count", "x-death":
+	case HeaderAttempt, HeaderDue, HeaderRelease, "x-delivery-count", "x-death":
 		return true
 	}
 	return strings.HasPrefix(key, "x-first-death-") || strings.HasPrefix(key, "x-last-death-")

@@ -49,7 +49,7 @@ func TestBucketsAscend(t *testing.T) {
 		if buckets[i].d <= buckets[i-1].d {
 			t.Errorf("bucket %q (%v) not longer than %q (%v)", buckets[i].name, buckets[i].d, buckets[i-1].name, buckets[i-1].d)
 		}
-		if len(buckets[i].name) > len(".delay.500ms")-len(delaySuffix) {
+		if len(buckets[i].name) > len("500ms") {
 			t.Errorf("bucket name %q longer than the suffix budget allows", buckets[i].name)
 		}
 	}
@@ -65,7 +65,7 @@ func TestCheckName(t *testing.T) {
 		{"empty", "", false},
 		{"not utf-8", "a\xffb", false},
 		{"longest allowed", strings.Repeat("a", maxNameLen-longestSuffix), true},
-		{"too long for its delay queues", strings.Repeat("a", maxNameLen-longestSuffix+1), false},
+		{"too long for its wait queues", strings.Repeat("a", maxNameLen-longestSuffix+1), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -76,9 +76,9 @@ func TestCheckName(t *testing.T) {
 	}
 	// Every satellite of the longest allowed name fits.
 	long := strings.Repeat("a", maxNameLen-longestSuffix)
-	for _, n := range delayQueueNames(long + ".dead") {
+	for _, n := range waitQueueNames(long + ".dead") {
 		if len(n) > maxNameLen {
-			t.Errorf("delay queue name of %d bytes, want <= %d", len(n), maxNameLen)
+			t.Errorf("wait queue name of %d bytes, want <= %d", len(n), maxNameLen)
 		}
 	}
 }
