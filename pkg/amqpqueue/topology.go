@@ -19,6 +19,11 @@ const (
 	// message must not be handed to a consumer, on retries whose delay
 	// exceeds the longest delay bucket. Internal like HeaderAttempt.
 	HeaderDue = "x-gridcrawl-due"
+	// HeaderResent marks a message published again because the broker may
+	// have taken an earlier copy (see queue.Resendable): one whose confirm
+	// a lost connection kept away or that the broker nacked, and a copy
+	// published by Postpone. Internal like HeaderAttempt.
+	HeaderResent = "x-gridcrawl-resent"
 	// HeaderAttempts, on a dead-lettered message, is the attempt it had
 	// reached when it was dead-lettered.
 	HeaderAttempts = "x-gridcrawl-attempts"
@@ -161,7 +166,7 @@ func checkName(name string) error {
 // broker, and so cannot be published by callers and is not shown to them.
 func reserved(key string) bool {
 	switch key {
-	case HeaderAttempt, HeaderDue, "x-delivery-count", "x-death":
+	case HeaderAttempt, HeaderDue, HeaderResent, "x-delivery-count", "x-death":
 		return true
 	}
 	return strings.HasPrefix(key, "x-first-death-") || strings.HasPrefix(key, "x-last-death-")
