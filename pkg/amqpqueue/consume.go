@@ -246,8 +246,9 @@ type delivery struct {
 }
 
 var (
-	_ queue.Delivery  = (*delivery)(nil)
-	_ queue.Revocable = (*delivery)(nil)
+	_ queue.Delivery   = (*delivery)(nil)
+	_ queue.Revocable  = (*delivery)(nil)
+	_ queue.Resendable = (*delivery)(nil)
 )
 
 func newDelivery(c *consumer, s *session, ad amqp.Delivery) *delivery {
@@ -273,6 +274,14 @@ func (d *delivery) Attempt() int { return d.attempt }
 // delivered before and handed back unsettled.
 func (d *delivery) Redelivered() bool { return d.raw.Redelivered }
 
+// Resent reports a copy of the message that its publisher sent again, not
+// knowing whether the broker had taken the first (queue.Resendable), or
+// that Postpone published.
+func (d *delivery) Resent() bool {
+	_, ok := d.raw.Headers[HeaderResent]
+	return ok
+}
+
 // Lost is closed once the delivery's channel has closed (connection lost,
 // consumer stopped): the broker has handed the message back to the queue.
 func (d *delivery) Lost() <-chan struct{} { return d.s.lost }
@@ -293,17 +302,22 @@ func (d *delivery) Retry(ctx context.Context, delay time.Duration) error {
 }
 
 // Postpone publishes the message to its queue's wait queue with its
-// attempt unchanged, then acks it.
+// attempt unchanged, marked as resent (its work may have begun), then acks
+// it.
 func (d *delivery) Postpone(ctx context.Context, delay time.Duration) error {
 	return d.requeue(ctx, "postpone", d.attempt, delay)
 }
 
 // requeue publishes the message again, to its queue or after delay to a
-// wait queue, with attempt, then acks it.
+// wait queue, with attempt, then acks it. A copy with its attempt
+// unchanged (Postpone) is marked with HeaderResent.
 func (d *delivery) requeue(ctx context.Context, action string, attempt int, delay time.Duration) error {
 	h := amqp.Table{}
 	if attempt > 1 {
 		h[HeaderAttempt] = int64(attempt)
+	}
+	if attempt == d.attempt {
+		h[HeaderResent] = int64(1)
 	}
 	pub := d.publishing(h)
 	t := d.c.q.mainTarget(d.c.queue)
@@ -348,6 +362,9 @@ func (d *delivery) delay(ctx context.Context, due time.Time) error {
 	h := amqp.Table{}
 	if d.attempt > 1 {
 		h[HeaderAttempt] = int64(d.attempt)
+	}
+	if d.Resent() {
+		h[HeaderResent] = int64(1)
 	}
 	t, pub := d.c.q.waitingUntil(d.c.queue, d.publishing(h), time.Now(), due)
 	err := d.settle(ctx, "delay", func(ctx context.Context) error {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -103,7 +104,7 @@ func (q *Queue) publish(ctx context.Context, t target, pubs []amqp.Publishing) e
 					level = slog.LevelInfo
 				}
 				q.log.Log(ctx, level, "amqp publish nacked; publishing the nacked messages again", "queue", t.name, "nacked", len(rest), "attempt", nacks)
-				pubs = rest
+				pubs = markResent(rest)
 				if !sleep(ctx, jitter(min(nackRetryBase<<min(nacks-1, 8), nackRetryMax)), q.done) {
 					return err
 				}
@@ -113,8 +114,10 @@ func (q *Queue) publish(ctx context.Context, t target, pubs []amqp.Publishing) e
 			if errors.Is(err, errRefused) || errors.Is(err, queue.ErrClosed) || ctx.Err() != nil || !connectionLost(p.l, err) {
 				return err
 			}
-			q.log.Info("amqp publish interrupted; publishing unconfirmed messages again", "queue", t.name, "unconfirmed", len(rest), "err", err)
-			pubs = rest
+			// Warn: the broker may hold the first copies, so consumers may
+			// get these twice (marked as resent, see markResent).
+			q.log.Warn("amqp publish interrupted; publishing unconfirmed messages again", "queue", t.name, "unconfirmed", len(rest), "err", err)
+			pubs = markResent(rest)
 		} else if !errors.Is(err, errRetry) {
 			return fmt.Errorf("publish to %q: %w", t.name, err)
 		}
@@ -125,6 +128,23 @@ func (q *Queue) publish(ctx context.Context, t target, pubs []amqp.Publishing) e
 			return fmt.Errorf("publish to %q: %w", t.name, ctx.Err())
 		}
 	}
+}
+
+// markResent returns copies of pubs marked with HeaderResent: the broker
+// may have enqueued them already (a lost confirm; a quorum queue may even
+// enqueue a message it nacked, when the leader that nacked it had
+// replicated it), so a consumer of a copy must not take it for a first
+// delivery (queue.SeenBefore).
+func markResent(pubs []amqp.Publishing) []amqp.Publishing {
+	out := make([]amqp.Publishing, len(pubs))
+	for i, p := range pubs {
+		h := make(amqp.Table, len(p.Headers)+1)
+		maps.Copy(h, p.Headers)
+		h[HeaderResent] = int64(1)
+		p.Headers = h
+		out[i] = p
+	}
+	return out
 }
 
 // errRetry marks a failure to open a channel that a new attempt may fix.

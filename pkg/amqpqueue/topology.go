@@ -25,6 +25,11 @@ const (
 	// than the longest bucket, the end of that bucket, when it goes on to
 	// wait what remains. Internal like HeaderAttempt.
 	HeaderRelease = "x-gridcrawl-release"
+	// HeaderResent marks a message published again because the broker may
+	// have taken an earlier copy (see queue.Resendable): one whose confirm
+	// a lost connection kept away or that the broker nacked, and a copy
+	// published by Postpone. Internal like HeaderAttempt.
+	HeaderResent = "x-gridcrawl-resent"
 	// HeaderAttempts, on a dead-lettered message, is the attempt it had
 	// reached when it was dead-lettered.
 	HeaderAttempts = "x-gridcrawl-attempts"
@@ -183,7 +188,7 @@ func checkName(name string) error {
 // broker, and so cannot be published by callers and is not shown to them.
 func reserved(key string) bool {
 	switch key {
-	case HeaderAttempt, HeaderDue, HeaderRelease, "x-delivery-count", "x-death":
+	case HeaderAttempt, HeaderDue, HeaderRelease, HeaderResent, "x-delivery-count", "x-death":
 		return true
 	}
 	return strings.HasPrefix(key, "x-first-death-") || strings.HasPrefix(key, "x-last-death-")

@@ -307,6 +307,11 @@ func (m *mover) move(ctx context.Context, aux *Queue, batch []amqp.Delivery) err
 		if n, ok := intHeader(d.Headers, HeaderAttempt); ok && n > 1 {
 			h[HeaderAttempt] = n
 		}
+		// A message got again from its wait queue may have been moved
+		// already by a mover whose ack was lost: its copy is resent.
+		if _, ok := d.Headers[HeaderResent]; ok || d.Redelivered {
+			h[HeaderResent] = int64(1)
+		}
 		pub := republishing(d, userTable(d.Headers), h)
 		due, ok := intHeader(d.Headers, HeaderDue)
 		if !ok || !now.Before(time.UnixMilli(due)) {

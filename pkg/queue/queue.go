@@ -97,6 +97,29 @@ func Lost(d Delivery) bool {
 	}
 }
 
+// Resendable is implemented by deliveries of queues whose publishers send a
+// message again when they cannot tell whether the broker took it: a
+// connection lost before its confirm, a nack (a quorum queue may nack a
+// message its new leader enqueues nonetheless). Such a copy may follow one
+// that was delivered and worked on already, yet arrives as a first
+// delivery; Resent reports it, and a copy made by Postpone, whose original
+// was worked on too.
+type Resendable interface {
+	Resent() bool
+}
+
+// SeenBefore reports whether the message of d may have been delivered, and
+// worked on, before: redelivered, retried, or a copy sent again (see
+// Resendable). A consumer that trusts what a message says of the state of
+// its work (a snapshot of a record) does so only when this is false.
+func SeenBefore(d Delivery) bool {
+	if d.Redelivered() || d.Attempt() > 1 {
+		return true
+	}
+	r, ok := d.(Resendable)
+	return ok && r.Resent()
+}
+
 // ConsumeOptions configure one consumer.
 type ConsumeOptions struct {
 	// Prefetch bounds the unsettled deliveries held by the consumer; 0 means 1.

@@ -21,6 +21,39 @@ type Proxy struct {
 	conns    map[net.Conn]struct{}
 	accepted int
 	wg       sync.WaitGroup
+	// held, while not nil, stops the backend's bytes short of the clients
+	// (HoldReplies) until it is closed.
+	held chan struct{}
+}
+
+// HoldReplies stops passing the backend's bytes on to the clients (they
+// wait in the proxy) until ReleaseReplies or Close: what a client sends
+// still arrives, and its answers do not, as when a node dies after taking
+// a message and before its confirm went out.
+func (p *Proxy) HoldReplies() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.held == nil {
+		p.held = make(chan struct{})
+	}
+}
+
+// ReleaseReplies passes on the backend's bytes held since HoldReplies.
+func (p *Proxy) ReleaseReplies() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.held != nil {
+		close(p.held)
+		p.held = nil
+	}
+}
+
+// hold returns the channel to wait on before passing backend bytes on, nil
+// when they pass.
+func (p *Proxy) hold() chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.held
 }
 
 // StartProxy starts a proxy on 127.0.0.1 in front of target (host:port on
@@ -83,6 +116,10 @@ func (p *Proxy) Close() {
 	}
 	for c := range p.conns {
 		_ = c.Close()
+	}
+	if p.held != nil { // what was held is lost with its connections
+		close(p.held)
+		p.held = nil
 	}
 	p.mu.Unlock()
 	p.wg.Wait()
@@ -149,7 +186,7 @@ func (p *Proxy) pipe(c net.Conn) {
 		return
 	}
 	done := make(chan struct{}, 2)
-	copyTo := func(dst, src net.Conn) {
+	copyTo := func(dst net.Conn, src io.Reader) {
 		_, err := io.Copy(dst, src)
 		if err == nil || errors.Is(err, net.ErrClosed) {
 			// Half-close: the other direction may still carry an answer.
@@ -160,10 +197,26 @@ func (p *Proxy) pipe(c net.Conn) {
 		done <- struct{}{}
 	}
 	go copyTo(up, c)
-	go copyTo(c, up)
+	go copyTo(c, &heldReader{p: p, r: up})
 	<-done
 	<-done
 	p.untrack(c, up)
+}
+
+// heldReader reads the backend side of a connection, waiting while the
+// proxy holds replies (Close releases them, and the write to the closed
+// client fails).
+type heldReader struct {
+	p *Proxy
+	r io.Reader
+}
+
+func (h *heldReader) Read(b []byte) (int, error) {
+	n, err := h.r.Read(b)
+	if held := h.p.hold(); held != nil && n > 0 {
+		<-held
+	}
+	return n, err
 }
 
 // DeadAddr returns a loopback address where nothing listens: a connection

@@ -198,9 +198,10 @@ func (c *Crawler) handle(ctx context.Context, d queue.Delivery, k *contracts.Cra
 	if err != nil {
 		return consume.DeadLetter("invalid profile in crawler contract: " + err.Error())
 	}
-	if d.Redelivered() || d.Attempt() > 1 {
-		// Delivered before: its pages may have been parsed since their
-		// snapshots were taken, so their records are read.
+	if queue.SeenBefore(d) {
+		// Delivered before (or a copy sent again): its pages may have
+		// been parsed since their snapshots were taken, so their records
+		// are read.
 		for i := range k.Pages {
 			k.Pages[i].Snapshot = nil
 		}

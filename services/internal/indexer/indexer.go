@@ -91,8 +91,9 @@ func (x *Indexer) indexBatch(ctx context.Context, batch []consume.Message[contra
 		}
 		// The crawler's snapshots of the pages spare the transition to
 		// indexed a read (txindex.Revisions); a contract delivered before
-		// may carry stale ones, which cost a read all the same.
-		if !m.Delivery.Redelivered() && m.Delivery.Attempt() == 1 {
+		// (or a copy sent again) may carry stale ones, which cost a read all
+		// the same.
+		if !queue.SeenBefore(m.Delivery) {
 			for i := range k.Snapshots {
 				// A snapshot of a page the contract has no document of is
 				// learned all the same: a guess like any other.
@@ -137,7 +138,7 @@ func (x *Indexer) notDone(ctx context.Context, batch []consume.Message[contracts
 	again := map[string]bool{}
 	var keys []string
 	for _, m := range batch {
-		if !m.Delivery.Redelivered() && m.Delivery.Attempt() == 1 {
+		if !queue.SeenBefore(m.Delivery) {
 			continue
 		}
 		for _, doc := range m.Contract.Docs {

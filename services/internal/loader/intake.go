@@ -115,7 +115,11 @@ func (l *Loader) tasks(c *contracts.LoaderContract, p *contracts.Profile, dl *de
 			url: u.URL, host: host, depth: u.Depth, hops: u.Hops}
 		// A contract delivered before may have been worked on: its
 		// snapshots may be of records fetched since, so they are read.
-		if !dl.d.Redelivered() && dl.d.Attempt() == 1 {
+		// So are those of a copy its publisher sent again (a confirm lost
+		// when a broker node died): the first copy may have been fetched
+		// by another loader, whose record this loader's store does not
+		// know (the cluster test's double fetch at a RabbitMQ node kill).
+		if !queue.SeenBefore(dl.d) {
 			if r, ok := txindex.Learn(l.deps.Tx, txindex.Key(c.CrawlID, u.URL), u.Snapshot); ok {
 				t.known = &r
 			}

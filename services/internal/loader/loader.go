@@ -429,6 +429,7 @@ func New(cfg Config, deps Deps) (*Loader, error) {
 		keepResponses: deps.Handoff != nil,
 		flushInterval: cfg.FlushInterval,
 		lease:         cfg.RecoveryLease,
+		shards:        l.shards,
 	})
 	robotsClient := &http.Client{
 		Transport: &countingTransport{base: transport, kind: metrics.KindRobots, met: met},

@@ -9,10 +9,12 @@ import (
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/queue"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/pkg/warc"
 	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
 	"github.com/gridcrawl/gridcrawl/services/internal/outage"
+	"github.com/gridcrawl/gridcrawl/services/internal/routing"
 )
 
 // Recorder: the outcomes that need a durable record (fetched, failed,
@@ -75,6 +77,8 @@ type recorderDeps struct {
 	// dedup deduplicates responses across crawls (nil: never).
 	dedup   *dedup
 	metrics *metrics.Loader
+	// shards is the number of loader queue shards, for the logs.
+	shards int
 	// lease is the recovery lease (Config.RecoveryLease): a batch kept
 	// while a backend is down renews its records' lease every half of it,
 	// so that the recovery sweep does not take the URLs this loader holds
@@ -458,8 +462,29 @@ func (r *recorder) transition(ctx context.Context, pending []*result, rs *record
 	if applied == nil {
 		applied = []bool{}
 	}
+	r.warnFetchedTwice(moved, applied)
 	rs.applied, rs.moved = applied, moved
 	return nil
+}
+
+// warnFetchedTwice logs the fetched pages whose record had left
+// to-be-loaded before their transition: another fetch (or a cancellation)
+// moved it meanwhile, so the page was most likely fetched twice. It says how
+// the contract came, which tells the duplicate's path.
+func (r *recorder) warnFetchedTwice(moved []*result, applied []bool) {
+	for i, res := range moved {
+		if i >= len(applied) || applied[i] || res.page.StatusCode == 0 || res.t.dl == nil {
+			continue
+		}
+		t := res.t
+		resent := false
+		if rd, ok := t.dl.d.(queue.Resendable); ok {
+			resent = rd.Resent()
+		}
+		r.log.Warn("fetched a url whose record another fetch or a cancellation had moved", "crawl_id", t.crawlID, "url", t.url,
+			"queue", routing.ShardQueue(t.shard, max(r.shards, 1)), "redelivered", t.dl.d.Redelivered(), "attempt", t.dl.d.Attempt(),
+			"resent", resent, "snapshot", t.known != nil)
+	}
 }
 
 // appliedBefore marks as applied the transitions that an earlier, failed

@@ -93,6 +93,13 @@ type meteredDelivery struct {
 	qc *metrics.QueueCounters
 }
 
+// Resent hands on the queue's mark of a copy sent again (queue.Resendable),
+// which queue.SeenBefore would not see through the wrapper.
+func (d *meteredDelivery) Resent() bool {
+	r, ok := d.Delivery.(queue.Resendable)
+	return ok && r.Resent()
+}
+
 func (d *meteredDelivery) Ack(ctx context.Context) error {
 	start := time.Now()
 	err := d.Delivery.Ack(ctx)
