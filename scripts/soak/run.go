@@ -338,7 +338,7 @@ func run(ctx context.Context, c config) (err error) {
 	// Counters of the services, added up over their incarnations: read
 	// just before each kill (what the killed process did since then is not
 	// counted) and at the end.
-	totals := map[string]float64{}
+	totals, capTotals := map[string]float64{}, map[string]float64{}
 	addCounters := func(s *service) {
 		m, err := counters(s.metrics)
 		if err != nil {
@@ -347,6 +347,17 @@ func run(ctx context.Context, c config) (err error) {
 		}
 		for k, v := range m {
 			totals[k] += v
+		}
+		if !c.capacity {
+			return
+		}
+		m, err = capacitySeries(s.metrics)
+		if err != nil {
+			rec.event("counters of %s: %v", s.name, err)
+			return
+		}
+		for k, v := range m {
+			capTotals[k] += v
 		}
 	}
 	var nodeKills []*nodeKill
@@ -619,6 +630,18 @@ func run(ctx context.Context, c config) (err error) {
 	var fails []string
 	if int64(lost+twiceFetched-refetched+multi+extra+unfinished)+stores-lowered-replayed > 0 {
 		fails = append(fails, "lost, unfinished or duplicated work (the crawls' table above)")
+	}
+	if c.capacity {
+		switch esURL, err := liveES(); {
+		case err != nil:
+			fmt.Fprintf(w, "capacity: %v\n", err)
+		case len(results) != 1:
+			fmt.Fprintf(w, "capacity: %d crawls, want one (-recrawl=false)\n", len(results))
+		default:
+			if err := capacityReport(w, esURL, prefix, bucket, results[0].requests.Pages, capTotals); err != nil {
+				fmt.Fprintf(w, "capacity: %v\n", err)
+			}
+		}
 	}
 	fails = append(fails, runChecks(w, c, results, crashes, nodeKills, rateSeries, totals, dead, queues, deadErr, arch, archErr, prefix)...)
 	if len(fails) > 0 {
