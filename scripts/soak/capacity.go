@@ -217,10 +217,12 @@ func objectKinds(ctx context.Context, bucket string) (map[string][2]int64, error
 // crawl, no kills): Elasticsearch bytes and operations per page, before
 // and after a force merge, MinIO bytes per page, broker messages per page,
 // backend operations per page by the services' own counts, and the
-// transaction records per page fetched. pages is the web server's count of
-// pages fetched (distinct URLs, robots.txt not counted); series are the
-// services' counters of capacityFamilies added up.
-func capacityReport(w io.Writer, esURL, prefix, bucket string, pages int, series map[string]float64) error {
+// transaction records per page fetched, and the broker bytes of the
+// frontier. pages is the web server's count of pages fetched (distinct URLs,
+// robots.txt not counted); series are the services' counters of
+// capacityFamilies added up; frontier is the largest sample of the frontier
+// taken during the crawl.
+func capacityReport(w io.Writer, esURL, prefix, bucket string, pages int, series map[string]float64, frontier frontierSample) error {
 	if pages <= 0 {
 		return fmt.Errorf("capacity: no pages fetched")
 	}
@@ -297,6 +299,15 @@ func capacityReport(w io.Writer, esURL, prefix, bucket string, pages int, series
 		fmt.Fprintf(w, "transaction records: %d, %.3f per page fetched (by status: %s)\n", tx.count, float64(tx.count)/p, strings.Join(parts, ", "))
 	}
 
+	if frontier.urls > 0 {
+		bytes := "message_bytes not given by the broker (quorum queues on RabbitMQ 3.10)"
+		if frontier.bytes > 0 {
+			bytes = fmt.Sprintf("%d B, %.0f B per waiting URL", frontier.bytes, float64(frontier.bytes)/float64(frontier.urls))
+		}
+		fmt.Fprintf(w, "frontier at its largest sample: %d URLs to-be-loaded in %d loader contracts (loader_pending shards and their delay queues, ready and unacked), %.1f URLs a contract; %s\n",
+			frontier.urls, frontier.messages, float64(frontier.urls)/float64(max(frontier.messages, 1)), bytes)
+	}
+
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	kinds, err := objectKinds(ctx, bucket)
@@ -326,4 +337,61 @@ func capacityReport(w io.Writer, esURL, prefix, bucket string, pages int, series
 		fmt.Fprintf(w, "  %-100s %12.0f %9.3f\n", k, series[k], series[k]/p)
 	}
 	return nil
+}
+
+// frontierSample is the frontier at one moment: the URLs waiting to be
+// fetched (transaction records to-be-loaded) and the loader contracts
+// holding them in the broker (every loader_pending shard with its delay
+// queues, where parked URLs wait; ready and unacked messages alike).
+type frontierSample struct {
+	urls, messages, bytes int64
+}
+
+// sampleFrontier reads the frontier of the run: the records to-be-loaded
+// in txIndex and the messages and body bytes of the loader queues of vhost.
+func sampleFrontier(ctl []string, vhost, esURL, txIndex string) (frontierSample, error) {
+	var s frontierSample
+	body := `{"query":{"term":{"status":"to-be-loaded"}}}`
+	resp, err := esClient.Post(esURL+"/"+txIndex+"/_count", "application/json", strings.NewReader(body))
+	if err != nil {
+		return s, err
+	}
+	var c struct{ Count int64 }
+	err = json.NewDecoder(resp.Body).Decode(&c)
+	resp.Body.Close()
+	if err != nil {
+		return s, fmt.Errorf("count to-be-loaded: %w", err)
+	}
+	s.urls = c.Count
+	out, err := rabbitmqctl(ctl, "list_queues", "-p", vhost, "--no-table-headers", "name", "messages", "message_bytes")
+	if err != nil {
+		return s, err
+	}
+	s.messages, s.bytes = loaderQueueBytes(out)
+	return s, nil
+}
+
+// loaderQueueBytes adds up the messages and bytes of the loader queues
+// (loader_pending, its shards and their delay queues, not the dead-letter
+// queues) in the output of rabbitmqctl list_queues name messages
+// message_bytes.
+func loaderQueueBytes(out string) (messages, bytes int64) {
+	for _, l := range strings.Split(out, "\n") {
+		// RabbitMQ 3.10 leaves message_bytes empty for quorum queues.
+		f := strings.Fields(l)
+		if len(f) < 2 || len(f) > 3 || !strings.HasPrefix(f[0], "loader_pending") || strings.HasSuffix(f[0], ".dead") {
+			continue
+		}
+		m, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil {
+			continue
+		}
+		messages += m
+		if len(f) == 3 {
+			if b, err := strconv.ParseInt(f[2], 10, 64); err == nil {
+				bytes += b
+			}
+		}
+	}
+	return messages, bytes
 }

@@ -40,3 +40,19 @@ go_goroutines 42
 		}
 	}
 }
+
+func TestLoaderQueueBytes(t *testing.T) {
+	out := `loader_pending.00	3	1200
+loader_pending.00.delay.1s	2	800
+loader_pending.00.dead	5	9999
+loader_pending.15	0	0
+crawler_pending	7	70000
+index_pending	1	500
+loader_pending.03	x	1
+loader_pending.04	4
+`
+	m, b := loaderQueueBytes(out)
+	if m != 9 || b != 2000 {
+		t.Errorf("loaderQueueBytes = %d messages, %d bytes; want 9, 2000 (shards and delay queues, no dead-letter or other queues; a queue without message_bytes counts its messages)", m, b)
+	}
+}

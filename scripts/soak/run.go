@@ -301,6 +301,43 @@ func run(ctx context.Context, c config) (err error) {
 	if err != nil {
 		return err
 	}
+	// -capacity: the frontier is sampled while the crawl runs, and its
+	// largest sample (most URLs waiting) reported.
+	var frontier struct {
+		sync.Mutex
+		best frontierSample
+	}
+	stopFrontierSampling := func() {}
+	if c.capacity {
+		stopFrontier, frontierDone := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(frontierDone)
+			for {
+				select {
+				case <-stopFrontier:
+					return
+				case <-time.After(5 * time.Second):
+				}
+				esURL, err := liveES()
+				if err != nil {
+					continue
+				}
+				s, err := sampleFrontier(c.rabbitmqctl, prefix, esURL, prefix+"-transactions")
+				if err != nil {
+					rec.event("capacity: frontier sample: %v", err)
+					continue
+				}
+				frontier.Lock()
+				if s.urls > frontier.best.urls {
+					frontier.best = s
+				}
+				frontier.Unlock()
+			}
+		}()
+		var once sync.Once
+		stopFrontierSampling = func() { once.Do(func() { close(stopFrontier); <-frontierDone }) }
+		defer stopFrontierSampling()
+	}
 	var results []epochResult
 	var kills []outage
 	var oracles []crawlOracle
@@ -531,7 +568,8 @@ func run(ctx context.Context, c config) (err error) {
 		}
 	}
 	wall := time.Since(rec.t0)
-	starts.Wait() // a start still running (the crawl timed out) returns
+	stopFrontierSampling() // its counts must not add to the capacity report's queries
+	starts.Wait()          // a start still running (the crawl timed out) returns
 	for _, s := range cl.services {
 		for _, msg := range s.newCrashes() {
 			crashes = append(crashes, msg)
@@ -638,7 +676,10 @@ func run(ctx context.Context, c config) (err error) {
 		case len(results) != 1:
 			fmt.Fprintf(w, "capacity: %d crawls, want one (-recrawl=false)\n", len(results))
 		default:
-			if err := capacityReport(w, esURL, prefix, bucket, results[0].requests.Pages, capTotals); err != nil {
+			frontier.Lock()
+			best := frontier.best
+			frontier.Unlock()
+			if err := capacityReport(w, esURL, prefix, bucket, results[0].requests.Pages, capTotals, best); err != nil {
 				fmt.Fprintf(w, "capacity: %v\n", err)
 			}
 		}
