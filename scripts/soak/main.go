@@ -28,6 +28,12 @@
 // WARC segment in the bucket passes warcio check and that every line of the
 // crawl's CDXJ reads back from MinIO as the record it names.
 //
+// With -capacity (scripts/capacity.sh) a run without kills ends with what one
+// page cost: Elasticsearch bytes per document of each index, before and after
+// a force merge, documents written, gets and queries per page, transaction
+// records per page, WARC and CDXJ bytes per page in MinIO, and the services'
+// broker publishes and backend operations per page (docs/scaling.md).
+//
 // Each run has its own RabbitMQ virtual host, Elasticsearch index prefix and
 // MinIO bucket, all deleted at the end (-keep keeps them), so a run's disk
 // use is bounded by one crawl's indices and WARC objects.
@@ -77,6 +83,7 @@ type config struct {
 	rabbitmqctl  []string  // command (and leading arguments) running rabbitmqctl against the broker
 	archiveCheck bool      // warcio check of every segment, every CDXJ line read back
 	warcio       string    // the warcio executable
+	capacity     bool      // print the per-page sizes and counts (scripts/capacity.sh)
 }
 
 func main() {
@@ -111,6 +118,7 @@ func main() {
 	ctl := flag.String("rabbitmqctl", "scripts/services/rabbitmq.sh ctl rabbitmqctl", "command (split on spaces) that runs rabbitmqctl against the broker of GRIDCRAWL_AMQP_URL, for the run's virtual host and the dead-letter check; \"-n NODE1,NODE2,...\" in it tries each node in turn (a cluster with a node down)")
 	flag.BoolVar(&c.archiveCheck, "archive-check", true, "at the end, run warcio check on every WARC segment in the bucket and read back the record of every CDXJ line from MinIO")
 	flag.StringVar(&c.warcio, "warcio", "", "the warcio executable for -archive-check (default: $GRIDCRAWL_PYWB_VENV/bin/warcio, the venv of scripts/services/pywb.sh)")
+	flag.BoolVar(&c.capacity, "capacity", false, "at the end, print per page fetched: Elasticsearch bytes per document of each index (after a refresh, before and after a force merge to one segment), writes, queries and gets per page, transaction records per page, MinIO bytes per page (WARC, CDXJ), and the services' broker publishes and backend operations per page (scripts/capacity.sh); meant for a run without kills")
 	clean := flag.String("clean", "", "delete what a -keep run left (its name, gridsoak-XXXXXXXX: virtual host, indices, bucket) and exit")
 	reportDir := flag.String("report", "", "print the per-service summary of the samples.tsv in this directory (of an earlier run) and exit")
 	flag.Parse()

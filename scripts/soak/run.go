@@ -301,6 +301,43 @@ func run(ctx context.Context, c config) (err error) {
 	if err != nil {
 		return err
 	}
+	// -capacity: the frontier is sampled while the crawl runs, and its
+	// largest sample (most URLs waiting) reported.
+	var frontier struct {
+		sync.Mutex
+		best frontierSample
+	}
+	stopFrontierSampling := func() {}
+	if c.capacity {
+		stopFrontier, frontierDone := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(frontierDone)
+			for {
+				select {
+				case <-stopFrontier:
+					return
+				case <-time.After(5 * time.Second):
+				}
+				esURL, err := liveES()
+				if err != nil {
+					continue
+				}
+				s, err := sampleFrontier(c.rabbitmqctl, prefix, esURL, prefix+"-transactions")
+				if err != nil {
+					rec.event("capacity: frontier sample: %v", err)
+					continue
+				}
+				frontier.Lock()
+				if s.urls > frontier.best.urls {
+					frontier.best = s
+				}
+				frontier.Unlock()
+			}
+		}()
+		var once sync.Once
+		stopFrontierSampling = func() { once.Do(func() { close(stopFrontier); <-frontierDone }) }
+		defer stopFrontierSampling()
+	}
 	var results []epochResult
 	var kills []outage
 	var oracles []crawlOracle
@@ -338,7 +375,7 @@ func run(ctx context.Context, c config) (err error) {
 	// Counters of the services, added up over their incarnations: read
 	// just before each kill (what the killed process did since then is not
 	// counted) and at the end.
-	totals := map[string]float64{}
+	totals, capTotals := map[string]float64{}, map[string]float64{}
 	addCounters := func(s *service) {
 		m, err := counters(s.metrics)
 		if err != nil {
@@ -347,6 +384,17 @@ func run(ctx context.Context, c config) (err error) {
 		}
 		for k, v := range m {
 			totals[k] += v
+		}
+		if !c.capacity {
+			return
+		}
+		m, err = capacitySeries(s.metrics)
+		if err != nil {
+			rec.event("counters of %s: %v", s.name, err)
+			return
+		}
+		for k, v := range m {
+			capTotals[k] += v
 		}
 	}
 	var nodeKills []*nodeKill
@@ -520,7 +568,8 @@ func run(ctx context.Context, c config) (err error) {
 		}
 	}
 	wall := time.Since(rec.t0)
-	starts.Wait() // a start still running (the crawl timed out) returns
+	stopFrontierSampling() // its counts must not add to the capacity report's queries
+	starts.Wait()          // a start still running (the crawl timed out) returns
 	for _, s := range cl.services {
 		for _, msg := range s.newCrashes() {
 			crashes = append(crashes, msg)
@@ -619,6 +668,21 @@ func run(ctx context.Context, c config) (err error) {
 	var fails []string
 	if int64(lost+twiceFetched-refetched+multi+extra+unfinished)+stores-lowered-replayed > 0 {
 		fails = append(fails, "lost, unfinished or duplicated work (the crawls' table above)")
+	}
+	if c.capacity {
+		switch esURL, err := liveES(); {
+		case err != nil:
+			fmt.Fprintf(w, "capacity: %v\n", err)
+		case len(results) != 1:
+			fmt.Fprintf(w, "capacity: %d crawls, want one (-recrawl=false)\n", len(results))
+		default:
+			frontier.Lock()
+			best := frontier.best
+			frontier.Unlock()
+			if err := capacityReport(w, esURL, prefix, bucket, results[0].requests.Pages, capTotals, best); err != nil {
+				fmt.Fprintf(w, "capacity: %v\n", err)
+			}
+		}
 	}
 	fails = append(fails, runChecks(w, c, results, crashes, nodeKills, rateSeries, totals, dead, queues, deadErr, arch, archErr, prefix)...)
 	if len(fails) > 0 {
