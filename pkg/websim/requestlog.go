@@ -12,9 +12,9 @@ import (
 // GapTolerance is how much shorter than the politeness delay a gap between
 // two requests to one host may be before Stats counts it as too short. The
 // server sees a gap at least as long as the crawler does (it stamps a
-// request's start after the crawler sent it and its end before the crawler
-// read the last byte), so the tolerance only absorbs timers that fire a
-// little early and clock reads.
+// request's start after the crawler sent it and its end before its last
+// write, so before the crawler read the last byte), so the tolerance only
+// absorbs timers that fire a little early and clock reads.
 const GapTolerance = time.Millisecond
 
 // requestLog is the opt-in log of a simulated web's requests.
@@ -26,7 +26,7 @@ type requestLog struct {
 // record appends the request r, handled from start until now and answered
 // through sw, to the log; port is the listener's port, for the URL.
 func (l *requestLog) record(r *http.Request, port int, start time.Time, sw *statusWriter) {
-	end := time.Now()
+	end := sw.end()
 	host := requestHost(r)
 	u := &url.URL{Scheme: "http", Host: host + ":" + strconv.Itoa(port), Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery}
 	req := Request{

@@ -1,6 +1,8 @@
 package websim
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -141,5 +143,29 @@ func TestWebDefaultKeepsNoLog(t *testing.T) {
 	webGet(t, cl, "http://h0000.sim.test:"+strconv.Itoa(w.Port())+"/")
 	if n := len(w.RequestLog()); n != 0 {
 		t.Errorf("RequestLog() has %d requests without RecordRequests, want 0", n)
+	}
+}
+
+// TestLoggedEndBeforeLastWrite checks that a request's logged end is taken
+// before its last write, not when the handler returns: a server goroutine
+// that waits for a core after writing (a loaded machine) must not make the
+// logged gap to the next request shorter than the crawler's.
+func TestLoggedEndBeforeLastWrite(t *testing.T) {
+	rec := httptest.NewRecorder()
+	sw := &statusWriter{ResponseWriter: rec}
+	if _, err := sw.Write([]byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	beforeLast := time.Now()
+	if _, err := sw.Write([]byte("last")); err != nil {
+		t.Fatal(err)
+	}
+	afterLast := time.Now()
+	time.Sleep(20 * time.Millisecond) // the goroutine waits for a core
+	if end := sw.end(); end.Before(beforeLast) || end.After(afterLast) {
+		t.Errorf("end() = %v, want between %v and %v (when the last write began)", end, beforeLast, afterLast)
+	}
+	if sw.status != http.StatusOK {
+		t.Errorf("status = %d, want 200", sw.status)
 	}
 }

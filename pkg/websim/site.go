@@ -121,10 +121,26 @@ func (s *Site) Requests() []Request {
 	return slices.Clone(s.reqs)
 }
 
-// statusWriter records the status code a handler wrote.
+// statusWriter records the status code a handler wrote, and when it began
+// its last write.
 type statusWriter struct {
 	http.ResponseWriter
-	status int
+	status    int
+	lastWrite time.Time
+}
+
+// end returns the end of the request as the log records it: the moment its
+// last write began, or now when the handler wrote no body. A large write
+// goes to the connection at once, and the server goroutine may then wait
+// for a core before it reads the clock again (tens of milliseconds on a
+// loaded machine), while the client has the whole response already: taking
+// the time before the write keeps the logged end before the client read
+// the last byte.
+func (w *statusWriter) end() time.Time {
+	if !w.lastWrite.IsZero() {
+		return w.lastWrite
+	}
+	return time.Now()
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -138,6 +154,7 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
+	w.lastWrite = time.Now()
 	return w.ResponseWriter.Write(b)
 }
 
@@ -150,7 +167,7 @@ func (s *Site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	u := &url.URL{Scheme: "http", Host: host + ":" + strconv.Itoa(s.srv.port), Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery}
 	req := Request{
 		Host: host, Path: r.URL.RequestURI(), URL: normalize(u), Method: r.Method,
-		UserAgent: r.UserAgent(), Start: start, End: time.Now(), Status: sw.status,
+		UserAgent: r.UserAgent(), Start: start, End: sw.end(), Status: sw.status,
 	}
 	s.mu.Lock()
 	s.reqs = append(s.reqs, req)

@@ -145,7 +145,7 @@ func (s *SitemapSite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sw := &statusWriter{ResponseWriter: w}
 	s.serve(sw, r)
 	req := Request{Host: requestHost(r), Path: r.URL.RequestURI(), Method: r.Method, UserAgent: r.UserAgent(),
-		Start: start, End: time.Now(), Status: sw.status}
+		Start: start, End: sw.end(), Status: sw.status}
 	req.URL = s.URL(req.Host, req.Path)
 	s.mu.Lock()
 	s.reqs = append(s.reqs, req)
