@@ -76,6 +76,9 @@ func startGrid(t testing.TB, cfg Config) (*Grid, string) {
 	return g, "http://" + ln.Addr().String()
 }
 
+// apiTimeout bounds one request of apiDo, the answer included.
+const apiTimeout = 2 * time.Minute
+
 func apiDo(t testing.TB, method, u string, body any, out any) int {
 	t.Helper()
 	var rd io.Reader
@@ -86,13 +89,18 @@ func apiDo(t testing.TB, method, u string, body any, out any) int {
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(t.Context(), method, u, rd)
+	// A request that gets no answer fails the test instead of holding the
+	// package until its timeout (seen once in make test: a poll of a
+	// running grid's API never answered, cause unknown).
+	ctx, cancel := context.WithTimeout(t.Context(), apiTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s %s: %v", method, u, err)
 	}
 	defer resp.Body.Close()
 	if out != nil {

@@ -61,13 +61,15 @@ func ownVhost(t *testing.T, env []string) ([]string, string) {
 }
 
 // unackedLoaderContracts returns the messages of vhost's loader queues
-// delivered to a consumer and not yet settled.
+// delivered to a consumer and not yet settled. Wait queues are left out:
+// their movers hold the message at a wait queue's head until its release,
+// by design (pkg/amqpqueue, wait.go), and deliver it to no loader.
 func unackedLoaderContracts(t *testing.T, vhost string) int {
 	t.Helper()
 	n := 0
 	for _, line := range strings.Split(rabbitmqctl(t, "list_queues", "-p", vhost, "--no-table-headers", "name", "messages_unacknowledged"), "\n") {
 		f := strings.Fields(line)
-		if len(f) != 2 || !strings.HasPrefix(f[0], contracts.QueueLoader) {
+		if len(f) != 2 || !strings.HasPrefix(f[0], contracts.QueueLoader) || strings.Contains(f[0], ".wait.") {
 			continue
 		}
 		v, err := strconv.Atoi(f[1])
