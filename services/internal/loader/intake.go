@@ -102,6 +102,7 @@ func (l *Loader) accept(ctx context.Context, shard int, d queue.Delivery, c *con
 // tasks makes one task per URL of c, grouped and priced.
 func (l *Loader) tasks(c *contracts.LoaderContract, p *contracts.Profile, dl *delivery, shard int) []*task {
 	ts := make([]*task, 0, len(c.URLs))
+	now := time.Now()
 	for _, u := range c.URLs {
 		host := u.URL
 		if pu, err := url.Parse(u.URL); err == nil {
@@ -123,6 +124,11 @@ func (l *Loader) tasks(c *contracts.LoaderContract, p *contracts.Profile, dl *de
 			if r, ok := txindex.Learn(l.deps.Tx, txindex.Key(c.CrawlID, u.URL), u.Snapshot); ok {
 				t.known = &r
 			}
+		}
+		// A contract the broker took back from another consumer may still
+		// be worked on there: its records are read after the grace.
+		if dl.d.Redelivered() && l.cfg.RedeliveryGrace > 0 {
+			t.notBefore = now.Add(l.cfg.RedeliveryGrace)
 		}
 		ts = append(ts, t)
 	}

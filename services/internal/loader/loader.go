@@ -110,7 +110,18 @@ type Config struct {
 	// a hostile web near 1.5 times an ordinary web's; raise it for webs of
 	// many large bodies (archives, PDFs) when memory allows.
 	BodyBudget    int64         `env:"GRIDCRAWL_LOADER_BODY_BUDGET" envDefault:"8388608"`
-	FetchTimeout  time.Duration `env:"GRIDCRAWL_FETCH_TIMEOUT" envDefault:"30s"`
+	// RedeliveryGrace delays the URLs of a contract the broker delivered
+	// again (its consumer's channel closed: a loader stopped, or its broker
+	// node died) by this much before the loader reads their records and
+	// fetches them. The loader that had the contract may still be fetching
+	// and recording it (its fetches run on after the broker took the
+	// contract back, and its records can lag under load: over 10 s in the
+	// cluster test's RabbitMQ node kill, where both loaders lost their
+	// contracts and each took over shards of the other); a loader that
+	// reads a record before that one lands fetches the page a second time.
+	// 0 reads at once.
+	RedeliveryGrace time.Duration `env:"GRIDCRAWL_LOADER_REDELIVERY_GRACE" envDefault:"30s"`
+	FetchTimeout    time.Duration `env:"GRIDCRAWL_FETCH_TIMEOUT" envDefault:"30s"`
 	FetchAttempts int           `env:"GRIDCRAWL_FETCH_ATTEMPTS" envDefault:"3"`
 	RetryDelay    time.Duration `env:"GRIDCRAWL_FETCH_RETRY_DELAY" envDefault:"10s"`
 	CrawlDelayCap time.Duration `env:"GRIDCRAWL_CRAWL_DELAY_CAP" envDefault:"30s"`
@@ -202,6 +213,8 @@ func (c *Config) Validate() error {
 		return errors.New("GRIDCRAWL_MAX_BODY_BYTES must be at least 1024")
 	case c.BodyBudget < 1<<20:
 		return errors.New("GRIDCRAWL_LOADER_BODY_BUDGET must be at least 1048576")
+	case c.RedeliveryGrace < 0:
+		return errors.New("GRIDCRAWL_LOADER_REDELIVERY_GRACE must not be negative")
 	case c.FetchTimeout <= 0:
 		return errors.New("GRIDCRAWL_FETCH_TIMEOUT must be positive")
 	case c.FetchAttempts < 1:
