@@ -109,7 +109,7 @@ type Config struct {
 	// 1.25 MiB take an eighth of it at most), keeps a loader's peak memory on
 	// a hostile web near 1.5 times an ordinary web's; raise it for webs of
 	// many large bodies (archives, PDFs) when memory allows.
-	BodyBudget    int64         `env:"GRIDCRAWL_LOADER_BODY_BUDGET" envDefault:"8388608"`
+	BodyBudget int64 `env:"GRIDCRAWL_LOADER_BODY_BUDGET" envDefault:"8388608"`
 	// RedeliveryGrace delays the URLs of a contract the broker delivered
 	// again (its consumer's channel closed: a loader stopped, or its broker
 	// node died) by this much before the loader reads their records and
@@ -122,11 +122,11 @@ type Config struct {
 	// 0 reads at once.
 	RedeliveryGrace time.Duration `env:"GRIDCRAWL_LOADER_REDELIVERY_GRACE" envDefault:"30s"`
 	FetchTimeout    time.Duration `env:"GRIDCRAWL_FETCH_TIMEOUT" envDefault:"30s"`
-	FetchAttempts int           `env:"GRIDCRAWL_FETCH_ATTEMPTS" envDefault:"3"`
-	RetryDelay    time.Duration `env:"GRIDCRAWL_FETCH_RETRY_DELAY" envDefault:"10s"`
-	CrawlDelayCap time.Duration `env:"GRIDCRAWL_CRAWL_DELAY_CAP" envDefault:"30s"`
-	AllowNets     string        `env:"GRIDCRAWL_ALLOW_NETS"`
-	Resolve       string        `env:"GRIDCRAWL_RESOLVE"`
+	FetchAttempts   int           `env:"GRIDCRAWL_FETCH_ATTEMPTS" envDefault:"3"`
+	RetryDelay      time.Duration `env:"GRIDCRAWL_FETCH_RETRY_DELAY" envDefault:"10s"`
+	CrawlDelayCap   time.Duration `env:"GRIDCRAWL_CRAWL_DELAY_CAP" envDefault:"30s"`
+	AllowNets       string        `env:"GRIDCRAWL_ALLOW_NETS"`
+	Resolve         string        `env:"GRIDCRAWL_RESOLVE"`
 	// SegmentBytes and SegmentAge rotate WARC segments: a segment takes no
 	// more records once it is this large or this old. Only stores that can
 	// append (the embedded one) keep a segment open across flushes; on the
