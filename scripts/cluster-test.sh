@@ -8,10 +8,12 @@
 # test (the default) brings the clusters up (cluster.sh up), builds the services and scripts/soak, and
 # runs the soak twice over a simulated web of 20,000 pages (100 hosts x 200, politeness delay 1 s, so
 # at most 100 pages/s and at least 200 s) with MCP, two loaders and two crawlers:
-#   1. restart: at 15%, 45% and 75% of the pages fetched it kills -9 the RabbitMQ node holding the most
+#   1. restart: at 10%, 20% and 30% of the pages fetched (or once the node killed before has rejoined, if
+#      later) it kills -9 the RabbitMQ node holding the most
 #      queue leaders, the Elasticsearch node holding the most of the run's primaries, and minio1, each
 #      started again 30 s after its kill (cluster.sh start, until it has rejoined);
-#   2. no-restart: the same kills, but the nodes stay down (one of each cluster) until the crawl ends.
+#   2. no-restart: the same kills at 15%, 45% and 75%, but the nodes stay down (one of each cluster) until
+#      the crawl ends.
 # The clusters are made whole (cluster.sh up starts every node not running) before and after each run.
 # Each run fails unless every service stayed up, the crawl finished, every reachable page was fetched
 # once (the web server's log) and indexed once (Elasticsearch _version), no host was fetched twice
@@ -151,7 +153,9 @@ run() {
 	fi
 }
 if [ -z "$only" ] || [ "$only" = restart ]; then
-	run restart -restart-after 30s "$@"
+	# Each kill waits until the node before it has rejoined (1.5 to 2 minutes), so the restart run kills
+	# earlier for its last kill (minio) to come while the loaders still write segments.
+	run restart -restart-after 30s -kill-at 0.10,0.20,0.30 "$@"
 fi
 if [ -z "$only" ] || [ "$only" = no-restart ]; then
 	run no-restart -no-restart "$@"
