@@ -42,6 +42,10 @@ func testConfig(t testing.TB, dataDir, resolve string) Config {
 	// A refused or failing fetch is tried again after 10 s, then 20 s by
 	// default: tests count the attempts, not the wait.
 	t.Setenv("GRIDCRAWL_FETCH_RETRY_DELAY", "100ms")
+	// A contract delivered again after a restart waits 30 s by default for
+	// a loader that may still record it; here the loader before was stopped
+	// (its records are in). The grace has its own test in the loader.
+	t.Setenv("GRIDCRAWL_LOADER_REDELIVERY_GRACE", "1s")
 	cfg, err := LoadConfig()
 	if err != nil {
 		t.Fatal(err)

@@ -90,6 +90,7 @@ func newCluster(t *testing.T, backendEnv []string, resolve string) *gridCluster 
 		"GRIDCRAWL_API_TOKEN="+c.token, "GRIDCRAWL_LISTEN="+addr,
 		"GRIDCRAWL_ALLOW_NETS=127.0.0.0/8", "GRIDCRAWL_RESOLVE="+resolve,
 		"GRIDCRAWL_RECOVERY_LEASE=5s", "GRIDCRAWL_RECOVERY_INTERVAL=1s", "GRIDCRAWL_WARC_FLUSH_INTERVAL=50ms", "GRIDCRAWL_FETCH_RETRY_DELAY=100ms",
+		"GRIDCRAWL_LOADER_REDELIVERY_GRACE=1s", // 30 s by default; the grace has its own test in the loader
 		"GRIDCRAWL_DATA="+t.TempDir(), "GRIDCRAWL_LOG_LEVEL=debug")
 	t.Cleanup(func() { deleteESIndices(t, "gridtest-"+suffix) }) // after the processes stopped
 	t.Cleanup(func() {
