@@ -115,24 +115,54 @@ if [ "$mode" = scale-curve ]; then
 	else
 		web=(-hosts 200 -pages 20000 -min-delay-ms 200)
 	fi
+	# Where the machine's CPU goes during a run: the backend nodes' processes (their CPU time, from
+	# /proc/PID/stat) against the whole machine's busy time (/proc/stat); the rest is the services and the
+	# soak (its simulated web).
+	clk=$(getconf CLK_TCK)
+	backend_ticks() { # prints "rabbitmq elasticsearch minio" CPU ticks of the cluster nodes
+		local r=0 e=0 m=0 p t
+		for p in $(pgrep -f "$cl_dir" || true); do
+			t=$(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null) || continue
+			case "$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)" in
+			*beam.smp*) r=$((r + t)) ;;
+			*org.elasticsearch*) e=$((e + t)) ;;
+			*minio\ server*) m=$((m + t)) ;;
+			esac
+		done
+		echo "$r $e $m"
+	}
+	machine_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8}' /proc/stat; }
 	for n in 1 2 4; do
 		log "scale curve: $n loader(s) and $n crawler(s)"
+		read -r r0 e0 m0 < <(backend_ticks)
+		read -r b0 a0 < <(machine_ticks)
 		"$out/soak" "${common[@]}" "${web[@]}" -loaders "$n" -crawlers "$n" -kill-every 0 -recrawl=false \
 			-duration 1m -drain 30m -archive-check=false -out "$out/scale-$n" "$@" >"$out/scale-$n.log" 2>&1 ||
 			{
 				tail -30 "$out/scale-$n.log" >&2
 				die "the run with $n pairs failed: $out/scale-$n.log"
 			}
+		read -r r1 e1 m1 < <(backend_ticks)
+		read -r b1 a1 < <(machine_ticks)
+		echo "$((r1 - r0)) $((e1 - e0)) $((m1 - m0)) $((b1 - b0)) $((a1 - a0))" >"$out/scale-$n.cpu"
 	done
 	echo
 	echo "scale curve: ${web[*]}, no kills (pages/s over the crawl, submission to finished)"
-	printf '%-6s %8s %10s %9s %9s\n' pairs pages elapsed pages/s speed-up
+	echo "CPU-ms a page fetched: the backend nodes (RabbitMQ, Elasticsearch, MinIO) and the rest of the machine's"
+	echo "busy time (the services and the soak's simulated web); busy: the machine's CPU use over the run"
+	printf '%-6s %8s %10s %9s %9s %9s %9s %9s %9s %6s\n' pairs pages elapsed pages/s speed-up rabbitmq elastic minio rest busy
 	base=""
 	for n in 1 2 4; do
 		read -r pages secs rate < <(awk -F'\t' '$1 == "rate" {print $2, $3, $4; exit}' "$out/scale-$n/summary.txt") || true
 		[ -n "${rate:-}" ] || die "no rate line in $out/scale-$n/summary.txt"
 		[ -n "$base" ] || base=$rate
-		printf '%-6s %8s %9ss %9s %8.2fx\n' "$n" "$pages" "$secs" "$rate" "$(awk -v a="$rate" -v b="$base" 'BEGIN {print a / b}')"
+		read -r dr de dm db da <"$out/scale-$n.cpu"
+		awk -v n="$n" -v p="$pages" -v s="$secs" -v r="$rate" -v b="$base" -v dr="$dr" -v de="$de" -v dm="$dm" \
+			-v db="$db" -v da="$da" -v c="$clk" 'BEGIN {
+				ms = 1000 / c / p
+				printf "%-6s %8s %9ss %9s %8.2fx %9.2f %9.2f %9.2f %9.2f %5.0f%%\n", n, p, s, r, r / b,
+					dr * ms, de * ms, dm * ms, (db - dr - de - dm) * ms, 100 * db / da
+			}'
 	done
 	exit 0
 fi
