@@ -360,7 +360,7 @@ epmd_path() {
 
 # epmd_note MARKFILE remembers (in MARKFILE) that the node about to start will start epmd, because none
 # runs. (A mark left from an earlier run whose node crashed means the running epmd is still ours.)
-epmd_note() { port_open 127.0.0.1 4369 || touch "$1"; }
+epmd_note() { port_open 127.0.0.1 4369 || { mkdir -p "$(dirname "$1")" && touch "$1"; }; }
 
 # epmd_release MARKFILE stops the epmd daemon noted in MARKFILE unless other Erlang nodes still use it.
 epmd_release() {
