@@ -25,6 +25,9 @@ type bulkAction struct {
 	ID            string `json:"_id"`
 	IfSeqNo       *int64 `json:"if_seq_no,omitempty"`
 	IfPrimaryTerm *int64 `json:"if_primary_term,omitempty"`
+	// RetryOnConflict is the retries of an update that met a concurrent
+	// write of its document.
+	RetryOnConflict int `json:"retry_on_conflict,omitempty"`
 }
 
 // bulkOp is one operation of a bulk request: op is "create", "index",

@@ -583,7 +583,9 @@ var unindexed = map[string]bool{
 // contracts.DocumentFields by YaCy's suffix convention: _s and _sxt keyword
 // (values over 8191 characters kept in _source but not indexed), _t and
 // _txt text, _i integer, _l long, _dt date, _b boolean. The title boost is
-// applied by the query, not the mapping. noindex_b is never stored.
+// applied by the query, not the mapping. noindex_b is never stored;
+// write_id_s, not a field of the document, is the write id of the Upsert
+// that stored it.
 func webMapping() map[string]any {
 	props := map[string]any{}
 	for _, f := range contracts.DocumentFields() {
@@ -606,6 +608,7 @@ func webMapping() map[string]any {
 		props[f.Name] = m
 	}
 	props["url_s"].(map[string]any)["fields"] = map[string]any{"text": text}
+	props[writeIDField] = map[string]any{"type": "keyword", "index": false, "doc_values": false}
 	return props
 }
 

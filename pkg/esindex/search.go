@@ -3,11 +3,15 @@ package esindex
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/elastic/go-elasticsearch/v8/esapi"
@@ -81,6 +85,16 @@ var _ search.Index = (*Search)(nil)
 // with its ID; of two versions of one document in docs the later wins. A
 // document marked NoIndex is not stored, and removes a stored document with
 // its ID. The documents are searchable when Upsert returns (see Refresh).
+//
+// A request sent again stores nothing again: when a node dies after it
+// applied a bulk request but before it answered, the client sends the
+// request to another node, and that copy must not count as a second
+// store of its pages (Writes, _version). Each document goes as an update
+// with doc_as_upsert that names every field (null where the document has
+// none) and the call's write id (write_id_s), so the merge replaces the
+// whole stored document and Elasticsearch's noop detection finds the copy
+// equal to what the first application stored. A later Upsert of the same
+// document has another write id and is stored (and counted) again.
 func (s *Search) Upsert(ctx context.Context, docs []contracts.Document) error {
 	if len(docs) == 0 {
 		return nil
@@ -94,6 +108,9 @@ func (s *Search) Upsert(ctx context.Context, docs []contracts.Document) error {
 		}
 		last[d.ID] = i
 	}
+	// The write id tells a copy of this request (sent again) from a later
+	// Upsert of the same document, which Writes must count.
+	writeID := rand.Text()
 	ops := make([]bulkOp, 0, len(last))
 	for i, d := range docs {
 		if last[d.ID] != i {
@@ -101,11 +118,12 @@ func (s *Search) Upsert(ctx context.Context, docs []contracts.Document) error {
 		}
 		op := bulkOp{op: "delete", action: bulkAction{Index: s.c.docsIndex, ID: d.ID}}
 		if !d.NoIndex {
-			src, err := json.Marshal(&d)
+			src, err := updateSource(&d, writeID)
 			if err != nil {
 				return fmt.Errorf("upsert document %q: %w", d.ID, err)
 			}
-			op.op, op.source = "index", src
+			op.op, op.source = "update", src
+			op.action.RetryOnConflict = upsertConflictRetries
 		}
 		ops = append(ops, op)
 	}
@@ -124,7 +142,7 @@ func (s *Search) Upsert(ctx context.Context, docs []contracts.Document) error {
 		}
 		// 400 (a field Elasticsearch cannot index) and 413 (too large) are
 		// the document's fault: the same request can never succeed.
-		if ops[i].op == "index" && (it.Status == http.StatusBadRequest || it.Status == http.StatusRequestEntityTooLarge) {
+		if ops[i].op == "update" && (it.Status == http.StatusBadRequest || it.Status == http.StatusRequestEntityTooLarge) {
 			if refused == nil {
 				refused = map[string]string{}
 			}
@@ -464,8 +482,9 @@ func (s *Search) Documents(ctx context.Context, crawlID, after string, limit int
 	return out, nil
 }
 
-// Writes returns the document's Elasticsearch _version, which every index
-// operation on it raises by one: the number of times it was stored. It is
+// Writes returns the document's Elasticsearch _version, which every Upsert
+// of it raises by one (a copy of the same request sent again by the
+// client is a noop): the number of times it was stored. It is
 // realtime. It returns search.ErrNotFound when no document with id exists.
 func (s *Search) Writes(ctx context.Context, id string) (int64, error) {
 	if id == "" || len(id) > maxIDBytes {
@@ -491,3 +510,59 @@ func (s *Search) Writes(ctx context.Context, id string) (int64, error) {
 
 // Close does nothing: the Client owns the connection.
 func (s *Search) Close() error { return nil }
+
+// writeIDField is the field of a stored document that holds the write id
+// of the Upsert that stored it (see Upsert).
+const writeIDField = "write_id_s"
+
+// upsertConflictRetries is how often Elasticsearch retries an update that
+// met a concurrent write of the same document before it reports a
+// conflict.
+const upsertConflictRetries = 3
+
+// omittable lists the fields of contracts.Document that JSON leaves out
+// when empty (omitempty: the zero value, or a slice of length 0), with
+// their names.
+var omittable = sync.OnceValue(func() []omittableField {
+	t := reflect.TypeFor[contracts.Document]()
+	var out []omittableField
+	for i := range t.NumField() {
+		name, opts, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if strings.Contains(opts, "omitempty") && name != "noindex_b" {
+			out = append(out, omittableField{index: i, null: []byte(`,"` + name + `":null`)})
+		}
+	}
+	return out
+})
+
+type omittableField struct {
+	index int
+	null  []byte // ,"name":null
+}
+
+// updateSource returns the body of the bulk update that stores d whole:
+// {"doc":D,"doc_as_upsert":true} where D is d's JSON with a null for every
+// field it omits and writeID as write_id_s. noindex_b is never stored (such
+// documents are deleted).
+func updateSource(d *contracts.Document, writeID string) ([]byte, error) {
+	src, err := json.Marshal(d)
+	if err != nil {
+		return nil, err
+	}
+	if len(src) < 2 || src[len(src)-1] != '}' {
+		return nil, fmt.Errorf("document JSON %.20q is not an object", src)
+	}
+	v := reflect.ValueOf(d).Elem()
+	body := make([]byte, 0, len(src)+256)
+	body = append(body, `{"doc":`...)
+	body = append(body, src[:len(src)-1]...)
+	for _, f := range omittable() {
+		if fv := v.Field(f.index); (fv.Kind() == reflect.Slice && fv.Len() == 0) || fv.IsZero() {
+			body = append(body, f.null...)
+		}
+	}
+	body = append(body, `,"`+writeIDField+`":`...)
+	body = strconv.AppendQuote(body, writeID)
+	body = append(body, `},"doc_as_upsert":true}`...)
+	return body, nil
+}
