@@ -98,6 +98,10 @@ whole() {
 
 eval "$("$CLUSTER" up)"
 "$CLUSTER" status >&2 || die "the clusters are not healthy after $CLUSTER up"
+# warcio (for warcio check of every WARC segment) lives in the pywb venv that scripts/services installs.
+scripts/services/pywb.sh install >&2
+eval "$(scripts/services/pywb.sh env)"
+export GRIDCRAWL_PYWB_VENV
 log "building the services and the soak"
 go build -o bin/ ./services/...
 go build -o "$out/soak" ./scripts/soak
