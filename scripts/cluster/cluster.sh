@@ -174,13 +174,15 @@ rabbit_start() {
 	rmq_launch
 }
 
-# rabbit_wait_app NAME waits until the node's broker application runs (AMQP answers, check_running).
+# rabbit_wait_app NAME waits until the node's broker application runs: AMQP answers, which the broker
+# starts last in its boot (its client listeners). No CLI call: each boots an Erlang VM, which took a
+# minute when the cluster test loaded the machine.
 rabbit_wait_app() {
 	rabbit_node "$1"
 	local deadline=$((SECONDS + CL_RMQ_TIMEOUT)) pid
 	pid=$(read_pid "$RMQ_PIDFILE")
 	while :; do
-		if rmq_amqp_probe && rmq_tool rabbitmq-diagnostics -q check_running >/dev/null 2>&1; then
+		if rmq_amqp_probe; then
 			log "$1 ($RMQ_NODENAME) runs; AMQP on $RMQ_HOST:$RMQ_PORT"
 			return 0
 		fi

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -20,6 +21,7 @@ type nodeKill struct {
 	node    string  // the node killed, chosen at the kill
 	why     string  // how it was chosen
 	fetched int     // pages fetched (the web server's count) at the kill
+	share   float64 // fetched as a share of the reachable pages
 
 	killed    time.Time // zero until killed
 	started   time.Time // when cluster.sh start returned successfully; zero until then
@@ -149,10 +151,18 @@ func killNode(script, node string) error {
 }
 
 // startNode starts the node again and waits until it has rejoined its
-// cluster (cluster.sh start), for at most ten minutes.
-func startNode(script, node string) error {
-	_, err := clusterCmd(script, 10*time.Minute, "start", node)
-	return err
+// cluster (cluster.sh start), for at most ten minutes. The script's log
+// (each step with its time) is appended to logPath.
+func startNode(script, node, logPath string) error {
+	_, errOut, err := runFor(10*time.Minute, script, "start", node)
+	if f, ferr := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); ferr == nil {
+		fmt.Fprintf(f, "=== %s start %s\n%s", time.Now().UTC().Format(time.RFC3339), node, errOut)
+		f.Close()
+	}
+	if err != nil {
+		return fmt.Errorf("%s start %s: %w: %s", script, node, err, lastLines(errOut, 5))
+	}
+	return nil
 }
 
 // pagesFetched counts the requests in the web server's log other than

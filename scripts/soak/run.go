@@ -402,6 +402,8 @@ func run(ctx context.Context, c config) (err error) {
 		nodeKills = append(nodeKills, &nodeKill{target: t, at: c.killAt[i]})
 	}
 	nextNode, nodesDown := 0, 0 // nodesDown: killed, to be started again, not yet back
+	// nodes.log: what cluster.sh start printed for each node started again.
+	nodesLog := filepath.Join(out, "nodes.log")
 	startDone := make(chan *nodeKill, len(nodeKills))
 	launched := map[*nodeKill]bool{}
 	var starts sync.WaitGroup
@@ -414,7 +416,7 @@ func run(ctx context.Context, c config) (err error) {
 				continue
 			}
 			fmt.Printf("starting %s again before the soak ends\n", k.node)
-			if err := startNode(c.clusterSh, k.node); err != nil {
+			if err := startNode(c.clusterSh, k.node, nodesLog); err != nil {
 				fmt.Fprintf(os.Stderr, "soak: start %s: %v\n", k.node, err)
 			}
 		}
@@ -465,7 +467,7 @@ func run(ctx context.Context, c config) (err error) {
 			go func() {
 				defer starts.Done()
 				t := time.Now()
-				k.startErr = startNode(c.clusterSh, k.node)
+				k.startErr = startNode(c.clusterSh, k.node, nodesLog)
 				k.startTook = time.Since(t)
 				k.started = time.Now()
 				startDone <- k
@@ -496,6 +498,7 @@ func run(ctx context.Context, c config) (err error) {
 					return fmt.Errorf("kill %s: %w", node, err)
 				}
 				k.node, k.why, k.fetched, k.killed = node, why, fetched, time.Now()
+				k.share = float64(fetched) / float64(len(cur.want))
 				nextNode++
 				if !c.noRestart {
 					nodesDown++
@@ -696,6 +699,11 @@ func run(ctx context.Context, c config) (err error) {
 	return nil
 }
 
+// lateKill is the share of the reachable pages fetched from which a
+// backend kill no longer counts as mid-crawl: the cluster test must see
+// the grid lose each node while it still has most of the work to do.
+const lateKill = 0.9
+
 // runChecks prints the results of the checks beyond pages lost and work
 // done twice (services up, politeness, termination query, dead letters,
 // archive) and of the backend kills, and returns a message for each check
@@ -753,6 +761,9 @@ func runChecks(w io.Writer, c config, results []epochResult, crashes []string, n
 			fail("node %s did not come back: %v", k.node, k.startErr)
 		case !c.noRestart && k.started.IsZero():
 			fail("node %s was never started again", k.node)
+		case k.share >= lateKill:
+			fail("node %s was killed at %.0f%% of the reachable pages fetched, not mid-crawl (%.0f%% at most): the nodes killed before it took too long to rejoin, or the crawl ran too fast for the kills; slow the crawl (-min-delay-ms)",
+				k.node, 100*k.share, 100*lateKill)
 		}
 	}
 	for _, r := range results {
