@@ -1133,7 +1133,7 @@ func (c *checker) checkRabbitCluster(p *project) {
 			continue
 		}
 		var listed []string
-		backend := ""
+		backend, locator := "", ""
 		for _, line := range strings.Split(string(b), "\n") {
 			k, v, ok := strings.Cut(line, "=")
 			k, v = strings.TrimSpace(k), strings.TrimSpace(v)
@@ -1143,7 +1143,12 @@ func (c *checker) checkRabbitCluster(p *project) {
 				backend = v
 			case strings.HasPrefix(k, "cluster_formation.classic_config.nodes."):
 				listed = append(listed, v)
+			case k == "queue_leader_locator":
+				locator = v
 			}
+		}
+		if locator != "balanced" {
+			c.errorf("%s: queue_leader_locator=%q, want balanced: with client-local the node every service connects to first leads every queue", conf, locator)
 		}
 		if backend != "classic_config" && backend != "rabbit_peer_discovery_classic_config" {
 			c.errorf("%s: cluster_formation.peer_discovery_backend=%q, want classic_config", conf, backend)

@@ -73,7 +73,11 @@ rabbit_node() {
 	[ ! -s "$RMQ_COOKIE_FILE" ] || RMQ_COOKIE=$(cat "$RMQ_COOKIE_FILE")
 	# With three nodes the side of a partition that holds the minority pauses (RabbitMQ's recommendation
 	# for an odd number of nodes); quorum queues need a majority anyway.
-	RMQ_EXTRA_CONF="cluster_partition_handling = pause_minority"
+	# A new quorum queue's leader goes to the node with the fewest leaders, not to the node its declaring
+	# client is connected to (client-local, the default): the services connect to the first node of their
+	# list that answers, which would otherwise lead every queue.
+	RMQ_EXTRA_CONF="cluster_partition_handling = pause_minority
+queue_leader_locator = balanced"
 	rmq_node_paths
 	NODE_PID="$RMQ_PIDFILE"
 	NODE_MARK="$RMQ_MARK"
