@@ -504,7 +504,7 @@ func run(ctx context.Context, c config) (err error) {
 					nodesDown++
 				}
 				rec.event("kill -9 node %s (%s: %s) at %d pages fetched (%.0f%% of %d reachable)", node, k.target, why, fetched,
-					100*float64(fetched)/float64(len(cur.want)), len(cur.want))
+					100*k.share, len(cur.want))
 			}
 		}
 		for len(pending) > 0 && now.After(pending[0].at) {
