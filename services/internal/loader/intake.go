@@ -149,20 +149,24 @@ type parkSet struct {
 }
 
 // split decides, URL by URL, which tasks of a contract the loader holds and
-// which it parks: it parks when the group holds all it may, or when another
-// contract already holds the group's URLs and these would wait long behind
-// them. Only slow groups are parked; fast ones keep their URLs in memory.
-// It makes dl the holder of the groups it keeps URLs of.
+// which it parks. A contract holds its prefetch slot until its last URL is
+// fetched, so a group's URLs are parked when the group holds all it may,
+// or when other contracts already hold the group's URLs and either these
+// would wait long behind them or the group holds maxHolders contracts.
+// Without that bound a slow group fed by a stream of small contracts, each
+// draining within holdWait, would hold every slot of its shard while the
+// other groups' contracts wait unread in the queue. Fast groups keep their
+// URLs in memory. It makes dl a holder of the groups it keeps URLs of.
 func (l *Loader) split(dl *delivery, tasks []*task) (keep []*task, park parkSet) {
 	added := map[string]int{}
 	for _, t := range tasks {
 		l.applyBudget(t)
 		queued, delay := l.sched.Backlog(t.group)
 		l.holdMu.Lock()
-		h := l.holders[t.group]
+		others := len(l.holders[t.group])
 		l.holdMu.Unlock()
 		n := queued + added[t.group]
-		if n >= l.groupLimit(delay) || (h != nil && h != dl && time.Duration(n)*delay > holdWait) {
+		if n >= l.groupLimit(delay) || (others > 0 && (others >= l.maxHolders || time.Duration(n)*delay > holdWait)) {
 			park.tasks = append(park.tasks, t)
 			wait := time.Duration(n) * max(delay, parkFloor)
 			park.delay = max(park.delay, min(max(wait, minParkDelay), maxParkDelay))
@@ -176,14 +180,22 @@ func (l *Loader) split(dl *delivery, tasks []*task) (keep []*task, park parkSet)
 	}
 	l.holdMu.Lock()
 	for g := range added {
-		l.holders[g] = dl
+		hs := l.holders[g]
+		if hs == nil {
+			hs = map[*delivery]struct{}{}
+			l.holders[g] = hs
+		}
+		hs[dl] = struct{}{}
 	}
 	l.holdMu.Unlock()
 	dl.settled = func() {
 		l.holdMu.Lock()
 		for g := range added {
-			if l.holders[g] == dl {
-				delete(l.holders, g)
+			if hs := l.holders[g]; hs != nil {
+				delete(hs, dl)
+				if len(hs) == 0 {
+					delete(l.holders, g)
+				}
 			}
 		}
 		l.holdMu.Unlock()

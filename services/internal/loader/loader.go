@@ -337,11 +337,15 @@ type Loader struct {
 	pol   policies
 	state *politenessState
 
-	// holders maps a crawl host group to the one unsettled contract whose
-	// URLs of the group the loader holds; other contracts park theirs, so a
-	// group occupies at most one prefetch slot.
-	holdMu  sync.Mutex
-	holders map[string]*delivery
+	// holders maps a crawl host group to the unsettled contracts whose URLs
+	// of the group the loader holds. A contract holds its prefetch slot
+	// until its last URL is fetched: a group may be held by a second
+	// contract only when its queue drains soon, and by at most
+	// maxHolders contracts, so that the other groups of the shard keep
+	// slots (see split).
+	holdMu     sync.Mutex
+	holders    map[string]map[*delivery]struct{}
+	maxHolders int
 
 	rec *recorder
 	pub *publisher
@@ -416,10 +420,13 @@ func New(cfg Config, deps Deps) (*Loader, error) {
 		profs:   crawlcache.NewProfiles(deps.Profiles),
 		sched:   sched,
 		pol:     newPolicies(cfg.CrawlDelayCap),
-		holders: map[string]*delivery{},
+		holders: map[string]map[*delivery]struct{}{},
 		claims:  newClaims(),
 		bodies:  bytebudget.New(max(cfg.BodyBudget, cfg.MaxBodyBytes+1), freeBodyBytes),
 	}
+	// A group holds at most half of its shard's prefetch slots (at least
+	// one): the other groups of the shard always have the rest.
+	l.maxHolders = max(1, l.prefetch()/2)
 	l.embedCache = newEmbedCache(cfg.RenderCacheBytes, 10*time.Minute)
 	l.embedClient = &http.Client{
 		Transport:     &countingTransport{base: transport, kind: metrics.KindEmbed, met: met},
@@ -534,6 +541,10 @@ func (l *Loader) Run(ctx context.Context) error {
 	return nil
 }
 
+// prefetch returns how many unsettled contracts the loader takes from each
+// shard: its prefetch slots.
+func (l *Loader) prefetch() int { return max(1, l.cfg.Prefetch/l.shards) }
+
 // consume subscribes to every shard (a random half after Stagger) and runs
 // one intake goroutine per shard, which stops at ctx's end.
 func (l *Loader) consume(ctx, consumeCtx context.Context, intake *sync.WaitGroup) error {
@@ -542,7 +553,7 @@ func (l *Loader) consume(ctx, consumeCtx context.Context, intake *sync.WaitGroup
 		shards[i] = i
 	}
 	mrand.Shuffle(len(shards), func(i, j int) { shards[i], shards[j] = shards[j], shards[i] })
-	prefetch := max(1, l.cfg.Prefetch/l.shards)
+	prefetch := l.prefetch()
 	subscribe := func(shard int) error {
 		name := routing.ShardQueue(shard, l.shards)
 		deliveries, err := l.deps.Queue.Consume(consumeCtx, name, queue.ConsumeOptions{Prefetch: prefetch})

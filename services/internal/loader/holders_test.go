@@ -1,0 +1,74 @@
+package loader
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gridcrawl/gridcrawl/contracts"
+)
+
+// TestSlowGroupLeavesOtherGroupsASlot: a shard with two prefetch slots
+// holds a contract of a group that allows one fetch a second. A second
+// small contract of that group would drain within holdWait, but holding it
+// would give the group both slots: it is parked, and a contract of another
+// group, published after it, is fetched at once instead of waiting for the
+// first contract's last URL. (On the code before the bound on holders, the
+// other group's page came after the slow group's last page of the first
+// contract, every run.)
+func TestSlowGroupLeavesOtherGroupsASlot(t *testing.T) {
+	b := newBackends(t)
+	b.shards = 1
+	slow := newSite(t, "User-agent: *\nCrawl-delay: 1\n")
+	fast := newSite(t, "")
+	// Two host names, two crawl host groups, one shard.
+	host := func(s *site, name string) string { return strings.Replace(s.URL, "127.0.0.1", name, 1) }
+	slowURL, fastURL := host(slow, "slow.holders.test"), host(fast, "fast.holders.test")
+	cfg := config(t, map[string]string{"GRIDCRAWL_LOADER_PREFETCH": "2", "GRIDCRAWL_RESOLVE": "*.holders.test=127.0.0.1"})
+	l, _ := b.runLoader(t, cfg)
+
+	first := []string{slowURL + "/a0", slowURL + "/a1", slowURL + "/a2", slowURL + "/a3"}
+	b.submit(t, "first", contracts.CrawlRunning, profile(first...), first...)
+	waitFor(t, "the first page of the slow group", func() bool { return len(pageHits(slow)) >= 1 })
+
+	second := []string{slowURL + "/b0"}
+	b.submit(t, "second", contracts.CrawlRunning, profile(second...), second...)
+	waitFor(t, "the second contract taken", func() bool { return l.Parked() >= 1 || b.queued(t) == 0 })
+
+	other := []string{fastURL + "/c0"}
+	b.submit(t, "other", contracts.CrawlRunning, profile(other...), other...)
+	b.waitLoaded(t, "other", other...)
+	b.waitLoaded(t, "first", first...)
+	b.waitLoaded(t, "second", second...)
+
+	fastAt := pageHits(fast)[0].at
+	slowHits := pageHits(slow)
+	var lastOfFirst hit
+	for _, h := range slowHits {
+		if strings.HasPrefix(h.path, "/a") {
+			lastOfFirst = h
+		}
+	}
+	if !fastAt.Before(lastOfFirst.at) {
+		t.Errorf("the other group's page came %v after the slow group's last page of the first contract: the slow group held both slots",
+			fastAt.Sub(lastOfFirst.at))
+	}
+	if l.Parked() < 1 {
+		t.Errorf("parked %d urls, want the second contract's", l.Parked())
+	}
+	if n := len(slowHits); n != len(first)+len(second) {
+		t.Errorf("slow group fetched %d pages, want %d", n, len(first)+len(second))
+	}
+	checkGaps(t, slowHits, 900*time.Millisecond)
+}
+
+// pageHits returns the requests s got for pages, robots.txt left out.
+func pageHits(s *site) []hit {
+	var out []hit
+	for _, h := range s.hits() {
+		if h.path != "/robots.txt" {
+			out = append(out, h)
+		}
+	}
+	return out
+}
