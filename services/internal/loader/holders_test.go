@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -71,4 +72,42 @@ func pageHits(s *site) []hit {
 		}
 	}
 	return out
+}
+
+// TestSecondContractTakenWholeWhenQueueIsShort: a contract of a group whose
+// queue drains within holdWait is held whole (up to the group's limit), not
+// cut at holdWait with its rest parked for a few seconds: a group fed by
+// contracts larger than holdWait's worth would otherwise send most of its
+// backlog back to the broker every few seconds. (On the code before, 15 of
+// the 40 URLs were parked, every run.)
+func TestSecondContractTakenWholeWhenQueueIsShort(t *testing.T) {
+	b := newBackends(t)
+	b.shards = 1
+	s := newSite(t, "")
+	p := func(urls []string) contracts.Profile {
+		p := profile(urls...)
+		p.Politeness.MinDelayMS, p.Politeness.MaxDelayMS = 200, 200
+		return p
+	}
+	l, _ := b.runLoader(t, config(t, nil))
+
+	first := s.pages(3)
+	b.submit(t, "first", contracts.CrawlRunning, p(first), first...)
+	waitFor(t, "the first page", func() bool { return len(pageHits(s)) >= 1 })
+
+	var second []string
+	for i := range 40 {
+		second = append(second, fmt.Sprintf("%s/b%d.html", s.URL, i))
+	}
+	b.submit(t, "second", contracts.CrawlRunning, p(second), second...)
+	waitFor(t, "the second contract taken", func() bool { return l.Parked() >= 1 || b.queued(t) == 0 })
+	if n := l.Parked(); n != 0 {
+		t.Errorf("parked %d of the second contract's %d urls, want none: the group's queue drained within holdWait", n, len(second))
+	}
+	b.waitLoaded(t, "first", first...)
+	b.waitLoaded(t, "second", second...)
+	checkGaps(t, pageHits(s), 180*time.Millisecond)
+	if n := len(pageHits(s)); n != len(first)+len(second) {
+		t.Errorf("site got %d page requests, want %d", n, len(first)+len(second))
+	}
 }

@@ -150,13 +150,15 @@ type parkSet struct {
 
 // split decides, URL by URL, which tasks of a contract the loader holds and
 // which it parks. A contract holds its prefetch slot until its last URL is
-// fetched, so a group's URLs are parked when the group holds all it may,
-// or when other contracts already hold the group's URLs and either these
-// would wait long behind them or the group holds maxHolders contracts.
-// Without that bound a slow group fed by a stream of small contracts, each
-// draining within holdWait, would hold every slot of its shard while the
-// other groups' contracts wait unread in the queue. Fast groups keep their
-// URLs in memory. It makes dl a holder of the groups it keeps URLs of.
+// fetched. A group keeps at most groupLimit URLs. While other contracts
+// hold URLs of the group, a contract's URLs of it are parked unless the
+// group's queue drains within holdWait and the group has fewer than
+// maxHolders holders; such a contract then keeps them whole, up to
+// groupLimit, and becomes the group's next long holder (cut at holdWait,
+// its rest would come back every few seconds). Without the bound on
+// holders a slow group fed by a stream of small contracts would hold every
+// slot of its shard while the other groups' contracts wait unread in the
+// queue. It makes dl a holder of the groups it keeps URLs of.
 func (l *Loader) split(dl *delivery, tasks []*task) (keep []*task, park parkSet) {
 	added := map[string]int{}
 	for _, t := range tasks {
@@ -166,7 +168,7 @@ func (l *Loader) split(dl *delivery, tasks []*task) (keep []*task, park parkSet)
 		others := len(l.holders[t.group])
 		l.holdMu.Unlock()
 		n := queued + added[t.group]
-		if n >= l.groupLimit(delay) || (others > 0 && (others >= l.maxHolders || time.Duration(n)*delay > holdWait)) {
+		if n >= l.groupLimit(delay) || (others > 0 && (others >= l.maxHolders || time.Duration(queued)*delay > holdWait)) {
 			park.tasks = append(park.tasks, t)
 			wait := time.Duration(n) * max(delay, parkFloor)
 			park.delay = max(park.delay, min(max(wait, minParkDelay), maxParkDelay))
