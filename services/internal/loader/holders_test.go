@@ -28,7 +28,10 @@ func TestSlowGroupLeavesOtherGroupsASlot(t *testing.T) {
 	cfg := config(t, map[string]string{"GRIDCRAWL_LOADER_PREFETCH": "2", "GRIDCRAWL_RESOLVE": "*.holders.test=127.0.0.1"})
 	l, _ := b.runLoader(t, cfg)
 
-	first := []string{slowURL + "/a0", slowURL + "/a1", slowURL + "/a2", slowURL + "/a3"}
+	// Four URLs left after the first: a second contract waits 4 s behind
+	// them, within holdWait, and the other group's page has 4 s to come
+	// before the first contract's last.
+	first := []string{slowURL + "/a0", slowURL + "/a1", slowURL + "/a2", slowURL + "/a3", slowURL + "/a4"}
 	b.submit(t, "first", contracts.CrawlRunning, profile(first...), first...)
 	waitFor(t, "the first page of the slow group", func() bool { return len(pageHits(slow)) >= 1 })
 
