@@ -27,9 +27,10 @@
 # on a quiet machine.
 #
 # Output in --out DIR (default: a new /tmp/gridcrawl-cluster-test-* directory): one directory a run
-# with summary.txt, events.tsv (every kill and start), nodes.log (what cluster.sh start printed for each node started again), samples.tsv and the services' logs. The clusters
-# are stopped at the end (cluster.sh down, data kept) unless --keep-clusters. Soak flags given here are
-# added to every run (later flags win).
+# with summary.txt, events.tsv (every kill and start), nodes.log (what cluster.sh start printed for each
+# node started again), samples.tsv and the services' logs. The clusters are stopped at the end
+# (cluster.sh down, data kept) unless --keep-clusters. Soak flags given here are added to every run
+# (later flags win).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

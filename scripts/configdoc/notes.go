@@ -25,7 +25,7 @@ var notes = map[string]string{
 	"GRIDCRAWL_MAX_DUE_PER_CHECK": "Most due URLs of one continuous crawl that one due check takes back into the pipeline (the rest wait for the next check).",
 	// Loader.
 	"GRIDCRAWL_LOADER_WORKERS":      "Concurrent fetches of a loader (each of a different crawl host group).",
-	"GRIDCRAWL_LOADER_PREFETCH":     "Unacked loader contracts a loader holds.",
+	"GRIDCRAWL_LOADER_PREFETCH":     "Unacked loader contracts a loader holds, shared out over the shards; a crawl host group holds at most half of a shard's (docs/architecture.md, bounded backlog).",
 	"GRIDCRAWL_MAX_BODY_BYTES":      "Bytes of a response body kept (more is cut and the WARC record marked truncated); also the cap of a decompressed body. Sitemaps may keep up to 50 MiB.",
 	"GRIDCRAWL_FETCH_TIMEOUT":       "Time limit of a whole fetch, body included.",
 	"GRIDCRAWL_FETCH_ATTEMPTS":      "Fetches of a URL on timeouts, connection errors, 429 and 503 before it fails.",

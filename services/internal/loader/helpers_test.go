@@ -243,6 +243,17 @@ func (s *site) hits() []hit {
 	return append([]hit(nil), s.log...)
 }
 
+// pageHits returns the requests s got for pages, robots.txt left out.
+func (s *site) pageHits() []hit {
+	var out []hit
+	for _, h := range s.hits() {
+		if h.path != "/robots.txt" {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
 func (s *site) pages(n int) []string {
 	var urls []string
 	for i := range n {

@@ -33,7 +33,7 @@ func TestSlowGroupLeavesOtherGroupsASlot(t *testing.T) {
 	// before the first contract's last.
 	first := []string{slowURL + "/a0", slowURL + "/a1", slowURL + "/a2", slowURL + "/a3", slowURL + "/a4"}
 	b.submit(t, "first", contracts.CrawlRunning, profile(first...), first...)
-	waitFor(t, "the first page of the slow group", func() bool { return len(pageHits(slow)) >= 1 })
+	waitFor(t, "the first page of the slow group", func() bool { return len(slow.pageHits()) >= 1 })
 
 	second := []string{slowURL + "/b0"}
 	b.submit(t, "second", contracts.CrawlRunning, profile(second...), second...)
@@ -45,8 +45,8 @@ func TestSlowGroupLeavesOtherGroupsASlot(t *testing.T) {
 	b.waitLoaded(t, "first", first...)
 	b.waitLoaded(t, "second", second...)
 
-	fastAt := pageHits(fast)[0].at
-	slowHits := pageHits(slow)
+	fastAt := fast.pageHits()[0].at
+	slowHits := slow.pageHits()
 	var lastOfFirst hit
 	for _, h := range slowHits {
 		if strings.HasPrefix(h.path, "/a") {
@@ -66,22 +66,11 @@ func TestSlowGroupLeavesOtherGroupsASlot(t *testing.T) {
 	checkGaps(t, slowHits, 900*time.Millisecond)
 }
 
-// pageHits returns the requests s got for pages, robots.txt left out.
-func pageHits(s *site) []hit {
-	var out []hit
-	for _, h := range s.hits() {
-		if h.path != "/robots.txt" {
-			out = append(out, h)
-		}
-	}
-	return out
-}
-
 // TestSecondContractTakenWholeWhenQueueIsShort: a contract of a group whose
 // queue drains within holdWait is held whole (up to the group's limit), not
 // cut at holdWait with its rest parked for a few seconds: a group fed by
 // contracts larger than holdWait's worth would otherwise send most of its
-// backlog back to the broker every few seconds. (On the code before, 15 of
+// backlog back to the broker every few seconds. (On the code before, 17 of
 // the 40 URLs were parked, every run.)
 func TestSecondContractTakenWholeWhenQueueIsShort(t *testing.T) {
 	b := newBackends(t)
@@ -96,7 +85,7 @@ func TestSecondContractTakenWholeWhenQueueIsShort(t *testing.T) {
 
 	first := s.pages(3)
 	b.submit(t, "first", contracts.CrawlRunning, p(first), first...)
-	waitFor(t, "the first page", func() bool { return len(pageHits(s)) >= 1 })
+	waitFor(t, "the first page", func() bool { return len(s.pageHits()) >= 1 })
 
 	var second []string
 	for i := range 40 {
@@ -109,8 +98,8 @@ func TestSecondContractTakenWholeWhenQueueIsShort(t *testing.T) {
 	}
 	b.waitLoaded(t, "first", first...)
 	b.waitLoaded(t, "second", second...)
-	checkGaps(t, pageHits(s), 180*time.Millisecond)
-	if n := len(pageHits(s)); n != len(first)+len(second) {
+	checkGaps(t, s.pageHits(), 180*time.Millisecond)
+	if n := len(s.pageHits()); n != len(first)+len(second) {
 		t.Errorf("site got %d page requests, want %d", n, len(first)+len(second))
 	}
 }
