@@ -149,6 +149,9 @@ type DelayPolicy struct {
 	// ForgiveAfter is the quiet period after the last trouble after which a
 	// success resets the backoff.
 	ForgiveAfter time.Duration `json:"forgive_after"`
+	// Version names the settings the policy comes from (a crawl profile's
+	// version), for the frontier report; it changes no delay.
+	Version int `json:"version,omitempty"`
 }
 
 // DefaultDelayPolicy returns the policy used when none is configured: the

@@ -59,6 +59,7 @@ type entry struct {
 	url     string
 	payload any
 	host    uint32 // index into the group's hosts
+	use     uint32 // index of the item's crawl use in the group (see group.use); 0: none
 }
 
 // futureEntry is an item whose NotBefore has not come yet.
@@ -178,6 +179,65 @@ func (q *items) pop() (entry, int32) {
 	}
 	q.n--
 	return e, cost
+}
+
+// removeIf removes the items for which drop reports true and returns them,
+// due ones first. The rest keep their order. It costs O(n).
+func (q *items) removeIf(drop func(*entry) bool) []entry {
+	var out []entry
+	lanes := q.lanes[:0]
+	for _, l := range q.lanes {
+		var kept ring[entry]
+		for l.r.len() > 0 {
+			e := l.r.pop()
+			if drop(&e) {
+				out = append(out, e)
+			} else {
+				kept.push(e)
+			}
+		}
+		if kept.len() > 0 {
+			lanes = append(lanes, lane{cost: l.cost, r: kept})
+		}
+	}
+	for i := len(lanes); i < len(q.lanes); i++ {
+		q.lanes[i] = lane{}
+	}
+	q.lanes = lanes
+	future := q.future
+	q.future = nil
+	for _, fe := range future {
+		if drop(&fe.e) {
+			out = append(out, fe.e)
+			continue
+		}
+		q.future = append(q.future, fe)
+	}
+	// Filtering keeps heap order only by chance: rebuild it.
+	for i := len(q.future)/2 - 1; i >= 0; i-- {
+		q.siftDown(i)
+	}
+	q.n -= len(out)
+	return out
+}
+
+// siftDown moves the future item at i down to its place.
+func (q *items) siftDown(i int) {
+	h := q.future
+	for {
+		l, m := 2*i+1, i
+		if l < len(h) && futureLess(&h[l], &h[m]) {
+			m = l
+		}
+		if r := l + 1; r < len(h) && futureLess(&h[r], &h[m]) {
+			m = r
+		}
+		if m == i {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
 }
 
 // timeHeap is a min-heap of groups by (key, keySeq). Keys are copied into

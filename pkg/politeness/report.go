@@ -54,6 +54,13 @@ type GroupReport struct {
 	LastError string `json:"last_error,omitempty"`
 	// Backoff is the group's backoff state.
 	Backoff Backoff `json:"backoff"`
+	// Crawl is the crawl of the last fetch, whose delay policy, of version
+	// PolicyVersion (a crawl profile's version), decided Delay.
+	Crawl         string `json:"crawl_id,omitempty"`
+	PolicyVersion int    `json:"policy_version,omitempty"`
+	// Crawls are the crawls whose items the group holds or has held, each
+	// with its own spend and budget (see SetCrawlBudget).
+	Crawls []CrawlUse `json:"crawls,omitempty"`
 }
 
 // Report is the frontier report.
@@ -124,6 +131,11 @@ func (g *group) report() GroupReport {
 		LastCost:      int(g.lastCost),
 		Backoff:       g.backoff,
 		LastError:     g.lastErr,
+		PolicyVersion: g.polVersion,
+		Crawls:        g.crawlReports(),
+	}
+	if u := g.use(g.lastUse); u != nil {
+		r.Crawl = u.crawl
 	}
 	if g.set.budget.sessionLimited() {
 		r.SessionBalance = g.balance

@@ -81,6 +81,10 @@ type Item struct {
 	// Cost, when set, prices this item instead of the group's cost policy
 	// (the policy of the crawl the URL belongs to).
 	Cost CostPolicy
+	// Crawl, when set, is the crawl the item belongs to: its cost counts
+	// in that crawl's use of the group, limited by the crawl's budget
+	// there (SetCrawlBudget), not by other crawls'.
+	Crawl string
 }
 
 // Lease is an item handed out by Next or TryNext. Its group is busy until
@@ -97,7 +101,8 @@ type Lease struct {
 	// if Release was never called.
 	Deadline time.Time
 
-	g *group // saves Release a map lookup
+	g   *group // saves Release a map lookup
+	use uint32 // the item's crawl use in g
 }
 
 // Config configures a Scheduler. The zero value is usable.
@@ -150,7 +155,10 @@ type Scheduler struct {
 	busy      timeHeap
 	counts    [nStates]int
 	queued    int // items of groups that are not retired
-	retired   int // items of retired groups
+	retired   int // items of retired groups, and retiredItems
+	// retiredItems are items retired by their crawl's budget, until
+	// DrainRetired hands them out.
+	retiredItems []Item
 	token     uint64
 	seq       uint64
 	changed   chan struct{}
@@ -199,6 +207,19 @@ type group struct {
 	statusPos uint8
 	statusN   uint8
 	lastErr   string
+
+	// uses are the crawls whose items the group has held (see crawls.go).
+	uses []*crawlUse
+	// lastUse is the crawl use of the last released fetch; releasedAt,
+	// lastOut, lastBackoff and lastRnd are what its delay was decided
+	// from, so that SetCrawlDelay can decide it again; polVersion is the
+	// version of the policy that decided it.
+	lastUse     uint32
+	releasedAt  int64
+	lastOut     Outcome
+	lastBackoff Backoff
+	lastRnd     float64
+	polVersion  int
 }
 
 // New returns a Scheduler configured by cfg.
@@ -304,7 +325,17 @@ func (s *Scheduler) Add(it Item) error {
 		pol = it.Cost
 	}
 	cost := clampCost(pol.Cost(it.URL, it.Via))
-	e := entry{url: it.URL, payload: it.Payload, host: g.hostIndex(host)}
+	e := entry{url: it.URL, payload: it.Payload, host: g.hostIndex(host), use: g.useIndex(it.Crawl, true)}
+	if u := g.use(e.use); u != nil && u.over() {
+		// The crawl's budget in the group is spent: retired at once, as
+		// items added to a retired group stay unscheduled.
+		g.enqueued++
+		s.retireEntry(g, e, u)
+		return nil
+	}
+	if u := g.use(e.use); u != nil {
+		u.queued++
+	}
 	at := now
 	if !it.NotBefore.IsZero() {
 		at = max(at, it.NotBefore.UnixNano())
@@ -418,6 +449,7 @@ func (s *Scheduler) place(g *group, now int64) {
 		s.setState(g, stRetired)
 		return
 	}
+	s.retireSpent(g)
 	if g.q.n == 0 {
 		s.setState(g, stIdle)
 		return
@@ -429,7 +461,7 @@ func (s *Scheduler) place(g *group, now int64) {
 		s.setState(g, stWaiting)
 		return
 	}
-	if g.held || (g.set.budget.sessionLimited() && g.balance <= 0) {
+	if g.held || (g.set.budget.sessionLimited() && g.balance <= 0) || g.headExhausted() {
 		s.pushFIFO(&s.inactive, g)
 		s.setState(g, stInactive)
 		return
@@ -480,6 +512,7 @@ func (s *Scheduler) nextLocked(now int64) (Lease, bool) {
 			if g.set.budget.sessionLimited() {
 				g.balance = g.set.budget.BalanceReplenish
 			}
+			g.replenish()
 		}
 		// Settings may have changed since g was queued: re-check before any
 		// item is tried, as Heritrix does.
@@ -488,7 +521,7 @@ func (s *Scheduler) nextLocked(now int64) (Lease, bool) {
 			continue
 		}
 		g.q.advance(now)
-		if !g.q.hasDue() || g.next > now {
+		if !g.q.hasDue() || g.next > now || s.retireSpent(g) {
 			s.place(g, now)
 			continue
 		}
@@ -504,17 +537,23 @@ func (s *Scheduler) lease(g *group, now int64) Lease {
 	g.spent += int64(cost)
 	g.costCount++
 	g.lastCost = cost
+	if u := g.use(e.use); u != nil {
+		u.queued--
+		u.spent += int64(cost)
+		u.balance -= int64(cost)
+	}
 	s.token++
 	g.token = s.token
 	g.key, g.keySeq = addSat(now, s.busyTimeout), s.nextSeq()
 	s.busy.push(g)
 	s.setState(g, stBusy)
 	return Lease{
-		Item:     Item{URL: e.url, Host: g.hosts[e.host], Group: g.id, Payload: e.payload},
+		Item:     Item{URL: e.url, Host: g.hosts[e.host], Group: g.id, Payload: e.payload, Crawl: crawlOf(g, e)},
 		Cost:     int(cost),
 		Token:    g.token,
 		Deadline: time.Unix(0, g.key),
 		g:        g,
+		use:      e.use,
 	}
 }
 
@@ -637,6 +676,10 @@ func (s *Scheduler) Release(l Lease, o Outcome) bool {
 		// Nothing was fetched: refund the item's cost, and no delay.
 		g.balance += int64(l.Cost)
 		g.spent -= int64(l.Cost)
+		if u := g.use(l.use); u != nil {
+			u.balance += int64(l.Cost)
+			u.spent -= int64(l.Cost)
+		}
 		s.place(g, now)
 		s.notifyLocked()
 		return true
@@ -645,7 +688,12 @@ func (s *Scheduler) Release(l Lease, o Outcome) bool {
 	if o.Policy != nil {
 		pol = *o.Policy
 	}
-	g.dec = pol.Decide(&g.backoff, o, time.Unix(0, now), s.rnd())
+	g.lastUse, g.releasedAt, g.lastBackoff, g.lastRnd, g.polVersion = l.use, now, g.backoff, s.rnd(), pol.Version
+	g.lastOut = Outcome{Duration: o.Duration, Status: o.Status, ErrKind: o.ErrKind, RetryAfter: o.RetryAfter, CrawlDelay: o.CrawlDelay}
+	if u := g.use(l.use); u != nil {
+		u.fetches++
+	}
+	g.dec = pol.Decide(&g.backoff, o, time.Unix(0, now), g.lastRnd)
 	g.next = addSat(now, int64(g.dec.Delay))
 	g.fetches++
 	g.lastFetch = o.Duration
@@ -873,7 +921,18 @@ func (s *Scheduler) DrainRetired(limit int) []Item {
 		return nil
 	}
 	var out []Item
+	if n := min(limit, len(s.retiredItems)); n > 0 {
+		out = append(out, s.retiredItems[:n]...)
+		s.retiredItems = slices.Delete(s.retiredItems, 0, n)
+		if len(s.retiredItems) == 0 {
+			s.retiredItems = nil // let the backing array go
+		}
+		s.retired -= n
+	}
 	for _, g := range s.groups {
+		if len(out) >= limit {
+			break
+		}
 		if g.st != stRetired {
 			continue
 		}
@@ -885,7 +944,10 @@ func (s *Scheduler) DrainRetired(limit int) []Item {
 				e = g.q.popFuture().e
 			}
 			s.retired--
-			out = append(out, Item{URL: e.url, Host: g.hosts[e.host], Group: g.id, Payload: e.payload})
+			if u := g.use(e.use); u != nil {
+				u.queued--
+			}
+			out = append(out, Item{URL: e.url, Host: g.hosts[e.host], Group: g.id, Payload: e.payload, Crawl: crawlOf(g, e)})
 		}
 		if len(out) >= limit {
 			break
@@ -919,4 +981,12 @@ func (s *Scheduler) Queued(group string) (int, time.Duration) {
 		return g.q.n, g.dec.Delay
 	}
 	return 0, 0
+}
+
+// crawlOf returns the crawl of g's item e, "" for none.
+func crawlOf(g *group, e entry) string {
+	if u := g.use(e.use); u != nil {
+		return u.crawl
+	}
+	return ""
 }
