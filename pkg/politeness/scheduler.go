@@ -159,10 +159,10 @@ type Scheduler struct {
 	// retiredItems are items retired by their crawl's budget, until
 	// DrainRetired hands them out.
 	retiredItems []Item
-	token     uint64
-	seq       uint64
-	changed   chan struct{}
-	waiters   int
+	token        uint64
+	seq          uint64
+	changed      chan struct{}
+	waiters      int
 }
 
 // fifoEntry is a group in a FIFO; it is stale when the group has since left
