@@ -189,6 +189,28 @@ func (s *Scheduler) SetCrawlBudget(group, host, crawl string, b *Budget) {
 		}
 		g = s.newGroup(group, NormalizeHost(host))
 	}
+	s.setCrawlBudget(g, crawl, b, s.nowNS())
+	s.notifyLocked()
+}
+
+// SetCrawlBudgets sets, as SetCrawlBudget does, crawl's budget in every
+// group it uses to budget(group, first host of the group).
+func (s *Scheduler) SetCrawlBudgets(crawl string, budget func(group, host string) *Budget) {
+	if crawl == "" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.nowNS()
+	for _, g := range s.groups {
+		if g.useIndex(crawl, false) != 0 {
+			s.setCrawlBudget(g, crawl, budget(g.id, g.hosts[0]), now)
+		}
+	}
+	s.notifyLocked()
+}
+
+func (s *Scheduler) setCrawlBudget(g *group, crawl string, b *Budget, now int64) {
 	u := g.use(g.useIndex(crawl, true))
 	wasHold := g.holdWanted()
 	switch {
@@ -200,7 +222,6 @@ func (s *Scheduler) SetCrawlBudget(group, host, crawl string, b *Budget) {
 		u.budget = *b
 		u.balance = min(u.balance, b.BalanceReplenish)
 	}
-	now := s.nowNS()
 	hold := g.holdWanted() || g.set.budget.HoldQueues
 	switch {
 	case hold && !wasHold && !g.held && g.costCount == 0 && g.st != stBusy && g.st != stRetired:
@@ -209,7 +230,6 @@ func (s *Scheduler) SetCrawlBudget(group, host, crawl string, b *Budget) {
 		g.held = false
 	}
 	s.replace(g, now)
-	s.notifyLocked()
 }
 
 // replace places g again after its settings changed, unless it is busy

@@ -16,6 +16,11 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 )
 
+// HeaderResumed marks a loader contract that a resume published again: the
+// loader asks the profile store whether the crawl is still paused instead
+// of trusting a state it cached before the resume.
+const HeaderResumed = "x-gridcrawl-resumed"
+
 // MaxPagesPerContract bounds the pages carried by one crawler contract.
 const MaxPagesPerContract = 100
 

@@ -119,6 +119,11 @@ type Coordinator struct {
 	// unbuilt holds the ids of the crawls RebuildQueues left alone because
 	// they were paused: their work is rebuilt when they resume.
 	unbuilt sync.Map
+	// resumed holds the crawls just resumed whose to-be-loaded records the
+	// resume loop publishes again; resume wakes it (see resume.go).
+	resumeMu sync.Mutex
+	resumed  map[string]struct{}
+	resume   chan struct{}
 }
 
 // New returns a coordinator; cfg must have been validated.
@@ -132,11 +137,13 @@ func New(cfg Config, deps Deps) *Coordinator {
 	}
 	return &Coordinator{
 		cfg: cfg, deps: deps, log: log,
-		enq:    &enqueue.Enqueuer{Tx: deps.Tx, Queue: deps.Queue, Group: deps.Group, Shards: deps.Shards},
-		met:    deps.Metrics.MCP(),
-		nudged: map[string]struct{}{},
-		nudge:  make(chan struct{}, 1),
-		tl:     timelines{byID: map[string]*contracts.Timeline{}},
+		enq:     &enqueue.Enqueuer{Tx: deps.Tx, Queue: deps.Queue, Group: deps.Group, Shards: deps.Shards},
+		met:     deps.Metrics.MCP(),
+		nudged:  map[string]struct{}{},
+		nudge:   make(chan struct{}, 1),
+		resumed: map[string]struct{}{},
+		resume:  make(chan struct{}, 1),
+		tl:      timelines{byID: map[string]*contracts.Timeline{}},
 	}
 }
 
@@ -153,6 +160,7 @@ func (co *Coordinator) Run(ctx context.Context) error {
 	wg.Go(func() { co.runFinishCheck(ctx) })
 	wg.Go(func() { co.runDueCheck(ctx) })
 	wg.Go(func() { co.runTimeline(ctx) })
+	wg.Go(func() { co.runResume(ctx) })
 	wg.Wait()
 	return nil
 }

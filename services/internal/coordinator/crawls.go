@@ -325,9 +325,12 @@ func (co *Coordinator) SetPaused(ctx context.Context, id string, paused bool) er
 		v = verbPause
 	}
 	now := time.Now()
-	_, _, err := co.apply(ctx, id, v, string(v)+"d through the api")
+	c, _, err := co.apply(ctx, id, v, string(v)+"d through the api")
 	if err == nil && !paused {
 		co.rebuildResumed(ctx, id, now)
+		if c.State == contracts.CrawlPaused {
+			co.resumeRepublish(id) // its parked URLs come due only after the loaders' paused delay
+		}
 	}
 	return err
 }

@@ -56,6 +56,18 @@ func (c *States) State(ctx context.Context, crawlID string) contracts.CrawlState
 	return st
 }
 
+// Fresh returns the state of crawlID as stored now, and caches it: a
+// caller about to act on a cached state that the crawl may have just left
+// (parking the URLs of a crawl that reads paused, while a resume publishes
+// them again) asks the store first.
+func (c *States) Fresh(ctx context.Context, crawlID string) contracts.CrawlState {
+	if c.store == nil {
+		return contracts.CrawlRunning
+	}
+	c.cache.Delete(crawlID)
+	return c.State(ctx, crawlID)
+}
+
 // Cancelled reports whether crawlID is cancelled.
 func (c *States) Cancelled(ctx context.Context, crawlID string) bool {
 	return c.State(ctx, crawlID) == contracts.CrawlCancelled

@@ -167,7 +167,7 @@ func (f *Enqueuer) Enqueue(ctx context.Context, crawlID string, p contracts.Prof
 // those of concurrent calls when Gather is set.
 func (f *Enqueuer) publishGathered(ctx context.Context, crawlID string, p contracts.Profile, recs []txindex.Record) error {
 	if f.Gather <= 0 || len(recs) == 0 {
-		return f.publish(ctx, crawlID, p, recs, f.snapshot)
+		return f.publish(ctx, crawlID, p, recs, f.snapshot, nil)
 	}
 	// The snapshots are taken now: the records as this call wrote them.
 	snaps := make(map[string]*contracts.Snapshot, len(recs))
@@ -230,7 +230,7 @@ func (f *Enqueuer) publishAll(ctx context.Context, reqs []gatheredReq) error {
 	for _, id := range order {
 		c := byCrawl[id]
 		snap := func(key string) *contracts.Snapshot { return c.snaps[key] }
-		if err := f.publish(ctx, id, c.p, c.recs, snap); err != nil {
+		if err := f.publish(ctx, id, c.p, c.recs, snap, nil); err != nil {
 			return err
 		}
 	}
@@ -432,10 +432,16 @@ func (f *Enqueuer) limit(ctx context.Context, crawlID string, p contracts.Profil
 // no snapshots: records published again (recovered, resumed, found again)
 // may have changed since they were read, and the loader reads them first.
 func (f *Enqueuer) Publish(ctx context.Context, crawlID string, p contracts.Profile, recs []txindex.Record) error {
-	return f.publish(ctx, crawlID, p, recs, nil)
+	return f.publish(ctx, crawlID, p, recs, nil, nil)
 }
 
-func (f *Enqueuer) publish(ctx context.Context, crawlID string, p contracts.Profile, recs []txindex.Record, snap func(string) *contracts.Snapshot) error {
+// PublishResumed is Publish for the records of a crawl just resumed: its
+// contracts carry contractmsg.HeaderResumed.
+func (f *Enqueuer) PublishResumed(ctx context.Context, crawlID string, p contracts.Profile, recs []txindex.Record) error {
+	return f.publish(ctx, crawlID, p, recs, nil, map[string]string{contractmsg.HeaderResumed: "1"})
+}
+
+func (f *Enqueuer) publish(ctx context.Context, crawlID string, p contracts.Profile, recs []txindex.Record, snap func(string) *contracts.Snapshot, headers map[string]string) error {
 	if len(recs) == 0 {
 		return nil
 	}
@@ -455,6 +461,11 @@ func (f *Enqueuer) publish(ctx context.Context, crawlID string, p contracts.Prof
 		}
 		if len(msgs) == 0 {
 			continue
+		}
+		if headers != nil {
+			for j := range msgs {
+				msgs[j].Headers = maps.Clone(headers)
+			}
 		}
 		if err := f.Queue.Publish(ctx, routing.ShardQueue(i, n), msgs...); err != nil {
 			return fmt.Errorf("publish loader contracts: %w", err)

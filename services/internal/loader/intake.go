@@ -79,9 +79,13 @@ func (l *Loader) accept(ctx context.Context, shard int, d queue.Delivery, c *con
 		l.log.Warn("resolve profile", "crawl_id", c.CrawlID, "err", err)
 		return consume.Retry(err)
 	}
+	p = l.pol.current(c.CrawlID, p) // a contract built before a PATCH
 	dl := newDelivery(d, l.deps.Gate, len(c.URLs))
 	tasks := l.tasks(c, p, dl, shard)
-	if l.cancels.State(ctx, c.CrawlID) == contracts.CrawlPaused {
+	// The contracts a resume publishes (contractmsg.HeaderResumed) may come
+	// while the state cache still reads paused: they ask the store, so
+	// that they are not parked for PausedDelay.
+	if l.paused(ctx, d, c.CrawlID) {
 		l.parkAll(ctx, dl, tasks, l.cfg.PausedDelay)
 		return consume.Hold()
 	}
@@ -97,6 +101,15 @@ func (l *Loader) accept(ctx context.Context, shard int, d queue.Delivery, c *con
 		dl.done(ctx, l.log, nil)
 	}
 	return consume.Hold()
+}
+
+// paused reports whether crawlID is paused, as the store says when d was
+// published by a resume.
+func (l *Loader) paused(ctx context.Context, d queue.Delivery, crawlID string) bool {
+	if l.cancels.State(ctx, crawlID) != contracts.CrawlPaused {
+		return false
+	}
+	return d.Headers()[contractmsg.HeaderResumed] == "" || l.cancels.Fresh(ctx, crawlID) == contracts.CrawlPaused
 }
 
 // tasks makes one task per URL of c, grouped and priced.

@@ -526,6 +526,7 @@ func (l *Loader) Run(ctx context.Context) error {
 	var loops sync.WaitGroup
 	loops.Go(func() { l.reportLoop(ctx) })
 	loops.Go(func() { l.retireLoop(ctx) })
+	loops.Go(func() { l.watchLoop(ctx) })
 
 	intake.Wait() // returns once ctx is done or every consumer stopped
 	l.log.Info("shutdown started", "in_flight", l.active.Load(), "timeout_ms", l.cfg.ShutdownTimeout.Milliseconds())
@@ -602,6 +603,7 @@ func (l *Loader) work(ctx, drain context.Context) {
 		}
 		l.active.Add(1)
 		t := lease.Item.Payload.(*task)
+		t.profile = l.pol.current(t.crawlID, t.profile) // a PATCH since it was taken
 		o := l.fetchTask(drain, t)
 		share := t.bodyShare
 		t.bodyShare = nil // t may be scheduled again by requeue

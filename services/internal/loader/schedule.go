@@ -19,24 +19,28 @@ import (
 // per-domain overrides resolved by politeness.BudgetFor) as the group's
 // budget.
 
-// policies caches what the loader derives from profiles. Groups shared by
-// several crawls take the budget of the crawl whose URL arrived last with a
-// new profile version.
+// policies caches what the loader derives from profiles. Each crawl keeps
+// its own budget in every group it uses (politeness.SetCrawlBudget), set
+// from the newest profile version the loader has seen of the crawl: in a
+// contract, or read by the watch (watch.go) once a PATCH stored it.
 type policies struct {
 	crawlDelayCap time.Duration
 
 	delay *lru.Cache[*contracts.Profile, *politeness.DelayPolicy]
 
-	mu       sync.Mutex
-	costs    map[string]politeness.CostPolicy // by cost policy name: a handful
-	budgets  *lru.Cache[string, budgetKey]    // by group: the profile its budget came from
-	versions *lru.Cache[string, int]          // newest profile version seen per crawl
+	mu      sync.Mutex
+	costs   map[string]politeness.CostPolicy // by cost policy name: a handful
+	budgets *lru.Cache[budgetKey, int]       // by group and crawl: the profile version its budget came from
+	// newest is the newest profile seen per crawl: tasks that carry an
+	// older one run under it (current).
+	newest *lru.Cache[string, *contracts.Profile]
+	// applied is the profile version the watch applied per crawl.
+	applied *lru.Cache[string, int]
 }
 
-// budgetKey identifies the profile version a group's budget was set from.
+// budgetKey is one crawl's use of one group.
 type budgetKey struct {
-	crawlID string
-	version int
+	group, crawlID string
 }
 
 func newPolicies(crawlDelayCap time.Duration) policies {
@@ -44,8 +48,9 @@ func newPolicies(crawlDelayCap time.Duration) policies {
 		crawlDelayCap: crawlDelayCap,
 		delay:         lru.New[*contracts.Profile, *politeness.DelayPolicy](1024, 0),
 		costs:         map[string]politeness.CostPolicy{},
-		budgets:       lru.New[string, budgetKey](100000, 0),
-		versions:      lru.New[string, int](10000, 0),
+		budgets:       lru.New[budgetKey, int](100000, 0),
+		newest:        lru.New[string, *contracts.Profile](10000, 0),
+		applied:       lru.New[string, int](10000, 0),
 	}
 }
 
@@ -54,6 +59,7 @@ func (p *policies) delayPolicy(prof *contracts.Profile) *politeness.DelayPolicy 
 	pol, _ := p.delay.GetOrLoad(prof, func() (*politeness.DelayPolicy, error) {
 		pol := politeness.DelayPolicyFor(prof.Politeness)
 		pol.CrawlDelayCap = p.crawlDelayCap
+		pol.Version = prof.Version
 		return &pol, nil
 	})
 	return pol
@@ -78,37 +84,71 @@ func (p *policies) costPolicy(prof *contracts.Profile) politeness.CostPolicy {
 	return c
 }
 
-// budgetChange reports whether group must take the budget of crawlID's
-// profile version: true the first time a group sees that version, never
-// for a version older than one already seen for the crawl (contracts built
-// before a PATCH may arrive after it).
-func (p *policies) budgetChange(crawlID string, version int, group string) bool {
-	k := budgetKey{crawlID, version}
+// current returns the newest profile seen of crawlID, prof itself when
+// it is that one or newer (and then remembers it). Contracts built before a
+// PATCH carry the older version, and may arrive after it.
+func (p *policies) current(crawlID string, prof *contracts.Profile) *contracts.Profile {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if newest, ok := p.versions.Get(crawlID); ok && version < newest {
+	if n, ok := p.newest.Get(crawlID); ok && n.Version >= prof.Version {
+		return n
+	}
+	p.newest.Put(crawlID, prof)
+	return prof
+}
+
+// apply reports whether version of crawlID's profile is newer than the one
+// the watch last applied to every group of the crawl, and takes it as
+// applied.
+func (p *policies) apply(crawlID string, version int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if v, ok := p.applied.Get(crawlID); ok && v >= version {
 		return false
 	}
-	p.versions.Put(crawlID, version)
-	if old, ok := p.budgets.Get(group); ok && old == k {
-		return false
-	}
-	p.budgets.Put(group, k)
+	p.applied.Put(crawlID, version)
 	return true
 }
 
-// applyBudget gives t's group the budget of t's profile, when it has one.
+// forget drops what the loader keeps of a crawl that has ended.
+func (p *policies) forget(crawlID string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.newest.Delete(crawlID)
+	p.applied.Delete(crawlID)
+}
+
+// budgetChange reports whether crawlID's budget in group must be set from
+// profile version: true the first time the group sees the crawl or a newer
+// version of its profile.
+func (p *policies) budgetChange(crawlID string, version int, group string) bool {
+	k := budgetKey{group, crawlID}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if old, ok := p.budgets.Get(k); ok && old >= version {
+		return false
+	}
+	p.budgets.Put(k, version)
+	return true
+}
+
+// applyBudget gives t's crawl its budget in t's group (none when its
+// profile has none): the crawl's own, apart from other crawls' uses of the
+// group.
 func (l *Loader) applyBudget(t *task) {
-	if t.profile.Budget == nil || !l.pol.budgetChange(t.crawlID, t.profile.Version, t.group) {
+	if !l.pol.budgetChange(t.crawlID, t.profile.Version, t.group) {
 		return
 	}
-	l.sched.SetBudget(t.group, budgetOf(t.profile.Budget, t.group, t.host))
+	l.sched.SetCrawlBudget(t.group, t.host, t.crawlID, budgetOf(t.profile.Budget, t.group, t.host))
 }
 
 // budgetOf maps a profile's budget onto politeness: its defaults (0 means
 // politeness' default) and its per-domain overrides as politeness
-// overrides, resolved for the group by politeness itself.
-func budgetOf(b *contracts.Budget, group, host string) politeness.Budget {
+// overrides, resolved for the group by politeness itself; nil for none.
+func budgetOf(b *contracts.Budget, group, host string) *politeness.Budget {
+	if b == nil {
+		return nil
+	}
 	def := politeness.DefaultBudget()
 	if b.BalanceReplenish > 0 {
 		def.BalanceReplenish = b.BalanceReplenish
@@ -118,7 +158,7 @@ func budgetOf(b *contracts.Budget, group, host string) politeness.Budget {
 	}
 	def.HoldQueues = b.HoldQueues // site-first crawls, as Heritrix holds queues (https://github.com/internetarchive/heritrix3)
 	if len(b.Overrides) == 0 {
-		return def
+		return &def
 	}
 	overrides := make([]politeness.Override, 0, len(b.Overrides))
 	for _, o := range b.Overrides {
@@ -132,7 +172,8 @@ func budgetOf(b *contracts.Budget, group, host string) politeness.Budget {
 		}
 		overrides = append(overrides, politeness.Override{Domain: o.Domain, Budget: &ob})
 	}
-	return politeness.BudgetFor(def, overrides, group, host)
+	r := politeness.BudgetFor(def, overrides, group, host)
+	return &r
 }
 
 // schedule hands t to the politeness scheduler, not before t.notBefore nor
@@ -142,7 +183,7 @@ func (l *Loader) schedule(ctx context.Context, t *task) {
 	if hold := l.state.holdUntil(t.shard, t.group, pol.Min); hold.After(t.notBefore) {
 		t.notBefore = hold
 	}
-	it := politeness.Item{URL: t.url, Host: t.host, Group: t.group, NotBefore: t.notBefore, Payload: t, Cost: l.pol.costPolicy(t.profile)}
+	it := politeness.Item{URL: t.url, Host: t.host, Group: t.group, NotBefore: t.notBefore, Payload: t, Cost: l.pol.costPolicy(t.profile), Crawl: t.crawlID}
 	if t.prepaid {
 		it.Cost = politeness.ZeroCost{}
 	}

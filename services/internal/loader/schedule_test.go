@@ -32,12 +32,15 @@ func TestBudgetOf(t *testing.T) {
 		{"group named by alias, host decides", "alias", "a.example.org", politeness.Budget{BalanceReplenish: 50, TotalBudget: 10, HoldQueues: true}},
 	}
 	for _, tc := range tests {
-		if got := budgetOf(b, tc.group, tc.host); !cmp.Equal(got, tc.want) {
+		if got := budgetOf(b, tc.group, tc.host); got == nil || !cmp.Equal(*got, tc.want) {
 			t.Errorf("%s: budgetOf(%q, %q) = %+v, want %+v", tc.name, tc.group, tc.host, got, tc.want)
 		}
 	}
 	def := politeness.DefaultBudget()
-	if got := budgetOf(&contracts.Budget{}, "g", "g"); !cmp.Equal(got, def) {
+	if got := budgetOf(&contracts.Budget{}, "g", "g"); got == nil || !cmp.Equal(*got, def) {
 		t.Errorf("budgetOf(empty budget) = %+v, want politeness' default %+v", got, def)
+	}
+	if got := budgetOf(nil, "g", "g"); got != nil {
+		t.Errorf("budgetOf(nil) = %+v, want nil (no budget: the crawl is not limited)", got)
 	}
 }

@@ -1,0 +1,131 @@
+package grid
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/politeness"
+)
+
+// flatSite serves flat.budget.test: a home page linking to 30 pages, 31
+// pages in all, and counts the requests of each crawl (by the query the
+// test gives each crawl's start URL, carried in no link: the pages are the
+// same for every crawl, as a site crawled twice).
+func flatSite(t *testing.T) (port int, pages func() int) {
+	t.Helper()
+	var mu sync.Mutex
+	n := 0
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		mu.Lock()
+		n++
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, "<html><body>")
+		if r.URL.Path == "/" {
+			for i := range 30 {
+				fmt.Fprintf(w, `<a href="/p%d">p%d</a> `, i, i)
+			}
+		}
+		io.WriteString(w, "</body></html>")
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().(*net.TCPAddr).Port, func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return n
+	}
+}
+
+// TestBudgetsOfCrawlsApart runs three crawls of one host in turn on one
+// grid: A without a budget, B with a total budget of 20, C without one.
+// Each crawl's budget is its own: B is not charged A's 31 fetches, and C
+// is not limited by B's spent budget (before, B fetched nothing and C was
+// retired too, until the grid restarted).
+func TestBudgetsOfCrawlsApart(t *testing.T) {
+	port, pages := flatSite(t)
+	g, api := startGrid(t, testConfig(t, t.TempDir(), "*.budget.test=127.0.0.1"))
+	profile := func(budget *contracts.Budget) contracts.Profile {
+		return contracts.Profile{
+			StartURLs:  []string{fmt.Sprintf("http://flat.budget.test:%d/", port)},
+			MaxDepth:   2,
+			Sitemaps:   new(bool),
+			Politeness: contracts.Politeness{MinDelayMS: 1, MaxDelayMS: 5, DelayFactor: 1},
+			Budget:     budget,
+		}
+	}
+	run := func(name string, budget *contracts.Budget) (string, map[contracts.Status]int, int) {
+		t.Helper()
+		before := pages()
+		var created contracts.CreateCrawlResponse
+		if code := apiDo(t, http.MethodPost, api+"/api/v1/crawls", profile(budget), &created); code != http.StatusCreated {
+			t.Fatalf("POST crawl %s = %d", name, code)
+		}
+		waitState(t, api, created.CrawlID, contracts.CrawlFinished)
+		return created.CrawlID, hostCounts(t, g, created.CrawlID, "flat.budget.test"), pages() - before
+	}
+	_, a, fa := run("A", nil)
+	if a[contracts.Indexed] != 31 || fa != 31 {
+		t.Fatalf("crawl A (no budget) = %v with %d pages requested, want 31 indexed and requested", a, fa)
+	}
+	bID, b, fb := run("B", &contracts.Budget{TotalBudget: 20})
+	if b[contracts.Indexed] != 20 || b[contracts.Retired] != 11 || fb != 20 {
+		t.Errorf("crawl B (total budget 20) after A = %v with %d pages requested, want 20 indexed, 11 retired, 20 requested", b, fb)
+	}
+	_, c, fc := run("C", nil)
+	if c[contracts.Indexed] != 31 || fc != 31 {
+		t.Errorf("crawl C (no budget) after B = %v with %d pages requested, want 31 indexed and requested", c, fc)
+	}
+
+	// The frontier report shows each crawl's use of the group, and B's
+	// ends with B: the loaders look at their crawls every second.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		uses := frontierUses(t, api, bID)
+		if len(uses) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("the frontier still reports finished crawl B: %+v", uses)
+			break
+		}
+	}
+}
+
+// frontierUses returns the uses of crawl id in the groups of the frontier
+// report.
+func frontierUses(t *testing.T, api, id string) []politeness.CrawlUse {
+	t.Helper()
+	var rep contracts.FrontierReport
+	apiDo(t, http.MethodGet, api+"/api/v1/frontier", nil, &rep)
+	var out []politeness.CrawlUse
+	for _, l := range rep.Loaders {
+		var r politeness.Report
+		if err := json.Unmarshal(l.Report, &r); err != nil {
+			t.Fatalf("loader report: %v", err)
+		}
+		for _, gr := range r.Groups {
+			for _, u := range gr.Crawls {
+				if u.Crawl == id {
+					out = append(out, u)
+				}
+			}
+		}
+	}
+	return out
+}
