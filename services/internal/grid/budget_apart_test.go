@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
-	"github.com/gridcrawl/gridcrawl/pkg/politeness"
 )
 
 // flatSite serves flat.budget.test: a home page linking to 30 pages, 31
@@ -107,23 +106,51 @@ func TestBudgetsOfCrawlsApart(t *testing.T) {
 	}
 }
 
-// frontierUses returns the uses of crawl id in the groups of the frontier
-// report.
-func frontierUses(t *testing.T, api, id string) []politeness.CrawlUse {
+// frontierGroup is a group of GET /api/v1/frontier, with the fields the
+// tests here read.
+type frontierGroup struct {
+	Group          string   `json:"chg"`
+	DelayMS        *float64 `json:"delay_ms"`
+	CrawlID        *string  `json:"crawl_id"`
+	ProfileVersion *int     `json:"profile_version"`
+	Crawls         []struct {
+		CrawlID string `json:"crawl_id"`
+		Fetches int64  `json:"fetches"`
+		Spent   int64  `json:"spent"`
+		Budget  *struct {
+			TotalBudget *int64 `json:"total_budget"`
+		} `json:"budget"`
+		Retired     int64 `json:"retired"`
+		BudgetSpent bool  `json:"budget_spent"`
+	} `json:"crawls"`
+}
+
+// frontierGroups returns the groups of every loader's frontier report.
+func frontierGroups(t *testing.T, api string) []frontierGroup {
 	t.Helper()
 	var rep contracts.FrontierReport
 	apiDo(t, http.MethodGet, api+"/api/v1/frontier", nil, &rep)
-	var out []politeness.CrawlUse
+	var out []frontierGroup
 	for _, l := range rep.Loaders {
-		var r politeness.Report
+		var r struct {
+			Groups []frontierGroup `json:"groups"`
+		}
 		if err := json.Unmarshal(l.Report, &r); err != nil {
 			t.Fatalf("loader report: %v", err)
 		}
-		for _, gr := range r.Groups {
-			for _, u := range gr.Crawls {
-				if u.Crawl == id {
-					out = append(out, u)
-				}
+		out = append(out, r.Groups...)
+	}
+	return out
+}
+
+// frontierUses returns the groups that report a use of crawl id.
+func frontierUses(t *testing.T, api, id string) []string {
+	t.Helper()
+	var out []string
+	for _, gr := range frontierGroups(t, api) {
+		for _, u := range gr.Crawls {
+			if u.CrawlID == id {
+				out = append(out, gr.Group)
 			}
 		}
 	}

@@ -43,6 +43,25 @@ type humanGroup struct {
 	RecentStatus   []int            `json:"recent_status"`
 	LastError      *string          `json:"last_error"`
 	Backoff        humanBackoff     `json:"backoff"`
+	// CrawlID is the crawl of the group's last fetch, whose profile version
+	// ProfileVersion set the delay (null before the first fetch).
+	CrawlID        *string `json:"crawl_id"`
+	ProfileVersion *int    `json:"profile_version"`
+	// Crawls are the crawls the group holds URLs of, each with its own
+	// spend and budget.
+	Crawls []humanCrawl `json:"crawls"`
+}
+
+// humanCrawl is one crawl's use of a group: its own spend and budget.
+type humanCrawl struct {
+	CrawlID        string       `json:"crawl_id"`
+	Queued         int          `json:"queued"`
+	Fetches        int64        `json:"fetches"`
+	Spent          int64        `json:"spent"`
+	Budget         *humanBudget `json:"budget"`
+	SessionBalance *int64       `json:"session_balance"`
+	Retired        int64        `json:"retired"`
+	BudgetSpent    bool         `json:"budget_spent"`
 }
 
 type humanDecision struct {
@@ -126,6 +145,25 @@ func humanize(raw json.RawMessage) json.RawMessage {
 			LastError: nonEmpty(g.LastError),
 			Backoff:   humanBackoff{Level: g.Backoff.Level, LastTrouble: when(g.Backoff.LastTrouble)},
 		})
+		hg := &out.Groups[len(out.Groups)-1]
+		if g.Crawl != "" {
+			hg.CrawlID, hg.ProfileVersion = &g.Crawl, &g.PolicyVersion
+		}
+		hg.Crawls = make([]humanCrawl, 0, len(g.Crawls))
+		for _, u := range g.Crawls {
+			c := humanCrawl{CrawlID: u.Crawl, Queued: u.Queued, Fetches: u.Fetches, Spent: u.Spent, Retired: u.Retired, BudgetSpent: u.Exhausted}
+			if u.Budget != nil {
+				c.Budget = &humanBudget{
+					BalanceReplenish: limit(u.Budget.BalanceReplenish, u.Budget.BalanceReplenish <= 0),
+					TotalBudget:      limit(u.Budget.TotalBudget, u.Budget.TotalBudget < 0),
+					HoldQueues:       u.Budget.HoldQueues,
+				}
+				if u.Budget.BalanceReplenish > 0 {
+					c.SessionBalance = &u.SessionBalance
+				}
+			}
+			hg.Crawls = append(hg.Crawls, c)
+		}
 		if out.Groups[len(out.Groups)-1].RecentStatus == nil {
 			out.Groups[len(out.Groups)-1].RecentStatus = []int{}
 		}
