@@ -1,6 +1,10 @@
 package politeness
 
-import "time"
+import (
+	"maps"
+	"slices"
+	"time"
+)
 
 // Budgets per crawl. Several crawls may queue items in one group (a crawl
 // host group is the unit of politeness, not of a crawl): they share the
@@ -51,9 +55,23 @@ func (g *group) use(i uint32) *crawlUse {
 	return g.uses[i-1]
 }
 
-// useIndex returns the index of crawl's use of g, adding it (in a free slot
-// if there is one) when create is set; 0 when crawl is "" or unknown.
-func (g *group) useIndex(crawl string, create bool) uint32 {
+// useIndex returns the index of crawl's use of g, 0 when crawl is "" or
+// has none.
+func (g *group) useIndex(crawl string) uint32 {
+	if crawl == "" {
+		return 0
+	}
+	for i, u := range g.uses {
+		if u.crawl == crawl {
+			return uint32(i + 1)
+		}
+	}
+	return 0
+}
+
+// useOf returns the index of crawl's use of g, adding it (in a free slot if
+// there is one); 0 when crawl is "".
+func (s *Scheduler) useOf(g *group, crawl string) uint32 {
 	if crawl == "" {
 		return 0
 	}
@@ -66,9 +84,10 @@ func (g *group) useIndex(crawl string, create bool) uint32 {
 			free = i + 1
 		}
 	}
-	if !create {
-		return 0
+	if s.crawls == nil {
+		s.crawls = map[string]int{}
 	}
+	s.crawls[crawl]++
 	u := &crawlUse{crawl: crawl}
 	if free > 0 {
 		g.uses[free-1] = u
@@ -203,7 +222,7 @@ func (s *Scheduler) SetCrawlBudgets(crawl string, budget func(group, host string
 	defer s.mu.Unlock()
 	now := s.nowNS()
 	for _, g := range s.groups {
-		if g.useIndex(crawl, false) != 0 {
+		if g.useIndex(crawl) != 0 {
 			s.setCrawlBudget(g, crawl, budget(g.id, g.hosts[0]), now)
 		}
 	}
@@ -211,7 +230,7 @@ func (s *Scheduler) SetCrawlBudgets(crawl string, budget func(group, host string
 }
 
 func (s *Scheduler) setCrawlBudget(g *group, crawl string, b *Budget, now int64) {
-	u := g.use(g.useIndex(crawl, true))
+	u := g.use(s.useOf(g, crawl))
 	wasHold := g.holdWanted()
 	switch {
 	case b == nil:
@@ -245,17 +264,19 @@ func (s *Scheduler) replace(g *group, now int64) {
 }
 
 // ForgetCrawl ends crawl's use of every group: its budgets and spend are
-// dropped, and items of it still queued are scheduled without a budget.
-// Call it when the crawl has ended, so that its state does not outlive it.
+// dropped, and items of it still queued are scheduled without a budget
+// (Crawls lists the crawl until they are gone). Call it when the crawl has
+// ended, so that its state does not outlive it.
 func (s *Scheduler) ForgetCrawl(crawl string) {
-	if crawl == "" {
+	if s.forget(crawl) {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.nowNS()
+	left := 0
 	for _, g := range s.groups {
-		i := g.useIndex(crawl, false)
+		i := g.useIndex(crawl)
 		if i == 0 {
 			continue
 		}
@@ -265,31 +286,34 @@ func (s *Scheduler) ForgetCrawl(crawl string) {
 		*u = crawlUse{queued: queued}
 		if queued > 0 {
 			u.crawl = crawl // its items still point here, unlimited
+			left++
 		}
 		if hold && g.held && !g.holdWanted() && !g.set.budget.HoldQueues {
 			g.held = false
 			s.replace(g, now)
 		}
 	}
+	if left > 0 {
+		s.crawls[crawl] = left // forgotten again once they are gone
+	} else {
+		delete(s.crawls, crawl)
+	}
 	s.notifyLocked()
 }
 
+// forget reports whether crawl uses no group (nothing to forget).
+func (s *Scheduler) forget(crawl string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return crawl == "" || s.crawls[crawl] == 0
+}
+
 // Crawls returns the crawls that use some group, for a caller that ends the
-// use of those that have ended (ForgetCrawl).
+// use of those that have ended (ForgetCrawl). It costs O(crawls).
 func (s *Scheduler) Crawls() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	seen := map[string]struct{}{}
-	var out []string
-	for _, g := range s.groups {
-		for _, u := range g.uses {
-			if _, ok := seen[u.crawl]; !ok && u.crawl != "" {
-				seen[u.crawl] = struct{}{}
-				out = append(out, u.crawl)
-			}
-		}
-	}
-	return out
+	return slices.Sorted(maps.Keys(s.crawls))
 }
 
 // SetCrawlDelay applies pol at once to every group whose last fetch was of

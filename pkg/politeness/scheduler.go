@@ -159,10 +159,12 @@ type Scheduler struct {
 	// retiredItems are items retired by their crawl's budget, until
 	// DrainRetired hands them out.
 	retiredItems []Item
-	token        uint64
-	seq          uint64
-	changed      chan struct{}
-	waiters      int
+	// crawls counts, per crawl, the groups it uses (see crawls.go).
+	crawls  map[string]int
+	token   uint64
+	seq     uint64
+	changed chan struct{}
+	waiters int
 }
 
 // fifoEntry is a group in a FIFO; it is stale when the group has since left
@@ -325,7 +327,7 @@ func (s *Scheduler) Add(it Item) error {
 		pol = it.Cost
 	}
 	cost := clampCost(pol.Cost(it.URL, it.Via))
-	e := entry{url: it.URL, payload: it.Payload, host: g.hostIndex(host), use: g.useIndex(it.Crawl, true)}
+	e := entry{url: it.URL, payload: it.Payload, host: g.hostIndex(host), use: s.useOf(g, it.Crawl)}
 	if u := g.use(e.use); u != nil && u.over() {
 		// The crawl's budget in the group is spent: retired at once, as
 		// items added to a retired group stay unscheduled.
