@@ -35,8 +35,7 @@ import (
 // split text is never stored: web keeps the text as it came, its cjk
 // column says whether web_fts indexed the split text (gridcrawl_cjk of
 // each column), and the snippets of those documents are made in Go
-// (cjkSnippet), since FTS5's snippet would tokenize the stored text
-// differently from the indexed one.
+// (cjkSnippet), since FTS5's snippet would quote the split text.
 const cjkGap = "\uE000"
 
 // cjkFunc is the SQL function that returns the text web_fts indexes for a

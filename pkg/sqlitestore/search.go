@@ -388,8 +388,8 @@ func (s *Search) Search(ctx context.Context, q search.Query) (search.Result, err
 		// ORDER BY rank lets FTS5 rank the matches itself and hand them over
 		// in order, so LIMIT stops early and snippets are made only for the
 		// page.
-		// FTS5's snippet tokenizes the stored text, which is not what
-		// web_fts indexed for a document with CJK text: those get theirs
+		// FTS5's snippet quotes web_text, whose CJK text is split by
+		// spaces and cjkGap: a document with CJK text gets its snippet
 		// from cjkSnippet.
 		snippet, order, rank = `iif(d.cjk, d.body, snippet(web_fts, -1, '', '', '…', 24))`, `rank`, `rank`
 	}
