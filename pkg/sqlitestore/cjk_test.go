@@ -1,6 +1,13 @@
 package sqlitestore
 
-import "testing"
+import (
+	"strings"
+	"testing"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/gridcrawl/gridcrawl/pkg/search"
+)
 
 func TestCJKSplit(t *testing.T) {
 	for _, tc := range []struct {
@@ -41,4 +48,37 @@ func TestCJKSnippet(t *testing.T) {
 			t.Errorf("%s: cjkSnippet(%q, %q) = %q, want %q", tc.name, tc.body, tc.terms, got, tc.want)
 		}
 	}
+}
+
+// FuzzCJKSplit: text without CJK characters comes back unchanged; in split
+// text no token (a run of letters, numbers and marks) holds a CJK
+// character beside another character other than its combining marks; a
+// snippet of any text is valid UTF-8 when the text is.
+func FuzzCJKSplit(f *testing.F) {
+	for _, s := range []string{"日本の富士山は高い。", "서울은 한국의 수도입니다.", "東京tower。タワー", "plain text", "か\u3099\xff富"} {
+		f.Add(s, "富士山")
+	}
+	f.Fuzz(func(t *testing.T, s, term string) {
+		got := cjkSplit(s)
+		if !search.HasCJK(s) && got != s {
+			t.Fatalf("cjkSplit(%q) = %q, want it unchanged", s, got)
+		}
+		for _, tok := range strings.FieldsFunc(got, func(r rune) bool { return !isTokenRune(r) }) {
+			if !search.HasCJK(tok) {
+				continue
+			}
+			base := strings.Map(func(r rune) rune {
+				if unicode.IsMark(r) {
+					return -1
+				}
+				return r
+			}, tok)
+			if utf8.RuneCountInString(base) > 1 {
+				t.Fatalf("cjkSplit(%q) = %q has the token %q", s, got, tok)
+			}
+		}
+		if utf8.ValidString(s) && !utf8.ValidString(cjkSnippet(s, []string{term})) {
+			t.Fatalf("cjkSnippet(%q, %q) is not valid UTF-8", s, term)
+		}
+	})
 }
