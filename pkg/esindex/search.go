@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 
@@ -75,6 +76,26 @@ func (h *hitSource) hit() contracts.SearchHit {
 // "<prefix>-web", one YaCy web document per page with the document id (the
 // page's record key) as document id. Text is analyzed by Elasticsearch's
 // standard analyzer; ranking is BM25 over weighted fields.
+//
+// The standard tokenizer makes every Han and Hiragana character a token of
+// its own, and keeps a run of Katakana or of Hangul whole (タワー, 서울은).
+// A query word is a phrase, so a word of Han and kana (富士山, 故宫) is
+// found where its characters stand in a row, and not where they stand
+// apart; a word all of Hangul or all of Katakana is a prefix of such a run
+// (cjkPrefix), so that 서울 finds 서울은, the word with its particle. This
+// needs nothing beyond Elasticsearch's server itself (the cjk analyzer and
+// its cjk_bigram filter are in the analysis-common module, which a bare
+// server lacks), and indices made before need no change.
+//
+// The standard tokenizer makes every Han and Hiragana character a token of
+// its own, and keeps a run of Katakana or of Hangul whole (タワー, 서울은).
+// A query word is a phrase, so a word of Han and kana (富士山, 故宫) is
+// found where its characters stand in a row, and not where they stand
+// apart; a word all of Hangul or all of Katakana is a prefix of such a run
+// (cjkPrefix), so that 서울 finds 서울은, the word with its particle. The
+// analysis needs nothing beyond Elasticsearch's own server (the cjk
+// analyzer and its cjk_bigram filter are in the analysis-common module),
+// and indices made before need no change.
 type Search struct {
 	c *Client
 }
@@ -359,8 +380,9 @@ func boolQuery(p search.Parsed, q search.Query) map[string]any {
 			"query":            terms,
 			"fields":           searchFields,
 			"default_operator": "and",
-			// Only the quotes around each word or phrase mean something.
-			"flags":   "PHRASE|WHITESPACE",
+			// Only the quotes around each word or phrase, and the * after
+			// a cjkPrefix word, mean something.
+			"flags":   "PHRASE|PREFIX|WHITESPACE",
 			"lenient": true,
 		}}
 	}
@@ -368,7 +390,7 @@ func boolQuery(p search.Parsed, q search.Query) map[string]any {
 	if p.HasTerms() {
 		var parts []string
 		for _, w := range p.Words {
-			parts = append(parts, `"`+w+`"`)
+			parts = append(parts, wordString(w))
 		}
 		for _, ph := range p.Phrases {
 			parts = append(parts, `"`+strings.Join(ph, " ")+`"`)
@@ -379,6 +401,10 @@ func boolQuery(p search.Parsed, q search.Query) map[string]any {
 	}
 	var not []any
 	for _, x := range p.Exclude {
+		if len(x) == 1 {
+			not = append(not, text(wordString(x[0])))
+			continue
+		}
 		not = append(not, text(`"`+strings.Join(x, " ")+`"`))
 	}
 	if len(not) > 0 {
@@ -410,6 +436,40 @@ func boolQuery(p search.Parsed, q search.Query) map[string]any {
 		b["filter"] = filter
 	}
 	return b
+}
+
+// wordString is the simple_query_string of the query word w: w quoted, a
+// phrase of the tokens the standard tokenizer makes of it, or for a
+// cjkPrefix word, the prefix query w*.
+func wordString(w string) string {
+	if cjkPrefix(w) {
+		return w + "*"
+	}
+	return `"` + w + `"`
+}
+
+// cjkPrefix reports whether w is all Hangul or all Katakana (with the
+// prolonged sound mark), which the standard tokenizer keeps whole within a
+// longer run: Korean words carry their particles (서울은 is 서울 and 은),
+// Japanese writes Katakana words together (東京タワー), and such a word is
+// searched as the prefix of a token. A word inside a token (타워 in
+// 서울타워) is not found this way.
+func cjkPrefix(w string) bool {
+	if w == "" || w[0] < 0xE1 {
+		return false
+	}
+	hangul, katakana := true, true
+	for _, r := range w {
+		if unicode.IsMark(r) {
+			continue
+		}
+		hangul = hangul && unicode.Is(unicode.Hangul, r)
+		katakana = katakana && (r == 'ー' || unicode.Is(unicode.Katakana, r))
+		if !hangul && !katakana {
+			return false
+		}
+	}
+	return true
 }
 
 // wildcardEscape escapes the wildcard query's special characters.

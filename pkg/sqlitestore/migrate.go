@@ -93,7 +93,7 @@ func migrateSearchV1(path string) error {
 		return fmt.Errorf("migrate search index: read documents: %w", err)
 	}
 	for _, args := range converted {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO web (`+docCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO web (`+rowCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)
 			ON CONFLICT (id) DO NOTHING`, args...); err != nil {
 			return fmt.Errorf("migrate search index: store document %v: %w", args[0], err)
 		}
@@ -115,11 +115,14 @@ func migrateSearchV1(path string) error {
 	return nil
 }
 
-// migrateSearchV2 turns a search index of schema version 2 into version 3:
-// it drops the triggers that indexed each row of web as it was written
-// (Search.Upsert indexes a batch itself now) and applies version 3's FTS5
-// settings. The index itself is the same, so nothing is reindexed. A
-// missing file or a database of another version is left alone.
+// migrateSearchV2 turns a search index of schema version 2 or 3 into
+// version 4 in one transaction: it drops the triggers of version 2 that
+// indexed each row of web as it was written (Search.Upsert indexes a batch
+// itself now), marks the documents that hold CJK text (column cjk) and
+// indexes every document again into a web_fts over web_text, so that those
+// are found by their words (see cjkSplit). Reindexing takes about as long
+// as indexing the documents took. A missing file or a database of another
+// version is left alone.
 func migrateSearchV2(path string) error {
 	db, err := openForMigration(path)
 	if db == nil || err != nil {
@@ -136,11 +139,18 @@ func migrateSearchV2(path string) error {
 	if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
 		return fmt.Errorf("migrate search index: read version: %w", err)
 	}
-	if version != 2 {
+	if version != 2 && version != 3 {
 		return nil
 	}
-	stmts := append([]string{`DROP TRIGGER IF EXISTS web_ai`, `DROP TRIGGER IF EXISTS web_ad`,
-		`DROP TRIGGER IF EXISTS web_au`}, searchSchema...)
+	// web_fts is made anew over web_text, with the documents that hold CJK
+	// text marked first, so that they are indexed by their characters.
+	stmts := []string{`DROP TRIGGER IF EXISTS web_ai`, `DROP TRIGGER IF EXISTS web_ad`, `DROP TRIGGER IF EXISTS web_au`,
+		`ALTER TABLE web ADD COLUMN cjk INTEGER NOT NULL DEFAULT 0`,
+		`UPDATE web SET cjk = 1 WHERE ` + hasCJKFunc + `(title) OR ` + hasCJKFunc + `(description) OR ` +
+			hasCJKFunc + `(headings) OR ` + hasCJKFunc + `(body)`,
+		`DROP TABLE web_fts`}
+	stmts = append(stmts, searchSchema...)
+	stmts = append(stmts, `INSERT INTO web_fts (web_fts) VALUES ('rebuild')`)
 	for _, stmt := range append(stmts, fmt.Sprintf(`PRAGMA user_version = %d`, searchSchemaVersion)) {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("migrate search index to version %d: %w", searchSchemaVersion, err)

@@ -226,11 +226,59 @@ func TestMigrateSearchV2(t *testing.T) {
 			t.Errorf("Search(%q) after replacing = %d, %v; want %d", q, res.Total, err, want)
 		}
 	}
-	// A second open finds version 3 and changes nothing.
+	// A second open finds the current version and changes nothing.
 	s.Close()
 	s2 := open(t, path, OpenSearch)
 	if n, err := s2.Count(t.Context(), ""); err != nil || n != 2 {
 		t.Errorf("Count after reopening = %d, %v; want 2", n, err)
+	}
+}
+
+// TestMigrateSearchV3 opens a version 3 search index holding a Japanese
+// and a Latin-script document, indexed as version 3 did (the Japanese run
+// one token), and finds both by their words after the migration, the index
+// intact and kept in step when the Japanese document is replaced.
+func TestMigrateSearchV3(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "search.db")
+	var v3 []string
+	for _, stmt := range v2Schema {
+		if !strings.Contains(stmt, "CREATE TRIGGER") {
+			v3 = append(v3, stmt)
+		}
+	}
+	db := oldIndex(t, path, v3, 3)
+	for _, stmt := range []string{
+		`INSERT INTO web (` + docCols + `) VALUES ('k1', 'c1', '富士山', '', '', '日本の富士山は高い。',
+			'https://www.example.jp/fuji.html', 'www.example.jp', 'html', '', '{"id":"k1"}')`,
+		`INSERT INTO web (` + docCols + `) VALUES ('k2', 'c1', 'The guide', '', '', 'Install the zymurgy kit.',
+			'https://www.example.org/guide.html', 'www.example.org', 'html', '', '{"id":"k2"}')`,
+		`INSERT INTO web_fts (rowid, ` + ftsCols + `) SELECT rid, ` + ftsCols + ` FROM web`,
+	} {
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+
+	s := open(t, path, OpenSearch)
+	var version int
+	if err := s.st.w.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil || version != searchSchemaVersion {
+		t.Errorf("user_version after migration = %d, %v; want %d", version, err, searchSchemaVersion)
+	}
+	ftsIntact(t, s)
+	for q, want := range map[string]int64{"富士山": 1, "高い": 1, "zymurgy": 1, "富士山は高い": 1, "高山": 0} {
+		if res, err := s.Search(t.Context(), search.Query{Q: q}); err != nil || res.Total != want {
+			t.Errorf("Search(%q) after migration = %d, %v; want %d", q, res.Total, err, want)
+		}
+	}
+	if err := s.Upsert(t.Context(), []contracts.Document{{ID: "k1", CrawlID: "c1", Text: "北京的故宫很有名。"}}); err != nil {
+		t.Fatalf("Upsert after migration: %v", err)
+	}
+	ftsIntact(t, s)
+	for q, want := range map[string]int64{"富士山": 0, "故宫": 1, "zymurgy": 1} {
+		if res, err := s.Search(t.Context(), search.Query{Q: q}); err != nil || res.Total != want {
+			t.Errorf("Search(%q) after replacing = %d, %v; want %d", q, res.Total, err, want)
+		}
 	}
 }
 

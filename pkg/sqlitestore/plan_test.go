@@ -54,6 +54,10 @@ func TestQueryPlans(t *testing.T) {
 		{"next due unforced", x.st.r, `SELECT min(next_due) FROM records
 			WHERE crawl_id = ?1 AND next_due IS NOT NULL`, []any{"c"},
 			"USING COVERING INDEX records_due (crawl_id=? AND next_due>?)", true},
+		// Upsert's full-text writes read the batch's rows through the
+		// view web_text by id.
+		{"index batch", s.st.w, `SELECT rid, ` + ftsCols + ` FROM web_text WHERE id IN (SELECT value FROM json_each(?)) ORDER BY rid`, []any{"[]"},
+			"USING INDEX sqlite_autoindex_web_1 (id=?)", false},
 		{"count documents", s.st.r, `SELECT coalesce((SELECT n FROM doc_counts WHERE crawl_id = ?), 0)`, []any{"c"},
 			"USING PRIMARY KEY (crawl_id=?)", true},
 		{"search", s.st.r, `SELECT d.id, snippet(web_fts, -1, '', '', '…', 24), rank FROM web_fts JOIN web d ON d.rid = web_fts.rowid

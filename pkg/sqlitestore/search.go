@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -24,19 +25,23 @@ const (
 	MaxTerms = search.MaxTerms
 )
 
-// searchSchemaVersion is stored in PRAGMA user_version. Version 3 is
+// searchSchemaVersion is stored in PRAGMA user_version. Version 4 is
+// version 3 with web's column cjk and web_fts indexing the view web_text,
+// which splits CJK text into characters (see cjkSplit). Version 3 is
 // version 2 without the triggers that kept web_fts in step with web, row by
 // row (Upsert now writes web_fts itself, one statement per batch); version 2
 // holds YaCy web documents (contracts.Document) in the table web; version 1
 // held gridcrawl's earlier document shape in the table docs. Older versions
 // are migrated when opened (migrateSearchV1, migrateSearchV2).
-const searchSchemaVersion = 3
+const searchSchemaVersion = 4
 
 // The documents live in web, one row per document: the columns that queries
 // filter and rank on, and the whole document as JSON (without its text,
 // which is the body column). web_fts is an external-content FTS5 index over
-// web's text columns, so that the text is stored once; Upsert keeps it in
-// step with web. The rank is bm25 with the title weighted highest.
+// web's text columns as the view web_text shows them (split into characters
+// where the document holds CJK text, cjk = 1), so that the text is stored
+// once; Upsert keeps it in step with web. The rank is bm25 with the title
+// weighted highest.
 var searchSchema = []string{
 	`CREATE TABLE IF NOT EXISTS web (
 		rid         INTEGER PRIMARY KEY,
@@ -50,7 +55,8 @@ var searchSchema = []string{
 		host        TEXT NOT NULL,
 		file_ext    TEXT NOT NULL,
 		collection  TEXT NOT NULL, -- "\n"-separated, with a leading and a trailing "\n"
-		doc         TEXT NOT NULL
+		doc         TEXT NOT NULL,
+		cjk         INTEGER NOT NULL DEFAULT 0 -- 1: the text holds CJK characters (search.HasCJK)
 	)`,
 	// A crawl's documents in id order (Documents pages through them):
 	// with an index of crawl_id alone, each page read and sorted every
@@ -64,9 +70,10 @@ var searchSchema = []string{
 		id TEXT PRIMARY KEY,
 		n  INTEGER NOT NULL
 	) WITHOUT ROWID`,
+	webTextView,
 	`CREATE VIRTUAL TABLE IF NOT EXISTS web_fts USING fts5 (
 		title, description, headings, body, url,
-		content = 'web', content_rowid = 'rid',
+		content = 'web_text', content_rowid = 'rid',
 		tokenize = 'unicode61 remove_diacritics 2'
 	)`,
 	// doc_counts counts each crawl's documents, kept by triggers in the
@@ -109,6 +116,20 @@ var searchSchema = []string{
 
 const docCols = `id, crawl_id, title, description, headings, body, url, host, file_ext, collection, doc`
 
+// rowCols are the columns of web that Upsert writes: docCols and cjk.
+const rowCols = docCols + `, cjk`
+
+// webTextView is the content of web_fts: web's text columns, split by
+// cjkSplit in the rows that hold CJK text. Every column of a row goes
+// through the same function on indexing and on deleting, so that FTS5
+// deletes exactly the tokens it indexed.
+const webTextView = `CREATE VIEW IF NOT EXISTS web_text AS SELECT rid, id,
+		iif(cjk, ` + cjkFunc + `(title), title) AS title,
+		iif(cjk, ` + cjkFunc + `(description), description) AS description,
+		iif(cjk, ` + cjkFunc + `(headings), headings) AS headings,
+		iif(cjk, ` + cjkFunc + `(body), body) AS body,
+		url FROM web`
+
 // Search is the full-text document index (search.Index) in one SQLite file,
 // on FTS5.
 type Search struct {
@@ -118,7 +139,8 @@ type Search struct {
 	upsert, del, count, ftsDel, ftsAdd *sql.Stmt
 }
 
-// ftsCols are web_fts's columns, which are web's columns of the same names.
+// ftsCols are web_fts's columns, which are web_text's columns of the same
+// names.
 const ftsCols = `title, description, headings, body, url`
 
 var _ search.Index = (*Search)(nil)
@@ -136,11 +158,11 @@ func OpenSearch(path string) (*Search, error) {
 		return nil, err
 	}
 	s := &Search{st: st}
-	if s.upsert, err = st.w.Prepare(`INSERT INTO web (` + docCols + `) VALUES (?,?,?,?,?,?,?,?,?,?,?)
+	if s.upsert, err = st.w.Prepare(`INSERT INTO web (` + rowCols + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)
 		ON CONFLICT (id) DO UPDATE SET crawl_id = excluded.crawl_id, title = excluded.title,
 		description = excluded.description, headings = excluded.headings, body = excluded.body,
 		url = excluded.url, host = excluded.host, file_ext = excluded.file_ext,
-		collection = excluded.collection, doc = excluded.doc`); err != nil {
+		collection = excluded.collection, doc = excluded.doc, cjk = excluded.cjk`); err != nil {
 		_ = st.close()
 		return nil, fmt.Errorf("open search %q: prepare: %w", path, err)
 	}
@@ -157,12 +179,12 @@ func OpenSearch(path string) (*Search, error) {
 	// index is told what to remove with the values it indexed, so ftsDel
 	// runs before the rows change.
 	if s.ftsDel, err = st.w.Prepare(`INSERT INTO web_fts (web_fts, rowid, ` + ftsCols + `)
-		SELECT 'delete', rid, ` + ftsCols + ` FROM web WHERE id IN (SELECT value FROM json_each(?)) ORDER BY rid`); err != nil {
+		SELECT 'delete', rid, ` + ftsCols + ` FROM web_text WHERE id IN (SELECT value FROM json_each(?)) ORDER BY rid`); err != nil {
 		_ = st.close()
 		return nil, fmt.Errorf("open search %q: prepare: %w", path, err)
 	}
 	if s.ftsAdd, err = st.w.Prepare(`INSERT INTO web_fts (rowid, ` + ftsCols + `)
-		SELECT rid, ` + ftsCols + ` FROM web WHERE id IN (SELECT value FROM json_each(?)) ORDER BY rid`); err != nil {
+		SELECT rid, ` + ftsCols + ` FROM web_text WHERE id IN (SELECT value FROM json_each(?)) ORDER BY rid`); err != nil {
 		_ = st.close()
 		return nil, fmt.Errorf("open search %q: prepare: %w", path, err)
 	}
@@ -191,7 +213,7 @@ func collections(d *contracts.Document) string {
 	return "\n" + strings.Join(d.Collection, "\n") + "\n"
 }
 
-// rowArgs returns the values of docCols for d.
+// rowArgs returns the values of rowCols for d.
 func rowArgs(d contracts.Document) ([]any, error) {
 	body := d.Text
 	d.Text = ""
@@ -199,8 +221,9 @@ func rowArgs(d contracts.Document) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []any{d.ID, d.CrawlID, strings.Join(d.Title, "\n"), strings.Join(d.Description, "\n"),
-		headings(&d), body, d.URL, d.Host, d.FileExt, collections(&d), string(doc)}, nil
+	title, desc, heads := strings.Join(d.Title, "\n"), strings.Join(d.Description, "\n"), headings(&d)
+	cjk := search.HasCJK(title) || search.HasCJK(desc) || search.HasCJK(heads) || search.HasCJK(body)
+	return []any{d.ID, d.CrawlID, title, desc, heads, body, d.URL, d.Host, d.FileExt, collections(&d), string(doc), cjk}, nil
 }
 
 // Upsert stores docs in one transaction, each replacing any document with
@@ -365,12 +388,15 @@ func (s *Search) Search(ctx context.Context, q search.Query) (search.Result, err
 		// ORDER BY rank lets FTS5 rank the matches itself and hand them over
 		// in order, so LIMIT stops early and snippets are made only for the
 		// page.
-		snippet, order, rank = `snippet(web_fts, -1, '', '', '…', 24)`, `rank`, `rank`
+		// FTS5's snippet quotes web_text, whose CJK text is split by
+		// spaces and cjkGap: a document with CJK text gets its snippet
+		// from cjkSnippet.
+		snippet, order, rank = `iif(d.cjk, d.body, snippet(web_fts, -1, '', '', '…', 24))`, `rank`, `rank`
 	}
 	hitCols := `SELECT d.id, d.crawl_id, d.url, d.title, d.description, d.host,
 			coalesce(json_extract(d.doc, '$.content_type[0]'), ''), coalesce(json_extract(d.doc, '$.language_s'), ''),
 			json_extract(d.doc, '$.load_date_dt'), json_extract(d.doc, '$.last_modified'),
-			coalesce(json_extract(d.doc, '$.size_i'), 0), ` + snippet + `, `
+			coalesce(json_extract(d.doc, '$.size_i'), 0), d.cjk, ` + snippet + `, `
 	hitsQ := hitCols + rank + from + ` ORDER BY ` + order + ` LIMIT ? OFFSET ?`
 	hitsArgs := append(append([]any(nil), args...), limit, offset)
 	count := `count(*)`
@@ -428,14 +454,19 @@ func (s *Search) Search(ctx context.Context, q search.Query) (search.Result, err
 		return search.Result{}, fmt.Errorf("search %q: %w", q.Q, err)
 	}
 	defer rows.Close()
+	terms := slices.Concat(append([][]string{p.Words}, p.Phrases...)...)
 	for rows.Next() {
 		var h contracts.SearchHit
 		var title, desc string
 		var loaded, modified sql.NullString
 		var rank float64
+		var cjk bool
 		if err := rows.Scan(&h.ID, &h.CrawlID, &h.URL, &title, &desc, &h.Host, &h.ContentType, &h.Language,
-			&loaded, &modified, &h.Size, &h.Snippet, &rank); err != nil {
+			&loaded, &modified, &h.Size, &cjk, &h.Snippet, &rank); err != nil {
 			return search.Result{}, fmt.Errorf("search %q: %w", q.Q, err)
+		}
+		if cjk && p.HasTerms() {
+			h.Snippet = cjkSnippet(h.Snippet, terms)
 		}
 		h.Title, _, _ = strings.Cut(title, "\n")
 		h.Description, _, _ = strings.Cut(desc, "\n")
@@ -528,11 +559,13 @@ func andOrWhere(from string) string {
 }
 
 // matchTerms is the FTS5 expression of all of words and phrases: each a
-// quoted string, ANDed. Words never hold a quote (search.Words).
+// quoted string, ANDed, with CJK characters split as web_text splits them
+// (a word of CJK characters is the phrase of its characters). Words never
+// hold a quote (search.Words).
 func matchTerms(words []string, phrases [][]string) string {
 	parts := make([]string, 0, len(words)+len(phrases))
 	for _, w := range words {
-		parts = append(parts, `"`+w+`"`)
+		parts = append(parts, `"`+cjkSplit(w)+`"`)
 	}
 	for _, ph := range phrases {
 		parts = append(parts, phrase(ph))
@@ -540,8 +573,9 @@ func matchTerms(words []string, phrases [][]string) string {
 	return `(` + strings.Join(parts, " ") + `)`
 }
 
-// phrase is the FTS5 string of words in order.
-func phrase(words []string) string { return `"` + strings.Join(words, " ") + `"` }
+// phrase is the FTS5 string of words in order, CJK characters split as
+// web_text splits them.
+func phrase(words []string) string { return `"` + cjkSplit(strings.Join(words, " ")) + `"` }
 
 // Count returns the number of documents of crawlID, or of all crawls when
 // crawlID is empty.

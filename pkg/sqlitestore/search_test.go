@@ -24,7 +24,8 @@ func TestMatchTerms(t *testing.T) {
 		{"prefix and column", `title:foo* -bar +baz ^qux`, `"title" "foo" "bar" "baz" "qux"`},
 		{"hyphenated", "e-mail", `"e" "mail"`},
 		{"digits", "http 404", `"http" "404"`},
-		{"unicode", "Straße 東京 café", `"Straße" "東京" "café"`},
+		{"unicode", "Straße 東京 café", `"Straße" "東 京" "café"`},
+		{"cjk run", "서울은 富士山abc", `"서 울 은" "富 士 山 abc"`},
 		{"combining mark kept in word", "cafe\u0301", "\"cafe\u0301\""},
 		{"lone combining mark dropped", "\u0301 x", `"x"`},
 		{"only syntax", `"*():-^{}`, ""},
@@ -264,4 +265,43 @@ func TestDocumentsPagesWithoutSorting(t *testing.T) {
 			t.Errorf("crawl %q: the page's plan is %q, want an index in id order and no sort", crawl, p)
 		}
 	}
+}
+
+// TestSearchCJKParted: in the embedded index a space or a punctuation mark
+// between two CJK characters parts them, so that a word of the two is no
+// hit there, while a quoted phrase of CJK words still finds them with a
+// space or a mark between.
+func TestSearchCJKParted(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "search.db"), OpenSearch)
+	parted := contracts.Document{ID: "parted", CrawlID: "c", Text: "富士。山が見える。故 宫。서。울。", URL: "https://x.test/p"}
+	spaced := contracts.Document{ID: "spaced", CrawlID: "c", Text: "北京 故宫。日本、富士山", URL: "https://x.test/s"}
+	if err := s.Upsert(t.Context(), []contracts.Document{parted, spaced}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		q    string
+		want []string
+	}{
+		{"富士山", []string{"spaced"}},
+		{"故宫", []string{"spaced"}},
+		{"서울", nil},
+		{`"富士 山"`, []string{"parted"}},
+		{`"北京 故宫"`, []string{"spaced"}},
+		{`"日本 富士山"`, []string{"spaced"}},
+		{"北京故宫", nil},
+		{`-"北京 故宫" 故`, []string{"parted"}},
+	} {
+		res, err := s.Search(t.Context(), search.Query{Q: tc.q})
+		if err != nil {
+			t.Fatalf("Search(%q): %v", tc.q, err)
+		}
+		var got []string
+		for _, h := range res.Hits {
+			got = append(got, h.ID)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("Search(%q) = %v, want %v", tc.q, got, tc.want)
+		}
+	}
+	ftsIntact(t, s)
 }

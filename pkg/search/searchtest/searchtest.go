@@ -53,6 +53,7 @@ func Run(t *testing.T, h Harness) {
 		{"CollectionFilter", testCollection},
 		{"Documents", testDocuments},
 		{"OneHitPerURL", testOneHitPerURL},
+		{"CJKWords", testCJK},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.f(t, h) })
@@ -734,5 +735,70 @@ func testOneHitPerURL(t *testing.T, h Harness) {
 	res = mustSearch(t, x, search.Query{Q: oldOnly, Limit: 10})
 	if got := hitIDs(res); !slices.Equal(got, []string{old.ID}) || res.Total != 1 {
 		t.Errorf("Search(%q) = total %d, ids %v, want 1, [%s]", oldOnly, res.Total, got, old.ID)
+	}
+}
+
+// testCJK: words of Chinese, Japanese (kanji, hiragana, katakana) and
+// Korean (Hangul, words with particles attached) are found inside the
+// unspaced runs they are written in, as runs of consecutive characters: a
+// page holding the characters apart is no hit of the word; a single
+// character is found wherever it stands. Operators work with CJK words.
+// (Whether a space or a punctuation mark between the characters parts
+// them differs between backends: see docs/yacy.md.)
+func testCJK(t *testing.T, h Harness) {
+	x := h.New(t)
+	crawl := newCrawlID()
+	site := strings.ToLower(rand.Text()) + ".test"
+	ja := at(doc(crawl, "Japan", "日本の富士山は高い。東京タワーに行きました。コンピューターサイエンスを学ぶ。"), site, "/ja.html", "html")
+	zh := at(doc(crawl, "China", "北京的故宫很有名。"), site, "/zh.pdf", "pdf")
+	ko := at(doc(crawl, "Korea", "서울은 한국의 수도입니다."), site, "/ko.html", "html")
+	both := at(doc(crawl, "Both", "北京的故宫和日本的富士山都很有名。"), "other"+site, "/both.html", "html")
+	// The characters of the words above, apart.
+	apart := at(doc(crawl, "Apart", "富の国。山の上に士がいる。故事と宫殿。서쪽 울타리가 있다。"), site, "/apart.html", "html")
+	mustUpsert(t, x, ja, zh, ko, both, apart)
+	for _, tc := range []struct {
+		q    string
+		want []string
+	}{
+		{"富士山", []string{ja.ID, both.ID}},
+		{"故宫", []string{zh.ID, both.ID}},
+		{"서울", []string{ko.ID}},
+		{"한국", []string{ko.ID}},
+		{"수도", []string{ko.ID}},
+		{"서울은", []string{ko.ID}},
+		{"東京タワー", []string{ja.ID}},
+		{"タワー", []string{ja.ID}},
+		{"高い", []string{ja.ID}},
+		{"日本", []string{ja.ID, both.ID}},
+		{"富", []string{ja.ID, both.ID, apart.ID}},
+		{"宫", []string{zh.ID, both.ID, apart.ID}},
+		{"タ", []string{ja.ID}},
+		{"コンピューター", []string{ja.ID}},
+		{"수도 -서울", nil},
+		{"서울 -서쪽", []string{ko.ID}},
+		{"富士山 故宫", []string{both.ID}},
+		{`"富士山"`, []string{ja.ID, both.ID}},
+		{"富士山 -故宫", []string{ja.ID}},
+		{"故宫 -富士山", []string{zh.ID}},
+		{"富士山 site:" + site, []string{ja.ID}},
+		{"故宫 filetype:pdf", []string{zh.ID}},
+		{"富士山 inurl:both", []string{both.ID}},
+		{"富士山は高い", []string{ja.ID}},
+		{"富士山高い", nil},
+		{"北京的故宫很有名", []string{zh.ID}},
+	} {
+		res := mustSearch(t, x, search.Query{Q: tc.q, CrawlID: crawl, Limit: 10})
+		if got := sorted(hitIDs(res)...); !slices.Equal(got, sorted(tc.want...)) || res.Total != int64(len(tc.want)) {
+			t.Errorf("Search(%q) = %v (total %d), want %v", tc.q, got, res.Total, sorted(tc.want...))
+		}
+	}
+	// The snippet is the page text around the word, unchanged.
+	for _, q := range []string{"故宫", "서울", "タワー"} {
+		res := mustSearch(t, x, search.Query{Q: q, CrawlID: crawl, Limit: 10})
+		for _, hit := range res.Hits {
+			if !strings.Contains(hit.Snippet, q) {
+				t.Errorf("Search(%q) hit %s snippet = %q, want it to contain %q", q, hit.ID, hit.Snippet, q)
+			}
+		}
 	}
 }

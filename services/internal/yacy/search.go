@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/search"
@@ -300,8 +301,12 @@ func snippetHTML(h contracts.SearchHit, words []string) string {
 		s = h.Description
 	}
 	want := map[string]bool{}
+	var cjk []string // words found inside longer runs (see search.IsCJK)
 	for _, w := range words {
 		want[strings.ToLower(w)] = true
+		if search.HasCJK(w) {
+			cjk = append(cjk, w)
+		}
 	}
 	isWord := func(r rune) bool { return unicode.IsLetter(r) || unicode.IsNumber(r) || unicode.IsMark(r) }
 	var b strings.Builder
@@ -313,6 +318,8 @@ func snippetHTML(h contracts.SearchHit, words []string) string {
 		}
 		if w := s[:n]; want[strings.ToLower(w)] {
 			b.WriteString("<b>" + html.EscapeString(w) + "</b>")
+		} else if len(cjk) > 0 && search.HasCJK(w) {
+			boldWithin(&b, w, cjk)
 		} else {
 			b.WriteString(html.EscapeString(w))
 		}
@@ -325,6 +332,28 @@ func snippetHTML(h contracts.SearchHit, words []string) string {
 		s = s[n:]
 	}
 	return b.String()
+}
+
+// boldWithin writes the run w, HTML-escaped, with every occurrence of one
+// of words in <b>, the longest where several start at one place: CJK words
+// are written without spaces around them, so they are found inside runs.
+func boldWithin(b *strings.Builder, w string, words []string) {
+	for w != "" {
+		best := ""
+		for _, x := range words {
+			if len(x) > len(best) && strings.HasPrefix(w, x) {
+				best = x
+			}
+		}
+		if best != "" {
+			b.WriteString("<b>" + html.EscapeString(best) + "</b>")
+			w = w[len(best):]
+			continue
+		}
+		_, size := utf8.DecodeRuneInString(w)
+		b.WriteString(html.EscapeString(w[:size]))
+		w = w[size:]
+	}
 }
 
 // queryWords are the words of a query to highlight: its words and the words

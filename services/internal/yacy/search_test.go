@@ -57,3 +57,20 @@ func FuzzSnippetHTML(f *testing.F) {
 		}
 	})
 }
+
+func TestSnippetHTMLCJK(t *testing.T) {
+	for _, tc := range []struct {
+		name, text, query, want string
+	}{
+		{"latin word", "The zebrafish swims.", "zebrafish", "The <b>zebrafish</b> swims."},
+		{"latin inside a word not bold", "zebrafishes", "zebrafish", "zebrafishes"},
+		{"han inside a run", "日本の富士山は高い。", "富士山", "日本の<b>富士山</b>は高い。"},
+		{"hangul with particle", "서울은 한국의 수도입니다.", "서울 수도", "<b>서울</b>은 한국의 <b>수도</b>입니다."},
+		{"longest first, every occurrence", "故宫和故宫博物院", "故宫 故宫博物院", "<b>故宫</b>和<b>故宫博物院</b>"},
+		{"escaped around", "<i>東京タワー</i>", "タワー", "&lt;i&gt;東京<b>タワー</b>&lt;/i&gt;"},
+	} {
+		if got := snippetHTML(contracts.SearchHit{Snippet: tc.text}, queryWords(tc.query)); got != tc.want {
+			t.Errorf("%s: snippetHTML(%q, %q) = %q, want %q", tc.name, tc.text, tc.query, got, tc.want)
+		}
+	}
+}
