@@ -88,6 +88,8 @@ const (
 	RestartPages  = "pages"
 	RestartMemory = "memory"
 	RestartCrash  = "crash"
+	// RestartUnresponsive: a tab did not give its DOM in time.
+	RestartUnresponsive = "unresponsive"
 )
 
 // Browser renders pages; it is safe for concurrent use.
@@ -215,7 +217,7 @@ func browserService(host string) bool {
 type Stats struct {
 	Rendered  int64            // pages rendered (tried)
 	TabsInUse int64            // pages loading now
-	Restarts  map[string]int64 // by reason: RestartPages, RestartMemory, RestartCrash
+	Restarts  map[string]int64 // by reason: RestartPages, RestartMemory, RestartCrash, RestartUnresponsive
 	Escaped   int64            // connections refused by the trap proxy
 	Memory    int64            // resident bytes of the browser's processes at the last check
 }
@@ -275,6 +277,13 @@ func (b *Browser) acquire() (*instance, error) {
 		b.retireLocked(inst, RestartPages)
 	}
 	return inst, nil
+}
+
+// retire is retireLocked with b.mu taken.
+func (b *Browser) retire(inst *instance, reason string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.retireLocked(inst, reason)
 }
 
 // retireLocked makes new pages start another instance; inst stops when

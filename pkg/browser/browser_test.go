@@ -63,6 +63,10 @@ var pages = map[string]string{
 	"/loop":  `<!doctype html><html><body><p>before the loop</p><script>while (true) {}</script></body></html>`,
 	"/flood": `<!doctype html><html><body><p>flood</p><script>for (let i = 0; i < 10000; i++) fetch('/r/' + i).catch(() => {});</script></body></html>`,
 	"/oom":   `<!doctype html><html><body><p>oom</p><script>const keep = []; for (;;) keep.push(new Array(1 << 20).fill(Math.random()));</script></body></html>`,
+	// Each task holds the renderer for a minute, so stopping the script
+	// that runs only lets the next one start: the DOM is never given.
+	"/busy": "<!doctype html><html><head><meta charset=\"windows-1252\"></head><body><p>zqxbusy caf\xe9</p>" +
+		"<script>setInterval(() => { const t = Date.now(); while (Date.now() - t < 60000) {} }, 0);</script></body></html>",
 	"/leave": `<!doctype html><html><body><p>leaving</p><script>location.href = 'http://10.255.255.1/secret';</script></body></html>`,
 }
 
@@ -214,6 +218,7 @@ func TestRenderHostilePages(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Logf("slow flood: cut %q", res.Cut) // a "dom:" line when the tab did not give its DOM in time
 		if n := made.Load(); n > 5 || !strings.Contains(strings.Join(res.Cut, "; "), "requests: the page's limit of 5") {
 			t.Errorf("slow flood: %d requests made, cut %q", n, res.Cut)
 		}
@@ -222,6 +227,24 @@ func TestRenderHostilePages(t *testing.T) {
 		_, err := render(t, b, srv, "/oom", &fetcher{}, func(p *Page) { p.Timeout = 30 * time.Second })
 		if !errors.Is(err, ErrCrashed) {
 			t.Errorf("oom: err %v, want %v", err, ErrCrashed)
+		}
+	})
+	t.Run("busy", func(t *testing.T) {
+		// The tab does not answer once the page's time is up: the page
+		// keeps its own answer, in UTF-8, cut, and the browser is replaced.
+		res, err := render(t, b, srv, "/busy", &fetcher{}, func(p *Page) {
+			p.Timeout = 2 * time.Second
+			p.Main.Header.Set("Content-Type", "text/html; charset=windows-1252")
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cut := strings.Join(res.Cut, "; ")
+		if !strings.Contains(string(res.DOM), "zqxbusy café") || !strings.Contains(cut, "dom: the tab did not answer") || !strings.Contains(cut, "time:") {
+			t.Errorf("busy: DOM %q, cut %q", res.DOM, res.Cut)
+		}
+		if n := b.Stats().Restarts[RestartUnresponsive]; n != 1 {
+			t.Errorf("busy: %d restarts for an unresponsive tab, want 1", n)
 		}
 	})
 	t.Run("leave", func(t *testing.T) {

@@ -1,10 +1,12 @@
 package browser
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"sort"
 	"strconv"
@@ -24,6 +26,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
+	"golang.org/x/net/html/charset"
 )
 
 // Request is one request of the browser, for the caller to make.
@@ -119,6 +122,9 @@ type Result struct {
 	Duration    time.Duration
 }
 
+// snapshotWait bounds taking the DOM of a page once it is done.
+const snapshotWait = 15 * time.Second
+
 // Render failures.
 var (
 	ErrCrashed      = errors.New("render: the tab crashed")
@@ -172,9 +178,10 @@ type tab struct {
 	p       *Page
 	ctx     context.Context // the tab's; cancelled when Render returns
 	mainFrm cdp.FrameID
-	// fetchCtx is the context of the caller's Fetch calls: cancelled when
-	// the page is done, so that a request still being made (a server that
-	// never answers) does not hold Render past its time.
+	// fetchCtx is the context of the caller's Fetch calls and of the
+	// answers given to the tab: cancelled when the page is done, so that a
+	// request still being made (a server that never answers), or a tab
+	// that takes no answer, does not hold Render past its time.
 	fetchCtx context.Context
 
 	mu         sync.Mutex
@@ -279,7 +286,17 @@ func (b *Browser) load(ctx context.Context, inst *instance, p *Page) (*Result, e
 		if t.isCrashed() {
 			return nil, ErrCrashed
 		}
-		return nil, err
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		// The tab had the page's time and then did not give its DOM (a
+		// flood of requests keeps the browser busy, scripts hold the
+		// renderer between their tasks, or the machine is that slow): the
+		// page keeps what its server answered, cut, instead of being lost,
+		// and the browser is replaced once its other pages are done, in
+		// case the tab outlives its closing.
+		t.keepServed()
+		b.retire(inst, RestartUnresponsive)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -315,7 +332,7 @@ func (t *tab) wait(deadline time.Time) {
 // snapshot takes the DOM, title and URL without running the page's
 // scripts (which may have replaced any function they would call).
 func (t *tab) snapshot() error {
-	ctx, cancel := t.bounded(15 * time.Second)
+	ctx, cancel := t.bounded(snapshotWait)
 	defer cancel()
 	var html, title, url string
 	err := chromedp.Run(ctx, chromedp.ActionFunc(func(ctx context.Context) error {
@@ -346,6 +363,26 @@ func (t *tab) snapshot() error {
 	}
 	t.res.DOM, t.res.Title, t.res.URL = []byte(html), title, url
 	return nil
+}
+
+// keepServed makes the page's own answer, in UTF-8, its DOM, with a cut
+// that says so: what the tab's snapshot would have given, without what
+// scripts made.
+func (t *tab) keepServed() {
+	body := t.p.Main.Body
+	if r, err := charset.NewReader(bytes.NewReader(body), t.p.Main.Header.Get("Content-Type")); err == nil {
+		if b, err := io.ReadAll(io.LimitReader(r, int64(t.p.MaxDOMBytes)+1)); err == nil {
+			body = b
+		}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.cuts[fmt.Sprintf("dom: the tab did not answer within %s, the page as served kept, without what scripts made", snapshotWait)]++
+	if len(body) > t.p.MaxDOMBytes {
+		t.cuts[fmt.Sprintf("dom: larger than %d bytes, cut", t.p.MaxDOMBytes)]++
+		body = body[:t.p.MaxDOMBytes]
+	}
+	t.res.DOM, t.res.Title, t.res.URL = body, "", t.p.URL
 }
 
 // bounded returns a context of the tab that ends after d or when the tab
@@ -448,7 +485,7 @@ func (t *tab) work() {
 // answer decides one paused request: the page's own answer, a refusal, or
 // the caller's answer.
 func (t *tab) answer(ev *fetch.EventRequestPaused) {
-	do := func(a chromedp.Action) { _ = chromedp.Run(t.ctx, a) }
+	do := func(a chromedp.Action) { _ = chromedp.Run(t.fetchCtx, a) }
 	main := ev.ResourceType == network.ResourceTypeDocument && ev.FrameID == t.mainFrm
 	t.mu.Lock()
 	switch {
@@ -528,7 +565,7 @@ func (t *tab) overLimit(why string) {
 	t.blocked = true
 	t.mu.Unlock()
 	if first {
-		_ = chromedp.Run(t.ctx, network.SetBlockedURLs([]string{"*"}))
+		_ = chromedp.Run(t.fetchCtx, network.SetBlockedURLs([]string{"*"}))
 	}
 }
 

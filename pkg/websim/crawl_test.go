@@ -3,6 +3,7 @@ package websim
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -294,11 +295,13 @@ type order func(n int) int
 // redirecting URL's depth. It returns what it observed in Expect's shape.
 func modelCrawl(t *testing.T, s *Site, f *fetcher, maxDepth int, pick order) Expect {
 	t.Helper()
-	e := Expect{MaxDepth: maxDepth, Depth: map[string]int{}, Docs: map[string]Doc{}}
+	e := Expect{MaxDepth: maxDepth, Depth: map[string]int{}, Docs: map[string]Doc{}, RedirectLoops: map[string]string{}}
+	// from gives the URL whose redirect discovered a URL, if one did.
+	from := map[string]string{}
 	robots := map[string]testRobots{}
 	var frontier []string
 	outOfScope := map[string]bool{}
-	discover := func(u string, depth int) {
+	discover := func(u string, depth int, redirectedBy string) {
 		pu, _ := url.Parse(u)
 		if h := pu.Hostname(); h != "example.test" && !strings.HasSuffix(h, ".example.test") {
 			outOfScope[u] = true
@@ -308,9 +311,12 @@ func modelCrawl(t *testing.T, s *Site, f *fetcher, maxDepth int, pick order) Exp
 			return
 		}
 		e.Depth[u] = depth
+		if redirectedBy != "" {
+			from[u] = redirectedBy
+		}
 		frontier = append(frontier, u)
 	}
-	discover(s.StartURL(), 0)
+	discover(s.StartURL(), 0, "")
 	for len(frontier) > 0 {
 		i := pick(len(frontier))
 		cur := frontier[i]
@@ -331,14 +337,26 @@ func modelCrawl(t *testing.T, s *Site, f *fetcher, maxDepth int, pick order) Exp
 		r := f.get(cur)
 		switch {
 		case r.status >= 300 && r.status < 400:
-			e.Redirected = append(e.Redirected, cur)
 			ref, err := url.Parse(r.location)
 			if err != nil {
 				t.Fatalf("GET %q: bad Location %q", cur, r.location)
 			}
 			target := cu.ResolveReference(ref)
 			target.Fragment = ""
-			discover(target.String(), d)
+			// A target that redirected, by redirects, to cur closes a loop.
+			n, back := 1, false
+			for u := cur; u != "" && !back; u = from[u] {
+				back = u == target.String()
+				if !back {
+					n++
+				}
+			}
+			if back {
+				e.RedirectLoops[cur] = fmt.Sprintf("redirect loop: back to %s after %d hop%s", target, n, map[bool]string{true: "s"}[n != 1])
+				continue
+			}
+			e.Redirected = append(e.Redirected, cur)
+			discover(target.String(), d, cur)
 			continue
 		case r.status != http.StatusOK:
 			e.HTTPFailed = append(e.HTTPFailed, cur)
@@ -361,10 +379,13 @@ func modelCrawl(t *testing.T, s *Site, f *fetcher, maxDepth int, pick order) Exp
 			continue
 		}
 		for _, l := range p.links {
-			discover(l, d+1)
+			discover(l, d+1, "")
 		}
 	}
 	e.Failed = append(append([]string(nil), e.HTTPFailed...), e.RobotsDenied...)
+	for u := range e.RedirectLoops {
+		e.Failed = append(e.Failed, u)
+	}
 	for u := range outOfScope {
 		e.OutOfScope = append(e.OutOfScope, u)
 	}

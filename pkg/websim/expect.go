@@ -1,6 +1,7 @@
 package websim
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -18,7 +19,10 @@ import (
 //
 // Depth semantics: the start URL has depth 0; a link found on a page of
 // depth d has depth d+1 and is dropped when d+1 exceeds the maximum depth; a
-// redirect target keeps the depth of the URL that redirected to it. Links are
+// redirect target keeps the depth of the URL that redirected to it. A
+// redirect back to a URL of its own redirect chain (a loop) is not followed:
+// the URL whose redirect closes the loop ends failed, saying so. The site's
+// redirect chains are shorter than a crawler's redirect limit. Links are
 // followed only if they are http(s) after resolution against the page URL (or
 // its <base href>), in scope, not rel=nofollow, and on a 200 HTML page
 // without a meta robots nofollow. Links are taken from <a href>, <area
@@ -40,11 +44,18 @@ type Expect struct {
 	// the search index. Their transaction status is whatever the crawler
 	// gives a fetched page whose document is not stored.
 	NoIndex []string
-	// Redirected lists the URLs answering 3xx; their targets are crawled as
-	// URLs of their own and they end redirected.
+	// Redirected lists the URLs answering 3xx that end redirected: their
+	// targets are crawled as URLs of their own (or are out of scope).
 	Redirected []string
+	// RedirectLoops gives the URLs answering 3xx whose target is a URL of
+	// their own redirect chain (themselves, or a URL whose redirects led to
+	// them), each with the reason its record ends failed with: "redirect
+	// loop: back to TARGET after N hops" ("1 hop"), N the redirects of the
+	// loop.
+	RedirectLoops map[string]string
 	// Failed lists the URLs that end failed: fetched with a 4xx or 5xx answer
-	// (HTTPFailed), or recorded but refused by robots.txt (RobotsDenied).
+	// (HTTPFailed), closing a redirect loop (RedirectLoops), or recorded but
+	// refused by robots.txt (RobotsDenied).
 	Failed []string
 	// HTTPFailed lists the URLs fetched with a 4xx or 5xx answer.
 	HTTPFailed []string
@@ -56,7 +67,7 @@ type Expect struct {
 	// point to. They get no record and are in NeverFetched.
 	OutOfScope []string
 	// Fetched lists every URL the crawler must request: Indexed, NoIndex,
-	// Redirected and HTTPFailed. Besides robots.txt files, a crawl requests
+	// Redirected, RedirectLoops and HTTPFailed. Besides robots.txt files, a crawl requests
 	// nothing else.
 	Fetched []string
 	// NeverFetched lists URLs that must never be requested: robots-denied,
@@ -154,15 +165,17 @@ func (s *Site) Expect(maxDepth int) Expect {
 		return h == zone || strings.HasSuffix(h, "."+zone)
 	}
 
-	e := Expect{MaxDepth: maxDepth, Depth: map[string]int{}, Docs: map[string]Doc{},
+	e := Expect{MaxDepth: maxDepth, Depth: map[string]int{}, Docs: map[string]Doc{}, RedirectLoops: map[string]string{},
 		SitemapProbes: []string{s.URL(HostWWW, "/sitemap.xml")}}
+	// via gives the URL whose redirect discovered a URL, if one did.
+	via := map[string]string{}
 	startURL := normalize(start)
 	e.Depth[startURL] = 0
 	// A deque: redirect targets keep their depth and go to the front, links
 	// go to the back, so URLs leave in order of depth.
 	queue := []string{startURL}
 	outOfScope := map[string]bool{}
-	discover := func(target string, depth int, front bool) {
+	discover := func(target string, depth int, from string) {
 		tu, _ := url.Parse(target)
 		if !inScope(tu) {
 			outOfScope[target] = true
@@ -172,6 +185,10 @@ func (s *Site) Expect(maxDepth int) Expect {
 			return
 		}
 		e.Depth[target] = depth
+		front := from != ""
+		if front {
+			via[target] = from
+		}
 		if front {
 			queue = slices.Insert(queue, 0, target)
 		} else {
@@ -194,9 +211,20 @@ func (s *Site) Expect(maxDepth int) Expect {
 			e.HTTPFailed = append(e.HTTPFailed, cur)
 			continue
 		case p.location != "":
+			t, ok := resolveHref(cu, p.location)
+			if ok {
+				if n := loopLength(via, cur, t); n > 0 {
+					hops := "hops"
+					if n == 1 {
+						hops = "hop"
+					}
+					e.RedirectLoops[cur] = fmt.Sprintf("redirect loop: back to %s after %d %s", t, n, hops)
+					continue
+				}
+			}
 			e.Redirected = append(e.Redirected, cur)
-			if t, ok := resolveHref(cu, p.location); ok {
-				discover(t, d, true)
+			if ok {
+				discover(t, d, cur)
 			}
 			continue
 		case p.noindex():
@@ -214,11 +242,14 @@ func (s *Site) Expect(maxDepth int) Expect {
 			continue
 		}
 		for _, t := range followable(cu, p) {
-			discover(t, d+1, false)
+			discover(t, d+1, "")
 		}
 	}
 
 	e.Failed = append(slices.Clone(e.HTTPFailed), e.RobotsDenied...)
+	for u := range e.RedirectLoops {
+		e.Failed = append(e.Failed, u)
+	}
 	fetched := map[string]bool{}
 	for _, u := range e.Fetched {
 		fetched[u] = true
@@ -254,6 +285,20 @@ func (s *Site) Expect(maxDepth int) Expect {
 		slices.Sort(l)
 	}
 	return e
+}
+
+// loopLength returns the number of redirects of the loop that the redirect
+// of cur to target closes, via giving each URL the one whose redirect
+// discovered it; 0 when target is not on cur's redirect chain.
+func loopLength(via map[string]string, cur, target string) int {
+	n := 1
+	for u := cur; u != ""; u = via[u] {
+		if u == target {
+			return n
+		}
+		n++
+	}
+	return 0
 }
 
 // lookup returns the page at u, or nil if the site answers 404 there.

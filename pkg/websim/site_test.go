@@ -1,6 +1,7 @@
 package websim
 
 import (
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -100,7 +101,8 @@ func TestExpectSane(t *testing.T) {
 			}
 			// Fetched is exactly the union of the fetched outcomes, which are disjoint.
 			var union []string
-			for _, l := range [][]string{e.Indexed, e.NoIndex, e.Redirected, e.HTTPFailed} {
+			loops := slices.Sorted(maps.Keys(e.RedirectLoops))
+			for _, l := range [][]string{e.Indexed, e.NoIndex, e.Redirected, loops, e.HTTPFailed} {
 				for _, u := range l {
 					if slices.Contains(union, u) {
 						t.Errorf("%q has two outcomes", u)
@@ -110,7 +112,7 @@ func TestExpectSane(t *testing.T) {
 			}
 			slices.Sort(union)
 			if diff := cmp.Diff(e.Fetched, union); diff != "" {
-				t.Errorf("Fetched != Indexed+NoIndex+Redirected+HTTPFailed (-Fetched +union):\n%s", diff)
+				t.Errorf("Fetched != Indexed+NoIndex+Redirected+RedirectLoops+HTTPFailed (-Fetched +union):\n%s", diff)
 			}
 			for _, u := range e.NeverFetched {
 				if slices.Contains(e.Fetched, u) {
@@ -125,12 +127,12 @@ func TestExpectSane(t *testing.T) {
 				}
 			}
 			for _, u := range e.Failed {
-				if !slices.Contains(e.HTTPFailed, u) && !slices.Contains(e.RobotsDenied, u) {
-					t.Errorf("Failed holds %q, neither an HTTP failure nor robots-denied", u)
+				if _, loop := e.RedirectLoops[u]; !loop && !slices.Contains(e.HTTPFailed, u) && !slices.Contains(e.RobotsDenied, u) {
+					t.Errorf("Failed holds %q, neither an HTTP failure, a redirect loop nor robots-denied", u)
 				}
 			}
-			if len(e.Failed) != len(e.HTTPFailed)+len(e.RobotsDenied) {
-				t.Errorf("len(Failed) = %d, want %d", len(e.Failed), len(e.HTTPFailed)+len(e.RobotsDenied))
+			if len(e.Failed) != len(e.HTTPFailed)+len(e.RedirectLoops)+len(e.RobotsDenied) {
+				t.Errorf("len(Failed) = %d, want %d", len(e.Failed), len(e.HTTPFailed)+len(e.RedirectLoops)+len(e.RobotsDenied))
 			}
 			if len(e.Depth) != len(e.Fetched)+len(e.RobotsDenied) {
 				t.Errorf("len(Depth) = %d, want one per Fetched and RobotsDenied URL (%d)", len(e.Depth), len(e.Fetched)+len(e.RobotsDenied))
@@ -209,7 +211,7 @@ func TestExpectCases(t *testing.T) {
 		{"redirect target keeps depth", w("/new/end.html"), "indexed", "indexed", 1},
 		{"child of redirect target", w("/new/after.html"), "indexed", "indexed", 2},
 		{"redirect loop a", w("/loop/a"), "redirected", "redirected", 1},
-		{"redirect loop b", w("/loop/b"), "redirected", "redirected", 1},
+		{"redirect loop b", w("/loop/b"), "loop", "loop", 1},
 		{"redirect out of scope", w("/out"), "redirected", "redirected", 1},
 		{"redirect target out of scope", o("/landing.html"), "outofscope", "outofscope", -1},
 		{"out of scope host", o("/"), "outofscope", "outofscope", -1},
@@ -254,7 +256,7 @@ func TestExpectCases(t *testing.T) {
 			name string
 			list []string
 		}{
-			{"indexed", e.Indexed}, {"noindex", e.NoIndex}, {"redirected", e.Redirected},
+			{"indexed", e.Indexed}, {"noindex", e.NoIndex}, {"redirected", e.Redirected}, {"loop", slices.Collect(maps.Keys(e.RedirectLoops))},
 			{"http", e.HTTPFailed}, {"robots", e.RobotsDenied}, {"outofscope", e.OutOfScope},
 		} {
 			if slices.Contains(c.list, u) {
@@ -336,6 +338,7 @@ func TestFetchedAnswers(t *testing.T) {
 	check("Indexed", e.Indexed, is200)
 	check("NoIndex", e.NoIndex, is200)
 	check("Redirected", e.Redirected, func(r *fetched) bool { return r.status >= 300 && r.status < 400 && r.location != "" })
+	check("RedirectLoops", slices.Collect(maps.Keys(e.RedirectLoops)), func(r *fetched) bool { return r.status >= 300 && r.status < 400 && r.location != "" })
 	check("HTTPFailed", e.HTTPFailed, func(r *fetched) bool { return r.status >= 400 })
 	for u, doc := range e.Docs {
 		if got := f.get(u).header.Get("Content-Type"); got != doc.ContentType {

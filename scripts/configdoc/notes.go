@@ -41,7 +41,7 @@ var notes = map[string]string{
 	"GRIDCRAWL_CRAWLER_PREFETCH": "Unacked crawler contracts a crawler holds.",
 	"GRIDCRAWL_MAX_TEXT_BYTES":   "Visible text kept per document (`text_t`).",
 	"GRIDCRAWL_MAX_LINKS":        "Links kept per page; their URLs and anchor texts together take at most 4 bytes per byte of the page (at least 64 KiB), and no URL over 2,048 bytes is kept.",
-	"GRIDCRAWL_MAX_REDIRECTS":    "Redirect hops followed from one URL (each hop is a URL of its own, recorded `redirected`).",
+	"GRIDCRAWL_MAX_REDIRECTS":    "Redirect hops followed from one URL (each hop is a URL of its own, recorded `redirected`). The hop whose redirect would go one further ends `failed` with `too many redirects (N)`, and one that redirects back into its own chain with `redirect loop: back to URL after N hops`.",
 
 	// Read without a tag: the grid command.
 	"GRIDCRAWL_API_URL":          "The MCP that `grid status`, `search`, `urls`, `report`, `export` and `crawl` talk to (same as `--api URL`); unset, they use the grid running on the data directory (`DIR/grid.addr`) or open the directory themselves.",

@@ -330,7 +330,7 @@ func (c *Crawler) parseAll(ctx context.Context, k contracts.CrawlerContract, pro
 	for _, w := range todo {
 		var pp *parsed
 		if w.sitemap != "" {
-			pp, err = c.readSitemap(ctx, scope, w.page, w.key, w.sitemap, handed, spans)
+			pp, err = c.readSitemap(ctx, k.CrawlID, scope, w, handed, spans)
 		} else {
 			pp, err = c.parse(ctx, k, profile, scope, w.page, w.key, w.referrer, handed, spans)
 		}
@@ -470,7 +470,15 @@ func (c *Crawler) parse(ctx context.Context, k contracts.CrawlerContract, profil
 			out.final, out.reason = contracts.Failed, "redirect without valid location"
 			return out, nil
 		}
-		out.reason = "to " + target
+		out.reason = redirectedTo + target
+		why, err := c.chainEnd(ctx, k.CrawlID, p, referrer, target)
+		if err != nil {
+			return nil, err
+		}
+		if why != "" {
+			out.final, out.reason = contracts.Failed, why
+			return out, nil
+		}
 		if tu, err := url.Parse(target); err == nil {
 			if ok, _ := scope.Follow(tu, target, p.Depth, p.Hops+1); ok {
 				out.links = append(out.links, enqueue.Candidate{URL: target, Depth: p.Depth, Hops: p.Hops + 1, Referrer: p.URL})

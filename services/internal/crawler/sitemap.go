@@ -14,19 +14,21 @@ import (
 	"github.com/gridcrawl/gridcrawl/services/internal/scope"
 )
 
-// readSitemap settles a sitemap record (kind txindex.SitemapProbe or
-// txindex.SitemapFile) instead of parsing it as a page. Its entries become
+// readSitemap settles a sitemap record (w.sitemap: txindex.SitemapProbe
+// or txindex.SitemapFile) instead of parsing it as a page. Its entries become
 // candidates at the sitemap's depth: the sitemaps of an index and of the
 // robots.txt Sitemap: lines (carried by a probe) when their host is in
 // scope, the URLs of a urlset when scope, filters and depth let a link
 // through, with their lastmod. It ends in contracts.Sitemap with a summary
 // (and what cut it) as its reason, or failed when a sitemap named by
 // robots.txt or an index is missing or no sitemap. A probe that finds
-// nothing (4xx, or a page that is no sitemap) is no failure. Only backend
-// failures are errors.
-func (c *Crawler) readSitemap(ctx context.Context, sc *scope.Rules, p contracts.CrawlerPage, key, kind string,
+// nothing (4xx, or a page that is no sitemap) is no failure. A redirect
+// ends its chain as a page's does (chainEnd). Only backend failures are
+// errors.
+func (c *Crawler) readSitemap(ctx context.Context, crawlID string, sc *scope.Rules, w pageWork,
 	handed map[contracts.AssetRef]handedResponse, spans spanSet) (*parsed, error) {
-	out := &parsed{page: p, key: key, final: contracts.Sitemap}
+	p, kind := w.page, w.sitemap
+	out := &parsed{page: p, key: w.key, final: contracts.Sitemap}
 	base, err := url.Parse(p.URL)
 	if err != nil {
 		out.final, out.reason = contracts.Failed, "invalid url"
@@ -55,8 +57,16 @@ func (c *Crawler) readSitemap(ctx context.Context, sc *scope.Rules, p contracts.
 			out.final, out.reason = contracts.Failed, "redirect without valid location"
 			return out, nil
 		}
-		out.final, out.reason = contracts.Redirected, "to "+target
-		if tu, err := url.Parse(target); err == nil && p.Hops < c.cfg.MaxRedirects && sc.InScope(tu) {
+		out.final, out.reason = contracts.Redirected, redirectedTo+target
+		why, err := c.chainEnd(ctx, crawlID, p, w.referrer, target)
+		if err != nil {
+			return nil, err
+		}
+		if why != "" {
+			out.final, out.reason = contracts.Failed, why
+			return out, nil
+		}
+		if tu, err := url.Parse(target); err == nil && sc.InScope(tu) {
 			out.links = append(out.links, enqueue.Candidate{URL: target, Depth: p.Depth, Hops: p.Hops + 1,
 				Referrer: p.URL, Sitemap: txindex.SitemapFile})
 		}

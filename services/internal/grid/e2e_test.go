@@ -234,6 +234,11 @@ func testEndToEndTestSite(t *testing.T) *Grid {
 			t.Errorf("record %s = %q (found %v), want failed", u, r.Status, ok)
 		}
 	}
+	for u, reason := range exp.RedirectLoops {
+		if r, ok := statusOf(u); !ok || r.Error != reason {
+			t.Errorf("record %s says %q (found %v), want %q", u, r.Error, ok, reason)
+		}
+	}
 	for _, u := range exp.NoIndex {
 		if r, ok := statusOf(u); !ok || r.Status != contracts.Failed {
 			t.Errorf("noindex record %s = %q (found %v), want failed (excluded)", u, r.Status, ok)

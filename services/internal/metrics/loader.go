@@ -279,7 +279,7 @@ var (
 	tabsDesc = prometheus.NewDesc("gridcrawl_loader_browser_tabs_in_use",
 		"Pages loading in the loader's headless browser now.", nil, nil)
 	restartsDesc = prometheus.NewDesc("gridcrawl_loader_browser_restarts_total",
-		"Restarts of the loader's headless browser, by reason: pages (GRIDCRAWL_BROWSER_RESTART_PAGES), memory (GRIDCRAWL_BROWSER_MAX_MEMORY), crash.", []string{"reason"}, nil)
+		"Restarts of the loader's headless browser, by reason: pages (GRIDCRAWL_BROWSER_RESTART_PAGES), memory (GRIDCRAWL_BROWSER_MAX_MEMORY), crash, unresponsive (a tab that did not give its DOM).", []string{"reason"}, nil)
 	browserMemDesc = prometheus.NewDesc("gridcrawl_loader_browser_memory_bytes",
 		"Resident memory of the headless browser's processes at the last check.", nil, nil)
 	escapedDesc = prometheus.NewDesc("gridcrawl_loader_browser_escaped_requests_total",
@@ -298,7 +298,7 @@ func (c *browserCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *browserCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.snapshot()
 	ch <- prometheus.MustNewConstMetric(tabsDesc, prometheus.GaugeValue, float64(s.TabsInUse))
-	for _, reason := range []string{"pages", "memory", "crash"} {
+	for _, reason := range []string{"pages", "memory", "crash", "unresponsive"} {
 		ch <- prometheus.MustNewConstMetric(restartsDesc, prometheus.CounterValue, float64(s.Restarts[reason]), reason)
 	}
 	ch <- prometheus.MustNewConstMetric(browserMemDesc, prometheus.GaugeValue, float64(s.Memory))
