@@ -104,9 +104,9 @@ func TestCrawlAllowNetOnRunningGrid(t *testing.T) {
 
 // TestReadsOnRunningGrid: grid search --crawl of a crawl the grid does not
 // have says so and exits 1 (the search API answers no hits for it); grid
-// urls lists the crawl log by time (when each URL reached its status) or
-// by URL, as --sort says, or says that the grid's API does not sort it,
-// and refuses another order.
+// urls lists the crawl log by time (when each URL reached its status, the
+// default), by URL or by key, as --sort says, or says that the grid did
+// not list it in that order; it refuses another order.
 func TestReadsOnRunningGrid(t *testing.T) {
 	site := newCLISite(t, map[string]cliPage{
 		"/":  {200, html("/m", "/b", "/z", "/a"), ""},
@@ -137,7 +137,7 @@ func TestReadsOnRunningGrid(t *testing.T) {
 			"grid search: no crawl \"nosuch\" (grid status lists the crawls)\n"},
 		{"known crawl", []string{"search", "--data", dir, "--crawl", id, "words"}, 0, "5 results for \"words\"", ""},
 		{"bad sort", []string{"urls", "--data", dir, "--sort", "size", id}, 2, "",
-			"grid urls: invalid --sort \"size\": want time or url\n"},
+			"grid urls: invalid --sort \"size\": want time, url or key\n"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			code, stdout, stderr := runCLI(t.Context(), tt.args...)
@@ -157,6 +157,7 @@ func TestReadsOnRunningGrid(t *testing.T) {
 		{"time", []string{"--sort", "time"}, "time", func(a, b contracts.URLRecord) bool { return !b.StatusTime.Before(a.StatusTime) }},
 		{"url", []string{"--sort", "url"}, "url", func(a, b contracts.URLRecord) bool { return a.URL <= b.URL }},
 		{"url, limited", []string{"--sort=url", "--limit", "5"}, "url", func(a, b contracts.URLRecord) bool { return a.URL <= b.URL }},
+		{"key", []string{"--sort", "key"}, "key", func(a, b contracts.URLRecord) bool { return a.Key <= b.Key }},
 	} {
 		t.Run("urls "+tt.name, func(t *testing.T) {
 			args := append([]string{"urls", "--data", dir, "--json", id}, tt.args...)
@@ -177,7 +178,7 @@ func TestReadsOnRunningGrid(t *testing.T) {
 			for i := 1; i < len(recs); i++ {
 				sorted = sorted && tt.less(recs[i-1], recs[i])
 			}
-			note := "grid urls: the grid at " + base + " does not sort its crawl log by " + tt.by + " (its API predates sort=" + tt.by + "): the URLs are in its own order\n"
+			note := "grid urls: the grid at " + base + " did not list its crawl log by " + tt.by + ": the URLs are in its own order\n"
 			switch {
 			case sorted && stderr != "":
 				t.Errorf("grid %v: in %s order, stderr %q; want nothing on stderr", args, tt.by, stderr)
