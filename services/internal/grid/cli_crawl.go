@@ -438,16 +438,30 @@ const netsFile = "grid.allow-nets"
 func publishGrid(dir, base, nets string, log *slog.Logger) func() {
 	addr, allowed := filepath.Join(dir, addrFile), filepath.Join(dir, netsFile)
 	// The networks first: a reader that finds the address finds them.
-	if err := os.WriteFile(allowed, []byte(nets+"\n"), 0o644); err != nil {
+	if err := writeWhole(allowed, nets+"\n"); err != nil {
 		log.Warn("write allowed networks file", "err", err)
 	}
-	if err := os.WriteFile(addr, []byte(base+"\n"), 0o644); err != nil {
+	if err := writeWhole(addr, base+"\n"); err != nil {
 		log.Warn("write api address file", "err", err)
 	}
 	return func() {
 		os.Remove(addr)
 		os.Remove(allowed)
 	}
+}
+
+// writeWhole writes text to the file path by a rename, so that a reader
+// finds the file whole or not at all, never empty.
+func writeWhole(path, text string) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(text), 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
 }
 
 // gridNets returns the networks the grid at base allows, as its

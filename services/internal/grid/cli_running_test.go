@@ -35,7 +35,7 @@ func startGridUp(t *testing.T, dir string) (base string, stop func()) {
 	}
 	t.Cleanup(stop)
 	for {
-		if b, err := os.ReadFile(filepath.Join(dir, addrFile)); err == nil {
+		if b, err := os.ReadFile(filepath.Join(dir, addrFile)); err == nil && strings.HasPrefix(string(b), "http://") {
 			return strings.TrimSpace(string(b)), stop
 		}
 		select {
