@@ -90,7 +90,7 @@ func cmdURLs(ctx context.Context, args []string, stdout, stderr io.Writer) error
 				return tw.Flush()
 			}
 			printed++
-			if !sorted.next(r) {
+			if sortParam != "" && !sorted.next(r) {
 				fmt.Fprintf(stderr, "grid urls: the grid at %s did not list its crawl log by %s: the URLs are in its own order\n", c.Base(), *order)
 			}
 			if *asJSON {
@@ -125,8 +125,7 @@ const (
 )
 
 // logOrder checks that the records of a crawl log come in the order asked
-// for: an MCP whose API predates the sort parameter ignores it, and one
-// lists a crawl too large to sort in key order by default.
+// for by --sort: an MCP whose API predates the sort parameter ignores it.
 type logOrder struct {
 	by   string
 	last *contracts.URLRecord
