@@ -419,8 +419,11 @@ func (r *crawlRun) elsewhere(ctx context.Context) error {
 			has = "allows only GRIDCRAWL_ALLOW_NETS=" + nets
 		}
 		why = fmt.Sprintf("the grid running on %s at %s %s, not %s: its loader refuses those addresses", r.dataDir, base, has, strings.Join(missing, ", "))
-		how = fmt.Sprintf("stop it and start it again with the networks allowed: %s make run (make run's ./data), or %s grid up --data %s; then run grid crawl without --allow-net",
+		how = fmt.Sprintf("restart it with the networks allowed: %s make run (if it is make run's), or %s grid up --data %s; then run grid crawl without --allow-net",
 			allow, allow, r.dataDir)
+		if nets != "" {
+			how += fmt.Sprintf(" (as you may now, if GRIDCRAWL_ALLOW_NETS=%s covers the start URLs)", nets)
+		}
 	}
 	return usageError{fmt.Errorf("--allow-net %s applies only to a grid this command starts, and %s; no crawl was created.\ngrid crawl: %s", flag, why, how)}
 }

@@ -193,3 +193,32 @@ func TestReadsOnRunningGrid(t *testing.T) {
 		})
 	}
 }
+
+// TestNetListNotIn: the networks of --allow-net that a grid's
+// GRIDCRAWL_ALLOW_NETS does not cover, network by network (loopback is
+// 127.0.0.0/8 and ::1/128; a prefix is covered by a shorter one that holds
+// it).
+func TestNetListNotIn(t *testing.T) {
+	tests := []struct {
+		flag, grid string
+		want       string
+	}{
+		{"loopback", "", "127.0.0.0/8 ::1/128"},
+		{"loopback", "127.0.0.0/8", "::1/128"},
+		{"loopback", "127.0.0.0/8,::1", ""},
+		{"loopback", "loopback,private", ""},
+		{"192.168.1.0/24", "private", ""},
+		{"10.0.0.0/8", "10.1.0.0/16", "10.0.0.0/8"},
+		{"127.0.0.1", "127.0.0.0/8", ""},
+		{"private", "192.168.0.0/16", "10.0.0.0/8 172.16.0.0/12 fc00::/7"},
+	}
+	for _, tt := range tests {
+		var l netList
+		if err := l.Set(tt.flag); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(l.notIn(tt.grid), " "); got != tt.want {
+			t.Errorf("netList(%q).notIn(%q) = %q, want %q", tt.flag, tt.grid, got, tt.want)
+		}
+	}
+}
