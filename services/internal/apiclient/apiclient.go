@@ -194,6 +194,18 @@ func (c *Client) Resume(ctx context.Context, id string) (contracts.CrawlStatus, 
 	return out, err
 }
 
+// Patch changes the settings of crawl id that a crawl may change once
+// started (PATCH /api/v1/crawls/{id}) and returns its status.
+func (c *Client) Patch(ctx context.Context, id string, p contracts.ProfilePatch) (contracts.CrawlStatus, error) {
+	var out contracts.CrawlStatus
+	body, err := json.Marshal(p)
+	if err != nil {
+		return out, fmt.Errorf("encode profile patch: %w", err)
+	}
+	err = c.do(ctx, http.MethodPatch, crawlPath(id), body, &out)
+	return out, err
+}
+
 // SearchQuery is a query of Search.
 type SearchQuery struct {
 	// Q is the query text.
@@ -237,13 +249,16 @@ type LogQuery struct {
 	Reason string
 	Limit  int
 	Cursor string
+	// Sort is the order of the listing: "time" (by status time) or "url";
+	// empty: the API's default.
+	Sort string
 }
 
 // CrawlLog returns a page of crawl id's URL records (GET
 // /api/v1/crawls/{id}/urls).
 func (c *Client) CrawlLog(ctx context.Context, id string, q LogQuery) (contracts.CrawlLog, error) {
 	v := url.Values{}
-	for k, s := range map[string]string{"status": string(q.Status), "host": q.Host, "reason": q.Reason, "cursor": q.Cursor} {
+	for k, s := range map[string]string{"status": string(q.Status), "host": q.Host, "reason": q.Reason, "cursor": q.Cursor, "sort": q.Sort} {
 		if s != "" {
 			v.Set(k, s)
 		}

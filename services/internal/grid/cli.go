@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -25,7 +24,7 @@ commands:
   up      [--data DIR] [--listen ADDR]          run MCP, loader, crawler and indexer on embedded backends
   crawl   [--depth N] [--data DIR] [--json] [--scope host|domain|any] [--max-pages N] [--min-delay-ms N]
           [--recrawl 24h|adaptive:1h-30d] [--urls-file FILE] [--listen ADDR] [--api URL]
-          [--allow-net loopback|private|CIDR] [--resume|--new] URL...
+          [--allow-net loopback|private|CIDR] [--resume|--update|--new] URL...
                                                 run one crawl to the end on the embedded grid (or on the
                                                 grid already running on DIR, or on the MCP at --api); a
                                                 continuous crawl (--recrawl) to the end of its first round.
@@ -85,7 +84,7 @@ func MainIO(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintln(stdout, "grid", svc.Version())
 		return 0
 	default:
-		fmt.Fprintf(stderr, "grid: unknown command %q\n\n%s", args[0], usage)
+		fmt.Fprintf(stderr, "grid: unknown command %q\nRun 'grid help' for usage.\n", args[0])
 		return 2
 	}
 	var ue usageError
@@ -96,7 +95,9 @@ func MainIO(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	case errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.As(err, &fe):
-		// The flag package has reported it, with the command's usage.
+		// One line and a pointer to the usage, which would scroll the
+		// error out of sight.
+		fmt.Fprintf(stderr, "grid %s: %v\nRun 'grid %s -h' for usage.\n", args[0], err, args[0])
 		return 2
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "grid %s: %v\n", args[0], err)
@@ -113,8 +114,9 @@ func MainIO(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 // usageError is an invalid command line or input: exit status 2.
 type usageError struct{ error }
 
-// flagError is an error of the flag package, which has already reported it
-// with the command's usage: exit status 2, and nothing more to say.
+// flagError is an error of the flag package (an unknown flag, a bad
+// value): exit status 2, reported on one line with a pointer to the
+// command's -h.
 type flagError struct{ error }
 
 // newFlags returns the flag set of grid command name, whose usage line is
@@ -131,13 +133,27 @@ func newFlags(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 
 // parseFlags parses args with fs and returns the arguments that are not
 // flags. Flags may follow arguments ("grid crawl URL --depth 2"); after
-// "--" everything is an argument.
+// "--" everything is an argument. -h prints the usage; any other error is
+// a flagError, with the flag meant when one is close to an unknown flag.
 func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	// The flag package would print the error and the whole usage; the
+	// caller prints the error alone.
+	out, usage := fs.Output(), fs.Usage
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	defer func() { fs.SetOutput(out); fs.Usage = usage }()
 	var rest []string
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
+				fs.SetOutput(out)
+				usage()
 				return nil, err
+			}
+			if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); ok {
+				if near := nearFlag(fs, name); near != "" {
+					err = fmt.Errorf("%w (did you mean --%s?)", err, near)
+				}
 			}
 			return nil, flagError{err}
 		}
@@ -151,6 +167,60 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 		rest = append(rest, left[0])
 		args = left[1:]
 	}
+}
+
+// nearFlag returns the flag of fs whose name is closest to name, the name
+// of an unknown flag, when it is near enough to be a typo of it (one edit,
+// two for a name of five letters or more, or a prefix of it: "dept",
+// "max-page"); "" otherwise.
+func nearFlag(fs *flag.FlagSet, name string) string {
+	name, _, _ = strings.Cut(name, "=")
+	best, bestDist := "", 3
+	fs.VisitAll(func(f *flag.Flag) {
+		d := editDistance(name, f.Name)
+		if len(name) >= 3 && strings.HasPrefix(f.Name, name) {
+			d = min(d, 1)
+		}
+		if d < bestDist { // VisitAll goes in name order: the first of a tie wins
+			best, bestDist = f.Name, d
+		}
+	})
+	// Two edits make another word of a short name: "nope" is not "scope".
+	far := 1
+	if len(name) >= 5 {
+		far = 2
+	}
+	if bestDist > far || bestDist >= len(name) {
+		return ""
+	}
+	return best
+}
+
+// editDistance returns the edits (insertions, deletions, substitutions and
+// swaps of neighbours) that turn a into b, in bytes: the optimal string
+// alignment distance.
+func editDistance(a, b string) int {
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
 }
 
 // newLogger returns a text logger to w at level, which LoadConfig has
@@ -209,11 +279,7 @@ func cmdUp(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	api := "http://" + ln.Addr().String()
-	path := filepath.Join(cfg.Backends.DataDir, addrFile)
-	if err := os.WriteFile(path, []byte(api+"\n"), 0o644); err != nil {
-		log.Warn("write api address file", "err", err)
-	}
-	defer os.Remove(path)
+	defer publishGrid(cfg.Backends.DataDir, api, cfg.Loader.AllowNets, log)()
 	log.Info("grid up", "api", api, "data", cfg.Backends.DataDir)
 	return g.Run(ctx)
 }
@@ -345,6 +411,15 @@ func cmdSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer c.close()
+	if *crawl != "" {
+		// The search API answers no hits for a crawl it does not know,
+		// which would read as a crawl without a match.
+		if _, err := c.Crawl(ctx, *crawl); apiclient.IsNotFound(err) {
+			return fmt.Errorf("no crawl %q (grid status lists the crawls)", *crawl)
+		} else if err != nil {
+			return err
+		}
+	}
 	res, err := c.Search(ctx, apiclient.SearchQuery{Q: q, Crawl: *crawl, Limit: *limit, AllCrawls: *all})
 	if err != nil {
 		return err

@@ -8,10 +8,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,7 +35,7 @@ type crawlOpts struct {
 	recrawl                            *string
 	collection, dedupe                 *string
 	allowNets                          *netList
-	resume, startNew                   *bool
+	resume, update, startNew           *bool
 }
 
 // netList is the value of --allow-net: networks in the forms
@@ -64,7 +67,9 @@ such as 192.168.1.0/24), or by the environment variable GRIDCRAWL_ALLOW_NETS,
 which takes the same values separated by commas (GRIDCRAWL_ALLOW_NETS=loopback).
 --allow-net adds to GRIDCRAWL_ALLOW_NETS for the grid this command starts. A
 grid that already runs (grid up on the same --data, or the MCP at --api) keeps
-the GRIDCRAWL_ALLOW_NETS it was started with: restart it with the variable set.
+the GRIDCRAWL_ALLOW_NETS it was started with: restart it with the variable set
+(GRIDCRAWL_ALLOW_NETS=loopback make run). On such a grid, --allow-net is
+refused, and no crawl created, unless that grid allows its networks already.
 
 A start URL on the command line without a scheme gets one as in YaCy: http://
 for an IP address or localhost (127.0.0.1:8000), https:// for a host name
@@ -73,7 +78,12 @@ for an IP address or localhost (127.0.0.1:8000), https:// for a host name
 When a crawl of the same start URLs is unfinished in the data directory (an
 earlier grid crawl was interrupted), grid crawl asks whether to resume it or
 start a new one (which cancels the unfinished one); --resume and --new answer
-without asking. Without a terminal to ask on, it resumes.
+without asking. Without a terminal to ask on, it resumes. When this command's
+settings differ from the unfinished crawl's, it lists them (--depth 3 -> 0)
+and asks again, without a default: resume it as it was, resume it with the
+new settings (--update: those a started crawl can change), or start a new
+crawl; without a terminal it changes nothing and exits 2 unless --resume,
+--update or --new says which.
 `
 
 // newCrawlFlags defines grid crawl's flags. The profile flags show the
@@ -87,8 +97,10 @@ func newCrawlFlags(stderr io.Writer) (*flag.FlagSet, *crawlOpts) {
 		fmt.Fprint(stderr, crawlHelp)
 	}
 	o := &crawlOpts{
-		allowNets:    &netList{},
-		resume:       fs.Bool("resume", false, "resume the unfinished crawl of the same start URLs in the data directory, without asking"),
+		allowNets: &netList{},
+		resume:    fs.Bool("resume", false, "resume the unfinished crawl of the same start URLs in the data directory, without asking"),
+		update: fs.Bool("update", false, "resume the unfinished crawl of the same start URLs with this command's settings, without asking\n"+
+			"(only settings a started crawl can change: --min-delay-ms, --dedupe, a continuous crawl's --recrawl)"),
 		startNew:     fs.Bool("new", false, "start a new crawl even if one of the same start URLs is unfinished in the data directory (it is cancelled), without asking"),
 		data:         fs.String("data", "", "data directory (default $GRIDCRAWL_DATA or ./data)"),
 		depth:        fs.Int("depth", contracts.DefaultMaxDepth, "maximum link depth from the start URLs"),
@@ -224,8 +236,8 @@ func cmdCrawl(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return err
 	}
-	if *o.resume && *o.startNew {
-		return usageError{errors.New("--resume and --new exclude each other")}
+	if n := countTrue(*o.resume, *o.update, *o.startNew); n > 1 {
+		return usageError{errors.New("--resume, --update and --new exclude each other")}
 	}
 	for i, s := range starts {
 		if full := urlnorm.WithScheme(s); full != s {
@@ -259,6 +271,8 @@ func cmdCrawl(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	switch {
 	case *o.resume:
 		r.unfinished = resumeIt
+	case *o.update:
+		r.unfinished = updateIt
 	case *o.startNew:
 		r.unfinished = startNew
 	case *o.urlsFile != "-" && isTerminal(stdin) && isTerminal(stderr):
@@ -267,7 +281,9 @@ func cmdCrawl(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	token := os.Getenv("GRIDCRAWL_API_TOKEN")
 	if base := strings.TrimRight(firstOf(*o.api, os.Getenv("GRIDCRAWL_API_URL")), "/"); base != "" {
 		r.c = apiclient.New(base, token, nil)
-		r.elsewhere()
+		if err := r.elsewhere(ctx); err != nil {
+			return err
+		}
 		// Another grid's crawls are not this data directory's: none is
 		// resumed or cancelled.
 		r.unfinished = ignoreUnfinished
@@ -295,7 +311,9 @@ func cmdCrawl(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		fmt.Fprintf(stderr, "grid crawl: a grid is running on %s at %s: the crawl runs there\n", cfg.Backends.DataDir, base)
 		r.c = apiclient.New(base, token, nil)
-		r.elsewhere()
+		if err := r.elsewhere(ctx); err != nil {
+			return err
+		}
 		return r.follow(ctx, p)
 	}
 	if err != nil {
@@ -305,11 +323,7 @@ func cmdCrawl(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	// Like grid up, publish the API address, so that grid status, grid urls,
 	// a browser and scripts/bench can follow the crawl.
 	base := "http://" + ln.Addr().String()
-	addr := filepath.Join(cfg.Backends.DataDir, addrFile)
-	if err := os.WriteFile(addr, []byte(base+"\n"), 0o644); err != nil {
-		log.Warn("write api address file", "err", err)
-	}
-	defer os.Remove(addr)
+	defer publishGrid(cfg.Backends.DataDir, base, cfg.Loader.AllowNets, log)()
 	gctx, cancel := context.WithCancel(ctx)
 	runErr := make(chan error, 1)
 	go func() { runErr <- g.Run(gctx) }()
@@ -332,6 +346,17 @@ func cmdCrawl(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			r.last.CrawlID, r.dataDir, r.last.Pending, r.dataDir)
 	}
 	return err
+}
+
+// countTrue returns how many of bs are true.
+func countTrue(bs ...bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
 }
 
 // firstOf returns the first of vs that is not empty.
@@ -363,20 +388,121 @@ type crawlRun struct {
 	allowFlag  netList       // --allow-net, which applies only to a grid this command starts
 }
 
-// elsewhere notes that the crawl runs on a grid this command did not start,
-// and tells that --allow-net cannot change what that grid fetches.
-func (r *crawlRun) elsewhere() {
+// elsewhere checks, for a crawl to run on a grid this command did not
+// start, that --allow-net asks nothing that grid does not do already: the
+// flag cannot change what a running grid fetches, and a crawl there of the
+// networks it names would fail every URL. It refuses (a usageError, before
+// any crawl is created) unless that grid says it allows every network the
+// flag names: the grid running on the data directory says so in
+// netsFile; another one (--api) does not say.
+func (r *crawlRun) elsewhere(ctx context.Context) error {
 	if len(r.allowFlag) == 0 {
-		return
+		return nil
 	}
-	fmt.Fprintf(r.stderr, "grid crawl: --allow-net %s applies only to a grid this command starts: the grid at %s keeps the GRIDCRAWL_ALLOW_NETS it was started with "+
-		"(restart it with GRIDCRAWL_ALLOW_NETS=%s to allow these networks)\n", r.allowFlag.String(), r.c.Base(), r.allowFlag.String())
+	flag := r.allowFlag.String()
+	base := r.c.Base()
+	nets, known := gridNets(ctx, r.dataDir, base)
+	missing := r.allowFlag.notIn(nets)
+	if known && len(missing) == 0 {
+		fmt.Fprintf(r.stderr, "grid crawl: the grid at %s allows %s already (GRIDCRAWL_ALLOW_NETS=%s): --allow-net changes nothing there\n", base, flag, nets)
+		return nil
+	}
+	allow := "GRIDCRAWL_ALLOW_NETS=" + strings.Trim(nets+","+flag, ",")
+	var why, how string
+	switch {
+	case !known:
+		why = fmt.Sprintf("the grid at %s does not tell which networks its loaders allow", base)
+		how = fmt.Sprintf("start that grid (its loaders in grid mode) with %s; if it allows them already, run grid crawl without --allow-net", allow)
+	default:
+		has := "allows none (GRIDCRAWL_ALLOW_NETS is not set there)"
+		if nets != "" {
+			has = "allows only GRIDCRAWL_ALLOW_NETS=" + nets
+		}
+		why = fmt.Sprintf("the grid running on %s at %s %s, not %s: its loader refuses those addresses", r.dataDir, base, has, strings.Join(missing, ", "))
+		how = fmt.Sprintf("restart it with the networks allowed: %s make run (if it is make run's), or %s grid up --data %s; then run grid crawl without --allow-net",
+			allow, allow, r.dataDir)
+		if nets != "" {
+			how += fmt.Sprintf(" (as you may now, if GRIDCRAWL_ALLOW_NETS=%s covers the start URLs)", nets)
+		}
+	}
+	return usageError{fmt.Errorf("--allow-net %s applies only to a grid this command starts, and %s; no crawl was created.\ngrid crawl: %s", flag, why, how)}
+}
+
+// netsFile is where a running grid writes, next to addrFile, the networks
+// its loader is allowed beyond the public ones (its GRIDCRAWL_ALLOW_NETS,
+// with grid crawl's --allow-net): grid crawl reads it to tell whether a
+// crawl it submits there may fetch what its --allow-net names.
+const netsFile = "grid.allow-nets"
+
+// publishGrid writes the API address base and the allowed networks nets of
+// the grid this process runs into the data directory dir, for the commands
+// that find a running grid there, and returns the function that removes
+// them when the grid stops.
+func publishGrid(dir, base, nets string, log *slog.Logger) func() {
+	addr, allowed := filepath.Join(dir, addrFile), filepath.Join(dir, netsFile)
+	// The networks first: a reader that finds the address finds them.
+	if err := writeWhole(allowed, nets+"\n"); err != nil {
+		log.Warn("write allowed networks file", "err", err)
+	}
+	if err := writeWhole(addr, base+"\n"); err != nil {
+		log.Warn("write api address file", "err", err)
+	}
+	return func() {
+		os.Remove(addr)
+		os.Remove(allowed)
+	}
+}
+
+// writeWhole writes text to the file path by a rename, so that a reader
+// finds the file whole or not at all, never empty.
+func writeWhole(path, text string) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(text), 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// gridNets returns the networks the grid at base allows, as its
+// GRIDCRAWL_ALLOW_NETS gives them, when it is the grid running on dataDir
+// and it wrote them there (netsFile); known is false otherwise.
+func gridNets(ctx context.Context, dataDir, base string) (nets string, known bool) {
+	if runningGrid(ctx, dataDir, os.Getenv("GRIDCRAWL_API_TOKEN")) != base {
+		return "", false
+	}
+	b, err := os.ReadFile(filepath.Join(dataDir, netsFile))
+	if err != nil {
+		return "", false
+	}
+	return strings.TrimSpace(string(b)), true
+}
+
+// notIn returns the networks of l (loopback stands for 127.0.0.0/8 and
+// ::1/128) that nets, networks as GRIDCRAWL_ALLOW_NETS takes them, does
+// not cover.
+func (l *netList) notIn(nets string) []string {
+	have, err := netguard.ParseNets(nets)
+	if err != nil {
+		have = nil
+	}
+	want, _ := netguard.ParseNets(l.String()) // Set has checked them
+	var missing []string
+	for _, w := range want {
+		if !slices.ContainsFunc(have, func(h netip.Prefix) bool { return h.Bits() <= w.Bits() && h.Contains(w.Addr()) }) {
+			missing = append(missing, w.String())
+		}
+	}
+	return missing
 }
 
 // follow creates the crawl of profile p, or resumes an unfinished
 // one of the same start URLs, and follows it to its end.
 func (r *crawlRun) follow(ctx context.Context, p contracts.Profile) error {
-	id, err := r.resumable(ctx)
+	id, err := r.resumable(ctx, p)
 	if err != nil {
 		return err
 	}

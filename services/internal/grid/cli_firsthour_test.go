@@ -274,7 +274,7 @@ func TestCrawlAgainAfterInterrupt(t *testing.T) {
 		})
 	}
 	code, _, stderr := runCLI(t.Context(), "crawl", "--resume", "--new", "http://127.0.0.1:1/")
-	if code != 2 || !strings.Contains(stderr, "--resume and --new exclude each other") {
+	if code != 2 || !strings.Contains(stderr, "--resume, --update and --new exclude each other") {
 		t.Errorf("grid crawl --resume --new = %d %q, want 2", code, stderr)
 	}
 }

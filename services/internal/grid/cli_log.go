@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"slices"
@@ -17,7 +18,7 @@ import (
 )
 
 // logUsage is the part of the usage text for urls and report.
-const logUsage = `  urls    [--data DIR] [--api URL] [--failed] [--status S] [--host H] [--reason R] [--limit N] [--json] CRAWL_ID
+const logUsage = `  urls    [--data DIR] [--api URL] [--failed] [--status S] [--host H] [--reason R] [--sort time|url|key] [--limit N] [--json] CRAWL_ID
                                                 list a crawl's URLs with status, HTTP status and reason
   report  [--data DIR] [--api URL] [--json] NAME CRAWL_ID
                                                 a crawl report: hosts, mime-types, status-codes, failure-reasons
@@ -33,6 +34,8 @@ func cmdURLs(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	reason := fs.String("reason", "", "only URLs that failed for exactly this reason")
 	limit := fs.Int("limit", 0, "print at most N URLs (0: all)")
 	asJSON := fs.Bool("json", false, "print one JSON record per line")
+	order := fs.String("sort", logSortTime, "order of the URLs: time (when each reached its status, oldest first), url, or key (the index's order,\n"+
+		"for a crawl too large for the API to sort)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -40,6 +43,17 @@ func cmdURLs(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if len(pos) != 1 {
 		return usageError{errors.New("want exactly one CRAWL_ID")}
 	}
+	if *order != logSortTime && *order != logSortURL && *order != logSortKey {
+		return usageError{fmt.Errorf("invalid --sort %q: want time, url or key", *order)}
+	}
+	// Without --sort the API's default order: time, or key for a crawl too
+	// large to sort.
+	sortParam := ""
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "sort" {
+			sortParam = *order
+		}
+	})
 	if *failed {
 		if *status != "" && *status != string(contracts.Failed) {
 			return usageError{errors.New("--failed and --status " + *status + " contradict each other")}
@@ -58,7 +72,8 @@ func cmdURLs(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *limit > 0 && *limit < page {
 		page = *limit
 	}
-	q := apiclient.LogQuery{Status: contracts.Status(*status), Host: *host, Reason: *reason, Limit: page}
+	q := apiclient.LogQuery{Status: contracts.Status(*status), Host: *host, Reason: *reason, Limit: page, Sort: sortParam}
+	sorted := logOrder{by: *order}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	if !*asJSON {
 		fmt.Fprintln(tw, "STATUS\tHTTP\tREASON\tURL")
@@ -75,6 +90,9 @@ func cmdURLs(ctx context.Context, args []string, stdout, stderr io.Writer) error
 				return tw.Flush()
 			}
 			printed++
+			if sortParam != "" && !sorted.next(r) {
+				fmt.Fprintf(stderr, "grid urls: the grid at %s did not list its crawl log by %s: the URLs are in its own order\n", c.Base(), *order)
+			}
 			if *asJSON {
 				if err := enc.Encode(r); err != nil {
 					return err
@@ -96,6 +114,43 @@ func cmdURLs(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		q.Cursor = *res.NextCursor
 	}
 	return tw.Flush()
+}
+
+// Orders of grid urls (--sort), as the crawl log API's sort parameter
+// takes them.
+const (
+	logSortTime = "time"
+	logSortURL  = "url"
+	logSortKey  = "key"
+)
+
+// logOrder checks that the records of a crawl log come in the order asked
+// for by --sort: an MCP whose API predates the sort parameter ignores it.
+type logOrder struct {
+	by   string
+	last *contracts.URLRecord
+	told bool // out of order once: said so
+}
+
+// next takes the next record r and reports false the first time one comes
+// out of order.
+func (o *logOrder) next(r contracts.URLRecord) bool {
+	last := o.last
+	o.last = &r
+	if last == nil || o.told {
+		return true
+	}
+	var inOrder bool
+	switch o.by {
+	case logSortTime:
+		inOrder = !r.StatusTime.Before(last.StatusTime)
+	case logSortURL:
+		inOrder = last.URL <= r.URL
+	default:
+		inOrder = last.Key <= r.Key
+	}
+	o.told = !inOrder
+	return inOrder
 }
 
 // oneLine keeps a reason on one line of the table.

@@ -425,13 +425,25 @@ func TestCLIErrors(t *testing.T) {
 		want []string // each in stderr once
 	}{
 		{"unknown flag", nil, []string{"crawl", "--nope", "http://a.test/"}, 2,
-			[]string{"flag provided but not defined: -nope", "usage: grid crawl [flags] URL..."}},
+			[]string{"grid crawl: flag provided but not defined: -nope\nRun 'grid crawl -h' for usage.\n"}},
 		{"unknown flag after a URL", nil, []string{"crawl", "http://a.test/", "--nope"}, 2,
-			[]string{"flag provided but not defined: -nope"}},
+			[]string{"grid crawl: flag provided but not defined: -nope\n"}},
+		{"mistyped flag", nil, []string{"crawl", "--dept", "2", "http://a.test/"}, 2,
+			[]string{"grid crawl: flag provided but not defined: -dept (did you mean --depth?)\nRun 'grid crawl -h' for usage.\n"}},
+		{"mistyped flag with a value", nil, []string{"crawl", "--max-page=5", "http://a.test/"}, 2,
+			[]string{"grid crawl: flag provided but not defined: -max-page (did you mean --max-pages?)\n"}},
 		{"unknown flag of grid urls", nil, []string{"urls", "c1", "--nope"}, 2,
-			[]string{"flag provided but not defined: -nope", "usage: grid urls [flags] CRAWL_ID"}},
+			[]string{"grid urls: flag provided but not defined: -nope\nRun 'grid urls -h' for usage.\n"}},
+		{"mistyped flag of grid urls", nil, []string{"urls", "c1", "--faild"}, 2,
+			[]string{"grid urls: flag provided but not defined: -faild (did you mean --failed?)\n"}},
+		{"mistyped flag of grid export", nil, []string{"export", "--wazc", "c1"}, 2,
+			[]string{"grid export: flag provided but not defined: -wazc (did you mean --wacz?)\nRun 'grid export -h' for usage.\n"}},
+		{"unknown flag of grid up", nil, []string{"up", "--lisen", "127.0.0.1:0"}, 2,
+			[]string{"grid up: flag provided but not defined: -lisen (did you mean --listen?)\nRun 'grid up -h' for usage.\n"}},
 		{"bad flag value", nil, []string{"status", "--json=maybe"}, 2,
-			[]string{`invalid boolean value "maybe" for -json`, "usage: grid status [flags] [CRAWL_ID]"}},
+			[]string{"grid status: invalid boolean value \"maybe\" for -json: parse error\nRun 'grid status -h' for usage.\n"}},
+		{"unknown command", nil, []string{"crwal", "http://a.test/"}, 2,
+			[]string{"grid: unknown command \"crwal\"\nRun 'grid help' for usage.\n"}},
 		{"urls-file bad scheme", nil, []string{"crawl", "--urls-file", badScheme}, 2,
 			[]string{"grid crawl: " + badScheme + `:4: invalid start URL "ftp://c.test/": not an http or https URL`}},
 		{"urls-file not a URL", nil, []string{"crawl", "--urls-file", notURL}, 2,
@@ -487,6 +499,10 @@ func TestCLIErrors(t *testing.T) {
 				if n := strings.Count(stderr, w); n != 1 {
 					t.Errorf("grid %v: stderr has %q %d times, want once:\n%s", tt.args, w, n, stderr)
 				}
+			}
+			// An error is not buried under the usage text.
+			if strings.Contains(stderr, "usage:") || strings.Count(stderr, "\n") > 3 {
+				t.Errorf("grid %v: stderr has the usage or more than 3 lines:\n%s", tt.args, stderr)
 			}
 			for _, field := range []string{"Workers", "HandoffBytes", "FetchTimeout", "S3Secure", "parse error on field"} {
 				if strings.Contains(stderr, field) {
