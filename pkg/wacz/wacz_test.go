@@ -410,7 +410,9 @@ func TestExportErrors(t *testing.T) {
 	}{
 		{"store", func(c *wacz.Crawl) { c.Store = failingStore{c.Store} }, io.Discard, false},
 		{"index", func(c *wacz.Crawl) {
-			c.Index = func(context.Context, wacz.Segment, func([]byte) error) (segview.View, error) { return segview.View{}, errBroken }
+			c.Index = func(context.Context, wacz.Segment, func([]byte) error) (segview.View, error) {
+				return segview.View{}, errBroken
+			}
 		}, io.Discard, true},
 		{"pages", func(c *wacz.Crawl) {
 			c.Pages = func(context.Context, func(wacz.Page) error) error { return errBroken }
