@@ -22,6 +22,7 @@ import (
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/fsassets"
+	"github.com/gridcrawl/gridcrawl/pkg/segview"
 	"github.com/gridcrawl/gridcrawl/pkg/testenv"
 	"github.com/gridcrawl/gridcrawl/pkg/wacz"
 )
@@ -228,16 +229,16 @@ func recompress(t *testing.T, src, dst string) {
 	}
 	first := c.Segments[0].Name
 	c.Store = st
-	c.Index = func(_ context.Context, s wacz.Segment, yield func([]byte) error) error {
+	c.Index = func(_ context.Context, s wacz.Segment, yield func([]byte) error) (segview.View, error) {
 		if s.Name != first {
-			return nil // the merged index, given once
+			return segview.Whole(s.Key), nil // the merged index, given once
 		}
 		for l := range bytes.Lines(index) {
 			if err := yield(l); err != nil {
-				return err
+				return segview.View{}, err
 			}
 		}
-		return nil
+		return segview.Whole(s.Key), nil
 	}
 	c.Pages = func(_ context.Context, yield func(wacz.Page) error) error {
 		for _, p := range pages {
