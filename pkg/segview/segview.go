@@ -39,12 +39,20 @@ type Scope struct {
 	// Alone reports whether line c's record is held by itself, without
 	// the records written with it (nil: none is).
 	Alone func(c warc.CDXJ) bool
+	// PartName is the file name of a view of part of the segment, which
+	// its lines name ("" keeps the segment's): the parts two exports hold
+	// of one segment are different files, which a collection of both
+	// must not mix up.
+	PartName string
 }
 
 // View is the part of a segment an export holds.
 type View struct {
 	// Key is the segment's key in the store.
 	Key string
+	// Name is the view's file name, which its index lines give ("": the
+	// segment's).
+	Name string
 	// Sel is the part held; nil holds the whole object (up to Size).
 	Sel *warc.Selection
 	// Size is the view's size in bytes, -1 when unknown (the whole object
@@ -139,7 +147,9 @@ func Build(ctx context.Context, store assets.Store, key string, scope Scope, max
 		}
 		v.Sel = warc.NewSelection(ranges)
 		v.Size = v.Sel.Size()
+		v.Name = scope.PartName
 	}
+	var renamed []byte
 	var out []byte
 	for _, l := range lines {
 		line := buf[l.start:l.end]
@@ -153,6 +163,12 @@ func Build(ctx context.Context, store assets.Store, key string, scope Scope, max
 				return v, fmt.Errorf("index of %s: %w", key, err)
 			}
 			line = out
+			if v.Name != "" {
+				if renamed, err = setFilename(renamed[:0], line, path.Base(key), v.Name); err != nil {
+					return v, fmt.Errorf("index of %s: %w", key, err)
+				}
+				line = renamed
+			}
 		}
 		if err := yield(line); err != nil {
 			return v, err
@@ -238,6 +254,20 @@ func setOffset(dst, line []byte, off int64) ([]byte, error) {
 		dst = append(dst, '"')
 	}
 	return append(dst, line[j:]...), nil
+}
+
+// setFilename appends line to dst with its filename, from, set to to.
+func setFilename(dst, line []byte, from, to string) ([]byte, error) {
+	field := []byte(`"filename": "` + from + `"`)
+	i := bytes.Index(line, field)
+	if i < 0 {
+		return nil, fmt.Errorf("index line %.80q does not name %s: %w", line, from, warc.ErrMalformed)
+	}
+	dst = append(dst, line[:i]...)
+	dst = append(dst, `"filename": "`...)
+	dst = append(dst, to...)
+	dst = append(dst, '"')
+	return append(dst, line[i+len(field):]...), nil
 }
 
 // maxGap is the most bytes between two ranges of a view read through

@@ -290,12 +290,19 @@ func (e *Export) writeSegment(ctx context.Context, w *writer, s Segment, v segvi
 	if s.Name == "" || strings.ContainsAny(s.Name, "/\\") {
 		return fmt.Errorf("segment name %q: not a file name", s.Name)
 	}
+	name := s.Name
+	if v.Name != "" {
+		name = v.Name // a part of the segment, which the index lines name
+		if strings.ContainsAny(name, "/\\") {
+			return fmt.Errorf("segment part name %q: not a file name", name)
+		}
+	}
 	rc, err := segview.Open(ctx, e.c.Store, v, 0, -1)
 	if err != nil {
 		return fmt.Errorf("read segment %s: %w", s.Key, err)
 	}
 	defer rc.Close()
-	en, err := w.create("archive/"+s.Name, zip.Store)
+	en, err := w.create("archive/"+name, zip.Store)
 	if err != nil {
 		return err
 	}

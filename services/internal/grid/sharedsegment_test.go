@@ -10,6 +10,7 @@ import (
 	"maps"
 	"net/http"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -288,8 +289,16 @@ func TestExportsHoldOnlyTheirCrawlsRecords(t *testing.T) {
 	// A byte range of the shared segment's download, for each crawl, is
 	// that range of its whole download.
 	for _, c := range crawls {
-		u := api + "/api/v1/crawls/" + c.id + "/segments/" + shared[0].Name
+		i := slices.IndexFunc(lists[c.id].Segments, func(s contracts.Segment) bool { return s.Key == shared[0].Key })
+		seg := lists[c.id].Segments[i]
+		if seg.Name == path.Base(seg.Key) {
+			t.Errorf("crawl %s: its part of the shared segment is named as the segment, %s", c.name, seg.Name)
+		}
+		u := api + seg.URL
 		whole := httpGet(t, u, "", http.StatusOK)
+		if seg.Size == nil || *seg.Size != int64(len(whole)) {
+			t.Errorf("crawl %s: the shared segment is listed with size %v, downloads %d bytes", c.name, seg.Size, len(whole))
+		}
 		if len(whole) >= len(stored) {
 			t.Errorf("crawl %s: the shared segment downloads whole (%d bytes of %d)", c.name, len(whole), len(stored))
 		}
@@ -303,7 +312,7 @@ func TestExportsHoldOnlyTheirCrawlsRecords(t *testing.T) {
 			{"bytes=-7", whole[n-7:]},
 		} {
 			if got := httpGet(t, u, tc.rng, http.StatusPartialContent); !bytes.Equal(got, tc.want) {
-				t.Errorf("crawl %s: GET %s Range %s = %d bytes, not that range of the download", c.name, shared[0].Name, tc.rng, len(got))
+				t.Errorf("crawl %s: GET %s Range %s = %d bytes, not that range of the download", c.name, seg.Name, tc.rng, len(got))
 			}
 		}
 	}

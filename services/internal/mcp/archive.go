@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gridcrawl/gridcrawl/services/internal/jsonapi"
 
@@ -35,13 +36,16 @@ import (
 // pkg/segview): its records, its requests, DOMs and metadata, and the
 // segment's warcinfo record, byte for byte; the crawl's index lines point
 // into that part. A segment whose records are all the crawl's is served as
-// stored.
+// stored; a part is a file of its own, named for the crawl (partName).
 
 // exportScope says which records of the segments an export holds: those
 // of the crawls ids, and, held alone, the originals of their revisits (by
 // segment key and offset, see waczOriginals).
 type exportScope struct {
-	m         *MCP
+	m *MCP
+	// label names the parts of segments (the crawl's id, or the
+	// collection's name).
+	label     string
 	ids       []string
 	originals map[string]map[int64]bool
 	// pointed are the offsets the crawls' URL records point to, by
@@ -51,13 +55,49 @@ type exportScope struct {
 	err     error
 }
 
-func (m *MCP) exportScope(ids []string, originals map[string]map[int64]bool) *exportScope {
-	return &exportScope{m: m, ids: ids, originals: originals}
+func (m *MCP) exportScope(label string, ids []string, originals map[string]map[int64]bool) *exportScope {
+	return &exportScope{m: m, label: label, ids: ids, originals: originals}
+}
+
+// partName is the file name of the part of segment name (NAME.warc.gz or
+// NAME.warc) an export labelled label holds: NAME_label.warc.gz. The
+// parts two crawls hold of one segment are different files: their lines
+// point into different bytes.
+func partName(name, label string) string {
+	label = partLabel(label)
+	for _, ext := range []string{".warc.gz", ".warc"} {
+		if base, ok := strings.CutSuffix(name, ext); ok {
+			return base + "_" + label + ext
+		}
+	}
+	return name + "_" + label
+}
+
+// partLabel is label as a part of a file name.
+func partLabel(label string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x21 || r > 0x7e || strings.ContainsRune(`/\"_`, r) {
+			return '-'
+		}
+		return r
+	}, label)
+}
+
+// wholeName returns the name of the segment whose part crawl id holds is
+// named name (see partName), or name itself.
+func wholeName(name, id string) string {
+	for _, ext := range []string{".warc.gz", ".warc"} {
+		if base, ok := strings.CutSuffix(name, "_"+partLabel(id)+ext); ok {
+			return base + ext
+		}
+	}
+	return name
 }
 
 // scope is the segview scope of segment key.
 func (e *exportScope) scope(ctx context.Context, key string) segview.Scope {
 	return segview.Scope{
+		PartName: partName(path.Base(key), e.label),
 		Member: func(c warc.CDXJ) bool {
 			if c.Crawl != "" {
 				return slices.Contains(e.ids, c.Crawl)
@@ -162,12 +202,11 @@ func (m *MCP) listSegments(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := contracts.SegmentList{CrawlID: id, Segments: make([]contracts.Segment, 0, len(segs))}
-	scope := m.exportScope([]string{id}, nil)
+	scope := m.exportScope(id, []string{id}, nil)
 	for _, s := range segs {
 		name := path.Base(s.key)
-		seg := contracts.Segment{Name: name, Key: s.key, Records: int64(len(s.offsets)), URL: segmentURL(id, name),
-			CDXJURL: segmentURL(id, name+assets.CDXJSuffix), WETURL: segmentURL(id, warc.DerivedName(name, warc.WETSuffix)),
-			WATURL: segmentURL(id, warc.DerivedName(name, warc.WATSuffix))}
+		var size *int64
+		var modified *time.Time
 		if m.deps.Assets != nil {
 			// The size is the crawl's part's, which takes the segment's
 			// index (and, for a segment holding other crawls' records, a
@@ -176,11 +215,14 @@ func (m *MCP) listSegments(w http.ResponseWriter, r *http.Request) {
 			switch {
 			case err == nil:
 				if v.Size >= 0 {
-					seg.Size = &v.Size
+					size = &v.Size
 					out.TotalSize += v.Size
 				}
 				if !v.Modified.IsZero() {
-					seg.Modified = &v.Modified
+					modified = &v.Modified
+				}
+				if v.Name != "" {
+					name = v.Name
 				}
 			case !errors.Is(err, assets.ErrNotFound):
 				m.log.Error("read segment", "crawl_id", id, "key", s.key, "err", err)
@@ -188,7 +230,9 @@ func (m *MCP) listSegments(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		out.Segments = append(out.Segments, seg)
+		out.Segments = append(out.Segments, contracts.Segment{Name: name, Key: s.key, Size: size, Modified: modified,
+			Records: int64(len(s.offsets)), URL: segmentURL(id, name), CDXJURL: segmentURL(id, name+assets.CDXJSuffix),
+			WETURL: segmentURL(id, warc.DerivedName(name, warc.WETSuffix)), WATURL: segmentURL(id, warc.DerivedName(name, warc.WATSuffix))})
 	}
 	jsonapi.Write(w, http.StatusOK, out)
 }
@@ -229,13 +273,13 @@ func (m *MCP) segmentFile(w http.ResponseWriter, r *http.Request) {
 		m.segmentDerived(w, r, id, name, kind)
 		return
 	}
-	key := segmentKey(name)
+	key := segmentKey(wholeName(strings.TrimSuffix(name, assets.CDXJSuffix), id))
 	if key == "" || m.deps.Assets == nil {
 		jsonapi.Error(w, http.StatusNotFound, "no such segment", "name")
 		return
 	}
 	out := progressWriter(w) // a large segment outlasts the server's WriteTimeout
-	scope := m.exportScope([]string{id}, nil)
+	scope := m.exportScope(id, []string{id}, nil)
 	if strings.HasSuffix(name, assets.CDXJSuffix) {
 		err := m.sendCDXJ(w, out, r, id, name, func(add func([]byte) error) error {
 			v, err := scope.view(r.Context(), key, add)
@@ -289,6 +333,9 @@ func (m *MCP) segmentFile(w http.ResponseWriter, r *http.Request) {
 	ctype := "application/warc"
 	if strings.HasSuffix(name, ".gz") {
 		ctype = "application/warc+gzip" // stored compressed: no Content-Encoding, the file is .warc.gz
+	}
+	if v.Name != "" {
+		name = v.Name
 	}
 	w.Header().Set("Content-Type", ctype)
 	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s"`, name))
@@ -383,7 +430,7 @@ func (m *MCP) crawlCDXJ(w http.ResponseWriter, r *http.Request) {
 	// A line names its crawl; only for a line of an index without names
 	// are the crawl's record offsets read, to tell whether it is the
 	// crawl's. A record pointing at a lost segment has nothing to index.
-	scope := m.exportScope([]string{id}, nil)
+	scope := m.exportScope(id, []string{id}, nil)
 	err := m.sendCDXJ(w, out, r, id, id+".cdxj", func(add func([]byte) error) error {
 		for _, k := range keys {
 			if _, err := scope.view(r.Context(), k, add); err != nil && !errors.Is(err, assets.ErrNotFound) {

@@ -75,7 +75,7 @@ type crawlPage struct {
 // index without names (a segment older than them) takes a scan of the
 // crawl's records instead.
 func (m *MCP) derivedView(ctx context.Context, id, key string) (segview.View, map[int64]crawlPage, error) {
-	scope := m.exportScope([]string{id}, nil)
+	scope := m.exportScope(id, []string{id}, nil)
 	sc := scope.scope(ctx, key)
 	member := sc.Member
 	unnamed := false
@@ -179,7 +179,7 @@ func (m *MCP) segmentDerived(w http.ResponseWriter, r *http.Request, id, name, k
 		key   string
 	)
 	for _, src := range derivedSource(name) {
-		k := segmentKey(src)
+		k := segmentKey(wholeName(src, id))
 		if k == "" {
 			continue
 		}
@@ -218,7 +218,11 @@ func (m *MCP) segmentDerived(w http.ResponseWriter, r *http.Request, id, name, k
 		return
 	}
 	bw := bufio.NewWriterSize(out, 64<<10)
-	d := &deriver{kind: kind, name: name, source: path.Base(key), pages: pages, cfg: m.textConfig(), out: bw,
+	source := path.Base(key)
+	if v.Name != "" {
+		source = v.Name // the part of the segment the crawl's download is
+	}
+	d := &deriver{kind: kind, name: name, source: source, pages: pages, cfg: m.textConfig(), out: bw,
 		rendered: map[string]warc.Scanned{}}
 	err = d.run(warc.NewScanner(rc, warc.DefaultMaxBlock))
 	if err == nil {

@@ -136,7 +136,7 @@ func (m *MCP) serveWACZ(w http.ResponseWriter, r *http.Request, name, title, des
 		// Each segment is the crawls' part of it, their originals held
 		// alone; a line two crawls keep is one line (the sort drops
 		// duplicates).
-		scope := m.exportScope(ids, originals)
+		scope := m.exportScope(name, ids, originals)
 		crawl.Index = func(ctx context.Context, s wacz.Segment, yield func([]byte) error) (segview.View, error) {
 			return scope.view(ctx, s.Key, yield)
 		}
