@@ -124,7 +124,8 @@ func recordURLs(recs []warc.Record, types ...string) (of, all []string) {
 // turn on the embedded grid, within one open segment's age, so that the
 // loader writes both into one segment, and checks every export of each
 // crawl against the URLs its site served (the sites' request logs, the
-// oracle): the WACZ's segments, the downloaded segments, the CDXJ and the
+// oracle): the WACZ's segments (the crawl's and its collection's), the
+// downloaded segments, the CDXJ and the
 // WET and WAT files hold records of those URLs only, and a response and a
 // request record of each; py-wacz validates both WACZ files, pywb's indexer
 // finds exactly the crawl's CDXJ lines in its downloaded segments, pywb
@@ -145,10 +146,10 @@ func TestExportsHoldOnlyTheirCrawlsRecords(t *testing.T) {
 	_, api := startGrid(t, testConfig(t, data, site.Resolve()+",archive.test=127.0.0.1"))
 
 	const depth = 2
-	idA := crawlToEnd(t, api, contracts.Profile{StartURLs: []string{site.StartURL()}, MaxDepth: depth, Scope: contracts.ScopeDomain,
+	idA := crawlToEnd(t, api, contracts.Profile{StartURLs: []string{site.StartURL()}, MaxDepth: depth, Scope: contracts.ScopeDomain, Collection: []string{"coll-A"},
 		Politeness: contracts.Politeness{MinDelayMS: 1, MaxDelayMS: 5, DelayFactor: 1, Robots: contracts.RobotsObey}}, time.Minute)
 	fetchedA := distinct(urlsOf(site.Requests()))
-	idB := crawlToEnd(t, api, contracts.Profile{StartURLs: []string{archive.base + "/"}, MaxDepth: 3,
+	idB := crawlToEnd(t, api, contracts.Profile{StartURLs: []string{archive.base + "/"}, MaxDepth: 3, Collection: []string{"coll-B"},
 		Politeness: contracts.Politeness{MinDelayMS: 1, MaxDelayMS: 1, DelayFactor: 1}}, time.Minute)
 	if got := distinct(urlsOf(site.Requests())); !slices.Equal(got, fetchedA) {
 		t.Fatalf("the test site served other URLs after crawl A ended: %v", got)
@@ -195,40 +196,43 @@ func TestExportsHoldOnlyTheirCrawlsRecords(t *testing.T) {
 			}
 		}
 
-		// The WACZ.
-		file := filepath.Join(t.TempDir(), c.name+".wacz")
-		cliExport(t, "--api", api, "--wacz", "--out", file, c.id)
-		if out := runTool(t, filepath.Dir(file), tool, "validate", "-f", file); !strings.Contains(out, "Validation succeeded") {
-			t.Errorf("crawl %s: wacz validate: %s", c.name, out)
-		}
-		zr, err := zip.OpenReader(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var recs []warc.Record
-		segs := map[string][]byte{}
-		var index []byte
-		for _, f := range zr.File {
-			rc, err := f.Open()
+		// The crawl's WACZ, and its collection's (the crawl alone in it).
+		for _, args := range [][]string{{"--wacz", c.id}, {"--wacz", "--collection", "coll-" + c.name}} {
+			what := strings.Join(args, " ")
+			file := filepath.Join(t.TempDir(), c.name+".wacz")
+			cliExport(t, append([]string{"--api", api, "--out", file}, args...)...)
+			if out := runTool(t, filepath.Dir(file), tool, "validate", "-f", file); !strings.Contains(out, "Validation succeeded") {
+				t.Errorf("crawl %s: %s: wacz validate: %s", c.name, what, out)
+			}
+			zr, err := zip.OpenReader(file)
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, err := io.ReadAll(rc)
-			rc.Close()
-			if err != nil {
-				t.Fatal(err)
+			var recs []warc.Record
+			segs := map[string][]byte{}
+			var index []byte
+			for _, f := range zr.File {
+				rc, err := f.Open()
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := io.ReadAll(rc)
+				rc.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				switch {
+				case strings.HasPrefix(f.Name, "archive/"):
+					segs[strings.TrimPrefix(f.Name, "archive/")] = b
+					recs = append(recs, warcRecords(t, f.Name, b)...)
+				case f.Name == "indexes/index.cdx":
+					index = b
+				}
 			}
-			switch {
-			case strings.HasPrefix(f.Name, "archive/"):
-				segs[strings.TrimPrefix(f.Name, "archive/")] = b
-				recs = append(recs, warcRecords(t, f.Name, b)...)
-			case f.Name == "indexes/index.cdx":
-				index = b
-			}
+			zr.Close()
+			check(what+": WACZ segments", recs)
+			checkIndex(t, "crawl "+c.name+" "+what+": WACZ index", index, c.id, c.fetched, segs)
 		}
-		zr.Close()
-		check("WACZ segments", recs)
-		checkIndex(t, "crawl "+c.name+" WACZ index", index, c.id, c.fetched, segs)
 
 		// The CDXJ and the downloaded segments: pywb's indexer finds
 		// exactly the crawl's lines in them.
@@ -239,8 +243,8 @@ func TestExportsHoldOnlyTheirCrawlsRecords(t *testing.T) {
 			t.Fatal(err)
 		}
 		files, _ := filepath.Glob(filepath.Join(dir, "*.warc.gz"))
-		recs = nil
-		segs = map[string][]byte{}
+		var recs []warc.Record
+		segs := map[string][]byte{}
 		for _, f := range files {
 			b, err := os.ReadFile(f)
 			if err != nil {
