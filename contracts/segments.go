@@ -4,14 +4,17 @@ import "time"
 
 // Segment is one WARC segment of a crawl, as GET
 // /api/v1/crawls/{id}/segments lists it. A segment belongs to the loader
-// that wrote it and may hold records of several crawls.
+// that wrote it and may hold records of several crawls; it is listed (and
+// downloaded) as the crawl's part of it.
 type Segment struct {
-	// Name is the segment's file name, the "filename" of its CDXJ lines.
+	// Name is the file name of the crawl's part of the segment, the
+	// "filename" of the crawl's CDXJ lines: the segment's, or
+	// NAME_CRAWLID.warc.gz for a segment other crawls' records share.
 	Name string `json:"name"`
 	// Key is the segment's key in the asset store.
 	Key string `json:"key"`
-	// Size is the segment's size in bytes; Modified when it was last
-	// written (null when the store cannot tell).
+	// Size is the size in bytes of the crawl's part; Modified when the
+	// segment was last written (null when the store cannot tell).
 	Size     *int64     `json:"size"`
 	Modified *time.Time `json:"modified"`
 	// Records counts the crawl's URL records whose response lies in the

@@ -2,15 +2,16 @@
 // Zipped, https://specs.webrecorder.net/wacz/1.1.1/), the package that
 // ReplayWeb.page opens and Browsertrix imports.
 //
-// The archive is streamed: segments are copied from the asset store into
-// the ZIP as they are read, the CDXJ index is sorted in bounded runs spilled
+// The archive is streamed: segments (or the archive's part of each, see
+// pkg/segview) are copied from the asset store into the ZIP as they are
+// read, the CDXJ index is sorted in bounded runs spilled
 // to temporary files and merged while written, pages are written as the
 // source yields them, and the hashes of datapackage.json are computed on the
 // way. Memory does not grow with the crawl: see Export for the bound.
 //
 // The archive holds:
 //
-//	archive/<segment name>     each WARC segment, stored (not deflated), so that the index's offsets point into it
+//	archive/<segment name>     each WARC segment (the archive's part of it), stored (not deflated), so that the index's offsets point into it
 //	indexes/index.cdx          the sorted CDXJ index (named .cdx, which pywb's wb-manager takes), for up to PlainIndexLines lines; above that
 //	indexes/index.cdx.gz       the same lines in gzip blocks of BlockLines lines (ZipNum, as py-wacz writes it)
 //	indexes/index.idx          with one line per block
@@ -39,6 +40,7 @@ import (
 
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
 	"github.com/gridcrawl/gridcrawl/pkg/cdxjsort"
+	"github.com/gridcrawl/gridcrawl/pkg/segview"
 )
 
 // Version is the WACZ version written in datapackage.json, as py-wacz 0.6
@@ -96,9 +98,11 @@ type Crawl struct {
 	// Segments are the archive's WARC files, in the order written.
 	Segments []Segment
 	// Index calls yield with each CDXJ line of segment s that belongs in
-	// the archive, in any order, newline optional. The line is not kept
-	// after yield returns. An error ends the export.
-	Index func(ctx context.Context, s Segment, yield func(line []byte) error) error
+	// the archive, in any order, newline optional, and returns the part of
+	// s the archive holds, which the lines' offsets point into (see
+	// segview.Build). The line is not kept after yield returns. An error
+	// ends the export.
+	Index func(ctx context.Context, s Segment, yield func(line []byte) error) (segview.View, error)
 	// Pages calls yield with each page of the archive, in any order. An
 	// error ends the export.
 	Pages func(ctx context.Context, yield func(Page) error) error
@@ -120,6 +124,7 @@ type Crawl struct {
 type Export struct {
 	c     Crawl
 	index *cdxjsort.Sorter
+	views []segview.View // of c.Segments
 }
 
 // Prepare reads and sorts the index of c into temporary runs, before
@@ -139,7 +144,7 @@ func Prepare(ctx context.Context, c Crawl) (*Export, error) {
 	}
 	e := &Export{c: c, index: cdxjsort.New(c.TempDir, c.RunBytes)}
 	for _, s := range c.Segments {
-		err := c.Index(ctx, s, func(line []byte) error {
+		v, err := c.Index(ctx, s, func(line []byte) error {
 			if err := e.index.Add(line); errors.Is(err, cdxjsort.ErrLine) {
 				return fmt.Errorf("index line of %s: too long or not one line", s.Name)
 			} else if err != nil {
@@ -151,6 +156,7 @@ func Prepare(ctx context.Context, c Crawl) (*Export, error) {
 			e.Close()
 			return nil, fmt.Errorf("index of segment %s: %w", s.Name, err)
 		}
+		e.views = append(e.views, v)
 	}
 	return e, nil
 }
@@ -226,8 +232,8 @@ func (e *Export) WriteTo(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	for _, s := range e.c.Segments {
-		if err := e.writeSegment(ctx, w, s); err != nil {
+	for i, s := range e.c.Segments {
+		if err := e.writeSegment(ctx, w, s, e.views[i]); err != nil {
 			return err
 		}
 	}
@@ -280,16 +286,23 @@ func (w *writer) writeSmall(name string, data []byte) error {
 	return nil
 }
 
-func (e *Export) writeSegment(ctx context.Context, w *writer, s Segment) error {
+func (e *Export) writeSegment(ctx context.Context, w *writer, s Segment, v segview.View) error {
 	if s.Name == "" || strings.ContainsAny(s.Name, "/\\") {
 		return fmt.Errorf("segment name %q: not a file name", s.Name)
 	}
-	rc, err := e.c.Store.Get(ctx, s.Key, 0, -1)
+	name := s.Name
+	if v.Name != "" {
+		name = v.Name // a part of the segment, which the index lines name
+		if strings.ContainsAny(name, "/\\") {
+			return fmt.Errorf("segment part name %q: not a file name", name)
+		}
+	}
+	rc, err := segview.Open(ctx, e.c.Store, v, 0, -1)
 	if err != nil {
 		return fmt.Errorf("read segment %s: %w", s.Key, err)
 	}
 	defer rc.Close()
-	en, err := w.create("archive/"+s.Name, zip.Store)
+	en, err := w.create("archive/"+name, zip.Store)
 	if err != nil {
 		return err
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
 	"github.com/gridcrawl/gridcrawl/pkg/fsassets"
+	"github.com/gridcrawl/gridcrawl/pkg/segview"
 	"github.com/gridcrawl/gridcrawl/pkg/wacz"
 )
 
@@ -83,13 +84,13 @@ func newFixture(t *testing.T, nseg, lines, npages int) *fixture {
 	f.crawl.Software = "gridcrawl test"
 	f.crawl.MainPageURL = "http://h.example/p0"
 	f.crawl.TempDir = t.TempDir()
-	f.crawl.Index = func(_ context.Context, s wacz.Segment, yield func([]byte) error) error {
+	f.crawl.Index = func(_ context.Context, s wacz.Segment, yield func([]byte) error) (segview.View, error) {
 		for _, l := range byName[s.Name] {
 			if err := yield([]byte(l + "\n")); err != nil {
-				return err
+				return segview.View{}, err
 			}
 		}
-		return nil
+		return segview.Whole(s.Key), nil
 	}
 	f.crawl.Pages = func(_ context.Context, yield func(wacz.Page) error) error {
 		for _, p := range f.pages {
@@ -409,7 +410,9 @@ func TestExportErrors(t *testing.T) {
 	}{
 		{"store", func(c *wacz.Crawl) { c.Store = failingStore{c.Store} }, io.Discard, false},
 		{"index", func(c *wacz.Crawl) {
-			c.Index = func(context.Context, wacz.Segment, func([]byte) error) error { return errBroken }
+			c.Index = func(context.Context, wacz.Segment, func([]byte) error) (segview.View, error) {
+				return segview.View{}, errBroken
+			}
 		}, io.Discard, true},
 		{"pages", func(c *wacz.Crawl) {
 			c.Pages = func(context.Context, func(wacz.Page) error) error { return errBroken }
@@ -441,8 +444,8 @@ func TestExportErrors(t *testing.T) {
 // TestPrepareRejectsHugeLine: a line over MaxLine is an error, not memory.
 func TestPrepareRejectsHugeLine(t *testing.T) {
 	f := newFixture(t, 1, 1, 1)
-	f.crawl.Index = func(_ context.Context, _ wacz.Segment, yield func([]byte) error) error {
-		return yield(bytes.Repeat([]byte("x"), wacz.MaxLine+1))
+	f.crawl.Index = func(_ context.Context, s wacz.Segment, yield func([]byte) error) (segview.View, error) {
+		return segview.Whole(s.Key), yield(bytes.Repeat([]byte("x"), wacz.MaxLine+1))
 	}
 	if _, err := wacz.Prepare(t.Context(), f.crawl); err == nil {
 		t.Errorf("Prepare took a line of %d bytes", wacz.MaxLine+1)

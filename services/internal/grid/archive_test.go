@@ -101,8 +101,9 @@ func TestArchiveReplaysInPywb(t *testing.T) {
 	bin := func(tool string) string { return filepath.Join(venv, "bin", tool) }
 	start := serveSite(t, "archive.test", archiveHandler())
 	data := t.TempDir()
-	cfg := testConfig(t, data, "archive.test=127.0.0.1")
+	cfg := testConfig(t, data, "archive.test=127.0.0.1,"+neighbourResolve)
 	_, api := startGrid(t, cfg)
+	crawlNeighbour(t, api) // its records in the segment this crawl's go to: the exports leave them out
 	id := crawlToEnd(t, api, contracts.Profile{StartURLs: []string{start}, MaxDepth: 3,
 		Politeness: contracts.Politeness{MinDelayMS: 1, MaxDelayMS: 1, DelayFactor: 1}}, time.Minute)
 	base := strings.TrimSuffix(start, "/")

@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"math/rand/v2"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"text/tabwriter"
 
 	"github.com/gridcrawl/gridcrawl/services/internal/apiclient"
@@ -162,7 +165,7 @@ func exportWACZ(ctx context.Context, c *apiclient.Client, id string, collection,
 
 // saveFile writes r to file through a temporary file renamed when complete.
 func saveFile(r io.Reader, file string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(file), ".download-*")
+	tmp, err := createTemp(filepath.Dir(file))
 	if err != nil {
 		return fmt.Errorf("write %s: %w", file, err)
 	}
@@ -180,6 +183,21 @@ func saveFile(r io.Reader, file string) error {
 	return nil
 }
 
+// createTemp creates a new file in dir for a download, with the mode the
+// umask leaves of 0666, as any file a user's command writes: the exports
+// are the user's files, not the data directory's (os.CreateTemp would
+// make them 0600).
+func createTemp(dir string) (*os.File, error) {
+	for range 100 {
+		name := filepath.Join(dir, ".download-"+strconv.FormatUint(rand.Uint64(), 36))
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+		if !errors.Is(err, fs.ErrExist) {
+			return f, err
+		}
+	}
+	return nil, fmt.Errorf("create a temporary file in %s: %w", dir, fs.ErrExist)
+}
+
 // download writes what path, relative to the API, answers to file, through
 // a temporary file renamed when complete.
 func download(ctx context.Context, c *apiclient.Client, path, file string) error {
@@ -188,7 +206,7 @@ func download(ctx context.Context, c *apiclient.Client, path, file string) error
 		return err
 	}
 	defer body.Close()
-	tmp, err := os.CreateTemp(filepath.Dir(file), ".download-*")
+	tmp, err := createTemp(filepath.Dir(file))
 	if err != nil {
 		return fmt.Errorf("download %s: %w", path, err)
 	}

@@ -127,8 +127,9 @@ func utf8Valid(s string) bool { return !strings.ContainsRune(s, '\uFFFD') }
 func TestWETAndWAT(t *testing.T) {
 	venv, python, script := derivedTools(t)
 	start := serveSite(t, "derived.test", derivedHandler())
-	cfg := testConfig(t, t.TempDir(), "derived.test=127.0.0.1")
+	cfg := testConfig(t, t.TempDir(), "derived.test=127.0.0.1,"+neighbourResolve)
 	_, api := startGrid(t, cfg)
+	crawlNeighbour(t, api) // its records in the segment this crawl's go to: the files leave them out
 	id := crawlToEnd(t, api, contracts.Profile{StartURLs: []string{start}, MaxDepth: 2,
 		Politeness: contracts.Politeness{MinDelayMS: 1, MaxDelayMS: 1, DelayFactor: 1}}, time.Minute)
 	base := strings.TrimSuffix(start, "/")

@@ -199,8 +199,9 @@ func TestWACZEmbedded(t *testing.T) {
 	const depth = 2
 	exp := site.Expect(depth)
 	data := t.TempDir()
-	cfg := testConfig(t, data, site.Resolve())
+	cfg := testConfig(t, data, site.Resolve()+","+neighbourResolve)
 	_, api, stop := startStoppableGrid(t, cfg)
+	crawlNeighbour(t, api) // its records in the segment this crawl's go to: the WACZ leaves them out
 	id := crawlToEnd(t, api, contracts.Profile{StartURLs: []string{site.StartURL()}, MaxDepth: depth, Scope: contracts.ScopeDomain,
 		Politeness: contracts.Politeness{MinDelayMS: 1, MaxDelayMS: 5, DelayFactor: 1, Robots: contracts.RobotsObey}}, time.Minute)
 	dir := t.TempDir()

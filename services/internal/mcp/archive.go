@@ -2,17 +2,19 @@ package mcp
 
 import (
 	"bufio"
-	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"path"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gridcrawl/gridcrawl/services/internal/jsonapi"
 
@@ -20,7 +22,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
 	"github.com/gridcrawl/gridcrawl/pkg/cdxjsort"
 	"github.com/gridcrawl/gridcrawl/pkg/search"
-	"github.com/gridcrawl/gridcrawl/pkg/wacz"
+	"github.com/gridcrawl/gridcrawl/pkg/segview"
 	"github.com/gridcrawl/gridcrawl/pkg/warc"
 )
 
@@ -30,7 +32,114 @@ import (
 //
 // A segment belongs to the loader that wrote it and may hold records of
 // several crawls; a crawl's segments are those its URL records point into.
-// Its merged CDXJ holds only its own lines.
+// Served under a crawl, a segment is the crawl's part of it (see
+// pkg/segview): its records, its requests, DOMs and metadata, and the
+// segment's warcinfo record, byte for byte; the crawl's index lines point
+// into that part. A segment whose records are all the crawl's is served as
+// stored; a part is a file of its own, named for the crawl (partName).
+
+// exportScope says which records of the segments an export holds: those
+// of the crawls ids, and, held alone, the originals of their revisits (by
+// segment key and offset, see waczOriginals).
+type exportScope struct {
+	m *MCP
+	// label names the parts of segments (the crawl's id, or the
+	// collection's name).
+	label     string
+	ids       []string
+	originals map[string]map[int64]bool
+	// pointed are the offsets the crawls' URL records point to, by
+	// segment key, read for the first line without a crawl name (an index
+	// written before the names); err is why they could not be.
+	pointed map[string]map[int64]bool
+	err     error
+}
+
+func (m *MCP) exportScope(label string, ids []string, originals map[string]map[int64]bool) *exportScope {
+	return &exportScope{m: m, label: label, ids: ids, originals: originals}
+}
+
+// partName is the file name of the part of segment name (NAME.warc.gz or
+// NAME.warc) an export labelled label holds: NAME_label.warc.gz. The
+// parts two crawls hold of one segment are different files: their lines
+// point into different bytes.
+func partName(name, label string) string {
+	label = partLabel(label)
+	for _, ext := range []string{".warc.gz", ".warc"} {
+		if base, ok := strings.CutSuffix(name, ext); ok {
+			return base + "_" + label + ext
+		}
+	}
+	return name + "_" + label
+}
+
+// partLabel is label as a part of a file name.
+func partLabel(label string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x21 || r > 0x7e || strings.ContainsRune(`/\"_`, r) {
+			return '-'
+		}
+		return r
+	}, label)
+}
+
+// wholeName returns the name of the segment whose part crawl id holds is
+// named name (see partName), or name itself.
+func wholeName(name, id string) string {
+	for _, ext := range []string{".warc.gz", ".warc"} {
+		if base, ok := strings.CutSuffix(name, "_"+partLabel(id)+ext); ok {
+			return base + ext
+		}
+	}
+	return name
+}
+
+// scope is the segview scope of segment key.
+func (e *exportScope) scope(ctx context.Context, key string) segview.Scope {
+	return segview.Scope{
+		PartName: partName(path.Base(key), e.label),
+		Member: func(c warc.CDXJ) bool {
+			if c.Crawl != "" {
+				return slices.Contains(e.ids, c.Crawl)
+			}
+			if e.pointed == nil && e.err == nil {
+				e.pointed = map[string]map[int64]bool{}
+				for _, id := range e.ids {
+					segs, err := e.m.crawlSegments(ctx, id)
+					if err != nil {
+						e.err = err
+						break
+					}
+					for _, s := range segs {
+						if e.pointed[s.key] == nil {
+							e.pointed[s.key] = map[int64]bool{}
+						}
+						maps.Copy(e.pointed[s.key], s.offsets)
+					}
+				}
+			}
+			return e.pointed[key][c.Offset]
+		},
+		Alone: func(c warc.CDXJ) bool { return e.originals[key][c.Offset] },
+	}
+}
+
+// view builds the export's view of segment key, calling yield (when not
+// nil) with the index lines it holds.
+func (e *exportScope) view(ctx context.Context, key string, yield func([]byte) error) (segview.View, error) {
+	return e.viewOf(ctx, key, e.scope(ctx, key), yield)
+}
+
+func (e *exportScope) viewOf(ctx context.Context, key string, sc segview.Scope, yield func([]byte) error) (segview.View, error) {
+	if yield == nil {
+		yield = func([]byte) error { return nil }
+	}
+	v, err := segview.Build(ctx, e.m.deps.Assets, key, sc, maxWARCRecord, yield)
+	if e.err != nil {
+		return v, e.err
+	}
+	return v, err
+}
 
 // crawlSegment is a segment of a crawl with the offsets of the crawl's
 // response records in it.
@@ -44,11 +153,11 @@ const listPage = 1000
 
 // crawlSegments returns the segments the records of crawl id point into, in
 // key order (which is the order they were opened in, per loader).
-func (m *MCP) crawlSegments(r *http.Request, id string) ([]crawlSegment, error) {
+func (m *MCP) crawlSegments(ctx context.Context, id string) ([]crawlSegment, error) {
 	byKey := map[string]*crawlSegment{}
 	after := ""
 	for {
-		recs, err := m.deps.Tx.List(r.Context(), id, "", after, listPage)
+		recs, err := m.deps.Tx.List(ctx, id, "", after, listPage)
 		if err != nil {
 			return nil, fmt.Errorf("list records of crawl %q: %w", id, err)
 		}
@@ -86,32 +195,44 @@ func (m *MCP) listSegments(w http.ResponseWriter, r *http.Request) {
 	if !m.knownCrawl(w, r, id) {
 		return
 	}
-	segs, err := m.crawlSegments(r, id)
+	segs, err := m.crawlSegments(r.Context(), id)
 	if err != nil {
 		m.log.Error("list segments", "crawl_id", id, "err", err)
 		jsonapi.Error(w, http.StatusInternalServerError, "could not list the crawl's segments", "")
 		return
 	}
 	out := contracts.SegmentList{CrawlID: id, Segments: make([]contracts.Segment, 0, len(segs))}
-	st, _ := m.deps.Assets.(assets.Stater)
+	scope := m.exportScope(id, []string{id}, nil)
 	for _, s := range segs {
 		name := path.Base(s.key)
-		seg := contracts.Segment{Name: name, Key: s.key, Records: int64(len(s.offsets)), URL: segmentURL(id, name),
-			CDXJURL: segmentURL(id, name+assets.CDXJSuffix), WETURL: segmentURL(id, warc.DerivedName(name, warc.WETSuffix)),
-			WATURL: segmentURL(id, warc.DerivedName(name, warc.WATSuffix))}
-		if st != nil {
-			info, err := st.Stat(r.Context(), s.key)
+		var size *int64
+		var modified *time.Time
+		if m.deps.Assets != nil {
+			// The size is the crawl's part's, which takes the segment's
+			// index (and, for a segment holding other crawls' records, a
+			// read of the segment).
+			v, err := scope.view(r.Context(), s.key, nil)
 			switch {
 			case err == nil:
-				seg.Size, seg.Modified = &info.Size, &info.Modified
-				out.TotalSize += info.Size
-			case !errors.Is(err, assets.ErrNotFound) && !errors.Is(err, errors.ErrUnsupported):
-				m.log.Error("stat segment", "crawl_id", id, "key", s.key, "err", err)
+				if v.Size >= 0 {
+					size = &v.Size
+					out.TotalSize += v.Size
+				}
+				if !v.Modified.IsZero() {
+					modified = &v.Modified
+				}
+				if v.Name != "" {
+					name = v.Name
+				}
+			case !errors.Is(err, assets.ErrNotFound):
+				m.log.Error("read segment", "crawl_id", id, "key", s.key, "err", err)
 				jsonapi.Error(w, http.StatusInternalServerError, "could not read the segment's size", "")
 				return
 			}
 		}
-		out.Segments = append(out.Segments, seg)
+		out.Segments = append(out.Segments, contracts.Segment{Name: name, Key: s.key, Size: size, Modified: modified,
+			Records: int64(len(s.offsets)), URL: segmentURL(id, name), CDXJURL: segmentURL(id, name+assets.CDXJSuffix),
+			WETURL: segmentURL(id, warc.DerivedName(name, warc.WETSuffix)), WATURL: segmentURL(id, warc.DerivedName(name, warc.WATSuffix))})
 	}
 	jsonapi.Write(w, http.StatusOK, out)
 }
@@ -137,11 +258,12 @@ func segmentKey(name string) string {
 	return "warc/" + stamp[:4] + "/" + stamp[4:6] + "/" + stamp[6:8] + "/" + base
 }
 
-// segmentFile serves GET /api/v1/crawls/{id}/segments/{name}: the segment
-// as stored (one gzip member per record for .warc.gz), with single byte
-// ranges (Range: bytes=...) when the store can tell the size; and, for a
-// name ending in .cdxj, the segment's CDXJ index, sorted (every crawl's
-// lines: the segment's own index).
+// segmentFile serves GET /api/v1/crawls/{id}/segments/{name}: the crawl's
+// part of the segment (one gzip member per record for .warc.gz), with
+// single byte ranges (Range: bytes=...) of it when its size is known; and,
+// for a name ending in .cdxj, the crawl's lines of the segment's CDXJ
+// index, sorted, pointing into that part. A segment holding no record of
+// the crawl is not found.
 func (m *MCP) segmentFile(w http.ResponseWriter, r *http.Request) {
 	id, name := r.PathValue("id"), r.PathValue("name")
 	if !m.knownCrawl(w, r, id) {
@@ -151,49 +273,53 @@ func (m *MCP) segmentFile(w http.ResponseWriter, r *http.Request) {
 		m.segmentDerived(w, r, id, name, kind)
 		return
 	}
-	key := segmentKey(name)
+	key := segmentKey(wholeName(strings.TrimSuffix(name, assets.CDXJSuffix), id))
 	if key == "" || m.deps.Assets == nil {
 		jsonapi.Error(w, http.StatusNotFound, "no such segment", "name")
 		return
 	}
 	out := progressWriter(w) // a large segment outlasts the server's WriteTimeout
+	scope := m.exportScope(id, []string{id}, nil)
 	if strings.HasSuffix(name, assets.CDXJSuffix) {
 		err := m.sendCDXJ(w, out, r, id, name, func(add func([]byte) error) error {
-			return m.eachIndexLine(r.Context(), r, key, nil, add)
+			v, err := scope.view(r.Context(), key, add)
+			if err == nil && v.Members == 0 {
+				err = errNotTheCrawls
+			}
+			return err
 		})
-		if errors.Is(err, assets.ErrNotFound) {
+		switch {
+		case errors.Is(err, assets.ErrNotFound):
 			jsonapi.Error(w, http.StatusNotFound, "no such segment", "name")
-			return
-		}
-		if err != nil {
+		case errors.Is(err, errNotTheCrawls):
+			jsonapi.Error(w, http.StatusNotFound, "the segment holds no record of the crawl", "name")
+		case err != nil:
 			m.log.Error("read segment index", "crawl_id", id, "key", key, "err", err)
 			jsonapi.Error(w, http.StatusInternalServerError, "could not read the segment's index", "")
 		}
 		return
 	}
-	var size int64 = -1
-	if st, ok := m.deps.Assets.(assets.Stater); ok {
-		info, err := st.Stat(r.Context(), key)
-		switch {
-		case errors.Is(err, assets.ErrNotFound):
-			jsonapi.Error(w, http.StatusNotFound, "no such segment", "name")
-			return
-		case errors.Is(err, errors.ErrUnsupported):
-		case err != nil:
-			m.log.Error("stat segment", "crawl_id", id, "key", key, "err", err)
-			jsonapi.Error(w, http.StatusInternalServerError, "could not read the segment", "")
-			return
-		default:
-			size = info.Size
-		}
+	v, err := scope.view(r.Context(), key, nil)
+	switch {
+	case errors.Is(err, assets.ErrNotFound):
+		jsonapi.Error(w, http.StatusNotFound, "no such segment", "name")
+		return
+	case err != nil:
+		m.log.Error("read segment", "crawl_id", id, "key", key, "err", err)
+		jsonapi.Error(w, http.StatusInternalServerError, "could not read the segment", "")
+		return
+	case v.Members == 0:
+		jsonapi.Error(w, http.StatusNotFound, "the segment holds no record of the crawl", "name")
+		return
 	}
+	size := v.Size
 	offset, length, partial, ok := byteRange(r.Header.Get("Range"), size)
 	if !ok {
 		w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", size))
 		jsonapi.Error(w, http.StatusRequestedRangeNotSatisfiable, "the range is not within the segment", "Range")
 		return
 	}
-	rc, err := m.deps.Assets.Get(r.Context(), key, offset, length)
+	rc, err := segview.Open(r.Context(), m.deps.Assets, v, offset, length)
 	if errors.Is(err, assets.ErrNotFound) {
 		jsonapi.Error(w, http.StatusNotFound, "no such segment", "name")
 		return
@@ -207,6 +333,9 @@ func (m *MCP) segmentFile(w http.ResponseWriter, r *http.Request) {
 	ctype := "application/warc"
 	if strings.HasSuffix(name, ".gz") {
 		ctype = "application/warc+gzip" // stored compressed: no Content-Encoding, the file is .warc.gz
+	}
+	if v.Name != "" {
+		name = v.Name
 	}
 	w.Header().Set("Content-Type", ctype)
 	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s"`, name))
@@ -227,6 +356,9 @@ func (m *MCP) segmentFile(w http.ResponseWriter, r *http.Request) {
 		m.log.Warn("send segment", "crawl_id", id, "key", key, "err", err)
 	}
 }
+
+// errNotTheCrawls is a segment that holds no record of the crawl.
+var errNotTheCrawls = errors.New("the segment holds no record of the crawl")
 
 // byteRange reads a Range header for an object of size bytes (-1: unknown,
 // which serves the whole object): the offset and length to send, whether
@@ -272,66 +404,12 @@ func byteRange(h string, size int64) (offset, length int64, partial, ok bool) {
 }
 
 // maxIndexLine bounds one CDXJ line read from the store.
-const maxIndexLine = 1 << 20
-
-// segmentIndex returns the CDXJ lines of the segment key (in the order
-// stored), from its index object or, for a segment stored without one, by
-// indexing the segment itself. keep, when not nil, selects the lines.
-func (m *MCP) segmentIndex(r *http.Request, key string, keep func(warc.CDXJ) bool) ([][]byte, error) {
-	rc, err := m.deps.Assets.Get(r.Context(), assets.CDXJKey(key), 0, -1)
-	if errors.Is(err, assets.ErrNotFound) {
-		return m.indexSegment(r, key, keep)
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer rc.Close()
-	var lines [][]byte
-	sc := bufio.NewScanner(rc)
-	sc.Buffer(make([]byte, 64<<10), maxIndexLine)
-	for sc.Scan() {
-		line := append(bytes.Clone(sc.Bytes()), '\n')
-		if keep != nil {
-			c, err := warc.ParseCDXJ(line)
-			if err != nil {
-				return nil, fmt.Errorf("index of %s: %w", key, err)
-			}
-			if !keep(c) {
-				continue
-			}
-		}
-		lines = append(lines, line)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("index of %s: %w", key, err)
-	}
-	return lines, nil
-}
-
-// indexSegment indexes a segment stored without a CDXJ index (by a loader
-// older than the indexes).
-func (m *MCP) indexSegment(r *http.Request, key string, keep func(warc.CDXJ) bool) ([][]byte, error) {
-	rc, err := m.deps.Assets.Get(r.Context(), key, 0, -1)
-	if err != nil {
-		return nil, err
-	}
-	defer rc.Close()
-	lines, err := warc.IndexWARC(rc, path.Base(key), maxWARCRecord)
-	if err != nil || keep == nil {
-		return lines, err
-	}
-	kept := lines[:0]
-	for _, l := range lines {
-		if c, err := warc.ParseCDXJ(l); err == nil && keep(c) {
-			kept = append(kept, l)
-		}
-	}
-	return kept, nil
-}
+const maxIndexLine = segview.MaxLine
 
 // crawlCDXJ serves GET /api/v1/crawls/{id}/cdxj: the CDXJ lines of the
 // crawl's records in all its segments, merged and sorted, as one index
-// that pywb can use for the crawl's segments. The lines are sorted in
+// that pywb can use for the crawl's segments as segmentFile serves them
+// (the offsets are in the crawl's part of each). The lines are sorted in
 // bounded runs spilled to temporary files (pkg/cdxjsort): memory stays
 // flat however large the crawl.
 func (m *MCP) crawlCDXJ(w http.ResponseWriter, r *http.Request) {
@@ -350,13 +428,12 @@ func (m *MCP) crawlCDXJ(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	// A line names its crawl; only for a line of an index without names
-	// (a segment indexed now) are the crawl's record offsets read, to
-	// tell whether it is the crawl's (see waczIndex). A record pointing at
-	// a lost segment has nothing to index.
-	index := m.waczIndex(r, id)
+	// are the crawl's record offsets read, to tell whether it is the
+	// crawl's. A record pointing at a lost segment has nothing to index.
+	scope := m.exportScope(id, []string{id}, nil)
 	err := m.sendCDXJ(w, out, r, id, id+".cdxj", func(add func([]byte) error) error {
 		for _, k := range keys {
-			if err := index(r.Context(), wacz.Segment{Name: path.Base(k), Key: k}, add); err != nil {
+			if _, err := scope.view(r.Context(), k, add); err != nil && !errors.Is(err, assets.ErrNotFound) {
 				return fmt.Errorf("index of %s: %w", k, err)
 			}
 		}

@@ -46,3 +46,22 @@ func TestSegmentKey(t *testing.T) {
 		}
 	}
 }
+
+func TestPartName(t *testing.T) {
+	for _, tc := range []struct{ name, label, want string }{
+		{"gridcrawl-20261123195000123-00001-l1-abc.warc.gz", "20261123-crawl1", "gridcrawl-20261123195000123-00001-l1-abc_20261123-crawl1.warc.gz"},
+		{"gridcrawl-20261123195000123-00001-l1-abc.warc", "c", "gridcrawl-20261123195000123-00001-l1-abc_c.warc"},
+		{"gridcrawl-20261123195000123-00001-l1-abc.warc.gz", `my coll/"x"_y`, "gridcrawl-20261123195000123-00001-l1-abc_my-coll--x--y.warc.gz"},
+	} {
+		got := partName(tc.name, tc.label)
+		if got != tc.want {
+			t.Errorf("partName(%q, %q) = %q, want %q", tc.name, tc.label, got, tc.want)
+		}
+		if back := wholeName(got, tc.label); back != tc.name {
+			t.Errorf("wholeName(%q, %q) = %q, want %q", got, tc.label, back, tc.name)
+		}
+		if same := wholeName(tc.name, tc.label); same != tc.name {
+			t.Errorf("wholeName(%q, %q) = %q, want it unchanged", tc.name, tc.label, same)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package mcp
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
 	"github.com/gridcrawl/gridcrawl/pkg/extract"
 	"github.com/gridcrawl/gridcrawl/pkg/httpbody"
+	"github.com/gridcrawl/gridcrawl/pkg/segview"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/pkg/warc"
 	"github.com/gridcrawl/gridcrawl/services/internal/crawler"
@@ -37,12 +39,9 @@ import (
 //     rendered page's response and DOM both get the DOM's (emitWAT).
 //
 // A segment may hold records of several crawls: served under a crawl, a
-// derived file holds that crawl's records only. A response or revisit is
-// the crawl's when its CDXJ line names the crawl (or, in an index without
-// names, a URL record of the crawl points at it); its request record is
-// the one just before it that it is concurrent to, and conversion and
-// metadata records are the crawl's when the record they refer to is. The
-// segment's warcinfo record is every crawl's.
+// derived file is made of the crawl's part of the segment, as the segment
+// download serves it (pkg/segview), and the WAT's offsets are in that
+// part.
 
 // derivedKind is the kind of derived file a segment name asks for: "wet",
 // "wat" or "".
@@ -69,85 +68,75 @@ type crawlPage struct {
 	rendered bool
 }
 
-// derivedScope is what a derived file of a segment takes from the crawl.
-type derivedScope struct {
-	members map[int64]bool      // offsets of the crawl's responses and revisits
-	pages   map[int64]crawlPage // offsets of the crawl's indexed responses
-}
-
-// scopeOf reads which records of segment key belong to crawl id. The
-// segment's index names each line's crawl, so the crawl's URL records
-// read are only those of the URLs in the segment, whatever the crawl's
-// size; an index without names (a segment older than them) takes a scan
-// of the crawl's records instead.
-func (m *MCP) scopeOf(r *http.Request, id, key string) (derivedScope, error) {
-	sc := derivedScope{members: map[int64]bool{}, pages: map[int64]crawlPage{}}
+// derivedView returns the crawl's part of segment key and the crawl's
+// pages whose indexed response it holds, by offset in the view. The
+// segment's index names each line's crawl, so the crawl's URL records read
+// are only those of the URLs in the segment, whatever the crawl's size; an
+// index without names (a segment older than them) takes a scan of the
+// crawl's records instead.
+func (m *MCP) derivedView(ctx context.Context, id, key string) (segview.View, map[int64]crawlPage, error) {
+	scope := m.exportScope(id, []string{id}, nil)
+	sc := scope.scope(ctx, key)
+	member := sc.Member
 	unnamed := false
 	var urls []string
 	seen := map[string]bool{}
-	lines, err := m.segmentIndex(r, key, func(c warc.CDXJ) bool {
-		if c.Crawl == "" {
+	sc.Member = func(c warc.CDXJ) bool {
+		ok := member(c)
+		switch {
+		case ok && c.Crawl == "":
 			unnamed = true
-		}
-		if c.Crawl == id && !seen[c.URL] {
+		case ok && !seen[c.URL]:
 			seen[c.URL] = true
 			urls = append(urls, c.URL)
 		}
-		return c.Crawl == id || c.Crawl == ""
-	})
-	if err != nil {
-		return sc, err
+		return ok
 	}
-	pointed := map[int64]bool{}
+	v, err := scope.viewOf(ctx, key, sc, nil)
+	if err != nil {
+		return v, nil, err
+	}
+	pages := map[int64]crawlPage{}
 	point := func(rec txindex.Record) {
-		if rec.Asset.Key != key {
+		if rec.Asset.Key != key || rec.Status != contracts.Indexed {
 			return
 		}
-		pointed[rec.Asset.Offset] = true
-		if rec.Status == contracts.Indexed {
-			sc.pages[rec.Asset.Offset] = crawlPage{rendered: rec.Render != ""}
+		off := rec.Asset.Offset
+		if v.Sel != nil {
+			var ok bool
+			if off, ok = v.Sel.Map(off); !ok {
+				return
+			}
 		}
+		pages[off] = crawlPage{rendered: rec.Render != ""}
 	}
 	if unnamed {
-		if err := m.eachRecord(r, id, point); err != nil {
-			return sc, err
-		}
-	} else {
-		for start := 0; start < len(urls); start += listPage {
-			batch := urls[start:min(start+listPage, len(urls))]
-			keys := make([]string, len(batch))
-			for i, u := range batch {
-				keys[i] = txindex.Key(id, u)
-			}
-			recs, err := m.deps.Tx.GetMany(r.Context(), keys)
-			if err != nil {
-				return sc, fmt.Errorf("get records of crawl %q: %w", id, err)
-			}
-			for _, rec := range recs {
-				point(rec)
-			}
+		if err := m.eachRecord(ctx, id, point); err != nil {
+			return v, nil, err
 		}
 	}
-	for _, l := range lines {
-		c, err := warc.ParseCDXJ(l)
+	for start := 0; start < len(urls); start += listPage {
+		batch := urls[start:min(start+listPage, len(urls))]
+		keys := make([]string, len(batch))
+		for i, u := range batch {
+			keys[i] = txindex.Key(id, u)
+		}
+		recs, err := m.deps.Tx.GetMany(ctx, keys)
 		if err != nil {
-			return sc, fmt.Errorf("index of %s: %w", key, err)
+			return v, nil, fmt.Errorf("get records of crawl %q: %w", id, err)
 		}
-		if c.Crawl == id || pointed[c.Offset] {
-			sc.members[c.Offset] = true
+		for _, rec := range recs {
+			point(rec)
 		}
 	}
-	for off := range pointed {
-		sc.members[off] = true
-	}
-	return sc, nil
+	return v, pages, nil
 }
 
 // eachRecord calls f with every URL record of crawl id.
-func (m *MCP) eachRecord(r *http.Request, id string, f func(txindex.Record)) error {
+func (m *MCP) eachRecord(ctx context.Context, id string, f func(txindex.Record)) error {
 	after := ""
 	for {
-		recs, err := m.deps.Tx.List(r.Context(), id, "", after, listPage)
+		recs, err := m.deps.Tx.List(ctx, id, "", after, listPage)
 		if err != nil {
 			return fmt.Errorf("list records of crawl %q: %w", id, err)
 		}
@@ -184,14 +173,18 @@ func (m *MCP) segmentDerived(w http.ResponseWriter, r *http.Request, id, name, k
 		return
 	}
 	out := progressWriter(w) // deriving a large segment's file outlasts the server's WriteTimeout
-	var rc io.ReadCloser
-	var key string
+	var (
+		v     segview.View
+		pages map[int64]crawlPage
+		key   string
+	)
 	for _, src := range derivedSource(name) {
-		k := segmentKey(src)
+		k := segmentKey(wholeName(src, id))
 		if k == "" {
 			continue
 		}
-		c, err := m.deps.Assets.Get(r.Context(), k, 0, -1)
+		var err error
+		v, pages, err = m.derivedView(r.Context(), id, k)
 		if errors.Is(err, assets.ErrNotFound) {
 			continue
 		}
@@ -200,24 +193,24 @@ func (m *MCP) segmentDerived(w http.ResponseWriter, r *http.Request, id, name, k
 			jsonapi.Error(w, http.StatusInternalServerError, "could not read the segment", "")
 			return
 		}
-		rc, key = c, k
+		key = k
 		break
 	}
-	if rc == nil {
+	if key == "" {
 		jsonapi.Error(w, http.StatusNotFound, "no such segment", "name")
 		return
 	}
-	defer rc.Close()
-	scope, err := m.scopeOf(r, id, key)
-	if err != nil {
-		m.log.Error("read segment scope", "crawl_id", id, "key", key, "err", err)
-		jsonapi.Error(w, http.StatusInternalServerError, "could not read the segment's index", "")
-		return
-	}
-	if len(scope.members) == 0 {
+	if v.Members == 0 {
 		jsonapi.Error(w, http.StatusNotFound, "the segment holds no record of the crawl", "name")
 		return
 	}
+	rc, err := segview.Open(r.Context(), m.deps.Assets, v, 0, -1)
+	if err != nil {
+		m.log.Error("read segment", "crawl_id", id, "key", key, "err", err)
+		jsonapi.Error(w, http.StatusInternalServerError, "could not read the segment", "")
+		return
+	}
+	defer rc.Close()
 	w.Header().Set("Content-Type", "application/warc+gzip")
 	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s"`, name))
 	w.WriteHeader(http.StatusOK)
@@ -225,8 +218,12 @@ func (m *MCP) segmentDerived(w http.ResponseWriter, r *http.Request, id, name, k
 		return
 	}
 	bw := bufio.NewWriterSize(out, 64<<10)
-	d := &deriver{kind: kind, name: name, source: path.Base(key), scope: scope, cfg: m.textConfig(), out: bw,
-		ids: map[string]bool{}, rendered: map[string]warc.Scanned{}}
+	source := path.Base(key)
+	if v.Name != "" {
+		source = v.Name // the part of the segment the crawl's download is
+	}
+	d := &deriver{kind: kind, name: name, source: source, pages: pages, cfg: m.textConfig(), out: bw,
+		rendered: map[string]warc.Scanned{}}
 	err = d.run(warc.NewScanner(rc, warc.DefaultMaxBlock))
 	if err == nil {
 		err = bw.Flush()
@@ -241,22 +238,20 @@ func (m *MCP) segmentDerived(w http.ResponseWriter, r *http.Request, id, name, k
 	}
 }
 
-// deriver writes the WET or WAT file of one segment for one crawl.
+// deriver writes the WET or WAT file of a crawl's part of a segment (every
+// record it reads is the crawl's).
 type deriver struct {
 	kind, name, source string
-	scope              derivedScope
-	cfg                crawler.Config
-	out                io.Writer
+	// pages are the crawl's indexed pages by the offset of their response.
+	pages map[int64]crawlPage
+	cfg   crawler.Config
+	out   io.Writer
 
 	wet *warc.WETWriter
 	wat *warc.WATWriter
-	// ids are the record ids of the crawl's records read so far.
-	ids map[string]bool
 	// rendered holds the response heads of rendered pages whose DOM has
 	// not come yet, by record id (WET).
 	rendered map[string]warc.Scanned
-	// pending is a request record whose response has not come yet.
-	pending *warc.Scanned
 	// waiting are rendered pages' responses whose DOM has not come yet
 	// (WAT), in order.
 	waiting []waitingEnvelope
@@ -309,33 +304,7 @@ func (d *deriver) open(first warc.Scanned) error {
 
 // record takes the next record of the segment.
 func (d *deriver) record(s warc.Scanned) error {
-	typ := s.Header.Get(warc.FieldType)
-	member := false
-	switch typ {
-	case warc.TypeWarcinfo:
-		member = true
-	case warc.TypeRequest:
-		d.pending = &s // decided by the response it comes before
-		return nil
-	case warc.TypeResponse, warc.TypeRevisit, warc.TypeResource:
-		member = d.scope.members[s.Offset]
-		if p := d.pending; p != nil && member && warc.RecordID(p.Record) == s.Header.Get(warc.FieldConcurrentTo) {
-			d.ids[warc.RecordID(p.Record)] = true
-			if err := d.emit(*p, warc.TypeRequest); err != nil {
-				return err
-			}
-		}
-	default: // conversion, metadata: the crawl's when what they refer to is
-		member = d.ids[s.Header.Get(warc.FieldRefersTo)] || d.ids[s.Header.Get(warc.FieldConcurrentTo)]
-	}
-	if typ != warc.TypeRequest {
-		d.pending = nil
-	}
-	if !member {
-		return nil
-	}
-	d.ids[warc.RecordID(s.Record)] = true
-	return d.emit(s, typ)
+	return d.emit(s, s.Header.Get(warc.FieldType))
 }
 
 // maxWaiting bounds the rendered pages' responses a WAT waits with for
@@ -348,7 +317,7 @@ func (d *deriver) emit(s warc.Scanned, typ string) error {
 	}
 	switch typ {
 	case warc.TypeResponse:
-		page, ok := d.scope.pages[s.Offset]
+		page, ok := d.pages[s.Offset]
 		if !ok {
 			return nil
 		}
@@ -382,7 +351,7 @@ func (d *deriver) emit(s warc.Scanned, typ string) error {
 func (d *deriver) emitWAT(s warc.Scanned, typ string) error {
 	switch typ {
 	case warc.TypeResponse:
-		if d.scope.pages[s.Offset].rendered {
+		if d.pages[s.Offset].rendered {
 			if len(d.waiting) >= maxWaiting {
 				if err := d.writeWaiting(d.waiting[0], nil); err != nil {
 					return err

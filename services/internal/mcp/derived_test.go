@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"path"
 	"strings"
 	"sync/atomic"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
+	"github.com/gridcrawl/gridcrawl/pkg/segview"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/pkg/warc"
 	"github.com/gridcrawl/gridcrawl/services/internal/wire"
@@ -57,12 +56,31 @@ func sharedSegment(t *testing.T) (seg []byte, a, b, sub int64, ids map[string]st
 	return bytes.Clone(s.Bytes()), a, b, sub, ids
 }
 
-func derive(t *testing.T, kind string, seg []byte, scope derivedScope) []warc.Record {
+// derive makes the WET or WAT file of the part of seg that holds the
+// records at member (the crawl's indexed records) and the records written
+// with them, as segview gives it, with the crawl's pages at their offsets
+// in seg.
+func derive(t *testing.T, kind string, seg []byte, member map[int64]bool, pages map[int64]crawlPage) []warc.Record {
 	t.Helper()
+	ranges, err := warc.SelectRecords(bytes.NewReader(seg), 0, func(o int64) bool { return member[o] }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel := warc.NewSelection(ranges)
+	var part []byte
+	for _, r := range sel.Ranges() {
+		part = append(part, seg[r.Offset:r.End()]...)
+	}
+	inPart := map[int64]crawlPage{}
+	for off, p := range pages {
+		if o, ok := sel.Map(off); ok {
+			inPart[o] = p
+		}
+	}
 	var out bytes.Buffer
-	d := &deriver{kind: kind, name: "s.warc." + kind + ".gz", source: "s.warc.gz", scope: scope, cfg: (&MCP{}).textConfig(),
-		out: &out, ids: map[string]bool{}, rendered: map[string]warc.Scanned{}}
-	if err := d.run(warc.NewScanner(bytes.NewReader(seg), 0)); err != nil {
+	d := &deriver{kind: kind, name: "s.warc." + kind + ".gz", source: "s.warc.gz", pages: inPart, cfg: (&MCP{}).textConfig(),
+		out: &out, rendered: map[string]warc.Scanned{}}
+	if err := d.run(warc.NewScanner(bytes.NewReader(part), 0)); err != nil {
 		t.Fatal(err)
 	}
 	var recs []warc.Record
@@ -84,18 +102,22 @@ func derive(t *testing.T, kind string, seg []byte, scope derivedScope) []warc.Re
 // DOM's.
 func TestDerivedKeepsTheCrawlsRecords(t *testing.T) {
 	seg, a, b, sub, ids := sharedSegment(t)
-	scopeA := derivedScope{members: map[int64]bool{a: true, sub: true}, pages: map[int64]crawlPage{a: {rendered: true}}}
-	scopeB := derivedScope{members: map[int64]bool{b: true}, pages: map[int64]crawlPage{b: {}}}
+	type scope struct {
+		member map[int64]bool
+		pages  map[int64]crawlPage
+	}
+	scopeA := scope{map[int64]bool{a: true, sub: true}, map[int64]crawlPage{a: {rendered: true}}}
+	scopeB := scope{map[int64]bool{b: true}, map[int64]crawlPage{b: {}}}
 
 	for _, c := range []struct {
 		name  string
-		scope derivedScope
+		scope scope
 		want  []string // the records the WAT envelopes refer to, in order
 	}{
 		{"A", scopeA, []string{"info", "sub-req", "sub", "a-req", "a", "dom", "meta"}},
 		{"B", scopeB, []string{"info", "b-req", "b"}},
 	} {
-		wat := derive(t, "wat", seg, c.scope)
+		wat := derive(t, "wat", seg, c.scope.member, c.scope.pages)
 		var got []string
 		for _, r := range wat[1:] {
 			for name, id := range ids {
@@ -128,12 +150,12 @@ func TestDerivedKeepsTheCrawlsRecords(t *testing.T) {
 		}
 	}
 
-	wetA := derive(t, "wet", seg, scopeA)
+	wetA := derive(t, "wet", seg, scopeA.member, scopeA.pages)
 	if len(wetA) != 2 || wetA[1].Header.Get(warc.FieldRefersTo) != ids["a"] || string(wetA[1].Block) != "Rendered\nafter scripts d" {
 		t.Errorf("crawl A's WET: %d records, the page's %q referring to %s; want its DOM's text referring to %s",
 			len(wetA), lastBlock(wetA), lastRefers(wetA), ids["a"])
 	}
-	wetB := derive(t, "wet", seg, scopeB)
+	wetB := derive(t, "wet", seg, scopeB.member, scopeB.pages)
 	if len(wetB) != 2 || wetB[1].Header.Get(warc.FieldRefersTo) != ids["b"] || string(wetB[1].Block) != "B page\nbravo b2" {
 		t.Errorf("crawl B's WET: %d records, %q", len(wetB), lastBlock(wetB))
 	}
@@ -162,19 +184,21 @@ func (c *countingRecords) List(ctx context.Context, crawlID string, status contr
 	return c.Records.List(ctx, crawlID, status, after, limit)
 }
 
-// TestScopeOfReadsTheSegmentsRecords: which records of a segment are a
-// crawl's is read from the segment's index and the URL records of the
+// TestDerivedViewReadsTheSegmentsRecords: which records of a segment are
+// a crawl's is read from the segment's index and the URL records of the
 // URLs in it, not from a scan of the crawl's records, which grows with the
 // crawl; a segment whose index names no crawl (written before the field)
-// takes the scan and gives the same answer.
-func TestScopeOfReadsTheSegmentsRecords(t *testing.T) {
+// takes the scan and gives the same answer. The view holds the crawl's
+// records and the segment's warcinfo, and its pages are at their offsets
+// in the view.
+func TestDerivedViewReadsTheSegmentsRecords(t *testing.T) {
 	set, err := wire.Open(t.Context(), wire.Backends{DataDir: t.TempDir(), QueueMaxAttempts: 5}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = set.Close() })
 	ctx := t.Context()
-	seg, a, b, sub, _ := sharedSegment(t)
+	seg, a, b, sub, ids := sharedSegment(t)
 	const key = "warc/2026/11/28/gridcrawl-20261128030000000-00001-l1-x.warc.gz"
 	if err := set.Assets.Put(ctx, key, bytes.NewReader(seg), int64(len(seg)), "application/warc"); err != nil {
 		t.Fatal(err)
@@ -200,7 +224,9 @@ func TestScopeOfReadsTheSegmentsRecords(t *testing.T) {
 	}
 	now := time.Now().UTC()
 	recs := []txindex.Record{{Key: txindex.Key("A", "http://a.test/"), CrawlID: "A", URL: "http://a.test/", Status: contracts.Indexed,
-		StatusTime: now, Render: "always", Asset: contracts.AssetRef{Key: key, Offset: a}}}
+		StatusTime: now, Render: "always", Asset: contracts.AssetRef{Key: key, Offset: a}},
+		{Key: txindex.Key("A", "http://a.test/frame.html"), CrawlID: "A", URL: "http://a.test/frame.html", Status: contracts.Failed,
+			StatusTime: now, Asset: contracts.AssetRef{Key: key, Offset: sub}}}
 	for i := range 2500 { // the crawl's other pages, in other segments
 		u := fmt.Sprintf("http://a.test/p%d", i)
 		recs = append(recs, txindex.Record{Key: txindex.Key("A", u), CrawlID: "A", URL: u, Status: contracts.Indexed, StatusTime: now,
@@ -211,25 +237,46 @@ func TestScopeOfReadsTheSegmentsRecords(t *testing.T) {
 	}
 	tx := &countingRecords{Records: set.Tx}
 	m := New(Config{}, Deps{Tx: tx, Assets: set.Assets, Search: set.Search, Profiles: set.Profiles})
-	req := httptest.NewRequest(http.MethodGet, "/", nil).WithContext(ctx)
 	for _, withCrawl := range []bool{true, false} {
 		idx := named(withCrawl)
 		if err := set.Assets.Put(ctx, assets.CDXJKey(key), bytes.NewReader(idx), int64(len(idx)), assets.ContentTypeCDXJ); err != nil {
 			t.Fatal(err)
 		}
 		tx.lists.Store(0)
-		sc, err := m.scopeOf(req, "A", key)
+		v, pages, err := m.derivedView(ctx, "A", key)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p, ok := sc.pages[a]; !ok || !p.rendered || len(sc.pages) != 1 {
-			t.Errorf("crawl names %v: pages %v, want only %d (rendered)", withCrawl, sc.pages, a)
+		rc, err := segview.Open(ctx, set.Assets, v, 0, -1)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if !sc.members[a] || sc.members[b] {
-			t.Errorf("crawl names %v: members %v, want %d and not %d (crawl B's)", withCrawl, sc.members, a, b)
+		var got []string
+		var aAt int64 = -1
+		sc := warc.NewScanner(rc, 0)
+		for {
+			s, err := sc.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, id := range ids {
+				if warc.RecordID(s.Record) == id {
+					got = append(got, name)
+					if name == "a" {
+						aAt = s.Offset
+					}
+				}
+			}
 		}
-		if withCrawl && !sc.members[sub] {
-			t.Errorf("members %v lack the crawl's subresource at %d", sc.members, sub)
+		rc.Close()
+		if want := "info sub-req sub a-req a dom meta"; strings.Join(got, " ") != want {
+			t.Errorf("crawl names %v: the view holds %q, want %q", withCrawl, got, want)
+		}
+		if p, ok := pages[aAt]; !ok || !p.rendered || len(pages) != 1 {
+			t.Errorf("crawl names %v: pages %v, want only %d (rendered)", withCrawl, pages, aAt)
 		}
 		if n := tx.lists.Load(); withCrawl && n != 0 || !withCrawl && n == 0 {
 			t.Errorf("crawl names %v: %d scans of the crawl's records", withCrawl, n)

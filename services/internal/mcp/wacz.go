@@ -18,6 +18,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
 	"github.com/gridcrawl/gridcrawl/pkg/digests"
 	"github.com/gridcrawl/gridcrawl/pkg/profiles"
+	"github.com/gridcrawl/gridcrawl/pkg/segview"
 	"github.com/gridcrawl/gridcrawl/pkg/wacz"
 	"github.com/gridcrawl/gridcrawl/pkg/warc"
 )
@@ -73,8 +74,10 @@ func (m *MCP) collectionWACZ(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveWACZ streams the crawls as one WACZ file named name.wacz: their
-// segments, with those holding the originals of their revisits, their
-// index lines and their pages. The main page is the first crawl's first
+// part of each of their segments (pkg/segview: their records, not the
+// other crawls' a segment holds too), with the originals of their
+// revisits, whichever crawl stored them, their index lines and their
+// pages. The main page is the first crawl's first
 // start URL.
 func (m *MCP) serveWACZ(w http.ResponseWriter, r *http.Request, name, title, description string, crawls []profiles.Crawl) {
 	id := crawls[0].ID // for the logs
@@ -103,41 +106,39 @@ func (m *MCP) serveWACZ(w http.ResponseWriter, r *http.Request, name, title, des
 	}
 	if m.deps.Assets != nil {
 		set := map[string]bool{}
-		indexes := make([]func(context.Context, wacz.Segment, func([]byte) error) error, len(crawls))
+		ids := make([]string, len(crawls))
+		originals := map[string]map[int64]bool{}
 		for i, c := range crawls {
+			ids[i] = c.ID
 			keys, err := m.crawlSegmentKeys(r.Context(), c.ID)
 			if err != nil {
 				m.log.Error("list segments", "crawl_id", c.ID, "err", err)
 				jsonapi.Error(w, http.StatusInternalServerError, "could not list the crawl's segments", "")
 				return
 			}
-			originals, err := m.waczOriginals(r, c.ID, c.Profile, keys)
+			orig, err := m.waczOriginals(r, c.ID, c.Profile, keys)
 			if err != nil {
 				m.log.Error("wacz originals", "crawl_id", c.ID, "err", err)
 				jsonapi.Error(w, http.StatusInternalServerError, "could not look up the originals of the crawl's revisits", "")
 				return
 			}
-			indexes[i] = m.waczIndexWith(r, c.ID, originals)
 			for _, k := range keys {
 				set[k] = true
 			}
-			for k := range originals {
+			for k, offs := range orig {
 				set[k] = true
+				if originals[k] == nil {
+					originals[k] = map[int64]bool{}
+				}
+				maps.Copy(originals[k], offs)
 			}
 		}
-		if len(indexes) == 1 {
-			crawl.Index = indexes[0]
-		} else {
-			// A line two crawls keep (an original in both) is one line:
-			// the sort drops duplicates.
-			crawl.Index = func(ctx context.Context, s wacz.Segment, yield func([]byte) error) error {
-				for _, index := range indexes {
-					if err := index(ctx, s, yield); err != nil {
-						return err
-					}
-				}
-				return nil
-			}
+		// Each segment is the crawls' part of it, their originals held
+		// alone; a line two crawls keep is one line (the sort drops
+		// duplicates).
+		scope := m.exportScope(name, ids, originals)
+		crawl.Index = func(ctx context.Context, s wacz.Segment, yield func([]byte) error) (segview.View, error) {
+			return scope.view(ctx, s.Key, yield)
 		}
 		keys := slices.Sorted(maps.Keys(set))
 		st, _ := m.deps.Assets.(assets.Stater)
@@ -251,7 +252,7 @@ func (m *MCP) waczOriginals(r *http.Request, id string, p contracts.Profile, key
 	}
 	var inner error
 	for _, k := range keys {
-		err := m.eachIndexLine(ctx, r, k, func(c warc.CDXJ) bool {
+		err := m.eachIndexLine(ctx, k, func(c warc.CDXJ) bool {
 			if inner != nil || c.Crawl != id || c.MIME != warc.MIMERevisit || c.Digest == "" {
 				return false
 			}
@@ -276,81 +277,27 @@ func (m *MCP) waczOriginals(r *http.Request, id string, p contracts.Profile, key
 	return out, nil
 }
 
-// waczIndexWith is waczIndex with the index lines of originals (see
-// waczOriginals) added, whichever crawl stored them.
-func (m *MCP) waczIndexWith(r *http.Request, id string, originals map[string]map[int64]bool) func(context.Context, wacz.Segment, func([]byte) error) error {
-	own := m.waczIndex(r, id)
-	return func(ctx context.Context, s wacz.Segment, yield func([]byte) error) error {
-		if err := own(ctx, s, yield); err != nil {
-			return err
-		}
-		offs := originals[s.Key]
-		if len(offs) == 0 {
-			return nil
-		}
-		// A line kept twice (an unnamed line of the crawl's own) is one
-		// line in the index: the sort drops duplicates.
-		err := m.eachIndexLine(ctx, r, s.Key, func(c warc.CDXJ) bool { return c.Crawl != id && offs[c.Offset] }, yield)
-		if errors.Is(err, assets.ErrNotFound) {
-			return nil
-		}
-		return err
-	}
-}
-
-// waczIndex yields the crawl's lines of a segment's CDXJ index. A line
-// names its crawl; only for a line without a name (a segment indexed by an
-// older loader, or indexed now) are the crawl's record offsets needed,
-// which are then read once, for all segments.
-func (m *MCP) waczIndex(r *http.Request, id string) func(context.Context, wacz.Segment, func([]byte) error) error {
-	var offsets map[string]map[int64]bool
-	return func(ctx context.Context, s wacz.Segment, yield func([]byte) error) error {
-		var inner error
-		keep := func(c warc.CDXJ) bool {
-			if inner != nil {
-				return false
-			}
-			if c.Crawl != "" {
-				return c.Crawl == id
-			}
-			if offsets == nil {
-				segs, err := m.crawlSegments(r, id)
-				if err != nil {
-					inner = err
-					return false
-				}
-				offsets = map[string]map[int64]bool{}
-				for _, cs := range segs {
-					offsets[cs.key] = cs.offsets
-				}
-			}
-			return offsets[s.Key][c.Offset]
-		}
-		err := m.eachIndexLine(ctx, r, s.Key, keep, yield)
-		if inner != nil {
-			return inner
-		}
-		if errors.Is(err, assets.ErrNotFound) {
-			return nil // the segment went: nothing to index
-		}
-		return err
-	}
-}
-
 // eachIndexLine calls yield with the lines of the segment key's CDXJ index
-// that keep selects (all of them when keep is nil), reading the index object line by line, or, for a
+// that keep selects, reading the index object line by line, or, for a
 // segment stored without one, indexing the segment (one segment's lines in
-// memory).
-func (m *MCP) eachIndexLine(ctx context.Context, r *http.Request, key string, keep func(warc.CDXJ) bool, yield func([]byte) error) error {
+// memory). The offsets are the stored segment's.
+func (m *MCP) eachIndexLine(ctx context.Context, key string, keep func(warc.CDXJ) bool, yield func([]byte) error) error {
 	rc, err := m.deps.Assets.Get(ctx, assets.CDXJKey(key), 0, -1)
 	if errors.Is(err, assets.ErrNotFound) {
-		lines, err := m.indexSegment(r, key, keep)
+		seg, err := m.deps.Assets.Get(ctx, key, 0, -1)
+		if err != nil {
+			return err
+		}
+		defer seg.Close()
+		lines, err := warc.IndexWARC(seg, path.Base(key), maxWARCRecord)
 		if err != nil {
 			return err
 		}
 		for _, l := range lines {
-			if err := yield(l); err != nil {
-				return err
+			if c, err := warc.ParseCDXJ(l); err == nil && keep(c) {
+				if err := yield(l); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
@@ -362,14 +309,12 @@ func (m *MCP) eachIndexLine(ctx context.Context, r *http.Request, key string, ke
 	sc := bufio.NewScanner(rc)
 	sc.Buffer(make([]byte, 64<<10), maxIndexLine)
 	for sc.Scan() {
-		if keep != nil {
-			c, err := warc.ParseCDXJ(sc.Bytes())
-			if err != nil {
-				return fmt.Errorf("index of %s: %w", key, err)
-			}
-			if !keep(c) {
-				continue
-			}
+		c, err := warc.ParseCDXJ(sc.Bytes())
+		if err != nil {
+			return fmt.Errorf("index of %s: %w", key, err)
+		}
+		if !keep(c) {
+			continue
 		}
 		if err := yield(sc.Bytes()); err != nil {
 			return err
