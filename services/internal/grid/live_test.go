@@ -12,18 +12,18 @@ import (
 	"github.com/gridcrawl/gridcrawl/contracts"
 )
 
-// loggedSite serves live.test: a home page linking to n pages, and logs the
+// timedSite serves live.test: a home page linking to n pages, and logs the
 // time of every page request (robots.txt apart) by path.
-type loggedSite struct {
+type timedSite struct {
 	port int
 	mu   sync.Mutex
 	at   []time.Time
 	hits map[string]int
 }
 
-func newLoggedSite(t *testing.T, n int) *loggedSite {
+func newTimedSite(t *testing.T, n int) *timedSite {
 	t.Helper()
-	s := &loggedSite{hits: map[string]int{}}
+	s := &timedSite{hits: map[string]int{}}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/robots.txt" {
 			http.NotFound(w, r)
@@ -54,7 +54,7 @@ func newLoggedSite(t *testing.T, n int) *loggedSite {
 }
 
 // since counts the requests at or after t.
-func (s *loggedSite) since(t time.Time) int {
+func (s *timedSite) since(t time.Time) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
@@ -68,7 +68,7 @@ func (s *loggedSite) since(t time.Time) int {
 
 // waitRequests waits until the site has had n requests at or after t, for
 // up to d, and returns when the n-th came (zero: it did not).
-func (s *loggedSite) waitRequests(t time.Time, n int, d time.Duration) time.Time {
+func (s *timedSite) waitRequests(t time.Time, n int, d time.Duration) time.Time {
 	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		s.mu.Lock()
 		var got []time.Time
@@ -91,7 +91,7 @@ func (s *loggedSite) waitRequests(t time.Time, n int, d time.Duration) time.Time
 // runs. Before, the URLs the loader held (here all 80) kept the old delay
 // until they drained, 40 s later.
 func TestPatchedPolitenessTakesEffect(t *testing.T) {
-	site := newLoggedSite(t, 80)
+	site := newTimedSite(t, 80)
 	_, api := startGrid(t, testConfig(t, t.TempDir(), "live.test=127.0.0.1"))
 	p := contracts.Profile{
 		StartURLs:  []string{fmt.Sprintf("http://live.test:%d/", site.port)},
@@ -140,7 +140,7 @@ func TestPatchedPolitenessTakesEffect(t *testing.T) {
 // parked copies come due (GRIDCRAWL_LOADER_PAUSED_DELAY, 10 s here); when
 // they do come, nothing is fetched twice.
 func TestResumeFetchesAtOnce(t *testing.T) {
-	site := newLoggedSite(t, 40)
+	site := newTimedSite(t, 40)
 	cfg := testConfig(t, t.TempDir(), "live.test=127.0.0.1")
 	cfg.Loader.PausedDelay = 10 * time.Second
 	_, api := startGrid(t, cfg)
