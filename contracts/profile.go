@@ -551,8 +551,17 @@ func (e *FieldError) Error() string {
 // DefaultPoliteness) and an empty robots policy ("obey"). Other politeness
 // values are kept as they are, zeros included: JSON decoding has already
 // defaulted the absent ones. MaxDepth is never changed: 0 is a valid depth
-// (JSON decoding defaults an absent max_depth).
+// (JSON decoding defaults an absent max_depth). A start URL without a
+// scheme gets one by WithScheme's rule ("example.org/a" becomes
+// "https://example.org/a").
 func (p Profile) WithDefaults() Profile {
+	if len(p.StartURLs) > 0 {
+		urls := make([]string, len(p.StartURLs))
+		for i, s := range p.StartURLs {
+			urls[i] = WithScheme(s)
+		}
+		p.StartURLs = urls
+	}
 	if p.Scope == "" {
 		p.Scope = DefaultScope
 	}
@@ -779,19 +788,35 @@ func validCollection(c string) bool {
 	return true
 }
 
+// checkHTTPURL checks a start URL (after WithScheme) and says what is wrong
+// with it, quoting it.
 func checkHTTPURL(s string) error {
 	if len(s) > maxURLLen {
 		return fmt.Errorf("longer than %d bytes", maxURLLen)
 	}
+	if s == "" {
+		return errors.New("is empty: write a URL such as https://example.org/")
+	}
+	if strings.ContainsAny(s, " \t\r\n\f\v") {
+		return fmt.Errorf("%q is not a URL: it has white space inside (write one URL per entry, spaces as %%20)", s)
+	}
 	u, err := url.Parse(s)
 	if err != nil {
-		return errors.New("not a URL")
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("%q is not a URL: %v", s, err)
 	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return errors.New("scheme must be http or https")
-	}
-	if u.Hostname() == "" {
-		return errors.New("host is missing")
+	switch {
+	case u.Scheme == "" && u.Host == "" && !strings.HasPrefix(s, "/"):
+		return fmt.Errorf("%q has no scheme: write http://%s or https://%s", s, s, s)
+	case u.Scheme == "":
+		return fmt.Errorf("%q has no scheme and host: write a URL such as https://example.org/", s)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("%q: scheme must be http or https", s)
+	case u.Hostname() == "":
+		return fmt.Errorf("%q: host is missing", s)
 	}
 	return nil
 }
