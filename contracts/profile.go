@@ -210,6 +210,39 @@ type Profile struct {
 	// Version counts the changes made to the profile mid-crawl (PATCH); 0 as
 	// submitted.
 	Version int `json:"version,omitempty"`
+	// Idempotency is set by MCP, never by the body, when the crawl was
+	// created by a POST with an Idempotency-Key header: stored with the
+	// crawl, so that a retry of the same request finds it in either mode.
+	Idempotency *Idempotency `json:"idempotency,omitempty"`
+}
+
+// Idempotency records the Idempotency-Key request that created a crawl.
+type Idempotency struct {
+	// Key is the header's value (at most MaxIdempotencyKeyLen bytes of
+	// printable ASCII).
+	Key string `json:"key"`
+	// RequestSHA256 is the hex SHA-256 of the request body: a retry with
+	// the key must send the same body.
+	RequestSHA256 string `json:"request_sha256"`
+}
+
+// MaxIdempotencyKeyLen bounds an Idempotency-Key.
+const MaxIdempotencyKeyLen = 255
+
+// ValidIdempotencyKey reports whether k is a non-empty key of at most
+// MaxIdempotencyKeyLen bytes of printable ASCII without quotes or
+// backslashes (the characters of a structured-field string, RFC 8941, that
+// need no escape).
+func ValidIdempotencyKey(k string) bool {
+	if k == "" || len(k) > MaxIdempotencyKeyLen {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if c := k[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // Dedupe modes (Profile.Dedupe).
@@ -692,6 +725,9 @@ func (p Profile) Validate() error {
 	}
 	if p.Version < 0 {
 		return &FieldError{"version", "must not be negative"}
+	}
+	if p.Idempotency != nil && (!ValidIdempotencyKey(p.Idempotency.Key) || len(p.Idempotency.RequestSHA256) != 64) {
+		return &FieldError{"idempotency", "must be a key of 1 to 255 printable characters and a SHA-256 in hex"}
 	}
 	if p.Recrawl != nil {
 		if err := p.Recrawl.validate("recrawl"); err != nil {

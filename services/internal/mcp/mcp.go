@@ -127,6 +127,8 @@ type MCP struct {
 
 	mu   sync.Mutex
 	addr net.Addr
+	// creating holds the Idempotency-Keys of the POSTs under way (under mu).
+	creating map[string]bool
 	// listening is closed once the HTTP listener is bound.
 	listening chan struct{}
 	// cdxjRunBytes bounds the index lines /cdxj sorts in memory at once
