@@ -11,7 +11,12 @@ import (
 // that its status counts them as cancelled, apart from the URLs that
 // failed before, while all of them stay failed (a terminal status).
 func TestCancelCountsCancelled(t *testing.T) {
-	l := newLifecycleMCP(t, lifecycleConfig())
+	for _, b := range storeBackends() {
+		t.Run(b.name, func(t *testing.T) { testCancelCountsCancelled(t, newLifecycleMCPOn(t, lifecycleConfig(), b.new(t))) })
+	}
+}
+
+func testCancelCountsCancelled(t *testing.T, l *lifecycleMCP) {
 	starts := []string{"http://a.test/1", "http://a.test/2", "http://a.test/3", "http://a.test/4"}
 	id := l.create(t, contracts.Profile{StartURLs: starts, Sitemaps: new(bool)})
 	recs := l.records(t, id)

@@ -17,7 +17,12 @@ import (
 // TestCrawlLogSort pages through a crawl log in each order and compares it
 // with the records sorted by the test itself.
 func TestCrawlLogSort(t *testing.T) {
-	l := newLifecycleMCP(t, lifecycleConfig())
+	for _, b := range storeBackends() {
+		t.Run(b.name, func(t *testing.T) { testCrawlLogSort(t, newLifecycleMCPOn(t, lifecycleConfig(), b.new(t))) })
+	}
+}
+
+func testCrawlLogSort(t *testing.T, l *lifecycleMCP) {
 	var starts []string
 	for i := range 7 {
 		starts = append(starts, fmt.Sprintf("http://h%d.test/p%d", (i*3)%7, i))

@@ -44,7 +44,12 @@ func postKeyed(t *testing.T, base string, keys []string, body string) (int, stri
 }
 
 func TestIdempotencyKey(t *testing.T) {
-	l := newLifecycleMCP(t, lifecycleConfig())
+	for _, b := range storeBackends() {
+		t.Run(b.name, func(t *testing.T) { testIdempotencyKey(t, newLifecycleMCPOn(t, lifecycleConfig(), b.new(t))) })
+	}
+}
+
+func testIdempotencyKey(t *testing.T, l *lifecycleMCP) {
 	const body = `{"start_urls":["https://a.test/"],"max_depth":1}`
 	code, first, _ := postKeyed(t, l.api, []string{`"k-1"`}, body)
 	if code != http.StatusCreated || first == "" {
