@@ -95,7 +95,7 @@ func (m *MCP) knownCrawl(w http.ResponseWriter, r *http.Request, id string) bool
 // such a page scans every matching record (keeping only one page of them in
 // memory). Past the bound the default order is key order, and an explicit
 // sort=time or sort=url is refused with a hint to filter.
-const maxSortScan = 200_000
+const maxSortScan = 50_000
 
 // scanPage is how many records a sorting scan reads from the index at once.
 const scanPage = 1000
@@ -162,11 +162,15 @@ func (m *MCP) crawlLog(w http.ResponseWriter, r *http.Request) {
 			jsonapi.Error(w, http.StatusInternalServerError, "could not list the crawl's URLs", "")
 			return
 		}
+		bound := int64(maxSortScan)
+		if m.sortScanLimit > 0 {
+			bound = int64(m.sortScanLimit)
+		}
 		switch {
-		case n > maxSortScan && order == "":
+		case n > bound && order == "":
 			order = sortKey
-		case n > maxSortScan:
-			jsonapi.Error(w, http.StatusBadRequest, fmt.Sprintf("%d records match: sort=%s reads them all for every page, which it does for at most %d; filter by status, host or reason, or page in key order (sort=key)", n, order, maxSortScan), "sort")
+		case n > bound:
+			jsonapi.Error(w, http.StatusBadRequest, fmt.Sprintf("%d records match: sort=%s reads them all for every page, which it does for at most %d; filter by status, host or reason, or page in key order (sort=key)", n, order, bound), "sort")
 			return
 		case order == "":
 			order = sortTime

@@ -118,4 +118,18 @@ func testCrawlLogSort(t *testing.T, l *lifecycleMCP) {
 	if code := l.do(t, "GET", "/"+id+"/urls?sort=time&cursor="+*first.NextCursor, nil, &e); code != 400 || e.Field != "cursor" {
 		t.Errorf("a url-order cursor with sort=time = %d field %q, want 400 cursor", code, e.Field)
 	}
+
+	// Past the scan bound the default is key order, and an explicit time
+	// order is refused.
+	l.m.sortScanLimit = len(all) - 1
+	var big contracts.CrawlLog
+	if code := l.do(t, "GET", "/"+id+"/urls", nil, &big); code != 200 || big.Sort != "key" {
+		t.Errorf("GET urls past the bound = %d sort %q, want 200 key", code, big.Sort)
+	}
+	if code := l.do(t, "GET", "/"+id+"/urls?sort=time", nil, &e); code != 400 || e.Field != "sort" {
+		t.Errorf("GET urls?sort=time past the bound = %d field %q, want 400 sort", code, e.Field)
+	}
+	if code := l.do(t, "GET", "/"+id+"/urls?sort=time&status=failed", nil, &big); code != 200 || big.Sort != "time" || len(big.URLs) != 3 {
+		t.Errorf("GET urls?sort=time&status=failed past the bound = %d sort %q with %d URLs, want 200 time with 3", code, big.Sort, len(big.URLs))
+	}
 }

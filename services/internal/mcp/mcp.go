@@ -134,6 +134,9 @@ type MCP struct {
 	// cdxjRunBytes bounds the index lines /cdxj sorts in memory at once
 	// (0: cdxjsort.RunBytes); tests make it small to merge many runs.
 	cdxjRunBytes int
+	// sortScanLimit bounds the records a crawl log page in time or URL
+	// order scans (0: maxSortScan); tests make it small.
+	sortScanLimit int
 }
 
 // New returns MCP; cfg must have been validated.
