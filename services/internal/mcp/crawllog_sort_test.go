@@ -133,3 +133,23 @@ func testCrawlLogSort(t *testing.T, l *lifecycleMCP) {
 		t.Errorf("GET urls?sort=time&status=failed past the bound = %d sort %q with %d URLs, want 200 time with 3", code, big.Sort, len(big.URLs))
 	}
 }
+
+// FuzzLogCursor: a cursor either is refused or reads back as the cursor it
+// encodes.
+func FuzzLogCursor(f *testing.F) {
+	for _, c := range []logCursor{{order: "key", key: "k1"}, {order: "time", value: "00000000000000000001", key: "k"}, {order: "url", value: "http://a/", key: "x"}} {
+		f.Add(c.String())
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		c, ok := parseLogCursor(s)
+		if !ok {
+			return
+		}
+		if c.order != sortKey && c.order != sortTime && c.order != sortURL {
+			t.Fatalf("parseLogCursor(%q) has order %q", s, c.order)
+		}
+		if back, ok := parseLogCursor(c.String()); !ok || back != c {
+			t.Errorf("parseLogCursor(%q) = %+v, which encodes to %q and reads back as %+v, %v", s, c, c.String(), back, ok)
+		}
+	})
+}

@@ -122,14 +122,19 @@ func wholeNumber(n string) string {
 	mant, exp := n, 0
 	if i := strings.IndexAny(n, "eE"); i >= 0 {
 		e, err := strconv.Atoi(strings.TrimPrefix(n[i+1:], "+"))
-		if err != nil || e > maxWholeDigits || e < -len(n)-maxWholeDigits {
+		if err != nil {
 			return ""
 		}
 		mant, exp = n[:i], e
 	}
 	intPart, frac, _ := strings.Cut(mant, ".")
 	digits := intPart + frac
-	if digits == "" || strings.Trim(digits, "0123456789") != "" {
+	switch {
+	case digits == "" || strings.Trim(digits, "0123456789") != "":
+		return ""
+	case strings.Trim(digits, "0") == "":
+		return "0" // 0e70 is 0, whatever the exponent
+	case exp > maxWholeDigits || exp < -len(n)-maxWholeDigits:
 		return ""
 	}
 	point := len(intPart) + exp // digits[:point] is the integer part

@@ -1,6 +1,9 @@
 package mcp
 
 import (
+	"encoding/json"
+	"math/big"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -52,4 +55,41 @@ func TestDecodeWholeNumbers(t *testing.T) {
 	if patch.Politeness == nil || patch.Politeness.MinDelayMS == nil || *patch.Politeness.MinDelayMS != 700 {
 		t.Errorf("decoded patch politeness %+v, want min_delay_ms 700", patch.Politeness)
 	}
+}
+
+// FuzzWholeNumber checks wholeNumber against exact rational arithmetic: an
+// answer is the number's value, and no whole number of a few digits is
+// missed.
+func FuzzWholeNumber(f *testing.F) {
+	for _, s := range []string{"1e6", "20.0", "-2.5e1", "1.5", "0e-5", "1e41", "7.000", "1E+3", "12", "-0.0"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, n string) {
+		var v any
+		if len(n) > 60 || n != strings.TrimSpace(n) || json.Unmarshal([]byte(n), &v) != nil {
+			return
+		}
+		if _, ok := v.(float64); !ok {
+			return
+		}
+		if i := strings.IndexAny(n, "eE"); i >= 0 {
+			if e, err := strconv.Atoi(strings.TrimPrefix(n[i+1:], "+")); err != nil || e > 100 || e < -100 {
+				return // big.Rat would build a huge power of ten
+			}
+		}
+		r, ok := new(big.Rat).SetString(n)
+		if !ok {
+			t.Fatalf("big.Rat cannot read JSON number %q", n)
+		}
+		w := wholeNumber(n)
+		switch {
+		case w != "":
+			wr, ok := new(big.Rat).SetString(w)
+			if !ok || wr.Cmp(r) != 0 || strings.ContainsAny(w, ".eE") {
+				t.Errorf("wholeNumber(%q) = %q, not its value", n, w)
+			}
+		case r.IsInt() && len(r.Num().String()) <= maxWholeDigits:
+			t.Errorf("wholeNumber(%q) = \"\", want %s", n, r.Num())
+		}
+	})
 }
