@@ -91,7 +91,12 @@ type CrawlStatus struct {
 	// left out of the index on purpose (ReasonExcluded: a noindex page, or
 	// one the index filters refuse): they are among Counts[Failed], shown
 	// apart because they are no failure. Absent when none.
-	Excluded  int64     `json:"excluded,omitempty"`
+	Excluded int64 `json:"excluded,omitempty"`
+	// Cancelled counts the failed records of a cancelled crawl that were
+	// still pending when it was cancelled (ReasonCancelled): they are among
+	// Counts[Failed], shown apart because they are no failure of their URL.
+	// Absent when none and while the crawl is not cancelled.
+	Cancelled int64     `json:"cancelled,omitempty"`
 	Documents int64     `json:"documents"`
 	CreatedAt time.Time `json:"created_at"`
 	// FinishedAt is when the crawl finished or was cancelled; absent while

@@ -89,7 +89,10 @@ type WARCRef struct {
 // crawl's URL records in key order. NextCursor, passed as cursor, reads the
 // next page; it is null after the last.
 type CrawlLog struct {
-	CrawlID    string      `json:"crawl_id"`
+	CrawlID string `json:"crawl_id"`
+	// Sort is the order of the listing: "time" (status_time, then key),
+	// "url" (then key) or "key" (the index's order).
+	Sort       string      `json:"sort"`
 	URLs       []URLRecord `json:"urls"`
 	NextCursor *string     `json:"next_cursor"`
 }

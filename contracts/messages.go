@@ -17,6 +17,11 @@ const (
 // robots noindex) or the profile's index filters exclude it.
 const ReasonExcluded = "excluded from index (noindex or index filter)"
 
+// ReasonCancelled is the error of a record that was pending when its crawl
+// was cancelled: failed, a terminal status as every other failure, but no
+// failure of the URL. CrawlStatus counts these apart (Cancelled).
+const ReasonCancelled = "cancelled"
+
 // ReasonRefusedByIndex starts the reason of a page whose document the search
 // index refused (the rest of the reason is the index's own words).
 const ReasonRefusedByIndex = "refused by the search index"

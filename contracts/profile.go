@@ -210,6 +210,39 @@ type Profile struct {
 	// Version counts the changes made to the profile mid-crawl (PATCH); 0 as
 	// submitted.
 	Version int `json:"version,omitempty"`
+	// Idempotency is set by MCP, never by the body, when the crawl was
+	// created by a POST with an Idempotency-Key header: stored with the
+	// crawl, so that a retry of the same request finds it in either mode.
+	Idempotency *Idempotency `json:"idempotency,omitempty"`
+}
+
+// Idempotency records the Idempotency-Key request that created a crawl.
+type Idempotency struct {
+	// Key is the header's value (at most MaxIdempotencyKeyLen bytes of
+	// printable ASCII).
+	Key string `json:"key"`
+	// RequestSHA256 is the hex SHA-256 of the request body: a retry with
+	// the key must send the same body.
+	RequestSHA256 string `json:"request_sha256"`
+}
+
+// MaxIdempotencyKeyLen bounds an Idempotency-Key.
+const MaxIdempotencyKeyLen = 255
+
+// ValidIdempotencyKey reports whether k is a non-empty key of at most
+// MaxIdempotencyKeyLen bytes of printable ASCII without quotes or
+// backslashes (the characters of a structured-field string, RFC 8941, that
+// need no escape).
+func ValidIdempotencyKey(k string) bool {
+	if k == "" || len(k) > MaxIdempotencyKeyLen {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if c := k[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // Dedupe modes (Profile.Dedupe).
@@ -551,8 +584,17 @@ func (e *FieldError) Error() string {
 // DefaultPoliteness) and an empty robots policy ("obey"). Other politeness
 // values are kept as they are, zeros included: JSON decoding has already
 // defaulted the absent ones. MaxDepth is never changed: 0 is a valid depth
-// (JSON decoding defaults an absent max_depth).
+// (JSON decoding defaults an absent max_depth). A start URL without a
+// scheme gets one by WithScheme's rule ("example.org/a" becomes
+// "https://example.org/a").
 func (p Profile) WithDefaults() Profile {
+	if len(p.StartURLs) > 0 {
+		urls := make([]string, len(p.StartURLs))
+		for i, s := range p.StartURLs {
+			urls[i] = WithScheme(s)
+		}
+		p.StartURLs = urls
+	}
 	if p.Scope == "" {
 		p.Scope = DefaultScope
 	}
@@ -684,6 +726,9 @@ func (p Profile) Validate() error {
 	if p.Version < 0 {
 		return &FieldError{"version", "must not be negative"}
 	}
+	if p.Idempotency != nil && (!ValidIdempotencyKey(p.Idempotency.Key) || len(p.Idempotency.RequestSHA256) != 64) {
+		return &FieldError{"idempotency", "must be a key of 1 to 255 printable characters and a SHA-256 in hex"}
+	}
 	if p.Recrawl != nil {
 		if err := p.Recrawl.validate("recrawl"); err != nil {
 			return err
@@ -779,19 +824,35 @@ func validCollection(c string) bool {
 	return true
 }
 
+// checkHTTPURL checks a start URL (after WithScheme) and says what is wrong
+// with it, quoting it.
 func checkHTTPURL(s string) error {
 	if len(s) > maxURLLen {
 		return fmt.Errorf("longer than %d bytes", maxURLLen)
 	}
+	if s == "" {
+		return errors.New("is empty: write a URL such as https://example.org/")
+	}
+	if strings.ContainsAny(s, " \t\r\n\f\v") {
+		return fmt.Errorf("%q is not a URL: it has white space inside (write one URL per entry, spaces as %%20)", s)
+	}
 	u, err := url.Parse(s)
 	if err != nil {
-		return errors.New("not a URL")
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("%q is not a URL: %v", s, err)
 	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return errors.New("scheme must be http or https")
-	}
-	if u.Hostname() == "" {
-		return errors.New("host is missing")
+	switch {
+	case u.Scheme == "" && u.Host == "" && !strings.HasPrefix(s, "/"):
+		return fmt.Errorf("%q has no scheme: write http://%s or https://%s", s, s, s)
+	case u.Scheme == "":
+		return fmt.Errorf("%q has no scheme and host: write a URL such as https://example.org/", s)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("%q: scheme must be http or https", s)
+	case u.Hostname() == "":
+		return fmt.Errorf("%q: host is missing", s)
 	}
 	return nil
 }

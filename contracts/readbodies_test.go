@@ -75,8 +75,8 @@ func TestReadBodiesValidate(t *testing.T) {
 		{"url record minimal", "url_record", minimal},
 		{"url record recrawl without response", "url_record", contracts.URLRecord{Key: "k", URL: "http://a/", Host: "a",
 			Status: contracts.Failed, StatusTime: at, Recrawl: &contracts.URLRecrawl{Fetched: at, IntervalMS: 1, Due: at}}},
-		{"crawl log", "url_list", contracts.CrawlLog{CrawlID: "c", URLs: []contracts.URLRecord{full, minimal}, NextCursor: str("abc")}},
-		{"crawl log last page", "url_list", contracts.CrawlLog{CrawlID: "c", URLs: []contracts.URLRecord{}}},
+		{"crawl log", "url_list", contracts.CrawlLog{CrawlID: "c", Sort: "time", URLs: []contracts.URLRecord{full, minimal}, NextCursor: str("abc")}},
+		{"crawl log last page", "url_list", contracts.CrawlLog{CrawlID: "c", Sort: "key", URLs: []contracts.URLRecord{}}},
 		{"segment list", "segment_list", contracts.SegmentList{CrawlID: "c", TotalSize: size, Segments: []contracts.Segment{
 			{Name: "s.warc.gz", Key: "warc/s.warc.gz", Size: &size, Modified: &at, Records: 3, URL: "/u", CDXJURL: "/u.cdxj", WETURL: "/u.wet.gz", WATURL: "/u.wat.gz"},
 			{Name: "t.warc.gz", Key: "warc/t.warc.gz", Records: 1, URL: "/v", CDXJURL: "/v.cdxj", WETURL: "/v.wet.gz", WATURL: "/v.wat.gz"},

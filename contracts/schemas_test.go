@@ -255,6 +255,7 @@ func TestSchemaMatchesGoFields(t *testing.T) {
 		{"render override", "profile", []string{"$defs", "render_override"}, contracts.RenderOverride{}, nil},
 		{"profile patch", "profile_patch", nil, contracts.ProfilePatch{}, nil},
 		{"recrawl", "profile", []string{"$defs", "recrawl"}, contracts.Recrawl{}, nil},
+		{"idempotency", "profile", []string{"$defs", "idempotency"}, contracts.Idempotency{}, nil},
 		{"adaptive recrawl", "profile", []string{"$defs", "recrawl", "properties", "adaptive"}, contracts.AdaptiveRecrawl{}, nil},
 		{"recrawl status", "crawl_status", []string{"properties", "recrawl"}, contracts.RecrawlStatus{}, nil},
 		{"crawl outcome", "crawl_status", []string{"properties", "outcome"}, contracts.CrawlOutcome{}, nil},

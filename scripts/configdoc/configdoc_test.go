@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gridcrawl/gridcrawl/pkg/netguard"
 )
 
 const hint = "run `go run ./scripts/configdoc`"
@@ -247,6 +249,41 @@ func TestTaggedInTables(t *testing.T) {
 	for n := range inTables {
 		if !tagged[n] {
 			t.Errorf("%s: %s is in a struct's table but no env tag names it (%s)", pagePath, n, hint)
+		}
+	}
+}
+
+// TestAllowNetsWords checks that the note of GRIDCRAWL_ALLOW_NETS names
+// every word netguard.ParseNets takes for a network.
+func TestAllowNetsWords(t *testing.T) {
+	for _, word := range []string{"loopback", "private"} {
+		if _, err := netguard.ParseNets(word); err != nil {
+			t.Fatalf("ParseNets(%q) = %v: the word is no longer taken", word, err)
+		}
+		if !strings.Contains(notes["GRIDCRAWL_ALLOW_NETS"], "`"+word+"`") {
+			t.Errorf("note of GRIDCRAWL_ALLOW_NETS = %q, want it to name `%s`", notes["GRIDCRAWL_ALLOW_NETS"], word)
+		}
+	}
+}
+
+// TestLogFormats checks that the note of GRIDCRAWL_LOG_LEVEL names the log
+// format of each logger the commands build: JSON in svc (the service
+// binaries), key=value text in grid (grid up, grid crawl).
+func TestLogFormats(t *testing.T) {
+	root := repoRoot(t)
+	for _, tc := range []struct{ file, handler, word string }{
+		{"services/internal/svc/svc.go", "slog.NewJSONHandler", "JSON lines"},
+		{"services/internal/grid/cli.go", "slog.NewTextHandler", "`key=value`"},
+	} {
+		src, err := os.ReadFile(filepath.Join(root, tc.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(src), tc.handler) {
+			t.Errorf("%s has no %s: update this test and the note", tc.file, tc.handler)
+		}
+		if !strings.Contains(notes["GRIDCRAWL_LOG_LEVEL"], tc.word) {
+			t.Errorf("note of GRIDCRAWL_LOG_LEVEL = %q, want it to say %s (%s in %s)", notes["GRIDCRAWL_LOG_LEVEL"], tc.word, tc.handler, tc.file)
 		}
 	}
 }

@@ -16,7 +16,7 @@ var notes = map[string]string{
 	"GRIDCRAWL_S3_REGION":          "Bucket region.",
 	"GRIDCRAWL_QUEUE_MAX_ATTEMPTS": "Deliveries of one contract (retries) before it is dead-lettered to `<queue>.dead`. A delivery postponed during a backend outage does not count.",
 	// Every service (svc.Common, grid.Config).
-	"GRIDCRAWL_LOG_LEVEL": "`debug`, `info`, `warn` or `error` (any case); other values are refused. Logs are JSON lines.",
+	"GRIDCRAWL_LOG_LEVEL": "`debug`, `info`, `warn` or `error` (any case); other values are refused. The service binaries (`mcp`, `loader`, `crawler`, `indexer`) log JSON lines to stderr, each with a `service` key; `grid up` logs text lines of `key=value` pairs (`time=… level=INFO msg=\"crawl created\" crawl_id=…`) to stderr, and `grid crawl` logs them only at `debug`.",
 	// MCP.
 	"GRIDCRAWL_LISTEN":            "MCP API and dashboard address (`grid up --listen` overrides it). In grid mode behind Docker, listen on `0.0.0.0:PORT`.",
 	"GRIDCRAWL_API_TOKEN":         "API token, sent as `Authorization: Bearer TOKEN` or as the basic-auth user name; required in grid mode. Without it the embedded grid serves loopback clients only. Also sent by the `grid` client commands.",
@@ -31,7 +31,7 @@ var notes = map[string]string{
 	"GRIDCRAWL_FETCH_ATTEMPTS":      "Fetches of a URL on timeouts, connection errors, 429 and 503 before it fails.",
 	"GRIDCRAWL_FETCH_RETRY_DELAY":   "Base delay of those retries; it grows per attempt and is at least the server's `Retry-After`.",
 	"GRIDCRAWL_CRAWL_DELAY_CAP":     "Largest robots.txt `Crawl-delay` honoured; a longer one is clamped to it (it slows the group, it never fails URLs).",
-	"GRIDCRAWL_ALLOW_NETS":          "Comma-separated CIDRs the loader may fetch from although they are private, loopback or link-local, which it refuses by default (checked on the dialled address). Crawling a site on your own machine needs it, e.g. `127.0.0.0/8`; without it such URLs fail with `address not allowed`.",
+	"GRIDCRAWL_ALLOW_NETS":          "Comma-separated networks the loader may fetch from although they are private, loopback or link-local, which it refuses by default (checked on the dialled address): CIDR prefixes (`192.168.1.0/24`), IP addresses, and the words `loopback` (127.0.0.0/8 and ::1, this machine) and `private` (10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16 and fc00::/7). Crawling a site on your own machine needs it, e.g. `loopback`; without it such URLs fail with `address not allowed`.",
 	"GRIDCRAWL_WARC_FLUSH_INTERVAL": "Fetched records are stored (appended, or one object) at least this often, and at once whenever the loader has no fetch in progress, so that a chain of newly found links advances at the politeness delay.",
 	"GRIDCRAWL_WARC_GZIP":           "One gzip member per WARC record (`.warc.gz`); false writes plain `.warc`.",
 	"GRIDCRAWL_WARC_SEGMENT_AGE":    "A WARC segment takes no more records once this old (the embedded store appends to a segment until then).",

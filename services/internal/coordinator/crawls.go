@@ -137,6 +137,15 @@ func (co *Coordinator) status(ctx context.Context, c profiles.Crawl) (contracts.
 		}
 	}
 	st.Retired = counts[contracts.Retired]
+	if c.State == contracts.CrawlCancelled && counts[contracts.Failed] > 0 {
+		// Only a cancelled crawl has records failed for its cancellation:
+		// no other state pays for the count.
+		n, err := co.deps.Tx.CountMatching(ctx, c.ID, txindex.Filter{Status: contracts.Failed, Reason: contracts.ReasonCancelled})
+		if err != nil {
+			return contracts.CrawlStatus{}, fmt.Errorf("count cancelled records: %w", err)
+		}
+		st.Cancelled = n
+	}
 	if counts[contracts.Failed] > 0 || st.Pending == 0 {
 		if err := co.outcome(ctx, c, &st); err != nil {
 			return contracts.CrawlStatus{}, err
@@ -160,7 +169,10 @@ func (co *Coordinator) Cancel(ctx context.Context, id string) error {
 	return co.failPending(ctx, id)
 }
 
-// failPending fails the pending records of a cancelled crawl.
+// failPending fails the pending records of a cancelled crawl with reason
+// contracts.ReasonCancelled: failed is terminal, so the crawl is out of
+// work for every rule that reads statuses (OutOfWork, HCF, YaCy), and its
+// status counts them apart (Cancelled).
 func (co *Coordinator) failPending(ctx context.Context, id string) error {
 	for _, s := range []contracts.Status{contracts.ToBeLoaded, contracts.ToBeParsed, contracts.ToBeIndexed} {
 		after := ""
@@ -174,7 +186,7 @@ func (co *Coordinator) failPending(ctx context.Context, id string) error {
 			}
 			ts := make([]txindex.Transition, len(recs))
 			for i, r := range recs {
-				ts[i] = txindex.Transition{Key: r.Key, From: s, To: contracts.Failed, Error: "cancelled"}
+				ts[i] = txindex.Transition{Key: r.Key, From: s, To: contracts.Failed, Error: contracts.ReasonCancelled}
 			}
 			if _, err := co.deps.Tx.Transition(ctx, ts); err != nil {
 				return fmt.Errorf("fail cancelled records: %w", err)

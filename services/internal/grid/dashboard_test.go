@@ -376,6 +376,14 @@ func TestDashboardInBrowser(t *testing.T) {
 	if renderLine != "Rendered: no" {
 		t.Errorf("URL page of indexed page %s shows %q, want %q", page, renderLine, "Rendered: no")
 	}
+	// The record's attempts count the recovery sweep's redeliveries: a page
+	// fetched on its first delivery shows none, not "Attempts 0".
+	var redeliveries string
+	run("redeliveries", chromedp.Evaluate(`(() => { const dd = document.getElementById("url-attempts");
+  return dd ? dd.previousElementSibling.textContent + ": " + dd.textContent : "no #url-attempts"; })()`, &redeliveries))
+	if prec, err := g.Backends.Tx.Get(ctx, txindex.Key(id, page)); err != nil || prec.Attempts != 0 || redeliveries != "Redeliveries: none" {
+		t.Errorf("URL page of indexed page %s shows %q (record attempts %d, %v), want %q", page, redeliveries, prec.Attempts, err, "Redeliveries: none")
+	}
 
 	// Search finds the page holding a word of the site.
 	if len(exp.Words) == 0 {
@@ -418,11 +426,24 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 		return s
 	}
+	// A running crawl's pages/s shows a rate from the first poll on.
+	var firstRate string
+	run("running crawl's rate",
+		chromedp.Navigate(api+"/#/"),
+		chromedp.WaitVisible(fmt.Sprintf(`tr[data-crawl="%s"][data-state="running"] td[data-rate]`, created.CrawlID), chromedp.ByQuery),
+		chromedp.Text(fmt.Sprintf(`tr[data-crawl="%s"] td[data-rate]`, created.CrawlID), &firstRate, chromedp.ByQuery))
+	if _, err := strconv.ParseFloat(firstRate, 64); err != nil {
+		t.Errorf("pages/s of the running crawl on the list's first poll = %q, want a number", firstRate)
+	}
+	var redErrors []string
+	var loadersLine string
 	run("frontier",
 		chromedp.Navigate(api+"/#/frontier"),
 		chromedp.WaitVisible(`#groups tr[data-group]`, chromedp.ByQuery),
 		chromedp.WaitVisible(`#controls #pause:not([disabled])`, chromedp.ByQuery),
 		shot("frontier"),
+		chromedp.Text(`#frontier-time`, &loadersLine, chromedp.ByQuery),
+		chromedp.Evaluate(`[...document.querySelectorAll("#groups td.err")].map((e) => e.textContent).filter((t) => /http status 4(?!29)\d\d/.test(t))`, &redErrors),
 		chromedp.Click(`#controls #pause`, chromedp.ByQuery),
 		chromedp.WaitVisible(`#controls .badge.paused`, chromedp.ByQuery))
 	if s := state(); s.State != contracts.CrawlPaused {
@@ -449,8 +470,76 @@ func TestDashboardInBrowser(t *testing.T) {
 		chromedp.WaitVisible(`#controls #cancel.armed`, chromedp.ByQuery),
 		chromedp.Click(`#controls #cancel`, chromedp.ByQuery),
 		chromedp.WaitVisible(`#controls .empty`, chromedp.ByQuery))
-	if s := state(); s.State != contracts.CrawlCancelled {
-		t.Errorf("after Cancel on the frontier page the crawl is %s, want cancelled", s.State)
+	if loadersLine != "1 loader reporting" {
+		t.Errorf("frontier says %q, want %q (the embedded grid has one loader)", loadersLine, "1 loader reporting")
+	}
+	if len(redErrors) > 0 {
+		t.Errorf("the frontier shows 4xx answers as errors, in red: %q", redErrors)
+	}
+	cancelled := state()
+	if cancelled.State != contracts.CrawlCancelled {
+		t.Errorf("after Cancel on the frontier page the crawl is %s, want cancelled", cancelled.State)
+	}
+	if cancelled.Cancelled == 0 || cancelled.Cancelled > cancelled.Counts[contracts.Failed] {
+		t.Errorf("the cancelled crawl counts %d cancelled of %d failed, want some, at most the failed", cancelled.Cancelled, cancelled.Counts[contracts.Failed])
+	}
+
+	// The crawl list at a laptop's and a small window's width: every column
+	// in view without a horizontal scroll bar, crawl ids on one line, the
+	// cancelled crawl's unfetched URLs counted as cancelled, not failed.
+	for _, width := range []int64{1400, 1024} {
+		var m struct {
+			Scroll, Client           float64
+			FinishedRight, WrapRight float64
+			IDHeights                []float64
+			LineHeight               float64
+			Counts                   map[string]string
+		}
+		run(fmt.Sprintf("crawls list at %d px", width),
+			chromedp.EmulateViewport(width, 900),
+			chromedp.Navigate(api+"/#/"),
+			chromedp.WaitVisible(fmt.Sprintf(`tr[data-crawl="%s"][data-state="cancelled"]`, created.CrawlID), chromedp.ByQuery),
+			chromedp.Sleep(300*time.Millisecond),
+			chromedp.Evaluate(fmt.Sprintf(`(() => {
+  const wrap = document.querySelector("#crawls").parentElement;
+  const fin = [...document.querySelectorAll("#crawls th")].find((e) => e.textContent.trim() === "Finished");
+  const ids = [...document.querySelectorAll("#crawls .crawl-id")];
+  return { Scroll: wrap.scrollWidth, Client: wrap.clientWidth,
+    FinishedRight: fin.getBoundingClientRect().right, WrapRight: wrap.getBoundingClientRect().right,
+    IDHeights: ids.map((e) => e.getBoundingClientRect().height),
+    LineHeight: ids.length ? parseFloat(getComputedStyle(ids[0]).lineHeight) : 0,
+    Counts: Object.fromEntries([...document.querySelectorAll('tr[data-crawl="%s"] [data-count]')].map((e) => [e.dataset.count, e.textContent])) };
+})()`, created.CrawlID), &m),
+			shot(fmt.Sprintf("crawls-%d", width)))
+		if m.Scroll > m.Client {
+			t.Errorf("at %d px the crawl list scrolls sideways: scrollWidth %v > clientWidth %v", width, m.Scroll, m.Client)
+		}
+		if m.FinishedRight > m.WrapRight+1 {
+			t.Errorf("at %d px the Finished column ends at %v px, past the list's edge at %v px", width, m.FinishedRight, m.WrapRight)
+		}
+		if len(m.IDHeights) < 2 {
+			t.Errorf("at %d px the list shows %d crawl ids, want one per crawl", width, len(m.IDHeights))
+		}
+		for _, ht := range m.IDHeights {
+			if m.LineHeight == 0 || ht > 1.5*m.LineHeight {
+				t.Errorf("at %d px a crawl id is %v px high, more than one line of %v px: it wraps", width, ht, m.LineHeight)
+			}
+		}
+		if width == 1400 {
+			var tile string
+			run("cancelled crawl detail",
+				chromedp.Navigate(api+"/#/crawl/"+url.PathEscape(created.CrawlID)),
+				chromedp.WaitVisible(`#counts [data-count="cancelled"]`, chromedp.ByQuery),
+				chromedp.Text(`#counts [data-count="cancelled"]`, &tile, chromedp.ByQuery),
+				shot("crawl-detail-cancelled"))
+			if countOf(t, tile) != cancelled.Cancelled {
+				t.Errorf("the cancelled crawl's page shows %s cancelled, the API %d", tile, cancelled.Cancelled)
+			}
+			failed := cancelled.Counts[contracts.Failed] - cancelled.Excluded - cancelled.Cancelled
+			if c, f := countOf(t, m.Counts["cancelled"]), countOf(t, m.Counts["failed"]); c != cancelled.Cancelled || f != failed {
+				t.Errorf("the cancelled crawl's row shows %d cancelled, %d failed; the API says %d cancelled, %d other failures", c, f, cancelled.Cancelled, failed)
+			}
+		}
 	}
 	if errs := pageErrors(); len(errs) > 0 {
 		t.Errorf("the dashboard logged script errors: %v", errs)

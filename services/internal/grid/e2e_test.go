@@ -371,7 +371,7 @@ func TestInvalidProfilesAreRejectedWithTheField(t *testing.T) {
 	}{
 		{"no start urls", `{"max_depth":1}`, "start_urls"},
 		{"ftp start url", `{"start_urls":["ftp://x.test/"]}`, "start_urls[0]"},
-		{"second url bad", `{"start_urls":["http://a.test/","nothing"]}`, "start_urls[1]"},
+		{"second url bad", `{"start_urls":["http://a.test/","no thing"]}`, "start_urls[1]"},
 		{"negative depth", `{"start_urls":["http://a.test/"],"max_depth":-1}`, "max_depth"},
 		{"bad scope", `{"start_urls":["http://a.test/"],"scope":"planet"}`, "scope"},
 		{"bad regex", `{"start_urls":["http://a.test/"],"crawl_must_match":"("}`, "crawl_must_match"},

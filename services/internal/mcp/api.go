@@ -1,14 +1,19 @@
 package mcp
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/netip"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/profiles"
@@ -115,11 +120,31 @@ func decodeProfile(r io.Reader) (contracts.Profile, error) {
 	if err != nil {
 		return p, err
 	}
+	if p.Idempotency != nil {
+		return p, &contracts.FieldError{Field: "idempotency", Reason: "is set by MCP from the Idempotency-Key header, not by the body"}
+	}
 	return coordinator.CheckProfile(p)
 }
 
+// idempotencyWindow is how long an Idempotency-Key is remembered: a POST
+// with the key of a crawl created longer ago creates a new crawl.
+const idempotencyWindow = 24 * time.Hour
+
 func (m *MCP) createCrawl(w http.ResponseWriter, r *http.Request) {
-	p, err := decodeProfile(r.Body)
+	var key string
+	if vals := r.Header.Values("Idempotency-Key"); len(vals) > 0 {
+		var ok bool
+		if key, ok = idempotencyKey(vals); !ok {
+			jsonapi.Error(w, http.StatusBadRequest, fmt.Sprintf("Idempotency-Key must be one string of 1 to %d printable characters, such as \"8e03978e-40d5-43e8-bc93-6894a57f9324\"", contracts.MaxIdempotencyKeyLen), "Idempotency-Key")
+			return
+		}
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxProfileBytes+1))
+	if err != nil {
+		jsonapi.Error(w, http.StatusBadRequest, "could not read the request body", "")
+		return
+	}
+	p, err := decodeProfile(bytes.NewReader(body))
 	if err != nil {
 		var fe *contracts.FieldError
 		if errors.As(err, &fe) {
@@ -128,6 +153,30 @@ func (m *MCP) createCrawl(w http.ResponseWriter, r *http.Request) {
 		}
 		jsonapi.Error(w, http.StatusBadRequest, err.Error(), "")
 		return
+	}
+	if key != "" {
+		sum := sha256.Sum256(body)
+		p.Idempotency = &contracts.Idempotency{Key: key, RequestSHA256: hex.EncodeToString(sum[:])}
+		if !m.startCreating(key) {
+			jsonapi.Error(w, http.StatusConflict, "a request with this Idempotency-Key is still being answered: retry once it is", "Idempotency-Key")
+			return
+		}
+		defer m.doneCreating(key)
+		c, found, err := m.crawlOfKey(r, key)
+		if err != nil {
+			m.log.Error("find idempotency key", "err", err)
+			jsonapi.Error(w, http.StatusInternalServerError, "could not read the crawls", "")
+			return
+		}
+		if found {
+			if c.Profile.Idempotency.RequestSHA256 != p.Idempotency.RequestSHA256 {
+				jsonapi.Error(w, http.StatusUnprocessableEntity, "this Idempotency-Key was used for crawl "+c.ID+" with another request body: send the same body, or a new key for a new crawl", "Idempotency-Key")
+				return
+			}
+			w.Header().Set("Location", "/api/v1/crawls/"+c.ID)
+			jsonapi.Write(w, http.StatusCreated, contracts.CreateCrawlResponse{V: contracts.Version, CrawlID: c.ID, State: contracts.CrawlRunning})
+			return
+		}
 	}
 	id, err := m.crawls.CreateCrawl(r.Context(), p)
 	if err != nil && id == "" {
@@ -144,6 +193,56 @@ func (m *MCP) createCrawl(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Location", "/api/v1/crawls/"+id)
 	jsonapi.Write(w, http.StatusCreated, contracts.CreateCrawlResponse{V: contracts.Version, CrawlID: id, State: contracts.CrawlRunning})
+}
+
+// idempotencyKey reads the Idempotency-Key header's values: one
+// structured-field string ("…", RFC 8941) or, leniently, one bare token.
+func idempotencyKey(vals []string) (string, bool) {
+	if len(vals) != 1 {
+		return "", false
+	}
+	k := strings.TrimSpace(vals[0])
+	if len(k) >= 2 && k[0] == '"' && k[len(k)-1] == '"' {
+		k = k[1 : len(k)-1]
+	}
+	return k, contracts.ValidIdempotencyKey(k)
+}
+
+// startCreating marks key as under way; false when it already is.
+func (m *MCP) startCreating(key string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.creating[key] {
+		return false
+	}
+	if m.creating == nil {
+		m.creating = map[string]bool{}
+	}
+	m.creating[key] = true
+	return true
+}
+
+func (m *MCP) doneCreating(key string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.creating, key)
+}
+
+// crawlOfKey finds the crawl created within idempotencyWindow by a POST
+// with key. The key is stored in the crawl's profile, in the profile store,
+// so that it is found after a restart and by every MCP of a grid.
+func (m *MCP) crawlOfKey(r *http.Request, key string) (profiles.Crawl, bool, error) {
+	cs, err := m.deps.Profiles.List(r.Context())
+	if err != nil {
+		return profiles.Crawl{}, false, err
+	}
+	since := time.Now().Add(-idempotencyWindow)
+	for _, c := range cs {
+		if c.Profile.Idempotency != nil && c.Profile.Idempotency.Key == key && c.CreatedAt.After(since) {
+			return c, true, nil
+		}
+	}
+	return profiles.Crawl{}, false, nil
 }
 
 func (m *MCP) getCrawl(w http.ResponseWriter, r *http.Request) {

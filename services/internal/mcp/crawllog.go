@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"compress/gzip"
+	"container/heap"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -89,10 +90,27 @@ func (m *MCP) knownCrawl(w http.ResponseWriter, r *http.Request, id string) bool
 	return true
 }
 
+// maxSortScan bounds the matching records a crawl log page in time or URL
+// order reads: the transaction index lists records in key order only, so
+// such a page scans every matching record (keeping only one page of them in
+// memory). Past the bound the default order is key order, and an explicit
+// sort=time or sort=url is refused with a hint to filter.
+const maxSortScan = 50_000
+
+// scanPage is how many records a sorting scan reads from the index at once.
+const scanPage = 1000
+
+// Crawl log orders (the sort parameter).
+const (
+	sortTime = "time"
+	sortURL  = "url"
+	sortKey  = "key"
+)
+
 // crawlLog serves GET /api/v1/crawls/{id}/urls: one URL's record with
-// ?url=, else a page of the crawl's records in key order, filtered by
-// status, reason and host, continued with the opaque cursor of the page
-// before.
+// ?url=, else a page of the crawl's records filtered by status, reason and
+// host, in the order sort asks (time: by status_time, the default; url; key:
+// the index's order), continued with the opaque cursor of the page before.
 func (m *MCP) crawlLog(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if !m.knownCrawl(w, r, id) {
@@ -121,30 +139,165 @@ func (m *MCP) crawlLog(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	after := ""
+	order := q.Get("sort")
+	switch order {
+	case "", sortTime, sortURL, sortKey:
+	default:
+		jsonapi.Error(w, http.StatusBadRequest, `must be "time" (the default), "url" or "key"`, "sort")
+		return
+	}
+	var cur logCursor
 	if c := q.Get("cursor"); c != "" {
-		b, err := base64.RawURLEncoding.DecodeString(c)
-		if err != nil || !strings.HasPrefix(string(b), "k:") {
+		var ok bool
+		if cur, ok = parseLogCursor(c); !ok || order != "" && cur.order != order {
 			jsonapi.Error(w, http.StatusBadRequest, "not a cursor of this listing", "cursor")
 			return
 		}
-		after = strings.TrimPrefix(string(b), "k:")
+		order = cur.order
 	}
-	recs, err := m.deps.Tx.Find(r.Context(), id, f, after, limit)
+	if order != sortKey {
+		n, err := m.deps.Tx.CountMatching(r.Context(), id, f)
+		if err != nil {
+			m.log.Error("crawl log", "crawl_id", id, "err", err)
+			jsonapi.Error(w, http.StatusInternalServerError, "could not list the crawl's URLs", "")
+			return
+		}
+		bound := int64(maxSortScan)
+		if m.sortScanLimit > 0 {
+			bound = int64(m.sortScanLimit)
+		}
+		switch {
+		case n > bound && order == "":
+			order = sortKey
+		case n > bound:
+			jsonapi.Error(w, http.StatusBadRequest, fmt.Sprintf("%d records match: sort=%s reads them all for every page, which it does for at most %d; filter by status, host or reason, or page in key order (sort=key)", n, order, bound), "sort")
+			return
+		case order == "":
+			order = sortTime
+		}
+	}
+	var recs []txindex.Record
+	var err error
+	if order == sortKey {
+		recs, err = m.deps.Tx.Find(r.Context(), id, f, cur.key, limit)
+	} else {
+		recs, err = m.sortedPage(r, id, f, order, cur, limit)
+	}
 	if err != nil {
 		m.log.Error("crawl log", "crawl_id", id, "err", err)
 		jsonapi.Error(w, http.StatusInternalServerError, "could not list the crawl's URLs", "")
 		return
 	}
-	out := contracts.CrawlLog{CrawlID: id, URLs: make([]contracts.URLRecord, 0, len(recs))}
+	out := contracts.CrawlLog{CrawlID: id, Sort: order, URLs: make([]contracts.URLRecord, 0, len(recs))}
 	for _, rec := range recs {
 		out.URLs = append(out.URLs, urlRecord(rec))
 	}
 	if len(recs) == limit {
-		c := base64.RawURLEncoding.EncodeToString([]byte("k:" + recs[len(recs)-1].Key))
+		last := recs[len(recs)-1]
+		c := logCursor{order: order, value: sortValue(order, last), key: last.Key}.String()
 		out.NextCursor = &c
 	}
 	jsonapi.Write(w, http.StatusOK, out)
+}
+
+// logCursor is where a page of the crawl log ends: the order, and the sort
+// value and key of its last record.
+type logCursor struct {
+	order, value, key string
+}
+
+// String encodes c: "k:KEY" for key order (the form of earlier cursors),
+// else "ORDER\x00VALUE\x00KEY", in unpadded base64url.
+func (c logCursor) String() string {
+	raw := "k:" + c.key
+	if c.order != sortKey {
+		raw = c.order + "\x00" + c.value + "\x00" + c.key
+	}
+	return base64.RawURLEncoding.EncodeToString([]byte(raw))
+}
+
+func parseLogCursor(s string) (logCursor, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return logCursor{}, false
+	}
+	if k, ok := strings.CutPrefix(string(b), "k:"); ok {
+		return logCursor{order: sortKey, key: k}, true
+	}
+	parts := strings.SplitN(string(b), "\x00", 3)
+	if len(parts) != 3 || parts[0] != sortTime && parts[0] != sortURL {
+		return logCursor{}, false
+	}
+	return logCursor{order: parts[0], value: parts[1], key: parts[2]}, true
+}
+
+// sortValue is what record r is ordered by: its status time as fixed-width
+// nanoseconds (so that strings compare as times), or its URL.
+func sortValue(order string, r txindex.Record) string {
+	if order == sortURL {
+		return r.URL
+	}
+	return fmt.Sprintf("%020d", max(r.StatusTime.UnixNano(), 0))
+}
+
+// sortedPage returns the limit records of crawl id matching f that follow
+// cur in order (by sort value, then key). The index lists in key order
+// only, so it reads every matching record, scanPage at a time, and keeps
+// the limit first in a heap: memory of one page, time of a scan.
+func (m *MCP) sortedPage(r *http.Request, id string, f txindex.Filter, order string, cur logCursor, limit int) ([]txindex.Record, error) {
+	h := &recordHeap{}
+	after := ""
+	for {
+		recs, err := m.deps.Tx.Find(r.Context(), id, f, after, scanPage)
+		if err != nil {
+			return nil, err
+		}
+		for _, rec := range recs {
+			v := sortValue(order, rec)
+			if cur.key != "" && (v < cur.value || v == cur.value && rec.Key <= cur.key) {
+				continue
+			}
+			if h.Len() < limit {
+				heap.Push(h, sortedRecord{v, rec})
+			} else if e := h.items[0]; v < e.value || v == e.value && rec.Key < e.rec.Key {
+				h.items[0] = sortedRecord{v, rec}
+				heap.Fix(h, 0)
+			}
+		}
+		if len(recs) < scanPage {
+			break
+		}
+		after = recs[len(recs)-1].Key
+	}
+	out := make([]txindex.Record, h.Len())
+	for i := len(out) - 1; i >= 0; i-- {
+		out[i] = heap.Pop(h).(sortedRecord).rec
+	}
+	return out, nil
+}
+
+type sortedRecord struct {
+	value string
+	rec   txindex.Record
+}
+
+// recordHeap is a max-heap of records by (value, key): its top is the
+// last of the page being gathered.
+type recordHeap struct {
+	items []sortedRecord
+}
+
+func (h *recordHeap) Len() int { return len(h.items) }
+func (h *recordHeap) Less(i, j int) bool {
+	a, b := h.items[i], h.items[j]
+	return a.value > b.value || a.value == b.value && a.rec.Key > b.rec.Key
+}
+func (h *recordHeap) Swap(i, j int) { h.items[i], h.items[j] = h.items[j], h.items[i] }
+func (h *recordHeap) Push(x any)    { h.items = append(h.items, x.(sortedRecord)) }
+func (h *recordHeap) Pop() any {
+	x := h.items[len(h.items)-1]
+	h.items = h.items[:len(h.items)-1]
+	return x
 }
 
 // oneURL answers the record of raw, normalized as the crawler does.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"reflect"
 	"regexp"
 	"slices"
@@ -23,7 +24,8 @@ import (
 // JSON path ("politeness.min_delay_ms", "budget.overrides[0].domain") and
 // says what the field must be in JSON's words (a string, an integer, an
 // array of strings), never in Go's; an error about the body as a whole has
-// no field and says "request body".
+// no field and says "request body". A number written with a fraction or an
+// exponent whose value is whole (1e6, 20.0) is taken for an integer field.
 func decodeBody[T any](r io.Reader, limit int64) (T, error) {
 	var v T
 	data, err := io.ReadAll(io.LimitReader(r, limit+1))
@@ -36,15 +38,201 @@ func decodeBody[T any](r io.Reader, limit int64) (T, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return v, &contracts.FieldError{Reason: "request body is empty: send a JSON object"}
 	}
+	v, err = decodeStrict[T](data)
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && isInteger(te.Type) {
+		// encoding/json takes only integers written as such for an integer
+		// field: write the whole numbers of the body so and decode again.
+		if n, ok := strings.CutPrefix(te.Value, "number "); ok && fits(te.Type, wholeNumber(n)) {
+			if whole, ok := wholeNumbers(data); ok {
+				var v2 T
+				if v2, err = decodeStrict[T](whole); err == nil {
+					return v2, nil
+				}
+				data = whole
+			}
+		}
+	}
+	if err != nil {
+		return v, bodyError(reflect.TypeFor[T](), data, err)
+	}
+	return v, nil
+}
+
+// decodeStrict decodes data into a T, refusing unknown fields and data
+// after the value (which it reports as a *contracts.FieldError).
+func decodeStrict[T any](data []byte) (T, error) {
+	var v T
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&v); err != nil {
-		return v, bodyError(reflect.TypeFor[T](), data, err)
+		return v, err
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return v, &contracts.FieldError{Reason: "request body has data after its JSON value"}
 	}
 	return v, nil
+}
+
+// isInteger reports whether t (or what it points to) is an integer type.
+func isInteger(t reflect.Type) bool {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil {
+		return false
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return true
+	}
+	return false
+}
+
+// fits reports whether the integer text w is one of integer type t's values.
+func fits(t reflect.Type, w string) bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if w == "" {
+		return false
+	}
+	if t.Kind() >= reflect.Uint && t.Kind() <= reflect.Uint64 {
+		_, err := strconv.ParseUint(w, 10, t.Bits())
+		return err == nil
+	}
+	_, err := strconv.ParseInt(w, 10, t.Bits())
+	return err == nil
+}
+
+// maxWholeDigits bounds the integers wholeNumber writes out: no integer
+// field takes more digits, and 1e999999 must not become a million zeros.
+const maxWholeDigits = 40
+
+// wholeNumber returns the JSON number n written as an integer ("1e6" →
+// "1000000", "-20.0" → "-20", "0.0" → "0") when its value is whole and has
+// at most maxWholeDigits digits, else "". It works on the decimal text, so
+// that no precision is lost on the way.
+func wholeNumber(n string) string {
+	sign := ""
+	if rest, ok := strings.CutPrefix(n, "-"); ok {
+		sign, n = "-", rest
+	}
+	mant, exp := n, 0
+	if i := strings.IndexAny(n, "eE"); i >= 0 {
+		e, err := strconv.Atoi(strings.TrimPrefix(n[i+1:], "+"))
+		if err != nil {
+			return ""
+		}
+		mant, exp = n[:i], e
+	}
+	intPart, frac, _ := strings.Cut(mant, ".")
+	digits := intPart + frac
+	switch {
+	case digits == "" || strings.Trim(digits, "0123456789") != "":
+		return ""
+	case strings.Trim(digits, "0") == "":
+		return "0" // 0e70 is 0, whatever the exponent
+	case exp > maxWholeDigits || exp < -len(n)-maxWholeDigits:
+		return ""
+	}
+	point := len(intPart) + exp // digits[:point] is the integer part
+	var whole string
+	switch {
+	case point <= 0:
+		if strings.Trim(digits, "0") != "" {
+			return ""
+		}
+		whole = "0"
+	case point >= len(digits):
+		whole = digits + strings.Repeat("0", point-len(digits))
+	default:
+		if strings.Trim(digits[point:], "0") != "" {
+			return ""
+		}
+		whole = digits[:point]
+	}
+	whole = strings.TrimLeft(whole, "0")
+	if whole == "" {
+		return "0"
+	}
+	if len(whole) > maxWholeDigits {
+		return ""
+	}
+	return sign + whole
+}
+
+// wholeNumbers rewrites the numbers of the JSON document data that have a
+// fraction or an exponent and a whole value as integers; false when data
+// does not decode or has no such number.
+func wholeNumbers(data []byte) ([]byte, bool) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return nil, false
+	}
+	changed := false
+	var walk func(v any) any
+	walk = func(v any) any {
+		switch v := v.(type) {
+		case json.Number:
+			if strings.ContainsAny(string(v), ".eE") {
+				if w := wholeNumber(string(v)); w != "" {
+					changed = true
+					return json.Number(w)
+				}
+			}
+		case []any:
+			for i, e := range v {
+				v[i] = walk(e)
+			}
+		case map[string]any:
+			for k, e := range v {
+				v[k] = walk(e)
+			}
+		}
+		return v
+	}
+	doc = walk(doc)
+	if !changed {
+		return nil, false
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(doc); err != nil {
+		return nil, false
+	}
+	return b.Bytes(), true
+}
+
+// integerReason explains why the JSON number n does not fit an integer
+// field of type t: too large or too small for it (with its bound), or not
+// whole.
+func integerReason(t reflect.Type, n string) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if wholeNumber(n) == "" {
+		// Not whole, or whole with more digits than any integer takes.
+		f, _ := strconv.ParseFloat(n, 64) // ±Inf when too large for a float
+		if math.Abs(f) < math.Exp2(float64(t.Bits()-1)) {
+			return fmt.Sprintf("must be a whole number, not %s", n)
+		}
+	}
+	unsigned := t.Kind() >= reflect.Uint && t.Kind() <= reflect.Uint64
+	bits := t.Bits()
+	switch {
+	case strings.HasPrefix(n, "-") && unsigned:
+		return fmt.Sprintf("%s is out of range: at least 0", n)
+	case strings.HasPrefix(n, "-"):
+		return fmt.Sprintf("%s is out of range: at least %d", n, int64(-1)<<(bits-1))
+	case unsigned:
+		return fmt.Sprintf("%s is out of range: at most %d", n, uint64(1)<<bits-1)
+	}
+	return fmt.Sprintf("%s is out of range: at most %d", n, int64(1)<<(bits-1)-1)
 }
 
 // bodyError explains a decoding error of data into a value of type t.
@@ -68,6 +256,9 @@ func bodyError(t reflect.Type, data []byte, err error) *contracts.FieldError {
 			if at, ok := locate(doc, strings.Split(te.Field, "."), kind, ""); ok {
 				field = at
 			}
+		}
+		if n, ok := strings.CutPrefix(te.Value, "number "); ok && isInteger(te.Type) {
+			return &contracts.FieldError{Field: field, Reason: integerReason(te.Type, n)}
 		}
 		return &contracts.FieldError{Field: field, Reason: fmt.Sprintf("must be %s, not %s", jsonKind(te.Type), valueWord(te.Value))}
 	case errors.As(err, &se):

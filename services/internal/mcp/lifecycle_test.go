@@ -187,9 +187,47 @@ type coConfig = coordinator.Config
 
 func newLifecycleMCP(t *testing.T, cfg testConfig) *lifecycleMCP {
 	t.Helper()
+	return newLifecycleMCPOn(t, cfg, wire.Backends{DataDir: t.TempDir(), QueueMaxAttempts: 5})
+}
+
+// storeBackends are the stores an API test runs on: the embedded ones, and
+// Elasticsearch for the transaction index, profiles and search when
+// GRIDCRAWL_ES_URL is set (required in CI and with
+// GRIDCRAWL_REQUIRE_BACKENDS=1); the queue stays embedded.
+func storeBackends() []struct {
+	name string
+	new  func(t *testing.T) wire.Backends
+} {
+	return []struct {
+		name string
+		new  func(t *testing.T) wire.Backends
+	}{
+		{"embedded", func(t *testing.T) wire.Backends { return wire.Backends{DataDir: t.TempDir(), QueueMaxAttempts: 5} }},
+		{"elasticsearch", func(t *testing.T) wire.Backends {
+			b := wire.Backends{DataDir: t.TempDir(), QueueMaxAttempts: 5, ESURL: testESURL(t),
+				ESPrefix: "gctest-" + strings.ToLower(rand.Text()[:12])}
+			t.Cleanup(func() {
+				c, err := esindex.Open(context.Background(), esindex.Options{URL: b.ESURL, Prefix: b.ESPrefix, Logger: slog.New(slog.DiscardHandler)})
+				if err != nil {
+					t.Errorf("open elasticsearch to delete the test's indices: %v", err)
+					return
+				}
+				defer c.Close()
+				if err := c.DeleteIndices(context.Background()); err != nil {
+					t.Errorf("delete indices: %v", err)
+				}
+			})
+			return b
+		}},
+	}
+}
+
+// newLifecycleMCPOn serves MCP and its coordinator on the backends b.
+func newLifecycleMCPOn(t *testing.T, cfg testConfig, b wire.Backends) *lifecycleMCP {
+	t.Helper()
 	logs := &lockedBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
-	set, err := wire.Open(t.Context(), wire.Backends{DataDir: t.TempDir(), QueueMaxAttempts: 5}, log)
+	set, err := wire.Open(t.Context(), b, log)
 	if err != nil {
 		t.Fatal(err)
 	}

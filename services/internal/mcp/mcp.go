@@ -127,11 +127,16 @@ type MCP struct {
 
 	mu   sync.Mutex
 	addr net.Addr
+	// creating holds the Idempotency-Keys of the POSTs under way (under mu).
+	creating map[string]bool
 	// listening is closed once the HTTP listener is bound.
 	listening chan struct{}
 	// cdxjRunBytes bounds the index lines /cdxj sorts in memory at once
 	// (0: cdxjsort.RunBytes); tests make it small to merge many runs.
 	cdxjRunBytes int
+	// sortScanLimit bounds the records a crawl log page in time or URL
+	// order scans (0: maxSortScan); tests make it small.
+	sortScanLimit int
 }
 
 // New returns MCP; cfg must have been validated.

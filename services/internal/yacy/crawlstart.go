@@ -495,12 +495,12 @@ func (s *yacyStart) set(name, v string) error {
 
 // yacyStartURLs splits crawlingURL into its URLs: YaCy separates them by
 // line breaks or '|'; spaces separate them too. A URL without a scheme
-// gets one as in YaCy (urlnorm.WithScheme).
+// gets one as every crawl start does (contracts.WithScheme).
 func yacyStartURLs(v string) ([]*url.URL, error) {
 	fields := strings.FieldsFunc(v, func(r rune) bool { return r == '|' || r == ' ' || r == '\t' || r == '\r' || r == '\n' })
 	urls := make([]*url.URL, 0, len(fields))
 	for _, f := range fields {
-		f = urlnorm.WithScheme(f)
+		f = contracts.WithScheme(f)
 		n, err := urlnorm.Normalize(f)
 		if err != nil {
 			return nil, &yacyParamError{"crawlingURL", fmt.Sprintf("%q: %v", f, err)}

@@ -136,8 +136,15 @@ function stateBadge(c) {
 // purpose (noindex, index filters): contracts.ReasonExcluded. Such pages
 // are counted in the failed status but shown apart, as "excluded".
 const EXCLUDED = "excluded from index (noindex or index filter)";
-// failedCount is a crawl's failed URLs without the excluded pages.
-const failedCount = (c) => (c.counts.failed || 0) - (c.excluded || 0);
+// CANCELLED is the reason of a URL still pending when its crawl was
+// cancelled (contracts.ReasonCancelled): failed, but no failure of the URL.
+const CANCELLED = "cancelled";
+// noFailure: a failed URL's reason that is no failure, shown plainly.
+const noFailure = (reason) => reason === EXCLUDED || reason === CANCELLED;
+// failedCount is a crawl's failed URLs without the excluded pages and
+// without the URLs a cancel left unfetched (cancelled): both are counted in
+// the failed status, and neither is a failure of its URL.
+const failedCount = (c) => (c.counts.failed || 0) - (c.excluded || 0) - (c.cancelled || 0);
 
 // LIVE are the states of a crawl that still works or will: it can be
 // paused, cancelled and changed. A continuous crawl that is up to date is
@@ -268,13 +275,18 @@ function crawlRate(c) {
     const secs = (end - new Date(c.created_at)) / 1000;
     return secs > 0 ? done / secs : null;
   }
+  // The status has no rate: it is the change of the done URLs between two
+  // polls. Before a second poll (the list just opened) it is the average
+  // since the crawl started, not "–".
   const prev = seen.get(c.crawl_id);
   let r = prev && prev.rate !== undefined ? prev.rate : null;
   if (prev && now - prev.t > 500) {
     r = Math.max(done - prev.done, 0) / ((now - prev.t) / 1000); // a round of a continuous crawl takes settled URLs back
     seen.set(c.crawl_id, { t: now, done, rate: r });
   } else if (!prev) {
-    seen.set(c.crawl_id, { t: now, done });
+    const secs = (now - new Date(c.created_at)) / 1000;
+    r = secs > 0 ? done / secs : null;
+    seen.set(c.crawl_id, { t: now, done, rate: r });
   }
   return r;
 }
@@ -287,10 +299,11 @@ function pageCrawls(main) {
       h("a", { class: "btn primary", href: "#/new" }, "New crawl")),
     h("div", { class: "card tablewrap" }, h("table", { id: "crawls" },
       h("thead", {}, h("tr", {}, h("th", {}, "Crawl"), h("th", {}, "State"), h("th", { class: "num" }, "Indexed"),
-        h("th", { class: "num" }, "Redirected"), h("th", { class: "num" }, "Failed"),
-        h("th", { class: "num hide-sm", title: "Fetched and parsed, left out of the index on purpose (noindex, index filters)" }, "Excluded"),
-        h("th", { class: "num hide-sm", title: "Sitemaps read, and start hosts' missing /sitemap.xml" }, "Sitemaps"),
-        h("th", { class: "num" }, "Pending"), h("th", { class: "num hide-sm" }, "Retired"), h("th", { class: "num" }, "Total"), h("th", { class: "num hide-sm" }, "Docs"), h("th", { class: "num" }, "Pages/s"),
+        h("th", { class: "num hide-md" }, "Redirected"), h("th", { class: "num" }, "Failed"),
+        h("th", { class: "num hide-sm hide-md", title: "Fetched and parsed, left out of the index on purpose (noindex, index filters)" }, "Excluded"),
+        h("th", { class: "num hide-sm hide-md", title: "Still pending when the crawl was cancelled: not fetched, no failure" }, "Cancelled"),
+        h("th", { class: "num hide-sm hide-md", title: "Sitemaps read, and start hosts' missing /sitemap.xml" }, "Sitemaps"),
+        h("th", { class: "num" }, "Pending"), h("th", { class: "num hide-sm hide-md" }, "Retired"), h("th", { class: "num" }, "Total"), h("th", { class: "num hide-sm hide-md" }, "Docs"), h("th", { class: "num" }, "Pages/s"),
         h("th", {}, "Started"), h("th", {}, "Finished"))),
       body)));
   every(async () => {
@@ -298,26 +311,27 @@ function pageCrawls(main) {
     const crawls = (list.crawls || []).slice().sort((a, b) => new Date(b.created_at) - new Date(a.created_at));
     count.textContent = crawls.length + (crawls.length === 1 ? " crawl" : " crawls");
     if (!crawls.length) {
-      body.replaceChildren(h("tr", {}, h("td", { colspan: 14, class: "empty" }, "No crawl yet. ", h("a", { href: "#/new" }, "Start one."))));
+      body.replaceChildren(h("tr", {}, h("td", { colspan: 15, class: "empty" }, "No crawl yet. ", h("a", { href: "#/new" }, "Start one."))));
       return;
     }
     body.replaceChildren(...crawls.map((c) => {
       const name = c.profile && c.profile.name;
       const start = c.profile && c.profile.start_urls && c.profile.start_urls[0];
       return h("tr", { dataset: { crawl: c.crawl_id, state: c.state } },
-        h("td", { class: "url" }, h("a", { href: "#/crawl/" + enc(c.crawl_id) }, name || c.crawl_id),
-          h("div", { class: "muted mono" }, name ? c.crawl_id : start || "")),
+        h("td", { class: "url" }, h("a", { href: "#/crawl/" + enc(c.crawl_id), class: name ? "" : "mono crawl-id" }, name || c.crawl_id),
+          h("div", { class: name ? "muted mono crawl-id" : "muted" }, name ? c.crawl_id : start || "")),
         h("td", {}, stateBadge(c)),
         h("td", { class: "num", dataset: { count: "indexed" } }, num(c.counts.indexed || 0)),
-        h("td", { class: "num", dataset: { count: "redirected" } }, num(c.counts.redirected || 0)),
+        h("td", { class: "num hide-md", dataset: { count: "redirected" } }, num(c.counts.redirected || 0)),
         h("td", { class: "num", dataset: { count: "failed" } }, num(failedCount(c))),
-        h("td", { class: "num hide-sm", dataset: { count: "excluded" } }, num(c.excluded || 0)),
-        h("td", { class: "num hide-sm", dataset: { count: "sitemap" } }, num(c.counts.sitemap || 0)),
+        h("td", { class: "num hide-sm hide-md", dataset: { count: "excluded" } }, num(c.excluded || 0)),
+        h("td", { class: "num hide-sm hide-md", dataset: { count: "cancelled" } }, num(c.cancelled || 0)),
+        h("td", { class: "num hide-sm hide-md", dataset: { count: "sitemap" } }, num(c.counts.sitemap || 0)),
         h("td", { class: "num", dataset: { count: "pending" } }, num(c.pending)),
-        h("td", { class: "num hide-sm", dataset: { count: "retired" } }, num(c.retired)),
+        h("td", { class: "num hide-sm hide-md", dataset: { count: "retired" } }, num(c.retired)),
         h("td", { class: "num", dataset: { count: "total" } }, num(c.total)),
-        h("td", { class: "num hide-sm" }, num(c.documents)),
-        h("td", { class: "num" }, rate(crawlRate(c))),
+        h("td", { class: "num hide-sm hide-md" }, num(c.documents)),
+        h("td", { class: "num", dataset: { rate: "" } }, rate(crawlRate(c))),
         h("td", {}, when(c.created_at)),
         h("td", { dataset: { next: c.recrawl ? "1" : undefined } }, c.finished_at ? when(c.finished_at) : c.recrawl && c.state !== "paused" ?
           [h("span", { class: "muted" }, "continuous · next "), nextDue(c.recrawl.next_due)] : h("span", { class: "muted" }, "–")));
@@ -527,12 +541,14 @@ function shownCounts(c) {
   const out = Object.assign({}, c.counts);
   out.failed = failedCount(c);
   out.excluded = c.excluded || 0;
+  out.cancelled = c.cancelled || 0;
   return out;
 }
 
-// SHOWN are the statuses the tiles and the bar show, excluded after failed.
-const SHOWN = STATUSES.flatMap((s) => (s === "failed" ? ["failed", "excluded"] : [s]));
-const SHOWN_COLORS = Object.assign({ excluded: "#bdbdbd" }, STATUS_COLORS);
+// SHOWN are the statuses the tiles and the bar show, excluded and
+// cancelled after failed.
+const SHOWN = STATUSES.flatMap((s) => (s === "failed" ? ["failed", "excluded", "cancelled"] : [s]));
+const SHOWN_COLORS = Object.assign({ excluded: "#bdbdbd", cancelled: "#757575" }, STATUS_COLORS);
 
 function tiles(c) {
   const counts = shownCounts(c);
@@ -542,6 +558,8 @@ function tiles(c) {
       h("div", { class: "k" }, s));
     t.style.borderLeftColor = SHOWN_COLORS[s];
     if (s === "excluded") t.title = "Fetched and parsed, left out of the index on purpose (noindex, index filters): no failure";
+    if (s === "cancelled") t.title = "Still pending when the crawl was cancelled: not fetched, no failure";
+    if (s === "cancelled" && !counts.cancelled && c.state !== "cancelled") continue;
     out.push(t);
   }
   out.push(h("div", { class: "tile" }, h("div", { class: "v", dataset: { count: "documents" } }, num(c.documents)), h("div", { class: "k" }, "documents")));
@@ -825,7 +843,7 @@ function crawlLog(id, sync) {
       body.replaceChildren(table([["URL"], ["Status"], ["HTTP", "num"], ["Depth", "num"], ["Bytes", "num"], ["Reason"], ["Changed"]],
         (r.urls || []).map((u) => h("tr", { dataset: { status: u.status } }, h("td", { class: "url" }, h("a", { href: urlPage(id, u.url) }, u.url)), h("td", {}, badge(u.status)),
           h("td", { class: "num" }, u.http_status || "–"), h("td", { class: "num" }, num(u.depth)), h("td", { class: "num" }, bytes(u.bytes)),
-          h("td", { class: "wrap" + (u.status === "failed" && u.reason !== EXCLUDED ? " err" : " muted") }, u.reason || ""), h("td", {}, when(u.status_time)))), "No URL matches."));
+          h("td", { class: "wrap" + (u.status === "failed" && !noFailure(u.reason) ? " err" : " muted") }, u.reason || ""), h("td", {}, when(u.status_time)))), "No URL matches."));
     };
   }
   // choose shows what the user chose, the filter in the inputs or another
@@ -884,8 +902,13 @@ function nextEligible(g) {
 // lastError is a group's last error: red while the group has URLs to
 // fetch, grey and marked as earlier once it is idle (its error may be from
 // long ago and says nothing of its state now).
+// A 4xx answer other than 429 (a 404 of the sitemap probe of /sitemap.xml,
+// a page gone) is the site's answer about one URL, no error of the group:
+// it is shown plainly, never in red.
 function lastError(g) {
   if (!g.last_error) return h("td", { class: "wrap" });
+  const answer = /^http status 4(?!29)\d\d$/.test(g.last_error);
+  if (answer) return h("td", { class: "wrap muted", dataset: { answer: "1" }, title: "The site's last 4xx answer, about one URL (such as a missing /sitemap.xml): no error of the group" }, "last answer " + g.last_error.replace("http status ", ""));
   if (g.state === "idle" || !g.queued) return h("td", { class: "wrap muted", dataset: { old: "1" } }, "earlier: " + g.last_error);
   return h("td", { class: "wrap err" }, g.last_error);
 }
@@ -929,7 +952,8 @@ function pageFrontier(main) {
   };
   every(async () => {
     const rep = await api("GET", "/api/v1/frontier");
-    document.getElementById("frontier-time").textContent = (rep.loaders || []).length + " loader(s) reporting";
+    const nLoaders = (rep.loaders || []).length;
+    document.getElementById("frontier-time").textContent = nLoaders + (nLoaders === 1 ? " loader reporting" : " loaders reporting");
     const t = rep.totals || {};
     totals.replaceChildren(...[["groups", t.groups], ["ready", t.ready], ["waiting", t.waiting], ["busy", t.busy], ["inactive", t.inactive],
       ["retired", t.retired], ["idle", t.idle], ["queued URLs", t.queued], ["retired URLs", t.retired_items]]
@@ -1126,7 +1150,7 @@ function pageURL(main, _, params) {
         h("dl", { class: "kv" },
           h("dt", {}, "Crawl"), h("dd", {}, h("a", { href: "#/crawl/" + enc(crawl), class: "mono" }, crawl)),
           h("dt", {}, "Status"), h("dd", {}, r.status, " · ", when(r.status_time)),
-          r.reason ? [h("dt", {}, "Reason"), h("dd", { class: r.reason === EXCLUDED ? "muted" : "err", id: "url-reason" }, r.reason)] : null,
+          r.reason ? [h("dt", {}, "Reason"), h("dd", { class: noFailure(r.reason) ? "muted" : "err", id: "url-reason" }, r.reason)] : null,
           h("dt", {}, "HTTP status"), h("dd", {}, r.http_status ? String(r.http_status) : "–"),
           h("dt", {}, "Host"), h("dd", {}, r.host || "–"),
           h("dt", {}, "Depth · hops"), h("dd", {}, num(r.depth), " · ", num(r.hops)),
@@ -1134,7 +1158,8 @@ function pageURL(main, _, params) {
           h("dt", {}, "MIME type"), h("dd", {}, r.mime_type || "–"),
           h("dt", {}, "Size"), h("dd", {}, bytes(r.bytes)),
           h("dt", {}, "Rendered"), h("dd", { id: "url-render" }, rendered(r)),
-          h("dt", {}, "Attempts"), h("dd", {}, num(r.attempts)),
+          h("dt", { title: "How often the recovery sweep sent the URL to the loaders again after its work stalled (a lost contract, a crashed loader): 0 for a URL fetched on its first delivery" }, "Redeliveries"),
+          h("dd", { id: "url-attempts" }, r.attempts ? num(r.attempts) : "none"),
           h("dt", {}, "First seen"), h("dd", {}, when(r.created_at)),
           h("dt", {}, "WARC record"), h("dd", {}, w ? [h("a", { href: w.url, target: "_blank", id: "warc-link" }, "open"),
             h("span", { class: "muted mono" }, " ", w.segment, " @ ", num(w.offset), " (", bytes(w.length), ")")] : "–"),
