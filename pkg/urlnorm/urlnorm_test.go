@@ -502,24 +502,3 @@ func FuzzRegistrableDomain(f *testing.F) {
 		}
 	})
 }
-
-func TestWithScheme(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"127.0.0.1:8701", "http://127.0.0.1:8701"},
-		{"192.168.1.5/a", "http://192.168.1.5/a"},
-		{"[::1]:8080/", "http://[::1]:8080/"},
-		{" localhost:8080/ ", "http://localhost:8080/"},
-		{"example.com/a?b", "https://example.com/a?b"},
-		{"yacy.net", "https://yacy.net"},
-		{"https://example.com/", "https://example.com/"},
-		{"ftp://example.com/", "ftp://example.com/"},
-		{"mailto:x@a.test", "mailto:x@a.test"},
-		{"example.com:8080/a", "https://example.com:8080/a"},
-		{"", ""},
-	}
-	for _, tc := range tests {
-		if got := WithScheme(tc.in); got != tc.want {
-			t.Errorf("WithScheme(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-}

@@ -427,7 +427,7 @@ func cmdSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(res)
 	}
-	fmt.Fprintf(stdout, "%d results for %q\n", res.Total, q)
+	fmt.Fprintf(stdout, "%s for %q\n", plural(res.Total, "result"), q)
 	for i, h := range res.Hits {
 		fmt.Fprintf(stdout, "%2d. %s\n    %s\n", i+1, h.Title, h.URL)
 		if *all {
@@ -438,4 +438,12 @@ func cmdSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	return nil
+}
+
+// plural returns n and noun, with an s unless n is 1.
+func plural[N int | int64](n N, noun string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -240,7 +240,7 @@ func cmdCrawl(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return usageError{errors.New("--resume, --update and --new exclude each other")}
 	}
 	for i, s := range starts {
-		if full := urlnorm.WithScheme(s); full != s {
+		if full := contracts.WithScheme(s); full != s {
 			fmt.Fprintf(stderr, "grid crawl: %s has no scheme: crawling %s\n", s, full)
 			starts[i], s = full, full
 		}

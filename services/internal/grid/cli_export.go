@@ -121,7 +121,7 @@ func exportSegments(ctx context.Context, c *apiclient.Client, id, dir string, as
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", s.Name, size, s.Records, s.URL)
 		}
-		fmt.Fprintf(tw, "%d segments\t%d\t\t\n", len(list.Segments), list.TotalSize)
+		fmt.Fprintf(tw, "%s\t%d\t\t\n", plural(len(list.Segments), "segment"), list.TotalSize)
 		return tw.Flush()
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
