@@ -465,6 +465,16 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("after the change the profile has min delay %d, budget %+v, version %d; want 2500, total 40, version 1",
 			s.Profile.Politeness.MinDelayMS, s.Profile.Budget, s.Profile.Version)
 	}
+	// The change reaches the crawl's group within seconds: its row shows
+	// the profile version that decides its delay, and the crawl's budget.
+	var budgetCell string
+	run("group runs version 1",
+		chromedp.WaitVisible(`#groups tr[data-group] td[data-version="1"]`, chromedp.ByQuery),
+		chromedp.Text(fmt.Sprintf(`#groups tr[data-group] div[data-crawl="%s"]`, created.CrawlID), &budgetCell, chromedp.ByQuery),
+		shot("frontier-version"))
+	if !strings.HasSuffix(strings.TrimSpace(budgetCell), "/ 40") {
+		t.Errorf("the slow crawl's spend in its group = %q, want it against its total budget of 40", budgetCell)
+	}
 	run("cancel", chromedp.WaitVisible(`//*[@id="controls"]//*[contains(text(), "Profile version 1.")]`, chromedp.BySearch),
 		chromedp.Click(`#controls #cancel`, chromedp.ByQuery),
 		chromedp.WaitVisible(`#controls #cancel.armed`, chromedp.ByQuery),

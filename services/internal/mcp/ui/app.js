@@ -881,6 +881,17 @@ function crawlLog(id, sync) {
 const durMS = (g, k) => (g[k + "_ms"] !== undefined ? g[k + "_ms"] : g[k] !== undefined && g[k] !== null ? g[k] / 1e6 : null);
 const limit = (v) => (v === null || v === undefined || v < 0 ? "no limit" : num(v));
 
+// crawlUses is a group's spend against its budget, one line per crawl
+// using the group: each crawl's budget is its own.
+function crawlUses(g, b) {
+  const cs = g.crawls || [];
+  if (!cs.length) return [num(g.spent), " / ", limit(b.total_budget)];
+  return cs.map((c) => h("div", { class: "nowrap", dataset: { crawl: c.crawl_id },
+    title: "crawl " + c.crawl_id + ": " + num(c.fetches) + (c.fetches === 1 ? " fetch, " : " fetches, ") + num(c.queued) + " queued" + (c.retired ? ", " + num(c.retired) + " retired" : "") },
+    cs.length > 1 ? h("span", { class: "muted" }, c.crawl_id.slice(-8) + " ") : null,
+    num(c.spent), " / ", limit(c.budget ? c.budget.total_budget : null), c.budget_spent ? h("span", { class: "muted" }, " spent") : null));
+}
+
 // groupState is a group's state as of now: a loader reports a group
 // waiting until a time, and the report is read up to an interval later,
 // so a waiting group whose time has passed is ready again.
@@ -969,10 +980,11 @@ function pageFrontier(main) {
           h("td", {}, st === g.state ? badge(st) : h("span", { class: "badge " + st, title: "reported " + g.state + " until " + new Date(g.next_eligible).toLocaleString() }, st)),
           h("td", { class: "next" }, nextEligible(g)),
           h("td", { class: "num" }, ms(durMS(g, "delay"))),
-          h("td", { class: "muted" }, g.why || "–"),
+          h("td", { class: "muted nowrap", dataset: { version: g.profile_version ?? "" }, title: g.crawl_id ? "decided by profile version " + g.profile_version + " of crawl " + g.crawl_id : "" },
+            g.why || "–", g.crawl_id ? " · v" + g.profile_version : ""),
           h("td", { class: "num" }, num(g.queued)),
           h("td", { class: "num" }, num(g.fetches)),
-          h("td", { class: "num" }, num(g.spent), " / ", limit(b.total_budget)),
+          h("td", { class: "num" }, crawlUses(g, b)),
           h("td", { class: "num hide-sm" }, g.session_balance === null || g.session_balance === undefined ? "–" : num(g.session_balance)),
           h("td", { class: "hide-sm mono nowrap" }, (g.recent_status || []).slice(-5).map((s) => (s === 0 ? "×" : s)).join(" ")),
           lastError(g),
