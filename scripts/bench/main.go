@@ -58,9 +58,12 @@
 // the crawl's WACZ (with -cdxj its /cdxj instead) over loopback HTTP, and
 // prints the export's MB/s and the grid process's RSS and Go heap at 25,
 // 50, 75 and 100% of the bytes, with their peaks (a -wacz-dir keeps the
-// crawl for the next run):
+// crawl for the next run). With -wacz-share K, K other crawls of as many
+// pages share every segment, exchange by exchange in turn, written as a
+// loader writes them (warcinfo, request records, each index line naming
+// its crawl), and the export, of the first crawl only, filters them out:
 //
-//	go build -o bin/ ./services/... && go run ./scripts/bench -wacz -wacz-pages 100000 [-cdxj] [-wacz-dir DIR] [-wacz-out crawl.wacz]
+//	go build -o bin/ ./services/... && go run ./scripts/bench -wacz -wacz-pages 100000 [-wacz-share 1] [-cdxj] [-wacz-dir DIR] [-wacz-out crawl.wacz]
 package main
 
 import (
@@ -129,6 +132,7 @@ func main() {
 	flag.StringVar(&wc.dir, "wacz-dir", "", "with -wacz, the directory of the crawl's grid data directory (DIR/grid), its log and the index runs; a crawl built there before is exported again (default: a new temporary directory, removed after)")
 	flag.StringVar(&wc.out, "wacz-out", "", "with -wacz, write the WACZ to this file (default: count and discard it)")
 	flag.BoolVar(&wc.text, "wacz-text", false, "with -wacz, put each page's text in pages.jsonl")
+	flag.IntVar(&wc.share, "wacz-share", 0, "with -wacz, write this many other crawls of as many pages into the same segments, in turn exchange by exchange as a loader writes them, so that every segment is shared and the export of the first crawl filters it (0: the crawl alone in its segments)")
 	flag.Parse()
 	if *dedup {
 		set := map[string]bool{}
@@ -155,8 +159,8 @@ func main() {
 		return
 	}
 	if *waczRun {
-		if wc.pages < 1 || wc.perSegment < 1 || wc.bytes < 0 {
-			fmt.Fprintln(os.Stderr, "bench: -wacz-pages and -wacz-segment-pages must be positive, -wacz-page-bytes not negative")
+		if wc.pages < 1 || wc.perSegment < 1 || wc.bytes < 0 || wc.share < 0 {
+			fmt.Fprintln(os.Stderr, "bench: -wacz-pages and -wacz-segment-pages must be positive, -wacz-page-bytes and -wacz-share not negative")
 			os.Exit(2)
 		}
 		wc.gridBin = *gridBin

@@ -36,14 +36,39 @@ import (
 // its asset reference and a search document per page), then exported by
 // a `grid up` on that directory through MCP's route over loopback HTTP:
 // GET /api/v1/crawls/{id}/wacz, or /cdxj with cdxj.
+//
+// With share K > 0, K other crawls of as many pages (the same URLs of
+// other versions of the web) are written into the same segments, exchange
+// by exchange in turn with the bench crawl's, as a loader writes the
+// exchanges of the crawls it fetches for: every segment starts with a
+// warcinfo record, each response follows its request record, and its
+// index, sorted, names each line's crawl. A segment then holds perSegment
+// responses of each crawl; the export, of the bench crawl only, reads
+// each segment once more to copy its part (pkg/segview).
 type waczConfig struct {
-	pages, perSegment, bytes int
-	dir, out, gridBin        string
-	text, cdxj               bool
+	pages, perSegment, bytes, share int
+	dir, out, gridBin               string
+	text, cdxj                      bool
 }
 
 // waczCrawlID is the bench crawl's id.
 const waczCrawlID = "benchwacz"
+
+// waczShareID is the id of the k-th crawl (from 1) sharing the bench
+// crawl's segments.
+func waczShareID(k int) string { return fmt.Sprintf("%sshare%d", waczCrawlID, k) }
+
+// waczShareNote says, in the marker and the output, with how many other
+// crawls the bench crawl shares its segments ("" for none).
+func waczShareNote(k int) string {
+	switch k {
+	case 0:
+		return ""
+	case 1:
+		return "segments shared with 1 other crawl"
+	}
+	return fmt.Sprintf("segments shared with %d other crawls", k)
+}
 
 // waczMarker, in the bench directory, says that its grid data directory
 // holds a built crawl (and of how many pages), which a later run with the
@@ -76,6 +101,9 @@ func waczBench(c waczConfig) error {
 	}
 	data := filepath.Join(dir, "grid")
 	if b, err := os.ReadFile(filepath.Join(dir, waczMarker)); err == nil {
+		if note := waczShareNote(c.share); (note == "" && strings.Contains(string(b), "shared with")) || !strings.Contains(string(b), note) {
+			return fmt.Errorf("-wacz-dir %s holds a crawl built with another -wacz-share (%s); use another -wacz-dir", dir, strings.TrimSpace(string(b)))
+		}
 		fmt.Printf("crawl: reusing %s: %s", data, b)
 	} else {
 		began := time.Now()
@@ -183,8 +211,12 @@ func waczBench(c waczConfig) error {
 	if c.cdxj {
 		what = "cdxj"
 	}
-	fmt.Printf("%s: %.1f MB in %s (status after %s): %.1f MB/s, through GET %s over loopback\n",
-		what, float64(total)/1e6, took.Round(time.Millisecond), firstByte.Round(time.Millisecond), float64(total)/1e6/took.Seconds(), route)
+	scope := ""
+	if c.share > 0 {
+		scope = fmt.Sprintf(" (crawl %s only, its %s: 1 response in %d its own, filtered)", waczCrawlID, waczShareNote(c.share), c.share+1)
+	}
+	fmt.Printf("%s: %.1f MB in %s (status after %s): %.1f MB/s, through GET %s over loopback%s\n",
+		what, float64(total)/1e6, took.Round(time.Millisecond), firstByte.Round(time.Millisecond), float64(total)/1e6/took.Seconds(), route, scope)
 	fmt.Printf("grid process idle before: RSS %.1f MB (anonymous %.1f MB), Go heap in use %.1f MB\n", float64(idle.rss)/1e6, float64(idle.anon)/1e6, float64(idle.heap)/1e6)
 	fmt.Printf("%8s %10s %10s %10s %10s %12s\n", "of bytes", "MB", "at", "RSS MB", "anon MB", "heap MB")
 	for _, q := range []int64{25, 50, 75, 100} {
@@ -316,21 +348,34 @@ func waczBuild(ctx context.Context, data string, c waczConfig) (string, error) {
 		LinksPerPage: 20, CrossHostLinks: 4, Seed: 1})
 	at := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
 	done := at.Add(time.Duration(c.pages) * time.Millisecond)
-	p := contracts.Profile{Name: "wacz bench", StartURLs: []string{web.URL(0, 0)}}.WithDefaults()
-	if err := ps.Put(ctx, profiles.Crawl{ID: waczCrawlID, Profile: p, State: contracts.CrawlFinished, CreatedAt: at, FinishedAt: &done}); err != nil {
-		return "", fmt.Errorf("store the crawl: %w", err)
+	// The crawls: the bench crawl, then those sharing its segments, each
+	// of its own version of the web (the same URLs).
+	ids, webs := []string{waczCrawlID}, []*websim.Web{web}
+	for k := 1; k <= c.share; k++ {
+		ids = append(ids, waczShareID(k))
+		webs = append(webs, websim.NewWeb(websim.WebConfig{Hosts: hosts, PagesPerHost: (c.pages + hosts - 1) / hosts, PageBytes: c.bytes,
+			LinksPerPage: 20, CrossHostLinks: 4, Seed: int64(1 + k)}))
+	}
+	for _, id := range ids {
+		p := contracts.Profile{Name: "wacz bench " + id, StartURLs: []string{web.URL(0, 0)}}.WithDefaults()
+		if err := ps.Put(ctx, profiles.Crawl{ID: id, Profile: p, State: contracts.CrawlFinished, CreatedAt: at, FinishedAt: &done}); err != nil {
+			return "", fmt.Errorf("store the crawl %s: %w", id, err)
+		}
 	}
 
 	seg := warc.NewSegment(true)
 	var index []byte
 	var recs []txindex.Record
 	var docs []contracts.Document
-	segments, lines := 0, 0
+	segments, lines, own := 0, 0, 0 // own: the bench crawl's responses in seg
 	var stored, bodies int64
 	segName := func() string { return fmt.Sprintf("gridcrawl-20261128000000000-%05d-bench.warc.gz", segments) }
 	flush := func() error {
 		if seg.Count() > 0 {
 			key := "warc/2026/11/28/" + segName()
+			if c.share > 0 { // the loader stores a segment's index sorted
+				index = sortedCDXJ(index)
+			}
 			if err := st.Put(ctx, key, bytes.NewReader(seg.Bytes()), seg.Len(), "application/warc"); err != nil {
 				return err
 			}
@@ -341,6 +386,7 @@ func waczBuild(ctx context.Context, data string, c waczConfig) (string, error) {
 			segments++
 			seg.Reset()
 			index = index[:0]
+			own = 0
 		}
 		if len(recs) > 0 {
 			if _, err := tx.Create(ctx, recs); err != nil {
@@ -358,36 +404,55 @@ func waczBuild(ctx context.Context, data string, c waczConfig) (string, error) {
 	}
 	for i := range c.pages {
 		h, pg := i%hosts, i/hosts
-		u := web.URL(h, pg)
-		rw := httptest.NewRecorder()
-		web.ServeHTTP(rw, httptest.NewRequest(http.MethodGet, u, nil))
-		body := rw.Body.Bytes()
-		var resp bytes.Buffer
-		fmt.Fprintf(&resp, "HTTP/1.1 %d %s\r\n", rw.Code, http.StatusText(rw.Code))
-		_ = rw.Result().Header.Write(&resp)
-		resp.WriteString("\r\n")
-		resp.Write(body)
 		date := at.Add(time.Duration(i) * time.Millisecond)
-		rec := warc.NewResponseRecord(u, date, "127.0.0.1", resp.Bytes(), false, "")
-		off, n, err := seg.Append(rec)
-		if err != nil {
-			return "", err
+		for k, id := range ids {
+			u := webs[k].URL(h, pg)
+			rw := httptest.NewRecorder()
+			webs[k].ServeHTTP(rw, httptest.NewRequest(http.MethodGet, u, nil))
+			body := rw.Body.Bytes()
+			var resp bytes.Buffer
+			fmt.Fprintf(&resp, "HTTP/1.1 %d %s\r\n", rw.Code, http.StatusText(rw.Code))
+			_ = rw.Result().Header.Write(&resp)
+			resp.WriteString("\r\n")
+			resp.Write(body)
+			key := "warc/2026/11/28/" + segName()
+			var rec warc.Record
+			if c.share == 0 {
+				rec = warc.NewResponseRecord(u, date, "127.0.0.1", resp.Bytes(), false, "")
+			} else { // as a loader writes its exchanges (services/internal/loader/segment.go)
+				if seg.Count() == 0 {
+					_, _, _ = seg.Append(warc.NewWarcinfoRecord(date, map[string]string{
+						"software": "gridcrawl", "format": "WARC File Format 1.1", "operator-loader": "bench", "filename": path.Base(key)}))
+				}
+				req := warc.NewRequestRecord(u, date, fmt.Appendf(nil, "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: gridcrawl-bench\r\nAccept-Encoding: gzip\r\n\r\n",
+					strings.TrimPrefix(u, "http://"+webs[k].Host(h)), webs[k].Host(h)))
+				if _, _, err := seg.Append(req); err != nil {
+					return "", err
+				}
+				rec = warc.NewResponseRecord(u, date, "127.0.0.1", resp.Bytes(), false, warc.RecordID(req))
+			}
+			off, n, err := seg.Append(rec)
+			if err != nil {
+				return "", err
+			}
+			if cx, ok := seg.CDXJOf(rec, 0, off, n, path.Base(key)); ok {
+				cx.Crawl = id
+				index = cx.AppendLine(index)
+				lines++
+			}
+			if k == 0 {
+				own++
+			}
+			tid := txindex.Key(id, u)
+			recs = append(recs, txindex.Record{Key: tid, CrawlID: id, URL: u, Host: web.Host(h), Status: contracts.Indexed,
+				StatusTime: date, HTTPStatus: rw.Code, MIMEType: "text/html", Asset: contracts.AssetRef{Key: key, Offset: off, Length: n}})
+			title, text := htmlText(body)
+			docs = append(docs, contracts.Document{ID: tid, CrawlID: id, URL: u, LastModified: date, LoadDate: date,
+				ContentType: []string{"text/html"}, Title: []string{title}, Host: web.Host(h), Size: len(body), Text: text})
+			bodies += int64(len(body))
 		}
-		key := "warc/2026/11/28/" + segName()
-		if cx, ok := seg.CDXJOf(rec, 0, off, n, path.Base(key)); ok {
-			cx.Crawl = waczCrawlID
-			index = cx.AppendLine(index)
-			lines++
-		}
-		id := txindex.Key(waczCrawlID, u)
-		recs = append(recs, txindex.Record{Key: id, CrawlID: waczCrawlID, URL: u, Host: web.Host(h), Status: contracts.Indexed,
-			StatusTime: date, HTTPStatus: rw.Code, MIMEType: "text/html", Asset: contracts.AssetRef{Key: key, Offset: off, Length: n}})
-		title, text := htmlText(body)
-		docs = append(docs, contracts.Document{ID: id, CrawlID: waczCrawlID, URL: u, LastModified: date, LoadDate: date,
-			ContentType: []string{"text/html"}, Title: []string{title}, Host: web.Host(h), Size: len(body), Text: text})
-		bodies += int64(len(body))
-		if seg.Count() >= c.perSegment || len(docs) >= 500 {
-			if seg.Count() < c.perSegment { // records and documents only
+		if own >= c.perSegment || len(docs) >= 500 {
+			if own < c.perSegment { // records and documents only
 				if err := flushIndexes(ctx, tx, si, &recs, &docs); err != nil {
 					return "", err
 				}
@@ -401,8 +466,28 @@ func waczBuild(ctx context.Context, data string, c waczConfig) (string, error) {
 	if err := flush(); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%d pages (%.1f KB a body), %d segments, %d index lines, %.1f MB of WARC in %s",
-		c.pages, float64(bodies)/float64(c.pages)/1e3, segments, lines, float64(stored)/1e6, data), nil
+	written := c.pages * len(ids)
+	if c.share == 0 {
+		return fmt.Sprintf("%d pages (%.1f KB a body), %d segments, %d index lines, %.1f MB of WARC in %s",
+			c.pages, float64(bodies)/float64(written)/1e3, segments, lines, float64(stored)/1e6, data), nil
+	}
+	return fmt.Sprintf("%d pages of crawl %s (%.1f KB a body), its %s (%s, as many pages, exchanges in turn, as a loader writes them), %d segments, %d index lines, %.1f MB of WARC in %s",
+		c.pages, waczCrawlID, float64(bodies)/float64(written)/1e3, waczShareNote(c.share), strings.Join(ids[1:], ", "),
+		segments, lines, float64(stored)/1e6, data), nil
+}
+
+// sortedCDXJ returns the lines of index sorted (warc.SortCDXJ), as a
+// loader stores a segment's index.
+func sortedCDXJ(index []byte) []byte {
+	var lines [][]byte
+	for l := range bytes.Lines(index) {
+		lines = append(lines, l)
+	}
+	out := make([]byte, 0, len(index))
+	for _, l := range warc.SortCDXJ(lines) {
+		out = append(out, l...)
+	}
+	return out
 }
 
 // flushIndexes stores the records and documents gathered so far.
