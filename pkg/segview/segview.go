@@ -12,8 +12,10 @@
 // the records held alone (the originals of a deduplicated crawl's
 // revisits), and the segment's warcinfo record. A segment whose index lines
 // are all the export's own is held whole, read as stored; only a segment
-// holding other crawls' records is read (inflated) once more to tell its
-// records apart.
+// holding other crawls' records is read once more to tell its records
+// apart, inflating the export's own records and those the index does not
+// list (requests, metadata), and passing over the other crawls' indexed
+// records as stored.
 package segview
 
 import (
@@ -105,6 +107,7 @@ func Build(ctx context.Context, store assets.Store, key string, scope Scope, max
 		shared bool
 		own    = map[int64]bool{}
 		alone  = map[int64]bool{}
+		others = map[int64]int64{} // lengths of the indexed records not the export's own: passed over
 	)
 	err := eachLine(ctx, store, key, v.Size, maxBlock, func(line []byte) error {
 		c, err := warc.ParseCDXJ(line)
@@ -120,8 +123,10 @@ func Build(ctx context.Context, store assets.Store, key string, scope Scope, max
 			v.Members++
 		case scope.Alone != nil && scope.Alone(c):
 			alone[c.Offset] = true
+			others[c.Offset] = c.Length
 			shared = true
 		default:
+			others[c.Offset] = c.Length
 			shared = true
 			return nil
 		}
@@ -140,7 +145,8 @@ func Build(ctx context.Context, store assets.Store, key string, scope Scope, max
 		if err != nil {
 			return v, fmt.Errorf("read segment %s: %w", key, err)
 		}
-		ranges, err := warc.SelectRecords(rc, maxBlock, func(o int64) bool { return own[o] }, func(o int64) bool { return alone[o] })
+		ranges, err := warc.SelectRecords(rc, maxBlock, func(o int64) bool { return own[o] }, func(o int64) bool { return alone[o] },
+			func(o int64) (int64, bool) { n, ok := others[o]; return n, ok })
 		rc.Close()
 		if err != nil {
 			return v, fmt.Errorf("segment %s: %w", key, err)

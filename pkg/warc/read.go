@@ -147,9 +147,9 @@ func readRecordNoTrailer(br *bufio.Reader, maxBlock int64, wrap func(io.Reader) 
 	return rec, err
 }
 
-// readRecordHead is readRecordNoTrailer that also returns how many bytes
-// the header took, from its version line to its blank line.
-func readRecordHead(br *bufio.Reader, maxBlock int64, wrap func(io.Reader) io.Reader) (Record, int64, error) {
+// readHeader reads a record's version line and header fields, up to the
+// blank line after them, and returns the header and its length in bytes.
+func readHeader(br *bufio.Reader) (Header, int64, error) {
 	budget := MaxHeaderSize
 	var line []byte
 	var err error
@@ -158,20 +158,20 @@ func readRecordHead(br *bufio.Reader, maxBlock int64, wrap func(io.Reader) io.Re
 		headStart = budget
 		line, err = readLine(br, &budget)
 		if err == io.EOF && len(line) == 0 {
-			return Record{}, 0, io.EOF
+			return nil, 0, io.EOF
 		}
 		if err != nil {
-			return Record{}, 0, headerErr(err)
+			return nil, 0, headerErr(err)
 		}
 		if len(line) > 0 {
 			break
 		}
 		if blanks >= maxBlankLines {
-			return Record{}, 0, fmt.Errorf("read warc record: too many blank lines: %w", ErrMalformed)
+			return nil, 0, fmt.Errorf("read warc record: too many blank lines: %w", ErrMalformed)
 		}
 	}
 	if !bytes.HasPrefix(line, []byte("WARC/")) {
-		return Record{}, 0, fmt.Errorf("read warc record: version line %q: %w", truncate(line), ErrMalformed)
+		return nil, 0, fmt.Errorf("read warc record: version line %q: %w", truncate(line), ErrMalformed)
 	}
 
 	var h Header
@@ -184,14 +184,14 @@ func readRecordHead(br *bufio.Reader, maxBlock int64, wrap func(io.Reader) io.Re
 	for {
 		line, err = readLine(br, &budget)
 		if err != nil {
-			return Record{}, 0, headerErr(err)
+			return nil, 0, headerErr(err)
 		}
 		if len(line) == 0 {
 			break
 		}
 		if line[0] == ' ' || line[0] == '\t' {
 			if len(h) == 0 {
-				return Record{}, 0, fmt.Errorf("read warc record: continuation line first: %w", ErrMalformed)
+				return nil, 0, fmt.Errorf("read warc record: continuation line first: %w", ErrMalformed)
 			}
 			if len(value) > 0 {
 				value = append(value, ' ')
@@ -201,7 +201,7 @@ func readRecordHead(br *bufio.Reader, maxBlock int64, wrap func(io.Reader) io.Re
 		}
 		name, v, ok := bytes.Cut(line, []byte(":"))
 		if !ok {
-			return Record{}, 0, fmt.Errorf("read warc record: field line %q: %w", truncate(line), ErrMalformed)
+			return nil, 0, fmt.Errorf("read warc record: field line %q: %w", truncate(line), ErrMalformed)
 		}
 		flush()
 		h = append(h, Field{Name: string(bytes.TrimSpace(name))})
@@ -209,7 +209,16 @@ func readRecordHead(br *bufio.Reader, maxBlock int64, wrap func(io.Reader) io.Re
 	}
 	flush()
 	headLen := int64(headStart - budget)
+	return h, headLen, nil
+}
 
+// readRecordHead is readRecordNoTrailer that also returns how many bytes
+// the header took, from its version line to its blank line.
+func readRecordHead(br *bufio.Reader, maxBlock int64, wrap func(io.Reader) io.Reader) (Record, int64, error) {
+	h, headLen, err := readHeader(br)
+	if err != nil {
+		return Record{}, 0, err
+	}
 	cl := h.Get(FieldContentLength)
 	n, err := strconv.ParseInt(cl, 10, 64)
 	if err != nil || n < 0 {

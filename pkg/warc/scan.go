@@ -43,7 +43,15 @@ type Scanner struct {
 	br       *bufio.Reader
 	zr       *gzip.Reader
 	err      error
+	spans    func(offset int64) (length int64, ok bool)
 }
+
+// Skip makes the scanner pass over, without inflating them, the
+// compressed records whose gzip member's length spans tells by its offset
+// (as an index of the file gives them): such a record comes back with its
+// Offset, Length and Compressed only, and a nil Header. The file's index
+// must be right, or the scan fails at the next record.
+func (s *Scanner) Skip(spans func(offset int64) (length int64, ok bool)) { s.spans = spans }
 
 // NewScanner returns a Scanner reading r; a record's block may be at most
 // maxBlock bytes (DefaultMaxBlock if not positive), else Next fails with an
@@ -104,6 +112,11 @@ func (s *Scanner) next() (Scanned, error) {
 		return Scanned{Record: rec, Offset: start, Length: s.pos() - start, HeaderLength: head,
 			SlopLength: s.pos() - end}, nil
 	}
+	if s.spans != nil {
+		if n, ok := s.spans(start); ok && n > 0 {
+			return s.pass(start, n)
+		}
+	}
 	if s.zr == nil {
 		s.zr, err = gzip.NewReader(s.br)
 	} else {
@@ -131,4 +144,16 @@ func (s *Scanner) next() (Scanned, error) {
 	return Scanned{Record: rec, Offset: start, Length: length, Compressed: true, HeaderLength: head,
 		SlopLength: inflated.n - head - int64(len(rec.Block)),
 		Gzip:       GzipMember{HeaderLength: gzHead, FooterLength: 8, InflatedLength: inflated.n, InflatedCRC: inflated.crc}}, nil
+}
+
+// pass passes over the n bytes of the record whose gzip member starts at
+// start.
+func (s *Scanner) pass(start, n int64) (Scanned, error) {
+	if _, err := io.CopyN(io.Discard, s.br, n); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return Scanned{}, fmt.Errorf("scan warc at %d: the index gives a %d-byte record: %w", start, n, err)
+	}
+	return Scanned{Offset: start, Length: n, Compressed: true}, nil
 }

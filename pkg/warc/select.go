@@ -103,10 +103,19 @@ func (s *Selection) Part(offset, length int64) []Range {
 //     original of a revisit, kept for its payload);
 //   - every warcinfo record (one heads each file a loader writes).
 //
+// others, when not nil, gives the member length, by offset, of indexed
+// records that member does not select (other crawls' records, as the
+// file's index lists them): those are passed over without being inflated
+// (see Scanner.Skip), so that a crawl's part of a segment mostly holding
+// other crawls' records costs little more than its own bytes.
+//
 // Memory is one record's block (up to maxBlock) and the ids of the held
 // records.
-func SelectRecords(r io.Reader, maxBlock int64, member, alone func(offset int64) bool) ([]Range, error) {
+func SelectRecords(r io.Reader, maxBlock int64, member, alone func(offset int64) bool, others func(offset int64) (int64, bool)) ([]Range, error) {
 	sc := NewScanner(r, maxBlock)
+	if others != nil {
+		sc.Skip(others)
+	}
 	held := map[string]bool{}
 	var out []Range
 	var pending *Scanned // a request whose response has not come yet
@@ -117,6 +126,14 @@ func SelectRecords(r io.Reader, maxBlock int64, member, alone func(offset int64)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("select records: %w", err)
+		}
+		if s.Header == nil {
+			// Another crawl's indexed record, passed over.
+			if alone != nil && alone(s.Offset) {
+				out = append(out, Range{s.Offset, s.Length})
+			}
+			pending = nil
+			continue
 		}
 		keep := false
 		typ := s.Header.Get(FieldType)

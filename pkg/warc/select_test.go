@@ -82,16 +82,45 @@ func TestSelectRecords(t *testing.T) {
 			exchange("a2", "http://a.test/2")
 			member := map[int64]bool{at["a1"].Offset: true, at["a2"].Offset: true}
 			alone := map[int64]bool{at["b2"].Offset: true}
-			got, err := SelectRecords(bytes.NewReader(seg.Bytes()), 0, func(o int64) bool { return member[o] }, func(o int64) bool { return alone[o] })
-			if err != nil {
-				t.Fatal(err)
-			}
 			var want []Range
 			for _, n := range []string{"info", "a1-req", "a1", "a1-dom", "a1-meta", "b2", "a2-req", "a2"} {
 				want = append(want, at[n])
 			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("SelectRecords (-want +got):\n%s", diff)
+			// With the index's lengths of the other crawls' records, those
+			// are passed over (compressed files only): the same part.
+			indexed := map[int64]int64{}
+			for _, n := range []string{"b1", "b2"} {
+				indexed[at[n].Offset] = at[n].Length
+			}
+			for _, spans := range []func(int64) (int64, bool){nil, func(o int64) (int64, bool) { n, ok := indexed[o]; return n, ok }} {
+				got, err := SelectRecords(bytes.NewReader(seg.Bytes()), 0, func(o int64) bool { return member[o] }, func(o int64) bool { return alone[o] }, spans)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("SelectRecords (spans %v) (-want +got):\n%s", spans != nil, diff)
+				}
+			}
+			if compress {
+				// An index that gives a wrong length fails the scan.
+				wrong := func(o int64) (int64, bool) {
+					if o == at["b1"].Offset {
+						return at["b1"].Length - 1, true
+					}
+					return 0, false
+				}
+				if _, err := SelectRecords(bytes.NewReader(seg.Bytes()), 0, func(o int64) bool { return member[o] }, nil, wrong); err == nil {
+					t.Error("SelectRecords with a wrong index length = no error, want one")
+				}
+				long := func(o int64) (int64, bool) {
+					if o == at["a2"].Offset {
+						return int64(seg.Len()), true
+					}
+					return 0, false
+				}
+				if _, err := SelectRecords(bytes.NewReader(seg.Bytes()), 0, func(o int64) bool { return false }, nil, long); err == nil {
+					t.Error("SelectRecords with a wrong index span = no error, want one")
+				}
 			}
 		})
 	}

@@ -62,7 +62,7 @@ func sharedSegment(t *testing.T) (seg []byte, a, b, sub int64, ids map[string]st
 // in seg.
 func derive(t *testing.T, kind string, seg []byte, member map[int64]bool, pages map[int64]crawlPage) []warc.Record {
 	t.Helper()
-	ranges, err := warc.SelectRecords(bytes.NewReader(seg), 0, func(o int64) bool { return member[o] }, nil)
+	ranges, err := warc.SelectRecords(bytes.NewReader(seg), 0, func(o int64) bool { return member[o] }, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
