@@ -268,11 +268,11 @@ func (s *Scheduler) replace(g *group, now int64) {
 // (Crawls lists the crawl until they are gone). Call it when the crawl has
 // ended, so that its state does not outlive it.
 func (s *Scheduler) ForgetCrawl(crawl string) {
-	if s.forget(crawl) {
-		return
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if crawl == "" || s.crawls[crawl] == 0 {
+		return // uses no group
+	}
 	now := s.nowNS()
 	left := 0
 	for _, g := range s.groups {
@@ -299,13 +299,6 @@ func (s *Scheduler) ForgetCrawl(crawl string) {
 		delete(s.crawls, crawl)
 	}
 	s.notifyLocked()
-}
-
-// forget reports whether crawl uses no group (nothing to forget).
-func (s *Scheduler) forget(crawl string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return crawl == "" || s.crawls[crawl] == 0
 }
 
 // Crawls returns the crawls that use some group, for a caller that ends the

@@ -125,20 +125,8 @@ func (q *items) popFuture() futureEntry {
 	h[0] = h[last]
 	h[last] = futureEntry{}
 	h = h[:last]
-	for i := 0; ; {
-		l, m := 2*i+1, i
-		if l < len(h) && futureLess(&h[l], &h[m]) {
-			m = l
-		}
-		if r := l + 1; r < len(h) && futureLess(&h[r], &h[m]) {
-			m = r
-		}
-		if m == i {
-			break
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
+	q.future = h
+	q.siftDown(0)
 	if cap(h) > 16 && len(h) <= cap(h)/4 {
 		h = append([]futureEntry(nil), h...)
 	}

@@ -3,54 +3,12 @@ package grid
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 )
-
-// flatSite serves flat.budget.test: a home page linking to 30 pages, 31
-// pages in all, and counts the requests of each crawl (by the query the
-// test gives each crawl's start URL, carried in no link: the pages are the
-// same for every crawl, as a site crawled twice).
-func flatSite(t *testing.T) (port int, pages func() int) {
-	t.Helper()
-	var mu sync.Mutex
-	n := 0
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/robots.txt" {
-			http.NotFound(w, r)
-			return
-		}
-		mu.Lock()
-		n++
-		mu.Unlock()
-		w.Header().Set("Content-Type", "text/html")
-		io.WriteString(w, "<html><body>")
-		if r.URL.Path == "/" {
-			for i := range 30 {
-				fmt.Fprintf(w, `<a href="/p%d">p%d</a> `, i, i)
-			}
-		}
-		io.WriteString(w, "</body></html>")
-	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: h}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return ln.Addr().(*net.TCPAddr).Port, func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return n
-	}
-}
 
 // TestBudgetsOfCrawlsApart runs three crawls of one host in turn on one
 // grid: A without a budget, B with a total budget of 20, C without one.
@@ -58,7 +16,8 @@ func flatSite(t *testing.T) (port int, pages func() int) {
 // is not limited by B's spent budget (before, B fetched nothing and C was
 // retired too, until the grid restarted).
 func TestBudgetsOfCrawlsApart(t *testing.T) {
-	port, pages := flatSite(t)
+	site := newTimedSite(t, 30) // 31 pages
+	port, pages := site.port, func() int { return site.since(time.Time{}) }
 	g, api := startGrid(t, testConfig(t, t.TempDir(), "*.budget.test=127.0.0.1"))
 	profile := func(budget *contracts.Budget) contracts.Profile {
 		return contracts.Profile{

@@ -85,6 +85,26 @@ func (s *timedSite) waitRequests(t time.Time, n int, d time.Duration) time.Time 
 	return time.Time{}
 }
 
+// startCrawl starts a crawl of the site at depth 1 with politeness pol on
+// the grid at api, and returns its id once 3 pages were requested.
+func (s *timedSite) startCrawl(t *testing.T, api string, pol contracts.Politeness) string {
+	t.Helper()
+	p := contracts.Profile{
+		StartURLs:  []string{fmt.Sprintf("http://live.test:%d/", s.port)},
+		MaxDepth:   1,
+		Sitemaps:   new(bool),
+		Politeness: pol,
+	}
+	var created contracts.CreateCrawlResponse
+	if code := apiDo(t, http.MethodPost, api+"/api/v1/crawls", p, &created); code != http.StatusCreated {
+		t.Fatalf("POST crawl = %d", code)
+	}
+	if s.waitRequests(time.Time{}, 3, time.Minute).IsZero() {
+		t.Fatal("the crawl did not fetch 3 pages in a minute")
+	}
+	return created.CrawlID
+}
+
 // TestPatchedPolitenessTakesEffect lowers a running crawl's delay from
 // 500ms to 50ms: the group the crawl uses fetches at the new pace within a
 // second or two, and the frontier report names the profile version it
@@ -93,20 +113,7 @@ func (s *timedSite) waitRequests(t time.Time, n int, d time.Duration) time.Time 
 func TestPatchedPolitenessTakesEffect(t *testing.T) {
 	site := newTimedSite(t, 80)
 	_, api := startGrid(t, testConfig(t, t.TempDir(), "live.test=127.0.0.1"))
-	p := contracts.Profile{
-		StartURLs:  []string{fmt.Sprintf("http://live.test:%d/", site.port)},
-		MaxDepth:   1,
-		Sitemaps:   new(bool),
-		Politeness: contracts.Politeness{MinDelayMS: 500, MaxDelayMS: 10000, DelayFactor: 2},
-	}
-	var created contracts.CreateCrawlResponse
-	if code := apiDo(t, http.MethodPost, api+"/api/v1/crawls", p, &created); code != http.StatusCreated {
-		t.Fatalf("POST crawl = %d", code)
-	}
-	id := created.CrawlID
-	if site.waitRequests(time.Time{}, 3, time.Minute).IsZero() {
-		t.Fatal("the crawl did not fetch 3 pages in a minute")
-	}
+	id := site.startCrawl(t, api, contracts.Politeness{MinDelayMS: 500, MaxDelayMS: 10000, DelayFactor: 2})
 	var st contracts.CrawlStatus
 	patch := map[string]any{"politeness": map[string]any{"min_delay_ms": 50, "delay_factor": 0}}
 	if code := apiDo(t, http.MethodPatch, api+"/api/v1/crawls/"+id, patch, &st); code != http.StatusOK {
@@ -144,20 +151,7 @@ func TestResumeFetchesAtOnce(t *testing.T) {
 	cfg := testConfig(t, t.TempDir(), "live.test=127.0.0.1")
 	cfg.Loader.PausedDelay = 10 * time.Second
 	_, api := startGrid(t, cfg)
-	p := contracts.Profile{
-		StartURLs:  []string{fmt.Sprintf("http://live.test:%d/", site.port)},
-		MaxDepth:   1,
-		Sitemaps:   new(bool),
-		Politeness: contracts.Politeness{MinDelayMS: 200, MaxDelayMS: 10000, DelayFactor: 0},
-	}
-	var created contracts.CreateCrawlResponse
-	if code := apiDo(t, http.MethodPost, api+"/api/v1/crawls", p, &created); code != http.StatusCreated {
-		t.Fatalf("POST crawl = %d", code)
-	}
-	id := created.CrawlID
-	if site.waitRequests(time.Time{}, 3, time.Minute).IsZero() {
-		t.Fatal("the crawl did not fetch 3 pages in a minute")
-	}
+	id := site.startCrawl(t, api, contracts.Politeness{MinDelayMS: 200, MaxDelayMS: 10000, DelayFactor: 0})
 	var st contracts.CrawlStatus
 	if code := apiDo(t, http.MethodPost, api+"/api/v1/crawls/"+id+"/pause", nil, &st); code != http.StatusOK {
 		t.Fatalf("pause = %d", code)
