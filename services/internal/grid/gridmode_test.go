@@ -76,12 +76,7 @@ type clusterProc struct {
 
 func newCluster(t *testing.T, backendEnv []string, resolve string) *gridCluster {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t) // never one a metrics listener is handed too
 	suffix := randSuffix()
 	c := &gridCluster{t: t, bins: builtBinaries(t), token: "test-token-" + suffix, procs: map[string]*clusterProc{}, logs: t.TempDir(), api: "http://" + addr,
 		metrics: map[string]string{}}
