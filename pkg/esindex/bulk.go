@@ -1,6 +1,7 @@
 package esindex
 
 import (
+	"runtime"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -209,6 +210,16 @@ func (c *Client) mgetWith(ctx context.Context, index string, ids []string, realt
 		var res struct {
 			Docs []mgetDoc `json:"docs"`
 		}
+		kind := ReadRealtimeGet
+		if !realtime {
+			kind = ReadRefreshedGet
+		}
+		name := ""
+		for i := 2; i < 6; i++ {
+			pc, _, _, _ := runtime.Caller(i)
+			name += "<" + runtime.FuncForPC(pc).Name()
+		}
+		c.reads.add(index, kind+name, len(chunk))
 		if err := c.do(ctx, esapi.MgetRequest{Index: index, Body: bytes.NewReader(body), Realtime: &realtime}, &res); err != nil {
 			return nil, err
 		}

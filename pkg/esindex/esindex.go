@@ -147,6 +147,8 @@ type Client struct {
 	profiles *Profiles
 	search   *Search
 	digests  *Digests
+
+	reads readCounter // what the client read, by index and kind (Reads)
 }
 
 // Open connects to Elasticsearch and creates the indices that are absent,
@@ -196,6 +198,7 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 		profilesIndex:  opts.Prefix + "-profiles",
 		docsIndex:      opts.Prefix + "-web",
 		digestsIndex:   opts.Prefix + "-digests",
+		reads:          readCounter{prefix: opts.Prefix},
 	}
 	c.refreshers = map[string]*refresher{
 		c.txIndex: newRefresher(), c.profilesIndex: newRefresher(), c.docsIndex: newRefresher(),
@@ -463,6 +466,7 @@ const maxErrorBody = 64 << 10
 // do runs req and decodes a 2xx answer into out when out is not nil. Other
 // answers are returned as *StatusError.
 func (c *Client) do(ctx context.Context, req esapi.Request, out any) error {
+	c.reads.request(req)
 	res, err := req.Do(ctx, c.es)
 	if err != nil {
 		return err

@@ -40,6 +40,7 @@ type gridResult struct {
 	status   contracts.CrawlStatus
 	prefix   string // of the crawl's Elasticsearch indices
 	bucket   string // of its assets
+	reads    map[[2]string]int64 // Elasticsearch reads the services sent, by index and kind
 }
 
 // serviceUsage is what one service process of a grid-mode crawl cost.

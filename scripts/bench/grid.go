@@ -61,7 +61,8 @@ func gridBench(web *websim.Web, depth, delay, loaders, crawlers int, binDir stri
 		defer dropVhost()
 	}
 	env := append(os.Environ(), "GRIDCRAWL_AMQP_URL="+amqpURL, "GRIDCRAWL_ES_PREFIX="+prefix, "GRIDCRAWL_S3_BUCKET="+bucket, "GRIDCRAWL_API_TOKEN="+token,
-		"GRIDCRAWL_LISTEN="+addr, "GRIDCRAWL_ALLOW_NETS=127.0.0.0/8", "GRIDCRAWL_RESOLVE="+web.Resolve(), "GRIDCRAWL_DATA="+logs)
+		"GRIDCRAWL_LISTEN="+addr, "GRIDCRAWL_ALLOW_NETS=127.0.0.0/8", "GRIDCRAWL_RESOLVE="+web.Resolve(), "GRIDCRAWL_DATA="+logs,
+		"GRIDCRAWL_METRICS_DUMP="+filepath.Join(logs, "metrics"))
 	type proc struct {
 		name string
 		cmd  *exec.Cmd
@@ -210,15 +211,23 @@ func gridBench(web *websim.Web, depth, delay, loaders, crawlers int, binDir stri
 	fmt.Printf("elasticsearch documents written per page: %.3f (%d, %d new URLs); per page beyond one per new URL: %.3f\n",
 		float64(es.docs)/float64(pages), es.docs, st.Total, float64(es.docs-st.Total)/float64(pages))
 	fmt.Printf("elasticsearch bulk write requests per page: %.3f (%d)\n", float64(es.bulks)/float64(pages), es.bulks)
-	fmt.Printf("elasticsearch realtime gets per page: %.3f (%d documents)\n", float64(es.gets)/float64(pages), es.gets)
+	fmt.Printf("elasticsearch gets per page, by its own count (realtime and refreshed): %.3f (%d documents)\n", float64(es.gets)/float64(pages), es.gets)
+	reads, err := esReadsIn(filepath.Join(logs, "metrics.*"))
+	if err != nil {
+		return err
+	}
+	printESReads(reads, pages)
+	if res != nil {
+		res.reads = reads
+	}
 	fmt.Printf("elasticsearch time in this crawl's indices, ms per page: indexing %.3f  get %.3f  refresh %.3f (%d refreshes)  merge %.3f  search %.3f\n",
 		float64(es.indexMS)/float64(pages), float64(es.getMS)/float64(pages), float64(es.refreshMS)/float64(pages), es.refreshes,
 		float64(es.mergeMS)/float64(pages), float64(es.searchMS)/float64(pages))
-	for _, name := range []string{"transactions", "web"} {
+	for _, name := range sortedKeys(perIndex) {
 		x := perIndex[name]
-		fmt.Printf("  %-12s documents written/page %.3f  gets/page %.3f  ms/page: indexing %.3f  get %.3f  refresh %.3f  merge %.3f\n", name,
-			float64(x.docs)/float64(pages), float64(x.gets)/float64(pages), float64(x.indexMS)/float64(pages),
-			float64(x.getMS)/float64(pages), float64(x.refreshMS)/float64(pages), float64(x.mergeMS)/float64(pages))
+		fmt.Printf("  %-12s documents written/page %.3f  gets/page %.3f  searches/page %.3f  ms/page: indexing %.3f  get %.3f  refresh %.3f  merge %.3f  search %.3f\n", name,
+			float64(x.docs)/float64(pages), float64(x.gets)/float64(pages), float64(x.searches)/float64(pages), float64(x.indexMS)/float64(pages),
+			float64(x.getMS)/float64(pages), float64(x.refreshMS)/float64(pages), float64(x.mergeMS)/float64(pages), float64(x.searchMS)/float64(pages))
 	}
 	// net is a backend's CPU milliseconds per page less its idle rate, as
 	// text; "n/a" when the process restarted meanwhile (CPU went down).
@@ -243,6 +252,72 @@ func gridBench(web *websim.Web, depth, delay, loaders, crawlers int, binDir stri
 	}
 	fmt.Printf("asset objects per page: %.4f (%d objects)\n", float64(objs)/float64(pages), objs)
 	return nil
+}
+
+// esReadsIn sums the Elasticsearch reads the services counted
+// (gridcrawl_elasticsearch_reads_total) in the metrics files that glob
+// matches, by index and kind.
+func esReadsIn(glob string) (map[[2]string]int64, error) {
+	files, err := filepath.Glob(glob)
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no metrics dump %s", glob)
+	}
+	out := map[[2]string]int64{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		for line := range strings.Lines(string(b)) {
+			rest, ok := strings.CutPrefix(line, "gridcrawl_elasticsearch_reads_total{")
+			if !ok {
+				continue
+			}
+			labels, value, _ := strings.Cut(rest, "} ")
+			var n float64
+			if _, err := fmt.Sscan(strings.TrimSpace(value), &n); err != nil {
+				continue
+			}
+			label := func(name string) string {
+				_, v, _ := strings.Cut(labels, name+`="`)
+				v, _, _ = strings.Cut(v, `"`)
+				return v
+			}
+			out[[2]string{label("index"), label("kind")}] += int64(n)
+		}
+	}
+	return out, nil
+}
+
+// readKinds are the kinds of Elasticsearch read the services count, in
+// the order the bench prints them.
+var readKinds = []string{"realtime-get", "refreshed-get", "search", "count", "refresh"}
+
+// printESReads prints the reads per page, in all and per index.
+func printESReads(reads map[[2]string]int64, pages int64) {
+	all := map[string]int64{}
+	perIndex := map[string]map[string]int64{}
+	for k, n := range reads {
+		all[k[1]] += n
+		if perIndex[k[0]] == nil {
+			perIndex[k[0]] = map[string]int64{}
+		}
+		perIndex[k[0]][k[1]] += n
+	}
+	line := func(m map[string]int64) string {
+		var b strings.Builder
+		for _, k := range readKinds {
+			fmt.Fprintf(&b, "  %s %.3f", k, float64(m[k])/float64(pages))
+		}
+		return b.String()
+	}
+	fmt.Printf("elasticsearch reads per page, as the services sent them:%s\n", line(all))
+	for _, ix := range sortedKeys(perIndex) {
+		fmt.Printf("  reads of %-12s%s\n", ix, line(perIndex[ix]))
+	}
 }
 
 // dropGridData prints the bytes a grid-mode crawl stored per page in each
@@ -319,7 +394,7 @@ func publishedIn(path string) (int64, error) {
 // merging and searching. Unlike the node's CPU, these count only this
 // crawl's work; they are elapsed times of the operations, not CPU.
 type esStats struct {
-	docs, bulks, gets, refreshes                 int64
+	docs, bulks, gets, refreshes, searches       int64
 	indexMS, getMS, refreshMS, mergeMS, searchMS int64
 }
 
@@ -353,8 +428,9 @@ func esIndexStats(esURL, prefix string) (esStats, map[string]esStats, error) {
 				MS int64 `json:"total_time_in_millis"`
 			} `json:"merges"`
 			Search struct {
-				QueryMS int64 `json:"query_time_in_millis"`
-				FetchMS int64 `json:"fetch_time_in_millis"`
+				QueryTotal int64 `json:"query_total"`
+				QueryMS    int64 `json:"query_time_in_millis"`
+				FetchMS    int64 `json:"fetch_time_in_millis"`
 			} `json:"search"`
 		} `json:"primaries"`
 	}
@@ -370,7 +446,7 @@ func esIndexStats(esURL, prefix string) (esStats, map[string]esStats, error) {
 		return esStats{
 			docs: p.Indexing.IndexTotal + p.Indexing.DeleteTotal, bulks: p.Bulk.TotalOperations, gets: p.Get.Total,
 			refreshes: p.Refresh.Total, indexMS: p.Indexing.IndexMS, getMS: p.Get.MS, refreshMS: p.Refresh.MS,
-			mergeMS: p.Merges.MS, searchMS: p.Search.QueryMS + p.Search.FetchMS,
+			mergeMS: p.Merges.MS, searchMS: p.Search.QueryMS + p.Search.FetchMS, searches: p.Search.QueryTotal,
 		}
 	}
 	per := map[string]esStats{}

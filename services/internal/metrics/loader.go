@@ -339,3 +339,28 @@ func (c *loaderCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(queuedDesc, prometheus.GaugeValue, float64(s.Queued))
 }
+
+var esReadsDesc = prometheus.NewDesc("gridcrawl_elasticsearch_reads_total",
+	"Reads the service sent to Elasticsearch, by index (its name after the prefix) and kind: realtime-get and refreshed-get count documents, search, count and refresh count requests.",
+	[]string{"index", "kind"}, nil)
+
+// ESRead is a count of one kind of Elasticsearch read of one index.
+type ESRead struct {
+	Index, Kind string
+	N           int64
+}
+
+// ESReadsCollector exposes the Elasticsearch reads that reads returns.
+func ESReadsCollector(reads func() []ESRead) prometheus.Collector {
+	return esReadsCollector(reads)
+}
+
+type esReadsCollector func() []ESRead
+
+func (c esReadsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- esReadsDesc }
+
+func (c esReadsCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, r := range c() {
+		ch <- prometheus.MustNewConstMetric(esReadsDesc, prometheus.CounterValue, float64(r.N), r.Index, r.Kind)
+	}
+}

@@ -27,6 +27,17 @@ func (s *Set) Instrument(reg *metrics.Registry) {
 	if c, ok := s.Queue.(*countingQueue); ok {
 		c.instrument(reg)
 	}
+	if s.esReads != nil {
+		reads := s.esReads
+		_ = reg.Register(metrics.ESReadsCollector(func() []metrics.ESRead {
+			rs := reads()
+			out := make([]metrics.ESRead, len(rs))
+			for i, r := range rs {
+				out[i] = metrics.ESRead{Index: r.Index, Kind: r.Kind, N: r.N}
+			}
+			return out
+		}))
+	}
 	b := reg.Backend()
 	s.Tx = newMeteredTx(s.Tx, b)
 	s.Search = newMeteredSearch(s.Search, b)

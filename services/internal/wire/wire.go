@@ -210,6 +210,9 @@ type Set struct {
 	// durableQueue is the queue file under the in-memory queues, which the
 	// readiness check probes: memory is always ready, the file may not be.
 	durableQueue queue.Queue
+	// esReads returns the Elasticsearch client's reads; nil without
+	// Elasticsearch.
+	esReads func() []esindex.Read
 
 	closers []func() error
 	lock    *os.File
@@ -277,6 +280,7 @@ func open(ctx context.Context, b Backends, log *slog.Logger) (*Set, error) {
 			return fail(fmt.Errorf("open elasticsearch: %w", err))
 		}
 		s.Tx, s.Profiles, s.Search, s.HCF, s.Digests = es.TxIndex(), es.Profiles(), es.Search(), es.HCF(), es.Digests()
+		s.esReads = es.Reads
 		s.closers = append(s.closers, func() error { es.Close(); return nil })
 	} else {
 		tx, err := sqlitestore.OpenTxIndex(filepath.Join(b.DataDir, "transactions.db"))
