@@ -1,7 +1,6 @@
 package esindex
 
 import (
-	"runtime"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -93,6 +92,11 @@ func (c *Client) bulkTracked(ctx context.Context, ops []bulkOp) ([]bulkItem, boo
 			body, n, err := bulkBody(ops, todo[start:])
 			if err != nil {
 				return nil, false, err
+			}
+			for _, i := range todo[start : start+n] {
+				if ops[i].op == "update" {
+					c.reads.add(ops[i].action.Index, ReadUpdate, 1)
+				}
 			}
 			actx, a := withAttempts(ctx)
 			res, err := c.sendBulk(actx, body, n)
@@ -187,18 +191,47 @@ type mgetDoc struct {
 	Error       *esError        `json:"error"`
 }
 
+// searchIDs returns the sources of the documents of index with ids that the
+// index's last refresh shows, keyed by id, with one ids search per
+// maxMgetIDs ids: it loads only the documents that exist.
+func (c *Client) searchIDs(ctx context.Context, index string, ids []string) (map[string]json.RawMessage, error) {
+	out := map[string]json.RawMessage{}
+	ids = possibleIDs(ids)
+	for start := 0; start < len(ids); start += maxMgetIDs {
+		chunk := ids[start:min(start+maxMgetIDs, len(ids))]
+		body, err := json.Marshal(map[string]any{
+			"size":             len(chunk),
+			"track_total_hits": false,
+			"query":            map[string]any{"ids": map[string]any{"values": chunk}},
+		})
+		if err != nil {
+			return nil, err
+		}
+		var res struct {
+			Hits struct {
+				Hits []struct {
+					ID     string          `json:"_id"`
+					Source json.RawMessage `json:"_source"`
+				} `json:"hits"`
+			} `json:"hits"`
+		}
+		req := esapi.SearchRequest{Index: []string{index}, Body: bytes.NewReader(body), FilterPath: []string{"hits.hits._id", "hits.hits._source"}}
+		if err := c.do(ctx, req, &res); err != nil {
+			return nil, err
+		}
+		for _, h := range res.Hits.Hits {
+			out[h.ID] = h.Source
+		}
+	}
+	return out, nil
+}
+
 // maxIDBytes is the longest document id Elasticsearch accepts.
 const maxIDBytes = 512
 
 // mget returns the documents of index with ids that exist, realtime, keyed
 // by id.
 func (c *Client) mget(ctx context.Context, index string, ids []string) (map[string]mgetDoc, error) {
-	return c.mgetWith(ctx, index, ids, true)
-}
-
-// mgetWith is mget, realtime or from the last refresh (which costs the
-// shard no refresh of its own).
-func (c *Client) mgetWith(ctx context.Context, index string, ids []string, realtime bool) (map[string]mgetDoc, error) {
 	out := make(map[string]mgetDoc, len(ids))
 	ids = possibleIDs(ids) // an id no document can have would fail the request
 	for start := 0; start < len(ids); start += maxMgetIDs {
@@ -210,17 +243,8 @@ func (c *Client) mgetWith(ctx context.Context, index string, ids []string, realt
 		var res struct {
 			Docs []mgetDoc `json:"docs"`
 		}
-		kind := ReadRealtimeGet
-		if !realtime {
-			kind = ReadRefreshedGet
-		}
-		name := ""
-		for i := 2; i < 6; i++ {
-			pc, _, _, _ := runtime.Caller(i)
-			name += "<" + runtime.FuncForPC(pc).Name()
-		}
-		c.reads.add(index, kind+name, len(chunk))
-		if err := c.do(ctx, esapi.MgetRequest{Index: index, Body: bytes.NewReader(body), Realtime: &realtime}, &res); err != nil {
+		c.reads.add(index, ReadRealtimeGet, len(chunk))
+		if err := c.do(ctx, esapi.MgetRequest{Index: index, Body: bytes.NewReader(body)}, &res); err != nil {
 			return nil, err
 		}
 		for _, d := range res.Docs {

@@ -17,9 +17,11 @@ import (
 // Digests is the payload-digest index (digests.Index) in the index
 // "<prefix>-digests": one document per (scope, digest), whose id is a
 // hash of both, created with op_type create so that the first writer wins.
-// Lookups are mgets of the refreshed view (realtime=false): a dedupe hint
-// may be stale (DESIGN.md §8), and a realtime get would make the shard
-// refresh at every flush of every loader. So a Lookup sees the entries
+// A Lookup is one ids search per flush of a loader: it reads the refreshed
+// view, as a dedupe hint may be stale (docs/architecture.md), where a
+// realtime get would make the shard refresh at every flush of every
+// loader, and it loads the entries that exist only (most payloads are new),
+// where an mget reads every id it is given. So a Lookup sees the entries
 // added up to the index's last refresh (refresh_interval, 1 s by default),
 // and a payload stored twice within it is stored twice.
 type Digests struct{ c *Client }
@@ -66,7 +68,7 @@ func digestID(ref digests.Ref) string {
 	return hex.EncodeToString(h[:])
 }
 
-// Lookup returns the entries of refs that exist, with one mget per
+// Lookup returns the entries of refs that exist, with one ids search per
 // maxMgetIDs refs.
 func (d *Digests) Lookup(ctx context.Context, refs []digests.Ref) (map[digests.Ref]digests.Entry, error) {
 	out := make(map[digests.Ref]digests.Entry, len(refs))
@@ -80,14 +82,14 @@ func (d *Digests) Lookup(ctx context.Context, refs []digests.Ref) (map[digests.R
 	if len(ids) == 0 {
 		return out, nil
 	}
-	docs, err := d.c.mgetWith(ctx, d.c.digestsIndex, ids, false)
+	docs, err := d.c.searchIDs(ctx, d.c.digestsIndex, ids)
 	if err != nil {
 		return nil, fmt.Errorf("look up payload digests: %w", err)
 	}
-	for _, doc := range docs {
+	for id, doc := range docs {
 		var src digestDoc
-		if err := json.Unmarshal(doc.Source, &src); err != nil {
-			return nil, fmt.Errorf("look up payload digests: decode %q: %w", doc.ID, err)
+		if err := json.Unmarshal(doc, &src); err != nil {
+			return nil, fmt.Errorf("look up payload digests: decode %q: %w", id, err)
 		}
 		e := digests.Entry{Ref: digests.Ref{Scope: src.Scope, Digest: src.Digest}, URI: src.URI, Date: fromUnixNanos(src.Date),
 			RecordID: src.RecordID, Key: src.Key, Offset: src.Offset, Length: src.Length}

@@ -1,7 +1,6 @@
 package esindex
 
 import (
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -25,6 +24,9 @@ const (
 	ReadCount = "count"
 	// ReadRefresh is a refresh the client asked for before a read.
 	ReadRefresh = "refresh"
+	// ReadUpdate is an update operation, which reads its document
+	// (realtime) before it writes it.
+	ReadUpdate = "update"
 )
 
 // Read is how many reads of one kind a Client sent to one index.
@@ -59,12 +61,7 @@ func (r *readCounter) add(index, kind string, n int) {
 func (r *readCounter) request(req esapi.Request) {
 	switch q := req.(type) {
 	case esapi.SearchRequest:
-		name := ""
-		for i := 3; i < 6; i++ {
-			pc, _, _, _ := runtime.Caller(i)
-			name += "<" + runtime.FuncForPC(pc).Name()
-		}
-		r.add(strings.Join(q.Index, ","), ReadSearch+name, 1)
+		r.add(strings.Join(q.Index, ","), ReadSearch, 1)
 	case esapi.CountRequest:
 		r.add(strings.Join(q.Index, ","), ReadCount, 1)
 	case esapi.IndicesRefreshRequest:

@@ -65,13 +65,28 @@ func clientConfig(addrs []string, rt http.RoundTripper) elasticsearch.Config {
 		// A request whose context is done is not sent again: every
 		// attempt would fail at once and mark another node dead.
 		RetryOnError: func(req *http.Request, err error) bool {
-			return req.Context().Err() == nil
+			return req.Context().Err() == nil && !errors.Is(err, errMaybeApplied)
 		},
 	}
 }
 
 // attemptsKey keys the *attempts of a request in its context.
 type attemptsKey struct{}
+
+// noResendKey marks a context whose requests must not be sent again after
+// an attempt that may have been applied (withoutResend).
+type noResendKey struct{}
+
+// errMaybeApplied is the error of a request made withoutResend whose
+// attempt may have been applied and that was not sent again.
+var errMaybeApplied = errors.New("elasticsearch request may have been applied; not sent again")
+
+// withoutResend returns ctx for requests that must not be sent again once
+// an attempt may have been applied: such a request fails with
+// errMaybeApplied instead, and the caller sends what cannot apply twice.
+func withoutResend(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noResendKey{}, true)
+}
 
 // attempts records what happened to the attempts of one request.
 type attempts struct {
@@ -84,12 +99,15 @@ type attempts struct {
 	// applied: an attempt followed one that got a response or failed
 	// after its connection was made.
 	maybeApplied bool
+	// noResend refuses to send the request again when an attempt may have
+	// been applied (withoutResend).
+	noResend bool
 }
 
 // withAttempts returns ctx with a record of the attempts of the request
 // sent with it.
 func withAttempts(ctx context.Context) (context.Context, *attempts) {
-	a := &attempts{}
+	a := &attempts{noResend: ctx.Value(noResendKey{}) != nil}
 	return context.WithValue(ctx, attemptsKey{}, a), a
 }
 
@@ -111,6 +129,10 @@ func (t *attemptTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		a.mu.Lock()
 		if a.n > 0 && !a.lastSure {
 			a.maybeApplied = true
+			if a.noResend {
+				a.mu.Unlock()
+				return nil, errMaybeApplied
+			}
 		}
 		a.n++
 		a.mu.Unlock()

@@ -108,14 +108,16 @@ var _ search.Index = (*Search)(nil)
 // its ID. The documents are searchable when Upsert returns (see Refresh).
 //
 // A request sent again stores nothing again: when a node dies after it
-// applied a bulk request but before it answered, the client sends the
-// request to another node, and that copy must not count as a second
-// store of its pages (Writes, _version). Each document goes as an update
-// with doc_as_upsert that names every field (null where the document has
-// none) and the call's write id (write_id_s), so the merge replaces the
-// whole stored document and Elasticsearch's noop detection finds the copy
-// equal to what the first application stored. A later Upsert of the same
-// document has another write id and is stored (and counted) again.
+// applied a bulk request but before it answered, the client must not make
+// that copy count as a second store of its pages (Writes, _version). Each
+// document goes as an index operation of its whole source, a null for
+// every field it omits and the call's write id (write_id_s): no read of
+// the stored document (an update reads it, realtime, which cost a get per
+// page). The request is made withoutResend; when an attempt may have been
+// applied, the documents go again as updates with doc_as_upsert of the
+// same source, which Elasticsearch's noop detection finds equal to what
+// the first application stored. A later Upsert of the same document has
+// another write id and is stored (and counted) again.
 func (s *Search) Upsert(ctx context.Context, docs []contracts.Document) error {
 	if len(docs) == 0 {
 		return nil
@@ -139,16 +141,24 @@ func (s *Search) Upsert(ctx context.Context, docs []contracts.Document) error {
 		}
 		op := bulkOp{op: "delete", action: bulkAction{Index: s.c.docsIndex, ID: d.ID}}
 		if !d.NoIndex {
-			src, err := updateSource(&d, writeID)
+			src, err := documentSource(&d, writeID)
 			if err != nil {
 				return fmt.Errorf("upsert document %q: %w", d.ID, err)
 			}
-			op.op, op.source = "update", src
-			op.action.RetryOnConflict = upsertConflictRetries
+			op.op, op.source = "index", src
 		}
 		ops = append(ops, op)
 	}
-	items, err := s.c.bulk(ctx, ops)
+	items, err := s.c.bulk(withoutResend(ctx), ops)
+	if errors.Is(err, errMaybeApplied) {
+		for i := range ops {
+			if ops[i].op == "index" {
+				ops[i].op, ops[i].source = "update", updateSource(ops[i].source)
+				ops[i].action.RetryOnConflict = upsertConflictRetries
+			}
+		}
+		items, err = s.c.bulk(ctx, ops)
+	}
 	if err != nil {
 		return fmt.Errorf("upsert %d documents: %w", len(docs), err)
 	}
@@ -163,7 +173,7 @@ func (s *Search) Upsert(ctx context.Context, docs []contracts.Document) error {
 		}
 		// 400 (a field Elasticsearch cannot index) and 413 (too large) are
 		// the document's fault: the same request can never succeed.
-		if ops[i].op == "update" && (it.Status == http.StatusBadRequest || it.Status == http.StatusRequestEntityTooLarge) {
+		if ops[i].op != "delete" && (it.Status == http.StatusBadRequest || it.Status == http.StatusRequestEntityTooLarge) {
 			if refused == nil {
 				refused = map[string]string{}
 			}
@@ -600,11 +610,11 @@ type omittableField struct {
 	null  []byte // ,"name":null
 }
 
-// updateSource returns the body of the bulk update that stores d whole:
-// {"doc":D,"doc_as_upsert":true} where D is d's JSON with a null for every
-// field it omits and writeID as write_id_s. noindex_b is never stored (such
-// documents are deleted).
-func updateSource(d *contracts.Document, writeID string) ([]byte, error) {
+// documentSource returns d's JSON with a null for every field it omits and
+// writeID as write_id_s: the whole stored document, so that an update with
+// it (updateSource) changes nothing where it is stored already. noindex_b
+// is never stored (such documents are deleted).
+func documentSource(d *contracts.Document, writeID string) ([]byte, error) {
 	src, err := json.Marshal(d)
 	if err != nil {
 		return nil, err
@@ -614,7 +624,6 @@ func updateSource(d *contracts.Document, writeID string) ([]byte, error) {
 	}
 	v := reflect.ValueOf(d).Elem()
 	body := make([]byte, 0, len(src)+256)
-	body = append(body, `{"doc":`...)
 	body = append(body, src[:len(src)-1]...)
 	for _, f := range omittable() {
 		if fv := v.Field(f.index); (fv.Kind() == reflect.Slice && fv.Len() == 0) || fv.IsZero() {
@@ -623,6 +632,15 @@ func updateSource(d *contracts.Document, writeID string) ([]byte, error) {
 	}
 	body = append(body, `,"`+writeIDField+`":`...)
 	body = strconv.AppendQuote(body, writeID)
-	body = append(body, `},"doc_as_upsert":true}`...)
+	body = append(body, '}')
 	return body, nil
+}
+
+// updateSource returns the body of the bulk update that stores the
+// document source src whole: {"doc":src,"doc_as_upsert":true}.
+func updateSource(src []byte) []byte {
+	body := make([]byte, 0, len(src)+32)
+	body = append(body, `{"doc":`...)
+	body = append(body, src...)
+	return append(body, `,"doc_as_upsert":true}`...)
 }

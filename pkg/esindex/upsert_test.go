@@ -112,12 +112,14 @@ func TestUpsertReplacesWholeDocument(t *testing.T) {
 // TestUpdateSourceSetsEveryField checks that the update body of a document
 // with nothing set but its id names every field of the web index's
 // mapping, so that a field added to contracts.Document later is replaced
-// too.
+// too (and an update sent after the index operation of the same source
+// finds nothing to change).
 func TestUpdateSourceSetsEveryField(t *testing.T) {
-	src, err := updateSource(&contracts.Document{ID: "x", H2: []string{}}, "w1")
+	doc, err := documentSource(&contracts.Document{ID: "x", H2: []string{}}, "w1")
 	if err != nil {
 		t.Fatal(err)
 	}
+	src := updateSource(doc)
 	var body struct {
 		Doc    map[string]json.RawMessage `json:"doc"`
 		Upsert bool                       `json:"doc_as_upsert"`
@@ -140,5 +142,46 @@ func TestUpdateSourceSetsEveryField(t *testing.T) {
 	}
 	if _, ok := body.Doc["noindex_b"]; ok {
 		t.Errorf("update body names noindex_b, which is never stored")
+	}
+}
+
+// TestUpsertReadsNothing stores pages new and again and checks, by the web
+// index's own statistics, that no store read a document: an update would
+// (a realtime get per page).
+func TestUpsertReadsNothing(t *testing.T) {
+	s := open(t, RefreshOnRead).Search()
+	gets := func() int64 {
+		t.Helper()
+		code, body := raw(t, http.MethodGet, "/"+s.c.docsIndex+"/_stats/get", "")
+		var st struct {
+			All struct {
+				Primaries struct {
+					Get struct {
+						Total int64 `json:"total"`
+					} `json:"get"`
+				} `json:"primaries"`
+			} `json:"_all"`
+		}
+		if code != http.StatusOK || json.Unmarshal([]byte(body), &st) != nil {
+			t.Fatalf("stats = %d %s", code, body)
+		}
+		return st.All.Primaries.Get.Total
+	}
+	before := gets()
+	loaded := time.Now().UTC()
+	var docs []contracts.Document
+	for i := range 50 {
+		docs = append(docs, page(i, loaded))
+	}
+	for range 2 {
+		if err := s.Upsert(t.Context(), docs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := gets() - before; n != 0 {
+		t.Errorf("two Upserts of %d documents read %d documents", len(docs), n)
+	}
+	if v := storedVersion(t, s, docs[0].ID); v != 2 {
+		t.Errorf("_version %d after two Upserts, want 2", v)
 	}
 }

@@ -38,8 +38,8 @@ type gridResult struct {
 	rssMiB   int64   // the largest peak of one service
 	services []serviceUsage
 	status   contracts.CrawlStatus
-	prefix   string // of the crawl's Elasticsearch indices
-	bucket   string // of its assets
+	prefix   string              // of the crawl's Elasticsearch indices
+	bucket   string              // of its assets
 	reads    map[[2]string]int64 // Elasticsearch reads the services sent, by index and kind
 }
 

@@ -294,7 +294,7 @@ func esReadsIn(glob string) (map[[2]string]int64, error) {
 
 // readKinds are the kinds of Elasticsearch read the services count, in
 // the order the bench prints them.
-var readKinds = []string{"realtime-get", "refreshed-get", "search", "count", "refresh"}
+var readKinds = []string{"realtime-get", "update", "refreshed-get", "search", "count", "refresh"}
 
 // printESReads prints the reads per page, in all and per index.
 func printESReads(reads map[[2]string]int64, pages int64) {

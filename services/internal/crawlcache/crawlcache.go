@@ -8,6 +8,7 @@ package crawlcache
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
@@ -23,20 +24,70 @@ const (
 	// ProfileTTL bounds how long a stored profile is cached, so that
 	// settings changed mid-crawl take effect.
 	ProfileTTL = 2 * time.Second
-	maxStates  = 10000
-	maxProfile = 1024
+	// readTimeout bounds a shared read of a crawl's record.
+	readTimeout = 30 * time.Second
+	maxStates   = 10000
+	maxProfile  = 1024
 )
+
+// reads coalesces the reads of one crawl's record that miss a cache at
+// once: every goroutine of a loader asks when the cached answer expires,
+// and they share one store read instead of sending one each (five a
+// second per loader before).
+type reads struct {
+	store profiles.Store
+	mu    sync.Mutex
+	calls map[string]*read
+}
+
+// read is one store read in flight and, once done is closed, its answer.
+type read struct {
+	done chan struct{}
+	cr   profiles.Crawl
+	err  error
+}
+
+// get returns the stored record of crawlID, reading it once for all the
+// callers that ask while a read of it runs. A caller whose ctx ends stops
+// waiting; the read goes on for the others, bounded by readTimeout.
+func (r *reads) get(ctx context.Context, crawlID string) (profiles.Crawl, error) {
+	r.mu.Lock()
+	if c, ok := r.calls[crawlID]; ok {
+		r.mu.Unlock()
+		select {
+		case <-c.done:
+			return c.cr, c.err
+		case <-ctx.Done():
+			return profiles.Crawl{}, ctx.Err()
+		}
+	}
+	c := &read{done: make(chan struct{})}
+	if r.calls == nil {
+		r.calls = map[string]*read{}
+	}
+	r.calls[crawlID] = c
+	r.mu.Unlock()
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readTimeout)
+	c.cr, c.err = r.store.Get(rctx, crawlID)
+	cancel()
+	r.mu.Lock()
+	delete(r.calls, crawlID)
+	r.mu.Unlock()
+	close(c.done)
+	return c.cr, c.err
+}
 
 // States answers "is this crawl running, paused or cancelled?".
 type States struct {
 	store profiles.Store
+	reads reads
 	cache *lru.Cache[string, contracts.CrawlState]
 }
 
 // NewStates returns a state cache over s; a nil s reports every crawl
 // running.
 func NewStates(s profiles.Store) *States {
-	return &States{store: s, cache: lru.New[string, contracts.CrawlState](maxStates, StateTTL)}
+	return &States{store: s, reads: reads{store: s}, cache: lru.New[string, contracts.CrawlState](maxStates, StateTTL)}
 }
 
 // State returns the state of crawlID; unknown crawls and store errors read
@@ -49,7 +100,7 @@ func (c *States) State(ctx context.Context, crawlID string) contracts.CrawlState
 		return st
 	}
 	st := contracts.CrawlRunning
-	if cr, err := c.store.Get(ctx, crawlID); err == nil {
+	if cr, err := c.reads.get(ctx, crawlID); err == nil {
 		st = cr.State
 	}
 	c.cache.Put(crawlID, st)
@@ -64,8 +115,12 @@ func (c *States) Fresh(ctx context.Context, crawlID string) contracts.CrawlState
 	if c.store == nil {
 		return contracts.CrawlRunning
 	}
-	c.cache.Delete(crawlID)
-	return c.State(ctx, crawlID)
+	st := contracts.CrawlRunning
+	if cr, err := c.store.Get(ctx, crawlID); err == nil { // not shared: a read already running may be older than the call
+		st = cr.State
+	}
+	c.cache.Put(crawlID, st)
+	return st
 }
 
 // Cancelled reports whether crawlID is cancelled.
@@ -77,6 +132,7 @@ func (c *States) Cancelled(ctx context.Context, crawlID string) bool {
 // the crawl's profile from the store, read again at most every ProfileTTL.
 type Profiles struct {
 	store profiles.Store
+	reads reads
 	cache *lru.Cache[string, *contracts.Profile]
 	// last keeps the newest profile pointer per crawl beyond the TTL, so
 	// that an unchanged version keeps its pointer, which callers key their
@@ -86,7 +142,7 @@ type Profiles struct {
 
 // NewProfiles returns a profile cache over s.
 func NewProfiles(s profiles.Store) *Profiles {
-	return &Profiles{store: s, cache: lru.New[string, *contracts.Profile](maxProfile, ProfileTTL), last: lru.New[string, *contracts.Profile](maxProfile, 0)}
+	return &Profiles{store: s, reads: reads{store: s}, cache: lru.New[string, *contracts.Profile](maxProfile, ProfileTTL), last: lru.New[string, *contracts.Profile](maxProfile, 0)}
 }
 
 // Resolve returns inline when it is set, else the stored profile of crawlID.
@@ -101,7 +157,7 @@ func (c *Profiles) Resolve(ctx context.Context, crawlID string, inline *contract
 	if c.store == nil {
 		return nil, fmt.Errorf("profile of crawl %q: %w", crawlID, profiles.ErrNotFound)
 	}
-	cr, err := c.store.Get(ctx, crawlID)
+	cr, err := c.reads.get(ctx, crawlID)
 	if err != nil {
 		return nil, fmt.Errorf("profile of crawl %q: %w", crawlID, err)
 	}
