@@ -53,6 +53,9 @@ import (
 	"github.com/gridcrawl/gridcrawl/contracts"
 )
 
+// webRefresh is the web index's refresh interval.
+const webRefresh = "30s"
+
 // DefaultPrefix is the index name prefix when Options.Prefix is empty.
 const DefaultPrefix = "gridcrawl"
 
@@ -235,14 +238,20 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 			return nil, fmt.Errorf("open elasticsearch %q: %w", urls, err)
 		}
 	}
-	// Digest look-ups read the refreshed view (see Digests): an explicit
-	// refresh interval keeps the index refreshing while nothing searches
-	// it (a shard with the default goes search-idle after 30 s and skips
-	// its refreshes).
-	settings := strings.NewReader(`{"index":{"refresh_interval":"1s"}}`)
-	if err := c.do(ctx, esapi.IndicesPutSettingsRequest{Index: []string{c.digestsIndex}, Body: settings}, nil); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("open elasticsearch %q: set refresh interval of %q: %w", urls, c.digestsIndex, err)
+	// Refresh intervals. Digest look-ups read the refreshed view (see
+	// Digests): an explicit interval keeps the index refreshing while
+	// nothing searches it (a shard with the default goes search-idle after
+	// 30 s and skips its refreshes). The web index needs no scheduled
+	// refresh: gridcrawl's searches refresh it first (RefreshOnRead), and
+	// each refresh of a crawl's stream of documents is a segment to merge
+	// (a refresh a second was a third of Elasticsearch's time in a crawl);
+	// others who search it directly see documents within webRefresh.
+	for _, ix := range []struct{ name, interval string }{{c.digestsIndex, "1s"}, {c.docsIndex, webRefresh}} {
+		settings := strings.NewReader(`{"index":{"refresh_interval":"` + ix.interval + `"}}`)
+		if err := c.do(ctx, esapi.IndicesPutSettingsRequest{Index: []string{ix.name}, Body: settings}, nil); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("open elasticsearch %q: set refresh interval of %q: %w", urls, ix.name, err)
+		}
 	}
 	c.tx = &TxIndex{c: c, cache: newVersionCache()}
 	c.profiles = &Profiles{c: c}

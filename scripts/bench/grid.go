@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -212,11 +213,20 @@ func gridBench(web *websim.Web, depth, delay, loaders, crawlers int, binDir stri
 		float64(es.docs)/float64(pages), es.docs, st.Total, float64(es.docs-st.Total)/float64(pages))
 	fmt.Printf("elasticsearch bulk write requests per page: %.3f (%d)\n", float64(es.bulks)/float64(pages), es.bulks)
 	fmt.Printf("elasticsearch gets per page, by its own count (realtime and refreshed): %.3f (%d documents)\n", float64(es.gets)/float64(pages), es.gets)
-	reads, err := esReadsIn(filepath.Join(logs, "metrics.*"))
+	reads, byService, err := esReadsIn(filepath.Join(logs, "metrics.*"))
 	if err != nil {
 		return err
 	}
 	printESReads(reads, pages)
+	for _, svc := range sortedKeys(byService) {
+		var b strings.Builder
+		for _, k := range sortedReadKeys(byService[svc]) {
+			if n := byService[svc][k]; n > 0 && k[1] != "refresh" {
+				fmt.Fprintf(&b, "  %s %s %.3f", k[0], k[1], float64(n)/float64(pages))
+			}
+		}
+		fmt.Printf("  reads sent by %-9s%s\n", svc, b.String())
+	}
 	if res != nil {
 		res.reads = reads
 	}
@@ -244,6 +254,11 @@ func gridBench(web *websim.Web, depth, delay, loaders, crawlers int, binDir stri
 		fmt.Printf("  backend %-9s cpu %6.2fs during the crawl  cpu-ms/page %.3f  net of its idle rate before the crawl %s\n",
 			name, c, 1000*c/float64(pages), net(name))
 	}
+	fmt.Printf("elasticsearch threads, cpu-ms/page during the crawl:")
+	for _, k := range []string{"work", "jit", "gc", "other"} {
+		fmt.Printf("  %s %.3f", k, 1000*(backendCPU1["elastic "+k]-backendCPU0["elastic "+k])/float64(pages))
+	}
+	fmt.Println()
 	fmt.Printf("elasticsearch cpu-ms/page: %.3f, net of its idle rate %s (the whole node: it may serve others meanwhile)\n",
 		1000*(backendCPU1["elastic"]-backendCPU0["elastic"])/float64(pages), net("elastic"))
 	objs, err := countObjects(bucket)
@@ -257,19 +272,26 @@ func gridBench(web *websim.Web, depth, delay, loaders, crawlers int, binDir stri
 // esReadsIn sums the Elasticsearch reads the services counted
 // (gridcrawl_elasticsearch_reads_total) in the metrics files that glob
 // matches, by index and kind.
-func esReadsIn(glob string) (map[[2]string]int64, error) {
+// The second map holds them per service (the dump's name after the glob's
+// prefix: metrics.loader.123 is loader), all of one kind summed.
+func esReadsIn(glob string) (map[[2]string]int64, map[string]map[[2]string]int64, error) {
 	files, err := filepath.Glob(glob)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(files) == 0 {
-		return nil, fmt.Errorf("no metrics dump %s", glob)
+		return nil, nil, fmt.Errorf("no metrics dump %s", glob)
 	}
 	out := map[[2]string]int64{}
+	byService := map[string]map[[2]string]int64{}
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
+		}
+		svc := strings.Split(filepath.Base(f), ".")[1]
+		if byService[svc] == nil {
+			byService[svc] = map[[2]string]int64{}
 		}
 		for line := range strings.Lines(string(b)) {
 			rest, ok := strings.CutPrefix(line, "gridcrawl_elasticsearch_reads_total{")
@@ -286,10 +308,27 @@ func esReadsIn(glob string) (map[[2]string]int64, error) {
 				v, _, _ = strings.Cut(v, `"`)
 				return v
 			}
-			out[[2]string{label("index"), label("kind")}] += int64(n)
+			k := [2]string{label("index"), label("kind")}
+			out[k] += int64(n)
+			byService[svc][k] += int64(n)
 		}
 	}
-	return out, nil
+	return out, byService, nil
+}
+
+// sortedReadKeys returns the keys of m by index and kind.
+func sortedReadKeys(m map[[2]string]int64) [][2]string {
+	keys := make([][2]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i][0] != keys[j][0] {
+			return keys[i][0] < keys[j][0]
+		}
+		return keys[i][1] < keys[j][1]
+	})
+	return keys
 }
 
 // readKinds are the kinds of Elasticsearch read the services count, in
@@ -502,10 +541,51 @@ func backendCPU() map[string]float64 {
 		if len(f) < 13 {
 			continue
 		}
-		var ut, st float64
-		fmt.Sscan(f[11], &ut)
-		fmt.Sscan(f[12], &st)
-		out[name] += (ut + st) / 100 // clock ticks (USER_HZ = 100 on Linux)
+		out[name] += ticks(f)
+		if name == "elastic" {
+			javaThreads(filepath.Join("/proc", d.Name(), "task"), out)
+		}
 	}
 	return out
+}
+
+// ticks returns the CPU seconds of a /proc stat line's fields after the
+// command: utime and stime are fields 14 and 15, in clock ticks (USER_HZ
+// = 100 on Linux).
+func ticks(f []string) float64 {
+	var ut, st float64
+	fmt.Sscan(f[11], &ut)
+	fmt.Sscan(f[12], &st)
+	return (ut + st) / 100
+}
+
+// javaThreads adds the CPU seconds of the Elasticsearch JVM's threads
+// (under task) to out by kind: "elastic jit" (the C1 and C2 compilers),
+// "elastic gc" (the collector's threads and the VM thread), "elastic
+// work" (Elasticsearch's own threads: requests, indexing, refreshes,
+// merges) and "elastic other". Linux keeps the first 15 bytes of a
+// thread's name, which tells these apart but not Elasticsearch's pools.
+func javaThreads(task string, out map[string]float64) {
+	dirs, _ := os.ReadDir(task)
+	for _, d := range dirs {
+		comm, err1 := os.ReadFile(filepath.Join(task, d.Name(), "comm"))
+		stat, err2 := os.ReadFile(filepath.Join(task, d.Name(), "stat"))
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
+		if len(f) < 13 {
+			continue
+		}
+		kind := "other"
+		switch c := strings.TrimSpace(string(comm)); {
+		case strings.Contains(c, "CompilerThre"):
+			kind = "jit"
+		case strings.HasPrefix(c, "GC Thread"), strings.HasPrefix(c, "G1 "), c == "VM Thread":
+			kind = "gc"
+		case strings.HasPrefix(c, "elasticsearch["):
+			kind = "work"
+		}
+		out["elastic "+kind] += ticks(f)
+	}
 }
