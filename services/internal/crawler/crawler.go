@@ -164,6 +164,10 @@ func New(cfg Config, deps Deps) *Crawler {
 
 // Run consumes crawler_pending until ctx is cancelled.
 func (c *Crawler) Run(ctx context.Context) error {
+	// While it runs, the loader of the process waits for it when the
+	// handoff is full; once it stops, nobody would make room.
+	detach := c.deps.Handoff.Attach()
+	defer detach()
 	if err := c.shell.Run(ctx, c.handle); err != nil {
 		return err
 	}
@@ -246,6 +250,19 @@ func (c *Crawler) Process(ctx context.Context, k contracts.CrawlerContract, prof
 		return err
 	}
 	todo := work(k, keys, recs)
+	if !k.Reindex && !k.Relink && len(todo) < len(k.Pages) {
+		// Pages parsed by an earlier delivery: nobody else takes their
+		// responses, and the loader may be waiting for their room.
+		parse := make(map[contracts.AssetRef]bool, len(todo))
+		for _, w := range todo {
+			parse[w.page.Asset] = true
+		}
+		for _, p := range k.Pages {
+			if !parse[p.Asset] {
+				c.deps.Handoff.Take(p.Asset)
+			}
+		}
+	}
 	var pages []*parsed
 	if c.cancels.Cancelled(ctx, k.CrawlID) {
 		for _, w := range todo {

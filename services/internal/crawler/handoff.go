@@ -2,6 +2,7 @@ package crawler
 
 import (
 	"container/list"
+	"context"
 	"sync"
 	"time"
 
@@ -21,6 +22,13 @@ import (
 // they were put, so when it falls behind, keeping the oldest serves it,
 // where evicting them would evict every response just before its turn. Each
 // response is taken at most once. It is safe for concurrent use.
+//
+// A Handoff is also the bound between the loader and the crawler of one
+// process: the loader waits for room (WaitRoom) before it hands over the
+// responses of a recorded batch, so a crawler that falls behind holds its
+// loader back to the handoff's bound instead of letting it fetch pages whose
+// responses the handoff would not keep (and the crawler would read back from
+// their WARC records).
 type Handoff struct {
 	max int64
 
@@ -31,6 +39,11 @@ type Handoff struct {
 	taken   int64
 	evicted int64
 	now     func() time.Time
+	// takers counts the attached crawlers (Attach): only they make room.
+	takers int
+	// room, when not nil, is closed (and cleared) when room is made or a
+	// taker leaves: WaitRoom's callers wait on it.
+	room chan struct{}
 }
 
 // handoffKey is where a response record lies: its asset and offset.
@@ -92,6 +105,90 @@ func (h *Handoff) Put(ref contracts.AssetRef, ip string, response []byte) {
 	h.size += size
 }
 
+// Attach notes a crawler that takes the handoff's responses, until the
+// function it returns is called: WaitRoom waits for room only while a
+// crawler is attached, since only a crawler makes room. Attach on a nil
+// Handoff does nothing.
+func (h *Handoff) Attach() (detach func()) {
+	if h == nil {
+		return func() {}
+	}
+	h.mu.Lock()
+	h.takers++
+	h.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			h.mu.Lock()
+			h.takers--
+			h.wakeLocked()
+			h.mu.Unlock()
+		})
+	}
+}
+
+// WaitRoom waits until the handoff can keep size more bytes of responses:
+// until they fit its bound with the responses it holds, it holds none, no
+// crawler is attached, or ctx is done (its error is returned). Responses
+// that have waited longer than handoffStale (their contract was lost, or
+// their crawl ended) leave to make room. It reserves nothing: the caller
+// Puts afterwards, and concurrent callers may pass the bound together.
+// WaitRoom on a nil Handoff returns at once.
+func (h *Handoff) WaitRoom(ctx context.Context, size int64) error {
+	if h == nil {
+		return nil
+	}
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for {
+		if h.takers == 0 || h.size == 0 || h.size+size <= h.max {
+			return nil
+		}
+		now := h.now()
+		oldest := h.order.Back().Value.(*handoffEntry)
+		if stale := now.Sub(oldest.at); stale >= handoffStale {
+			h.removeLocked(h.order.Back())
+			h.evicted++
+			continue
+		}
+		if h.room == nil {
+			h.room = make(chan struct{})
+		}
+		wait := h.room
+		if timer == nil {
+			timer = time.NewTimer(handoffStale - now.Sub(oldest.at))
+		} else {
+			timer.Reset(handoffStale - now.Sub(oldest.at))
+		}
+		h.mu.Unlock()
+		var err error
+		select {
+		case <-wait:
+		case <-timer.C:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		h.mu.Lock()
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// wakeLocked wakes the callers of WaitRoom. Callers hold h.mu.
+func (h *Handoff) wakeLocked() {
+	if h.room != nil {
+		close(h.room)
+		h.room = nil
+	}
+}
+
 // Take returns and removes the response at ref, if the handoff holds it.
 func (h *Handoff) Take(ref contracts.AssetRef) (ip string, response []byte, ok bool) {
 	if h == nil {
@@ -138,4 +235,5 @@ func (h *Handoff) removeLocked(el *list.Element) {
 	h.order.Remove(el)
 	delete(h.items, e.k)
 	h.size -= int64(cap(e.response))
+	h.wakeLocked()
 }

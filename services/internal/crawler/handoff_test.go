@@ -1,7 +1,10 @@
 package crawler
 
 import (
+	"context"
+	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
@@ -75,5 +78,73 @@ func TestNilHandoffHoldsNothing(t *testing.T) {
 	h.Put(ref, "", make([]byte, 10))
 	if _, _, ok := h.Take(ref); ok {
 		t.Error("nil handoff gave a response")
+	}
+}
+
+// TestHandoffWaitRoom: WaitRoom returns at once while the responses fit, the
+// handoff is empty or no crawler is attached, and otherwise waits until a
+// Take makes room, the crawler detaches, the oldest response goes stale or
+// ctx ends.
+func TestHandoffWaitRoom(t *testing.T) {
+	ref := func(off int64) contracts.AssetRef { return contracts.AssetRef{Key: "seg", Offset: off, Length: 10} }
+	tests := []struct {
+		name     string
+		attached bool
+		held     []int // sizes put before the wait, at offsets 0, 10, ...
+		size     int64
+		// release ends the wait (nil: it must not wait); it returns the
+		// error WaitRoom must return.
+		release func(h *Handoff, detach func(), cancel func()) error
+	}{
+		{name: "fits", attached: true, held: []int{40}, size: 60},
+		{name: "empty", attached: true, size: 1000},
+		{name: "no crawler attached", held: []int{40, 40}, size: 40},
+		{name: "full: a take makes room", attached: true, held: []int{40, 40}, size: 40,
+			release: func(h *Handoff, _, _ func()) error { h.Take(ref(0)); return nil }},
+		{name: "full: the crawler detaches", attached: true, held: []int{40, 40}, size: 40,
+			release: func(_ *Handoff, detach, _ func()) error { detach(); return nil }},
+		{name: "full: the oldest goes stale", attached: true, held: []int{40, 40}, size: 40,
+			release: func(*Handoff, func(), func()) error { time.Sleep(handoffStale); return nil }},
+		{name: "full: ctx ends", attached: true, held: []int{40, 40}, size: 40,
+			release: func(_ *Handoff, _, cancel func()) error { cancel(); return context.Canceled }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := NewHandoff(100)
+				detach := func() {}
+				if tt.attached {
+					detach = h.Attach()
+				}
+				for i, n := range tt.held {
+					h.Put(ref(int64(10*i)), "192.0.2.1", make([]byte, n))
+				}
+				ctx, cancel := context.WithCancel(t.Context())
+				defer cancel()
+				done := make(chan error, 1)
+				go func() { done <- h.WaitRoom(ctx, tt.size) }()
+				synctest.Wait()
+				if tt.release == nil {
+					select {
+					case err := <-done:
+						if err != nil {
+							t.Fatalf("WaitRoom(%d) = %v, want nil", tt.size, err)
+						}
+					default:
+						t.Fatalf("WaitRoom(%d) with %v held waits, want it to return at once", tt.size, tt.held)
+					}
+					return
+				}
+				select {
+				case err := <-done:
+					t.Fatalf("WaitRoom(%d) with %v held returned %v at once, want it to wait", tt.size, tt.held, err)
+				default:
+				}
+				want := tt.release(h, detach, cancel)
+				if err := <-done; !errors.Is(err, want) {
+					t.Fatalf("WaitRoom(%d) = %v, want %v", tt.size, err, want)
+				}
+			})
+		})
 	}
 }

@@ -31,9 +31,11 @@ type Config struct {
 	Loader      loader.Config
 	Crawler     crawler.Config
 	// HandoffBytes bounds the responses the loader hands to the crawler in
-	// memory (crawler.Handoff); 0 turns the handoff off, and the crawler
-	// reads every page back from its WARC record.
-	HandoffBytes int64  `env:"GRIDCRAWL_HANDOFF_BYTES" envDefault:"33554432"`
+	// memory (crawler.Handoff), and with them how far the loader fetches
+	// ahead of the crawler: a loader whose responses would not fit waits
+	// for the crawler to take some. 0 turns the handoff off (and that
+	// bound), and the crawler reads every page back from its WARC record.
+	HandoffBytes int64  `env:"GRIDCRAWL_HANDOFF_BYTES" envDefault:"16777216"`
 	LogLevel     string `env:"GRIDCRAWL_LOG_LEVEL" envDefault:"info"`
 	// MetricsDump names a file the grid writes its metrics to when it
 	// stops, in Prometheus' text format: the count of every backend

@@ -110,6 +110,15 @@ type Config struct {
 	// a hostile web near 1.5 times an ordinary web's; raise it for webs of
 	// many large bodies (archives, PDFs) when memory allows.
 	BodyBudget int64 `env:"GRIDCRAWL_LOADER_BODY_BUDGET" envDefault:"8388608"`
+	// RecordBytes bounds the response bytes (as read, room included) the
+	// loader has fetched and not yet flushed: past half of it a flush starts
+	// at once, and past all of it the workers take no new URL until a flush
+	// has taken them. A flush waits for room in the handoff of a crawler in
+	// the same process (GRIDCRAWL_HANDOFF_BYTES) before it hands over its
+	// responses, so with this bound a crawler that falls behind (or waits
+	// for its indexer) holds the loader back, instead of the loader
+	// fetching ahead with its responses in memory.
+	RecordBytes int64 `env:"GRIDCRAWL_LOADER_RECORD_BYTES" envDefault:"8388608"`
 	// RedeliveryGrace delays the URLs of a contract the broker delivered
 	// again (its consumer's channel closed: a loader stopped, or its broker
 	// node died) by this much before the loader reads their records and
@@ -213,6 +222,8 @@ func (c *Config) Validate() error {
 		return errors.New("GRIDCRAWL_MAX_BODY_BYTES must be at least 1024")
 	case c.BodyBudget < 1<<20:
 		return errors.New("GRIDCRAWL_LOADER_BODY_BUDGET must be at least 1048576")
+	case c.RecordBytes < 1<<20:
+		return errors.New("GRIDCRAWL_LOADER_RECORD_BYTES must be at least 1048576")
 	case c.RedeliveryGrace < 0:
 		return errors.New("GRIDCRAWL_LOADER_REDELIVERY_GRACE must not be negative")
 	case c.FetchTimeout <= 0:
@@ -309,9 +320,13 @@ type Deps struct {
 
 // Handoff receives stored responses for a crawler in the same process.
 // Put must not modify response, and may keep it: the loader does not touch
-// it afterwards.
+// it afterwards. WaitRoom waits until the handoff can keep size more bytes
+// (or keeping them is not worth waiting for: nobody takes them), or ctx is
+// done; the loader calls it before it hands over a batch's responses, so a
+// crawler that falls behind makes its loader wait (crawler.Handoff).
 type Handoff interface {
 	Put(ref contracts.AssetRef, ip string, response []byte)
+	WaitRoom(ctx context.Context, size int64) error
 }
 
 // Loader is the loader service.
@@ -448,6 +463,7 @@ func New(cfg Config, deps Deps) (*Loader, error) {
 		settle:        l.settle,
 		keepResponses: deps.Handoff != nil,
 		flushInterval: cfg.FlushInterval,
+		maxHeld:       cfg.RecordBytes,
 		lease:         cfg.RecoveryLease,
 		shards:        l.shards,
 	})
@@ -597,6 +613,9 @@ func (l *Loader) work(ctx, drain context.Context) {
 		if l.deps.Gate.Wait(ctx) != nil {
 			return
 		}
+		// Before a new URL, never with a body in hand: the flush that
+		// makes room waits for nothing a worker holds.
+		l.rec.waitRoom(ctx)
 		lease, err := l.sched.Next(ctx)
 		if err != nil {
 			return

@@ -66,7 +66,16 @@ func newPublisher(q crawlerQueue, handoff Handoff, gate *outage.Gate, log *slog.
 // their pages' bodies held a loader's whole backlog of them (70,000 bodies,
 // 330 MB, 100,000 pages into a crawl of 1,000,000 whose crawler fell behind
 // its loader), where the handoff holds no more than its bound.
-func (p *publisher) put(b *batch) {
+//
+// With a handoff, put first waits for its room (until ctx is done: then
+// the handoff keeps what fits), which holds back the recorder's flush and,
+// through the recorder's bound, the workers.
+func (p *publisher) put(ctx context.Context, b *batch) {
+	if p.handoff != nil {
+		// An error is ctx's: the responses go to the handoff regardless,
+		// which keeps those that fit.
+		_ = p.handoff.WaitRoom(ctx, b.handedBytes())
+	}
 	p.handOff(b)
 	p.mu.Lock()
 	p.batches = append(p.batches, b)
@@ -181,6 +190,17 @@ func (p *publisher) handOff(b *batch) {
 		}
 		res.response = nil
 	}
+}
+
+// handedBytes is the memory of the responses b hands off (handOff).
+func (b *batch) handedBytes() int64 {
+	var n int64
+	for i, res := range b.rs.moved {
+		if res.response != nil && b.rs.applied[i] && res.status == contracts.ToBeParsed {
+			n += int64(cap(res.response))
+		}
+	}
+	return n
 }
 
 // crawlerPages collects crawler pages by crawl, in order of first appearance.

@@ -74,6 +74,8 @@ type recorderDeps struct {
 	// for the publisher's handoff.
 	keepResponses bool
 	flushInterval time.Duration
+	// maxHeld is Config.RecordBytes (0: no bound, for tests).
+	maxHeld int64
 	// dedup deduplicates responses across crawls (nil: never).
 	dedup   *dedup
 	metrics *metrics.Loader
@@ -97,6 +99,12 @@ type recorder struct {
 	pending []*result
 	// deferred counts the response bytes waiting for a dedupe decision.
 	deferred int64
+	// held counts the response bytes (capacity) fetched since the last
+	// cut, those waiting for a dedupe decision included (maxHeld).
+	held int64
+	// room, when not nil, is closed (and cleared) at the next cut, for
+	// the workers waiting in waitRoom.
+	room chan struct{}
 	// stuck holds the batches a failed flush kept while a backend was down
 	// (only the flush goroutine touches it, under flushMu).
 	stuck []*batch
@@ -147,6 +155,7 @@ func (r *recorder) add(res *result) {
 // and settles back in its status (indexed) without a crawler contract.
 func (r *recorder) addExchange(t *task, o outcome) {
 	ex := o.ex
+	defer r.hold(int64(cap(ex.response)))
 	res := &result{t: t, status: contracts.ToBeParsed, reason: o.reason, page: contracts.CrawlerPage{
 		URL: t.url, Depth: t.depth, Hops: t.hops, StatusCode: ex.status, ContentType: ex.contentType, FetchedAt: ex.date,
 		ResponseTimeMS: int(ex.elapsed.Milliseconds()), Sitemaps: t.robotsSitemaps, Truncated: ex.truncated,
@@ -238,6 +247,43 @@ func (r *recorder) archive(ex *exchange, crawlID string) {
 	}
 }
 
+// hold counts n more response bytes fetched since the last cut, and asks
+// for a flush once they pass half of the bound.
+func (r *recorder) hold(n int64) {
+	r.mu.Lock()
+	r.held += n
+	flush := r.maxHeld > 0 && r.held >= r.maxHeld/2
+	r.mu.Unlock()
+	if flush {
+		r.nudge()
+	}
+}
+
+// waitRoom waits while the responses fetched since the last cut hold
+// maxHeld bytes or more, until a flush cuts them or ctx is done. Workers
+// call it before they take a new URL: the bound is passed by the bodies in
+// hand at most.
+func (r *recorder) waitRoom(ctx context.Context) {
+	for {
+		r.mu.Lock()
+		if r.maxHeld <= 0 || r.held < r.maxHeld {
+			r.mu.Unlock()
+			return
+		}
+		if r.room == nil {
+			r.room = make(chan struct{})
+		}
+		wait := r.room
+		r.mu.Unlock()
+		r.nudge()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
 // nudge asks the flush loop for a flush now rather than at the next tick.
 func (r *recorder) nudge() {
 	select {
@@ -294,6 +340,14 @@ func (r *recorder) flush(ctx context.Context, final bool) {
 		batches = append(batches, &batch{seg: c, pending: take})
 	}
 	r.pending = later
+	r.held = 0
+	for _, res := range later {
+		r.held += int64(cap(res.dd.ex.response))
+	}
+	if r.room != nil {
+		close(r.room)
+		r.room = nil
+	}
 	r.mu.Unlock()
 	for _, b := range batches {
 		err := r.prepare(ctx, b)
@@ -321,7 +375,7 @@ func (r *recorder) flush(ctx context.Context, final bool) {
 			b.settle(ctx, r.log, r.settle, err)
 			continue
 		}
-		r.publisher.put(b)
+		r.publisher.put(ctx, b)
 	}
 	r.segments.sealClosed(ctx)
 }

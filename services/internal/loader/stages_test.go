@@ -226,8 +226,8 @@ func TestPublisherSettlesAfterPublish(t *testing.T) {
 		var s settled
 		p := newPublisher(q, nil, nil, slog.New(slog.DiscardHandler), s.settle)
 		go p.run(t.Context())
-		p.put(recordedBatch("http://x.example/1"))
-		p.put(recordedBatch("http://x.example/2"))
+		p.put(t.Context(), recordedBatch("http://x.example/1"))
+		p.put(t.Context(), recordedBatch("http://x.example/2"))
 		time.Sleep(50 * time.Millisecond) // give a wrong publisher time to settle early
 		if urls, _ := s.got(); len(urls) != 0 {
 			t.Fatalf("settled before the broker took the contracts: %q", urls)
@@ -255,7 +255,7 @@ func TestPublisherSettlesAfterPublish(t *testing.T) {
 		var s settled
 		p := newPublisher(q, nil, nil, slog.New(slog.DiscardHandler), s.settle)
 		go p.run(t.Context())
-		p.put(recordedBatch("http://x.example/1"))
+		p.put(t.Context(), recordedBatch("http://x.example/1"))
 		p.close()
 		urls, errs := s.got()
 		if len(urls) != 1 || !errors.Is(errs[0], broken) {
@@ -269,6 +269,8 @@ type handoffLog struct {
 	mu  sync.Mutex
 	got []string
 }
+
+func (h *handoffLog) WaitRoom(context.Context, int64) error { return nil }
 
 func (h *handoffLog) Put(ref contracts.AssetRef, ip string, response []byte) {
 	h.mu.Lock()
@@ -290,8 +292,8 @@ func TestPublisherHoldsNoResponse(t *testing.T) {
 	first.rs.moved[0].response = []byte("HTTP/1.1 200 OK\r\n\r\none")
 	second.rs.moved[0].response = []byte("HTTP/1.1 200 OK\r\n\r\ntwo")
 	second.rs.applied[0] = false // another loader moved it first
-	p.put(first)
-	p.put(second) // waits behind first, whose publish waits for release
+	p.put(t.Context(), first)
+	p.put(t.Context(), second) // waits behind first, whose publish waits for release
 	for _, b := range []*batch{first, second} {
 		if r := b.rs.moved[0]; r.response != nil {
 			t.Errorf("batch of %s waiting for its publish holds its response", r.page.URL)
