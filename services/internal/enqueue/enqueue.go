@@ -318,38 +318,42 @@ func (f *Enqueuer) lowerDepths(ctx context.Context, crawlID string, p contracts.
 	return nil
 }
 
-// peek reads the records of found, which exist: from the index's lagging
-// view (txindex.Pipeline.Peek), which costs Elasticsearch no refresh, and
-// the few it does not show yet (created a moment ago) with a current read.
-// A record Peek shows older can only be deeper than it is now (depths only
-// decrease), and LowerDepth checks the depth it lowers, so a stale record
-// costs at most a lowering that does not apply. The republish rule of
-// revisit reads a record to-be-loaded with the same referrer: a lagging
-// view may show it to-be-loaded after it was fetched, which republishes a
-// contract the loader then skips.
+// peek reads the records of found, which exist: those this process knows
+// (it created or wrote them: txindex.Revisions) as it knows them, the
+// others from the index's lagging view (txindex.Pipeline.Peek), which costs
+// Elasticsearch no refresh, and the few it does not show yet (created a
+// moment ago by another process) with a current read. A record known or
+// shown older can only be deeper than it is now (depths only decrease),
+// and LowerDepth checks the depth it lowers, so a stale record costs at
+// most a lowering that does not apply. The republish rule of revisit reads
+// a record to-be-loaded with the same referrer: an older version may show
+// it to-be-loaded after it was fetched, which republishes a contract the
+// loader then skips.
 func (f *Enqueuer) peek(ctx context.Context, found []txindex.Record) (map[string]txindex.Record, error) {
-	keys := make([]string, len(found))
-	for i, c := range found {
-		keys[i] = c.Key
+	existing := make(map[string]txindex.Record, len(found))
+	rv, _ := f.Tx.(txindex.Revisions)
+	keys := make([]string, 0, len(found))
+	for _, c := range found {
+		if rv != nil {
+			if r, _, ok := rv.Known(c.Key); ok {
+				existing[c.Key] = r
+				continue
+			}
+		}
+		keys = append(keys, c.Key)
 	}
-	existing, err := f.Tx.Peek(ctx, keys)
+	if len(keys) == 0 {
+		return existing, nil
+	}
+	shown, err := f.Tx.Peek(ctx, keys)
 	if err != nil {
 		return nil, fmt.Errorf("peek existing records: %w", err)
 	}
-	// A record the view does not show yet was created a moment ago; if
-	// by this process, its store knows it as created (or later): a depth
-	// it shows is one the record had, which is all a lowering needs.
-	rv, _ := f.Tx.(txindex.Revisions)
 	var missing []string
 	for _, k := range keys {
-		if _, ok := existing[k]; ok {
+		if r, ok := shown[k]; ok {
+			existing[k] = r
 			continue
-		}
-		if rv != nil {
-			if r, _, ok := rv.Known(k); ok {
-				existing[k] = r
-				continue
-			}
 		}
 		missing = append(missing, k)
 	}
