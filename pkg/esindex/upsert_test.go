@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/digests"
 )
 
 // page returns a stored-as-fetched document of page i.
@@ -183,5 +184,31 @@ func TestUpsertReadsNothing(t *testing.T) {
 	}
 	if v := storedVersion(t, s, docs[0].ID); v != 2 {
 		t.Errorf("_version %d after two Upserts, want 2", v)
+	}
+}
+
+// TestReadsCounted checks that the client counts what it reads by index
+// and kind: gets by document, searches by request.
+func TestReadsCounted(t *testing.T) {
+	c := open(t, RefreshOnRead)
+	reads := func() map[[2]string]int64 {
+		m := map[[2]string]int64{}
+		for _, r := range c.Reads() {
+			m[[2]string{r.Index, r.Kind}] = r.N
+		}
+		return m
+	}
+	before := reads()
+	if _, err := c.TxIndex().GetMany(t.Context(), []string{"a", "b", "c"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Digests().Lookup(t.Context(), []digests.Ref{{Scope: "crawl:x", Digest: "sha1:AAAA"}, {Scope: "crawl:x", Digest: "sha1:BBBB"}}); err != nil {
+		t.Fatal(err)
+	}
+	after := reads()
+	for k, want := range map[[2]string]int64{{"transactions", ReadRealtimeGet}: 3, {"digests", ReadSearch}: 1, {"digests", ReadRefreshedGet}: 0} {
+		if got := after[k] - before[k]; got != want {
+			t.Errorf("%s %s reads = %d, want %d", k[0], k[1], got, want)
+		}
 	}
 }
