@@ -115,3 +115,77 @@ func TestEnqueueLowersDepthOfURLsFoundNearer(t *testing.T) {
 		t.Errorf("crawler_pending holds %d more messages (%v), want none (a redelivery publishes nothing)", n, err)
 	}
 }
+
+// laggingView is a transaction index whose lagging view (Peek) does not
+// show the records in hidden yet, and that counts current reads.
+type laggingView struct {
+	txindex.Pipeline
+	hidden  map[string]bool
+	current int
+}
+
+func (l *laggingView) Peek(ctx context.Context, keys []string) (map[string]txindex.Record, error) {
+	var shown []string
+	for _, k := range keys {
+		if !l.hidden[k] {
+			shown = append(shown, k)
+		}
+	}
+	return l.Pipeline.Peek(ctx, shown)
+}
+
+func (l *laggingView) GetMany(ctx context.Context, keys []string) (map[string]txindex.Record, error) {
+	l.current += len(keys)
+	return l.Pipeline.GetMany(ctx, keys)
+}
+
+// TestEnqueueDeferredLeavesUnseenLinksToSettle finds a URL nearer whose
+// record the view does not show yet: EnqueueDeferred must neither read it
+// current nor lower it, and Settle, once the view shows it, must lower it
+// without a current read. Enqueue does both at once, reading current.
+func TestEnqueueDeferredLeavesUnseenLinksToSettle(t *testing.T) {
+	f, _ := newFrontier(t)
+	ctx := context.Background()
+	p := contracts.Profile{StartURLs: []string{"http://a.test/"}}.WithDefaults()
+	now := time.Now()
+	mk := func(path string) txindex.Record {
+		u := "http://a.test" + path
+		return txindex.Record{Key: txindex.Key("c", u), CrawlID: "c", URL: u, Host: "a.test", Group: "a.test",
+			Depth: 4, Referrer: "deep-page", Status: contracts.ToBeLoaded, StatusTime: now, CreatedAt: now}
+	}
+	a, b := mk("/a"), mk("/b")
+	if _, err := f.Tx.Create(ctx, []txindex.Record{a, b}); err != nil {
+		t.Fatal(err)
+	}
+	lv := &laggingView{Pipeline: f.Tx, hidden: map[string]bool{a.Key: true, b.Key: true}}
+	f.Tx = lv
+	depth := func(r txindex.Record) int {
+		t.Helper()
+		got, err := lv.Pipeline.Get(ctx, r.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.Depth
+	}
+	n, unseen, err := f.EnqueueDeferred(ctx, "c", p, []Candidate{{URL: a.URL, Depth: 2, Referrer: "near-page"}})
+	if err != nil || n != 0 {
+		t.Fatalf("EnqueueDeferred = %d, %v", n, err)
+	}
+	if unseen.Len() != 1 || lv.current != 0 || depth(a) != 4 {
+		t.Fatalf("EnqueueDeferred left %d unseen, read %d current, depth %d; want 1, 0, 4", unseen.Len(), lv.current, depth(a))
+	}
+	delete(lv.hidden, a.Key) // the view refreshed
+	if err := f.Settle(ctx, unseen); err != nil {
+		t.Fatal(err)
+	}
+	if lv.current != 0 || depth(a) != 2 {
+		t.Errorf("Settle read %d current, depth %d; want 0, 2", lv.current, depth(a))
+	}
+	// Enqueue settles at once: the record the view hides is read current.
+	if _, err := f.Enqueue(ctx, "c", p, []Candidate{{URL: b.URL, Depth: 1, Referrer: "near-page"}}); err != nil {
+		t.Fatal(err)
+	}
+	if lv.current != 1 || depth(b) != 1 {
+		t.Errorf("Enqueue read %d current, depth %d; want 1, 1", lv.current, depth(b))
+	}
+}
