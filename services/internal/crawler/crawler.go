@@ -140,7 +140,6 @@ type Crawler struct {
 	// decodes bounds the memory of decompressed bodies (Config.DecodeBudget).
 	decodes *bytebudget.Budget
 	shell   *consume.Shell[contracts.CrawlerContract]
-	settle  settler // found links waiting for the index's view (settle.go)
 }
 
 // New returns a crawler; cfg must have been validated.
@@ -149,7 +148,7 @@ func New(cfg Config, deps Deps) *Crawler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	c := &Crawler{
+	return &Crawler{
 		cfg: cfg, deps: deps, log: log,
 		enq:     &enqueue.Enqueuer{Tx: deps.Tx, Queue: deps.Queue, Group: deps.Group, Shards: deps.Shards, Gather: cfg.PublishGather},
 		cancels: crawlcache.NewStates(deps.Profiles),
@@ -161,8 +160,6 @@ func New(cfg Config, deps Deps) *Crawler {
 			Kind: "crawler", Prefetch: cfg.Prefetch, Workers: cfg.Workers, Validate: validContract,
 			Version: func(k *contracts.CrawlerContract) int { return k.V }, Gate: deps.Gate, Logger: log}),
 	}
-	c.settle.c = c
-	return c
 }
 
 // Run consumes crawler_pending until ctx is cancelled.
@@ -171,10 +168,7 @@ func (c *Crawler) Run(ctx context.Context) error {
 	// handoff is full; once it stops, nobody would make room.
 	detach := c.deps.Handoff.Attach()
 	defer detach()
-	c.settle.start(ctx)
-	err := c.shell.Run(ctx, c.handle)
-	c.settle.stop() // the consumers are done: settle what waits
-	if err != nil {
+	if err := c.shell.Run(ctx, c.handle); err != nil {
 		return err
 	}
 	c.log.Info("shutdown complete")
@@ -293,17 +287,11 @@ func (c *Crawler) Process(ctx context.Context, k contracts.CrawlerContract, prof
 	for _, p := range pages {
 		cands = append(cands, p.links...)
 	}
-	created, unseen, err := c.enq.EnqueueDeferred(ctx, k.CrawlID, profile, cands)
+	created, err := c.enq.Enqueue(ctx, k.CrawlID, profile, cands)
 	if err != nil {
 		return fmt.Errorf("enqueue links: %w", err)
 	}
 	c.met.Links(created)
-	if unseen.Len() > 0 && !canWait(k, pages) {
-		if err := c.enq.Settle(ctx, unseen); err != nil {
-			return fmt.Errorf("enqueue links: %w", err)
-		}
-		unseen = nil
-	}
 	applied, err := c.recordParsed(ctx, k, pages)
 	if err != nil {
 		return err
@@ -312,14 +300,7 @@ func (c *Crawler) Process(ctx context.Context, k contracts.CrawlerContract, prof
 	// with the records as written, so that the indexer's transition needs
 	// no read. Should this process die before they are published, the
 	// pages are to-be-indexed without a document on its way: the recovery
-	// sweep has them parsed again (a reindex contract). Found links too new
-	// for the index's view settle first, a moment later (settle.go).
-	if unseen.Len() > 0 && c.settle.later(settleWork{k: k, pages: pages, applied: applied, unseen: unseen}) {
-		return nil
-	}
-	if err := c.enq.Settle(ctx, unseen); err != nil {
-		return fmt.Errorf("enqueue links: %w", err)
-	}
+	// sweep has them parsed again (a reindex contract).
 	return c.publishDocs(ctx, k, pages, applied)
 }
 

@@ -94,54 +94,8 @@ type gatheredReq struct {
 // that is the redelivery of a page whose follow-up contracts may not have
 // been published. It returns the number of records created.
 func (f *Enqueuer) Enqueue(ctx context.Context, crawlID string, p contracts.Profile, cands []Candidate) (int, error) {
-	n, u, err := f.EnqueueDeferred(ctx, crawlID, p, cands)
-	if err != nil {
-		return n, err
-	}
-	return n, f.Settle(ctx, u)
-}
-
-// Unseen is what EnqueueDeferred left to Settle: found links whose records
-// neither this process knows nor the index's lagging view shows yet
-// (another process created them since its last refresh).
-type Unseen struct {
-	crawlID string
-	p       contracts.Profile
-	found   []txindex.Record
-}
-
-// Len returns the number of found links u holds; 0 for nil.
-func (u *Unseen) Len() int {
-	if u == nil {
-		return 0
-	}
-	return len(u.found)
-}
-
-// Settle lowers the depths of u's records and republishes their contracts
-// as Enqueue does, reading the records from the lagging view, or current
-// (a realtime get in Elasticsearch) when the view does not show them yet.
-// Called once the view has refreshed since EnqueueDeferred (one refresh
-// interval later), it reads them from the view.
-func (f *Enqueuer) Settle(ctx context.Context, u *Unseen) error {
-	if u.Len() == 0 {
-		return nil
-	}
-	republish, _, err := f.revisit(ctx, u.crawlID, u.p, u.found, nil, true)
-	if err != nil {
-		return err
-	}
-	return f.Publish(ctx, u.crawlID, u.p, republish)
-}
-
-// EnqueueDeferred is Enqueue that leaves the found links whose records
-// are too new for the lagging view to Settle, so that they need no
-// current read. The page that found them must stay short of a terminal
-// status until Settle has returned (its document not yet published), so
-// that the crawl cannot finish before their depths are lowered.
-func (f *Enqueuer) EnqueueDeferred(ctx context.Context, crawlID string, p contracts.Profile, cands []Candidate) (int, *Unseen, error) {
 	if len(cands) == 0 {
-		return 0, nil, nil
+		return 0, nil
 	}
 	now := f.now()
 	recs := make([]txindex.Record, 0, len(cands))
@@ -173,11 +127,11 @@ func (f *Enqueuer) EnqueueDeferred(ctx context.Context, crawlID string, p contra
 	}
 	recs, existing, err := f.limit(ctx, crawlID, p, recs)
 	if err != nil {
-		return 0, nil, err
+		return 0, err
 	}
 	created, err := f.Tx.Create(ctx, recs)
 	if err != nil {
-		return 0, nil, fmt.Errorf("create records: %w", err)
+		return 0, fmt.Errorf("create records: %w", err)
 	}
 	var publish []txindex.Record
 	var found []txindex.Record // candidates whose record exists
@@ -190,27 +144,23 @@ func (f *Enqueuer) EnqueueDeferred(ctx context.Context, crawlID string, p contra
 			found = append(found, r)
 		}
 	}
-	var unseen *Unseen
 	if len(found) > 0 {
-		republish, later, err := f.revisit(ctx, crawlID, p, found, existing, false)
+		republish, err := f.revisit(ctx, crawlID, p, found, existing)
 		if err != nil {
-			return n, nil, err
-		}
-		if len(later) > 0 {
-			unseen = &Unseen{crawlID: crawlID, p: p, found: later}
+			return n, err
 		}
 		// Republished records go without snapshots: the loader reads
 		// them, and skips those fetched meanwhile.
 		if err := f.Publish(ctx, crawlID, p, republish); err != nil {
-			return n, nil, err
+			return n, err
 		}
 	}
 	// New records carry what this process wrote, so that the loader's
 	// store transitions them without reading them first.
 	if err := f.publishGathered(ctx, crawlID, p, publish); err != nil {
-		return n, nil, err
+		return n, err
 	}
-	return n, unseen, nil
+	return n, nil
 }
 
 // publishGathered publishes the loader contracts of new records, with
@@ -293,37 +243,24 @@ func (f *Enqueuer) publishAll(ctx context.Context, reqs []gatheredReq) error {
 // contracts must be published again (see Enqueue). existing holds the
 // records limit read already, if it read them; otherwise only the records
 // found again are read, in one request. (Lowering is checked by the index,
-// so a record read before Create is as good as one read after.) Without
-// current, the candidates whose records peek cannot show without a current
-// read are left alone and returned.
-func (f *Enqueuer) revisit(ctx context.Context, crawlID string, p contracts.Profile, found []txindex.Record, existing map[string]txindex.Record,
-	current bool) (republish, later []txindex.Record, err error) {
+// so a record read before Create is as good as one read after.)
+func (f *Enqueuer) revisit(ctx context.Context, crawlID string, p contracts.Profile, found []txindex.Record, existing map[string]txindex.Record) ([]txindex.Record, error) {
 	if existing == nil {
-		var missing map[string]bool
-		if existing, missing, err = f.peek(ctx, found, current); err != nil {
-			return nil, nil, err
-		}
-		if len(missing) > 0 {
-			seen := found[:0:0]
-			for _, c := range found {
-				if missing[c.Key] {
-					later = append(later, c)
-				} else {
-					seen = append(seen, c)
-				}
-			}
-			found = seen
+		var err error
+		if existing, err = f.peek(ctx, found); err != nil {
+			return nil, err
 		}
 	}
 	if err := f.lowerDepths(ctx, crawlID, p, found, existing); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
+	var republish []txindex.Record
 	for _, c := range found {
 		if e, ok := existing[c.Key]; ok && c.Referrer != "" && e.Status == contracts.ToBeLoaded && e.Referrer == c.Referrer {
 			republish = append(republish, e)
 		}
 	}
-	return republish, later, nil
+	return republish, nil
 }
 
 // lowerDepths lowers the depth of the records of found that existing
@@ -392,10 +329,7 @@ func (f *Enqueuer) lowerDepths(ctx context.Context, crawlID string, p contracts.
 // a record to-be-loaded with the same referrer: an older version may show
 // it to-be-loaded after it was fetched, which republishes a contract the
 // loader then skips.
-//
-// Without current, the records the view does not show are not read: peek
-// returns their keys instead.
-func (f *Enqueuer) peek(ctx context.Context, found []txindex.Record, current bool) (map[string]txindex.Record, map[string]bool, error) {
+func (f *Enqueuer) peek(ctx context.Context, found []txindex.Record) (map[string]txindex.Record, error) {
 	existing := make(map[string]txindex.Record, len(found))
 	rv, _ := f.Tx.(txindex.Revisions)
 	keys := make([]string, 0, len(found))
@@ -409,11 +343,11 @@ func (f *Enqueuer) peek(ctx context.Context, found []txindex.Record, current boo
 		keys = append(keys, c.Key)
 	}
 	if len(keys) == 0 {
-		return existing, nil, nil
+		return existing, nil
 	}
 	shown, err := f.Tx.Peek(ctx, keys)
 	if err != nil {
-		return nil, nil, fmt.Errorf("peek existing records: %w", err)
+		return nil, fmt.Errorf("peek existing records: %w", err)
 	}
 	var missing []string
 	for _, k := range keys {
@@ -424,23 +358,16 @@ func (f *Enqueuer) peek(ctx context.Context, found []txindex.Record, current boo
 		missing = append(missing, k)
 	}
 	if len(missing) == 0 {
-		return existing, nil, nil
-	}
-	if !current {
-		later := make(map[string]bool, len(missing))
-		for _, k := range missing {
-			later[k] = true
-		}
-		return existing, later, nil
+		return existing, nil
 	}
 	fresh, err := f.Tx.GetMany(ctx, missing)
 	if err != nil {
-		return nil, nil, fmt.Errorf("get existing records: %w", err)
+		return nil, fmt.Errorf("get existing records: %w", err)
 	}
 	for k, r := range fresh {
 		existing[k] = r
 	}
-	return existing, nil, nil
+	return existing, nil
 }
 
 // limit drops candidates beyond the profile's page limits. Limits count
