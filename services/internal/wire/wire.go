@@ -331,11 +331,15 @@ func open(ctx context.Context, b Backends, log *slog.Logger) (*Set, error) {
 // contracts to keep the crawler's and the indexer's workers busy, few
 // enough that a backlog waits in the transaction index and the durable
 // loader queue instead of in memory. An index contract carries a parsed
-// document, so its queue is the shorter.
+// document, so its queue is the shorter, and bounded by bytes: when
+// indexing trails, the documents waiting in it were the embedded grid's
+// largest share of memory (1,000 hosts x 20 pages of 20 KB: peak RSS
+// 527-553 MiB at 32 MiB, 458 at 16, 424-440 at 8, CPU per page unchanged;
+// docs/benchmarks.md).
 const (
 	crawlerQueueBound  = 1024
 	indexQueueBound    = 256
-	indexQueueMaxBytes = 32 << 20
+	indexQueueMaxBytes = 8 << 20
 )
 
 // inMemory reports whether the queue named name is kept in memory when
