@@ -73,9 +73,10 @@ bench: build
 	$(GO) run ./scripts/bench -hosts 1000
 	scripts/bench-grid.sh
 
-## bench-check: regression guard of CPU-ms per page (a short embedded and grid-mode crawl) against
-## the figure recorded in docs/benchmarks.md, or with BASE=<rev> against that revision run in turn;
-## run it alone on the machine before submitting pipeline changes; not part of make test
+## bench-check: regression guard (a short embedded and grid-mode crawl) of CPU-ms per page, pages/s,
+## each backend's CPU and Elasticsearch reads per page against the figures recorded in
+## docs/benchmarks.md, or with BASE=<rev> against that revision run in turn; run it alone on the
+## machine before any submission that touches a stage, a store or a backend call; not part of make test
 .PHONY: bench-check
 bench-check:
 	scripts/bench-check.sh
