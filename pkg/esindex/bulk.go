@@ -191,37 +191,53 @@ type mgetDoc struct {
 	Error       *esError        `json:"error"`
 }
 
-// searchIDs returns the sources of the documents of index with ids that the
-// index's last refresh shows, keyed by id, with one ids search per
-// maxMgetIDs ids: it loads only the documents that exist.
-func (c *Client) searchIDs(ctx context.Context, index string, ids []string) (map[string]json.RawMessage, error) {
-	out := map[string]json.RawMessage{}
+// idHit is a document an ids search found: its source and, when asked
+// for, its sequence number and primary term.
+type idHit struct {
+	ID          string          `json:"_id"`
+	SeqNo       int64           `json:"_seq_no"`
+	PrimaryTerm int64           `json:"_primary_term"`
+	Source      json.RawMessage `json:"_source"`
+}
+
+// searchIDs returns the documents of index with ids that the index's last
+// refresh shows, with one ids search per maxMgetIDs ids: it loads only the
+// documents that exist. With fields, the sources hold only those fields;
+// with seqNo, the hits carry their sequence numbers and primary terms.
+func (c *Client) searchIDs(ctx context.Context, index string, ids, fields []string, seqNo bool) ([]idHit, error) {
+	var out []idHit
 	ids = possibleIDs(ids)
+	filter := []string{"hits.hits._id", "hits.hits._source"}
+	if seqNo {
+		filter = append(filter, "hits.hits._seq_no", "hits.hits._primary_term")
+	}
 	for start := 0; start < len(ids); start += maxMgetIDs {
 		chunk := ids[start:min(start+maxMgetIDs, len(ids))]
-		body, err := json.Marshal(map[string]any{
+		q := map[string]any{
 			"size":             len(chunk),
 			"track_total_hits": false,
 			"query":            map[string]any{"ids": map[string]any{"values": chunk}},
-		})
+		}
+		if fields != nil {
+			q["_source"] = fields
+		}
+		if seqNo {
+			q["seq_no_primary_term"] = true
+		}
+		body, err := json.Marshal(q)
 		if err != nil {
 			return nil, err
 		}
 		var res struct {
 			Hits struct {
-				Hits []struct {
-					ID     string          `json:"_id"`
-					Source json.RawMessage `json:"_source"`
-				} `json:"hits"`
+				Hits []idHit `json:"hits"`
 			} `json:"hits"`
 		}
-		req := esapi.SearchRequest{Index: []string{index}, Body: bytes.NewReader(body), FilterPath: []string{"hits.hits._id", "hits.hits._source"}}
+		req := esapi.SearchRequest{Index: []string{index}, Body: bytes.NewReader(body), FilterPath: filter}
 		if err := c.do(ctx, req, &res); err != nil {
 			return nil, err
 		}
-		for _, h := range res.Hits.Hits {
-			out[h.ID] = h.Source
-		}
+		out = append(out, res.Hits.Hits...)
 	}
 	return out, nil
 }

@@ -82,14 +82,14 @@ func (d *Digests) Lookup(ctx context.Context, refs []digests.Ref) (map[digests.R
 	if len(ids) == 0 {
 		return out, nil
 	}
-	docs, err := d.c.searchIDs(ctx, d.c.digestsIndex, ids)
+	hits, err := d.c.searchIDs(ctx, d.c.digestsIndex, ids, nil, false)
 	if err != nil {
 		return nil, fmt.Errorf("look up payload digests: %w", err)
 	}
-	for id, doc := range docs {
+	for _, h := range hits {
 		var src digestDoc
-		if err := json.Unmarshal(doc, &src); err != nil {
-			return nil, fmt.Errorf("look up payload digests: decode %q: %w", id, err)
+		if err := json.Unmarshal(h.Source, &src); err != nil {
+			return nil, fmt.Errorf("look up payload digests: decode %q: %w", h.ID, err)
 		}
 		e := digests.Entry{Ref: digests.Ref{Scope: src.Scope, Digest: src.Digest}, URI: src.URI, Date: fromUnixNanos(src.Date),
 			RecordID: src.RecordID, Key: src.Key, Offset: src.Offset, Length: src.Length}

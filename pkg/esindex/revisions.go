@@ -1,14 +1,11 @@
 package esindex
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
-
-	"github.com/elastic/go-elasticsearch/v8/esapi"
 
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 )
@@ -79,47 +76,17 @@ func (x *TxIndex) viewVersions(ctx context.Context, keys []string) (map[string]v
 // shows: with fields, only those fields (and no sequence number or primary
 // term); with none, whole and with them.
 func (x *TxIndex) searchIDs(ctx context.Context, keys, fields []string) (map[string]version, error) {
-	out := make(map[string]version, len(keys))
-	keys = possibleIDs(keys)
-	filter := []string{"hits.hits._id", "hits.hits._source"}
-	for start := 0; start < len(keys); start += maxMgetIDs {
-		chunk := keys[start:min(start+maxMgetIDs, len(keys))]
-		q := map[string]any{
-			"size":             len(chunk),
-			"track_total_hits": false,
-			"query":            map[string]any{"ids": map[string]any{"values": chunk}},
+	hits, err := x.c.searchIDs(ctx, x.c.txIndex, keys, fields, fields == nil)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]version, len(hits))
+	for _, h := range hits {
+		var r txindex.Record
+		if err := json.Unmarshal(h.Source, &r); err != nil {
+			return nil, fmt.Errorf("record %q: decode: %w", h.ID, err)
 		}
-		if fields != nil {
-			q["_source"] = fields
-		} else {
-			q["seq_no_primary_term"] = true
-			filter = []string{"hits.hits._id", "hits.hits._seq_no", "hits.hits._primary_term", "hits.hits._source"}
-		}
-		body, err := json.Marshal(q)
-		if err != nil {
-			return nil, err
-		}
-		var res struct {
-			Hits struct {
-				Hits []struct {
-					ID          string          `json:"_id"`
-					SeqNo       int64           `json:"_seq_no"`
-					PrimaryTerm int64           `json:"_primary_term"`
-					Source      json.RawMessage `json:"_source"`
-				} `json:"hits"`
-			} `json:"hits"`
-		}
-		req := esapi.SearchRequest{Index: []string{x.c.txIndex}, Body: bytes.NewReader(body), FilterPath: filter}
-		if err := x.c.do(ctx, req, &res); err != nil {
-			return nil, err
-		}
-		for _, h := range res.Hits.Hits {
-			var r txindex.Record
-			if err := json.Unmarshal(h.Source, &r); err != nil {
-				return nil, fmt.Errorf("record %q: decode: %w", h.ID, err)
-			}
-			out[h.ID] = version{seqNo: h.SeqNo, primaryTerm: h.PrimaryTerm, rec: r}
-		}
+		out[h.ID] = version{seqNo: h.SeqNo, primaryTerm: h.PrimaryTerm, rec: r}
 	}
 	return out, nil
 }
