@@ -1,0 +1,566 @@
+// Package frontier keeps the URLs that wait for their crawl host groups in
+// a durable store instead of in broker messages or in memory: one Pebble
+// database (a log-structured key-value store) per loader shard, each URL
+// filed under its group and crawl and ordered there by the time it is due,
+// its earliest fetch time (the way Veidemann keeps a crawl host group's
+// URIs ordered by earliest fetch time, and Heritrix keeps every host queue
+// on disk with only the queue's state in memory).
+//
+// A loader files the URLs of a contract (File) and may then acknowledge
+// the contract: the URLs are durable. It takes a few of a group's URLs at a
+// time (Take), the earliest due first, and removes each once its outcome is
+// recorded (Done), or files it again for later (Refile) or gives it back
+// (Release). What was taken and not removed is taken again after a restart:
+// the store holds every URL until its outcome is durable elsewhere, so a
+// process killed at any point loses none, and the caller skips the ones
+// whose outcome was recorded before the kill.
+//
+// In memory the store keeps per queue (group and crawl) the number of
+// filed URLs and a cursor, the last URL taken; nothing else grows with the
+// number of waiting URLs. Pebble reads through a block cache of bounded
+// size (Options.CacheBytes). A URL filed and removed before its memtable is
+// flushed never reaches a table file.
+package frontier
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Entry is one filed URL.
+type Entry struct {
+	Group string
+	Crawl string
+	URL   string
+	Depth int
+	Hops  int
+	// Due is the earliest time the URL may be fetched; the store orders a
+	// queue's URLs by it (milliseconds), then by filing order.
+	Due time.Time
+	// Data is kept with the URL and given back as it was filed; the store
+	// does not read it.
+	Data []byte
+
+	k key // set by File and Take
+}
+
+// key orders a queue's entries: due time (Unix milliseconds), then the
+// store's filing sequence, unique in the store.
+type key struct {
+	due, seq int64
+}
+
+func (a key) less(b key) bool { return a.due < b.due || (a.due == b.due && a.seq < b.seq) }
+
+// QueueID names one queue: a crawl's URLs of one crawl host group.
+type QueueID struct {
+	Group, Crawl string
+}
+
+// Queue is what the store knows of one queue.
+type Queue struct {
+	QueueID
+	// Filed is the number of URLs filed and not removed, taken ones
+	// included.
+	Filed int
+	// Taken is the number of URLs taken and not yet removed, refiled or
+	// released.
+	Taken int
+}
+
+// queue is the in-memory state of one queue.
+type queue struct {
+	prefix []byte
+	filed  int
+	taken  int
+	// cursor is the greatest key taken since the store opened; Take reads
+	// the database after it. behind holds entries filed or given back
+	// with a key at or before the cursor, which Take hands out first.
+	cursor key
+	behind []Entry
+}
+
+// start is the cursor of a queue nothing was taken from.
+var start = key{due: -1 << 62}
+
+// Options configure a Store.
+type Options struct {
+	// CacheBytes bounds Pebble's block cache; 0 means 8 MiB.
+	CacheBytes int64
+}
+
+// Store is the frontier of one loader shard. It is safe for concurrent use.
+type Store struct {
+	db    *pebble.DB
+	cache *pebble.Cache
+
+	mu     sync.Mutex
+	seq    int64
+	queues map[QueueID]*queue
+}
+
+// Keys: 'u', the group, 0, the crawl, 0, then the due time and the
+// sequence as big-endian numbers (the due time with its sign bit flipped,
+// so that keys sort as times do). Values: the depth, the hops and the
+// URL's length as varints, the URL, then the entry's data.
+const urlsPrefix = 'u'
+
+func queuePrefix(id QueueID) []byte {
+	b := make([]byte, 0, 3+len(id.Group)+len(id.Crawl))
+	b = append(b, urlsPrefix)
+	b = append(b, id.Group...)
+	b = append(b, 0)
+	b = append(b, id.Crawl...)
+	return append(b, 0)
+}
+
+func appendKey(b []byte, k key) []byte {
+	b = binary.BigEndian.AppendUint64(b, uint64(k.due)^1<<63)
+	return binary.BigEndian.AppendUint64(b, uint64(k.seq))
+}
+
+func parseKey(b []byte) (QueueID, key, error) {
+	if len(b) < 1+2+16 || b[0] != urlsPrefix {
+		return QueueID{}, key{}, fmt.Errorf("frontier key %q: malformed", b)
+	}
+	rest, tail := b[1:len(b)-16], b[len(b)-16:]
+	g, c, ok := bytes.Cut(rest, []byte{0})
+	if !ok || len(c) == 0 || c[len(c)-1] != 0 {
+		return QueueID{}, key{}, fmt.Errorf("frontier key %q: malformed", b)
+	}
+	return QueueID{string(g), string(c[:len(c)-1])}, key{
+		due: int64(binary.BigEndian.Uint64(tail) ^ 1<<63),
+		seq: int64(binary.BigEndian.Uint64(tail[8:])),
+	}, nil
+}
+
+func appendValue(b []byte, e *Entry) []byte {
+	b = binary.AppendVarint(b, int64(e.Depth))
+	b = binary.AppendVarint(b, int64(e.Hops))
+	b = binary.AppendUvarint(b, uint64(len(e.URL)))
+	b = append(b, e.URL...)
+	return append(b, e.Data...)
+}
+
+func parseValue(v []byte, e *Entry) error {
+	depth, n := binary.Varint(v)
+	if n <= 0 {
+		return errors.New("frontier value: malformed depth")
+	}
+	v = v[n:]
+	hops, n := binary.Varint(v)
+	if n <= 0 {
+		return errors.New("frontier value: malformed hops")
+	}
+	v = v[n:]
+	l, n := binary.Uvarint(v)
+	if n <= 0 || uint64(len(v)-n) < l {
+		return errors.New("frontier value: malformed url")
+	}
+	e.Depth, e.Hops, e.URL = int(depth), int(hops), string(v[n:n+int(l)])
+	if rest := v[n+int(l):]; len(rest) > 0 {
+		e.Data = slices.Clone(rest)
+	}
+	return nil
+}
+
+// Open opens (creating it when absent) the frontier database in directory
+// dir and counts the URLs of every queue.
+func Open(ctx context.Context, dir string, opts ...Options) (*Store, error) {
+	var o Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if o.CacheBytes <= 0 {
+		o.CacheBytes = 8 << 20
+	}
+	cache := pebble.NewCache(o.CacheBytes)
+	db, err := pebble.Open(dir, &pebble.Options{Cache: cache, Logger: quietLogger{}})
+	if err != nil {
+		cache.Unref()
+		return nil, fmt.Errorf("open frontier %s: %w", dir, err)
+	}
+	s := &Store{db: db, cache: cache, queues: map[QueueID]*queue{}}
+	if err := s.load(ctx); err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("open frontier %s: %w", dir, err)
+	}
+	return s, nil
+}
+
+// load counts the filed URLs of every queue and finds the greatest
+// sequence number.
+func (s *Store) load(ctx context.Context) error {
+	it, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: []byte{urlsPrefix}, UpperBound: []byte{urlsPrefix + 1}})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	var last *queue
+	var lastID QueueID
+	for ok := it.First(); ok; ok = it.Next() {
+		id, k, err := parseKey(it.Key())
+		if err != nil {
+			return err
+		}
+		if last == nil || id != lastID {
+			last, lastID = s.queue(id), id
+		}
+		last.filed++
+		s.seq = max(s.seq, k.seq)
+	}
+	return it.Error()
+}
+
+// Close closes the database.
+func (s *Store) Close() error {
+	err := s.db.Close()
+	s.cache.Unref()
+	return err
+}
+
+// Bytes returns the size of the database's files on disk.
+func (s *Store) Bytes() int64 { return int64(s.db.Metrics().DiskSpaceUsage()) }
+
+// File files es in one batch, written to the database's log and synced:
+// when it returns nil, every entry is durable. An entry without a due time
+// is due now.
+func (s *Store) File(ctx context.Context, es []Entry) error {
+	if len(es) == 0 {
+		return nil
+	}
+	for _, e := range es {
+		switch {
+		case e.Group == "" || strings.IndexByte(e.Group, 0) >= 0:
+			return fmt.Errorf("file url %q: the group %q is empty or holds a NUL", e.URL, e.Group)
+		case e.Crawl == "" || strings.IndexByte(e.Crawl, 0) >= 0:
+			return fmt.Errorf("file url %q: the crawl %q is empty or holds a NUL", e.URL, e.Crawl)
+		case e.URL == "":
+			return fmt.Errorf("file url: the url of crawl %q, group %q is empty", e.Crawl, e.Group)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now().UnixMilli()
+	b := s.db.NewBatch()
+	defer b.Close()
+	filed := make([]Entry, len(es))
+	seq := s.seq
+	var kbuf, vbuf []byte
+	for i, e := range es {
+		seq++
+		e.k = key{due: now, seq: seq}
+		if !e.Due.IsZero() {
+			e.k.due = e.Due.UnixMilli()
+		}
+		e.Due = time.UnixMilli(e.k.due)
+		kbuf = appendKey(append(kbuf[:0], queuePrefix(QueueID{e.Group, e.Crawl})...), e.k)
+		vbuf = appendValue(vbuf[:0], &e)
+		if err := b.Set(kbuf, vbuf, nil); err != nil {
+			return fmt.Errorf("file urls: %w", err)
+		}
+		filed[i] = e
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("file urls: %w", err)
+	}
+	s.seq = seq
+	for _, e := range filed {
+		q := s.queue(QueueID{e.Group, e.Crawl})
+		q.filed++
+		if !q.cursor.less(e.k) {
+			q.behind = append(q.behind, e)
+		}
+	}
+	return nil
+}
+
+// queue returns the state of queue id, creating it.
+func (s *Store) queue(id QueueID) *queue {
+	q := s.queues[id]
+	if q == nil {
+		q = &queue{prefix: queuePrefix(id), cursor: start}
+		s.queues[id] = q
+	}
+	return q
+}
+
+// Take returns up to n of queue id's URLs due at until or before, not taken
+// yet, the earliest due first. They stay filed until Done, Refile or
+// Release.
+func (s *Store) Take(ctx context.Context, id QueueID, n int, until time.Time) ([]Entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.queues[id]
+	if q == nil || n <= 0 {
+		return nil, nil
+	}
+	limit := until.UnixMilli()
+	var out []Entry
+	if len(q.behind) > 0 {
+		slices.SortFunc(q.behind, func(a, b Entry) int {
+			return cmp.Or(cmp.Compare(a.k.due, b.k.due), cmp.Compare(a.k.seq, b.k.seq))
+		})
+		i := 0
+		for i < len(q.behind) && len(out) < n && q.behind[i].k.due <= limit {
+			out = append(out, q.behind[i])
+			i++
+		}
+		q.behind = slices.Delete(q.behind, 0, i)
+	}
+	if len(out) < n && q.filed > q.taken+len(out) {
+		// After the cursor (its key plus one), up to the end of until's
+		// millisecond.
+		lower := appendKey(slices.Clip(q.prefix), key{due: q.cursor.due, seq: q.cursor.seq + 1})
+		upper := appendKey(slices.Clip(q.prefix), key{due: limit + 1})
+		it, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+		if err != nil {
+			q.behind = append(q.behind, out...)
+			return nil, fmt.Errorf("take urls: %w", err)
+		}
+		for ok := it.First(); ok && len(out) < n; ok = it.Next() {
+			_, k, err := parseKey(it.Key())
+			if err != nil {
+				_ = it.Close()
+				q.behind = append(q.behind, out...)
+				return nil, fmt.Errorf("take urls: %w", err)
+			}
+			e := Entry{Group: id.Group, Crawl: id.Crawl, k: k, Due: time.UnixMilli(k.due)}
+			v, err := it.ValueAndErr()
+			if err == nil {
+				err = parseValue(v, &e)
+			}
+			if err != nil {
+				_ = it.Close()
+				q.behind = append(q.behind, out...)
+				return nil, fmt.Errorf("take urls: %w", err)
+			}
+			out = append(out, e)
+			q.cursor = k
+		}
+		if err := it.Close(); err != nil {
+			return nil, fmt.Errorf("take urls: %w", err)
+		}
+	}
+	q.taken += len(out)
+	return out, nil
+}
+
+// errNotTaken is the error of Done, Refile and Release for an entry that
+// was not taken from this store.
+var errNotTaken = errors.New("entry not taken from the frontier")
+
+// Done removes taken entries es in one batch: their outcome is durable
+// elsewhere. The batch is not synced: an entry whose removal a crash takes
+// back is taken again, and its outcome found recorded.
+func (s *Store) Done(ctx context.Context, es []Entry) error {
+	if len(es) == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	qs, err := s.taken(es)
+	if err != nil {
+		return err
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	var kbuf []byte
+	for i, e := range es {
+		kbuf = appendKey(append(kbuf[:0], qs[i].prefix...), e.k)
+		if err := b.Delete(kbuf, nil); err != nil {
+			return fmt.Errorf("remove urls: %w", err)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("remove urls: %w", err)
+	}
+	for _, q := range qs {
+		q.filed--
+		q.taken--
+	}
+	s.drop(es)
+	return nil
+}
+
+// Refile files taken entry e again, due at due, with its Data as e has it
+// now: a URL to try again later stays in the store, not in a delayed
+// message. Like Done, it is not synced: a crash takes it back to its
+// former key and data.
+func (s *Store) Refile(ctx context.Context, e Entry, due time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	qs, err := s.taken([]Entry{e})
+	if err != nil {
+		return err
+	}
+	q := qs[0]
+	next := key{due: due.UnixMilli(), seq: s.seq + 1}
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := b.Delete(appendKey(slices.Clip(q.prefix), e.k), nil); err != nil {
+		return fmt.Errorf("refile url: %w", err)
+	}
+	moved := e
+	moved.k, moved.Due = next, time.UnixMilli(next.due)
+	if err := b.Set(appendKey(slices.Clip(q.prefix), next), appendValue(nil, &moved), nil); err != nil {
+		return fmt.Errorf("refile url: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("refile url: %w", err)
+	}
+	s.seq = next.seq
+	q.taken--
+	if !q.cursor.less(moved.k) {
+		q.behind = append(q.behind, moved)
+	}
+	return nil
+}
+
+// Release gives taken entries back unchanged: Take hands them out again
+// (a lease that ended without an outcome).
+func (s *Store) Release(es []Entry) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	qs, err := s.taken(es)
+	if err != nil {
+		return err
+	}
+	for i, e := range es {
+		qs[i].taken--
+		qs[i].behind = append(qs[i].behind, e)
+	}
+	return nil
+}
+
+// taken returns the queues of taken entries es.
+func (s *Store) taken(es []Entry) ([]*queue, error) {
+	qs := make([]*queue, len(es))
+	for i, e := range es {
+		q := s.queues[QueueID{e.Group, e.Crawl}]
+		if q == nil || e.k.seq == 0 || q.taken <= 0 {
+			return nil, fmt.Errorf("%s: %w", e.URL, errNotTaken)
+		}
+		qs[i] = q
+	}
+	return qs, nil
+}
+
+// drop forgets the queues of es that hold no URL.
+func (s *Store) drop(es []Entry) {
+	for _, e := range es {
+		id := QueueID{e.Group, e.Crawl}
+		if q := s.queues[id]; q != nil && q.filed == 0 && q.taken == 0 && len(q.behind) == 0 {
+			delete(s.queues, id)
+		}
+	}
+}
+
+// Queues returns every queue with filed URLs, by group and crawl.
+func (s *Store) Queues() []Queue {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Queue, 0, len(s.queues))
+	for id, q := range s.queues {
+		if q.filed > 0 {
+			out = append(out, Queue{QueueID: id, Filed: q.filed, Taken: q.taken})
+		}
+	}
+	slices.SortFunc(out, func(a, b Queue) int {
+		return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Crawl, b.Crawl))
+	})
+	return out
+}
+
+// Oldest returns the due time of queue id's earliest URL, and false when it
+// has none.
+func (s *Store) Oldest(ctx context.Context, id QueueID) (time.Time, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.queues[id]
+	if q == nil || q.filed == 0 {
+		return time.Time{}, false, nil
+	}
+	it, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: q.prefix, UpperBound: prefixEnd(q.prefix)})
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("oldest url: %w", err)
+	}
+	defer it.Close()
+	if !it.First() {
+		return time.Time{}, false, it.Error()
+	}
+	_, k, err := parseKey(it.Key())
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	return time.UnixMilli(k.due), true, nil
+}
+
+// prefixEnd returns the least key after every key starting with p (whose
+// last byte, a NUL, is never 0xff).
+func prefixEnd(p []byte) []byte {
+	end := slices.Clone(p)
+	end[len(end)-1]++
+	return end
+}
+
+// DropCrawl removes every URL of crawl, taken ones included (a cancelled
+// crawl), and returns how many.
+func (s *Store) DropCrawl(ctx context.Context, crawl string) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.db.NewBatch()
+	defer b.Close()
+	n := 0
+	var gone []QueueID
+	for id, q := range s.queues {
+		if id.Crawl != crawl {
+			continue
+		}
+		if err := b.DeleteRange(q.prefix, prefixEnd(q.prefix), nil); err != nil {
+			return 0, fmt.Errorf("drop crawl %s: %w", crawl, err)
+		}
+		n += q.filed
+		gone = append(gone, id)
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return 0, fmt.Errorf("drop crawl %s: %w", crawl, err)
+	}
+	for _, id := range gone {
+		delete(s.queues, id)
+	}
+	return n, nil
+}
+
+// quietLogger drops Pebble's informational lines and keeps its errors.
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any) {}
+func (quietLogger) Errorf(format string, args ...any) {
+	pebble.DefaultLogger.Errorf(format, args...)
+}
+func (quietLogger) Fatalf(format string, args ...any) {
+	pebble.DefaultLogger.Fatalf(format, args...)
+}
