@@ -126,3 +126,86 @@ func TestRedeliveredContractNotStoredAgain(t *testing.T) {
 		t.Errorf("Len(index_pending) = %d, %v, want 0", n, err)
 	}
 }
+
+// resentDelivery is a delivery of a message its publisher may have sent
+// again, not knowing whether the broker had taken the first copy (what
+// amqpqueue marks with its resent header); acked receives once it is
+// acked.
+type resentDelivery struct {
+	queue.Delivery
+	resent bool
+	acked  chan struct{}
+}
+
+func (d *resentDelivery) Resent() bool { return d.resent }
+
+func (d *resentDelivery) Ack(ctx context.Context) error {
+	err := d.Delivery.Ack(ctx)
+	if err == nil {
+		d.acked <- struct{}{}
+	}
+	return err
+}
+
+// TestResentContractNotStoredAgain: the crawler publishes an index
+// contract, the indexer stores its document and moves the page to indexed;
+// the crawler's connection died before the broker's confirm reached it, so
+// it publishes the contract again. The copy is neither redelivered nor
+// retried, only resent (queue.SeenBefore): the indexer must read the page's
+// record, find it indexed, and ack the copy without storing the document a
+// second time.
+func TestResentContractNotStoredAgain(t *testing.T) {
+	ctx := t.Context()
+	base := embedtest.Open(t)
+	srch := &countingSearch{Index: base.Search, stores: map[string]int{}}
+	acked := make(chan struct{}, 4)
+	q := queuetest.Wrap(base.Queue, func(d queue.Delivery) queue.Delivery {
+		return &resentDelivery{Delivery: d, resent: d.Headers()["copy"] == "resent", acked: acked}
+	})
+
+	const crawlID = "resent"
+	u := "https://example.com/page"
+	now := time.Now().UTC()
+	doc := contracts.Document{ID: txindex.Key(crawlID, u), CrawlID: crawlID, URL: u, Host: "example.com",
+		Title: []string{"page"}, Text: "the text of the page", ContentType: []string{"text/html"}, HTTPStatus: 200, Size: 100,
+		LoadDate: now, InboundLinks: []string{}, InboundAnchorText: []string{}, OutboundLinks: []string{},
+		OutboundAnchorText: []string{}, Images: []string{}}
+	if _, err := base.Tx.Create(ctx, []txindex.Record{{Key: doc.ID, CrawlID: crawlID, URL: u, Host: doc.Host, Group: doc.Host,
+		Status: contracts.ToBeIndexed, StatusTime: now, CreatedAt: now}}); err != nil {
+		t.Fatal(err)
+	}
+	body, err := json.Marshal(contracts.IndexContract{V: contracts.Version, CrawlID: crawlID, Docs: []contracts.Document{doc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(headers map[string]string) {
+		t.Helper()
+		if err := base.Queue.Publish(ctx, contracts.QueueIndex, queue.Message{Body: body, Headers: headers}); err != nil {
+			t.Fatal(err)
+		}
+		x := New(Config{Prefetch: 4, Batch: 4}, Deps{Queue: q, Tx: base.Tx, Search: srch})
+		runCtx, stop := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- x.Run(runCtx) }()
+		select {
+		case <-acked:
+		case <-time.After(time.Minute):
+			t.Error("the contract was not acked")
+		}
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}
+	run(nil) // the first copy: stored, the page indexed, acked
+	if r, err := base.Tx.Get(ctx, doc.ID); err != nil || r.Status != contracts.Indexed {
+		t.Fatalf("page after the first copy = %s, %v, want %s", r.Status, err, contracts.Indexed)
+	}
+	run(map[string]string{"copy": "resent"}) // the copy sent again
+	if n := srch.count(doc.ID); n != 1 {
+		t.Errorf("document stored %d times, want 1: the indexer trusted the resent copy", n)
+	}
+	if n, err := base.Queue.Len(ctx, contracts.QueueIndex); err != nil || n != 0 {
+		t.Errorf("Len(index_pending) = %d, %v, want 0", n, err)
+	}
+}
