@@ -540,6 +540,10 @@ func TestDashboardInBrowser(t *testing.T) {
 			run("cancelled crawl detail",
 				chromedp.Navigate(api+"/#/crawl/"+url.PathEscape(created.CrawlID)),
 				chromedp.WaitVisible(`#counts [data-count="cancelled"]`, chromedp.ByQuery),
+				// The tile is drawn before the crawl's counts arrive: wait
+				// for its number, as a person would.
+				chromedp.Poll(`/\d/.test(document.querySelector('#counts [data-count="cancelled"]').textContent)`, nil,
+					chromedp.WithPollingInterval(50*time.Millisecond)),
 				chromedp.Text(`#counts [data-count="cancelled"]`, &tile, chromedp.ByQuery),
 				shot("crawl-detail-cancelled"))
 			if countOf(t, tile) != cancelled.Cancelled {
