@@ -104,9 +104,10 @@ type Store struct {
 	db    *pebble.DB
 	cache *pebble.Cache
 
-	mu     sync.Mutex
-	seq    int64
-	queues map[QueueID]*queue
+	mu      sync.Mutex
+	seq     int64
+	queues  map[QueueID]*queue
+	byGroup map[string]map[string]*queue // group → crawl → queue
 }
 
 // Keys: 'u', the group, 0, the crawl, 0, then the due time and the
@@ -190,7 +191,7 @@ func Open(ctx context.Context, dir string, opts ...Options) (*Store, error) {
 		cache.Unref()
 		return nil, fmt.Errorf("open frontier %s: %w", dir, err)
 	}
-	s := &Store{db: db, cache: cache, queues: map[QueueID]*queue{}}
+	s := &Store{db: db, cache: cache, queues: map[QueueID]*queue{}, byGroup: map[string]map[string]*queue{}}
 	if err := s.load(ctx); err != nil {
 		_ = s.Close()
 		return nil, fmt.Errorf("open frontier %s: %w", dir, err)
@@ -294,8 +295,25 @@ func (s *Store) queue(id QueueID) *queue {
 	if q == nil {
 		q = &queue{prefix: queuePrefix(id), cursor: start}
 		s.queues[id] = q
+		g := s.byGroup[id.Group]
+		if g == nil {
+			g = map[string]*queue{}
+			s.byGroup[id.Group] = g
+		}
+		g[id.Crawl] = q
 	}
 	return q
+}
+
+// forget drops queue id's state.
+func (s *Store) forget(id QueueID) {
+	delete(s.queues, id)
+	if g := s.byGroup[id.Group]; g != nil {
+		delete(g, id.Crawl)
+		if len(g) == 0 {
+			delete(s.byGroup, id.Group)
+		}
+	}
 }
 
 // Take returns up to n of queue id's URLs due at until or before, not taken
@@ -470,7 +488,7 @@ func (s *Store) drop(es []Entry) {
 	for _, e := range es {
 		id := QueueID{e.Group, e.Crawl}
 		if q := s.queues[id]; q != nil && q.filed == 0 && q.taken == 0 && len(q.behind) == 0 {
-			delete(s.queues, id)
+			s.forget(id)
 		}
 	}
 }
@@ -488,6 +506,20 @@ func (s *Store) Queues() []Queue {
 	slices.SortFunc(out, func(a, b Queue) int {
 		return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Crawl, b.Crawl))
 	})
+	return out
+}
+
+// QueuesOf returns the queues of group with filed URLs, by crawl.
+func (s *Store) QueuesOf(group string) []Queue {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Queue, 0, len(s.byGroup[group]))
+	for crawl, q := range s.byGroup[group] {
+		if q.filed > 0 {
+			out = append(out, Queue{QueueID: QueueID{group, crawl}, Filed: q.filed, Taken: q.taken})
+		}
+	}
+	slices.SortFunc(out, func(a, b Queue) int { return cmp.Compare(a.Crawl, b.Crawl) })
 	return out
 }
 
@@ -549,7 +581,7 @@ func (s *Store) DropCrawl(ctx context.Context, crawl string) (int, error) {
 		return 0, fmt.Errorf("drop crawl %s: %w", crawl, err)
 	}
 	for _, id := range gone {
-		delete(s.queues, id)
+		s.forget(id)
 	}
 	return n, nil
 }

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -27,6 +28,9 @@ func main() {
 		func(set *wire.Set, log *slog.Logger) (svc.Runner, error) {
 			if err := cfg.Loader.Validate(); err != nil {
 				return nil, err
+			}
+			if cfg.Loader.FrontierDir != "" && !set.Embedded {
+				return nil, errors.New("GRIDCRAWL_LOADER_FRONTIER_DIR needs the embedded backends (one loader): a shard's frontier store does not fail over to another loader yet")
 			}
 			group, err := cfg.Routing.Grouper()
 			if err != nil {

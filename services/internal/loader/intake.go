@@ -79,6 +79,9 @@ func (l *Loader) accept(ctx context.Context, shard int, d queue.Delivery, c *con
 		l.log.Warn("resolve profile", "crawl_id", c.CrawlID, "err", err)
 		return consume.Retry(err)
 	}
+	if l.fronts != nil {
+		return l.file(ctx, shard, d, c)
+	}
 	p = l.pol.current(c.CrawlID, p) // a contract built before a PATCH
 	dl := newDelivery(d, l.deps.Gate, len(c.URLs))
 	tasks := l.tasks(c, p, dl, shard)

@@ -71,6 +71,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/browser"
 	"github.com/gridcrawl/gridcrawl/pkg/bytebudget"
 	"github.com/gridcrawl/gridcrawl/pkg/digests"
+	"github.com/gridcrawl/gridcrawl/pkg/frontier"
 	"github.com/gridcrawl/gridcrawl/pkg/gcnudge"
 	"github.com/gridcrawl/gridcrawl/pkg/netguard"
 	"github.com/gridcrawl/gridcrawl/pkg/politeness"
@@ -148,6 +149,13 @@ type Config struct {
 	// GroupQueue bounds the URLs one crawl host group holds in the loader;
 	// more are parked in the broker (see intake.go).
 	GroupQueue int `env:"GRIDCRAWL_LOADER_GROUP_QUEUE" envDefault:"100"`
+	// FrontierDir, when set, is where the loader files the URLs of its
+	// shards (pkg/frontier, a store per shard) instead of parking them in
+	// the broker: a contract is acknowledged once its URLs are filed, and
+	// each group takes from the store what it can fetch soon. One loader
+	// only (the embedded grid): a shard that fails over to another loader
+	// does not take its store along yet.
+	FrontierDir string `env:"GRIDCRAWL_LOADER_FRONTIER_DIR"`
 	// PausedDelay is how long the URLs of a paused crawl are parked in the
 	// broker before the loader looks at them again: a paused crawl holds no
 	// unsettled contract.
@@ -373,6 +381,10 @@ type Loader struct {
 
 	fetched    atomic.Int64
 	parkedURLs atomic.Int64
+	// fronts are the frontier stores (Config.FrontierDir); nil: URLs are
+	// parked in the broker.
+	fronts    *fronts
+	filedURLs atomic.Int64
 	// bodies bounds the memory of bodies being read (Config.BodyBudget).
 	bodies *bytebudget.Budget
 
@@ -522,6 +534,15 @@ func (l *Loader) Run(ctx context.Context) error {
 	stopTimer := context.AfterFunc(ctx, func() { time.AfterFunc(l.cfg.ShutdownTimeout, stopDrain) })
 	defer stopTimer()
 
+	if l.cfg.FrontierDir != "" {
+		f, err := openFronts(ctx, l.cfg.FrontierDir, l.shards)
+		if err != nil {
+			l.closeBrowser()
+			return err
+		}
+		l.fronts = f
+		defer f.close()
+	}
 	var intake sync.WaitGroup
 	if err := l.consume(ctx, consumeCtx, &intake); err != nil {
 		stop()
@@ -543,6 +564,9 @@ func (l *Loader) Run(ctx context.Context) error {
 	loops.Go(func() { l.reportLoop(ctx) })
 	loops.Go(func() { l.retireLoop(ctx) })
 	loops.Go(func() { l.watchLoop(ctx) })
+	if l.fronts != nil {
+		loops.Go(func() { l.feedLoop(ctx) })
+	}
 
 	intake.Wait() // returns once ctx is done or every consumer stopped
 	l.log.Info("shutdown started", "in_flight", l.active.Load(), "timeout_ms", l.cfg.ShutdownTimeout.Milliseconds())
@@ -554,7 +578,8 @@ func (l *Loader) Run(ctx context.Context) error {
 	l.pub.close()            // and its publishing
 	l.rec.close(drain)       // and seal the open segment's index
 	loops.Wait()
-	l.log.Info("shutdown complete", "requests", l.fetched.Load(), "parked", l.parkedURLs.Load(), "drain_expired", drain.Err() != nil)
+	l.log.Info("shutdown complete", "requests", l.fetched.Load(), "parked", l.parkedURLs.Load(), "filed", l.filedURLs.Load(),
+		"drain_expired", drain.Err() != nil)
 	return nil
 }
 
@@ -677,6 +702,13 @@ type delivery struct {
 	failed    atomic.Bool
 	// settled runs once the delivery is settled (may be nil).
 	settled func()
+	// front, when set, is the frontier store that holds the delivery's one
+	// URL as entry (Config.FrontierDir); d is nil. Its outcome removes the
+	// entry (filed.go), and refill asks for its group's window to be
+	// filled again.
+	front  *frontier.Store
+	entry  frontier.Entry
+	refill func()
 }
 
 func newDelivery(d queue.Delivery, gate *outage.Gate, urls int) *delivery {
@@ -693,6 +725,10 @@ func (dl *delivery) done(ctx context.Context, log *slog.Logger, err error) {
 		dl.failed.Store(true)
 	}
 	if dl.remaining.Add(-1) != 0 {
+		return
+	}
+	if dl.front != nil {
+		dl.settleFiled(ctx, log, err)
 		return
 	}
 	var serr error
@@ -717,7 +753,15 @@ func (dl *delivery) done(ctx context.Context, log *slog.Logger, err error) {
 // delivered again, maybe to another loader, and cannot be settled here.
 // The last URL given up or done releases what the delivery held.
 func (dl *delivery) drop() {
-	if dl.remaining.Add(-1) == 0 && dl.settled != nil {
+	if dl.remaining.Add(-1) != 0 {
+		return
+	}
+	if dl.front != nil {
+		_ = dl.front.Release([]frontier.Entry{dl.entry})
+		dl.refill()
+		return
+	}
+	if dl.settled != nil {
 		dl.settled()
 	}
 }

@@ -527,7 +527,7 @@ func (r *recorder) transition(ctx context.Context, pending []*result, rs *record
 // the contract came, which tells the duplicate's path.
 func (r *recorder) warnFetchedTwice(moved []*result, applied []bool) {
 	for i, res := range moved {
-		if i >= len(applied) || applied[i] || res.page.StatusCode == 0 || res.t.dl == nil {
+		if i >= len(applied) || applied[i] || res.page.StatusCode == 0 || res.t.dl == nil || res.t.dl.d == nil {
 			continue
 		}
 		t := res.t

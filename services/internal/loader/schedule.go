@@ -212,6 +212,10 @@ func (l *Loader) requeue(ctx context.Context, t *task, o outcome) {
 	case vPaused:
 		t.notBefore = time.Time{}
 		l.claims.release(t)
+		if t.dl.front != nil {
+			t.dl.drop() // stays filed; taken again once the crawl runs
+			return
+		}
 		t.dl.done(ctx, l.log, l.park(ctx, []*task{t}, l.cfg.PausedDelay))
 	case vAbandon:
 		if ctx.Err() == nil && len(l.deps.Gate.Down(ctx)) > 0 && l.deps.Gate.Wait(ctx) == nil {

@@ -1,0 +1,246 @@
+package loader
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/frontier"
+	"github.com/gridcrawl/gridcrawl/pkg/queue"
+	"github.com/gridcrawl/gridcrawl/pkg/txindex"
+	"github.com/gridcrawl/gridcrawl/pkg/urlnorm"
+	"github.com/gridcrawl/gridcrawl/services/internal/consume"
+)
+
+// The durable frontier (Config.FrontierDir, see docs/architecture.md): a
+// contract's URLs are filed in the store of its shard (pkg/frontier) and the
+// contract is acknowledged at once. Each crawl host group takes from the
+// store what it can fetch within parkHorizon (its window), the earliest due
+// first, and takes more as that drains; a URL leaves the store once its
+// outcome is recorded. Nothing is parked: a URL crosses loader_pending once,
+// a paused crawl's URLs stay filed, and a retry waits in memory as before.
+
+// fronts are the frontier stores of a loader's shards, and the groups
+// whose windows are to be filled again.
+type fronts struct {
+	stores []*frontier.Store // by shard
+
+	mu      sync.Mutex
+	pending map[shardGroup]struct{}
+	wake    chan struct{}
+}
+
+type shardGroup struct {
+	shard int
+	group string
+}
+
+// feedInterval is how often every group's window is looked at: a resumed
+// crawl's URLs, and URLs that no fetch of their group called for, are taken
+// within it.
+const feedInterval = 500 * time.Millisecond
+
+// openFronts opens the store of every shard under dir.
+func openFronts(ctx context.Context, dir string, shards int) (*fronts, error) {
+	f := &fronts{pending: map[shardGroup]struct{}{}, wake: make(chan struct{}, 1)}
+	for i := range shards {
+		d := filepath.Join(dir, fmt.Sprintf("shard-%02d", i))
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			f.close()
+			return nil, fmt.Errorf("frontier of shard %d: %w", i, err)
+		}
+		s, err := frontier.Open(ctx, d)
+		if err != nil {
+			f.close()
+			return nil, err
+		}
+		f.stores = append(f.stores, s)
+	}
+	return f, nil
+}
+
+func (f *fronts) close() {
+	for _, s := range f.stores {
+		_ = s.Close()
+	}
+}
+
+// want asks for group's window to be filled again.
+func (f *fronts) want(shard int, group string) {
+	f.mu.Lock()
+	f.pending[shardGroup{shard, group}] = struct{}{}
+	f.mu.Unlock()
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+// filedData is what an entry keeps beside its URL: the snapshot of its
+// record the contract carried, when the contract could be trusted.
+type filedData struct {
+	Snapshot *contracts.Snapshot `json:"s,omitempty"`
+}
+
+// file files c's URLs in the store of shard and acknowledges the contract:
+// its URLs are durable there.
+func (l *Loader) file(ctx context.Context, shard int, d queue.Delivery, c *contracts.LoaderContract) consume.Verdict {
+	trusted := !queue.SeenBefore(d)
+	es := make([]frontier.Entry, 0, len(c.URLs))
+	groups := map[string]bool{}
+	for _, u := range c.URLs {
+		g := c.GroupOf(u)
+		if g == "" {
+			host := u.URL
+			if pu, err := url.Parse(u.URL); err == nil {
+				host = urlnorm.Host(pu)
+			}
+			g = l.group(host)
+		}
+		e := frontier.Entry{Group: g, Crawl: c.CrawlID, URL: u.URL, Depth: u.Depth, Hops: u.Hops}
+		if trusted && u.Snapshot != nil {
+			if b, err := json.Marshal(filedData{Snapshot: u.Snapshot}); err == nil {
+				e.Data = b
+			}
+		}
+		es = append(es, e)
+		groups[g] = true
+	}
+	if err := l.fronts.stores[shard].File(ctx, es); err != nil {
+		l.log.Warn("file urls", "crawl_id", c.CrawlID, "urls", len(es), "err", err)
+		return consume.Retry(err)
+	}
+	l.filedURLs.Add(int64(len(es)))
+	for g := range groups {
+		l.fronts.want(shard, g)
+	}
+	return consume.Ack()
+}
+
+// feedLoop fills the windows of the groups asked for, and every
+// feedInterval those of every group with URLs to take, until ctx is done.
+func (l *Loader) feedLoop(ctx context.Context) {
+	t := time.NewTicker(feedInterval)
+	defer t.Stop()
+	for {
+		all := false
+		select {
+		case <-ctx.Done():
+			return
+		case <-l.fronts.wake:
+		case <-t.C:
+			all = true
+		}
+		l.fronts.mu.Lock()
+		todo := l.fronts.pending
+		l.fronts.pending = map[shardGroup]struct{}{}
+		l.fronts.mu.Unlock()
+		if all {
+			for shard, s := range l.fronts.stores {
+				for _, q := range s.Queues() {
+					if q.Filed > q.Taken {
+						todo[shardGroup{shard, q.Group}] = struct{}{}
+					}
+				}
+			}
+		}
+		for sg := range todo {
+			if ctx.Err() != nil {
+				return
+			}
+			l.feed(ctx, sg.shard, sg.group)
+		}
+	}
+}
+
+// feed fills group's window from the store of shard: up to what the group
+// can fetch within parkHorizon, once it has drained to half of that, from
+// the queues of its crawls that are not paused.
+func (l *Loader) feed(ctx context.Context, shard int, group string) {
+	queued, delay := l.sched.Backlog(group)
+	limit := l.groupLimit(delay)
+	if queued > limit/2 {
+		return
+	}
+	want := limit - queued
+	s := l.fronts.stores[shard]
+	now := time.Now()
+	for _, q := range s.QueuesOf(group) {
+		if want <= 0 {
+			return
+		}
+		if q.Filed <= q.Taken || l.cancels.State(ctx, q.Crawl) == contracts.CrawlPaused {
+			continue
+		}
+		es, err := s.Take(ctx, q.QueueID, want, now)
+		if err != nil {
+			l.log.Warn("take filed urls", "chg", group, "crawl_id", q.Crawl, "err", err)
+			return
+		}
+		want -= len(es)
+		for _, e := range es {
+			t, err := l.filedTask(ctx, shard, e)
+			if err != nil {
+				if ctx.Err() == nil {
+					l.log.Warn("filed url", "crawl_id", e.Crawl, "url", e.URL, "err", err)
+				}
+				_ = s.Release([]frontier.Entry{e})
+				continue
+			}
+			l.applyBudget(t)
+			l.schedule(ctx, t)
+		}
+	}
+}
+
+// filedTask makes the task of entry e of shard's store.
+func (l *Loader) filedTask(ctx context.Context, shard int, e frontier.Entry) (*task, error) {
+	p, err := l.profs.Resolve(ctx, e.Crawl, nil)
+	if err != nil {
+		return nil, fmt.Errorf("resolve profile: %w", err)
+	}
+	p = l.pol.current(e.Crawl, p)
+	host := e.URL
+	if pu, err := url.Parse(e.URL); err == nil {
+		host = urlnorm.Host(pu)
+	}
+	dl := &delivery{gate: l.deps.Gate, front: l.fronts.stores[shard], entry: e,
+		refill: func() { l.fronts.want(shard, e.Group) }}
+	dl.remaining.Store(1)
+	t := &task{dl: dl, crawlID: e.Crawl, profile: p, group: e.Group, shard: shard, url: e.URL, host: host, depth: e.Depth, hops: e.Hops}
+	if len(e.Data) > 0 {
+		var fd filedData
+		if json.Unmarshal(e.Data, &fd) == nil {
+			if r, ok := txindex.Learn(l.deps.Tx, txindex.Key(e.Crawl, e.URL), fd.Snapshot); ok {
+				t.known = &r
+			}
+		}
+	}
+	return t, nil
+}
+
+// settleFiled ends the filed entry of dl: removed once its outcome is
+// durable (err nil), otherwise filed again a little later (a second later
+// while a backend is down, else five).
+func (dl *delivery) settleFiled(ctx context.Context, log *slog.Logger, err error) {
+	var serr error
+	switch {
+	case err == nil:
+		serr = dl.front.Done(ctx, []frontier.Entry{dl.entry})
+	case len(dl.gate.Down(ctx)) > 0:
+		serr = dl.front.Refile(ctx, dl.entry, time.Now().Add(time.Second))
+	default:
+		serr = dl.front.Refile(ctx, dl.entry, time.Now().Add(5*time.Second))
+	}
+	if serr != nil && ctx.Err() == nil {
+		log.Warn("settle filed url", "url", dl.entry.URL, "err", serr)
+	}
+	dl.refill()
+}
