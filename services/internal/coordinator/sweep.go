@@ -147,9 +147,11 @@ func (co *Coordinator) recover(ctx context.Context, recs []txindex.Record, crawl
 			crawls[r.CrawlID] = c
 		}
 		t := txindex.Transition{Key: r.Key, From: r.Status, To: r.Status}
+		filed := r.Status == contracts.ToBeLoaded && co.deps.Filed != nil && co.deps.Filed(r)
 		switch {
-		case c.State == contracts.CrawlPaused:
+		case c.State == contracts.CrawlPaused || filed && c.State != contracts.CrawlCancelled:
 			// Renew the lease only: no attempt, no failure, no republish.
+			// A filed URL waits in its owner's store, not lost.
 		case c.State == contracts.CrawlCancelled:
 			t.To, t.Error = contracts.Failed, "cancelled"
 		case r.Attempts >= co.cfg.RecoveryAttempts:
@@ -157,7 +159,7 @@ func (co *Coordinator) recover(ctx context.Context, recs []txindex.Record, crawl
 		default:
 			t.AddAttempt = true
 		}
-		if c.State != contracts.CrawlPaused {
+		if t.To != r.Status || t.AddAttempt {
 			acted = append(acted, r)
 		}
 		ts = append(ts, t)

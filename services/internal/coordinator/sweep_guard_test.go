@@ -186,3 +186,52 @@ func TestSweepWaitsForBackends(t *testing.T) {
 		t.Errorf("after the outage the sweep published %v, want %v", got, want)
 	}
 }
+
+// TestSweepLeavesFiledURLsAlone: a to-be-loaded record whose URL a live
+// loader holds in its frontier store (Deps.Filed) has its lease renewed by
+// the recovery sweep and nothing more: no loader contract is published
+// again, no attempt counted, and it never fails as stalled, however many
+// leases it waits. The crawl's other pending records are recovered as
+// before.
+func TestSweepLeavesFiledURLsAlone(t *testing.T) {
+	ctx := t.Context()
+	s := embedtest.Open(t)
+	tx, q := s.Tx, s.Queue
+	const attempts = 2
+	co := New(Config{RecoveryLease: time.Minute, RecoveryInterval: time.Minute, RecoveryAttempts: attempts},
+		Deps{Queue: q, Tx: leaseOverTx{tx}, Profiles: s.Profiles, Search: s.Search, Assets: s.Assets,
+			Filed: func(r txindex.Record) bool { return r.Status == contracts.ToBeLoaded }})
+	no := false
+	p, err := CheckProfile(contracts.Profile{StartURLs: []string{"http://a.test/filed", "http://a.test/parse"}, Sitemaps: &no})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := co.CreateCrawl(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if applied, err := tx.Transition(ctx, []txindex.Transition{{Key: txindex.Key(id, "http://a.test/parse"),
+		From: contracts.ToBeLoaded, To: contracts.ToBeParsed}}); err != nil || !applied[0] {
+		t.Fatalf("Transition to to-be-parsed = %v, %v", applied, err)
+	}
+	loaderQueue := routing.ShardQueue(0, 1)
+	before, err := q.Len(ctx, loaderQueue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range attempts + 2 {
+		if _, err := co.Sweep(ctx); err != nil {
+			t.Fatalf("sweep %d: %v", i, err)
+		}
+	}
+	if n, err := q.Len(ctx, loaderQueue); err != nil || n != before {
+		t.Errorf("loader queue holds %d contracts after the sweeps, %d before (%v): the filed URL was published again", n, before, err)
+	}
+	r, err := tx.Get(ctx, txindex.Key(id, "http://a.test/filed"))
+	if err != nil || r.Status != contracts.ToBeLoaded || r.Attempts != 0 {
+		t.Errorf("filed record after %d sweeps = %s, %d attempts (%v); want %s, 0 attempts", attempts+2, r.Status, r.Attempts, err, contracts.ToBeLoaded)
+	}
+	if r, err := tx.Get(ctx, txindex.Key(id, "http://a.test/parse")); err != nil || r.Status != contracts.Failed {
+		t.Errorf("the to-be-parsed record after %d sweeps = %s (%v), want %s: the sweep still recovers what is not filed", attempts+2, r.Status, err, contracts.Failed)
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"net"
 
+	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/services/internal/coordinator"
 	"github.com/gridcrawl/gridcrawl/services/internal/crawler"
 	"github.com/gridcrawl/gridcrawl/services/internal/indexer"
@@ -110,7 +112,8 @@ func Open(cfg Config, log *slog.Logger, ln net.Listener) (*Grid, error) {
 	}
 	mlog := log.With("service", "mcp")
 	co := coordinator.New(cfg.Coordinator, coordinator.Deps{Queue: set.Queue, Tx: set.Tx, Profiles: set.Profiles, Search: set.Search,
-		Assets: set.Assets, Group: group, Shards: shards, Logger: mlog, Gate: gate, Metrics: set.Metrics, Disk: set.Disk, QueuesInMemory: set.MemoryQueues})
+		Assets: set.Assets, Group: group, Shards: shards, Logger: mlog, Gate: gate, Metrics: set.Metrics, Disk: set.Disk, QueuesInMemory: set.MemoryQueues,
+		Filed: filed(l)})
 	return &Grid{
 		Backends:    set,
 		Coordinator: co,
@@ -134,4 +137,13 @@ func (g *Grid) Run(ctx context.Context) error {
 		err = errors.Join(err, g.Backends.Metrics.WriteFile(g.metricsDump))
 	}
 	return errors.Join(err, g.Backends.Close())
+}
+
+// filed is the coordinator's view of the one loader's frontier stores: a
+// to-be-loaded record of a grid whose loader files URLs is never lost.
+func filed(l *loader.Loader) func(txindex.Record) bool {
+	if !l.Files() {
+		return nil
+	}
+	return func(r txindex.Record) bool { return r.Status == contracts.ToBeLoaded }
 }

@@ -506,6 +506,12 @@ func (l *Loader) Fetched() int64 { return l.fetched.Load() }
 // Parked returns the number of URLs parked in the broker so far.
 func (l *Loader) Parked() int64 { return l.parkedURLs.Load() }
 
+// Files reports whether the loader files the URLs of its shards in its
+// frontier stores (Config.FrontierDir): a to-be-loaded record's URL then
+// waits in a store or in a contract not yet filed, both durable, and the
+// recovery sweep leaves it alone (coordinator.Deps.Filed).
+func (l *Loader) Files() bool { return l.cfg.FrontierDir != "" }
+
 // QueuedOf returns how many URLs of group the loader holds, and the group's
 // last delay.
 func (l *Loader) QueuedOf(group string) (int, time.Duration) { return l.sched.Queued(group) }
