@@ -92,7 +92,9 @@ type filedData struct {
 // file files c's URLs in the store of shard and acknowledges the contract:
 // its URLs are durable there.
 func (l *Loader) file(ctx context.Context, shard int, d queue.Delivery, c *contracts.LoaderContract) consume.Verdict {
-	trusted := !queue.SeenBefore(d)
+	// A snapshot is kept only for a store that learns from it.
+	_, learns := l.deps.Tx.(txindex.Revisions)
+	trusted := learns && !queue.SeenBefore(d)
 	es := make([]frontier.Entry, 0, len(c.URLs))
 	groups := map[string]bool{}
 	for _, u := range c.URLs {
