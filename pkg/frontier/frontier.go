@@ -18,8 +18,8 @@
 // In memory the store keeps per queue (group and crawl) the number of
 // filed URLs and a cursor, the last URL taken; nothing else grows with the
 // number of waiting URLs. Pebble reads through a block cache of bounded
-// size (Options.CacheBytes). A URL filed and removed before its memtable is
-// flushed never reaches a table file.
+// size. A URL filed and removed before its memtable is flushed never
+// reaches a table file.
 package frontier
 
 import (
@@ -93,11 +93,8 @@ type queue struct {
 // start is the cursor of a queue nothing was taken from.
 var start = key{due: -1 << 62}
 
-// Options configure a Store.
-type Options struct {
-	// CacheBytes bounds Pebble's block cache; 0 means 8 MiB.
-	CacheBytes int64
-}
+// cacheBytes bounds Pebble's block cache.
+const cacheBytes = 8 << 20
 
 // Store is the frontier of one loader shard. It is safe for concurrent use.
 type Store struct {
@@ -177,15 +174,8 @@ func parseValue(v []byte, e *Entry) error {
 
 // Open opens (creating it when absent) the frontier database in directory
 // dir and counts the URLs of every queue.
-func Open(ctx context.Context, dir string, opts ...Options) (*Store, error) {
-	var o Options
-	if len(opts) > 0 {
-		o = opts[0]
-	}
-	if o.CacheBytes <= 0 {
-		o.CacheBytes = 8 << 20
-	}
-	cache := pebble.NewCache(o.CacheBytes)
+func Open(ctx context.Context, dir string) (*Store, error) {
+	cache := pebble.NewCache(cacheBytes)
 	db, err := pebble.Open(dir, &pebble.Options{Cache: cache, Logger: quietLogger{}})
 	if err != nil {
 		cache.Unref()
@@ -521,69 +511,6 @@ func (s *Store) QueuesOf(group string) []Queue {
 	}
 	slices.SortFunc(out, func(a, b Queue) int { return cmp.Compare(a.Crawl, b.Crawl) })
 	return out
-}
-
-// Oldest returns the due time of queue id's earliest URL, and false when it
-// has none.
-func (s *Store) Oldest(ctx context.Context, id QueueID) (time.Time, bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	q := s.queues[id]
-	if q == nil || q.filed == 0 {
-		return time.Time{}, false, nil
-	}
-	it, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: q.prefix, UpperBound: prefixEnd(q.prefix)})
-	if err != nil {
-		return time.Time{}, false, fmt.Errorf("oldest url: %w", err)
-	}
-	defer it.Close()
-	if !it.First() {
-		return time.Time{}, false, it.Error()
-	}
-	_, k, err := parseKey(it.Key())
-	if err != nil {
-		return time.Time{}, false, err
-	}
-	return time.UnixMilli(k.due), true, nil
-}
-
-// prefixEnd returns the least key after every key starting with p (whose
-// last byte, a NUL, is never 0xff).
-func prefixEnd(p []byte) []byte {
-	end := slices.Clone(p)
-	end[len(end)-1]++
-	return end
-}
-
-// DropCrawl removes every URL of crawl, taken ones included (a cancelled
-// crawl), and returns how many.
-func (s *Store) DropCrawl(ctx context.Context, crawl string) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	b := s.db.NewBatch()
-	defer b.Close()
-	n := 0
-	var gone []QueueID
-	for id, q := range s.queues {
-		if id.Crawl != crawl {
-			continue
-		}
-		if err := b.DeleteRange(q.prefix, prefixEnd(q.prefix), nil); err != nil {
-			return 0, fmt.Errorf("drop crawl %s: %w", crawl, err)
-		}
-		n += q.filed
-		gone = append(gone, id)
-	}
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	if err := b.Commit(pebble.Sync); err != nil {
-		return 0, fmt.Errorf("drop crawl %s: %w", crawl, err)
-	}
-	for _, id := range gone {
-		s.forget(id)
-	}
-	return n, nil
 }
 
 // quietLogger drops Pebble's informational lines and keeps its errors.

@@ -206,24 +206,6 @@ func TestReopenKeepsWhatIsNotDone(t *testing.T) {
 	}
 }
 
-func TestDropCrawl(t *testing.T) {
-	s := open(t, filepath.Join(t.TempDir(), "f.db"))
-	now := time.Now()
-	if err := s.File(t.Context(), append(entries("a.test", "c1", 3, now), entries("a.test", "c2", 2, now)...)); err != nil {
-		t.Fatal(err)
-	}
-	n, err := s.DropCrawl(t.Context(), "c1")
-	if err != nil || n != 3 {
-		t.Fatalf("DropCrawl = %d, %v; want 3", n, err)
-	}
-	if q := s.Queues(); len(q) != 1 || q[0].Crawl != "c2" || q[0].Filed != 2 {
-		t.Fatalf("Queues = %+v, want c2's 2 only", q)
-	}
-	if got := mustTake(t, s, QueueID{"a.test", "c1"}, 10, now); len(got) != 0 {
-		t.Fatalf("Take of a dropped crawl = %v", urls(got))
-	}
-}
-
 func TestFileNamesTheMissingField(t *testing.T) {
 	s := open(t, filepath.Join(t.TempDir(), "f.db"))
 	err := s.File(t.Context(), []Entry{{Group: "a.test", URL: "http://a.test/"}})

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 
-	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/services/internal/coordinator"
 	"github.com/gridcrawl/gridcrawl/services/internal/crawler"
@@ -139,11 +138,12 @@ func (g *Grid) Run(ctx context.Context) error {
 	return errors.Join(err, g.Backends.Close())
 }
 
-// filed is the coordinator's view of the one loader's frontier stores: a
-// to-be-loaded record of a grid whose loader files URLs is never lost.
+// filed is the coordinator's view of the one loader's frontier stores:
+// when that loader files URLs, every to-be-loaded record's URL waits in a
+// store or in a contract not filed yet.
 func filed(l *loader.Loader) func(txindex.Record) bool {
 	if !l.Files() {
 		return nil
 	}
-	return func(r txindex.Record) bool { return r.Status == contracts.ToBeLoaded }
+	return func(txindex.Record) bool { return true }
 }

@@ -78,21 +78,7 @@ func TestRedeliveredContractNotStoredAgain(t *testing.T) {
 	acks := &lostAcks{acked: make(chan struct{}, 4)}
 	q := queuetest.Wrap(base.Queue, func(d queue.Delivery) queue.Delivery { return &lostAckDelivery{Delivery: d, q: acks} })
 
-	const crawlID = "again"
-	u := "https://example.com/page"
-	now := time.Now().UTC()
-	doc := contracts.Document{ID: txindex.Key(crawlID, u), CrawlID: crawlID, URL: u, Host: "example.com",
-		Title: []string{"page"}, Text: "the text of the page", ContentType: []string{"text/html"}, HTTPStatus: 200, Size: 100,
-		LoadDate: now, InboundLinks: []string{}, InboundAnchorText: []string{}, OutboundLinks: []string{},
-		OutboundAnchorText: []string{}, Images: []string{}}
-	if _, err := base.Tx.Create(ctx, []txindex.Record{{Key: doc.ID, CrawlID: crawlID, URL: u, Host: doc.Host, Group: doc.Host,
-		Status: contracts.ToBeIndexed, StatusTime: now, CreatedAt: now}}); err != nil {
-		t.Fatal(err)
-	}
-	body, err := json.Marshal(contracts.IndexContract{V: contracts.Version, CrawlID: crawlID, Docs: []contracts.Document{doc}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc, body := pageToIndex(t, base.Tx, "again")
 	if err := base.Queue.Publish(ctx, contracts.QueueIndex, queue.Message{Body: body}); err != nil {
 		t.Fatal(err)
 	}
@@ -163,21 +149,7 @@ func TestResentContractNotStoredAgain(t *testing.T) {
 		return &resentDelivery{Delivery: d, resent: d.Headers()["copy"] == "resent", acked: acked}
 	})
 
-	const crawlID = "resent"
-	u := "https://example.com/page"
-	now := time.Now().UTC()
-	doc := contracts.Document{ID: txindex.Key(crawlID, u), CrawlID: crawlID, URL: u, Host: "example.com",
-		Title: []string{"page"}, Text: "the text of the page", ContentType: []string{"text/html"}, HTTPStatus: 200, Size: 100,
-		LoadDate: now, InboundLinks: []string{}, InboundAnchorText: []string{}, OutboundLinks: []string{},
-		OutboundAnchorText: []string{}, Images: []string{}}
-	if _, err := base.Tx.Create(ctx, []txindex.Record{{Key: doc.ID, CrawlID: crawlID, URL: u, Host: doc.Host, Group: doc.Host,
-		Status: contracts.ToBeIndexed, StatusTime: now, CreatedAt: now}}); err != nil {
-		t.Fatal(err)
-	}
-	body, err := json.Marshal(contracts.IndexContract{V: contracts.Version, CrawlID: crawlID, Docs: []contracts.Document{doc}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc, body := pageToIndex(t, base.Tx, "resent")
 	run := func(headers map[string]string) {
 		t.Helper()
 		if err := base.Queue.Publish(ctx, contracts.QueueIndex, queue.Message{Body: body, Headers: headers}); err != nil {
@@ -208,4 +180,25 @@ func TestResentContractNotStoredAgain(t *testing.T) {
 	if n, err := base.Queue.Len(ctx, contracts.QueueIndex); err != nil || n != 0 {
 		t.Errorf("Len(index_pending) = %d, %v, want 0", n, err)
 	}
+}
+
+// pageToIndex writes the record of a page of crawlID to-be-indexed and
+// returns its document and the body of its index contract.
+func pageToIndex(t *testing.T, tx txindex.Index, crawlID string) (contracts.Document, []byte) {
+	t.Helper()
+	u := "https://example.com/page"
+	now := time.Now().UTC()
+	doc := contracts.Document{ID: txindex.Key(crawlID, u), CrawlID: crawlID, URL: u, Host: "example.com",
+		Title: []string{"page"}, Text: "the text of the page", ContentType: []string{"text/html"}, HTTPStatus: 200, Size: 100,
+		LoadDate: now, InboundLinks: []string{}, InboundAnchorText: []string{}, OutboundLinks: []string{},
+		OutboundAnchorText: []string{}, Images: []string{}}
+	if _, err := tx.Create(t.Context(), []txindex.Record{{Key: doc.ID, CrawlID: crawlID, URL: u, Host: doc.Host, Group: doc.Host,
+		Status: contracts.ToBeIndexed, StatusTime: now, CreatedAt: now}}); err != nil {
+		t.Fatal(err)
+	}
+	body, err := json.Marshal(contracts.IndexContract{V: contracts.Version, CrawlID: crawlID, Docs: []contracts.Document{doc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc, body
 }

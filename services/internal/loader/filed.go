@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sync"
@@ -15,7 +14,6 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/frontier"
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
-	"github.com/gridcrawl/gridcrawl/pkg/urlnorm"
 	"github.com/gridcrawl/gridcrawl/services/internal/consume"
 )
 
@@ -83,12 +81,6 @@ func (f *fronts) want(shard int, group string) {
 	}
 }
 
-// filedData is what an entry keeps beside its URL: the snapshot of its
-// record the contract carried, when the contract could be trusted.
-type filedData struct {
-	Snapshot *contracts.Snapshot `json:"s,omitempty"`
-}
-
 // file files c's URLs in the store of shard and acknowledges the contract:
 // its URLs are durable there.
 func (l *Loader) file(ctx context.Context, shard int, d queue.Delivery, c *contracts.LoaderContract) consume.Verdict {
@@ -98,17 +90,12 @@ func (l *Loader) file(ctx context.Context, shard int, d queue.Delivery, c *contr
 	es := make([]frontier.Entry, 0, len(c.URLs))
 	groups := map[string]bool{}
 	for _, u := range c.URLs {
-		g := c.GroupOf(u)
-		if g == "" {
-			host := u.URL
-			if pu, err := url.Parse(u.URL); err == nil {
-				host = urlnorm.Host(pu)
-			}
-			g = l.group(host)
-		}
+		_, g := l.placeOf(c, u)
 		e := frontier.Entry{Group: g, Crawl: c.CrawlID, URL: u.URL, Depth: u.Depth, Hops: u.Hops}
+		// The entry's data is the snapshot of its record the contract
+		// carried, when the contract can be trusted.
 		if trusted && u.Snapshot != nil {
-			if b, err := json.Marshal(filedData{Snapshot: u.Snapshot}); err == nil {
+			if b, err := json.Marshal(u.Snapshot); err == nil {
 				e.Data = b
 			}
 		}
@@ -209,18 +196,14 @@ func (l *Loader) filedTask(ctx context.Context, shard int, e frontier.Entry) (*t
 		return nil, fmt.Errorf("resolve profile: %w", err)
 	}
 	p = l.pol.current(e.Crawl, p)
-	host := e.URL
-	if pu, err := url.Parse(e.URL); err == nil {
-		host = urlnorm.Host(pu)
-	}
 	dl := &delivery{gate: l.deps.Gate, front: l.fronts.stores[shard], entry: e,
 		refill: func() { l.fronts.want(shard, e.Group) }}
 	dl.remaining.Store(1)
-	t := &task{dl: dl, crawlID: e.Crawl, profile: p, group: e.Group, shard: shard, url: e.URL, host: host, depth: e.Depth, hops: e.Hops}
+	t := &task{dl: dl, crawlID: e.Crawl, profile: p, group: e.Group, shard: shard, url: e.URL, host: hostOf(e.URL), depth: e.Depth, hops: e.Hops}
 	if len(e.Data) > 0 {
-		var fd filedData
-		if json.Unmarshal(e.Data, &fd) == nil {
-			if r, ok := txindex.Learn(l.deps.Tx, txindex.Key(e.Crawl, e.URL), fd.Snapshot); ok {
+		var snap contracts.Snapshot
+		if json.Unmarshal(e.Data, &snap) == nil {
+			if r, ok := txindex.Learn(l.deps.Tx, txindex.Key(e.Crawl, e.URL), &snap); ok {
 				t.known = &r
 			}
 		}

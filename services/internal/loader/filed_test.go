@@ -16,6 +16,12 @@ func filedConfig(t *testing.T, dir string) Config {
 		"GRIDCRAWL_WARC_FLUSH_INTERVAL": "20ms"})
 }
 
+// fixedDelay returns p with a fixed delay of ms between a group's fetches.
+func fixedDelay(p contracts.Profile, ms int) contracts.Profile {
+	p.Politeness.MinDelayMS, p.Politeness.DelayFactor = ms, 0
+	return p
+}
+
 // distinct counts the distinct paths of hits and the most any was hit.
 func distinct(hits []hit) (n, most int) {
 	seen := map[string]int{}
@@ -34,9 +40,7 @@ func TestFiledURLsFetchedOnceWithoutParking(t *testing.T) {
 	s := newSite(t, "")
 	urls := s.pages(60)
 	b := newBackends(t)
-	p := profile(urls...)
-	p.Politeness.MinDelayMS = 5
-	p.Politeness.DelayFactor = 0
+	p := fixedDelay(profile(urls...), 5)
 	l, _ := b.runLoader(t, filedConfig(t, t.TempDir()))
 	b.submit(t, "c", contracts.CrawlRunning, p, urls...)
 	b.waitLoaded(t, "c", urls...)
@@ -69,9 +73,7 @@ func TestFiledURLsSurviveRestart(t *testing.T) {
 	s := newSite(t, "")
 	urls := s.pages(40)
 	b := newBackends(t)
-	p := profile(urls...)
-	p.Politeness.MinDelayMS = 30
-	p.Politeness.DelayFactor = 0
+	p := fixedDelay(profile(urls...), 30)
 	dir := filepath.Join(t.TempDir(), "frontier")
 	_, stop := b.runLoader(t, filedConfig(t, dir))
 	b.submit(t, "c", contracts.CrawlRunning, p, urls...)
@@ -97,9 +99,7 @@ func TestPausedCrawlStaysFiled(t *testing.T) {
 	s := newSite(t, "")
 	urls := s.pages(20)
 	b := newBackends(t)
-	p := profile(urls...)
-	p.Politeness.MinDelayMS = 5
-	p.Politeness.DelayFactor = 0
+	p := fixedDelay(profile(urls...), 5)
 	l, _ := b.runLoader(t, filedConfig(t, t.TempDir()))
 	b.submit(t, "c", contracts.CrawlPaused, p, urls...)
 	waitFor(t, "the URLs filed", func() bool { return l.filedURLs.Load() == int64(len(urls)) })

@@ -120,14 +120,7 @@ func (l *Loader) tasks(c *contracts.LoaderContract, p *contracts.Profile, dl *de
 	ts := make([]*task, 0, len(c.URLs))
 	now := time.Now()
 	for _, u := range c.URLs {
-		host := u.URL
-		if pu, err := url.Parse(u.URL); err == nil {
-			host = urlnorm.Host(pu)
-		}
-		g := c.GroupOf(u)
-		if g == "" {
-			g = l.group(host)
-		}
+		host, g := l.placeOf(c, u)
 		t := &task{dl: dl, crawlID: c.CrawlID, profile: p, inline: c.Profile, group: g, shard: shard,
 			url: u.URL, host: host, depth: u.Depth, hops: u.Hops}
 		// A contract delivered before may have been worked on: its
@@ -149,6 +142,24 @@ func (l *Loader) tasks(c *contracts.LoaderContract, p *contracts.Profile, dl *de
 		ts = append(ts, t)
 	}
 	return ts
+}
+
+// placeOf returns the host of u, a URL of c, and its crawl host group: the
+// one c names, or the loader's grouping of the host.
+func (l *Loader) placeOf(c *contracts.LoaderContract, u contracts.LoaderURL) (host, group string) {
+	host = hostOf(u.URL)
+	if group = c.GroupOf(u); group == "" {
+		group = l.group(host)
+	}
+	return host, group
+}
+
+// hostOf returns the host of raw (raw itself when it does not parse).
+func hostOf(raw string) string {
+	if pu, err := url.Parse(raw); err == nil {
+		return urlnorm.Host(pu)
+	}
+	return raw
 }
 
 func (l *Loader) group(host string) string {
