@@ -199,6 +199,8 @@ type FrontierTotals struct {
 	Idle         int `json:"idle"`
 	Queued       int `json:"queued"`
 	RetiredItems int `json:"retired_items"`
+	// Filed is the number of URLs in the loaders' durable frontiers.
+	Filed int `json:"filed,omitempty"`
 }
 
 // FrontierLoader is the politeness report of one live loader: its
@@ -219,6 +221,27 @@ type FrontierLoader struct {
 	// Dedup is the payload-digest index of deduplication across crawls,
 	// once the loader counted it.
 	Dedup *FrontierDedup `json:"dedup,omitempty"`
+	// Filed are the queues of the loader's durable frontier (a loader
+	// with GRIDCRAWL_LOADER_FRONTIER_DIR), the earliest due first, at most
+	// 200.
+	Filed []FrontierFiled `json:"filed,omitempty"`
+	// FiledURLs is the number of URLs in the loader's durable frontier,
+	// all queues.
+	FiledURLs int `json:"filed_urls,omitempty"`
+}
+
+// FrontierFiled is one queue of a loader's durable frontier: a crawl's URLs
+// filed for one crawl host group, as the store counts them.
+type FrontierFiled struct {
+	Group   string `json:"group"`
+	CrawlID string `json:"crawl_id"`
+	// Filed is the number of the queue's URLs in the store, Taken those of
+	// them in the group's window (scheduled or being fetched).
+	Filed int `json:"filed"`
+	Taken int `json:"taken"`
+	// OldestDue is the earliest due time of the queue's URLs: how late the
+	// group is with the crawl.
+	OldestDue time.Time `json:"oldest_due"`
 }
 
 // FrontierDedup is the payload-digest index as one loader sees it.

@@ -265,6 +265,7 @@ func TestSchemaMatchesGoFields(t *testing.T) {
 		{"frontier loader", "frontier_report", []string{"$defs", "loader"}, contracts.FrontierLoader{}, nil},
 		{"frontier browser", "frontier_report", []string{"$defs", "loader", "properties", "browser"}, contracts.FrontierBrowser{}, nil},
 		{"frontier dedup", "frontier_report", []string{"$defs", "loader", "properties", "dedup"}, contracts.FrontierDedup{}, nil},
+		{"frontier filed queue", "frontier_report", []string{"$defs", "filed_queue"}, contracts.FrontierFiled{}, nil},
 		{"url record", "url_record", nil, contracts.URLRecord{}, []string{"depth", "hops", "referrer", "attempts",
 			"http_status", "mime_type", "bytes", "render", "reason", "sitemap", "lastmod", "recrawl", "next_due", "created_at", "history", "warc"}},
 		{"url recrawl", "url_record", []string{"$defs", "recrawl"}, contracts.URLRecrawl{}, nil},

@@ -513,6 +513,35 @@ func (s *Store) QueuesOf(group string) []Queue {
 	return out
 }
 
+// Oldest returns the due time of queue id's earliest filed URL, taken ones
+// included, and false when the queue holds none: how late the group is
+// with the crawl's URLs.
+func (s *Store) Oldest(ctx context.Context, id QueueID) (time.Time, bool, error) {
+	s.mu.Lock()
+	q := s.queues[id]
+	var prefix []byte
+	if q != nil && q.filed > 0 {
+		prefix = q.prefix
+	}
+	s.mu.Unlock()
+	if prefix == nil {
+		return time.Time{}, false, nil
+	}
+	it, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: prefix, UpperBound: appendKey(slices.Clip(prefix), key{due: 1<<63 - 1, seq: 1<<63 - 1})})
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("oldest url: %w", err)
+	}
+	defer it.Close()
+	if !it.First() {
+		return time.Time{}, false, it.Error()
+	}
+	_, k, err := parseKey(it.Key())
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("oldest url: %w", err)
+	}
+	return time.UnixMilli(k.due), true, nil
+}
+
 // quietLogger drops Pebble's informational lines and keeps its errors.
 type quietLogger struct{}
 

@@ -288,3 +288,43 @@ func TestKilledChild(t *testing.T) {
 	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	time.Sleep(time.Minute)
 }
+
+func TestOldestIsTheEarliestFiledURL(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "f.db"))
+	id := QueueID{"a.test", "c1"}
+	if _, ok, err := s.Oldest(t.Context(), id); ok || err != nil {
+		t.Fatalf("Oldest of an empty queue = %v, %v, want false, nil", ok, err)
+	}
+	base := time.UnixMilli(1_700_000_000_000)
+	if err := s.File(t.Context(), entries("a.test", "c1", 2, base.Add(time.Second))); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.File(t.Context(), entries("a.test", "c1", 1, base)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.File(t.Context(), entries("a.test", "c2", 1, base.Add(-time.Hour))); err != nil {
+		t.Fatal(err)
+	}
+	oldest := func(want time.Time) {
+		t.Helper()
+		got, ok, err := s.Oldest(t.Context(), id)
+		if err != nil || !ok || !got.Equal(want) {
+			t.Fatalf("Oldest = %v, %v, %v, want %v (another crawl's URL of the group is not this queue's)", got, ok, err, want)
+		}
+	}
+	oldest(base)
+	// A taken URL is still filed: the oldest until it is done.
+	es := mustTake(t, s, id, 1, base.Add(time.Hour))
+	oldest(base)
+	if err := s.Done(t.Context(), es); err != nil {
+		t.Fatal(err)
+	}
+	oldest(base.Add(time.Second))
+	es = mustTake(t, s, id, 2, base.Add(time.Hour))
+	if err := s.Done(t.Context(), es); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := s.Oldest(t.Context(), id); ok || err != nil {
+		t.Fatalf("Oldest of an emptied queue = %v, %v, want false, nil", ok, err)
+	}
+}

@@ -42,8 +42,35 @@ func TestFiledURLsFetchedOnceWithoutParking(t *testing.T) {
 	b := newBackends(t)
 	p := fixedDelay(profile(urls...), 5)
 	l, _ := b.runLoader(t, filedConfig(t, t.TempDir()))
+	// The group's window, sampled as the crawl runs.
+	most := make(chan int)
+	stop := make(chan struct{})
+	go func() {
+		m := 0
+		defer func() { most <- m }()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+			if l.filedURLs.Load() == 0 {
+				continue // l.fronts is set before the first URL is filed
+			}
+			for _, st := range l.fronts.stores {
+				for _, q := range st.Queues() {
+					queued, _ := l.sched.Backlog(q.Group)
+					m = max(m, queued)
+				}
+			}
+		}
+	}()
 	b.submit(t, "c", contracts.CrawlRunning, p, urls...)
 	b.waitLoaded(t, "c", urls...)
+	close(stop)
+	if m := <-most; m > 5 || m == 0 {
+		t.Errorf("the group's window held up to %d URLs, want 1 to 5 (GRIDCRAWL_LOADER_GROUP_QUEUE)", m)
+	}
 	if n, most := distinct(s.pageHits()); n != len(urls) || most != 1 {
 		t.Errorf("%d pages fetched, one of them %d times; want %d, each once", n, most, len(urls))
 	}
@@ -112,6 +139,13 @@ func TestPausedCrawlStaysFiled(t *testing.T) {
 	}
 	if n := b.queued(t); n != 0 {
 		t.Errorf("%d loader contracts waiting, want 0", n)
+	}
+	// The frontier report counts them from the store.
+	filed, total := l.filedReport(t.Context())
+	if total != len(urls) || len(filed) != 1 || filed[0].CrawlID != "c" || filed[0].Filed != len(urls) || filed[0].Taken != 0 {
+		t.Errorf("filed report = %+v, %d URLs; want one queue of crawl c with %d URLs, none taken", filed, total, len(urls))
+	} else if age := time.Since(filed[0].OldestDue); age < 3*feedInterval || age > time.Minute {
+		t.Errorf("oldest due %v ago, want the time the URLs were filed", age)
 	}
 	if err := b.prof.Transition(t.Context(), "c", contracts.CrawlPaused, contracts.CrawlRunning, time.Now()); err != nil {
 		t.Fatal(err)

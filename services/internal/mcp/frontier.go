@@ -79,6 +79,7 @@ func (m *MCP) Frontier(ctx context.Context) (contracts.FrontierReport, error) {
 		t.Idle += r.Counts.Idle
 		t.Queued += r.Counts.Queued
 		t.RetiredItems += r.Counts.RetiredItems
+		t.Filed += l.FiledURLs
 		l.Report = humanize(l.Report)
 		out.Loaders = append(out.Loaders, l)
 	}
