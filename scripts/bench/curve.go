@@ -156,6 +156,7 @@ func curveEmbeddedCrawl(web *websim.Web, depth int, c curveConfig, w *watcher) (
 		return curveRow{}, err
 	}
 	cpu := tv(g.rusage.Utime) + tv(g.rusage.Stime)
+	g.ops.printFrontier(g.fetched())
 	return curveRow{pages: g.fetched(), wall: g.wall, cpu: cpu, rssMiB: g.rusage.Maxrss / 1024, slices: w.finish(g.fetched(), cpu)}, nil
 }
 

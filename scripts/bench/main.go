@@ -330,11 +330,21 @@ type gridRun struct {
 type ops struct {
 	calls     map[string]int64 // "backend operation"
 	published map[string]int64 // by queue
+	moved     map[string]int64 // URLs filed, parked, swept and messages postponed, by counter
+}
+
+// movedCounters name the counters of ops.moved: what the frontier did with
+// the URLs besides fetching them.
+var movedCounters = map[string]string{
+	"gridcrawl_loader_filed_urls_total":  "filed",
+	"gridcrawl_loader_parked_urls_total": "parked",
+	"gridcrawl_mcp_recovered_urls_total": "swept",
+	"gridcrawl_queue_postponed_total":    "postponed",
 }
 
 // parseOps reads the counts of ops from a Prometheus text dump.
 func parseOps(b []byte) ops {
-	o := ops{calls: map[string]int64{}, published: map[string]int64{}}
+	o := ops{calls: map[string]int64{}, published: map[string]int64{}, moved: map[string]int64{}}
 	label := func(line, name string) string {
 		_, v, ok := strings.Cut(line, name+`="`)
 		if !ok {
@@ -357,6 +367,11 @@ func parseOps(b []byte) ops {
 			o.calls[label(line, "backend")+" "+label(line, "operation")] += int64(n)
 		case strings.HasPrefix(line, "gridcrawl_queue_published_total{"):
 			o.published[label(line, "queue")] += int64(n)
+		default:
+			name, _, _ := strings.Cut(f[0], "{")
+			if k, ok := movedCounters[name]; ok {
+				o.moved[k] += int64(n)
+			}
 		}
 	}
 	return o
@@ -384,11 +399,36 @@ func (o ops) print(pages int64, ru *syscall.Rusage) {
 	}
 	if len(o.calls) > 0 {
 		fmt.Printf("backend calls per page:%s\n", per(o.calls))
-		fmt.Printf("queue messages published per page:%s\n", per(o.published))
 	}
+	o.printFrontier(pages)
 	if ru != nil {
 		fmt.Printf("bytes written to disk per page: %.0f (block output of the grid process)\n", float64(ru.Oublock)*512/float64(pages))
 	}
+}
+
+// printFrontier writes the queue messages published per page, in all and
+// per queue, and the URLs filed, parked, swept and postponed per page.
+func (o ops) printFrontier(pages int64) {
+	if pages <= 0 || (len(o.published) == 0 && len(o.moved) == 0) {
+		return
+	}
+	var all int64
+	keys := make([]string, 0, len(o.published))
+	for k, n := range o.published {
+		all += n
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		if o.published[k] > 0 {
+			fmt.Fprintf(&b, "  %s %.3f", k, float64(o.published[k])/float64(pages))
+		}
+	}
+	fmt.Printf("queue messages published per page: %.3f in all;%s\n", float64(all)/float64(pages), b.String())
+	fmt.Printf("URLs per page fetched: filed %.3f  parked %.3f  swept %.3f  postponed %.3f\n",
+		float64(o.moved["filed"])/float64(pages), float64(o.moved["parked"])/float64(pages),
+		float64(o.moved["swept"])/float64(pages), float64(o.moved["postponed"])/float64(pages))
 }
 
 // fetched returns the pages the grid fetched by its own count.

@@ -107,6 +107,7 @@ func (l *Loader) file(ctx context.Context, shard int, d queue.Delivery, c *contr
 		return consume.Retry(err)
 	}
 	l.filedURLs.Add(int64(len(es)))
+	l.met.Filed(len(es))
 	for g := range groups {
 		l.fronts.want(shard, g)
 	}

@@ -131,6 +131,7 @@ type Loader struct {
 	delay    prometheus.Observer
 	warc     prometheus.Counter
 	parked   prometheus.Counter
+	filed    prometheus.Counter
 	rendered [numRenderResults]prometheus.Counter
 	renderT  prometheus.Observer
 	// Deduplication across crawls (profile dedupe).
@@ -183,6 +184,8 @@ func newLoader(reg prometheus.Registerer) *Loader {
 	l.warc = f.counter("gridcrawl_loader_warc_bytes_total", "WARC bytes the loader stored in the asset store.")
 	l.parked = f.counter("gridcrawl_loader_parked_urls_total",
 		"URLs the loader parked in the broker (a crawl host group holding more than GRIDCRAWL_LOADER_GROUP_QUEUE, a paused crawl).")
+	l.filed = f.counter("gridcrawl_loader_filed_urls_total",
+		"URLs the loader filed in its durable frontier (GRIDCRAWL_LOADER_FRONTIER_DIR) from the contracts it took.")
 	ren := f.counterVec("gridcrawl_loader_rendered_pages_total",
 		"Pages the loader rendered in its headless browser, by result: ok, cut (a per-page limit on requests, bytes or time cut something), failed.", "result")
 	for r := range numRenderResults {
@@ -260,6 +263,9 @@ func (l *Loader) WARCBytes(n int64) { l.warc.Add(float64(n)) }
 
 // Parked counts parked URLs.
 func (l *Loader) Parked(n int) { l.parked.Add(float64(n)) }
+
+// Filed counts URLs filed in the durable frontier.
+func (l *Loader) Filed(n int) { l.filed.Add(float64(n)) }
 
 // BrowserStats is a snapshot of the loader's headless browser, read at
 // scrape time.
