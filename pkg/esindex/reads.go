@@ -201,9 +201,12 @@ func (x *TxIndex) HostsReport(ctx context.Context, crawlID string, limit int) ([
 	agg := terms("host", limit, nil)
 	agg["aggs"] = map[string]any{
 		"fetched": map[string]any{"filter": exists(code)},
-		"failed":  map[string]any{"filter": term("status", string(contracts.Failed))},
-		"bytes":   map[string]any{"sum": map[string]any{"field": "bytes"}},
-		"codes":   terms(code, maxStatusCodes, nil),
+		"failed": map[string]any{"filter": map[string]any{"bool": map[string]any{
+			"filter":   []any{term("status", string(contracts.Failed))},
+			"must_not": []any{term("error."+reasonField, contracts.ReasonCancelled)},
+		}}},
+		"bytes": map[string]any{"sum": map[string]any{"field": "bytes"}},
+		"codes": terms(code, maxStatusCodes, nil),
 	}
 	bs, err := x.aggregate(ctx, crawlID, agg)
 	if err != nil {

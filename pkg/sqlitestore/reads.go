@@ -160,9 +160,9 @@ func (x *TxIndex) HostsReport(ctx context.Context, crawlID string, limit int) ([
 	if limit <= 0 {
 		return nil, nil
 	}
-	rows, err := x.st.r.QueryContext(ctx, `SELECT host, count(*), sum(http_status <> 0), sum(status = ?2),
-		coalesce(sum(bytes), 0) FROM records WHERE crawl_id = ?1 GROUP BY host
-		ORDER BY count(*) DESC, host LIMIT ?3`, crawlID, string(contracts.Failed), limit)
+	rows, err := x.st.r.QueryContext(ctx, `SELECT host, count(*), sum(http_status <> 0),
+		sum(status = ?2 AND coalesce(error, '') <> ?4), coalesce(sum(bytes), 0) FROM records WHERE crawl_id = ?1
+		GROUP BY host ORDER BY count(*) DESC, host LIMIT ?3`, crawlID, string(contracts.Failed), limit, contracts.ReasonCancelled)
 	if err != nil {
 		return nil, fmt.Errorf("hosts report of crawl %q: %w", crawlID, err)
 	}

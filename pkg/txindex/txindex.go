@@ -507,7 +507,9 @@ const MaxSamples = 3
 type HostRow struct {
 	Host string
 	// URLs counts the records, Fetched those with an HTTP status (a
-	// response arrived), Failed those in status failed.
+	// response arrived), Failed those in status failed but the ones a
+	// cancel left unfetched (contracts.ReasonCancelled): no failure of the
+	// host.
 	URLs, Fetched, Failed int64
 	// Bytes sums the body bytes of the records that know theirs.
 	Bytes int64

@@ -113,6 +113,9 @@ func sampleOutcomes() []outcome {
 			outs = append(outs, outcome{host: host, status: contracts.ToBeLoaded})
 		}
 	}
+	// URLs a cancel left unfetched.
+	outs = append(outs, outcome{host: "a.example", status: contracts.Failed, reason: contracts.ReasonCancelled},
+		outcome{host: "b.example", status: contracts.Failed, reason: contracts.ReasonCancelled})
 	return outs
 }
 
@@ -293,13 +296,20 @@ func testReports(t *testing.T, h Harness[reader]) {
 		t.Errorf("FailureReasonsReport (-want +got):\n%s", diff)
 	}
 	// And against the crawl as made, independently of the index: 15 of the
-	// 40 URLs failed, 5 of each reason.
+	// first 40 URLs failed, 5 of each reason, and the 2 more were cancelled.
 	var failed int64
 	for _, r := range reasons {
 		failed += r.Count
 	}
-	if failed != 15 || len(reasons) != 3 {
-		t.Errorf("failure reasons count %d records in %d reasons, want 15 in 3", failed, len(reasons))
+	if failed != 17 || len(reasons) != 4 {
+		t.Errorf("failure reasons count %d records in %d reasons, want 17 in 4", failed, len(reasons))
+	}
+	var hostFailed int64
+	for _, h := range want.Hosts {
+		hostFailed += h.Failed
+	}
+	if hostFailed != 15 {
+		t.Errorf("hosts report counts %d failed URLs, want 15: the 2 cancelled ones are no failure of their hosts", hostFailed)
 	}
 	for _, r := range []func() (int, error){
 		func() (int, error) { rs, err := x.HostsReport(t.Context(), newCrawlID(t), 10); return len(rs), err },
@@ -357,7 +367,9 @@ func Expected(recs []txindex.Record) Reports {
 			codes[r.HTTPStatus]++ // code 0: settled without a response
 		}
 		if r.Status == contracts.Failed {
-			h.Failed++
+			if r.Error != contracts.ReasonCancelled {
+				h.Failed++ // a cancel's unfetched URL is no failure of its host
+			}
 			rr := reasons[r.Error]
 			if rr == nil {
 				rr = &txindex.ReasonRow{Reason: r.Error}

@@ -550,6 +550,16 @@ func TestDashboardInBrowser(t *testing.T) {
 				t.Errorf("the cancelled crawl's page shows %s cancelled, the API %d", tile, cancelled.Cancelled)
 			}
 			failed := cancelled.Counts[contracts.Failed] - cancelled.Excluded - cancelled.Cancelled
+			// The chart of URLs per status draws the URLs the cancel left
+			// unfetched as cancelled too, not as failed.
+			var legend string
+			run("cancelled crawl's timeline",
+				chromedp.Poll(`(() => { const e = document.querySelector('#chart-status');
+  return e && /cancelled/.test(e.textContent) ? e.textContent : false; })()`, &legend,
+					chromedp.WithPollingInterval(100*time.Millisecond)))
+			if failed == 0 && regexp.MustCompile(`failed[^0-9]*[1-9]`).MatchString(legend) {
+				t.Errorf("the cancelled crawl's status chart reads %q: its cancelled URLs drawn as failed", legend)
+			}
 			if c, f := countOf(t, m.Counts["cancelled"]), countOf(t, m.Counts["failed"]); c != cancelled.Cancelled || f != failed {
 				t.Errorf("the cancelled crawl's row shows %d cancelled, %d failed; the API says %d cancelled, %d other failures", c, f, cancelled.Cancelled, failed)
 			}

@@ -701,7 +701,7 @@ function pageCrawl(main, [id]) {
   // once.
   const background = async (c) => {
     const timeline = api("GET", crawlPath(id) + "/timeline").catch(() => null)
-      .then((tl) => drawTimeline(tl, rateChart, statusChart, (c.excluded || 0) > 0));
+      .then((tl) => drawTimeline(tl, rateChart, statusChart, (c.excluded || 0) > 0, c));
     if (reportsState !== c.state || working(c) && Date.now() - reportsAt > 5000 || Date.now() - reportsAt > 30000) {
       reportsState = c.state;
       reportsAt = Date.now();
@@ -775,9 +775,25 @@ function profileView(c) {
 
 // drawTimeline plots the timeline's samples. The samples count records per
 // status: their failed includes the excluded pages, which the tiles show
-// apart, so the series says so when there are any (excluded).
-function drawTimeline(tl, rateBox, statusBox, excluded) {
-  const pts = (tl && tl.points) || [];
+// apart, so the series says so when there are any (excluded). A cancelled
+// crawl's URLs that were pending at the cancel are failed in the samples
+// after it; they are drawn as cancelled, as the tiles count them: what a
+// sample's failed holds beyond the crawl's other failures (c: its status).
+function drawTimeline(tl, rateBox, statusBox, excluded, c) {
+  let pts = (tl && tl.points) || [];
+  const cancelled = (c && c.cancelled) || 0;
+  if (cancelled > 0) {
+    const others = ((c.counts || {}).failed || 0) - cancelled;
+    pts = pts.map((p) => {
+      const counts = Object.assign({}, p.counts || {});
+      const n = Math.max(0, Math.min(cancelled, (counts.failed || 0) - others));
+      if (n > 0) {
+        counts.failed -= n;
+        counts.cancelled = n;
+      }
+      return Object.assign({}, p, { counts });
+    });
+  }
   if (pts.length < 2) {
     const msg = tl ? "Collecting samples…" : "No timeline for this crawl.";
     rateBox.replaceChildren(h("p", { class: "empty" }, msg));
@@ -789,8 +805,8 @@ function drawTimeline(tl, rateBox, statusBox, excluded) {
   // are due: the timeline's rate (URLs that left to-be-loaded) then drops
   // below zero, which is no rate of fetching; it shows as 0.
   rateBox.replaceChildren(lineChart([{ name: "pages/s", color: "#2962ff", fill: true, points: pts.map((p) => [t(p), Math.max(p.pages_per_second || 0, 0)]) }], { yFormat: rate }));
-  const series = STATUSES.filter((s) => pts.some((p) => (p.counts || {})[s]))
-    .map((s) => ({ name: s === "failed" && excluded ? "failed + excluded" : s, color: STATUS_COLORS[s], points: pts.map((p) => [t(p), (p.counts || {})[s] || 0]) }));
+  const series = [...STATUSES, CANCELLED].filter((s) => pts.some((p) => (p.counts || {})[s]))
+    .map((s) => ({ name: s === "failed" && excluded ? "failed + excluded" : s, color: SHOWN_COLORS[s], points: pts.map((p) => [t(p), (p.counts || {})[s] || 0]) }));
   statusBox.replaceChildren(lineChart(series, { yFormat: num }));
 }
 
