@@ -437,6 +437,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	var redErrors []string
 	var loadersLine string
+	var groupsScroll float64
 	run("frontier",
 		chromedp.Navigate(api+"/#/frontier"),
 		chromedp.WaitVisible(`#groups tr[data-group]`, chromedp.ByQuery),
@@ -444,8 +445,12 @@ func TestDashboardInBrowser(t *testing.T) {
 		shot("frontier"),
 		chromedp.Text(`#frontier-time`, &loadersLine, chromedp.ByQuery),
 		chromedp.Evaluate(`[...document.querySelectorAll("#groups td.err")].map((e) => e.textContent).filter((t) => /http status 4(?!29)\d\d/.test(t))`, &redErrors),
+		chromedp.Evaluate(`(() => { const w = document.querySelector("#groups .tablewrap"); return w ? w.scrollWidth - w.clientWidth : -1; })()`, &groupsScroll),
 		chromedp.Click(`#controls #pause`, chromedp.ByQuery),
 		chromedp.WaitVisible(`#controls .badge.paused`, chromedp.ByQuery))
+	if groupsScroll != 0 {
+		t.Errorf("the frontier's groups table scrolls sideways by %v px (or is missing: -1) at the test's width", groupsScroll)
+	}
 	if s := state(); s.State != contracts.CrawlPaused {
 		t.Errorf("after Pause on the frontier page the crawl is %s, want paused", s.State)
 	}

@@ -773,6 +773,9 @@ function profileView(c) {
   h("details", {}, h("summary", { class: "muted" }, "JSON"), h("pre", { class: "profile" }, JSON.stringify(p, null, 2))));
 }
 
+// shortID is a loader id cut to its last 8 characters (its random part).
+const shortID = (id) => (id && id.length > 12 ? "…" + id.slice(-8) : id || "");
+
 // drawTimeline plots the timeline's samples. The samples count records per
 // status: their failed includes the excluded pages, which the tiles show
 // apart, so the series says so when there are any (excluded). A cancelled
@@ -983,7 +986,8 @@ function pageFrontier(main) {
     document.getElementById("frontier-time").textContent = nLoaders + (nLoaders === 1 ? " loader reporting" : " loaders reporting");
     const t = rep.totals || {};
     totals.replaceChildren(...[["groups", t.groups], ["ready", t.ready], ["waiting", t.waiting], ["busy", t.busy], ["inactive", t.inactive],
-      ["retired", t.retired], ["idle", t.idle], ["queued URLs", t.queued], ["retired URLs", t.retired_items]]
+      ["retired", t.retired], ["idle", t.idle], ["queued URLs", t.queued], ["retired URLs", t.retired_items],
+      ...(t.filed ? [["filed URLs", t.filed]] : [])]
       .map(([k, v]) => h("div", { class: "tile" }, h("div", { class: "v" }, num(v || 0)), h("div", { class: "k" }, k))));
     const rows = [];
     for (const l of rep.loaders || []) {
@@ -1004,11 +1008,13 @@ function pageFrontier(main) {
           h("td", { class: "num hide-sm" }, g.session_balance === null || g.session_balance === undefined ? "–" : num(g.session_balance)),
           h("td", { class: "hide-sm mono nowrap" }, (g.recent_status || []).slice(-5).map((s) => (s === 0 ? "×" : s)).join(" ")),
           lastError(g),
-          h("td", { class: "muted mono hide-sm nowrap" }, l.loader_id)));
+          // One loader needs no column; several are told apart by a short
+          // id, the whole one in its title.
+          nLoaders > 1 ? h("td", { class: "muted mono hide-sm nowrap", title: l.loader_id }, shortID(l.loader_id)) : null));
       }
     }
     groups.replaceChildren(table([["Group"], ["State"], ["Next eligible"], ["Delay", "num"], ["Set by"], ["Queued", "num"], ["Fetches", "num"],
-      ["Spent / budget", "num"], ["Balance", "num"], ["Recent"], ["Last error"], ["Loader"]], rows, "No loader has reported a group yet."));
+      ["Spent / budget", "num"], ["Balance", "num"], ["Recent"], ["Last error"], ...(nLoaders > 1 ? [["Loader"]] : [])], rows, "No loader has reported a group yet."));
     await loadControls();
   }, POLL_MS);
 }
