@@ -57,11 +57,9 @@ func TestFiledURLsFetchedOnceWithoutParking(t *testing.T) {
 			if l.filedURLs.Load() == 0 {
 				continue // l.fronts is set before the first URL is filed
 			}
-			for _, st := range l.fronts.stores {
-				for _, q := range st.Queues() {
-					queued, _ := l.sched.Backlog(q.Group)
-					m = max(m, queued)
-				}
+			for _, q := range l.fronts.store.Queues() {
+				queued, _ := l.sched.Backlog(q.Group)
+				m = max(m, queued)
 			}
 		}
 	}()
@@ -83,14 +81,7 @@ func TestFiledURLsFetchedOnceWithoutParking(t *testing.T) {
 	if n := b.queued(t); n != 0 {
 		t.Errorf("%d loader contracts waiting, want 0", n)
 	}
-	waitFor(t, "the store emptied", func() bool {
-		for _, st := range l.fronts.stores {
-			if len(st.Queues()) > 0 {
-				return false
-			}
-		}
-		return true
-	})
+	waitFor(t, "the store emptied", func() bool { return len(l.fronts.store.Queues()) == 0 })
 }
 
 // TestFiledURLsSurviveRestart: a loader stopped half-way leaves the URLs it
