@@ -12,6 +12,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -60,10 +61,15 @@ func startGrid(t testing.TB, cfg Config) (*Grid, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	// The grid's log is kept (its last logTail bytes) and printed when the
+	// test fails, so that a failure seen once under load says what the grid
+	// did; with -v it goes to stderr as it is written.
+	tail := &logTail{}
+	var w io.Writer = tail
 	if testing.Verbose() {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		w = io.MultiWriter(tail, os.Stderr)
 	}
+	log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	g, err := Open(cfg, log, ln)
 	if err != nil {
 		t.Fatal(err)
@@ -76,8 +82,41 @@ func startGrid(t testing.TB, cfg Config) (*Grid, string) {
 		if err := <-done; err != nil {
 			t.Errorf("grid run: %v", err)
 		}
+		if t.Failed() && !testing.Verbose() {
+			t.Logf("the grid's log (its last %d KiB):\n%s", logTailBytes>>10, tail.String())
+		}
 	})
 	return g, "http://" + ln.Addr().String()
+}
+
+// logTailBytes is how much of a grid's log a test keeps.
+const logTailBytes = 1 << 20
+
+// logTail keeps the last logTailBytes written to it.
+type logTail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (l *logTail) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf = append(l.buf, p...)
+	if over := len(l.buf) - logTailBytes; over > 0 {
+		// Drop whole lines from the front.
+		cut := over
+		if i := bytes.IndexByte(l.buf[over:], '\n'); i >= 0 {
+			cut = over + i + 1
+		}
+		l.buf = append(l.buf[:0], l.buf[cut:]...)
+	}
+	return len(p), nil
+}
+
+func (l *logTail) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return string(l.buf)
 }
 
 // apiTimeout bounds one request of apiDo, the answer included.
