@@ -1,6 +1,6 @@
 // Package frontier keeps the URLs that wait for their crawl host groups in
 // a durable store instead of in broker messages or in memory: one Pebble
-// database (a log-structured key-value store) per loader, each URL
+// database (a log-structured key-value store) per loader shard, each URL
 // filed under its group and crawl and ordered there by the time it is due,
 // its earliest fetch time (the way Veidemann keeps a crawl host group's
 // URIs ordered by earliest fetch time, and Heritrix keeps every host queue
@@ -96,7 +96,7 @@ var start = key{due: -1 << 62}
 // cacheBytes bounds Pebble's block cache.
 const cacheBytes = 8 << 20
 
-// Store is the frontier of one loader. It is safe for concurrent use.
+// Store is the frontier of one loader shard. It is safe for concurrent use.
 type Store struct {
 	db    *pebble.DB
 	cache *pebble.Cache

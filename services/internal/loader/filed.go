@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -14,7 +15,6 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/services/internal/consume"
-	"github.com/gridcrawl/gridcrawl/services/internal/routing"
 )
 
 // The durable frontier (Config.FrontierDir, see docs/architecture.md): a
@@ -25,13 +25,10 @@ import (
 // outcome is recorded. Nothing is parked: a URL crosses loader_pending once,
 // a paused crawl's URLs stay filed, and a retry waits in memory as before.
 
-// fronts is the frontier store of a loader, one for all the shards it
-// consumes (a shard's groups are its own: a queue is a group's, so the
-// store needs no shard in its keys), and the groups whose windows are to
-// be filled again.
+// fronts are the frontier stores of a loader's shards, and the groups
+// whose windows are to be filled again.
 type fronts struct {
-	store  *frontier.Store
-	shards int // the grid's loader shards, to tell a group's shard
+	stores []*frontier.Store // by shard
 
 	mu      sync.Mutex
 	pending map[shardGroup]struct{}
@@ -48,19 +45,30 @@ type shardGroup struct {
 // within it.
 const feedInterval = 500 * time.Millisecond
 
-// openFronts opens the loader's frontier store in dir.
+// openFronts opens the store of every shard under dir.
 func openFronts(ctx context.Context, dir string, shards int) (*fronts, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("frontier: %w", err)
+	f := &fronts{pending: map[shardGroup]struct{}{}, wake: make(chan struct{}, 1)}
+	for i := range shards {
+		d := filepath.Join(dir, fmt.Sprintf("shard-%02d", i))
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			f.close()
+			return nil, fmt.Errorf("frontier of shard %d: %w", i, err)
+		}
+		s, err := frontier.Open(ctx, d)
+		if err != nil {
+			f.close()
+			return nil, err
+		}
+		f.stores = append(f.stores, s)
 	}
-	s, err := frontier.Open(ctx, dir)
-	if err != nil {
-		return nil, err
-	}
-	return &fronts{store: s, shards: shards, pending: map[shardGroup]struct{}{}, wake: make(chan struct{}, 1)}, nil
+	return f, nil
 }
 
-func (f *fronts) close() { _ = f.store.Close() }
+func (f *fronts) close() {
+	for _, s := range f.stores {
+		_ = s.Close()
+	}
+}
 
 // want asks for group's window to be filled again.
 func (f *fronts) want(shard int, group string) {
@@ -73,7 +81,7 @@ func (f *fronts) want(shard int, group string) {
 	}
 }
 
-// file files c's URLs, of shard, in the store and acknowledges the contract:
+// file files c's URLs in the store of shard and acknowledges the contract:
 // its URLs are durable there.
 func (l *Loader) file(ctx context.Context, shard int, d queue.Delivery, c *contracts.LoaderContract) consume.Verdict {
 	// A snapshot is kept only for a store that learns from it.
@@ -94,7 +102,7 @@ func (l *Loader) file(ctx context.Context, shard int, d queue.Delivery, c *contr
 		es = append(es, e)
 		groups[g] = true
 	}
-	if err := l.fronts.store.File(ctx, es); err != nil {
+	if err := l.fronts.stores[shard].File(ctx, es); err != nil {
 		l.log.Warn("file urls", "crawl_id", c.CrawlID, "urls", len(es), "err", err)
 		return consume.Retry(err)
 	}
@@ -125,9 +133,11 @@ func (l *Loader) feedLoop(ctx context.Context) {
 		l.fronts.pending = map[shardGroup]struct{}{}
 		l.fronts.mu.Unlock()
 		if all {
-			for _, q := range l.fronts.store.Queues() {
-				if q.Filed > q.Taken {
-					todo[shardGroup{routing.ShardOf(q.Group, l.fronts.shards), q.Group}] = struct{}{}
+			for shard, s := range l.fronts.stores {
+				for _, q := range s.Queues() {
+					if q.Filed > q.Taken {
+						todo[shardGroup{shard, q.Group}] = struct{}{}
+					}
 				}
 			}
 		}
@@ -140,7 +150,7 @@ func (l *Loader) feedLoop(ctx context.Context) {
 	}
 }
 
-// feed fills the window of group, of shard, from the store: up to what the group
+// feed fills group's window from the store of shard: up to what the group
 // can fetch within parkHorizon, once it has drained to half of that, from
 // the queues of its crawls that are not paused.
 func (l *Loader) feed(ctx context.Context, shard int, group string) {
@@ -150,7 +160,7 @@ func (l *Loader) feed(ctx context.Context, shard int, group string) {
 		return
 	}
 	want := limit - queued
-	s := l.fronts.store
+	s := l.fronts.stores[shard]
 	now := time.Now()
 	for _, q := range s.QueuesOf(group) {
 		if want <= 0 {
@@ -180,14 +190,14 @@ func (l *Loader) feed(ctx context.Context, shard int, group string) {
 	}
 }
 
-// filedTask makes the task of entry e, of a group of shard.
+// filedTask makes the task of entry e of shard's store.
 func (l *Loader) filedTask(ctx context.Context, shard int, e frontier.Entry) (*task, error) {
 	p, err := l.profs.Resolve(ctx, e.Crawl, nil)
 	if err != nil {
 		return nil, fmt.Errorf("resolve profile: %w", err)
 	}
 	p = l.pol.current(e.Crawl, p)
-	dl := &delivery{gate: l.deps.Gate, front: l.fronts.store, entry: e,
+	dl := &delivery{gate: l.deps.Gate, front: l.fronts.stores[shard], entry: e,
 		refill: func() { l.fronts.want(shard, e.Group) }}
 	dl.remaining.Store(1)
 	t := &task{dl: dl, crawlID: e.Crawl, profile: p, group: e.Group, shard: shard, url: e.URL, host: hostOf(e.URL), depth: e.Depth, hops: e.Hops}

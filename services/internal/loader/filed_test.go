@@ -57,9 +57,11 @@ func TestFiledURLsFetchedOnceWithoutParking(t *testing.T) {
 			if l.filedURLs.Load() == 0 {
 				continue // l.fronts is set before the first URL is filed
 			}
-			for _, q := range l.fronts.store.Queues() {
-				queued, _ := l.sched.Backlog(q.Group)
-				m = max(m, queued)
+			for _, st := range l.fronts.stores {
+				for _, q := range st.Queues() {
+					queued, _ := l.sched.Backlog(q.Group)
+					m = max(m, queued)
+				}
 			}
 		}
 	}()
@@ -81,7 +83,14 @@ func TestFiledURLsFetchedOnceWithoutParking(t *testing.T) {
 	if n := b.queued(t); n != 0 {
 		t.Errorf("%d loader contracts waiting, want 0", n)
 	}
-	waitFor(t, "the store emptied", func() bool { return len(l.fronts.store.Queues()) == 0 })
+	waitFor(t, "the store emptied", func() bool {
+		for _, st := range l.fronts.stores {
+			if len(st.Queues()) > 0 {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // TestFiledURLsSurviveRestart: a loader stopped half-way leaves the URLs it

@@ -150,7 +150,7 @@ type Config struct {
 	// more are parked in the broker (see intake.go).
 	GroupQueue int `env:"GRIDCRAWL_LOADER_GROUP_QUEUE" envDefault:"100"`
 	// FrontierDir, when set, is where the loader files the URLs of its
-	// shards (pkg/frontier, one store for all of them) instead of parking them in
+	// shards (pkg/frontier, a store per shard) instead of parking them in
 	// the broker: a contract is acknowledged once its URLs are filed, and
 	// each group takes from the store what it can fetch soon. One loader
 	// only (the embedded grid): a shard that fails over to another loader
@@ -381,7 +381,7 @@ type Loader struct {
 
 	fetched    atomic.Int64
 	parkedURLs atomic.Int64
-	// fronts is the frontier store (Config.FrontierDir); nil: URLs are
+	// fronts are the frontier stores (Config.FrontierDir); nil: URLs are
 	// parked in the broker.
 	fronts    *fronts
 	filedURLs atomic.Int64
@@ -507,7 +507,7 @@ func (l *Loader) Fetched() int64 { return l.fetched.Load() }
 func (l *Loader) Parked() int64 { return l.parkedURLs.Load() }
 
 // Files reports whether the loader files the URLs of its shards in its
-// frontier store (Config.FrontierDir): a to-be-loaded record's URL then
+// frontier stores (Config.FrontierDir): a to-be-loaded record's URL then
 // waits in a store or in a contract not yet filed, both durable, and the
 // recovery sweep leaves it alone (coordinator.Deps.Filed).
 func (l *Loader) Files() bool { return l.cfg.FrontierDir != "" }

@@ -45,23 +45,24 @@ func (l *Loader) writeReport(ctx context.Context) error {
 	return l.deps.Assets.Put(ctx, contracts.FrontierReportPrefix+l.cfg.ID+".json", bytes.NewReader(body), int64(len(body)), "application/json")
 }
 
-// filedReport returns the queues of the loader's frontier store, the
+// filedReport returns the queues of the loader's frontier stores, the
 // earliest due first, at most reportGroups of them, and the URLs filed in
-// all; nil and 0 without a store.
+// all; nil and 0 without stores.
 func (l *Loader) filedReport(ctx context.Context) ([]contracts.FrontierFiled, int) {
 	if l.fronts == nil {
 		return nil, 0
 	}
 	var out []contracts.FrontierFiled
 	total := 0
-	s := l.fronts.store
-	for _, q := range s.Queues() {
-		total += q.Filed
-		due, ok, err := s.Oldest(ctx, q.QueueID)
-		if err != nil || !ok {
-			continue // emptied meanwhile, or the store is closing
+	for _, s := range l.fronts.stores {
+		for _, q := range s.Queues() {
+			total += q.Filed
+			due, ok, err := s.Oldest(ctx, q.QueueID)
+			if err != nil || !ok {
+				continue // emptied meanwhile, or the store is closing
+			}
+			out = append(out, contracts.FrontierFiled{Group: q.Group, CrawlID: q.Crawl, Filed: q.Filed, Taken: q.Taken, OldestDue: due.UTC()})
 		}
-		out = append(out, contracts.FrontierFiled{Group: q.Group, CrawlID: q.Crawl, Filed: q.Filed, Taken: q.Taken, OldestDue: due.UTC()})
 	}
 	slices.SortFunc(out, func(a, b contracts.FrontierFiled) int {
 		return cmp.Or(a.OldestDue.Compare(b.OldestDue), cmp.Compare(a.Group, b.Group), cmp.Compare(a.CrawlID, b.CrawlID))
