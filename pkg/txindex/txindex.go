@@ -22,6 +22,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
@@ -41,11 +42,17 @@ func Key(crawlID, url string) string {
 
 // Record is the state of one URL of one crawl.
 type Record struct {
-	Key        string           `json:"key"`
-	CrawlID    string           `json:"crawl_id"`
-	URL        string           `json:"url"`
-	Host       string           `json:"host"` // host name and port (urlnorm.HostPort); the name alone in records of older versions
-	Group      string           `json:"chg"`
+	Key     string `json:"key"`
+	CrawlID string `json:"crawl_id"`
+	URL     string `json:"url"`
+	Host    string `json:"host"` // host name and port (urlnorm.HostPort); the name alone in records of older versions
+	Group   string `json:"chg"`
+	// Shard is the loader shard that serves the record's group, as
+	// ShardID names it ("03/16"), set at creation; empty in records of
+	// older versions and of stores without loader shards. The owner of a
+	// shard rebuilds its frontier from it (Owners.Waiting), and the
+	// recovery sweep leaves the to-be-loaded records of owned shards alone.
+	Shard      string           `json:"loader_shard,omitempty"`
 	Depth      int              `json:"depth"`
 	Hops       int              `json:"hops"`
 	Referrer   string           `json:"referrer,omitempty"`
@@ -322,6 +329,7 @@ type Index interface {
 	Pipeline
 	Scheduling
 	Reads
+	Owners
 	// Close releases resources.
 	Close() error
 }
@@ -404,8 +412,10 @@ type Pipeline interface {
 	// Stale returns up to limit records in a pending status (to-be-loaded,
 	// to-be-parsed, to-be-indexed; not retired) whose status time is before
 	// before, oldest first, of every crawl: the work the recovery sweep
-	// publishes again.
-	Stale(ctx context.Context, before time.Time, limit int) ([]Record, error)
+	// publishes again. It leaves out the to-be-loaded records whose Shard
+	// is among owned: the shards whose live owners keep those URLs in their
+	// frontiers (Owners).
+	Stale(ctx context.Context, before time.Time, limit int, owned []string) ([]Record, error)
 }
 
 // Revisions is implemented by stores whose checked writes are conditioned
@@ -491,6 +501,61 @@ type Reads interface {
 	// descending, then reason.
 	FailureReasonsReport(ctx context.Context, crawlID string, limit int) ([]ReasonRow, error)
 }
+
+// ShardID names loader shard i of n in Record.Shard and Lease.Shard: the
+// number, two digits at least, and the count ("03/16"), so that a record
+// written under another shard count names no shard of this one.
+func ShardID(i, n int) string { return fmt.Sprintf("%02d/%d", i, max(n, 1)) }
+
+// Owners is what the loaders' durable frontier needs of the transaction
+// index (docs/architecture.md, the durable frontier): a lease per loader
+// shard that makes one loader its owner, and the read that a shard's new
+// owner rebuilds the shard's frontier from.
+//
+// A lease's times are the callers' clocks: a claim takes a shard whose
+// Expires has passed by the claimant's clock. Owners renew well within
+// the lease's time to live and stop taking work of a shard whose lease they
+// could not renew in time, so that clocks apart by less than the margin
+// never give a shard two working owners.
+type Owners interface {
+	// Claim makes owner the owner of shard until now+ttl when the shard is
+	// free (never claimed, released, or its lease expired) or already
+	// owner's, and reports whether it did. Epoch grows by one whenever the
+	// shard changes owner; a claim by the owner it had keeps it (a loader
+	// restarted on its own frontier store keeps the store). Of concurrent
+	// claims of a free shard, exactly one succeeds.
+	Claim(ctx context.Context, shard, owner string, ttl time.Duration) (Lease, bool, error)
+	// Renew extends lease l until now+ttl if the shard is still l.Owner's
+	// at l.Epoch, and reports whether it was; when not (expired and taken
+	// over, or released) the shard is no longer l.Owner's.
+	Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, bool, error)
+	// Release frees l's shard at once if it is still l.Owner's at l.Epoch,
+	// keeping its owner and epoch: the next claim of another owner takes
+	// the next epoch, a claim of the same owner keeps this one.
+	Release(ctx context.Context, l Lease) error
+	// Leases returns the lease of every shard ever claimed, live or not,
+	// by shard.
+	Leases(ctx context.Context) ([]Lease, error)
+	// Waiting returns up to limit to-be-loaded records whose Shard is
+	// shard and whose key is after after, in key order, of every crawl: the
+	// URLs a shard's new owner files. A listing that follows the last key
+	// of each page returns each record that was to-be-loaded all along
+	// exactly once. It may leave History empty.
+	Waiting(ctx context.Context, shard, after string, limit int) ([]Record, error)
+}
+
+// Lease is the ownership of one loader shard (see Owners).
+type Lease struct {
+	Shard   string    `json:"shard"`
+	Owner   string    `json:"owner"`
+	Epoch   int64     `json:"epoch"`
+	Expires time.Time `json:"expires"`
+	// Released is true once the owner gave the shard up (Release).
+	Released bool `json:"released,omitempty"`
+}
+
+// Live reports whether l makes its owner the shard's owner at now.
+func (l Lease) Live(now time.Time) bool { return !l.Released && now.Before(l.Expires) }
 
 // Filter selects records in Find. Empty fields select every record.
 type Filter struct {
