@@ -44,7 +44,7 @@ func BenchmarkFrontier(b *testing.B) {
 				return es
 			}
 			for filled := 0; filled < shape.filled; filled += 1000 {
-				if err := s.File(b.Context(), batch(1000)); err != nil {
+				if _, err := s.File(b.Context(), batch(1000)); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -59,7 +59,7 @@ func BenchmarkFrontier(b *testing.B) {
 			cpu0 := cpuTime()
 			for done := 0; done < b.N; done += 100 {
 				t0 := time.Now()
-				if err := s.File(b.Context(), batch(100)); err != nil {
+				if _, err := s.File(b.Context(), batch(100)); err != nil {
 					b.Fatal(err)
 				}
 				t1 := time.Now()

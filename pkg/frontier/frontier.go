@@ -51,7 +51,8 @@ type Entry struct {
 	// does not read it.
 	Data []byte
 
-	k key // set by File and Take
+	k   key   // set by File and Take
+	gen int64 // the store's generation at Take (see Clear)
 }
 
 // key orders a queue's entries: due time (Unix milliseconds), then the
@@ -101,8 +102,11 @@ type Store struct {
 	db    *pebble.DB
 	cache *pebble.Cache
 
-	mu      sync.Mutex
-	seq     int64
+	mu  sync.Mutex
+	seq int64
+	// gen counts the Clears: an entry taken before one is no longer the
+	// store's to remove, refile or give back.
+	gen     int64
 	queues  map[QueueID]*queue
 	byGroup map[string]map[string]*queue // group → crawl → queue
 }
@@ -112,6 +116,21 @@ type Store struct {
 // so that keys sort as times do). Values: the depth, the hops and the
 // URL's length as varints, the URL, then the entry's data.
 const urlsPrefix = 'u'
+
+// Each filed URL also has a key 'k', the group, 0, the crawl, 0, the URL
+// (no value), so that a URL is filed once per queue however many times it
+// comes: from a contract and from a rebuild of the frontier, or from a
+// contract the broker delivered twice.
+const seenPrefix = 'k'
+
+func seenKey(b []byte, id QueueID, url string) []byte {
+	b = append(b, seenPrefix)
+	b = append(b, id.Group...)
+	b = append(b, 0)
+	b = append(b, id.Crawl...)
+	b = append(b, 0)
+	return append(b, url...)
+}
 
 func queuePrefix(id QueueID) []byte {
 	b := make([]byte, 0, 3+len(id.Group)+len(id.Crawl))
@@ -213,6 +232,56 @@ func (s *Store) load(ctx context.Context) error {
 	return it.Error()
 }
 
+// ownerKey holds the owner tag of the store (SetOwner), outside the URLs'
+// key range.
+var ownerKey = []byte{'o'}
+
+// Owner returns the tag SetOwner stored last; nil when none was.
+func (s *Store) Owner() ([]byte, error) {
+	v, closer, err := s.db.Get(ownerKey)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read frontier owner: %w", err)
+	}
+	defer closer.Close()
+	return slices.Clone(v), nil
+}
+
+// SetOwner stores tag, synced: whose frontier the store is, and since when
+// (a loader shard's owner and lease epoch).
+func (s *Store) SetOwner(tag []byte) error {
+	if err := s.db.Set(ownerKey, tag, pebble.Sync); err != nil {
+		return fmt.Errorf("store frontier owner: %w", err)
+	}
+	return nil
+}
+
+// Clear removes every filed URL, taken ones included, and the owner tag:
+// the store of a shard that another owner had since this one filed them.
+func (s *Store) Clear() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := b.DeleteRange([]byte{urlsPrefix}, []byte{urlsPrefix + 1}, nil); err != nil {
+		return fmt.Errorf("clear frontier: %w", err)
+	}
+	if err := b.DeleteRange([]byte{seenPrefix}, []byte{seenPrefix + 1}, nil); err != nil {
+		return fmt.Errorf("clear frontier: %w", err)
+	}
+	if err := b.Delete(ownerKey, nil); err != nil {
+		return fmt.Errorf("clear frontier: %w", err)
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("clear frontier: %w", err)
+	}
+	s.queues, s.byGroup = map[QueueID]*queue{}, map[string]map[string]*queue{}
+	s.gen++
+	return nil
+}
+
 // Close closes the database.
 func (s *Store) Close() error {
 	err := s.db.Close()
@@ -225,19 +294,20 @@ func (s *Store) Bytes() int64 { return int64(s.db.Metrics().DiskSpaceUsage()) }
 
 // File files es in one batch, written to the database's log and synced:
 // when it returns nil, every entry is durable. An entry without a due time
-// is due now.
-func (s *Store) File(ctx context.Context, es []Entry) error {
+// is due now. A URL filed in its queue already (and not removed) is not
+// filed again; File returns how many entries it filed.
+func (s *Store) File(ctx context.Context, es []Entry) (int, error) {
 	if len(es) == 0 {
-		return nil
+		return 0, nil
 	}
 	for _, e := range es {
 		switch {
 		case e.Group == "" || strings.IndexByte(e.Group, 0) >= 0:
-			return fmt.Errorf("file url %q: the group %q is empty or holds a NUL", e.URL, e.Group)
+			return 0, fmt.Errorf("file url %q: the group %q is empty or holds a NUL", e.URL, e.Group)
 		case e.Crawl == "" || strings.IndexByte(e.Crawl, 0) >= 0:
-			return fmt.Errorf("file url %q: the crawl %q is empty or holds a NUL", e.URL, e.Crawl)
+			return 0, fmt.Errorf("file url %q: the crawl %q is empty or holds a NUL", e.URL, e.Crawl)
 		case e.URL == "":
-			return fmt.Errorf("file url: the url of crawl %q, group %q is empty", e.Crawl, e.Group)
+			return 0, fmt.Errorf("file url: the url of crawl %q, group %q is empty", e.Crawl, e.Group)
 		}
 	}
 	s.mu.Lock()
@@ -245,28 +315,53 @@ func (s *Store) File(ctx context.Context, es []Entry) error {
 	now := time.Now().UnixMilli()
 	b := s.db.NewBatch()
 	defer b.Close()
-	filed := make([]Entry, len(es))
+	filed := make([]Entry, 0, len(es))
 	seq := s.seq
-	var kbuf, vbuf []byte
-	for i, e := range es {
+	var kbuf, vbuf, sbuf []byte
+	var batch map[string]bool // the seen keys of es, when es has several
+	for _, e := range es {
+		id := QueueID{e.Group, e.Crawl}
+		sbuf = seenKey(sbuf[:0], id, e.URL)
+		if batch[string(sbuf)] {
+			continue
+		}
+		switch _, closer, err := s.db.Get(sbuf); {
+		case err == nil:
+			_ = closer.Close()
+			continue
+		case !errors.Is(err, pebble.ErrNotFound):
+			return 0, fmt.Errorf("file urls: %w", err)
+		}
+		if len(es) > 1 {
+			if batch == nil {
+				batch = make(map[string]bool, len(es))
+			}
+			batch[string(sbuf)] = true
+		}
+		if err := b.Set(sbuf, nil, nil); err != nil {
+			return 0, fmt.Errorf("file urls: %w", err)
+		}
 		seq++
 		e.k = key{due: now, seq: seq}
 		if !e.Due.IsZero() {
 			e.k.due = e.Due.UnixMilli()
 		}
 		e.Due = time.UnixMilli(e.k.due)
-		kbuf = appendKey(append(kbuf[:0], queuePrefix(QueueID{e.Group, e.Crawl})...), e.k)
+		kbuf = appendKey(append(kbuf[:0], queuePrefix(id)...), e.k)
 		vbuf = appendValue(vbuf[:0], &e)
 		if err := b.Set(kbuf, vbuf, nil); err != nil {
-			return fmt.Errorf("file urls: %w", err)
+			return 0, fmt.Errorf("file urls: %w", err)
 		}
-		filed[i] = e
+		filed = append(filed, e)
+	}
+	if len(filed) == 0 {
+		return 0, nil
 	}
 	if err := ctx.Err(); err != nil {
-		return err
+		return 0, err
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
-		return fmt.Errorf("file urls: %w", err)
+		return 0, fmt.Errorf("file urls: %w", err)
 	}
 	s.seq = seq
 	for _, e := range filed {
@@ -276,7 +371,7 @@ func (s *Store) File(ctx context.Context, es []Entry) error {
 			q.behind = append(q.behind, e)
 		}
 	}
-	return nil
+	return len(filed), nil
 }
 
 // queue returns the state of queue id, creating it.
@@ -364,6 +459,9 @@ func (s *Store) Take(ctx context.Context, id QueueID, n int, until time.Time) ([
 		}
 	}
 	q.taken += len(out)
+	for i := range out {
+		out[i].gen = s.gen
+	}
 	return out, nil
 }
 
@@ -390,6 +488,9 @@ func (s *Store) Done(ctx context.Context, es []Entry) error {
 	for i, e := range es {
 		kbuf = appendKey(append(kbuf[:0], qs[i].prefix...), e.k)
 		if err := b.Delete(kbuf, nil); err != nil {
+			return fmt.Errorf("remove urls: %w", err)
+		}
+		if err := b.Delete(seenKey(kbuf[:0], QueueID{e.Group, e.Crawl}, e.URL), nil); err != nil {
 			return fmt.Errorf("remove urls: %w", err)
 		}
 	}
@@ -465,7 +566,7 @@ func (s *Store) taken(es []Entry) ([]*queue, error) {
 	qs := make([]*queue, len(es))
 	for i, e := range es {
 		q := s.queues[QueueID{e.Group, e.Crawl}]
-		if q == nil || e.k.seq == 0 || q.taken <= 0 {
+		if q == nil || e.k.seq == 0 || q.taken <= 0 || e.gen != s.gen {
 			return nil, fmt.Errorf("%s: %w", e.URL, errNotTaken)
 		}
 		qs[i] = q

@@ -2,11 +2,14 @@ package frontier
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -22,10 +25,14 @@ func open(t *testing.T, path string) *Store {
 	return s
 }
 
+// filings numbers the calls of entries, whose URLs are new each time.
+var filings atomic.Int64
+
 func entries(group, crawl string, n int, due time.Time) []Entry {
 	es := make([]Entry, n)
+	f := filings.Add(1)
 	for i := range es {
-		es[i] = Entry{Group: group, Crawl: crawl, URL: fmt.Sprintf("http://%s/p/%d", group, i), Depth: i % 5, Hops: i % 3,
+		es[i] = Entry{Group: group, Crawl: crawl, URL: fmt.Sprintf("http://%s/p/%d/%d", group, f, i), Depth: i % 5, Hops: i % 3,
 			Due: due, Data: []byte(fmt.Sprintf("d%d", i))}
 	}
 	return es
@@ -56,11 +63,11 @@ func TestTakeInDueOrderOncePerURL(t *testing.T) {
 	for i := range late {
 		late[i].URL += "-late"
 	}
-	if err := s.File(t.Context(), late); err != nil {
+	if _, err := s.File(t.Context(), late); err != nil {
 		t.Fatal(err)
 	}
 	early := entries("a.test", "c1", 3, base)
-	if err := s.File(t.Context(), early); err != nil {
+	if _, err := s.File(t.Context(), early); err != nil {
 		t.Fatal(err)
 	}
 	id := QueueID{"a.test", "c1"}
@@ -91,7 +98,7 @@ func TestQueuesOfGroupsAndCrawlsApart(t *testing.T) {
 		g, c string
 		n    int
 	}{{"a.test", "c1", 2}, {"a.test", "c2", 3}, {"b.test", "c1", 4}} {
-		if err := s.File(t.Context(), entries(q.g, q.c, q.n, now)); err != nil {
+		if _, err := s.File(t.Context(), entries(q.g, q.c, q.n, now)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -118,7 +125,7 @@ func TestDoneRefileRelease(t *testing.T) {
 	s := open(t, filepath.Join(t.TempDir(), "f.db"))
 	now := time.Now()
 	id := QueueID{"a.test", "c1"}
-	if err := s.File(t.Context(), entries(id.Group, id.Crawl, 4, now)); err != nil {
+	if _, err := s.File(t.Context(), entries(id.Group, id.Crawl, 4, now)); err != nil {
 		t.Fatal(err)
 	}
 	got := mustTake(t, s, id, 4, now)
@@ -153,14 +160,14 @@ func TestFiledBehindTheCursorIsTaken(t *testing.T) {
 	s := open(t, filepath.Join(t.TempDir(), "f.db"))
 	now := time.Now()
 	id := QueueID{"a.test", "c1"}
-	if err := s.File(t.Context(), entries(id.Group, id.Crawl, 2, now.Add(time.Second))); err != nil {
+	if _, err := s.File(t.Context(), entries(id.Group, id.Crawl, 2, now.Add(time.Second))); err != nil {
 		t.Fatal(err)
 	}
 	mustTake(t, s, id, 2, now.Add(time.Second))
 	// Due before what was taken: the cursor has passed its key.
 	early := entries(id.Group, id.Crawl, 1, now.Add(-time.Hour))
 	early[0].URL = "http://a.test/early"
-	if err := s.File(t.Context(), early); err != nil {
+	if _, err := s.File(t.Context(), early); err != nil {
 		t.Fatal(err)
 	}
 	got := mustTake(t, s, id, 5, now)
@@ -177,7 +184,8 @@ func TestReopenKeepsWhatIsNotDone(t *testing.T) {
 	}
 	now := time.Now()
 	id := QueueID{"a.test", "c1"}
-	if err := s.File(t.Context(), entries(id.Group, id.Crawl, 10, now)); err != nil {
+	filed := entries(id.Group, id.Crawl, 10, now)
+	if _, err := s.File(t.Context(), filed); err != nil {
 		t.Fatal(err)
 	}
 	got := mustTake(t, s, id, 6, now)
@@ -192,13 +200,13 @@ func TestReopenKeepsWhatIsNotDone(t *testing.T) {
 		t.Fatalf("Queues after reopen = %+v, want 8 filed, none taken", q)
 	}
 	again := mustTake(t, s, id, 100, now)
-	if want := urls(entries(id.Group, id.Crawl, 10, now))[2:]; strings.Join(urls(again), " ") != strings.Join(want, " ") {
+	if want := urls(filed)[2:]; strings.Join(urls(again), " ") != strings.Join(want, " ") {
 		t.Fatalf("Take after reopen = %v, want %v (taken and not done ones included)", urls(again), want)
 	}
 	// New entries after reopen sort after the old ones.
 	more := entries(id.Group, id.Crawl, 1, now)
 	more[0].URL = "http://a.test/new"
-	if err := s.File(t.Context(), more); err != nil {
+	if _, err := s.File(t.Context(), more); err != nil {
 		t.Fatal(err)
 	}
 	if got := mustTake(t, s, id, 5, now); len(got) != 1 || got[0].URL != "http://a.test/new" {
@@ -208,7 +216,7 @@ func TestReopenKeepsWhatIsNotDone(t *testing.T) {
 
 func TestFileNamesTheMissingField(t *testing.T) {
 	s := open(t, filepath.Join(t.TempDir(), "f.db"))
-	err := s.File(t.Context(), []Entry{{Group: "a.test", URL: "http://a.test/"}})
+	_, err := s.File(t.Context(), []Entry{{Group: "a.test", URL: "http://a.test/"}})
 	if err == nil || !strings.Contains(err.Error(), "crawl") {
 		t.Fatalf("File without a crawl = %v, want an error naming it", err)
 	}
@@ -274,7 +282,7 @@ func TestKilledChild(t *testing.T) {
 		for j := range es {
 			es[j].URL = fmt.Sprintf("http://a.test/p/%d", i*100+j)
 		}
-		if err := s.File(context.Background(), es); err != nil {
+		if _, err := s.File(context.Background(), es); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -296,13 +304,13 @@ func TestOldestIsTheEarliestFiledURL(t *testing.T) {
 		t.Fatalf("Oldest of an empty queue = %v, %v, want false, nil", ok, err)
 	}
 	base := time.UnixMilli(1_700_000_000_000)
-	if err := s.File(t.Context(), entries("a.test", "c1", 2, base.Add(time.Second))); err != nil {
+	if _, err := s.File(t.Context(), entries("a.test", "c1", 2, base.Add(time.Second))); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.File(t.Context(), entries("a.test", "c1", 1, base)); err != nil {
+	if _, err := s.File(t.Context(), entries("a.test", "c1", 1, base)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.File(t.Context(), entries("a.test", "c2", 1, base.Add(-time.Hour))); err != nil {
+	if _, err := s.File(t.Context(), entries("a.test", "c2", 1, base.Add(-time.Hour))); err != nil {
 		t.Fatal(err)
 	}
 	oldest := func(want time.Time) {
@@ -326,5 +334,82 @@ func TestOldestIsTheEarliestFiledURL(t *testing.T) {
 	}
 	if _, ok, err := s.Oldest(t.Context(), id); ok || err != nil {
 		t.Fatalf("Oldest of an emptied queue = %v, %v, want false, nil", ok, err)
+	}
+}
+
+// TestURLFiledOncePerQueue: a URL filed again while it waits in its queue
+// (a rebuild and a contract, or a contract delivered twice) is not filed
+// twice, in one batch or in two, and can be filed again once removed;
+// another crawl's queue files it apart.
+func TestURLFiledOncePerQueue(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "f.db"))
+	now := time.Now()
+	id := QueueID{"a.test", "c1"}
+	es := entries(id.Group, id.Crawl, 3, now)
+	if n, err := s.File(t.Context(), append(slices.Clone(es), es[0])); err != nil || n != 3 {
+		t.Fatalf("File of 3 URLs and a copy = %d, %v; want 3", n, err)
+	}
+	if n, err := s.File(t.Context(), es); err != nil || n != 0 {
+		t.Fatalf("File of the 3 again = %d, %v; want 0", n, err)
+	}
+	other := slices.Clone(es[:1])
+	other[0].Crawl = "c2"
+	if n, err := s.File(t.Context(), other); err != nil || n != 1 {
+		t.Fatalf("File of the URL in another crawl's queue = %d, %v; want 1", n, err)
+	}
+	got := mustTake(t, s, id, 10, now)
+	if len(got) != 3 {
+		t.Fatalf("Take = %v, want the 3 URLs once each", urls(got))
+	}
+	if err := s.Done(t.Context(), got[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.File(t.Context(), es[:1]); err != nil || n != 1 {
+		t.Fatalf("File of a removed URL = %d, %v; want 1", n, err)
+	}
+}
+
+// TestClearDropsEverythingAndTheOwner: Clear removes every URL and the
+// owner tag; entries taken before it are no longer the store's.
+func TestClearDropsEverythingAndTheOwner(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f.db")
+	s, err := Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tag, err := s.Owner(); err != nil || tag != nil {
+		t.Fatalf("Owner of a new store = %q, %v; want none", tag, err)
+	}
+	if err := s.SetOwner([]byte("a\x001")); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	id := QueueID{"a.test", "c1"}
+	es := entries(id.Group, id.Crawl, 4, now)
+	if _, err := s.File(t.Context(), es); err != nil {
+		t.Fatal(err)
+	}
+	got := mustTake(t, s, id, 2, now)
+	if err := s.Clear(); err != nil {
+		t.Fatal(err)
+	}
+	if q := s.Queues(); len(q) != 0 {
+		t.Fatalf("Queues after Clear = %+v, want none", q)
+	}
+	if err := s.Done(t.Context(), got); !errors.Is(err, errNotTaken) {
+		t.Fatalf("Done of an entry taken before Clear = %v, want errNotTaken", err)
+	}
+	if n, err := s.File(t.Context(), es); err != nil || n != 4 {
+		t.Fatalf("File after Clear = %d, %v; want 4", n, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, path)
+	if tag, err := s.Owner(); err != nil || tag != nil {
+		t.Fatalf("Owner after Clear and reopen = %q, %v; want none", tag, err)
+	}
+	if q := s.Queues(); len(q) != 1 || q[0].Filed != 4 {
+		t.Fatalf("Queues after reopen = %+v, want the 4 filed after Clear", q)
 	}
 }

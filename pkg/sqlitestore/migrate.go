@@ -170,7 +170,8 @@ func migrateSearchV2(path string) error {
 // sitemap lastmod (NULL: none); versions 2 to 4 get the recrawl state and
 // the due time (NULL: none, as in every one-shot crawl); versions 2 to 5
 // get the render reason (empty: not rendered, as no page was before the
-// loader could render). Adding columns with constant defaults
+// loader could render); versions 2 to 6 get the loader shard (empty: none,
+// so the recovery sweep treats their pending records as before). Adding columns with constant defaults
 // rewrites no row. A missing file or a database of another version is left
 // alone.
 func migrateTxV2(path string) error {
@@ -210,6 +211,14 @@ func migrateTxV2(path string) error {
 	case 5:
 		stmts = append(stmts,
 			`ALTER TABLE records ADD COLUMN render TEXT NOT NULL DEFAULT ''`)
+		fallthrough
+	case 6:
+		// Records of older versions have no loader shard: every pending
+		// one stays in records_stale, which is made again for its new
+		// condition.
+		stmts = append(stmts,
+			`ALTER TABLE records ADD COLUMN loader_shard TEXT NOT NULL DEFAULT ''`,
+			`DROP INDEX IF EXISTS records_stale`)
 	default:
 		return nil
 	}

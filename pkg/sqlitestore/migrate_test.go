@@ -418,12 +418,63 @@ func TestMigrateTxV3(t *testing.T) {
 // render column.
 func txV5Schema(t *testing.T) []string {
 	t.Helper()
-	v5 := slices.Clone(txSchema)
+	v6 := txV6Schema(t)
+	v5 := slices.Clone(v6)
 	v5[0] = strings.Replace(v5[0], "next_due     INTEGER,\n\t\trender       TEXT NOT NULL DEFAULT ''", "next_due     INTEGER", 1)
-	if v5[0] == txSchema[0] {
+	if v5[0] == v6[0] {
 		t.Fatal("could not derive the version 5 schema from the current one")
 	}
 	return v5
+}
+
+// txV6Schema returns the version 6 schema: the current one without the
+// loader shard column, its index and the shard leases, and with the stale
+// index of every pending record.
+func txV6Schema(t *testing.T) []string {
+	t.Helper()
+	var v6 []string
+	for _, stmt := range txSchema {
+		switch {
+		case strings.Contains(stmt, "records_loading") || strings.Contains(stmt, "shard_leases"):
+		case strings.Contains(stmt, "records_stale"):
+			v6 = append(v6, `CREATE INDEX IF NOT EXISTS records_stale ON records (status_time) WHERE status IN `+inFlightSQL)
+		default:
+			v6 = append(v6, stmt)
+		}
+	}
+	v6[0] = strings.Replace(v6[0], "render       TEXT NOT NULL DEFAULT '',\n\t\tloader_shard TEXT NOT NULL DEFAULT ''", "render       TEXT NOT NULL DEFAULT ''", 1)
+	if v6[0] == txSchema[0] || len(v6) != len(txSchema)-2 {
+		t.Fatal("could not derive the version 6 schema from the current one")
+	}
+	return v6
+}
+
+// TestMigrateTxV6 opens a version 6 transaction index (without loader
+// shards) holding a to-be-loaded record long past its lease: it reads back
+// without a shard, the recovery sweep's query still finds it (also with
+// every shard owned: no owner files it), and Waiting lists no shard's.
+func TestMigrateTxV6(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tx.db")
+	db := oldIndex(t, path, txV6Schema(t), 6)
+	ts := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC).UnixNano()
+	if _, err := db.Exec(`INSERT INTO records (key, crawl_id, url, host, chg, depth, hops, referrer, status, status_time,
+		attempts, error, http_status, asset_key, asset_offset, asset_length, created_at)
+		VALUES ('k1', 'c1', 'http://a.test/1', 'a.test', 'a.test', 0, 0, '', 'to-be-loaded', ?, 0, '', 0, '', 0, 0, ?)`, ts, ts); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	x := open(t, path, OpenTxIndex)
+	if r := mustGetTx(t, x, "k1"); r.Shard != "" || r.Status != contracts.ToBeLoaded {
+		t.Errorf("migrated record = shard %q, %s; want no shard, to-be-loaded", r.Shard, r.Status)
+	}
+	stale, err := x.Stale(t.Context(), time.Now(), 10, []string{txindex.ShardID(0, 1)})
+	if err != nil || len(stale) != 1 || stale[0].Key != "k1" {
+		t.Errorf("Stale after migration = %v, %v; want k1", stale, err)
+	}
+	if w, err := x.Waiting(t.Context(), txindex.ShardID(0, 1), "", 10); err != nil || len(w) != 0 {
+		t.Errorf("Waiting after migration = %v, %v; want none", w, err)
+	}
 }
 
 // txV4Schema returns the version 4 schema: version 5 without the recrawl

@@ -94,7 +94,7 @@ func (x *TxIndex) Create(ctx context.Context, recs []txindex.Record) ([]bool, er
 			res, err := ins.Exec(r.Key, r.CrawlID, r.URL, r.Host, r.Group, r.Depth, r.Hops, r.Referrer,
 				string(r.Status), nanos(r.StatusTime), r.Attempts, r.Error, r.HTTPStatus,
 				r.Asset.Key, r.Asset.Offset, r.Asset.Length, nanos(r.CreatedAt), r.MIMEType, bytes,
-				encodeHistory(txindex.StartHistory(r)), r.Sitemap, lastmod, recrawl, nextDue, r.Render)
+				encodeHistory(txindex.StartHistory(r)), r.Sitemap, lastmod, recrawl, nextDue, r.Render, r.Shard)
 			if err != nil {
 				return fmt.Errorf("create record %q: %w", r.Key, err)
 			}
@@ -355,21 +355,4 @@ func (x *TxIndex) CountHost(ctx context.Context, crawlID, host string) (int64, e
 		return 0, fmt.Errorf("count records of host %q: %w", host, err)
 	}
 	return n, nil
-}
-
-// Stale returns up to limit records in a non-terminal status whose status
-// time is before before, oldest first.
-func (x *TxIndex) Stale(ctx context.Context, before time.Time, limit int) ([]txindex.Record, error) {
-	if limit <= 0 {
-		return nil, nil
-	}
-	rows, err := x.stale.QueryContext(ctx, nanos(before), limit)
-	if err != nil {
-		return nil, fmt.Errorf("list stale records: %w", err)
-	}
-	recs, err := scanRecords(rows)
-	if err != nil {
-		return nil, fmt.Errorf("list stale records: %w", err)
-	}
-	return recs, nil
 }

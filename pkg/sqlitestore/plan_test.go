@@ -30,8 +30,13 @@ func TestQueryPlans(t *testing.T) {
 			"USING PRIMARY KEY (crawl_id=?)", true},
 		{"count host", x.st.r, `SELECT count(*) FROM records WHERE crawl_id = ? AND host = ?`, []any{"c", "h"},
 			"USING COVERING INDEX records_crawl_host (crawl_id=? AND host=?)", true},
-		{"stale", x.st.r, `SELECT ` + recordCols + ` FROM records WHERE status IN ` + inFlightSQL + ` AND status_time < ? ORDER BY status_time, id LIMIT ?`, []any{1, 2},
+		{"stale", x.st.r, `SELECT ` + recordCols + ` FROM records WHERE ` + staleSQL + ` AND status_time < ? ORDER BY status_time, id LIMIT ?`, []any{1, 2},
 			"USING INDEX records_stale (status_time<?)", true},
+		{"stale of a shard", x.st.r, `SELECT ` + recordCols + ` FROM records WHERE ` + loadingSQL + ` AND loader_shard = ? AND status_time < ? ORDER BY status_time, id LIMIT ?`, []any{"00/1", 1, 2},
+			"USING INDEX records_loading (loader_shard=? AND status_time<?)", true},
+		{"waiting", x.st.r, `SELECT ` + recordCols + ` FROM records
+			WHERE key > ? AND status = 'to-be-loaded' AND loader_shard = ? ORDER BY key LIMIT ?`, []any{"", "00/1", 2},
+			"USING INDEX sqlite_autoindex_records_1 (key>?)", true},
 		// The due queries as OpenTxIndex prepares them, and without the
 		// INDEXED BY clause: the planner must choose records_due on its own
 		// too (INDEXED BY turns a lost index into an error, not a scan), and

@@ -26,8 +26,19 @@ var inFlightSQL = func() string {
 }()
 
 // txSchemaVersion is stored in PRAGMA user_version. Files of versions 2 to
-// 5 are migrated when opened (migrateTxV2).
-const txSchemaVersion = 6
+// 6 are migrated when opened (migrateTxV2).
+const txSchemaVersion = 7
+
+// staleSQL and loadingSQL are the conditions of the two partial indexes of
+// pending records: records_stale holds those the recovery sweep reads by
+// status time alone, records_loading the to-be-loaded records of a loader
+// shard, by shard and status time, which the sweep reads for the shards
+// without a live owner only. Queries must spell them identically for
+// SQLite to use the indexes.
+var (
+	staleSQL   = `(status IN ` + inFlightSQL + ` AND NOT (status = 'to-be-loaded' AND loader_shard <> ''))`
+	loadingSQL = `(status = 'to-be-loaded' AND loader_shard <> '')`
+)
 
 // Records get an integer rowid in creation order. Only the unique key index
 // is keyed by the (random) record key; the other indexes end in the rowid,
@@ -62,11 +73,13 @@ var txSchema = []string{
 		lastmod      INTEGER,
 		recrawl      TEXT,
 		next_due     INTEGER,
-		render       TEXT NOT NULL DEFAULT ''
+		render       TEXT NOT NULL DEFAULT '',
+		loader_shard TEXT NOT NULL DEFAULT ''
 	)`,
 	`CREATE INDEX IF NOT EXISTS records_crawl_status ON records (crawl_id, status)`,
 	`CREATE INDEX IF NOT EXISTS records_crawl_host ON records (crawl_id, host)`,
-	`CREATE INDEX IF NOT EXISTS records_stale ON records (status_time) WHERE status IN ` + inFlightSQL,
+	`CREATE INDEX IF NOT EXISTS records_stale ON records (status_time) WHERE ` + staleSQL,
+	`CREATE INDEX IF NOT EXISTS records_loading ON records (loader_shard, status_time) WHERE ` + loadingSQL,
 	// Only the records of continuous crawls that are settled have a due
 	// time: the index holds those, in due order per crawl.
 	`CREATE INDEX IF NOT EXISTS records_due ON records (crawl_id, next_due) WHERE next_due IS NOT NULL`,
@@ -76,11 +89,19 @@ var txSchema = []string{
 		n        INTEGER NOT NULL,
 		PRIMARY KEY (crawl_id, status)
 	) WITHOUT ROWID`,
+	// One row per loader shard ever claimed (txindex.Owners).
+	`CREATE TABLE IF NOT EXISTS shard_leases (
+		shard    TEXT PRIMARY KEY,
+		owner    TEXT NOT NULL,
+		epoch    INTEGER NOT NULL,
+		expires  INTEGER NOT NULL,
+		released INTEGER NOT NULL
+	) WITHOUT ROWID`,
 }
 
 const recordCols = `key, crawl_id, url, host, chg, depth, hops, referrer, status, status_time,
 	attempts, error, http_status, asset_key, asset_offset, asset_length, created_at, mime_type, bytes, history, sitemap, lastmod,
-	recrawl, next_due, render`
+	recrawl, next_due, render, loader_shard`
 
 // The history column holds the status history as fixed-width events of
 // histEventLen characters: a status letter (histLetter) and 13 digits of
@@ -106,6 +127,8 @@ type TxIndex struct {
 	get, getMany, counts, countHost, stale    *sql.Stmt
 	listByKey, listByStatus, listCrawl, total *sql.Stmt
 	due, dueCount, dueNext                    *sql.Stmt
+	loadingShards, staleLoading, waiting      *sql.Stmt
+	lease, putLease                           *sql.Stmt
 }
 
 var _ txindex.Index = (*TxIndex)(nil)
@@ -128,7 +151,7 @@ func OpenTxIndex(path string) (*TxIndex, error) {
 	}{
 		{&x.existing, st.w, `SELECT key FROM records WHERE key IN (SELECT value FROM json_each(?))`},
 		{&x.insert, st.w, `INSERT INTO records (` + recordCols + `)
-			VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (key) DO NOTHING`},
+			VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (key) DO NOTHING`},
 		// NULL outcome arguments leave the stored value alone. A change of
 		// status (not a lease renewal) appends to the history in the same
 		// write. next_due follows txindex.Apply: the recrawl state's due
@@ -153,8 +176,26 @@ func OpenTxIndex(path string) (*TxIndex, error) {
 		{&x.getMany, st.r, `SELECT ` + recordCols + ` FROM records WHERE key IN (SELECT value FROM json_each(?))`},
 		{&x.counts, st.r, `SELECT status, n FROM counts WHERE crawl_id = ? AND n <> 0`},
 		{&x.countHost, st.r, `SELECT count(*) FROM records WHERE crawl_id = ? AND host = ?`},
-		{&x.stale, st.r, `SELECT ` + recordCols + ` FROM records
-			WHERE status IN ` + inFlightSQL + ` AND status_time < ? ORDER BY status_time, id LIMIT ?`},
+		{&x.stale, st.r, `SELECT ` + recordCols + ` FROM records INDEXED BY records_stale
+			WHERE ` + staleSQL + ` AND status_time < ? ORDER BY status_time, id LIMIT ?`},
+		// The shards that have to-be-loaded records, one index seek each
+		// (a skip scan of records_loading), and a shard's stale ones.
+		{&x.loadingShards, st.r, `WITH RECURSIVE s(v) AS (
+			SELECT (SELECT min(loader_shard) FROM records INDEXED BY records_loading WHERE ` + loadingSQL + `)
+			UNION ALL
+			SELECT (SELECT min(loader_shard) FROM records INDEXED BY records_loading WHERE ` + loadingSQL + ` AND loader_shard > v)
+			FROM s WHERE v IS NOT NULL)
+			SELECT v FROM s WHERE v IS NOT NULL`},
+		{&x.staleLoading, st.r, `SELECT ` + recordCols + ` FROM records INDEXED BY records_loading
+			WHERE ` + loadingSQL + ` AND loader_shard = ? AND status_time < ? ORDER BY status_time, id LIMIT ?`},
+		// A shard's waiting records, in key order: a listing reads the
+		// table once in key order, whatever its pages.
+		{&x.waiting, st.r, `SELECT ` + recordCols + ` FROM records INDEXED BY sqlite_autoindex_records_1
+			WHERE key > ? AND status = 'to-be-loaded' AND loader_shard = ? ORDER BY key LIMIT ?`},
+		{&x.lease, st.w, `SELECT owner, epoch, expires, released FROM shard_leases WHERE shard = ?`},
+		{&x.putLease, st.w, `INSERT INTO shard_leases (shard, owner, epoch, expires, released) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (shard) DO UPDATE SET owner = excluded.owner, epoch = excluded.epoch,
+			expires = excluded.expires, released = excluded.released`},
 		{&x.total, st.r, `SELECT coalesce(sum(n), 0) FROM counts`},
 		{&x.due, st.r, `SELECT ` + recordCols + ` FROM records INDEXED BY records_due
 			WHERE crawl_id = ?1 AND next_due IS NOT NULL AND next_due <= ?2 ORDER BY next_due, id LIMIT ?3`},
@@ -221,7 +262,8 @@ func decodeRecrawl(s string) (*txindex.Recrawl, error) {
 func (x *TxIndex) Close() error {
 	x.wr.close()
 	for _, s := range []*sql.Stmt{x.existing, x.insert, x.transition, x.addCount, x.lockedGetMany, x.lower, x.get, x.getMany,
-		x.counts, x.countHost, x.stale, x.listByKey, x.listByStatus, x.listCrawl, x.total, x.due, x.dueCount, x.dueNext} {
+		x.counts, x.countHost, x.stale, x.listByKey, x.listByStatus, x.listCrawl, x.total, x.due, x.dueCount, x.dueNext,
+		x.loadingShards, x.staleLoading, x.waiting, x.lease, x.putLease} {
 		if s != nil {
 			_ = s.Close()
 		}
@@ -248,7 +290,7 @@ func scanRecord(row scanner, history bool) (txindex.Record, error) {
 	err := row.Scan(&r.Key, &r.CrawlID, &r.URL, &r.Host, &r.Group, &r.Depth, &r.Hops, &r.Referrer,
 		&status, &statusTime, &r.Attempts, &r.Error, &r.HTTPStatus,
 		&r.Asset.Key, &r.Asset.Offset, &r.Asset.Length, &createdAt, &r.MIMEType, &bytes, histDst, &r.Sitemap, &lastmod,
-		&recrawl, &nextDue, &r.Render)
+		&recrawl, &nextDue, &r.Render, &r.Shard)
 	if err != nil {
 		return txindex.Record{}, err
 	}

@@ -32,7 +32,7 @@ func main() {
 				return nil, err
 			}
 			return crawler.New(cfg.Crawler, crawler.Deps{Queue: set.Queue, Tx: set.Tx, Assets: set.Assets, Digests: set.Digests, Profiles: set.Profiles,
-				Group: group, Shards: cfg.Routing.Shards, Logger: log, Gate: set.Gate(false, log), Metrics: set.Metrics}), nil
+				Group: group, Shards: cfg.Routing.ShardCount(set.Embedded), Logger: log, Gate: set.Gate(false, log), Metrics: set.Metrics}), nil
 		})
 	stop()
 	os.Exit(code)

@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -29,15 +28,13 @@ func main() {
 			if err := cfg.Loader.Validate(); err != nil {
 				return nil, err
 			}
-			if cfg.Loader.FrontierDir != "" && !set.Embedded {
-				return nil, errors.New("GRIDCRAWL_LOADER_FRONTIER_DIR needs the embedded backends (one loader): a shard's frontier store does not fail over to another loader yet")
-			}
 			group, err := cfg.Routing.Grouper()
 			if err != nil {
 				return nil, err
 			}
-			return loader.New(cfg.Loader, loader.Deps{Queue: set.Queue, Tx: set.Tx, Assets: set.Assets, Digests: set.Digests, Profiles: set.Profiles,
-				Group: group, Shards: cfg.Routing.Shards, Stagger: stagger(set.Embedded), Logger: log, Gate: set.Gate(false, log), Metrics: set.Metrics})
+			cfg.Loader.ResolveFrontier(cfg.Backends.DataDir, set.Embedded)
+			return loader.New(cfg.Loader, loader.Deps{Queue: set.Queue, Tx: set.Tx, Owners: set.Tx, Assets: set.Assets, Digests: set.Digests, Profiles: set.Profiles,
+				Group: group, Shards: cfg.Routing.ShardCount(set.Embedded), Stagger: stagger(set.Embedded), Logger: log, Gate: set.Gate(false, log), Metrics: set.Metrics})
 		})
 	stop()
 	os.Exit(code)

@@ -43,9 +43,9 @@ func main() {
 			}
 			gate := set.Gate(true, log)
 			co := coordinator.New(cfg.Coordinator, coordinator.Deps{Queue: set.Queue, Tx: set.Tx, Profiles: set.Profiles, Search: set.Search,
-				Assets: set.Assets, Group: group, Shards: cfg.Routing.Shards, Logger: log, Gate: gate, Metrics: set.Metrics, Disk: set.Disk})
+				Assets: set.Assets, Group: group, Shards: cfg.Routing.ShardCount(set.Embedded), Logger: log, Gate: gate, Metrics: set.Metrics, Disk: set.Disk})
 			api := mcp.New(cfg.MCP, mcp.Deps{Crawls: co, Queue: set.Queue, Tx: set.Tx, Profiles: set.Profiles, Search: set.Search, Assets: set.Assets, Digests: set.Digests,
-				HCF: set.HCF, Shards: cfg.Routing.Shards, Embedded: set.Embedded, Logger: log, Metrics: set.Metrics, Disk: set.Disk})
+				HCF: set.HCF, Shards: cfg.Routing.ShardCount(set.Embedded), Embedded: set.Embedded, Logger: log, Metrics: set.Metrics, Disk: set.Disk})
 			parts := []svc.Runner{co, api}
 			if cfg.RunIndexer {
 				parts = append(parts, indexer.New(cfg.Indexer, indexer.Deps{Queue: set.Queue, Tx: set.Tx, Search: set.Search,

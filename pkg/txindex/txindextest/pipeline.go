@@ -608,7 +608,7 @@ func testStale(t *testing.T, h Harness[txindex.Pipeline]) {
 	})
 
 	before := edge.StatusTime // exclusive
-	all, err := x.Stale(t.Context(), before, 10000)
+	all, err := x.Stale(t.Context(), before, 10000, nil)
 	if err != nil {
 		t.Fatalf("Stale error: %v", err)
 	}
@@ -630,7 +630,7 @@ func testStale(t *testing.T, h Harness[txindex.Pipeline]) {
 		}
 	}
 
-	limited, err := x.Stale(t.Context(), before, 2)
+	limited, err := x.Stale(t.Context(), before, 2, nil)
 	if err != nil {
 		t.Fatalf("Stale(limit 2) error: %v", err)
 	}
@@ -648,7 +648,7 @@ func testStale(t *testing.T, h Harness[txindex.Pipeline]) {
 	if _, err := x.Transition(t.Context(), []txindex.Transition{{Key: old1.Key, From: old1.Status, To: old1.Status}}); err != nil {
 		t.Fatalf("Transition error: %v", err)
 	}
-	all, err = x.Stale(t.Context(), before, 10000)
+	all, err = x.Stale(t.Context(), before, 10000, nil)
 	if err != nil {
 		t.Fatalf("Stale error: %v", err)
 	}

@@ -95,11 +95,6 @@ type Deps struct {
 	// the process (wire.Set.MemoryQueues): Run rebuilds their work from
 	// the transaction index at start-up (RebuildQueues).
 	QueuesInMemory bool
-	// Filed reports whether a live loader holds a to-be-loaded record's
-	// URL in its frontier store (loader.Config.FrontierDir): the recovery
-	// sweep then only renews the record's lease, as for a paused crawl.
-	// Nil: no loader files URLs.
-	Filed func(txindex.Record) bool
 }
 
 // Coordinator owns the crawls' states and runs their loops.

@@ -46,7 +46,9 @@ func (co *Coordinator) runSweep(ctx context.Context) {
 }
 
 // Sweep runs one recovery pass and returns the number of records it
-// republished or failed. What it does with a stale record depends on its
+// republished or failed. It leaves alone the to-be-loaded records of the
+// loader shards with a live owner (ownedShards): those URLs are filed in
+// the owner's frontier, not lost. What it does with a stale record depends on its
 // crawl's state, read once per crawl and pass:
 //   - running (and finished, which has none): the record's lease is renewed
 //     with one more attempt and its work republished; past RecoveryAttempts
@@ -68,8 +70,12 @@ func (co *Coordinator) Sweep(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	now := time.Now()
+	owned, err := co.ownedShards(ctx, now)
+	if err != nil {
+		return 0, err
+	}
 	for {
-		recs, err := co.deps.Tx.Stale(ctx, now.Add(-co.cfg.RecoveryLease), 500)
+		recs, err := co.deps.Tx.Stale(ctx, now.Add(-co.cfg.RecoveryLease), 500, owned)
 		if err != nil {
 			return total, fmt.Errorf("find stale records: %w", err)
 		}
@@ -98,6 +104,25 @@ func (co *Coordinator) Sweep(ctx context.Context) (int, error) {
 			return total, nil
 		}
 	}
+}
+
+// ownedShards returns the loader shards with a live owner: their
+// to-be-loaded records wait in the owner's frontier store (see
+// txindex.Owners), and the sweep leaves them alone. A lease is taken as
+// live until it has been expired for a recovery lease, so that an owner
+// whose renewal is late by less than that is not swept behind its back.
+func (co *Coordinator) ownedShards(ctx context.Context, now time.Time) ([]string, error) {
+	ls, err := co.deps.Tx.Leases(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read loader shard leases: %w", err)
+	}
+	var owned []string
+	for _, l := range ls {
+		if !l.Released && now.Before(l.Expires.Add(co.cfg.RecoveryLease)) {
+			owned = append(owned, l.Shard)
+		}
+	}
+	return owned, nil
 }
 
 // indexBacklog reports whether MCP's index queue holds messages. Then the
@@ -147,11 +172,9 @@ func (co *Coordinator) recover(ctx context.Context, recs []txindex.Record, crawl
 			crawls[r.CrawlID] = c
 		}
 		t := txindex.Transition{Key: r.Key, From: r.Status, To: r.Status}
-		filed := r.Status == contracts.ToBeLoaded && co.deps.Filed != nil && co.deps.Filed(r)
 		switch {
-		case c.State == contracts.CrawlPaused || filed && c.State != contracts.CrawlCancelled:
+		case c.State == contracts.CrawlPaused:
 			// Renew the lease only: no attempt, no failure, no republish.
-			// A filed URL waits in its owner's store, not lost.
 		case c.State == contracts.CrawlCancelled:
 			t.To, t.Error = contracts.Failed, "cancelled"
 		case r.Attempts >= co.cfg.RecoveryAttempts:

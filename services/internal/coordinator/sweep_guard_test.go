@@ -23,8 +23,8 @@ import (
 // that waits for leases to run out.
 type leaseOverTx struct{ txindex.Index }
 
-func (x leaseOverTx) Stale(ctx context.Context, before time.Time, limit int) ([]txindex.Record, error) {
-	return x.Index.Stale(ctx, before.Add(time.Hour), limit)
+func (x leaseOverTx) Stale(ctx context.Context, before time.Time, limit int, owned []string) ([]txindex.Record, error) {
+	return x.Index.Stale(ctx, before.Add(time.Hour), limit, owned)
 }
 
 // TestSweepLeavesPausedCrawlAlone checks that the recovery sweep publishes
@@ -187,20 +187,19 @@ func TestSweepWaitsForBackends(t *testing.T) {
 	}
 }
 
-// TestSweepLeavesFiledURLsAlone: a to-be-loaded record whose URL a live
-// loader holds in its frontier store (Deps.Filed) has its lease renewed by
-// the recovery sweep and nothing more: no loader contract is published
-// again, no attempt counted, and it never fails as stalled, however many
-// leases it waits. The crawl's other pending records are recovered as
-// before.
+// TestSweepLeavesFiledURLsAlone: a to-be-loaded record of a loader shard
+// with a live owner (a lease, txindex.Owners) waits in the owner's frontier
+// store: the recovery sweep leaves it alone, however many leases it waits
+// (no republish, no attempt, never failed as stalled), and recovers the
+// crawl's other pending records as before. Once the owner is gone (its
+// lease released), the sweep publishes the record again.
 func TestSweepLeavesFiledURLsAlone(t *testing.T) {
 	ctx := t.Context()
 	s := embedtest.Open(t)
 	tx, q := s.Tx, s.Queue
 	const attempts = 2
 	co := New(Config{RecoveryLease: time.Minute, RecoveryInterval: time.Minute, RecoveryAttempts: attempts},
-		Deps{Queue: q, Tx: leaseOverTx{tx}, Profiles: s.Profiles, Search: s.Search, Assets: s.Assets,
-			Filed: func(r txindex.Record) bool { return r.Status == contracts.ToBeLoaded }})
+		Deps{Queue: q, Tx: leaseOverTx{tx}, Profiles: s.Profiles, Search: s.Search, Assets: s.Assets})
 	no := false
 	p, err := CheckProfile(contracts.Profile{StartURLs: []string{"http://a.test/filed", "http://a.test/parse"}, Sitemaps: &no})
 	if err != nil {
@@ -209,6 +208,14 @@ func TestSweepLeavesFiledURLsAlone(t *testing.T) {
 	id, err := co.CreateCrawl(ctx, p)
 	if err != nil {
 		t.Fatal(err)
+	}
+	filed, err := tx.Get(ctx, txindex.Key(id, "http://a.test/filed"))
+	if err != nil || filed.Shard != txindex.ShardID(0, 1) {
+		t.Fatalf("record's loader shard = %q (%v), want %q", filed.Shard, err, txindex.ShardID(0, 1))
+	}
+	lease, ok, err := tx.Claim(ctx, filed.Shard, "loader-a", time.Hour)
+	if err != nil || !ok {
+		t.Fatalf("Claim = %v, %v", ok, err)
 	}
 	if applied, err := tx.Transition(ctx, []txindex.Transition{{Key: txindex.Key(id, "http://a.test/parse"),
 		From: contracts.ToBeLoaded, To: contracts.ToBeParsed}}); err != nil || !applied[0] {
@@ -227,11 +234,20 @@ func TestSweepLeavesFiledURLsAlone(t *testing.T) {
 	if n, err := q.Len(ctx, loaderQueue); err != nil || n != before {
 		t.Errorf("loader queue holds %d contracts after the sweeps, %d before (%v): the filed URL was published again", n, before, err)
 	}
-	r, err := tx.Get(ctx, txindex.Key(id, "http://a.test/filed"))
+	r, err := tx.Get(ctx, filed.Key)
 	if err != nil || r.Status != contracts.ToBeLoaded || r.Attempts != 0 {
 		t.Errorf("filed record after %d sweeps = %s, %d attempts (%v); want %s, 0 attempts", attempts+2, r.Status, r.Attempts, err, contracts.ToBeLoaded)
 	}
 	if r, err := tx.Get(ctx, txindex.Key(id, "http://a.test/parse")); err != nil || r.Status != contracts.Failed {
 		t.Errorf("the to-be-parsed record after %d sweeps = %s (%v), want %s: the sweep still recovers what is not filed", attempts+2, r.Status, err, contracts.Failed)
+	}
+	if err := tx.Release(ctx, lease); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := co.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := q.Len(ctx, loaderQueue); err != nil || n != before+1 {
+		t.Errorf("loader queue holds %d contracts after the owner left, want %d (%v): the sweep did not recover the owner's URL", n, before+1, err)
 	}
 }

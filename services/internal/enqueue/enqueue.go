@@ -119,8 +119,11 @@ func (f *Enqueuer) Enqueue(ctx context.Context, crawlID string, p contracts.Prof
 		// one machine apart; the crawl host group is the host name's, since
 		// politeness protects the machine.
 		host := urlnorm.Host(u)
+		group := f.group(host)
+		n := max(f.Shards, 1)
 		recs = append(recs, txindex.Record{
-			Key: key, CrawlID: crawlID, URL: c.URL, Host: urlnorm.HostPort(u), Group: f.group(host),
+			Key: key, CrawlID: crawlID, URL: c.URL, Host: urlnorm.HostPort(u), Group: group,
+			Shard: txindex.ShardID(routing.ShardOf(group, n), n),
 			Depth: c.Depth, Hops: c.Hops, Referrer: c.Referrer, Sitemap: c.Sitemap, Lastmod: c.Lastmod,
 			Status: contracts.ToBeLoaded, StatusTime: now, CreatedAt: now,
 		})

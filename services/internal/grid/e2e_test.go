@@ -445,7 +445,8 @@ func TestUndecodableContractsAreDeadLetteredAndServicesKeepRunning(t *testing.T)
 	cfg := testConfig(t, t.TempDir(), site.Resolve())
 	g, api := startGrid(t, cfg)
 	ctx := t.Context()
-	loaderQueue := routing.ShardQueue(3, cfg.Routing.Shards)
+	n := cfg.Routing.ShardCount(cfg.Backends.Embedded())
+	loaderQueue := routing.ShardQueue(3%n, n)
 	for _, q := range []string{loaderQueue, contracts.QueueCrawler, contracts.QueueIndex} {
 		bad := []queue.Message{{Body: []byte("{not json")}, {Body: []byte(`{"v":99}`)}}
 		if err := g.Backends.Queue.Publish(ctx, q, bad...); err != nil {

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 
-	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/services/internal/coordinator"
 	"github.com/gridcrawl/gridcrawl/services/internal/crawler"
 	"github.com/gridcrawl/gridcrawl/services/internal/indexer"
@@ -87,7 +86,7 @@ func Open(cfg Config, log *slog.Logger, ln net.Listener) (*Grid, error) {
 	if err != nil {
 		return nil, err
 	}
-	shards := cfg.Routing.Shards
+	shards := cfg.Routing.ShardCount(cfg.Backends.Embedded())
 	set, err := wire.Open(context.Background(), cfg.Backends, log)
 	if err != nil {
 		return nil, err
@@ -99,11 +98,12 @@ func Open(cfg Config, log *slog.Logger, ln net.Listener) (*Grid, error) {
 	handoff := crawler.NewHandoff(cfg.HandoffBytes)
 	// One outage gate for the three services: they share the backends.
 	gate := set.Gate(true, log)
-	ld := loader.Deps{Queue: set.Queue, Tx: set.Tx, Assets: set.Assets, Digests: set.Digests, Profiles: set.Profiles,
+	ld := loader.Deps{Queue: set.Queue, Tx: set.Tx, Owners: set.Tx, Assets: set.Assets, Digests: set.Digests, Profiles: set.Profiles,
 		Group: group, Shards: shards, Logger: log.With("service", "loader"), Gate: gate, Metrics: set.Metrics}
 	if handoff != nil {
 		ld.Handoff = handoff
 	}
+	cfg.Loader.ResolveFrontier(cfg.Backends.DataDir, cfg.Backends.Embedded())
 	l, err := loader.New(cfg.Loader, ld)
 	if err != nil {
 		_ = set.Close()
@@ -111,8 +111,7 @@ func Open(cfg Config, log *slog.Logger, ln net.Listener) (*Grid, error) {
 	}
 	mlog := log.With("service", "mcp")
 	co := coordinator.New(cfg.Coordinator, coordinator.Deps{Queue: set.Queue, Tx: set.Tx, Profiles: set.Profiles, Search: set.Search,
-		Assets: set.Assets, Group: group, Shards: shards, Logger: mlog, Gate: gate, Metrics: set.Metrics, Disk: set.Disk, QueuesInMemory: set.MemoryQueues,
-		Filed: filed(l)})
+		Assets: set.Assets, Group: group, Shards: shards, Logger: mlog, Gate: gate, Metrics: set.Metrics, Disk: set.Disk, QueuesInMemory: set.MemoryQueues})
 	return &Grid{
 		Backends:    set,
 		Coordinator: co,
@@ -136,14 +135,4 @@ func (g *Grid) Run(ctx context.Context) error {
 		err = errors.Join(err, g.Backends.Metrics.WriteFile(g.metricsDump))
 	}
 	return errors.Join(err, g.Backends.Close())
-}
-
-// filed is the coordinator's view of the one loader's frontier stores:
-// when that loader files URLs, every to-be-loaded record's URL waits in a
-// store or in a contract not filed yet.
-func filed(l *loader.Loader) func(txindex.Record) bool {
-	if !l.Files() {
-		return nil
-	}
-	return func(txindex.Record) bool { return true }
 }

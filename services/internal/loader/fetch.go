@@ -104,7 +104,9 @@ func (l *Loader) fetchTask(ctx context.Context, t *task) outcome {
 // URLs. It returns the parsed URL of the others.
 func (l *Loader) admit(ctx context.Context, t *task) (*url.URL, outcome, bool) {
 	o := outcome{pol: nothing}
-	if queue.Lost(t.dl.d) {
+	if queue.Lost(t.dl.d) || t.dl.front != nil && !l.own.owns(t.shard) {
+		// Its contract went back to the queue, or its shard to another
+		// loader, which fetches it.
 		o.verdict = vLost
 		return nil, o, true
 	}

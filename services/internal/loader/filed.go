@@ -15,6 +15,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/services/internal/consume"
+	"github.com/gridcrawl/gridcrawl/services/internal/routing"
 )
 
 // The durable frontier (Config.FrontierDir, see docs/architecture.md): a
@@ -84,6 +85,10 @@ func (f *fronts) want(shard int, group string) {
 // file files c's URLs in the store of shard and acknowledges the contract:
 // its URLs are durable there.
 func (l *Loader) file(ctx context.Context, shard int, d queue.Delivery, c *contracts.LoaderContract) consume.Verdict {
+	if !l.own.owns(shard) {
+		// The shard was lost since the delivery came: its new owner files it.
+		return consume.Retry(fmt.Errorf("%s is no longer this loader's", routing.ShardQueue(shard, l.shards)))
+	}
 	// A snapshot is kept only for a store that learns from it.
 	_, learns := l.deps.Tx.(txindex.Revisions)
 	trusted := learns && !queue.SeenBefore(d)
@@ -102,12 +107,13 @@ func (l *Loader) file(ctx context.Context, shard int, d queue.Delivery, c *contr
 		es = append(es, e)
 		groups[g] = true
 	}
-	if err := l.fronts.stores[shard].File(ctx, es); err != nil {
+	n, err := l.fronts.stores[shard].File(ctx, es)
+	if err != nil {
 		l.log.Warn("file urls", "crawl_id", c.CrawlID, "urls", len(es), "err", err)
 		return consume.Retry(err)
 	}
-	l.filedURLs.Add(int64(len(es)))
-	l.met.Filed(len(es))
+	l.filedURLs.Add(int64(n))
+	l.met.Filed(n)
 	for g := range groups {
 		l.fronts.want(shard, g)
 	}
@@ -154,6 +160,9 @@ func (l *Loader) feedLoop(ctx context.Context) {
 // can fetch within parkHorizon, once it has drained to half of that, from
 // the queues of its crawls that are not paused.
 func (l *Loader) feed(ctx context.Context, shard int, group string) {
+	if !l.own.owns(shard) {
+		return
+	}
 	queued, delay := l.sched.Backlog(group)
 	limit := l.groupLimit(delay)
 	if queued > limit/2 {

@@ -1,11 +1,15 @@
 package loader
 
 import (
+	"context"
+	"errors"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 )
 
 // filedConfig is a loader configuration with the frontier store in dir and
@@ -14,6 +18,24 @@ import (
 func filedConfig(t *testing.T, dir string) Config {
 	return config(t, map[string]string{"GRIDCRAWL_LOADER_FRONTIER_DIR": dir, "GRIDCRAWL_LOADER_GROUP_QUEUE": "5",
 		"GRIDCRAWL_WARC_FLUSH_INTERVAL": "20ms"})
+}
+
+// waitOwner waits until l owns every shard (a loader with a frontier
+// store claims them as it starts), so that the contracts submitted next
+// are filed from the queue, not found by the first owner's rebuild.
+func waitOwner(t *testing.T, l *Loader) {
+	t.Helper()
+	waitFor(t, "the loader to own its shards", func() bool {
+		if l.own == nil {
+			return false
+		}
+		for i := range l.shards {
+			if !l.own.owns(i) {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // fixedDelay returns p with a fixed delay of ms between a group's fetches.
@@ -42,6 +64,7 @@ func TestFiledURLsFetchedOnceWithoutParking(t *testing.T) {
 	b := newBackends(t)
 	p := fixedDelay(profile(urls...), 5)
 	l, _ := b.runLoader(t, filedConfig(t, t.TempDir()))
+	waitOwner(t, l)
 	// The group's window, sampled as the crawl runs.
 	most := make(chan int)
 	stop := make(chan struct{})
@@ -102,7 +125,8 @@ func TestFiledURLsSurviveRestart(t *testing.T) {
 	b := newBackends(t)
 	p := fixedDelay(profile(urls...), 30)
 	dir := filepath.Join(t.TempDir(), "frontier")
-	_, stop := b.runLoader(t, filedConfig(t, dir))
+	l, stop := b.runLoader(t, filedConfig(t, dir))
+	waitOwner(t, l)
 	b.submit(t, "c", contracts.CrawlRunning, p, urls...)
 	waitFor(t, "10 pages fetched", func() bool { return len(s.pageHits()) >= 10 })
 	stop()
@@ -128,6 +152,7 @@ func TestPausedCrawlStaysFiled(t *testing.T) {
 	b := newBackends(t)
 	p := fixedDelay(profile(urls...), 5)
 	l, _ := b.runLoader(t, filedConfig(t, t.TempDir()))
+	waitOwner(t, l)
 	b.submit(t, "c", contracts.CrawlPaused, p, urls...)
 	waitFor(t, "the URLs filed", func() bool { return l.filedURLs.Load() == int64(len(urls)) })
 	time.Sleep(3 * feedInterval)
@@ -153,5 +178,82 @@ func TestPausedCrawlStaysFiled(t *testing.T) {
 	b.waitLoaded(t, "c", urls...)
 	if n, most := distinct(s.pageHits()); n != len(urls) || most != 1 {
 		t.Errorf("%d pages fetched, one of them %d times; want %d, each once", n, most, len(urls))
+	}
+}
+
+// cutOff is the lease store of a loader that lost its connection to it:
+// once cut, every call fails.
+type cutOff struct {
+	txindex.Owners
+	cut atomic.Bool
+}
+
+var errCut = errors.New("cut off from the index")
+
+func (c *cutOff) Claim(ctx context.Context, shard, owner string, ttl time.Duration) (txindex.Lease, bool, error) {
+	if c.cut.Load() {
+		return txindex.Lease{}, false, errCut
+	}
+	return c.Owners.Claim(ctx, shard, owner, ttl)
+}
+
+func (c *cutOff) Renew(ctx context.Context, l txindex.Lease, ttl time.Duration) (txindex.Lease, bool, error) {
+	if c.cut.Load() {
+		return txindex.Lease{}, false, errCut
+	}
+	return c.Owners.Renew(ctx, l, ttl)
+}
+
+func (c *cutOff) Release(ctx context.Context, l txindex.Lease) error {
+	if c.cut.Load() {
+		return errCut
+	}
+	return c.Owners.Release(ctx, l)
+}
+
+func (c *cutOff) Leases(ctx context.Context) ([]txindex.Lease, error) {
+	if c.cut.Load() {
+		return nil, errCut
+	}
+	return c.Owners.Leases(ctx)
+}
+
+// TestShardFailsOverWithItsFrontier: a loader that can no longer renew its
+// shard's lease stops fetching by its deadline; another loader, on a store
+// of its own, claims the shard once the lease has expired, rebuilds the
+// shard's frontier from the transaction index, and fetches the rest. Every
+// page is fetched, each once: none is lost with the first loader's store,
+// and none is fetched by both.
+func TestShardFailsOverWithItsFrontier(t *testing.T) {
+	s := newSite(t, "")
+	urls := s.pages(60)
+	b := newBackends(t)
+	p := fixedDelay(profile(urls...), 25)
+	cfg := func(dir string) Config {
+		c := filedConfig(t, dir)
+		c.ShardLease = time.Second
+		return c
+	}
+	cut := &cutOff{Owners: b.tx}
+	b.runLoaderWith(t, cfg(t.TempDir()), func(d *Deps) { d.Owners = cut })
+	b.submit(t, "c", contracts.CrawlRunning, p, urls...)
+	waitFor(t, "15 pages fetched", func() bool { return len(s.pageHits()) >= 15 })
+	cut.cut.Store(true)
+	waitFor(t, "the first loader to stop", func() bool {
+		n := len(s.pageHits())
+		time.Sleep(200 * time.Millisecond)
+		return len(s.pageHits()) == n
+	})
+	fetched := len(s.pageHits())
+	if fetched >= len(urls) {
+		t.Fatalf("the first loader fetched all %d pages before it was cut off", fetched)
+	}
+	second, _ := b.runLoader(t, cfg(t.TempDir()))
+	b.waitLoaded(t, "c", urls...)
+	if n, most := distinct(s.pageHits()); n != len(urls) || most != 1 {
+		t.Errorf("%d pages fetched, one of them %d times; want %d, each once", n, most, len(urls))
+	}
+	if n := second.rebuiltURLs.Load(); n < int64(len(urls)-fetched) {
+		t.Errorf("the second loader rebuilt %d URLs, want the %d the first left", n, len(urls)-fetched)
 	}
 }

@@ -73,7 +73,7 @@ func (b *backends) runLoader(t *testing.T, cfg Config) (*Loader, func()) {
 // change (another asset store, an outage gate).
 func (b *backends) runLoaderWith(t *testing.T, cfg Config, change func(*Deps)) (*Loader, func()) {
 	t.Helper()
-	deps := Deps{Queue: b.q, Tx: b.tx, Assets: b.assets, Profiles: b.prof, Shards: b.shards, Logger: slog.New(slog.DiscardHandler)}
+	deps := Deps{Queue: b.q, Tx: b.tx, Owners: b.tx, Assets: b.assets, Profiles: b.prof, Shards: b.shards, Logger: slog.New(slog.DiscardHandler)}
 	change(&deps)
 	l, err := New(cfg, deps)
 	if err != nil {
@@ -118,6 +118,7 @@ func (b *backends) submit(t *testing.T, id string, state contracts.CrawlState, p
 		host, _, _ = strings.Cut(host, "/")
 		host, _, _ = strings.Cut(host, ":")
 		recs = append(recs, txindex.Record{Key: txindex.Key(id, u), CrawlID: id, URL: u, Host: host, Group: host,
+			Shard:  txindex.ShardID(routing.ShardOf(host, b.shards), b.shards),
 			Status: contracts.ToBeLoaded, StatusTime: now, CreatedAt: now})
 	}
 	if _, err := b.tx.Create(ctx, recs); err != nil {

@@ -51,8 +51,11 @@ func (l *Loader) intake(ctx context.Context, shard int, deliveries <-chan queue.
 		Gate: l.deps.Gate, Logger: l.log})
 	shell.Serve(ctx, deliveries, func(ctx context.Context, d queue.Delivery, c *contracts.LoaderContract) consume.Verdict {
 		// The shard may just have failed over to this loader: know its
-		// groups' delays before scheduling any of them.
-		l.state.activate(ctx, shard, d.Redelivered())
+		// groups' delays before scheduling any of them. (An owner of
+		// shards knew them when it took the shard: takeShard.)
+		if l.own == nil {
+			l.state.activate(ctx, shard, d.Redelivered())
+		}
 		return l.accept(ctx, shard, d, c)
 	})
 }

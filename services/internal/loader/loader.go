@@ -61,6 +61,7 @@ import (
 	mrand "math/rand/v2"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -152,10 +153,16 @@ type Config struct {
 	// FrontierDir, when set, is where the loader files the URLs of its
 	// shards (pkg/frontier, a store per shard) instead of parking them in
 	// the broker: a contract is acknowledged once its URLs are filed, and
-	// each group takes from the store what it can fetch soon. One loader
-	// only (the embedded grid): a shard that fails over to another loader
-	// does not take its store along yet.
+	// each group takes from the store what it can fetch soon. A loader
+	// works on the shards whose lease it holds (ShardLease); a shard that
+	// fails over is rebuilt from the transaction index. Empty: DATA/frontier
+	// on the embedded backends, none on the real ones; "off": none.
 	FrontierDir string `env:"GRIDCRAWL_LOADER_FRONTIER_DIR"`
+	// ShardLease is the time to live of the lease by which a loader with a
+	// durable frontier owns a shard (see owners.go): a dead loader's
+	// shards are taken over by another after at most this long. The lease
+	// is renewed every sixth of it.
+	ShardLease time.Duration `env:"GRIDCRAWL_LOADER_SHARD_LEASE" envDefault:"30s"`
 	// PausedDelay is how long the URLs of a paused crawl are parked in the
 	// broker before the loader looks at them again: a paused crawl holds no
 	// unsettled contract.
@@ -219,6 +226,17 @@ type Config struct {
 	DedupCheckTTL time.Duration `env:"GRIDCRAWL_DEDUP_CHECK_TTL" envDefault:"1m"`
 }
 
+// ResolveFrontier sets FrontierDir's default: dataDir/frontier on the
+// embedded backends (embedded), none on the real ones; "off" is none.
+func (c *Config) ResolveFrontier(dataDir string, embedded bool) {
+	switch {
+	case c.FrontierDir == "off":
+		c.FrontierDir = ""
+	case c.FrontierDir == "" && embedded:
+		c.FrontierDir = filepath.Join(dataDir, "frontier")
+	}
+}
+
 // Validate checks c and fills in derived defaults.
 func (c *Config) Validate() error {
 	switch {
@@ -236,6 +254,8 @@ func (c *Config) Validate() error {
 		return errors.New("GRIDCRAWL_LOADER_REDELIVERY_GRACE must not be negative")
 	case c.FetchTimeout <= 0:
 		return errors.New("GRIDCRAWL_FETCH_TIMEOUT must be positive")
+	case c.ShardLease < time.Second:
+		return errors.New("GRIDCRAWL_LOADER_SHARD_LEASE must be at least 1s")
 	case c.FetchAttempts < 1:
 		return errors.New("GRIDCRAWL_FETCH_ATTEMPTS must be at least 1")
 	case c.SegmentBytes < 1<<16:
@@ -292,8 +312,12 @@ func (c *Config) Validate() error {
 
 // Deps are the loader's backends and frontier settings.
 type Deps struct {
-	Queue  queue.Queue
-	Tx     txindex.Pipeline
+	Queue queue.Queue
+	Tx    txindex.Pipeline
+	// Owners keeps the leases by which loaders with a durable frontier
+	// (Config.FrontierDir) own shards, and rebuilds a shard's frontier;
+	// required with FrontierDir.
+	Owners txindex.Owners
 	Assets assets.Store
 	// Digests is the payload-digest index of deduplication across crawls
 	// (profile dedupe); nil: every response is stored in full.
@@ -385,6 +409,9 @@ type Loader struct {
 	// parked in the broker.
 	fronts    *fronts
 	filedURLs atomic.Int64
+	// own keeps the leases of the shards the loader owns (with fronts).
+	own         *owners
+	rebuiltURLs atomic.Int64
 	// bodies bounds the memory of bodies being read (Config.BodyBudget).
 	bodies *bytebudget.Budget
 
@@ -451,6 +478,12 @@ func New(cfg Config, deps Deps) (*Loader, error) {
 		claims:  newClaims(),
 		bodies:  bytebudget.New(max(cfg.BodyBudget, cfg.MaxBodyBytes+1), freeBodyBytes),
 	}
+	if cfg.FrontierDir != "" {
+		if deps.Owners == nil {
+			return nil, errors.New("a loader with a frontier directory needs the shard leases of the transaction index (Deps.Owners)")
+		}
+		l.own = &owners{tx: deps.Owners, id: ownerName(cfg.FrontierDir), ttl: cfg.ShardLease, shards: make([]ownedShard, l.shards)}
+	}
 	// A group holds at most half of its shard's prefetch slots (at least
 	// one): the other groups of the shard always have the rest.
 	l.maxHolders = max(1, l.prefetch()/2)
@@ -506,12 +539,6 @@ func (l *Loader) Fetched() int64 { return l.fetched.Load() }
 // Parked returns the number of URLs parked in the broker so far.
 func (l *Loader) Parked() int64 { return l.parkedURLs.Load() }
 
-// Files reports whether the loader files the URLs of its shards in its
-// frontier stores (Config.FrontierDir): a to-be-loaded record's URL then
-// waits in a store or in a contract not yet filed, both durable, and the
-// recovery sweep leaves it alone (coordinator.Deps.Filed).
-func (l *Loader) Files() bool { return l.cfg.FrontierDir != "" }
-
 // QueuedOf returns how many URLs of group the loader holds, and the group's
 // last delay.
 func (l *Loader) QueuedOf(group string) (int, time.Duration) { return l.sched.Queued(group) }
@@ -540,6 +567,8 @@ func (l *Loader) Run(ctx context.Context) error {
 	stopTimer := context.AfterFunc(ctx, func() { time.AfterFunc(l.cfg.ShutdownTimeout, stopDrain) })
 	defer stopTimer()
 
+	var intake sync.WaitGroup
+	owning := make(chan struct{})
 	if l.cfg.FrontierDir != "" {
 		f, err := openFronts(ctx, l.cfg.FrontierDir, l.shards)
 		if err != nil {
@@ -548,13 +577,18 @@ func (l *Loader) Run(ctx context.Context) error {
 		}
 		l.fronts = f
 		defer f.close()
-	}
-	var intake sync.WaitGroup
-	if err := l.consume(ctx, consumeCtx, &intake); err != nil {
-		stop()
-		intake.Wait()
-		l.closeBrowser()
-		return err
+		go func() {
+			defer close(owning)
+			l.ownLoop(ctx, consumeCtx, &intake)
+		}()
+	} else {
+		close(owning)
+		if err := l.consume(ctx, consumeCtx, &intake); err != nil {
+			stop()
+			intake.Wait()
+			l.closeBrowser()
+			return err
+		}
 	}
 	var wg sync.WaitGroup
 	for range l.cfg.Workers {
@@ -574,6 +608,7 @@ func (l *Loader) Run(ctx context.Context) error {
 		loops.Go(func() { l.feedLoop(ctx) })
 	}
 
+	<-owning      // the owner of shards subscribes until ctx is done
 	intake.Wait() // returns once ctx is done or every consumer stopped
 	l.log.Info("shutdown started", "in_flight", l.active.Load(), "timeout_ms", l.cfg.ShutdownTimeout.Milliseconds())
 	stop()
@@ -584,7 +619,10 @@ func (l *Loader) Run(ctx context.Context) error {
 	l.pub.close()            // and its publishing
 	l.rec.close(drain)       // and seal the open segment's index
 	loops.Wait()
-	l.log.Info("shutdown complete", "requests", l.fetched.Load(), "parked", l.parkedURLs.Load(), "filed", l.filedURLs.Load(),
+	if l.own != nil {
+		l.releaseShards(drain) // every outcome is recorded
+	}
+	l.log.Info("shutdown complete", "requests", l.fetched.Load(), "parked", l.parkedURLs.Load(), "filed", l.filedURLs.Load(), "rebuilt", l.rebuiltURLs.Load(),
 		"drain_expired", drain.Err() != nil)
 	return nil
 }

@@ -100,6 +100,22 @@ func (ps *politenessState) activate(ctx context.Context, shard int, redelivered 
 	}
 }
 
+// takeOver loads shard's state when the loader has become the shard's
+// owner (owners.go): its groups wait as after a failover.
+func (ps *politenessState) takeOver(ctx context.Context, shard int) {
+	s := &ps.shards[shard]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	groups, err := ps.load(ctx, shard)
+	if err != nil && ctx.Err() == nil {
+		ps.log.Warn("load politeness state", "queue", routing.ShardQueue(shard, ps.n), "err", err)
+	}
+	s.active, s.activated, s.groups, s.window = true, time.Now(), groups, 0
+	for _, b := range groups {
+		s.window = max(s.window, time.Duration(b.DelayMS)*time.Millisecond)
+	}
+}
+
 func (ps *politenessState) load(ctx context.Context, shard int) (map[string]groupBound, error) {
 	groups := map[string]groupBound{}
 	rc, err := ps.store.Get(ctx, stateKey(shard, ps.n), 0, -1)

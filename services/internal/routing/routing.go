@@ -26,8 +26,12 @@ type Config struct {
 	Aliases string `env:"GRIDCRAWL_CHG_ALIASES"`
 	// Shards is the number of loader queues (loader_pending.00 …); each
 	// crawl host group always goes to the same one, and each shard has one
-	// active loader at a time.
-	Shards int `env:"GRIDCRAWL_LOADER_SHARDS" envDefault:"16"`
+	// active loader at a time. 0 is 1 on the embedded backends (one loader,
+	// which files every URL in its frontier store: more shards would only
+	// split the crawler's publishes) and 16 on the real ones. Changing it
+	// under a running crawl delays the URLs filed under the old count by a
+	// recovery lease: the sweep publishes them to their new shards.
+	Shards int `env:"GRIDCRAWL_LOADER_SHARDS" envDefault:"0"`
 	// ByIP groups hosts that resolve to the same IP address (aliases still
 	// come first). The address is the one the loader dials: a
 	// GRIDCRAWL_RESOLVE override, or the first resolved address.
@@ -48,13 +52,25 @@ const MaxShards = 256
 
 // Validate checks c.
 func (c *Config) Validate() error {
-	if c.Shards < 1 || c.Shards > MaxShards {
-		return fmt.Errorf("GRIDCRAWL_LOADER_SHARDS must be between 1 and %d", MaxShards)
+	if c.Shards < 0 || c.Shards > MaxShards {
+		return fmt.Errorf("GRIDCRAWL_LOADER_SHARDS must be between 0 (the default) and %d", MaxShards)
 	}
 	if _, err := politeness.ParseAliases(c.Aliases); err != nil {
 		return fmt.Errorf("GRIDCRAWL_CHG_ALIASES: %w", err)
 	}
 	return nil
+}
+
+// ShardCount returns the number of loader shards: Shards, or its default
+// on the embedded backends (embedded) or the real ones.
+func (c *Config) ShardCount(embedded bool) int {
+	switch {
+	case c.Shards > 0:
+		return c.Shards
+	case embedded:
+		return 1
+	}
+	return 16
 }
 
 // Grouper returns the grouping of hosts that c configures.

@@ -51,6 +51,7 @@ type meteredTx struct {
 	*meteredPipeline
 	*meteredScheduling
 	*meteredReads
+	*meteredOwners
 	tx txindex.Index
 }
 
@@ -58,7 +59,7 @@ var _ txindex.Index = (*meteredTx)(nil)
 
 func newMeteredTx(tx txindex.Index, b *metrics.Backend) *meteredTx {
 	op := func(name string) metrics.Op { return b.Op("txindex", name) }
-	return &meteredTx{newMeteredPipeline(tx, op), newMeteredScheduling(tx, op), newMeteredReads(tx, op), tx}
+	return &meteredTx{newMeteredPipeline(tx, op), newMeteredScheduling(tx, op), newMeteredReads(tx, op), newMeteredOwners(tx, op), tx}
 }
 
 // Close closes the index; it is not timed.
@@ -141,8 +142,47 @@ func (m *meteredPipeline) CountHost(ctx context.Context, crawlID, host string) (
 	return timed(m.countHost, func() (int64, error) { return m.p.CountHost(ctx, crawlID, host) })
 }
 
-func (m *meteredPipeline) Stale(ctx context.Context, before time.Time, limit int) ([]txindex.Record, error) {
-	return timed(m.stale, func() ([]txindex.Record, error) { return m.p.Stale(ctx, before, limit) })
+func (m *meteredPipeline) Stale(ctx context.Context, before time.Time, limit int, owned []string) ([]txindex.Record, error) {
+	return timed(m.stale, func() ([]txindex.Record, error) { return m.p.Stale(ctx, before, limit, owned) })
+}
+
+// meteredOwners times the operations of txindex.Owners.
+type meteredOwners struct {
+	o                                      txindex.Owners
+	claim, renew, release, leases, waiting metrics.Op
+}
+
+func newMeteredOwners(o txindex.Owners, op func(string) metrics.Op) *meteredOwners {
+	return &meteredOwners{o: o, claim: op("claim"), renew: op("renew"), release: op("release"), leases: op("leases"), waiting: op("waiting")}
+}
+
+func (m *meteredOwners) Claim(ctx context.Context, shard, owner string, ttl time.Duration) (txindex.Lease, bool, error) {
+	start := time.Now()
+	l, ok, err := m.o.Claim(ctx, shard, owner, ttl)
+	m.claim.Done(start, err)
+	return l, ok, err
+}
+
+func (m *meteredOwners) Renew(ctx context.Context, l txindex.Lease, ttl time.Duration) (txindex.Lease, bool, error) {
+	start := time.Now()
+	got, ok, err := m.o.Renew(ctx, l, ttl)
+	m.renew.Done(start, err)
+	return got, ok, err
+}
+
+func (m *meteredOwners) Release(ctx context.Context, l txindex.Lease) error {
+	start := time.Now()
+	err := m.o.Release(ctx, l)
+	m.release.Done(start, err)
+	return err
+}
+
+func (m *meteredOwners) Leases(ctx context.Context) ([]txindex.Lease, error) {
+	return timed(m.leases, func() ([]txindex.Lease, error) { return m.o.Leases(ctx) })
+}
+
+func (m *meteredOwners) Waiting(ctx context.Context, shard, after string, limit int) ([]txindex.Record, error) {
+	return timed(m.waiting, func() ([]txindex.Record, error) { return m.o.Waiting(ctx, shard, after, limit) })
 }
 
 // meteredScheduling times the operations of txindex.Scheduling.

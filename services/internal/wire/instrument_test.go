@@ -79,7 +79,15 @@ func TestMeteredTxTimesEveryOperation(t *testing.T) {
 		{"counts", func() error { _, err := x.Counts(ctx, "c"); return err }},
 		{"peek-counts", func() error { _, err := x.PeekCounts(ctx, "c"); return err }},
 		{"count-host", func() error { _, err := x.CountHost(ctx, "c", "a.example"); return err }},
-		{"stale", func() error { _, err := x.Stale(ctx, now, 10); return err }},
+		{"stale", func() error { _, err := x.Stale(ctx, now, 10, []string{"00/1"}); return err }},
+		{"claim", func() error { _, _, err := x.Claim(ctx, "00/1", "a", time.Minute); return err }},
+		{"renew", func() error {
+			_, _, err := x.Renew(ctx, txindex.Lease{Shard: "00/1", Owner: "a", Epoch: 1}, time.Minute)
+			return err
+		}},
+		{"release", func() error { return x.Release(ctx, txindex.Lease{Shard: "00/1", Owner: "a", Epoch: 1}) }},
+		{"leases", func() error { _, err := x.Leases(ctx); return err }},
+		{"waiting", func() error { _, err := x.Waiting(ctx, "00/1", "", 10); return err }},
 		{"due", func() error { _, err := x.Due(ctx, "c", now, 10); return err }},
 		{"due-stats", func() error { _, _, err := x.DueStats(ctx, "c", now); return err }},
 		{"list", func() error { _, err := x.List(ctx, "c", "", "", 10); return err }},
