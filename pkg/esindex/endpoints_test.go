@@ -232,7 +232,7 @@ func (l *loseAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
 // create and conditional write fails with a conflict because its first
 // application succeeded. Create and Transition must report those writes
 // as theirs (by their write id), and each transition must have applied
-// once.
+// once; so must the writes of shard leases.
 func TestRetriedWritesApplyOnce(t *testing.T) {
 	lose := &loseAnswers{rt: &http.Transport{}}
 	c := openPrefix(t, Options{URL: esURL(t), Prefix: testPrefix(), Transport: lose}, true)
@@ -275,6 +275,36 @@ func TestRetriedWritesApplyOnce(t *testing.T) {
 			t.Errorf("profiles Put of existing %s = %v, want ErrExists", id, err)
 		}
 	}
+	// The same for shard leases: a claim (a create), a renewal, a
+	// release and claims of a released shard (conditional writes).
+	for i := range 3 {
+		shard := txindex.ShardID(i, 3)
+		l, ok, err := x.Claim(ctx, shard, "a", time.Hour)
+		if err != nil || !ok {
+			t.Fatalf("Claim(%s) = %v, %v; want claimed", shard, ok, err)
+		}
+		if l, ok, err = x.Renew(ctx, l, time.Hour); err != nil || !ok {
+			t.Fatalf("Renew(%s) = %v, %v; want renewed", shard, ok, err)
+		}
+		if err := x.Release(ctx, l); err != nil {
+			t.Fatalf("Release(%s) = %v", shard, err)
+		}
+		if l, ok, err = x.Claim(ctx, shard, "b", time.Hour); err != nil || !ok || l.Epoch != 2 {
+			t.Fatalf("Claim(%s) of the released shard = %+v, %v, %v; want claimed at epoch 2", shard, l, ok, err)
+		}
+		if l, ok, err = x.Claim(ctx, shard, "b", time.Hour); err != nil || !ok || l.Epoch != 2 {
+			t.Fatalf("Claim(%s) again by its owner = %+v, %v, %v; want claimed at epoch 2", shard, l, ok, err)
+		}
+	}
+	leases, err := x.Leases(ctx)
+	if err != nil || len(leases) != 3 {
+		t.Fatalf("Leases = %+v, %v; want 3", leases, err)
+	}
+	for _, l := range leases {
+		if l.Owner != "b" || l.Epoch != 2 || l.Released {
+			t.Errorf("lease %+v, want b's at epoch 2", l)
+		}
+	}
 	// A record created by another writer is still reported not created,
 	// also when the request was sent again.
 	created, err := x.Create(ctx, recs[:10])
@@ -305,7 +335,7 @@ func TestOpenUpdatesReplicas(t *testing.T) {
 			t.Errorf("delete the HCF index: %v", err)
 		}
 	})
-	indices := []string{prefix + "-transactions", prefix + "-profiles", prefix + "-web", prefix + "-digests", hcf.IndexName()}
+	indices := []string{prefix + "-transactions", prefix + "-profiles", prefix + "-web", prefix + "-digests", prefix + "-owners", hcf.IndexName()}
 	replicas := func() map[string]string {
 		t.Helper()
 		out := map[string]string{}

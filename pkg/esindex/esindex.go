@@ -2,10 +2,11 @@
 // search index in Elasticsearch 8: the grid-mode implementations of
 // txindex.Index, profiles.Store and search.Index.
 //
-// One Client holds one HTTP client and four indices, created at Open with
+// One Client holds one HTTP client and five indices, created at Open with
 // explicit, strict mappings: "<prefix>-transactions", "<prefix>-profiles",
-// "<prefix>-web" (YaCy web documents; YaCy Grid's index is "web") and
-// "<prefix>-digests" (payload digests of deduplication, digests.Index). Only
+// "<prefix>-web" (YaCy web documents; YaCy Grid's index is "web"),
+// "<prefix>-digests" (payload digests of deduplication, digests.Index) and
+// "<prefix>-owners" (the loader shards' leases, txindex.Owners). Only
 // core Elasticsearch features are used (no
 // scripts, no update- or delete-by-query), so the bare integ-test
 // distribution serves it.
@@ -104,9 +105,9 @@ type Options struct {
 	Refresh Refresh
 	// Replicas is the number of replicas (index.number_of_replicas) of
 	// the indices that Open creates: transactions, profiles, documents,
-	// digests and the HCF fingerprints. Zero suits a single node; a
-	// cluster wants at least one. With zero and UpdateReplicas unset the
-	// HCF index keeps its former auto_expand_replicas "0-1".
+	// digests, shard leases and the HCF fingerprints. Zero suits a single
+	// node; a cluster wants at least one. With zero and UpdateReplicas
+	// unset the HCF index keeps its former auto_expand_replicas "0-1".
 	Replicas int
 	// UpdateReplicas makes Open also set Replicas on existing indices
 	// whose number of replicas differs (a dynamic setting), with a log
@@ -143,7 +144,7 @@ type Client struct {
 	waitShards     string
 
 	txIndex, profilesIndex, docsIndex string
-	digestsIndex                      string
+	digestsIndex, ownersIndex         string
 	refreshers                        map[string]*refresher
 
 	tx       *TxIndex
@@ -201,11 +202,12 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 		profilesIndex:  opts.Prefix + "-profiles",
 		docsIndex:      opts.Prefix + "-web",
 		digestsIndex:   opts.Prefix + "-digests",
+		ownersIndex:    opts.Prefix + "-owners",
 		reads:          readCounter{prefix: opts.Prefix},
 	}
 	c.refreshers = map[string]*refresher{
 		c.txIndex: newRefresher(), c.profilesIndex: newRefresher(), c.docsIndex: newRefresher(),
-		c.digestsIndex: newRefresher(),
+		c.digestsIndex: newRefresher(), c.ownersIndex: newRefresher(),
 	}
 	rt := opts.Transport
 	if rt == nil {
@@ -232,6 +234,7 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 		{c.profilesIndex, 1, profilesMapping},
 		{c.docsIndex, opts.Shards, webMapping()},
 		{c.digestsIndex, 1, digestsMapping},
+		{c.ownersIndex, 1, ownersMapping},
 	} {
 		if err := c.ensureIndex(ctx, ix.name, ix.shards, opts.Replicas, ix.props); err != nil {
 			c.Close()
@@ -278,16 +281,14 @@ func (c *Client) IndexNames() (transactions, profiles, documents string) {
 	return c.txIndex, c.profilesIndex, c.docsIndex
 }
 
-// DeleteIndices deletes the four indices with everything in them. Absent
+// DeleteIndices deletes the five indices with everything in them. Absent
 // indices are not an error. It is meant for tests.
 func (c *Client) DeleteIndices(ctx context.Context) error {
 	ignore := true
-	req := esapi.IndicesDeleteRequest{
-		Index:             []string{c.txIndex, c.profilesIndex, c.docsIndex, c.digestsIndex},
-		IgnoreUnavailable: &ignore,
-	}
+	names := []string{c.txIndex, c.profilesIndex, c.docsIndex, c.digestsIndex, c.ownersIndex}
+	req := esapi.IndicesDeleteRequest{Index: names, IgnoreUnavailable: &ignore}
 	if err := c.do(ctx, req, nil); err != nil {
-		return fmt.Errorf("delete indices %s, %s, %s: %w", c.txIndex, c.profilesIndex, c.docsIndex, err)
+		return fmt.Errorf("delete indices %s: %w", strings.Join(names, ", "), err)
 	}
 	return nil
 }
@@ -537,16 +538,17 @@ var (
 	// and status (filters, the terms aggregation of Counts, the
 	// termination query), status_time (Stale's range and sort), next_due
 	// (Due's range and sort: only settled records of continuous crawls
-	// have one) and key
-	// (List's sort). The reports aggregate error, http_status (through
-	// the sub-fields error.r and http_status.n, which can be added to an
-	// index whose error and http_status are source only), mime_type and
-	// bytes from doc values; the crawl log filters on error.r. The others
-	// are read from _source only, so a write of a record costs no
-	// inverted index or doc values for them. Indices created by older
-	// versions, which index every field, keep their mapping (see
-	// ensureIndex) and gain the new fields; their records written before
-	// count as unknown in the reports until they are written again.
+	// have one), loader_shard (Waiting's filter, and Stale's exclusion of
+	// owned shards) and key (List's sort). The reports aggregate error,
+	// http_status (through the sub-fields error.r and http_status.n, which
+	// can be added to an index whose error and http_status are source
+	// only), mime_type and bytes from doc values; the crawl log filters on
+	// error.r. The others are read from _source only, so a write of a
+	// record costs no inverted index or doc values for them. Indices
+	// created by older versions, which index every field, keep their
+	// mapping (see ensureIndex) and gain the new fields; their records
+	// written before count as unknown in the reports until they are
+	// written again, and have no loader_shard, as Record.Shard allows.
 	txMapping = map[string]any{
 		"key":         keyword,
 		"crawl_id":    keyword,
@@ -572,6 +574,8 @@ var (
 		"next_due":    date,
 		"render":      sourceOnly("keyword"),
 		"write":       sourceOnly("keyword"), // the write id (txDoc)
+
+		"loader_shard": keyword, // Record.Shard
 	}
 
 	profilesMapping = map[string]any{

@@ -211,7 +211,7 @@ func TestOpenIdempotent(t *testing.T) {
 	for _, tc := range []struct {
 		index string
 		props map[string]any
-	}{{tx, txMapping}, {prof, profilesMapping}, {docs, webMapping()}} {
+	}{{tx, txMapping}, {prof, profilesMapping}, {docs, webMapping()}, {again.ownersIndex, ownersMapping}} {
 		status, body := raw(t, http.MethodGet, "/"+tc.index+"/_mapping", "")
 		if status != http.StatusOK {
 			t.Fatalf("GET %s/_mapping = %d %s", tc.index, status, body)

@@ -457,21 +457,29 @@ func (c *Client) count(ctx context.Context, index string, filters ...any) (int64
 }
 
 // Stale returns up to limit records in a non-terminal status whose status
-// time is before before, oldest first. Elasticsearch keeps times at
+// time is before before, oldest first, but for the to-be-loaded records of
+// the shards owned (a must_not of both). Elasticsearch keeps times at
 // millisecond precision, so before counts from its millisecond.
-func (x *TxIndex) Stale(ctx context.Context, before time.Time, limit int) ([]txindex.Record, error) {
+func (x *TxIndex) Stale(ctx context.Context, before time.Time, limit int, owned []string) ([]txindex.Record, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
 	if err := x.c.readRefresh(ctx, x.c.txIndex); err != nil {
 		return nil, fmt.Errorf("list stale records: %w", err)
 	}
-	query := map[string]any{"bool": map[string]any{"filter": []any{
+	b := map[string]any{"filter": []any{
 		map[string]any{"terms": map[string]any{"status": inFlight()}},
 		map[string]any{"range": map[string]any{"status_time": map[string]any{
 			"lt": before.UnixMilli(), "format": "epoch_millis",
 		}}},
-	}}}
+	}}
+	if len(owned) > 0 {
+		b["must_not"] = []any{map[string]any{"bool": map[string]any{"filter": []any{
+			term("status", string(contracts.ToBeLoaded)),
+			map[string]any{"terms": map[string]any{"loader_shard": owned}},
+		}}}}
+	}
+	query := map[string]any{"bool": b}
 	sort := []any{map[string]any{"status_time": "asc"}, map[string]any{"key": "asc"}}
 	recs, err := x.search(ctx, query, sort, nil, limit)
 	if err != nil {

@@ -17,7 +17,8 @@ const maxPage = 10000
 
 // TxIndex is the transaction index (txindex.Index) in the index
 // "<prefix>-transactions", one document per record with the record key as
-// document id.
+// document id, and the loader shards' leases in "<prefix>-owners" (see
+// owners.go).
 type TxIndex struct {
 	c     *Client
 	cache *versionCache

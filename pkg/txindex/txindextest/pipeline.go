@@ -659,6 +659,67 @@ func testStale(t *testing.T, h Harness[txindex.Pipeline]) {
 	}
 }
 
+// testStaleOwned checks that Stale leaves out exactly the to-be-loaded
+// records of the owned shards: their other pending records, the records
+// of other shards and those without a shard stay stale.
+func testStaleOwned(t *testing.T, h Harness[txindex.Pipeline]) {
+	x := h.New(t)
+	crawl := newCrawlID(t)
+	shards := newShards(3)
+	owned, free, unused := shards[0], shards[1], shards[2]
+	base := time.Date(1980, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(mrand.Int64N(10*365*24*3600)) * time.Second)
+	var recs []txindex.Record
+	add := func(path string, s contracts.Status, shard string) txindex.Record {
+		r := rec(crawl, "http://o.example/"+path, s, base.Add(time.Duration(len(recs))*time.Second))
+		r.Shard = shard
+		recs = append(recs, r)
+		return r
+	}
+	add("owned-load", contracts.ToBeLoaded, owned)
+	ownedParse := add("owned-parse", contracts.ToBeParsed, owned)
+	ownedIndex := add("owned-index", contracts.ToBeIndexed, owned)
+	add("owned-load-2", contracts.ToBeLoaded, owned)
+	freeLoad := add("free-load", contracts.ToBeLoaded, free)
+	noShard := add("no-shard", contracts.ToBeLoaded, "")
+	before := base.Add(time.Hour)
+	mustCreate(t, x, recs...)
+	t.Cleanup(func() {
+		var ts []txindex.Transition
+		for _, r := range recs {
+			ts = append(ts, txindex.Transition{Key: r.Key, From: r.Status, To: contracts.Failed})
+		}
+		if _, err := x.Transition(context.Background(), ts); err != nil {
+			t.Logf("cleanup Transition error: %v", err)
+		}
+	})
+	for _, tc := range []struct {
+		name  string
+		owned []string
+		want  []txindex.Record
+	}{
+		{"none owned", nil, recs},
+		{"none owned, empty list", []string{}, recs},
+		{"one owned", []string{unused, owned}, []txindex.Record{ownedParse, ownedIndex, freeLoad, noShard}},
+		{"both owned", []string{owned, free}, []txindex.Record{ownedParse, ownedIndex, noShard}},
+		{"other shards owned", []string{unused}, recs},
+	} {
+		all, err := x.Stale(t.Context(), before, 10000, tc.owned)
+		if err != nil {
+			t.Fatalf("%s: Stale(owned %q) error: %v", tc.name, tc.owned, err)
+		}
+		assertOldestFirst(t, all, before)
+		var got []txindex.Record
+		for _, r := range all {
+			if r.CrawlID == crawl {
+				got = append(got, r)
+			}
+		}
+		if diff := cmp.Diff(tc.want, got, cmpTime); diff != "" {
+			t.Errorf("%s: Stale(owned %q) records of this crawl (-want +got):\n%s", tc.name, tc.owned, diff)
+		}
+	}
+}
+
 func assertOldestFirst(t *testing.T, recs []txindex.Record, before time.Time) {
 	t.Helper()
 	for i, r := range recs {

@@ -4,12 +4,14 @@
 // The suite has one section per part of the index, each usable alone
 // against a factory of any type that has that part (and the Pipeline, whose
 // writes make the records the other sections read): RunPipeline,
-// RunScheduling and RunReads. Run runs the three.
+// RunScheduling, RunReads and RunOwners. Run runs the four.
 //
 // The suite is written for stores shared with other tests and earlier runs:
-// every test uses crawl ids of its own, and the one query that spans crawls
-// (Stale) is checked against records whose status times lie in a random
-// stretch of the distant past and that are made terminal when the test ends.
+// every test uses crawl ids and loader shards of its own (the reads of
+// Owners span crawls, and a shard count no store's loaders use names
+// shards of no one else), and Stale, which spans crawls and shards, is
+// checked against records whose status times lie in a random stretch of
+// the distant past and that are made terminal when the test ends.
 package txindextest
 
 import (
@@ -53,6 +55,10 @@ type (
 		txindex.Pipeline
 		txindex.Reads
 	}
+	owners interface {
+		txindex.Pipeline
+		txindex.Owners
+	}
 )
 
 // Run runs the conformance suite against h: every section.
@@ -60,6 +66,7 @@ func Run(t *testing.T, h Harness[txindex.Index]) {
 	t.Run("Pipeline", func(t *testing.T) { RunPipeline(t, h) })
 	t.Run("Scheduling", func(t *testing.T) { RunScheduling(t, h) })
 	t.Run("Reads", func(t *testing.T) { RunReads(t, h) })
+	t.Run("Owners", func(t *testing.T) { RunOwners(t, h) })
 }
 
 // RunPipeline runs the section of txindex.Pipeline against h: checked and
@@ -83,6 +90,7 @@ func RunPipeline[X txindex.Pipeline](t *testing.T, h Harness[X]) {
 		{"Counts", testCounts},
 		{"CountHost", testCountHost},
 		{"Stale", testStale},
+		{"StaleLeavesOwnedShards", testStaleOwned},
 		{"History", testHistory},
 		{"Reopen", testReopen},
 		{"SitemapFields", testSitemapFields},
