@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -57,7 +59,18 @@ func (c *gridCluster) groupOwner(group string) string {
 // must show no two requests, robots.txt included, closer than the delay,
 // across the failover too, and the crawl finishes with every page indexed.
 func TestGridModeFailoverKeepsCrawlDelay(t *testing.T) {
-	testFailoverKeepsCrawlDelay(t, func(c *gridCluster, victim, _ string) {
+	testFailoverKeepsCrawlDelay(t, false, func(c *gridCluster, victim, _ string) {
+		c.stop(victim, syscall.SIGKILL)
+	})
+}
+
+// TestGridModeFrontierFailover is the kill of the owner with loaders that
+// file URLs in frontier stores of their own (GRIDCRAWL_LOADER_FRONTIER_DIR):
+// the other loader claims the dead one's shards once their leases expire,
+// rebuilds their frontiers from the transaction index, and fetches the
+// rest, keeping the delay, with every page fetched once.
+func TestGridModeFrontierFailover(t *testing.T) {
+	testFailoverKeepsCrawlDelay(t, true, func(c *gridCluster, victim, _ string) {
 		c.stop(victim, syscall.SIGKILL)
 	})
 }
@@ -69,7 +82,7 @@ func TestGridModeFailoverKeepsCrawlDelay(t *testing.T) {
 // loader: it must not fetch their URLs any more, or two loaders fetch the
 // group at once.
 func TestGridModeConnectionLossKeepsCrawlDelay(t *testing.T) {
-	testFailoverKeepsCrawlDelay(t, func(c *gridCluster, _, loaderID string) {
+	testFailoverKeepsCrawlDelay(t, false, func(c *gridCluster, _, loaderID string) {
 		closeConnections(c.t, c.envValue("GRIDCRAWL_AMQP_URL"), "gridcrawl-loader-"+loaderID)
 	})
 }
@@ -103,7 +116,7 @@ func closeConnections(t *testing.T, amqpURL, connName string) {
 // owns the slow host's group right after one of its requests, and checks
 // that the crawl finishes with no two requests to the slow host closer than
 // the delay and some of them after the cut.
-func testFailoverKeepsCrawlDelay(t *testing.T, cut func(c *gridCluster, victim, loaderID string)) {
+func testFailoverKeepsCrawlDelay(t *testing.T, filed bool, cut func(c *gridCluster, victim, loaderID string)) {
 	env := realBackends(t)
 	env, _ = ownVhost(t, env)
 	const slow = "slow.polite.test"
@@ -116,9 +129,13 @@ func testFailoverKeepsCrawlDelay(t *testing.T, cut func(c *gridCluster, victim, 
 	c.start("mcp", "mcp")
 	ids := map[string]string{"failover-loader-a": "loader-1", "failover-loader-b": "loader-2"}
 	for id, name := range ids {
-		c.env = append(c.env, "GRIDCRAWL_AMQP_CONNECTION_NAME=gridcrawl-loader-"+id)
+		env := c.env
+		c.env = append(slices.Clip(env), "GRIDCRAWL_AMQP_CONNECTION_NAME=gridcrawl-loader-"+id)
+		if filed {
+			c.env = append(c.env, "GRIDCRAWL_LOADER_FRONTIER_DIR="+t.TempDir(), "GRIDCRAWL_LOADER_SHARD_LEASE=3s")
+		}
 		c.startLoaderWithID(name, id)
-		c.env = c.env[:len(c.env)-1]
+		c.env = env
 	}
 	c.start("crawler-1", "crawler")
 
@@ -192,6 +209,44 @@ func testFailoverKeepsCrawlDelay(t *testing.T, cut func(c *gridCluster, victim, 
 	}
 	if after == 0 {
 		t.Errorf("no request to %s after the cut: the failover was not exercised", slow)
+	}
+	if filed {
+		// Fetched twice: at most the one request in flight at the kill.
+		seen, twice := map[string]int{}, 0
+		site.mu.Lock()
+		for _, r := range site.records {
+			if r.path == "/robots.txt" {
+				continue
+			}
+			if seen[r.host+r.path]++; seen[r.host+r.path] == 2 {
+				twice++
+			}
+		}
+		site.mu.Unlock()
+		if twice > 1 {
+			t.Errorf("%d pages fetched twice, want at most the one in flight at the kill", twice)
+		}
+		// The survivor rebuilt the dead owner's shard from the index.
+		rebuilt := 0
+		for name := range c.procs {
+			if name == victim || !strings.HasPrefix(name, "loader") {
+				continue
+			}
+			b, _ := os.ReadFile(filepath.Join(c.logs, name+".log"))
+			for _, line := range strings.Split(string(b), "\n") {
+				var e struct {
+					Msg  string `json:"msg"`
+					URLs int    `json:"urls"`
+				}
+				if json.Unmarshal([]byte(line), &e) == nil && e.Msg == "rebuilt the frontier of a loader shard" {
+					rebuilt += e.URLs
+				}
+			}
+		}
+		if rebuilt == 0 {
+			t.Errorf("the surviving loader rebuilt no URL of the dead one's shards: the frontier was not exercised")
+		}
+		t.Logf("the survivor rebuilt %d URLs", rebuilt)
 	}
 	t.Logf("%d requests to %s, %d after the cut", len(rs), slow, after)
 }

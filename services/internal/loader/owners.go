@@ -260,9 +260,34 @@ func (l *Loader) takeShard(ctx, consumeCtx context.Context, intake *sync.WaitGro
 	}
 	s.stop, s.working, s.claiming = stop, true, false
 	o.mu.Unlock()
-	intake.Go(func() { l.intake(ctx, shard, deliveries) })
+	intake.Go(func() { l.consumeOwned(ctx, subCtx, shard, deliveries) })
 	for _, q := range store.Queues() {
 		l.fronts.want(shard, q.Group)
+	}
+}
+
+// consumeOwned takes the deliveries of an owned shard until subCtx ends.
+// A subscription that ends under it (its broker connection was lost) is
+// made again: no other loader consumes the shard's queue meanwhile, since
+// only its owner subscribes to it.
+func (l *Loader) consumeOwned(ctx, subCtx context.Context, shard int, deliveries <-chan queue.Delivery) {
+	name := routing.ShardQueue(shard, l.shards)
+	for {
+		l.intake(ctx, shard, deliveries)
+		for {
+			select {
+			case <-subCtx.Done():
+				return
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			var err error
+			if deliveries, err = l.deps.Queue.Consume(subCtx, name, queue.ConsumeOptions{Prefetch: l.prefetch()}); err == nil {
+				break
+			}
+			l.log.Warn("consume an owned shard again", "queue", name, "err", err)
+		}
 	}
 }
 
