@@ -336,10 +336,11 @@ type ops struct {
 // movedCounters name the counters of ops.moved: what the frontier did with
 // the URLs besides fetching them.
 var movedCounters = map[string]string{
-	"gridcrawl_loader_filed_urls_total":  "filed",
-	"gridcrawl_loader_parked_urls_total": "parked",
-	"gridcrawl_mcp_recovered_urls_total": "swept",
-	"gridcrawl_queue_postponed_total":    "postponed",
+	"gridcrawl_loader_filed_urls_total":   "filed",
+	"gridcrawl_loader_rebuilt_urls_total": "rebuilt",
+	"gridcrawl_loader_parked_urls_total":  "parked",
+	"gridcrawl_mcp_recovered_urls_total":  "swept",
+	"gridcrawl_queue_postponed_total":     "postponed",
 }
 
 // parseOps reads the counts of ops from a Prometheus text dump.
@@ -426,8 +427,8 @@ func (o ops) printFrontier(pages int64) {
 		}
 	}
 	fmt.Printf("queue messages published per page: %.3f in all;%s\n", float64(all)/float64(pages), b.String())
-	fmt.Printf("URLs per page fetched: filed %.3f  parked %.3f  swept %.3f  postponed %.3f\n",
-		float64(o.moved["filed"])/float64(pages), float64(o.moved["parked"])/float64(pages),
+	fmt.Printf("URLs per page fetched: filed %.3f  rebuilt %.3f  parked %.3f  swept %.3f  postponed %.3f\n",
+		float64(o.moved["filed"])/float64(pages), float64(o.moved["rebuilt"])/float64(pages), float64(o.moved["parked"])/float64(pages),
 		float64(o.moved["swept"])/float64(pages), float64(o.moved["postponed"])/float64(pages))
 }
 

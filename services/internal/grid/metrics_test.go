@@ -28,7 +28,7 @@ var documentedFamilies = []string{
 	"gridcrawl_loader_host_groups",
 	"gridcrawl_loader_queued_urls",
 	"gridcrawl_loader_warc_bytes_total", "gridcrawl_loader_dedup_revisits_total", "gridcrawl_loader_dedup_entries", "gridcrawl_loader_dedup_refused_total",
-	"gridcrawl_loader_parked_urls_total", "gridcrawl_loader_filed_urls_total",
+	"gridcrawl_loader_parked_urls_total", "gridcrawl_loader_filed_urls_total", "gridcrawl_loader_rebuilt_urls_total",
 	"gridcrawl_loader_rendered_pages_total",
 	"gridcrawl_loader_render_duration_seconds",
 	"gridcrawl_loader_browser_tabs_in_use",

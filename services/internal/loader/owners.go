@@ -238,6 +238,7 @@ func (l *Loader) takeShard(ctx, consumeCtx context.Context, intake *sync.WaitGro
 			return
 		}
 		l.rebuiltURLs.Add(int64(n))
+		l.met.Rebuilt(n)
 		l.log.Info("rebuilt the frontier of a loader shard", "queue", routing.ShardQueue(shard, l.shards), "epoch", lease.Epoch,
 			"urls", n, "ms", time.Since(start).Milliseconds())
 	}

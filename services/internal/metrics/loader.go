@@ -132,6 +132,7 @@ type Loader struct {
 	warc     prometheus.Counter
 	parked   prometheus.Counter
 	filed    prometheus.Counter
+	rebuilt  prometheus.Counter
 	rendered [numRenderResults]prometheus.Counter
 	renderT  prometheus.Observer
 	// Deduplication across crawls (profile dedupe).
@@ -186,6 +187,8 @@ func newLoader(reg prometheus.Registerer) *Loader {
 		"URLs the loader parked in the broker (a crawl host group holding more than GRIDCRAWL_LOADER_GROUP_QUEUE, a paused crawl).")
 	l.filed = f.counter("gridcrawl_loader_filed_urls_total",
 		"URLs the loader filed in its durable frontier (GRIDCRAWL_LOADER_FRONTIER_DIR) from the contracts it took.")
+	l.rebuilt = f.counter("gridcrawl_loader_rebuilt_urls_total",
+		"URLs the loader filed in its durable frontier from the transaction index, rebuilding a shard it took over.")
 	ren := f.counterVec("gridcrawl_loader_rendered_pages_total",
 		"Pages the loader rendered in its headless browser, by result: ok, cut (a per-page limit on requests, bytes or time cut something), failed.", "result")
 	for r := range numRenderResults {
@@ -266,6 +269,10 @@ func (l *Loader) Parked(n int) { l.parked.Add(float64(n)) }
 
 // Filed counts URLs filed in the durable frontier.
 func (l *Loader) Filed(n int) { l.filed.Add(float64(n)) }
+
+// Rebuilt counts URLs filed from the transaction index by a shard's new
+// owner.
+func (l *Loader) Rebuilt(n int) { l.rebuilt.Add(float64(n)) }
 
 // BrowserStats is a snapshot of the loader's headless browser, read at
 // scrape time.
