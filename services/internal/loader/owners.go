@@ -122,24 +122,33 @@ func (l *Loader) renewShards(ctx context.Context) {
 		}
 	}
 	o.mu.Unlock()
+	// Together: a store whose writes wait for a refresh (Elasticsearch's
+	// wait-for policy) would otherwise take a second per shard.
+	var wg sync.WaitGroup
 	for _, lease := range held {
-		shard := l.shardOf(lease.Shard)
-		start := time.Now()
-		got, ok, err := o.tx.Renew(ctx, lease, o.ttl)
-		o.mu.Lock()
-		s := &o.shards[shard]
-		switch {
-		case err == nil && ok:
-			s.lease, s.until = got, start.Add(o.ttl/2)
-		case err == nil:
-			l.log.Warn("lost loader shard", "queue", routing.ShardQueue(shard, l.shards), "owner", got.Owner, "epoch", got.Epoch)
-			l.dropShard(s)
-		case time.Now().After(s.until):
-			l.log.Warn("loader shard lease not renewed in time", "queue", routing.ShardQueue(shard, l.shards), "err", err)
-			l.dropShard(s)
-		}
-		o.mu.Unlock()
+		wg.Go(func() {
+			shard := l.shardOf(lease.Shard)
+			start := time.Now()
+			got, ok, err := o.tx.Renew(ctx, lease, o.ttl)
+			o.mu.Lock()
+			defer o.mu.Unlock()
+			s := &o.shards[shard]
+			if !s.held || s.lease.Epoch != lease.Epoch {
+				return
+			}
+			switch {
+			case err == nil && ok:
+				s.lease, s.until = got, start.Add(o.ttl/2)
+			case err == nil:
+				l.log.Warn("lost loader shard", "queue", routing.ShardQueue(shard, l.shards), "owner", got.Owner, "epoch", got.Epoch)
+				l.dropShard(s)
+			case time.Now().After(s.until):
+				l.log.Warn("loader shard lease not renewed in time", "queue", routing.ShardQueue(shard, l.shards), "err", err)
+				l.dropShard(s)
+			}
+		})
 	}
+	wg.Wait()
 }
 
 // dropShard ends the loader's work on s; o.mu is held.
