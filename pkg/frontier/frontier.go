@@ -29,12 +29,15 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // Entry is one filed URL.
@@ -195,7 +198,7 @@ func parseValue(v []byte, e *Entry) error {
 // dir and counts the URLs of every queue.
 func Open(ctx context.Context, dir string) (*Store, error) {
 	cache := pebble.NewCache(cacheBytes)
-	db, err := pebble.Open(dir, &pebble.Options{Cache: cache, Logger: quietLogger{}})
+	db, err := pebble.Open(dir, &pebble.Options{Cache: cache, Logger: quietLogger{}, FS: privateFS{vfs.Default}})
 	if err != nil {
 		cache.Unref()
 		return nil, fmt.Errorf("open frontier %s: %w", dir, err)
@@ -652,4 +655,49 @@ func (quietLogger) Errorf(format string, args ...any) {
 }
 func (quietLogger) Fatalf(format string, args ...any) {
 	pebble.DefaultLogger.Fatalf(format, args...)
+}
+
+// privateFS is the operating system's file system with the files Pebble
+// creates readable by their owner only, as every file of a data directory
+// is (they hold the crawl's URLs).
+type privateFS struct{ vfs.FS }
+
+func private(f vfs.File, name string, err error) (vfs.File, error) {
+	if err == nil {
+		if cerr := os.Chmod(name, 0o600); cerr != nil {
+			_ = f.Close()
+			return nil, cerr
+		}
+	}
+	return f, err
+}
+
+func (p privateFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := p.FS.Create(name, category)
+	return private(f, name, err)
+}
+
+func (p privateFS) OpenReadWrite(name string, category vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
+	f, err := p.FS.OpenReadWrite(name, category, opts...)
+	return private(f, name, err)
+}
+
+func (p privateFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := p.FS.ReuseForWrite(oldname, newname, category)
+	return private(f, newname, err)
+}
+
+func (p privateFS) Lock(name string) (io.Closer, error) {
+	c, err := p.FS.Lock(name)
+	if err == nil {
+		if cerr := os.Chmod(name, 0o600); cerr != nil {
+			_ = c.Close()
+			return nil, cerr
+		}
+	}
+	return c, err
+}
+
+func (p privateFS) MkdirAll(dir string, perm os.FileMode) error {
+	return p.FS.MkdirAll(dir, perm&0o700)
 }

@@ -17,8 +17,18 @@ import (
 // shard with a prefetch of two contracts, a host that allows one fetch per
 // second and keeps linking to new pages, next to four fast hosts. The fast
 // hosts must finish while the slow host has done only a fraction of its
-// backlog, and the loader must hold only a bounded part of that backlog.
+// backlog, and the loader must hold only a bounded part of that backlog:
+// the rest filed in its frontier store (the default), or parked in the
+// broker without one.
 func TestHugeBacklogDoesNotHoldUpOtherGroups(t *testing.T) {
+	t.Run("filed", func(t *testing.T) { testHugeBacklog(t, true) })
+	t.Run("parked", func(t *testing.T) {
+		t.Setenv("GRIDCRAWL_LOADER_FRONTIER_DIR", "off")
+		testHugeBacklog(t, false)
+	})
+}
+
+func testHugeBacklog(t *testing.T, filed bool) {
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		host, _, _ := strings.Cut(r.Host, ":")
 		if r.URL.Path == "/robots.txt" {
@@ -109,7 +119,10 @@ func TestHugeBacklogDoesNotHoldUpOtherGroups(t *testing.T) {
 	if slow[contracts.Indexed] > 60 {
 		t.Errorf("slow host indexed %d pages: it was not the bottleneck, the test proves nothing", slow[contracts.Indexed])
 	}
-	if g.Loader.Parked() == 0 {
+	if filed && g.Loader.Parked() != 0 {
+		t.Errorf("%d URLs parked, want none: the frontier store holds the backlog", g.Loader.Parked())
+	}
+	if !filed && g.Loader.Parked() == 0 {
 		t.Errorf("no URL was parked")
 	}
 	if q, _ := g.Loader.QueuedOf("slow.hol.test"); q > 100 {

@@ -82,10 +82,13 @@ func (l *Loader) accept(ctx context.Context, shard int, d queue.Delivery, c *con
 		l.log.Warn("resolve profile", "crawl_id", c.CrawlID, "err", err)
 		return consume.Retry(err)
 	}
+	// A contract built before a PATCH gets the newer profile; one built
+	// after it (a resume's, after a raised budget) makes its profile the
+	// crawl's newest, also for the URLs it files.
+	p = l.pol.current(c.CrawlID, p)
 	if l.fronts != nil {
 		return l.file(ctx, shard, d, c)
 	}
-	p = l.pol.current(c.CrawlID, p) // a contract built before a PATCH
 	dl := newDelivery(d, l.deps.Gate, len(c.URLs))
 	tasks := l.tasks(c, p, dl, shard)
 	// The contracts a resume publishes (contractmsg.HeaderResumed) may come
