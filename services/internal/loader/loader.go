@@ -399,8 +399,8 @@ type Loader struct {
 	met *metrics.Loader
 	// active counts the workers between a lease and the hand-over of its
 	// outcome: when it drops to zero the loader has nothing else to do and
-	// flushes at once, so a chain of newly found links advances at the
-	// politeness delay, not at FlushInterval.
+	// flushes (within idleFlushGap of the last flush), so a chain of newly
+	// found links advances at the politeness delay, not at FlushInterval.
 	active atomic.Int32
 
 	fetched    atomic.Int64
@@ -703,7 +703,7 @@ func (l *Loader) work(ctx, drain context.Context) {
 			gcnudge.Dropped(int64(cap(o.ex.response)))
 		}
 		if l.active.Add(-1) == 0 {
-			l.rec.nudge()
+			l.rec.idle()
 		}
 	}
 }
