@@ -58,7 +58,7 @@ func openStore(path string, version int, schema []string) (*store, error) {
 	if err := privfile.Touch(path); err != nil {
 		return nil, fmt.Errorf("open sqlite %q: %w", path, err)
 	}
-	common := fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=synchronous(NORMAL)&_pragma=temp_store(MEMORY)&_pragma=cache_size(-32000)", busyTimeoutMS)
+	common := fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=synchronous(NORMAL)&_pragma=temp_store(MEMORY)&_pragma=cache_size(-8000)", busyTimeoutMS)
 	w, err := sql.Open("sqlite", path+"?"+common+"&_pragma=journal_mode(WAL)&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite %q: %w", path, err)
