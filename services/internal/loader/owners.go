@@ -48,12 +48,11 @@ type owners struct {
 }
 
 type ownedShard struct {
-	lease    txindex.Lease
-	held     bool      // the lease is this loader's
-	until    time.Time // work is taken only before it
-	working  bool      // rebuilt and consumed
-	claiming bool      // being taken (rebuild under way)
-	stop     context.CancelFunc
+	lease   txindex.Lease
+	held    bool      // the lease is this loader's
+	until   time.Time // work is taken only before it
+	working bool      // rebuilt and consumed (held and not working: being taken)
+	stop    context.CancelFunc
 }
 
 // ownerName names the owner of the stores in dir on this host: a loader
@@ -115,19 +114,18 @@ func (l *Loader) ownLoop(ctx, consumeCtx context.Context, intake *sync.WaitGroup
 func (l *Loader) renewShards(ctx context.Context) {
 	o := l.own
 	o.mu.Lock()
-	var held []txindex.Lease
-	for _, s := range o.shards {
+	held := map[int]txindex.Lease{}
+	for i, s := range o.shards {
 		if s.held {
-			held = append(held, s.lease)
+			held[i] = s.lease
 		}
 	}
 	o.mu.Unlock()
 	// Together: a store whose writes wait for a refresh (Elasticsearch's
 	// wait-for policy) would otherwise take a second per shard.
 	var wg sync.WaitGroup
-	for _, lease := range held {
+	for shard, lease := range held {
 		wg.Go(func() {
-			shard := l.shardOf(lease.Shard)
 			start := time.Now()
 			got, ok, err := o.tx.Renew(ctx, lease, o.ttl)
 			o.mu.Lock()
@@ -206,7 +204,7 @@ func (l *Loader) claimShards(ctx, consumeCtx context.Context, intake, takers *sy
 		}
 		have++
 		o.mu.Lock()
-		o.shards[shard] = ownedShard{lease: lease, held: true, until: now.Add(o.ttl / 2), claiming: true}
+		o.shards[shard] = ownedShard{lease: lease, held: true, until: now.Add(o.ttl / 2)}
 		o.mu.Unlock()
 		takers.Go(func() { l.takeShard(ctx, consumeCtx, intake, shard, lease) })
 	}
@@ -224,7 +222,7 @@ func (l *Loader) takeShard(ctx, consumeCtx context.Context, intake *sync.WaitGro
 		o.mu.Lock()
 		if s := &o.shards[shard]; s.held && s.lease.Epoch == lease.Epoch {
 			// Let it go, to be claimed again (by this loader, same epoch).
-			s.held, s.claiming = false, false
+			s.held = false
 		}
 		o.mu.Unlock()
 	}
@@ -268,7 +266,7 @@ func (l *Loader) takeShard(ctx, consumeCtx context.Context, intake *sync.WaitGro
 		fail(fmt.Errorf("consume %s: %w", name, err))
 		return
 	}
-	s.stop, s.working, s.claiming = stop, true, false
+	s.stop, s.working = stop, true
 	o.mu.Unlock()
 	intake.Go(func() { l.consumeOwned(ctx, subCtx, shard, deliveries) })
 	for _, q := range store.Queues() {
@@ -334,16 +332,6 @@ func (l *Loader) rebuildShard(ctx context.Context, shard int, store *frontier.St
 		n += k
 		after = recs[len(recs)-1].Key
 	}
-}
-
-// shardOf returns the shard ShardID names (of this loader's count).
-func (l *Loader) shardOf(id string) int {
-	for i := range l.shards {
-		if txindex.ShardID(i, l.shards) == id {
-			return i
-		}
-	}
-	return 0
 }
 
 // releaseShards gives up every lease held, once the loader has stopped and

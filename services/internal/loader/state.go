@@ -90,6 +90,12 @@ func (ps *politenessState) activate(ctx context.Context, shard int, redelivered 
 	if s.active && !(redelivered && time.Since(s.activated) > ps.retakeAfter) {
 		return
 	}
+	ps.reload(ctx, shard, s)
+}
+
+// reload reads shard's stored state into s, whose lock is held, and makes
+// the shard taken now.
+func (ps *politenessState) reload(ctx context.Context, shard int, s *shardState) {
 	groups, err := ps.load(ctx, shard)
 	if err != nil && ctx.Err() == nil {
 		ps.log.Warn("load politeness state", "queue", routing.ShardQueue(shard, ps.n), "err", err)
@@ -106,14 +112,8 @@ func (ps *politenessState) takeOver(ctx context.Context, shard int) {
 	s := &ps.shards[shard]
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	groups, err := ps.load(ctx, shard)
-	if err != nil && ctx.Err() == nil {
-		ps.log.Warn("load politeness state", "queue", routing.ShardQueue(shard, ps.n), "err", err)
-	}
-	s.active, s.activated, s.groups, s.window = true, time.Now(), groups, 0
-	for _, b := range groups {
-		s.window = max(s.window, time.Duration(b.DelayMS)*time.Millisecond)
-	}
+	s.window = 0
+	ps.reload(ctx, shard, s)
 }
 
 func (ps *politenessState) load(ctx context.Context, shard int) (map[string]groupBound, error) {
