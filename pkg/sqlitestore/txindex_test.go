@@ -360,3 +360,32 @@ func killChild(path string) {
 	}
 	wg.Wait()
 }
+
+// TestNewFileSettings checks that a new file gets the journal mode and the
+// checkpoint interval openStore asks for.
+func TestNewFileSettings(t *testing.T) {
+	x, err := OpenTxIndex(filepath.Join(t.TempDir(), "tx.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = x.Close() })
+	for _, c := range []struct {
+		db     *sql.DB
+		pragma string
+		want   int
+	}{
+		{x.st.w, "wal_autocheckpoint", 10000},
+	} {
+		var got int
+		if err := c.db.QueryRow("PRAGMA " + c.pragma).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != c.want {
+			t.Errorf("PRAGMA %s = %d, want %d", c.pragma, got, c.want)
+		}
+	}
+	var mode string
+	if err := x.st.w.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+		t.Errorf("PRAGMA journal_mode = %q (%v), want wal", mode, err)
+	}
+}
