@@ -67,19 +67,19 @@ const (
 
 // outcome is what the fetcher made of one task.
 type outcome struct {
-	verdict verdict
-	reason  string                 // vFailed, vRetired; vFetched with an HTTP error
-	err     error                  // vAbandon
-	ex      *exchange              // vFetched
-	revisit *revisit               // vFetched: the page is unchanged since its last fetch
-	robots  *exchange              // a robots.txt exchange to archive, any verdict
-	repub   *contracts.CrawlerPage // vRepublish
+	Verdict verdict
+	Reason  string                 // vFailed, vRetired; vFetched with an HTTP error
+	Err     error                  // vAbandon
+	Ex      *exchange              // vFetched
+	Revisit *revisit               // vFetched: the page is unchanged since its last fetch
+	Robots  *exchange              // a robots.txt exchange to archive, any verdict
+	Repub   *contracts.CrawlerPage // vRepublish
 	// render is the page's rendering in the browser (vFetched, render.go);
 	// renderFailed marks a reason that is the rendering's failure.
-	render       *rendering
-	renderFailed bool
+	Render       *rendering
+	RenderFailed bool
 	// pol is the outcome for the politeness scheduler.
-	pol politeness.Outcome
+	Pol politeness.Outcome
 }
 
 // nothing is a politeness outcome for a lease that made no request: no
@@ -103,19 +103,19 @@ func (l *Loader) fetchTask(ctx context.Context, t *task) outcome {
 // paused crawls, those whose record is no longer to-be-loaded, and invalid
 // URLs. It returns the parsed URL of the others.
 func (l *Loader) admit(ctx context.Context, t *task) (*url.URL, outcome, bool) {
-	o := outcome{pol: nothing}
-	if queue.Lost(t.dl.d) || t.dl.front != nil && !l.own.owns(t.shard) {
+	o := outcome{Pol: nothing}
+	if queue.Lost(t.dl.d) || t.dl.front != nil && !l.own.owns(t.Shard) {
 		// Its contract went back to the queue, or its shard to another
 		// loader, which fetches it.
-		o.verdict = vLost
+		o.Verdict = vLost
 		return nil, o, true
 	}
 	var rec txindex.Record
 	var err error
-	state := l.cancels.State(ctx, t.crawlID)
+	state := l.cancels.State(ctx, t.CrawlID)
 	switch {
 	case state == contracts.CrawlCancelled || state == contracts.CrawlPaused:
-	case t.known != nil && time.Since(t.known.StatusTime) < l.cfg.RecoveryLease/2:
+	case t.Known != nil && time.Since(t.Known.StatusTime) < l.cfg.RecoveryLease/2:
 		// The enqueuer's snapshot: the record as created, too young for
 		// the recovery sweep to have published it again (see
 		// Config.RecoveryLease), or the later version this loader wrote
@@ -123,35 +123,35 @@ func (l *Loader) admit(ctx context.Context, t *task) (*url.URL, outcome, bool) {
 		// fetched already, such as one the crawler published again, is
 		// skipped as after a read). A later version written elsewhere
 		// fails the transition, which then reads the record.
-		rec = l.latest(*t.known)
+		rec = l.latest(*t.Known)
 	default:
-		rec, err = l.deps.Tx.Get(ctx, txindex.Key(t.crawlID, t.url))
+		rec, err = l.deps.Tx.Get(ctx, txindex.Key(t.CrawlID, t.URL))
 	}
 	var u *url.URL
 	switch {
 	case state == contracts.CrawlCancelled:
-		o.verdict, o.reason = vFailed, "cancelled"
+		o.Verdict, o.Reason = vFailed, "cancelled"
 	case state == contracts.CrawlPaused:
-		o.verdict = vPaused
+		o.Verdict = vPaused
 	case err != nil:
-		o.verdict, o.err = vAbandon, fmt.Errorf("get record: %w", err)
+		o.Verdict, o.Err = vAbandon, fmt.Errorf("get record: %w", err)
 	case rec.Status == contracts.ToBeParsed && rec.Asset.Key != "":
 		// Fetched before but the crawler contract may be lost: publish again.
-		o.verdict = vRepublish
-		o.repub = &contracts.CrawlerPage{URL: t.url, Depth: rec.Depth, Hops: rec.Hops, Asset: rec.Asset, StatusCode: rec.HTTPStatus, FetchedAt: rec.StatusTime}
+		o.Verdict = vRepublish
+		o.Repub = &contracts.CrawlerPage{URL: t.URL, Depth: rec.Depth, Hops: rec.Hops, Asset: rec.Asset, StatusCode: rec.HTTPStatus, FetchedAt: rec.StatusTime}
 	case rec.Status != contracts.ToBeLoaded:
-		o.verdict = vSkip
+		o.Verdict = vSkip
 	case !l.claims.claim(t):
 		// Another task fetches this URL and its outcome is not recorded
 		// yet: this one only settles, like a record no longer to-be-loaded.
-		o.verdict = vSkip
+		o.Verdict = vSkip
 	default:
-		t.sitemap = rec.Sitemap
-		if t.profile.Recrawl != nil {
-			t.prev = &rec
+		t.Sitemap = rec.Sitemap
+		if t.Profile.Recrawl != nil {
+			t.Prev = &rec
 		}
-		if u, err = url.Parse(t.url); err != nil {
-			o.verdict, o.reason = vFailed, "invalid url"
+		if u, err = url.Parse(t.URL); err != nil {
+			o.Verdict, o.Reason = vFailed, "invalid url"
 		}
 	}
 	return u, o, u == nil
@@ -183,7 +183,7 @@ func newClaims() *claims { return &claims{by: lru.New[string, *task](100000, cla
 
 // claim makes t the task that fetches its URL, unless another task is.
 func (c *claims) claim(t *task) bool {
-	key := txindex.Key(t.crawlID, t.url)
+	key := txindex.Key(t.CrawlID, t.URL)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if owner, ok := c.by.Get(key); ok && owner != t {
@@ -195,7 +195,7 @@ func (c *claims) claim(t *task) bool {
 
 // release ends t's claim, if it holds one.
 func (c *claims) release(t *task) {
-	key := txindex.Key(t.crawlID, t.url)
+	key := txindex.Key(t.CrawlID, t.URL)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if owner, ok := c.by.Get(key); ok && owner == t {
@@ -208,28 +208,28 @@ func (c *claims) release(t *task) {
 // robots.txt exchange. Otherwise it decides a disallowed or unreachable
 // URL, or returns the Crawl-delay for the page's request.
 func (l *Loader) checkRobots(ctx context.Context, t *task, u *url.URL) (time.Duration, outcome, bool) {
-	if t.profile.Politeness.Robots == contracts.RobotsIgnore {
+	if t.Profile.Politeness.Robots == contracts.RobotsIgnore {
 		return 0, outcome{}, false
 	}
 	rc := &robotsCapture{}
 	res, err := l.robots.Lookup(context.WithValue(ctx, robotsCaptureKey{}, rc), u.Scheme, urlnorm.HostPort(u))
 	var cd time.Duration
 	if err == nil {
-		cd, _ = res.Rules.CrawlDelay(t.profile.UserAgent) // a long Crawl-delay slows the group; it never fails URLs
-		if t.sitemap == txindex.SitemapProbe {
-			t.robotsSitemaps = res.Rules.Sitemaps()
+		cd, _ = res.Rules.CrawlDelay(t.Profile.UserAgent) // a long Crawl-delay slows the group; it never fails URLs
+		if t.Sitemap == txindex.SitemapProbe {
+			t.RobotsSitemaps = res.Rules.Sitemaps()
 		}
 	}
-	o := outcome{pol: nothing}
+	o := outcome{Pol: nothing}
 	switch {
 	case err != nil:
-		o.verdict, o.err = vAbandon, err
+		o.Verdict, o.Err = vAbandon, err
 	case res.Fetched && rc.sent:
-		o = outcome{verdict: vAgain, robots: rc.ex, pol: rc.outcome(cd)}
+		o = outcome{Verdict: vAgain, Robots: rc.Ex, Pol: rc.outcome(cd)}
 	case res.Unreachable != nil:
-		o.verdict, o.reason = vFailed, robotsUnreachable(res.Unreachable)
-	case !res.Rules.Allowed(t.profile.UserAgent, u.RequestURI()):
-		o.verdict, o.reason = vFailed, "robots.txt disallowed"
+		o.Verdict, o.Reason = vFailed, robotsUnreachable(res.Unreachable)
+	case !res.Rules.Allowed(t.Profile.UserAgent, u.RequestURI()):
+		o.Verdict, o.Reason = vFailed, "robots.txt disallowed"
 	default:
 		return cd, outcome{}, false
 	}
@@ -260,37 +260,37 @@ func (l *Loader) get(ctx context.Context, t *task, u *url.URL, crawlDelay time.D
 	ex, err := l.httpGet(ctx, t, u)
 	l.fetched.Add(1)
 	if l.log.Enabled(ctx, slog.LevelDebug) {
-		l.logFetch(ctx, t.crawlID, t.url, ex, time.Since(start), err)
+		l.logFetch(ctx, t.CrawlID, t.URL, ex, time.Since(start), err)
 	}
-	o := outcome{pol: politeness.Outcome{Duration: time.Since(start), CrawlDelay: crawlDelay}}
+	o := outcome{Pol: politeness.Outcome{Duration: time.Since(start), CrawlDelay: crawlDelay}}
 	if err != nil {
-		o.pol.Err, o.pol.ErrKind = err, politeness.ClassifyError(err)
+		o.Pol.Err, o.Pol.ErrKind = err, politeness.ClassifyError(err)
 	} else {
-		o.pol.Status, o.pol.RetryAfter = ex.status, ex.retryAfter
+		o.Pol.Status, o.Pol.RetryAfter = ex.Status, ex.retryAfter
 	}
-	lastAttempt := t.attempt+1 >= l.cfg.FetchAttempts
+	lastAttempt := t.Attempt+1 >= l.cfg.FetchAttempts
 	switch {
 	case err != nil && ctx.Err() != nil:
-		o.verdict, o.err, o.pol = vAbandon, ctx.Err(), nothing
+		o.Verdict, o.Err, o.Pol = vAbandon, ctx.Err(), nothing
 	case errors.Is(err, netguard.ErrForbidden):
-		o.verdict, o.reason = vFailed, netguard.Reason
+		o.Verdict, o.Reason = vFailed, netguard.Reason
 	case err != nil && !lastAttempt:
-		o.verdict = vRetry
+		o.Verdict = vRetry
 	case err != nil:
-		o.verdict, o.reason = vFailed, "fetch: "+err.Error()
-	case (ex.status == http.StatusTooManyRequests || ex.status == http.StatusServiceUnavailable) && !lastAttempt:
-		o.verdict = vRetry
+		o.Verdict, o.Reason = vFailed, "fetch: "+err.Error()
+	case (ex.Status == http.StatusTooManyRequests || ex.Status == http.StatusServiceUnavailable) && !lastAttempt:
+		o.Verdict = vRetry
 	default:
-		o.verdict, o.ex = vFetched, ex
-		o.revisit = l.unchanged(ctx, t, ex)
+		o.Verdict, o.Ex = vFetched, ex
+		o.Revisit = l.unchanged(ctx, t, ex)
 		// A start host's /sitemap.xml that answers an error goes to the
 		// crawler all the same: it reads the robots.txt Sitemap: lines the
 		// probe carries and settles it (a 4xx is no failure).
-		probeError := t.sitemap == txindex.SitemapProbe && ex.status >= 400
-		if (ex.status < 200 || ex.status >= 400) && !probeError && o.revisit == nil {
-			o.reason = fmt.Sprintf("http %d", ex.status)
+		probeError := t.Sitemap == txindex.SitemapProbe && ex.Status >= 400
+		if (ex.Status < 200 || ex.Status >= 400) && !probeError && o.Revisit == nil {
+			o.Reason = fmt.Sprintf("http %d", ex.Status)
 		}
-		if o.revisit == nil && o.reason == "" {
+		if o.Revisit == nil && o.Reason == "" {
 			l.render(ctx, t, &o)
 		}
 	}
@@ -299,20 +299,20 @@ func (l *Loader) get(ctx context.Context, t *task, u *url.URL, crawlDelay time.D
 
 // exchange is one HTTP request and its raw response, as it goes into WARC.
 type exchange struct {
-	url         string
-	date        time.Time
-	ip          string
-	request     []byte // request line and headers as sent
-	response    []byte // status line, headers and raw (still encoded) body
-	truncated   bool
-	bodyBytes   int64 // the body as kept, still content-encoded
-	status      int
-	contentType string
+	URL         string
+	Date        time.Time
+	IP          string
+	Request     []byte // request line and headers as sent
+	Response    []byte // status line, headers and raw (still encoded) body
+	Truncated   bool
+	BodyBytes   int64 // the body as kept, still content-encoded
+	Status      int
+	ContentType string
 	retryAfter  string // the Retry-After header, for the politeness scheduler
 	// etag and lastModified are the response's validators, which a
 	// continuous crawl's next fetch sends back.
-	etag, lastModified string
-	elapsed            time.Duration // from sending the request to the end of the body
+	ETag, LastModified string
+	Elapsed            time.Duration // from sending the request to the end of the body
 }
 
 // httpGet GETs u once, without following redirects, and keeps at most
@@ -321,27 +321,27 @@ type exchange struct {
 func (l *Loader) httpGet(ctx context.Context, t *task, u *url.URL) (*exchange, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.FetchTimeout)
 	defer cancel()
-	ex := &exchange{url: t.url}
+	ex := &exchange{URL: t.URL}
 	req, err := http.NewRequestWithContext(withPeerIP(ctx, ex), http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("build request: %w", err)
 	}
 	limit := l.cfg.MaxBodyBytes
-	if t.sitemap != "" {
+	if t.Sitemap != "" {
 		limit = max(limit, sitemap.MaxBytes)
 	}
-	req.Header.Set("User-Agent", t.profile.UserAgent)
+	req.Header.Set("User-Agent", t.Profile.UserAgent)
 	req.Header.Set("Accept", "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.8")
 	req.Header.Set("Accept-Encoding", httpbody.AcceptEncoding)
 	setConditional(req, t)
-	ex.date = time.Now().UTC()
+	ex.Date = time.Now().UTC()
 	resp, err := l.client.Do(req)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
 	budget := l.bodies
-	if t.sitemap != "" {
+	if t.Sitemap != "" {
 		budget = nil // up to 50 MiB, one per sitemap: not counted
 	}
 	// The body's share of the budget is the task's until the worker has
@@ -362,14 +362,14 @@ func (l *Loader) httpGet(ctx context.Context, t *task, u *url.URL) (*exchange, e
 	if err != nil {
 		return nil, fmt.Errorf("read body: %w", err)
 	}
-	ex.elapsed = time.Since(ex.date)
+	ex.Elapsed = time.Since(ex.Date)
 	body := buf[room:]
 	if int64(len(body)) > limit {
-		body, ex.truncated = body[:limit], true
+		body, ex.Truncated = body[:limit], true
 	}
-	l.met.Response(metrics.KindPage, ex.elapsed, len(body))
+	l.met.Response(metrics.KindPage, ex.Elapsed, len(body))
 	ex.fill(req, resp, placeHead(resp, buf[:room+len(body)], room), len(body))
-	kept, t.bodyShare = true, br
+	kept, t.BodyShare = true, br
 	return ex, nil
 }
 
@@ -409,7 +409,7 @@ func readBody(r io.Reader, room int, size, limit int64) ([]byte, error) {
 func withPeerIP(ctx context.Context, ex *exchange) context.Context {
 	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(ci httptrace.GotConnInfo) {
 		if a, ok := ci.Conn.RemoteAddr().(*net.TCPAddr); ok {
-			ex.ip = a.IP.String()
+			ex.IP = a.IP.String()
 		}
 	}})
 }
@@ -417,13 +417,13 @@ func withPeerIP(ctx context.Context, ex *exchange) context.Context {
 // fill sets ex from a response, its status line, headers and (possibly
 // truncated) body as one slice (response), and the body's length.
 func (ex *exchange) fill(req *http.Request, resp *http.Response, response []byte, bodyLen int) {
-	ex.status = resp.StatusCode
-	ex.bodyBytes = int64(bodyLen)
-	ex.contentType = resp.Header.Get("Content-Type")
+	ex.Status = resp.StatusCode
+	ex.BodyBytes = int64(bodyLen)
+	ex.ContentType = resp.Header.Get("Content-Type")
 	ex.retryAfter = resp.Header.Get("Retry-After")
-	ex.etag, ex.lastModified = resp.Header.Get("ETag"), resp.Header.Get("Last-Modified")
-	ex.request = dumpRequest(req)
-	ex.response = response
+	ex.ETag, ex.LastModified = resp.Header.Get("ETag"), resp.Header.Get("Last-Modified")
+	ex.Request = dumpRequest(req)
+	ex.Response = response
 }
 
 func dumpRequest(req *http.Request) []byte {
@@ -502,7 +502,7 @@ func (w *sliceWriter) WriteString(s string) (int, error) {
 // cache calls the fetcher with the context of the Lookup that fetches.
 type robotsCapture struct {
 	sent     bool // a request went out (the address was allowed)
-	ex       *exchange
+	Ex       *exchange
 	duration time.Duration
 	err      error
 }
@@ -512,8 +512,8 @@ type robotsCaptureKey struct{}
 // outcome is the politeness outcome of the robots.txt request.
 func (rc *robotsCapture) outcome(crawlDelay time.Duration) politeness.Outcome {
 	o := politeness.Outcome{Duration: rc.duration, CrawlDelay: crawlDelay, Err: rc.err, ErrKind: politeness.ClassifyError(rc.err)}
-	if rc.ex != nil {
-		o.Status, o.RetryAfter = rc.ex.status, rc.ex.retryAfter
+	if rc.Ex != nil {
+		o.Status, o.RetryAfter = rc.Ex.Status, rc.Ex.retryAfter
 	}
 	return o
 }
@@ -530,14 +530,14 @@ func (l *Loader) fetchRobots(ctx context.Context, c *http.Client, robotsURL stri
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	ex := &exchange{url: robotsURL}
+	ex := &exchange{URL: robotsURL}
 	req, err := http.NewRequestWithContext(withPeerIP(ctx, ex), http.MethodGet, robotsURL, nil)
 	if err != nil {
 		return 0, nil, fmt.Errorf("build robots request: %w", err)
 	}
 	req.Header.Set("User-Agent", contracts.DefaultUserAgent)
 	start := time.Now()
-	ex.date = start.UTC()
+	ex.Date = start.UTC()
 	resp, err := c.Do(req)
 	rc.sent = !errors.Is(err, netguard.ErrForbidden)
 	if rc.sent {
@@ -558,25 +558,25 @@ func (l *Loader) fetchRobots(ctx context.Context, c *http.Client, robotsURL stri
 	}
 	l.met.Response(metrics.KindRobots, rc.duration, len(body))
 	l.met.Robots(metrics.RobotsResultOf(resp.StatusCode))
-	ex.url = resp.Request.URL.String()
+	ex.URL = resp.Request.URL.String()
 	ex.fill(resp.Request, resp, dumpResponse(resp, body), len(body))
-	rc.ex = ex
+	rc.Ex = ex
 	if l.log.Enabled(ctx, slog.LevelDebug) {
-		l.logFetch(ctx, "", ex.url, ex, rc.duration, nil)
+		l.logFetch(ctx, "", ex.URL, ex, rc.duration, nil)
 	}
 	return resp.StatusCode, body, nil
 }
 
 // metric is the outcome's label in gridcrawl_loader_urls_total.
 func (o outcome) metric() metrics.Outcome {
-	switch o.verdict {
+	switch o.Verdict {
 	case vFetched:
-		switch s := o.ex.status; {
-		case o.revisit != nil:
+		switch s := o.Ex.Status; {
+		case o.Revisit != nil:
 			return metrics.OutcomeUnchanged
-		case o.renderFailed:
+		case o.RenderFailed:
 			return metrics.OutcomeRenderFailed
-		case o.reason != "":
+		case o.Reason != "":
 			return metrics.OutcomeHTTPError
 		case s >= 300 && s < 400:
 			return metrics.OutcomeRedirected
@@ -584,17 +584,17 @@ func (o outcome) metric() metrics.Outcome {
 		return metrics.OutcomeFetched
 	case vFailed:
 		switch {
-		case o.reason == "robots.txt disallowed":
+		case o.Reason == "robots.txt disallowed":
 			return metrics.OutcomeRobotsDisallowed
-		case o.reason == netguard.Reason:
+		case o.Reason == netguard.Reason:
 			return metrics.OutcomeAddressNotAllowed
-		case o.reason == "cancelled":
+		case o.Reason == "cancelled":
 			return metrics.OutcomeCancelled
-		case o.reason == "invalid url":
+		case o.Reason == "invalid url":
 			return metrics.OutcomeInvalidURL
-		case strings.HasPrefix(o.reason, "fetch: "):
+		case strings.HasPrefix(o.Reason, "fetch: "):
 			return metrics.OutcomeFetchError
-		case strings.HasPrefix(o.reason, "robots.txt"):
+		case strings.HasPrefix(o.Reason, "robots.txt"):
 			return metrics.OutcomeRobotsUnreachable
 		}
 		return metrics.OutcomeOtherFailure
@@ -626,6 +626,6 @@ func (l *Loader) logFetch(ctx context.Context, crawlID, url string, ex *exchange
 		return
 	}
 	l.log.LogAttrs(ctx, slog.LevelDebug, "fetch", slog.String("crawl_id", crawlID), slog.String("url", url),
-		slog.Int("status", ex.status), slog.Int64("bytes", ex.bodyBytes), slog.Int64("duration_ms", d.Milliseconds()),
-		slog.String("ip", ex.ip), slog.Bool("truncated", ex.truncated))
+		slog.Int("status", ex.Status), slog.Int64("bytes", ex.BodyBytes), slog.Int64("duration_ms", d.Milliseconds()),
+		slog.String("ip", ex.IP), slog.Bool("truncated", ex.Truncated))
 }

@@ -28,17 +28,17 @@ func TestHTTPGetBodyMemory(t *testing.T) {
 		name      string
 		size      int  // bytes the server sends (-1: without end)
 		announce  bool // with Content-Length
-		header    int  // bytes of extra response headers
-		truncated bool
+		Header    int  // bytes of extra response headers
+		Truncated bool
 		maxAlloc  float64 // bytes allocated, at most this many times the stored body
 	}{
 		{name: "small announced", size: 20 << 10, announce: true, maxAlloc: 1.1},
 		{name: "small chunked", size: 20 << 10, maxAlloc: 1.7},
 		{name: "at the cap announced", size: limit, announce: true, maxAlloc: 1.1},
 		{name: "at the cap chunked", size: limit, maxAlloc: 2.1},
-		{name: "over the cap announced", size: 100 << 20, announce: true, truncated: true, maxAlloc: 1.1},
-		{name: "endless chunked", size: -1, truncated: true, maxAlloc: 2.1},
-		{name: "huge headers", size: limit, announce: true, header: 60 << 10, maxAlloc: 1.1},
+		{name: "over the cap announced", size: 100 << 20, announce: true, Truncated: true, maxAlloc: 1.1},
+		{name: "endless chunked", size: -1, Truncated: true, maxAlloc: 2.1},
+		{name: "huge headers", size: limit, announce: true, Header: 60 << 10, maxAlloc: 1.1},
 		{name: "empty", size: 0, announce: true, maxAlloc: 0},
 	}
 	for _, tc := range tests {
@@ -46,7 +46,7 @@ func TestHTTPGetBodyMemory(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				h := w.Header()
 				h.Set("Content-Type", "text/plain")
-				for i := range tc.header / 1024 {
+				for i := range tc.Header / 1024 {
 					h.Set("X-Junk-"+strconv.Itoa(i), strings.Repeat("v", 1000))
 				}
 				if tc.announce {
@@ -70,13 +70,13 @@ func TestHTTPGetBodyMemory(t *testing.T) {
 				t.Fatal(err)
 			}
 			u, _ := url.Parse(srv.URL + "/page")
-			task := &task{url: u.String(), profile: &contracts.Profile{UserAgent: contracts.DefaultUserAgent}}
+			task := &task{URL: u.String(), Profile: &contracts.Profile{UserAgent: contracts.DefaultUserAgent}}
 			// Warm up the client (connection, buffers) so that only the
 			// page's own allocations are counted.
 			if _, err := l.httpGet(t.Context(), task, u); err != nil {
 				t.Fatal(err)
 			}
-			task.bodyShare.Release() // as the worker does once the body is recorded
+			task.BodyShare.Release() // as the worker does once the body is recorded
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
@@ -85,23 +85,23 @@ func TestHTTPGetBodyMemory(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			task.bodyShare.Release()
+			task.BodyShare.Release()
 			stored := tc.size
 			if tc.size < 0 || tc.size > limit {
 				stored = limit
 			}
-			if ex.bodyBytes != int64(stored) || ex.truncated != tc.truncated {
-				t.Errorf("body %d bytes, truncated %v; want %d, %v", ex.bodyBytes, ex.truncated, stored, tc.truncated)
+			if ex.BodyBytes != int64(stored) || ex.Truncated != tc.Truncated {
+				t.Errorf("body %d bytes, truncated %v; want %d, %v", ex.BodyBytes, ex.Truncated, stored, tc.Truncated)
 			}
-			end := len(ex.response) - stored
-			if end < 4 || string(ex.response[end-4:end]) != "\r\n\r\n" || bytes.Contains(ex.response[:end], []byte("Transfer-Encoding")) {
-				t.Errorf("head %q: want one ending in a blank line, without Transfer-Encoding", ex.response[:min(end, 200)])
+			end := len(ex.Response) - stored
+			if end < 4 || string(ex.Response[end-4:end]) != "\r\n\r\n" || bytes.Contains(ex.Response[:end], []byte("Transfer-Encoding")) {
+				t.Errorf("head %q: want one ending in a blank line, without Transfer-Encoding", ex.Response[:min(end, 200)])
 			}
-			if !bytes.Contains(ex.response[:end], []byte("\r\nContent-Length: "+strconv.Itoa(stored)+"\r\n")) {
-				t.Errorf("head %q does not give the stored length %d", ex.response[:end], stored)
+			if !bytes.Contains(ex.Response[:end], []byte("\r\nContent-Length: "+strconv.Itoa(stored)+"\r\n")) {
+				t.Errorf("head %q does not give the stored length %d", ex.Response[:end], stored)
 			}
-			for off := end; off < len(ex.response); off += len(chunk) {
-				if want := chunk[:min(len(chunk), len(ex.response)-off)]; !bytes.Equal(ex.response[off:off+len(want)], want) {
+			for off := end; off < len(ex.Response); off += len(chunk) {
+				if want := chunk[:min(len(chunk), len(ex.Response)-off)]; !bytes.Equal(ex.Response[off:off+len(want)], want) {
 					t.Fatalf("body differs at byte %d", off-end)
 				}
 			}
@@ -119,8 +119,8 @@ func TestHTTPGetBodyMemory(t *testing.T) {
 func TestPlaceHeadMatchesDumpResponse(t *testing.T) {
 	tests := []struct {
 		name   string
-		status string
-		header http.Header
+		Status string
+		Header http.Header
 		body   string
 		limit  int64
 	}{
@@ -133,7 +133,7 @@ func TestPlaceHeadMatchesDumpResponse(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			resp := &http.Response{Status: tc.status, ProtoMajor: 1, ProtoMinor: 1, Header: tc.header}
+			resp := &http.Response{Status: tc.Status, ProtoMajor: 1, ProtoMinor: 1, Header: tc.Header}
 			want := dumpResponse(resp, []byte(tc.body))
 			room := headRoom(resp, tc.limit)
 			buf := append(make([]byte, room), tc.body...)
@@ -174,14 +174,14 @@ func BenchmarkHTTPGet(b *testing.B) {
 				b.Fatal(err)
 			}
 			u, _ := url.Parse(srv.URL + "/page")
-			task := &task{url: u.String(), profile: &contracts.Profile{UserAgent: contracts.DefaultUserAgent}}
+			task := &task{URL: u.String(), Profile: &contracts.Profile{UserAgent: contracts.DefaultUserAgent}}
 			b.ReportAllocs()
 			for b.Loop() {
 				ex, err := l.httpGet(b.Context(), task, u)
-				if err != nil || ex.bodyBytes != int64(len(page)) {
-					b.Fatalf("httpGet = %v bytes, %v", ex.bodyBytes, err)
+				if err != nil || ex.BodyBytes != int64(len(page)) {
+					b.Fatalf("httpGet = %v bytes, %v", ex.BodyBytes, err)
 				}
-				task.bodyShare.Release()
+				task.BodyShare.Release()
 			}
 		})
 	}

@@ -37,8 +37,8 @@ type fronts struct {
 }
 
 type shardGroup struct {
-	shard int
-	group string
+	Shard int
+	Group string
 }
 
 // feedInterval is how often every group's window is looked at: a resumed
@@ -151,7 +151,7 @@ func (l *Loader) feedLoop(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			l.feed(ctx, sg.shard, sg.group)
+			l.feed(ctx, sg.Shard, sg.Group)
 		}
 	}
 }
@@ -209,12 +209,12 @@ func (l *Loader) filedTask(ctx context.Context, shard int, e frontier.Entry) (*t
 	dl := &delivery{gate: l.deps.Gate, front: l.fronts.stores[shard], entry: e,
 		refill: func() { l.fronts.want(shard, e.Group) }}
 	dl.remaining.Store(1)
-	t := &task{dl: dl, crawlID: e.Crawl, profile: p, group: e.Group, shard: shard, url: e.URL, host: hostOf(e.URL), depth: e.Depth, hops: e.Hops}
+	t := &task{dl: dl, CrawlID: e.Crawl, Profile: p, Group: e.Group, Shard: shard, URL: e.URL, Host: hostOf(e.URL), Depth: e.Depth, Hops: e.Hops}
 	if len(e.Data) > 0 {
 		var snap contracts.Snapshot
 		if json.Unmarshal(e.Data, &snap) == nil {
 			if r, ok := txindex.Learn(l.deps.Tx, txindex.Key(e.Crawl, e.URL), &snap); ok {
-				t.known = &r
+				t.Known = &r
 			}
 		}
 	}

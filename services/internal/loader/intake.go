@@ -127,8 +127,8 @@ func (l *Loader) tasks(c *contracts.LoaderContract, p *contracts.Profile, dl *de
 	now := time.Now()
 	for _, u := range c.URLs {
 		host, g := l.placeOf(c, u)
-		t := &task{dl: dl, crawlID: c.CrawlID, profile: p, inline: c.Profile, group: g, shard: shard,
-			url: u.URL, host: host, depth: u.Depth, hops: u.Hops}
+		t := &task{dl: dl, CrawlID: c.CrawlID, Profile: p, Inline: c.Profile, Group: g, Shard: shard,
+			URL: u.URL, Host: host, Depth: u.Depth, Hops: u.Hops}
 		// A contract delivered before may have been worked on: its
 		// snapshots may be of records fetched since, so they are read.
 		// So are those of a copy its publisher sent again (a confirm lost
@@ -137,7 +137,7 @@ func (l *Loader) tasks(c *contracts.LoaderContract, p *contracts.Profile, dl *de
 		// know (the cluster test's double fetch at a RabbitMQ node kill).
 		if !queue.SeenBefore(dl.d) {
 			if r, ok := txindex.Learn(l.deps.Tx, txindex.Key(c.CrawlID, u.URL), u.Snapshot); ok {
-				t.known = &r
+				t.Known = &r
 			}
 		}
 		// A contract the broker took back from another consumer may still
@@ -196,18 +196,18 @@ func (l *Loader) split(dl *delivery, tasks []*task) (keep []*task, park parkSet)
 	added := map[string]int{}
 	for _, t := range tasks {
 		l.applyBudget(t)
-		queued, delay := l.sched.Backlog(t.group)
+		queued, delay := l.sched.Backlog(t.Group)
 		l.holdMu.Lock()
-		others := len(l.holders[t.group])
+		others := len(l.holders[t.Group])
 		l.holdMu.Unlock()
-		n := queued + added[t.group]
+		n := queued + added[t.Group]
 		if n >= l.groupLimit(delay) || (others > 0 && (others >= l.maxHolders || time.Duration(queued)*delay > holdWait)) {
 			park.tasks = append(park.tasks, t)
 			wait := time.Duration(n) * max(delay, parkFloor)
 			park.delay = max(park.delay, min(max(wait, minParkDelay), maxParkDelay))
 			continue
 		}
-		added[t.group]++
+		added[t.Group]++
 		keep = append(keep, t)
 	}
 	if len(added) == 0 {
@@ -267,13 +267,13 @@ func (l *Loader) park(ctx context.Context, tasks []*task, delay time.Duration) e
 	byShard := map[int][]txindex.Record{}
 	ts := make([]txindex.Transition, 0, len(tasks))
 	for _, t := range tasks {
-		s := routing.ShardOf(t.group, l.shards)
-		byShard[s] = append(byShard[s], txindex.Record{URL: t.url, Depth: t.depth, Hops: t.hops, Group: t.group})
-		ts = append(ts, txindex.Transition{Key: txindex.Key(t.crawlID, t.url), From: contracts.ToBeLoaded, To: contracts.ToBeLoaded})
+		s := routing.ShardOf(t.Group, l.shards)
+		byShard[s] = append(byShard[s], txindex.Record{URL: t.URL, Depth: t.Depth, Hops: t.Hops, Group: t.Group})
+		ts = append(ts, txindex.Transition{Key: txindex.Key(t.CrawlID, t.URL), From: contracts.ToBeLoaded, To: contracts.ToBeLoaded})
 	}
 	for s, recs := range byShard {
 		q := routing.ShardQueue(s, l.shards)
-		msgs, err := contractmsg.Loader(t0.crawlID, *t0.profile, recs)
+		msgs, err := contractmsg.Loader(t0.CrawlID, *t0.Profile, recs)
 		if err == nil {
 			for i := range msgs {
 				msgs[i].Delay = delay
@@ -283,13 +283,13 @@ func (l *Loader) park(ctx context.Context, tasks []*task, delay time.Duration) e
 		if err != nil {
 			// URLs published to other shards are duplicates, which is harmless.
 			if ctx.Err() == nil {
-				l.log.Warn("park urls", "queue", q, "crawl_id", t0.crawlID, "urls", len(recs), "err", err)
+				l.log.Warn("park urls", "queue", q, "crawl_id", t0.CrawlID, "urls", len(recs), "err", err)
 			}
 			return fmt.Errorf("park urls on %s: %w", q, err)
 		}
 	}
 	if _, err := l.deps.Tx.Transition(ctx, ts); err != nil && ctx.Err() == nil {
-		l.log.Warn("renew lease of parked urls", "crawl_id", t0.crawlID, "urls", len(ts), "err", err)
+		l.log.Warn("renew lease of parked urls", "crawl_id", t0.CrawlID, "urls", len(ts), "err", err)
 	}
 	l.parkedURLs.Add(int64(len(tasks)))
 	l.met.Parked(len(tasks))

@@ -691,16 +691,16 @@ func (l *Loader) work(ctx, drain context.Context) {
 		}
 		l.active.Add(1)
 		t := lease.Item.Payload.(*task)
-		t.profile = l.pol.current(t.crawlID, t.profile) // a PATCH since it was taken
+		t.Profile = l.pol.current(t.CrawlID, t.Profile) // a PATCH since it was taken
 		o := l.fetchTask(drain, t)
-		share := t.bodyShare
-		t.bodyShare = nil // t may be scheduled again by requeue
+		share := t.BodyShare
+		t.BodyShare = nil // t may be scheduled again by requeue
 		l.met.URL(o.metric())
 		l.release(drain, lease, t, o)
 		l.route(drain, t, o)
 		share.Release()                           // the body is in the segment (or dropped)
-		if o.ex != nil && l.deps.Handoff == nil { // else the handoff holds the body
-			gcnudge.Dropped(int64(cap(o.ex.response)))
+		if o.Ex != nil && l.deps.Handoff == nil { // else the handoff holds the body
+			gcnudge.Dropped(int64(cap(o.Ex.Response)))
 		}
 		if l.active.Add(-1) == 0 {
 			l.rec.idle()
@@ -715,10 +715,10 @@ func (l *Loader) work(ctx, drain context.Context) {
 // or that only settles (skip, republish) goes to the recorder; a task whose
 // contract went back to the queue (lost) is dropped here.
 func (l *Loader) route(ctx context.Context, t *task, o outcome) {
-	if o.robots != nil {
-		l.rec.archive(o.robots, t.crawlID)
+	if o.Robots != nil {
+		l.rec.archive(o.Robots, t.CrawlID)
 	}
-	switch o.verdict {
+	switch o.Verdict {
 	case vRetry, vAgain, vPaused, vAbandon:
 		l.requeue(ctx, t, o)
 	case vFetched, vFailed, vRetired, vSkip, vRepublish:
@@ -813,16 +813,16 @@ func (dl *delivery) drop() {
 // task is one URL to fetch.
 type task struct {
 	dl        *delivery
-	crawlID   string
-	profile   *contracts.Profile
-	inline    *contracts.Profile // as carried by the contract, forwarded as is
-	group     string
-	shard     int
-	url       string
-	host      string
-	depth     int
-	hops      int
-	attempt   int
+	CrawlID   string
+	Profile   *contracts.Profile
+	Inline    *contracts.Profile // as carried by the contract, forwarded as is
+	Group     string
+	Shard     int
+	URL       string
+	Host      string
+	Depth     int
+	Hops      int
+	Attempt   int
 	notBefore time.Time
 	// prepaid: the task's group was charged for it by the lease that
 	// fetched robots.txt in its stead, so its next lease costs nothing.
@@ -830,19 +830,19 @@ type task struct {
 	// sitemap is the record's sitemap kind (txindex.SitemapProbe,
 	// txindex.SitemapFile), read at admission; robotsSitemaps are the
 	// Sitemap: lines of the origin's robots.txt, handed with a probe.
-	sitemap        string
-	robotsSitemaps []string
+	Sitemap        string
+	RobotsSitemaps []string
 	// prev is the record as admitted, kept for a continuous crawl (profile
 	// recrawl): what its last fetch stored decides the conditional request
 	// and whether this fetch found the page changed.
-	prev *txindex.Record
+	Prev *txindex.Record
 	// known is the record as the contract's snapshot gave it (and the
 	// store learned it), read at admission instead of the store; nil when
 	// the contract carried none or was delivered before.
-	known *txindex.Record
+	Known *txindex.Record
 	// bodyShare is the share of the body budget the fetched body holds,
 	// from its read until the worker has recorded it.
-	bodyShare *bytebudget.Reader
+	BodyShare *bytebudget.Reader
 }
 
 // groupStates is the scheduler's snapshot for the metrics.

@@ -29,17 +29,17 @@ import (
 // result is the outcome of one task, waiting for its segment to be stored.
 type result struct {
 	t      *task
-	status contracts.Status // ToBeParsed, Failed or Retired; "" means no transition
-	reason string
+	Status contracts.Status // ToBeParsed, Failed or Retired; "" means no transition
+	Reason string
 	page   contracts.CrawlerPage
 	inSeg  bool // page.Asset.Offset/Length refer to the segment being filled
-	repub  *contracts.CrawlerPage
+	Repub  *contracts.CrawlerPage
 	// bytes is the size of the fetched body, for the record (with an
 	// exchange only).
 	bytes int64
 	// ip and response are the exchange's, kept for the handoff.
-	ip       string
-	response []byte
+	IP       string
+	Response []byte
 	// recrawl is the recrawl state the outcome leaves, for a continuous
 	// crawl's URL (nil otherwise).
 	recrawl *txindex.Recrawl
@@ -120,26 +120,26 @@ func newRecorder(deps recorderDeps) *recorder {
 // that only settles (skip) or publishes again (republish). It waits for the
 // next flush.
 func (r *recorder) take(t *task, o outcome) {
-	switch o.verdict {
+	switch o.Verdict {
 	case vFetched:
 		r.addExchange(t, o)
 	case vFailed:
 		st := contracts.Failed
-		if t.sitemap == txindex.SitemapProbe && strings.HasPrefix(o.reason, "robots.txt") {
+		if t.Sitemap == txindex.SitemapProbe && strings.HasPrefix(o.Reason, "robots.txt") {
 			// A start host's /sitemap.xml that robots.txt keeps us from
 			// trying was never known to exist: no failure either.
 			st = contracts.Sitemap
 		}
-		res := &result{t: t, status: st, reason: o.reason}
-		if t.profile.Recrawl != nil {
+		res := &result{t: t, Status: st, Reason: o.Reason}
+		if t.Profile.Recrawl != nil {
 			// Tried again at the next due time, like a fetched page.
 			res.recrawl = recrawlState(t, time.Now(), 0, "", "", nil, "", "")
 		}
 		r.add(res)
 	case vRetired:
-		r.add(&result{t: t, status: contracts.Retired, reason: o.reason})
+		r.add(&result{t: t, Status: contracts.Retired, Reason: o.Reason})
 	case vRepublish:
-		r.add(&result{t: t, repub: o.repub})
+		r.add(&result{t: t, Repub: o.Repub})
 	case vSkip:
 		r.add(&result{t: t})
 	}
@@ -156,22 +156,22 @@ func (r *recorder) add(res *result) {
 // A continuous crawl's page found unchanged is written as a revisit record
 // and settles back in its status (indexed) without a crawler contract.
 func (r *recorder) addExchange(t *task, o outcome) {
-	ex := o.ex
-	defer r.hold(int64(cap(ex.response)))
-	res := &result{t: t, status: contracts.ToBeParsed, reason: o.reason, page: contracts.CrawlerPage{
-		URL: t.url, Depth: t.depth, Hops: t.hops, StatusCode: ex.status, ContentType: ex.contentType, FetchedAt: ex.date,
-		ResponseTimeMS: int(ex.elapsed.Milliseconds()), Sitemaps: t.robotsSitemaps, Truncated: ex.truncated,
-	}, bytes: ex.bodyBytes}
-	if o.reason != "" {
-		res.status = contracts.Failed
+	ex := o.Ex
+	defer r.hold(int64(cap(ex.Response)))
+	res := &result{t: t, Status: contracts.ToBeParsed, Reason: o.Reason, page: contracts.CrawlerPage{
+		URL: t.URL, Depth: t.Depth, Hops: t.Hops, StatusCode: ex.Status, ContentType: ex.ContentType, FetchedAt: ex.Date,
+		ResponseTimeMS: int(ex.Elapsed.Milliseconds()), Sitemaps: t.RobotsSitemaps, Truncated: ex.Truncated,
+	}, bytes: ex.BodyBytes}
+	if o.Reason != "" {
+		res.Status = contracts.Failed
 	}
 	if scope := r.dedup.eligible(t, o); scope != "" {
 		// Written at the flush, with the other responses' look-ups.
-		res.dd = &dedupPending{ex: ex, scope: scope, digest: warc.PayloadDigest(ex.response)}
+		res.dd = &dedupPending{Ex: ex, scope: scope, digest: warc.PayloadDigest(ex.Response)}
 		if res.dd.digest != "" {
 			r.mu.Lock()
 			r.pending = append(r.pending, res)
-			r.deferred += int64(len(ex.response))
+			r.deferred += int64(len(ex.Response))
 			full := r.deferred >= r.segments.cfg.bytes
 			r.mu.Unlock()
 			if full {
@@ -183,20 +183,20 @@ func (r *recorder) addExchange(t *task, o outcome) {
 	}
 	// Under mu, so that a result lands in the same flush as its records.
 	r.mu.Lock()
-	if o.revisit != nil {
-		st := t.prev.Recrawl
-		_, _, err := r.segments.appendRevisit(ex, t.crawlID, t.url, st.Stored, st.RecordID, st.Digest, o.revisit)
+	if o.Revisit != nil {
+		st := t.Prev.Recrawl
+		_, _, err := r.segments.appendRevisit(ex, t.CrawlID, t.URL, st.Stored, st.RecordID, st.Digest, o.Revisit)
 		if err == nil {
-			res.status, res.page.StatusCode = previousStatus(t.prev), 0
-			res.recrawl = recrawlState(t, ex.date, ex.status, ex.etag, ex.lastModified, o.revisit, "", "")
+			res.Status, res.page.StatusCode = previousStatus(t.Prev), 0
+			res.recrawl = recrawlState(t, ex.Date, ex.Status, ex.ETag, ex.LastModified, o.Revisit, "", "")
 			r.pending = append(r.pending, res)
 			r.mu.Unlock()
 			return
 		}
 		// The whole response is stored instead, and parsed as a change.
-		r.log.Warn("write revisit record; storing the response", "url", t.url, "crawl_id", t.crawlID, "err", err)
+		r.log.Warn("write revisit record; storing the response", "url", t.URL, "crawl_id", t.CrawlID, "err", err)
 	}
-	r.writeResponse(res, ex, o.render)
+	r.writeResponse(res, ex, o.Render)
 	r.pending = append(r.pending, res)
 	r.mu.Unlock()
 	if r.segments.full() { // store it now rather than at the next tick
@@ -210,33 +210,33 @@ func (r *recorder) addExchange(t *task, o outcome) {
 // Called under r.mu, or by the flush (decideDedup).
 func (r *recorder) writeResponse(res *result, ex *exchange, rnd *rendering) string {
 	t := res.t
-	off, n, id, digest, err := r.segments.appendExchange(ex, t.crawlID)
+	off, n, id, digest, err := r.segments.appendExchange(ex, t.CrawlID)
 	if err == nil && rnd != nil {
 		// The DOM after scripts, tied to the response: what the crawler parses.
 		var domOff, domLen int64
-		if domOff, domLen, err = r.segments.appendRendered(t.url, ex.date, id, rnd); err == nil {
-			res.page.Render = &contracts.RenderedPage{Reason: rnd.reason, Cut: rnd.cut(),
-				DOM: contracts.AssetRef{Offset: domOff, Length: domLen}, Navigations: rnd.res.Navigations}
-			res.render = rnd.reason
+		if domOff, domLen, err = r.segments.appendRendered(t.URL, ex.Date, id, rnd); err == nil {
+			res.page.Render = &contracts.RenderedPage{Reason: rnd.Reason, Cut: rnd.cut(),
+				DOM: contracts.AssetRef{Offset: domOff, Length: domLen}, Navigations: rnd.Res.Navigations}
+			res.render = rnd.Reason
 			if cut := rnd.cut(); cut != "" {
 				res.render += "; cut: " + cut
 			}
 		}
 	}
 	if err != nil {
-		res.status, res.reason, res.page.Render = contracts.Failed, "warc: "+err.Error(), nil
+		res.Status, res.Reason, res.page.Render = contracts.Failed, "warc: "+err.Error(), nil
 		id = ""
 	} else {
 		res.inSeg, res.page.Asset = true, contracts.AssetRef{Offset: off, Length: n}
-		if r.keepResponses && res.status == contracts.ToBeParsed {
-			res.ip, res.response = ex.ip, ex.response
+		if r.keepResponses && res.Status == contracts.ToBeParsed {
+			res.IP, res.Response = ex.IP, ex.Response
 			if rnd != nil {
-				res.response = renderedResponse(rnd.status, rnd.header, rnd.res.DOM)
+				res.Response = renderedResponse(rnd.Status, rnd.Header, rnd.Res.DOM)
 			}
 		}
 	}
-	if t.profile.Recrawl != nil {
-		res.recrawl = recrawlState(t, ex.date, ex.status, ex.etag, ex.lastModified, nil, id, digest)
+	if t.Profile.Recrawl != nil {
+		res.recrawl = recrawlState(t, ex.Date, ex.Status, ex.ETag, ex.LastModified, nil, id, digest)
 	}
 	return id
 }
@@ -245,7 +245,7 @@ func (r *recorder) writeResponse(res *result, ex *exchange, rnd *rendering) stri
 // segment; it is stored with the next flush.
 func (r *recorder) archive(ex *exchange, crawlID string) {
 	if _, _, _, _, err := r.segments.appendExchange(ex, crawlID); err != nil {
-		r.log.Warn("archive exchange", "url", ex.url, "err", err)
+		r.log.Warn("archive exchange", "url", ex.URL, "err", err)
 	}
 }
 
@@ -377,7 +377,7 @@ func (r *recorder) flush(ctx context.Context, final bool) {
 	r.pending = later
 	r.held = 0
 	for _, res := range later {
-		r.held += int64(cap(res.dd.ex.response))
+		r.held += int64(cap(res.dd.Ex.Response))
 	}
 	if r.room != nil {
 		close(r.room)
@@ -429,8 +429,8 @@ func (r *recorder) renew(ctx context.Context, b *batch) {
 	}
 	var ts []txindex.Transition
 	for _, res := range b.pending {
-		if res.status != "" {
-			ts = append(ts, txindex.Transition{Key: txindex.Key(res.t.crawlID, res.t.url), From: contracts.ToBeLoaded, To: contracts.ToBeLoaded})
+		if res.Status != "" {
+			ts = append(ts, txindex.Transition{Key: txindex.Key(res.t.CrawlID, res.t.URL), From: contracts.ToBeLoaded, To: contracts.ToBeLoaded})
 		}
 	}
 	if len(ts) == 0 {
@@ -520,10 +520,10 @@ func (r *recorder) transition(ctx context.Context, pending []*result, rs *record
 	var ts []txindex.Transition
 	var moved []*result
 	for _, res := range pending {
-		if res.status == "" {
+		if res.Status == "" {
 			continue
 		}
-		tr := txindex.Transition{Key: txindex.Key(res.t.crawlID, res.t.url), From: contracts.ToBeLoaded, To: res.status, Error: res.reason, HTTPStatus: res.page.StatusCode}
+		tr := txindex.Transition{Key: txindex.Key(res.t.CrawlID, res.t.URL), From: contracts.ToBeLoaded, To: res.Status, Error: res.Reason, HTTPStatus: res.page.StatusCode}
 		if res.inSeg {
 			a := res.page.Asset
 			tr.Asset = &a
@@ -535,7 +535,7 @@ func (r *recorder) transition(ctx context.Context, pending []*result, rs *record
 		}
 		if res.recrawl != nil {
 			tr.Recrawl = res.recrawl
-			tr.ClearError = res.status == contracts.ToBeParsed
+			tr.ClearError = res.Status == contracts.ToBeParsed
 		}
 		ts = append(ts, tr)
 		moved = append(moved, res)
@@ -570,9 +570,9 @@ func (r *recorder) warnFetchedTwice(moved []*result, applied []bool) {
 		if rd, ok := t.dl.d.(queue.Resendable); ok {
 			resent = rd.Resent()
 		}
-		r.log.Warn("fetched a url whose record another fetch or a cancellation had moved", "crawl_id", t.crawlID, "url", t.url,
-			"queue", routing.ShardQueue(t.shard, max(r.shards, 1)), "redelivered", t.dl.d.Redelivered(), "attempt", t.dl.d.Attempt(),
-			"resent", resent, "snapshot", t.known != nil)
+		r.log.Warn("fetched a url whose record another fetch or a cancellation had moved", "crawl_id", t.CrawlID, "url", t.URL,
+			"queue", routing.ShardQueue(t.Shard, max(r.shards, 1)), "redelivered", t.dl.d.Redelivered(), "attempt", t.dl.d.Attempt(),
+			"resent", resent, "snapshot", t.Known != nil)
 	}
 }
 

@@ -20,23 +20,23 @@ import (
 
 // revisit is what the loader knows of a page found unchanged.
 type revisit struct {
-	profile string // warc.ProfileServerNotModified or warc.ProfileIdenticalPayloadDigest
+	Profile string // warc.ProfileServerNotModified or warc.ProfileIdenticalPayloadDigest
 	// originalHeader is the stored response's status line and header (a
 	// 304's revisit block is that header freshened); nil when it could not
 	// be read.
-	originalHeader []byte
+	OriginalHeader []byte
 }
 
 // setConditional makes req conditional on the validators the last fetch of
 // a continuous crawl's page stored.
 func setConditional(req *http.Request, t *task) {
-	if t.prev == nil || t.prev.Recrawl == nil || !hasStored(t.prev) {
+	if t.Prev == nil || t.Prev.Recrawl == nil || !hasStored(t.Prev) {
 		return
 	}
-	if v := t.prev.Recrawl.ETag; v != "" {
+	if v := t.Prev.Recrawl.ETag; v != "" {
 		req.Header.Set("If-None-Match", v)
 	}
-	if v := t.prev.Recrawl.LastModified; v != "" {
+	if v := t.Prev.Recrawl.LastModified; v != "" {
 		req.Header.Set("If-Modified-Since", v)
 	}
 }
@@ -65,14 +65,14 @@ func previousStatus(rec *txindex.Record) contracts.Status {
 // one. It returns nil for a changed page, a first fetch and a one-shot
 // crawl.
 func (l *Loader) unchanged(ctx context.Context, t *task, ex *exchange) *revisit {
-	if t.prev == nil || !hasStored(t.prev) || ex.truncated {
+	if t.Prev == nil || !hasStored(t.Prev) || ex.Truncated {
 		return nil
 	}
 	switch {
-	case ex.status == http.StatusNotModified:
-		return &revisit{profile: warc.ProfileServerNotModified, originalHeader: l.storedHeader(ctx, t)}
-	case ex.status == http.StatusOK && t.prev.Recrawl.Digest != "" && warc.PayloadDigest(ex.response) == t.prev.Recrawl.Digest:
-		return &revisit{profile: warc.ProfileIdenticalPayloadDigest}
+	case ex.Status == http.StatusNotModified:
+		return &revisit{Profile: warc.ProfileServerNotModified, OriginalHeader: l.storedHeader(ctx, t)}
+	case ex.Status == http.StatusOK && t.Prev.Recrawl.Digest != "" && warc.PayloadDigest(ex.Response) == t.Prev.Recrawl.Digest:
+		return &revisit{Profile: warc.ProfileIdenticalPayloadDigest}
 	}
 	return nil
 }
@@ -81,7 +81,7 @@ func (l *Loader) unchanged(ctx context.Context, t *task, ex *exchange) *revisit 
 // t's page, or returns nil (logged) when it cannot: the revisit record then
 // holds the 304's own header.
 func (l *Loader) storedHeader(ctx context.Context, t *task) []byte {
-	ref := t.prev.Asset
+	ref := t.Prev.Asset
 	rc, err := l.deps.Assets.Get(ctx, ref.Key, ref.Offset, ref.Length)
 	if err == nil {
 		defer rc.Close()
@@ -93,7 +93,7 @@ func (l *Loader) storedHeader(ctx context.Context, t *task) []byte {
 			}
 		}
 	}
-	l.log.Warn("read stored response for a revisit record", "url", t.url, "crawl_id", t.crawlID, "asset", ref.Key, "err", err)
+	l.log.Warn("read stored response for a revisit record", "url", t.URL, "crawl_id", t.CrawlID, "asset", ref.Key, "err", err)
 	return nil
 }
 
@@ -103,8 +103,8 @@ func (l *Loader) storedHeader(ctx context.Context, t *task) []byte {
 // digest those of the response record it stored (empty: none).
 func recrawlState(t *task, at time.Time, status int, etag, lastModified string, rv *revisit, recordID, digest string) *txindex.Recrawl {
 	var st txindex.Recrawl
-	if t.prev != nil && t.prev.Recrawl != nil {
-		st = *t.prev.Recrawl
+	if t.Prev != nil && t.Prev.Recrawl != nil {
+		st = *t.Prev.Recrawl
 	}
 	first := st.Fetched.IsZero()
 	st.Fetched, st.Status = at.UTC(), status
@@ -128,7 +128,7 @@ func recrawlState(t *task, at time.Time, status int, etag, lastModified string, 
 			st.LastModified = lastModified
 		}
 	}
-	next := t.profile.Recrawl.Next(time.Duration(st.IntervalMS)*time.Millisecond, changed || first)
+	next := t.Profile.Recrawl.Next(time.Duration(st.IntervalMS)*time.Millisecond, changed || first)
 	st.IntervalMS = next.Milliseconds()
 	st.Due = at.UTC().Add(next).Truncate(time.Millisecond)
 	return &st

@@ -36,16 +36,16 @@ import (
 
 // rendering is what rendering a page gave.
 type rendering struct {
-	reason string
-	res    *browser.Result
+	Reason string
+	Res    *browser.Result
 	// status and header are the page's HTTP answer, with which the DOM is
 	// handed to a crawler in the process.
-	status int
-	header http.Header
+	Status int
+	Header http.Header
 }
 
 // cut is the per-page limits' cuts on one line.
-func (r *rendering) cut() string { return strings.Join(r.res.Cut, "; ") }
+func (r *rendering) cut() string { return strings.Join(r.Res.Cut, "; ") }
 
 // browserFor returns the loader's browser, started with the first page to
 // render; the error of a loader that has none stays its answer.
@@ -117,17 +117,17 @@ func (l *Loader) closeBrowser() {
 // renderReason says why the page of ex is to be rendered ("" when it is
 // not) and returns its decoded answer for the browser.
 func (l *Loader) renderReason(t *task, ex *exchange) (string, *browser.Response) {
-	if t.sitemap != "" || ex.status != http.StatusOK || ex.truncated {
+	if t.Sitemap != "" || ex.Status != http.StatusOK || ex.Truncated {
 		return "", nil
 	}
-	if mt := mediaType(ex.contentType); mt != "text/html" && mt != "application/xhtml+xml" {
+	if mt := mediaType(ex.ContentType); mt != "text/html" && mt != "application/xhtml+xml" {
 		return "", nil
 	}
-	mode := t.profile.RenderFor(t.host)
+	mode := t.Profile.RenderFor(t.Host)
 	if mode == contracts.RenderNever {
 		return "", nil
 	}
-	status, header, body, err := warc.ParseHTTPResponse(ex.response)
+	status, header, body, err := warc.ParseHTTPResponse(ex.Response)
 	if err != nil {
 		return "", nil
 	}
@@ -141,15 +141,15 @@ func (l *Loader) renderReason(t *task, ex *exchange) (string, *browser.Response)
 	return browser.NeedsRender(body), main
 }
 
-// render renders the page of o.ex when the profile says so, and sets o
+// render renders the page of o.Ex when the profile says so, and sets o
 // from the result: its rendering, or a failure with the reason.
 func (l *Loader) render(ctx context.Context, t *task, o *outcome) {
-	reason, main := l.renderReason(t, o.ex)
+	reason, main := l.renderReason(t, o.Ex)
 	if reason == "" {
 		return
 	}
 	fail := func(why string) {
-		o.reason, o.renderFailed = why, true
+		o.Reason, o.RenderFailed = why, true
 		l.met.Rendered(metrics.RenderFailed, 0)
 		l.renders.failed.Add(1)
 	}
@@ -160,17 +160,17 @@ func (l *Loader) render(ctx context.Context, t *task, o *outcome) {
 	}
 	e := &embeds{l: l, t: t, perGroup: map[string]int{}}
 	res, err := b.Render(ctx, browser.Page{
-		URL: t.url, UserAgent: t.profile.UserAgent, Main: main, Fetch: e.fetch,
+		URL: t.URL, UserAgent: t.Profile.UserAgent, Main: main, Fetch: e.fetch,
 		Timeout: l.cfg.RenderTimeout, IdleWait: l.cfg.RenderIdle,
 		MaxRequests: l.cfg.RenderMaxRequests, MaxBytes: l.cfg.RenderMaxBytes, TabWait: l.tabWait(),
 	})
 	switch {
 	case err != nil && ctx.Err() != nil:
-		o.verdict, o.err, o.ex, o.pol = vAbandon, ctx.Err(), nil, nothing
-	case errors.Is(err, browser.ErrNoTab) && t.attempt+1 < l.cfg.FetchAttempts:
+		o.Verdict, o.Err, o.Ex, o.Pol = vAbandon, ctx.Err(), nil, nothing
+	case errors.Is(err, browser.ErrNoTab) && t.Attempt+1 < l.cfg.FetchAttempts:
 		// Every tab busy for longer than a page may take: fetched again
 		// later, so that the lease never outlasts the group's busy timeout.
-		o.verdict, o.ex = vRetry, nil
+		o.Verdict, o.Ex = vRetry, nil
 	case errors.Is(err, browser.ErrNoTab):
 		fail(fmt.Sprintf("render: no tab free within %s", l.tabWait()))
 	case err != nil:
@@ -180,8 +180,8 @@ func (l *Loader) render(ctx context.Context, t *task, o *outcome) {
 		}
 		fail(why)
 	default:
-		o.render = &rendering{reason: reason, res: res, status: main.Status, header: main.Header}
-		o.pol.Duration += res.Duration
+		o.Render = &rendering{Reason: reason, Res: res, Status: main.Status, Header: main.Header}
+		o.Pol.Duration += res.Duration
 		r := metrics.RenderOK
 		if len(res.Cut) > 0 {
 			r = metrics.RenderCut
@@ -230,7 +230,7 @@ func (e *embeds) fetch(ctx context.Context, r *browser.Request) (*browser.Respon
 	}
 	host := urlnorm.HostPort(u)
 	group := e.l.group(urlnorm.Host(u)) // as tasks group their hosts
-	if group != e.t.group {
+	if group != e.t.Group {
 		e.mu.Lock()
 		e.perGroup[group]++
 		n := e.perGroup[group]
@@ -239,7 +239,7 @@ func (e *embeds) fetch(ctx context.Context, r *browser.Request) (*browser.Respon
 			return nil, &browser.Refusal{Reason: fmt.Sprintf("the page's limit of %d requests to another group", e.l.cfg.RenderGroupRequests)}
 		}
 	}
-	prof := e.t.profile
+	prof := e.t.Profile
 	if prof.RenderRobots == contracts.RenderRobotsAll && prof.Politeness.Robots != contracts.RobotsIgnore {
 		res, err := e.l.robots.Lookup(ctx, u.Scheme, host)
 		if err != nil || res.Unreachable != nil || !res.Rules.Allowed(prof.UserAgent, u.RequestURI()) {
@@ -248,7 +248,7 @@ func (e *embeds) fetch(ctx context.Context, r *browser.Request) (*browser.Respon
 	}
 	cacheable := r.Method == http.MethodGet && sharedType(r.Type)
 	if cacheable {
-		if resp, ok := e.l.embedCache.get(e.t.crawlID, r.URL); ok {
+		if resp, ok := e.l.embedCache.get(e.t.CrawlID, r.URL); ok {
 			return resp, nil // requested and archived for an earlier page
 		}
 	}
@@ -259,15 +259,15 @@ func (e *embeds) fetch(ctx context.Context, r *browser.Request) (*browser.Respon
 	if err != nil {
 		return nil, err
 	}
-	e.l.rec.archive(ex, e.t.crawlID)
-	e.l.sched.Embedded(group, ex.bodyBytes)
+	e.l.rec.archive(ex, e.t.CrawlID)
+	e.l.sched.Embedded(group, ex.BodyBytes)
 	body, err = httpbody.Decode(header, body, e.l.cfg.MaxBodyBytes)
 	if err != nil {
 		return nil, fmt.Errorf("decode %s: %w", r.URL, err)
 	}
-	resp := &browser.Response{Status: ex.status, Header: header, Body: body}
-	if cacheable && !ex.truncated {
-		e.l.embedCache.put(e.t.crawlID, r.URL, resp)
+	resp := &browser.Response{Status: ex.Status, Header: header, Body: body}
+	if cacheable && !ex.Truncated {
+		e.l.embedCache.put(e.t.CrawlID, r.URL, resp)
 	}
 	return resp, nil
 }
@@ -279,7 +279,7 @@ func (e *embeds) fetch(ctx context.Context, r *browser.Request) (*browser.Respon
 func (l *Loader) embedGet(ctx context.Context, t *task, u *url.URL, r *browser.Request) (*exchange, http.Header, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.FetchTimeout)
 	defer cancel()
-	ex := &exchange{url: r.URL}
+	ex := &exchange{URL: r.URL}
 	req, err := http.NewRequestWithContext(withPeerIP(ctx, ex), r.Method, u.String(), nil)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("build request: %w", err)
@@ -291,9 +291,9 @@ func (l *Loader) embedGet(ctx context.Context, t *task, u *url.URL, r *browser.R
 		}
 		req.Header[http.CanonicalHeaderKey(k)] = vs
 	}
-	req.Header.Set("User-Agent", t.profile.UserAgent)
+	req.Header.Set("User-Agent", t.Profile.UserAgent)
 	req.Header.Set("Accept-Encoding", httpbody.AcceptEncoding)
-	ex.date = time.Now().UTC()
+	ex.Date = time.Now().UTC()
 	resp, err := l.embedClient.Do(req)
 	if err != nil {
 		return nil, nil, nil, err
@@ -305,12 +305,12 @@ func (l *Loader) embedGet(ctx context.Context, t *task, u *url.URL, r *browser.R
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("read body: %w", err)
 	}
-	ex.elapsed = time.Since(ex.date)
+	ex.Elapsed = time.Since(ex.Date)
 	body := buf[room:]
 	if int64(len(body)) > limit {
-		body, ex.truncated = body[:limit], true
+		body, ex.Truncated = body[:limit], true
 	}
-	l.met.Response(metrics.KindEmbed, ex.elapsed, len(body))
+	l.met.Response(metrics.KindEmbed, ex.Elapsed, len(body))
 	ex.fill(req, resp, placeHead(resp, buf[:room+len(body)], room), len(body))
 	return ex, resp.Header, body, nil
 }
@@ -319,14 +319,14 @@ func (l *Loader) embedGet(ctx context.Context, t *task, u *url.URL, r *browser.R
 // conversion record of the response respID, and a metadata record of how
 // it was rendered.
 func renderedRecords(url string, date time.Time, respID string, r *rendering) (dom, meta warc.Record) {
-	dom = warc.NewConversionRecord(url, date, respID, "text/html; charset=utf-8", r.res.DOM)
-	fields := []string{"render-reason", r.reason, "render-duration-ms", fmt.Sprint(r.res.Duration.Milliseconds()),
-		"render-requests", fmt.Sprint(r.res.Requests), "render-refused", fmt.Sprint(r.res.Refused),
-		"render-bytes", fmt.Sprint(r.res.Bytes), "render-final-url", r.res.URL}
-	for _, c := range r.res.Cut {
+	dom = warc.NewConversionRecord(url, date, respID, "text/html; charset=utf-8", r.Res.DOM)
+	fields := []string{"render-reason", r.Reason, "render-duration-ms", fmt.Sprint(r.Res.Duration.Milliseconds()),
+		"render-requests", fmt.Sprint(r.Res.Requests), "render-refused", fmt.Sprint(r.Res.Refused),
+		"render-bytes", fmt.Sprint(r.Res.Bytes), "render-final-url", r.Res.URL}
+	for _, c := range r.Res.Cut {
 		fields = append(fields, "render-cut", c)
 	}
-	for _, n := range r.res.Navigations {
+	for _, n := range r.Res.Navigations {
 		fields = append(fields, "render-navigation-refused", n)
 	}
 	meta = warc.NewMetadataRecord(url, date, warc.RecordID(dom), fields...)

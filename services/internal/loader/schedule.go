@@ -136,10 +136,10 @@ func (p *policies) budgetChange(crawlID string, version int, group string) bool 
 // profile has none): the crawl's own, apart from other crawls' uses of the
 // group.
 func (l *Loader) applyBudget(t *task) {
-	if !l.pol.budgetChange(t.crawlID, t.profile.Version, t.group) {
+	if !l.pol.budgetChange(t.CrawlID, t.Profile.Version, t.Group) {
 		return
 	}
-	l.sched.SetCrawlBudget(t.group, t.host, t.crawlID, budgetOf(t.profile.Budget, t.group, t.host))
+	l.sched.SetCrawlBudget(t.Group, t.Host, t.CrawlID, budgetOf(t.Profile.Budget, t.Group, t.Host))
 }
 
 // budgetOf maps a profile's budget onto politeness: its defaults (0 means
@@ -179,17 +179,17 @@ func budgetOf(b *contracts.Budget, group, host string) *politeness.Budget {
 // schedule hands t to the politeness scheduler, not before t.notBefore nor
 // before its group may be fetched after a failover (see state.go).
 func (l *Loader) schedule(ctx context.Context, t *task) {
-	pol := l.pol.delayPolicy(t.profile)
-	if hold := l.state.holdUntil(t.shard, t.group, pol.Min); hold.After(t.notBefore) {
+	pol := l.pol.delayPolicy(t.Profile)
+	if hold := l.state.holdUntil(t.Shard, t.Group, pol.Min); hold.After(t.notBefore) {
 		t.notBefore = hold
 	}
-	it := politeness.Item{URL: t.url, Host: t.host, Group: t.group, NotBefore: t.notBefore, Payload: t, Cost: l.pol.costPolicy(t.profile), Crawl: t.crawlID}
+	it := politeness.Item{URL: t.URL, Host: t.Host, Group: t.Group, NotBefore: t.notBefore, Payload: t, Cost: l.pol.costPolicy(t.Profile), Crawl: t.CrawlID}
 	if t.prepaid {
 		it.Cost = politeness.ZeroCost{}
 	}
 	if err := l.sched.Add(it); err != nil {
 		l.claims.release(t)
-		t.dl.done(ctx, l.log, fmt.Errorf("schedule %s: %w", t.url, err))
+		t.dl.done(ctx, l.log, fmt.Errorf("schedule %s: %w", t.URL, err))
 	}
 }
 
@@ -198,16 +198,16 @@ func (l *Loader) schedule(ctx context.Context, t *task) {
 // retryable failure; the index was unreachable while a backend was down),
 // parked (its crawl is paused), or settled with the error (abandoned).
 func (l *Loader) requeue(ctx context.Context, t *task, o outcome) {
-	switch o.verdict {
+	switch o.Verdict {
 	case vAgain:
 		t.prepaid = true // robots.txt is paid as the page: budgets count pages
 		l.schedule(ctx, t)
 	case vRetry:
 		// The group's own backoff (from the outcome) slows every URL of the
 		// group meanwhile.
-		t.attempt++
+		t.Attempt++
 		t.prepaid = false
-		t.notBefore = time.Now().Add(l.cfg.RetryDelay * time.Duration(t.attempt))
+		t.notBefore = time.Now().Add(l.cfg.RetryDelay * time.Duration(t.Attempt))
 		l.schedule(ctx, t)
 	case vPaused:
 		t.notBefore = time.Time{}
@@ -226,9 +226,9 @@ func (l *Loader) requeue(ctx context.Context, t *task, o outcome) {
 			return
 		}
 		if ctx.Err() == nil {
-			l.log.Warn("abandon url", "url", t.url, "crawl_id", t.crawlID, "err", o.err)
+			l.log.Warn("abandon url", "url", t.URL, "crawl_id", t.CrawlID, "err", o.Err)
 		}
-		l.settle(ctx, t, o.err)
+		l.settle(ctx, t, o.Err)
 	}
 }
 
@@ -237,23 +237,23 @@ func (l *Loader) requeue(ctx context.Context, t *task, o outcome) {
 // can come before a failover would know of it; a backoff is stored right
 // after (it is at least BackoffBase away).
 func (l *Loader) release(ctx context.Context, lease politeness.Lease, t *task, o outcome) {
-	pol := l.pol.delayPolicy(t.profile)
-	o.pol.Policy = pol
-	if o.pol.Unfetched {
-		l.sched.Release(lease, o.pol)
+	pol := l.pol.delayPolicy(t.Profile)
+	o.Pol.Policy = pol
+	if o.Pol.Unfetched {
+		l.sched.Release(lease, o.Pol)
 		return
 	}
-	trouble := troubled(o.pol)
+	trouble := troubled(o.Pol)
 	if !trouble {
-		l.state.learn(ctx, t.shard, t.group, pol, o.pol.CrawlDelay, false, 0)
+		l.state.learn(ctx, t.Shard, t.Group, pol, o.Pol.CrawlDelay, false, 0)
 	}
-	if !l.sched.Release(lease, o.pol) {
+	if !l.sched.Release(lease, o.Pol) {
 		return
 	}
-	_, delay := l.sched.Queued(t.group)
+	_, delay := l.sched.Queued(t.Group)
 	l.met.PolitenessDelay(delay)
 	if trouble {
-		l.state.learn(ctx, t.shard, t.group, pol, o.pol.CrawlDelay, true, delay)
+		l.state.learn(ctx, t.Shard, t.Group, pol, o.Pol.CrawlDelay, true, delay)
 	}
 }
 
@@ -277,7 +277,7 @@ func (l *Loader) retireLoop(ctx context.Context) {
 		}
 		for _, it := range l.sched.DrainRetired(10000) {
 			l.met.URL(metrics.OutcomeRetired)
-			l.route(ctx, it.Payload.(*task), outcome{verdict: vRetired, reason: "crawl host group budget spent"})
+			l.route(ctx, it.Payload.(*task), outcome{Verdict: vRetired, Reason: "crawl host group budget spent"})
 		}
 	}
 }

@@ -108,8 +108,8 @@ func (w *segmentWriter) appendExchange(ex *exchange, crawlID string) (offset, le
 	if w.seg.Count() == 0 {
 		w.startLocked(time.Now())
 	}
-	req := warc.NewRequestRecord(ex.url, ex.date, ex.request)
-	resp := warc.NewResponseRecord(ex.url, ex.date, ex.ip, ex.response, ex.truncated, warc.RecordID(req))
+	req := warc.NewRequestRecord(ex.URL, ex.Date, ex.Request)
+	resp := warc.NewResponseRecord(ex.URL, ex.Date, ex.IP, ex.Response, ex.Truncated, warc.RecordID(req))
 	if _, _, err := w.seg.Append(req); err != nil {
 		return 0, 0, "", "", err
 	}
@@ -150,10 +150,10 @@ func (w *segmentWriter) appendRendered(url string, date time.Time, respID string
 // CDXJ line and returns where the revisit lies in the segment being
 // filled.
 func (w *segmentWriter) appendRevisit(ex *exchange, crawlID, refersURI string, refersDate time.Time, refersTo, digest string, rv *revisit) (offset, length int64, err error) {
-	req := warc.NewRequestRecord(ex.url, ex.date, ex.request)
+	req := warc.NewRequestRecord(ex.URL, ex.Date, ex.Request)
 	rec, err := warc.NewRevisitRecord(warc.Revisit{
-		TargetURI: ex.url, Date: ex.date, IP: ex.ip, Profile: rv.profile,
-		HTTPResponse: ex.response, OriginalHeader: rv.originalHeader, PayloadDigest: digest,
+		TargetURI: ex.URL, Date: ex.Date, IP: ex.IP, Profile: rv.Profile,
+		HTTPResponse: ex.Response, OriginalHeader: rv.OriginalHeader, PayloadDigest: digest,
 		RefersToTargetURI: refersURI, RefersToDate: refersDate, RefersTo: refersTo, ConcurrentTo: warc.RecordID(req),
 	})
 	if err != nil {

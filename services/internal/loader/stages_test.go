@@ -69,9 +69,9 @@ func testSegmentWriter(store assets.Store, bytes int64) *segmentWriter {
 // testExchange is a fetched page of u with a body of n bytes.
 func testExchange(u string, n int) *exchange {
 	body := strings.Repeat("x", n)
-	return &exchange{url: u, date: time.Now().UTC(), ip: "127.0.0.1", status: 200,
-		request:  []byte("GET / HTTP/1.1\r\nHost: example\r\n\r\n"),
-		response: []byte("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: " + strconv.Itoa(n) + "\r\n\r\n" + body)}
+	return &exchange{URL: u, Date: time.Now().UTC(), IP: "127.0.0.1", Status: 200,
+		Request:  []byte("GET / HTTP/1.1\r\nHost: example\r\n\r\n"),
+		Response: []byte("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: " + strconv.Itoa(n) + "\r\n\r\n" + body)}
 }
 
 func readObject(t *testing.T, s assets.Store, key string) []byte {
@@ -200,7 +200,7 @@ type settled struct {
 func (s *settled) settle(_ context.Context, t *task, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.urls, s.errs = append(s.urls, t.url), append(s.errs, err)
+	s.urls, s.errs = append(s.urls, t.URL), append(s.errs, err)
 }
 
 func (s *settled) got() ([]string, []error) {
@@ -211,7 +211,7 @@ func (s *settled) got() ([]string, []error) {
 
 // recordedBatch is a batch of one page moved to to-be-parsed.
 func recordedBatch(u string) *batch {
-	res := &result{t: &task{crawlID: "c", url: u}, status: contracts.ToBeParsed,
+	res := &result{t: &task{CrawlID: "c", URL: u}, Status: contracts.ToBeParsed,
 		page: contracts.CrawlerPage{URL: u, StatusCode: 200, Asset: contracts.AssetRef{Key: "warc/k", Length: 1}}}
 	return &batch{pending: []*result{res}, rs: recordState{applied: []bool{true}, moved: []*result{res}}}
 }
@@ -289,13 +289,13 @@ func TestPublisherHoldsNoResponse(t *testing.T) {
 	p := newPublisher(q, h, nil, slog.New(slog.DiscardHandler), s.settle)
 	go p.run(t.Context())
 	first, second := recordedBatch("http://x.example/1"), recordedBatch("http://x.example/2")
-	first.rs.moved[0].response = []byte("HTTP/1.1 200 OK\r\n\r\none")
-	second.rs.moved[0].response = []byte("HTTP/1.1 200 OK\r\n\r\ntwo")
+	first.rs.moved[0].Response = []byte("HTTP/1.1 200 OK\r\n\r\none")
+	second.rs.moved[0].Response = []byte("HTTP/1.1 200 OK\r\n\r\ntwo")
 	second.rs.applied[0] = false // another loader moved it first
 	p.put(t.Context(), first)
 	p.put(t.Context(), second) // waits behind first, whose publish waits for release
 	for _, b := range []*batch{first, second} {
-		if r := b.rs.moved[0]; r.response != nil {
+		if r := b.rs.moved[0]; r.Response != nil {
 			t.Errorf("batch of %s waiting for its publish holds its response", r.page.URL)
 		}
 	}
