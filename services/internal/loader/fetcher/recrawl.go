@@ -1,13 +1,13 @@
-package loader
+package fetcher
 
 import (
 	"context"
 	"net/http"
-	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/pkg/warc"
+	"github.com/gridcrawl/gridcrawl/services/internal/loader/queueing"
 )
 
 // Recrawl: a continuous crawl's refetch is conditional on what the last
@@ -19,7 +19,7 @@ import (
 // with its next due time.
 
 // revisit is what the loader knows of a page found unchanged.
-type revisit struct {
+type Revisit struct {
 	Profile string // warc.ProfileServerNotModified or warc.ProfileIdenticalPayloadDigest
 	// originalHeader is the stored response's status line and header (a
 	// 304's revisit block is that header freshened); nil when it could not
@@ -29,7 +29,7 @@ type revisit struct {
 
 // setConditional makes req conditional on the validators the last fetch of
 // a continuous crawl's page stored.
-func setConditional(req *http.Request, t *task) {
+func setConditional(req *http.Request, t *queueing.Task) {
 	if t.Prev == nil || t.Prev.Recrawl == nil || !hasStored(t.Prev) {
 		return
 	}
@@ -47,12 +47,12 @@ func setConditional(req *http.Request, t *task) {
 // fetched and parsed in full).
 func hasStored(rec *txindex.Record) bool {
 	rc := rec.Recrawl
-	return rc != nil && rc.RecordID != "" && !rc.Stored.IsZero() && rec.Asset.Key != "" && previousStatus(rec) == contracts.Indexed
+	return rc != nil && rc.RecordID != "" && !rc.Stored.IsZero() && rec.Asset.Key != "" && PreviousStatus(rec) == contracts.Indexed
 }
 
 // previousStatus is the status rec was settled in before the due check took
 // it back to to-be-loaded: the event before the last of its history.
-func previousStatus(rec *txindex.Record) contracts.Status {
+func PreviousStatus(rec *txindex.Record) contracts.Status {
 	h := rec.History
 	if len(h) < 2 || h[len(h)-1].Status != contracts.ToBeLoaded {
 		return ""
@@ -64,15 +64,15 @@ func previousStatus(rec *txindex.Record) contracts.Status {
 // it as stored: a 304 answer, or a 200 whose payload digest is the stored
 // one. It returns nil for a changed page, a first fetch and a one-shot
 // crawl.
-func (l *Loader) unchanged(ctx context.Context, t *task, ex *exchange) *revisit {
+func (f *Fetcher) unchanged(ctx context.Context, t *queueing.Task, ex *Exchange) *Revisit {
 	if t.Prev == nil || !hasStored(t.Prev) || ex.Truncated {
 		return nil
 	}
 	switch {
 	case ex.Status == http.StatusNotModified:
-		return &revisit{Profile: warc.ProfileServerNotModified, OriginalHeader: l.storedHeader(ctx, t)}
+		return &Revisit{Profile: warc.ProfileServerNotModified, OriginalHeader: f.storedHeader(ctx, t)}
 	case ex.Status == http.StatusOK && t.Prev.Recrawl.Digest != "" && warc.PayloadDigest(ex.Response) == t.Prev.Recrawl.Digest:
-		return &revisit{Profile: warc.ProfileIdenticalPayloadDigest}
+		return &Revisit{Profile: warc.ProfileIdenticalPayloadDigest}
 	}
 	return nil
 }
@@ -80,56 +80,19 @@ func (l *Loader) unchanged(ctx context.Context, t *task, ex *exchange) *revisit 
 // storedHeader reads the status line and header of the stored response of
 // t's page, or returns nil (logged) when it cannot: the revisit record then
 // holds the 304's own header.
-func (l *Loader) storedHeader(ctx context.Context, t *task) []byte {
+func (f *Fetcher) storedHeader(ctx context.Context, t *queueing.Task) []byte {
 	ref := t.Prev.Asset
-	rc, err := l.deps.Assets.Get(ctx, ref.Key, ref.Offset, ref.Length)
+	rc, err := f.deps.Assets.Get(ctx, ref.Key, ref.Offset, ref.Length)
 	if err == nil {
 		defer rc.Close()
 		var rec warc.Record
-		if rec, err = warc.ReadRecord(rc, l.cfg.MaxBodyBytes+1<<20); err == nil {
+		if rec, err = warc.ReadRecord(rc, f.cfg.MaxBodyBytes+1<<20); err == nil {
 			var h []byte
 			if h, err = warc.HTTPHeader(rec.Block); err == nil {
 				return h
 			}
 		}
 	}
-	l.log.Warn("read stored response for a revisit record", "url", t.URL, "crawl_id", t.CrawlID, "asset", ref.Key, "err", err)
+	f.log.Warn("read stored response for a Revisit record", "url", t.URL, "crawl_id", t.CrawlID, "asset", ref.Key, "err", err)
 	return nil
-}
-
-// recrawlState returns the recrawl state a fetch of t at time at leaves:
-// status is the response's (0: none), etag and lastModified its
-// validators, rv set when it found the page unchanged, and recordID and
-// digest those of the response record it stored (empty: none).
-func recrawlState(t *task, at time.Time, status int, etag, lastModified string, rv *revisit, recordID, digest string) *txindex.Recrawl {
-	var st txindex.Recrawl
-	if t.Prev != nil && t.Prev.Recrawl != nil {
-		st = *t.Prev.Recrawl
-	}
-	first := st.Fetched.IsZero()
-	st.Fetched, st.Status = at.UTC(), status
-	changed := rv == nil && recordID != "" && !first
-	switch {
-	case rv != nil:
-		st.Revisits++
-	case recordID != "":
-		if changed && digest != st.Digest {
-			st.Changes++
-		}
-		st.RecordID, st.Stored, st.Digest = recordID, at.UTC(), digest
-		st.ETag, st.LastModified = "", ""
-	}
-	if rv != nil || recordID != "" {
-		// A 304 may update the validators; a new response replaces them.
-		if etag != "" && len(etag) <= txindex.MaxValidatorLen {
-			st.ETag = etag
-		}
-		if lastModified != "" && len(lastModified) <= txindex.MaxValidatorLen {
-			st.LastModified = lastModified
-		}
-	}
-	next := t.Profile.Recrawl.Next(time.Duration(st.IntervalMS)*time.Millisecond, changed || first)
-	st.IntervalMS = next.Milliseconds()
-	st.Due = at.UTC().Add(next).Truncate(time.Millisecond)
-	return &st
 }

@@ -1,4 +1,4 @@
-package loader
+package fetcher
 
 import (
 	"bytes"
@@ -13,70 +13,68 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/growbuf"
 	"github.com/gridcrawl/gridcrawl/pkg/httpbody"
-	"github.com/gridcrawl/gridcrawl/pkg/lru"
 	"github.com/gridcrawl/gridcrawl/pkg/netguard"
 	"github.com/gridcrawl/gridcrawl/pkg/politeness"
-	"github.com/gridcrawl/gridcrawl/pkg/queue"
 	"github.com/gridcrawl/gridcrawl/pkg/robots"
 	"github.com/gridcrawl/gridcrawl/pkg/sitemap"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/pkg/urlnorm"
+	"github.com/gridcrawl/gridcrawl/services/internal/loader/queueing"
 	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
 )
 
-// Fetcher: one leased task becomes exactly one outcome. A lease makes at
-// most one request, a page or its origin's robots.txt, so that the group's
-// delay follows every request.
+// One leased task becomes exactly one outcome. A lease makes at most one
+// request, a page or its origin's robots.txt, so that the group's delay
+// follows every request.
 
 // verdict says what became of a task.
-type verdict uint8
+type Verdict uint8
 
 const (
 	// vFetched: the page was fetched (ex); recorded as to-be-parsed, or
 	// failed for an HTTP error status.
-	vFetched verdict = iota
+	Fetched Verdict = iota
 	// vFailed: the URL fails for reason, without an exchange.
-	vFailed
+	Failed
 	// vRetired: the group's budget is spent; the URL is parked as retired.
-	vRetired
+	Retired
 	// vSkip: the record is no longer to-be-loaded; only settle.
-	vSkip
+	Skip
 	// vRepublish: fetched before; publish its crawler contract (repub) again.
-	vRepublish
+	Republish
 	// vRetry: a retryable failure; fetch again later, one attempt more.
-	vRetry
+	Retry
 	// vAgain: the lease went to fetching robots.txt; schedule the task again.
-	vAgain
+	Again
 	// vPaused: the crawl is paused; park the URL.
-	vPaused
+	Paused
 	// vAbandon: no outcome could be had (index error, shutdown); the
 	// contract is retried.
-	vAbandon
+	Abandon
 	// vLost: the task's contract went back to the queue (the broker
 	// connection was lost) and may be with another loader, which now owns
 	// the group: drop the task without a request and without settling.
-	vLost
+	Lost
 )
 
 // outcome is what the fetcher made of one task.
-type outcome struct {
-	Verdict verdict
+type Outcome struct {
+	Verdict Verdict
 	Reason  string                 // vFailed, vRetired; vFetched with an HTTP error
 	Err     error                  // vAbandon
-	Ex      *exchange              // vFetched
-	Revisit *revisit               // vFetched: the page is unchanged since its last fetch
-	Robots  *exchange              // a robots.txt exchange to archive, any verdict
+	Ex      *Exchange              // vFetched
+	Revisit *Revisit               // vFetched: the page is unchanged since its last fetch
+	Robots  *Exchange              // a robots.txt exchange to archive, any verdict
 	Repub   *contracts.CrawlerPage // vRepublish
 	// render is the page's rendering in the browser (vFetched, render.go);
 	// renderFailed marks a reason that is the rendering's failure.
-	Render       *rendering
+	Render       *Rendering
 	RenderFailed bool
 	// pol is the outcome for the politeness scheduler.
 	Pol politeness.Outcome
@@ -87,35 +85,35 @@ type outcome struct {
 var nothing = politeness.Outcome{Unfetched: true}
 
 // fetchTask turns a leased task into its outcome.
-func (l *Loader) fetchTask(ctx context.Context, t *task) outcome {
-	u, o, decided := l.admit(ctx, t)
+func (f *Fetcher) Fetch(ctx context.Context, t *queueing.Task) Outcome {
+	u, o, decided := f.admit(ctx, t)
 	if decided {
 		return o
 	}
-	crawlDelay, o, decided := l.checkRobots(ctx, t, u)
+	crawlDelay, o, decided := f.checkRobots(ctx, t, u)
 	if decided {
 		return o
 	}
-	return l.get(ctx, t, u, crawlDelay)
+	return f.get(ctx, t, u, crawlDelay)
 }
 
 // admit decides the tasks that need no request: those of cancelled or
 // paused crawls, those whose record is no longer to-be-loaded, and invalid
 // URLs. It returns the parsed URL of the others.
-func (l *Loader) admit(ctx context.Context, t *task) (*url.URL, outcome, bool) {
-	o := outcome{Pol: nothing}
-	if queue.Lost(t.dl.d) || t.dl.front != nil && !l.own.owns(t.Shard) {
+func (f *Fetcher) admit(ctx context.Context, t *queueing.Task) (*url.URL, Outcome, bool) {
+	o := Outcome{Pol: nothing}
+	if f.deps.Tasks.Lost(t) {
 		// Its contract went back to the queue, or its shard to another
 		// loader, which fetches it.
-		o.Verdict = vLost
+		o.Verdict = Lost
 		return nil, o, true
 	}
 	var rec txindex.Record
 	var err error
-	state := l.cancels.State(ctx, t.CrawlID)
+	state := f.cancels.State(ctx, t.CrawlID)
 	switch {
 	case state == contracts.CrawlCancelled || state == contracts.CrawlPaused:
-	case t.Known != nil && time.Since(t.Known.StatusTime) < l.cfg.RecoveryLease/2:
+	case t.Known != nil && time.Since(t.Known.StatusTime) < f.cfg.RecoveryLease/2:
 		// The enqueuer's snapshot: the record as created, too young for
 		// the recovery sweep to have published it again (see
 		// Config.RecoveryLease), or the later version this loader wrote
@@ -123,35 +121,35 @@ func (l *Loader) admit(ctx context.Context, t *task) (*url.URL, outcome, bool) {
 		// fetched already, such as one the crawler published again, is
 		// skipped as after a read). A later version written elsewhere
 		// fails the transition, which then reads the record.
-		rec = l.latest(*t.Known)
+		rec = f.latest(*t.Known)
 	default:
-		rec, err = l.deps.Tx.Get(ctx, txindex.Key(t.CrawlID, t.URL))
+		rec, err = f.deps.Tx.Get(ctx, txindex.Key(t.CrawlID, t.URL))
 	}
 	var u *url.URL
 	switch {
 	case state == contracts.CrawlCancelled:
-		o.Verdict, o.Reason = vFailed, "cancelled"
+		o.Verdict, o.Reason = Failed, "cancelled"
 	case state == contracts.CrawlPaused:
-		o.Verdict = vPaused
+		o.Verdict = Paused
 	case err != nil:
-		o.Verdict, o.Err = vAbandon, fmt.Errorf("get record: %w", err)
+		o.Verdict, o.Err = Abandon, fmt.Errorf("get record: %w", err)
 	case rec.Status == contracts.ToBeParsed && rec.Asset.Key != "":
 		// Fetched before but the crawler contract may be lost: publish again.
-		o.Verdict = vRepublish
+		o.Verdict = Republish
 		o.Repub = &contracts.CrawlerPage{URL: t.URL, Depth: rec.Depth, Hops: rec.Hops, Asset: rec.Asset, StatusCode: rec.HTTPStatus, FetchedAt: rec.StatusTime}
 	case rec.Status != contracts.ToBeLoaded:
-		o.Verdict = vSkip
-	case !l.claims.claim(t):
+		o.Verdict = Skip
+	case !f.deps.Tasks.Claim(t):
 		// Another task fetches this URL and its outcome is not recorded
 		// yet: this one only settles, like a record no longer to-be-loaded.
-		o.Verdict = vSkip
+		o.Verdict = Skip
 	default:
 		t.Sitemap = rec.Sitemap
 		if t.Profile.Recrawl != nil {
 			t.Prev = &rec
 		}
 		if u, err = url.Parse(t.URL); err != nil {
-			o.Verdict, o.Reason = vFailed, "invalid url"
+			o.Verdict, o.Reason = Failed, "invalid url"
 		}
 	}
 	return u, o, u == nil
@@ -159,8 +157,8 @@ func (l *Loader) admit(ctx context.Context, t *task) (*url.URL, outcome, bool) {
 
 // latest returns the version of r's record the loader's store knows, r
 // when it knows none.
-func (l *Loader) latest(r txindex.Record) txindex.Record {
-	if rv, ok := l.deps.Tx.(txindex.Revisions); ok {
+func (f *Fetcher) latest(r txindex.Record) txindex.Record {
+	if rv, ok := f.deps.Tx.(txindex.Revisions); ok {
 		if k, _, ok := rv.Known(r.Key); ok {
 			return k
 		}
@@ -168,51 +166,16 @@ func (l *Loader) latest(r txindex.Record) txindex.Record {
 	return r
 }
 
-// claimTTL bounds a claim, should its release ever be missed: a later
-// duplicate is then fetched again rather than skipped for good.
-const claimTTL = 10 * time.Minute
-
-// claims maps the record key of each URL being fetched to its task, from
-// the task's admission to the settlement of its outcome.
-type claims struct {
-	mu sync.Mutex
-	by *lru.Cache[string, *task]
-}
-
-func newClaims() *claims { return &claims{by: lru.New[string, *task](100000, claimTTL)} }
-
-// claim makes t the task that fetches its URL, unless another task is.
-func (c *claims) claim(t *task) bool {
-	key := txindex.Key(t.CrawlID, t.URL)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if owner, ok := c.by.Get(key); ok && owner != t {
-		return false
-	}
-	c.by.Put(key, t)
-	return true
-}
-
-// release ends t's claim, if it holds one.
-func (c *claims) release(t *task) {
-	key := txindex.Key(t.CrawlID, t.URL)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if owner, ok := c.by.Get(key); ok && owner == t {
-		c.by.Delete(key)
-	}
-}
-
 // checkRobots applies the origin's robots.txt. When the lease had to fetch
 // it, that was the lease's request: the outcome is vAgain with the
 // robots.txt exchange. Otherwise it decides a disallowed or unreachable
 // URL, or returns the Crawl-delay for the page's request.
-func (l *Loader) checkRobots(ctx context.Context, t *task, u *url.URL) (time.Duration, outcome, bool) {
+func (f *Fetcher) checkRobots(ctx context.Context, t *queueing.Task, u *url.URL) (time.Duration, Outcome, bool) {
 	if t.Profile.Politeness.Robots == contracts.RobotsIgnore {
-		return 0, outcome{}, false
+		return 0, Outcome{}, false
 	}
 	rc := &robotsCapture{}
-	res, err := l.robots.Lookup(context.WithValue(ctx, robotsCaptureKey{}, rc), u.Scheme, urlnorm.HostPort(u))
+	res, err := f.robots.Lookup(context.WithValue(ctx, robotsCaptureKey{}, rc), u.Scheme, urlnorm.HostPort(u))
 	var cd time.Duration
 	if err == nil {
 		cd, _ = res.Rules.CrawlDelay(t.Profile.UserAgent) // a long Crawl-delay slows the group; it never fails URLs
@@ -220,18 +183,18 @@ func (l *Loader) checkRobots(ctx context.Context, t *task, u *url.URL) (time.Dur
 			t.RobotsSitemaps = res.Rules.Sitemaps()
 		}
 	}
-	o := outcome{Pol: nothing}
+	o := Outcome{Pol: nothing}
 	switch {
 	case err != nil:
-		o.Verdict, o.Err = vAbandon, err
+		o.Verdict, o.Err = Abandon, err
 	case res.Fetched && rc.sent:
-		o = outcome{Verdict: vAgain, Robots: rc.Ex, Pol: rc.outcome(cd)}
+		o = Outcome{Verdict: Again, Robots: rc.Ex, Pol: rc.outcome(cd)}
 	case res.Unreachable != nil:
-		o.Verdict, o.Reason = vFailed, robotsUnreachable(res.Unreachable)
+		o.Verdict, o.Reason = Failed, robotsUnreachable(res.Unreachable)
 	case !res.Rules.Allowed(t.Profile.UserAgent, u.RequestURI()):
-		o.Verdict, o.Reason = vFailed, "robots.txt disallowed"
+		o.Verdict, o.Reason = Failed, "robots.txt disallowed"
 	default:
-		return cd, outcome{}, false
+		return cd, Outcome{}, false
 	}
 	return 0, o, true
 }
@@ -255,34 +218,34 @@ func robotsUnreachable(err error) string {
 }
 
 // get requests the page and decides its outcome.
-func (l *Loader) get(ctx context.Context, t *task, u *url.URL, crawlDelay time.Duration) outcome {
+func (f *Fetcher) get(ctx context.Context, t *queueing.Task, u *url.URL, crawlDelay time.Duration) Outcome {
 	start := time.Now()
-	ex, err := l.httpGet(ctx, t, u)
-	l.fetched.Add(1)
-	if l.log.Enabled(ctx, slog.LevelDebug) {
-		l.logFetch(ctx, t.CrawlID, t.URL, ex, time.Since(start), err)
+	ex, err := f.httpGet(ctx, t, u)
+	f.fetched.Add(1)
+	if f.log.Enabled(ctx, slog.LevelDebug) {
+		f.logFetch(ctx, t.CrawlID, t.URL, ex, time.Since(start), err)
 	}
-	o := outcome{Pol: politeness.Outcome{Duration: time.Since(start), CrawlDelay: crawlDelay}}
+	o := Outcome{Pol: politeness.Outcome{Duration: time.Since(start), CrawlDelay: crawlDelay}}
 	if err != nil {
 		o.Pol.Err, o.Pol.ErrKind = err, politeness.ClassifyError(err)
 	} else {
 		o.Pol.Status, o.Pol.RetryAfter = ex.Status, ex.retryAfter
 	}
-	lastAttempt := t.Attempt+1 >= l.cfg.FetchAttempts
+	lastAttempt := t.Attempt+1 >= f.cfg.FetchAttempts
 	switch {
 	case err != nil && ctx.Err() != nil:
-		o.Verdict, o.Err, o.Pol = vAbandon, ctx.Err(), nothing
+		o.Verdict, o.Err, o.Pol = Abandon, ctx.Err(), nothing
 	case errors.Is(err, netguard.ErrForbidden):
-		o.Verdict, o.Reason = vFailed, netguard.Reason
+		o.Verdict, o.Reason = Failed, netguard.Reason
 	case err != nil && !lastAttempt:
-		o.Verdict = vRetry
+		o.Verdict = Retry
 	case err != nil:
-		o.Verdict, o.Reason = vFailed, "fetch: "+err.Error()
+		o.Verdict, o.Reason = Failed, "fetch: "+err.Error()
 	case (ex.Status == http.StatusTooManyRequests || ex.Status == http.StatusServiceUnavailable) && !lastAttempt:
-		o.Verdict = vRetry
+		o.Verdict = Retry
 	default:
-		o.Verdict, o.Ex = vFetched, ex
-		o.Revisit = l.unchanged(ctx, t, ex)
+		o.Verdict, o.Ex = Fetched, ex
+		o.Revisit = f.unchanged(ctx, t, ex)
 		// A start host's /sitemap.xml that answers an error goes to the
 		// crawler all the same: it reads the robots.txt Sitemap: lines the
 		// probe carries and settles it (a 4xx is no failure).
@@ -291,14 +254,14 @@ func (l *Loader) get(ctx context.Context, t *task, u *url.URL, crawlDelay time.D
 			o.Reason = fmt.Sprintf("http %d", ex.Status)
 		}
 		if o.Revisit == nil && o.Reason == "" {
-			l.render(ctx, t, &o)
+			f.render(ctx, t, &o)
 		}
 	}
 	return o
 }
 
 // exchange is one HTTP request and its raw response, as it goes into WARC.
-type exchange struct {
+type Exchange struct {
 	URL         string
 	Date        time.Time
 	IP          string
@@ -318,15 +281,15 @@ type exchange struct {
 // httpGet GETs u once, without following redirects, and keeps at most
 // MaxBodyBytes of the body exactly as the server sent it (a sitemap: at
 // least sitemap.MaxBytes, the protocol's limit).
-func (l *Loader) httpGet(ctx context.Context, t *task, u *url.URL) (*exchange, error) {
-	ctx, cancel := context.WithTimeout(ctx, l.cfg.FetchTimeout)
+func (f *Fetcher) httpGet(ctx context.Context, t *queueing.Task, u *url.URL) (*Exchange, error) {
+	ctx, cancel := context.WithTimeout(ctx, f.cfg.FetchTimeout)
 	defer cancel()
-	ex := &exchange{URL: t.URL}
+	ex := &Exchange{URL: t.URL}
 	req, err := http.NewRequestWithContext(withPeerIP(ctx, ex), http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("build request: %w", err)
 	}
-	limit := l.cfg.MaxBodyBytes
+	limit := f.cfg.MaxBodyBytes
 	if t.Sitemap != "" {
 		limit = max(limit, sitemap.MaxBytes)
 	}
@@ -335,12 +298,12 @@ func (l *Loader) httpGet(ctx context.Context, t *task, u *url.URL) (*exchange, e
 	req.Header.Set("Accept-Encoding", httpbody.AcceptEncoding)
 	setConditional(req, t)
 	ex.Date = time.Now().UTC()
-	resp, err := l.client.Do(req)
+	resp, err := f.client.Do(req)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	budget := l.bodies
+	budget := f.bodies
 	if t.Sitemap != "" {
 		budget = nil // up to 50 MiB, one per sitemap: not counted
 	}
@@ -367,7 +330,7 @@ func (l *Loader) httpGet(ctx context.Context, t *task, u *url.URL) (*exchange, e
 	if int64(len(body)) > limit {
 		body, ex.Truncated = body[:limit], true
 	}
-	l.met.Response(metrics.KindPage, ex.Elapsed, len(body))
+	f.met.Response(metrics.KindPage, ex.Elapsed, len(body))
 	ex.fill(req, resp, placeHead(resp, buf[:room+len(body)], room), len(body))
 	kept, t.BodyShare = true, br
 	return ex, nil
@@ -406,7 +369,7 @@ func readBody(r io.Reader, room int, size, limit int64) ([]byte, error) {
 }
 
 // withPeerIP makes the requests of ctx note the address they connect to.
-func withPeerIP(ctx context.Context, ex *exchange) context.Context {
+func withPeerIP(ctx context.Context, ex *Exchange) context.Context {
 	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(ci httptrace.GotConnInfo) {
 		if a, ok := ci.Conn.RemoteAddr().(*net.TCPAddr); ok {
 			ex.IP = a.IP.String()
@@ -416,7 +379,7 @@ func withPeerIP(ctx context.Context, ex *exchange) context.Context {
 
 // fill sets ex from a response, its status line, headers and (possibly
 // truncated) body as one slice (response), and the body's length.
-func (ex *exchange) fill(req *http.Request, resp *http.Response, response []byte, bodyLen int) {
+func (ex *Exchange) fill(req *http.Request, resp *http.Response, response []byte, bodyLen int) {
 	ex.Status = resp.StatusCode
 	ex.BodyBytes = int64(bodyLen)
 	ex.ContentType = resp.Header.Get("Content-Type")
@@ -502,7 +465,7 @@ func (w *sliceWriter) WriteString(s string) (int, error) {
 // cache calls the fetcher with the context of the Lookup that fetches.
 type robotsCapture struct {
 	sent     bool // a request went out (the address was allowed)
-	Ex       *exchange
+	Ex       *Exchange
 	duration time.Duration
 	err      error
 }
@@ -523,14 +486,14 @@ const maxRobotsBytes = robots.MaxSize
 // fetchRobots is the robots.Cache's fetcher: it GETs robotsURL (following
 // up to five redirects), and notes the request and the final exchange in
 // the lease's robotsCapture for politeness and the WARC segment.
-func (l *Loader) fetchRobots(ctx context.Context, c *http.Client, robotsURL string) (int, []byte, error) {
+func (f *Fetcher) fetchRobots(ctx context.Context, c *http.Client, robotsURL string) (int, []byte, error) {
 	rc, _ := ctx.Value(robotsCaptureKey{}).(*robotsCapture)
 	if rc == nil {
 		rc = &robotsCapture{}
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	ex := &exchange{URL: robotsURL}
+	ex := &Exchange{URL: robotsURL}
 	req, err := http.NewRequestWithContext(withPeerIP(ctx, ex), http.MethodGet, robotsURL, nil)
 	if err != nil {
 		return 0, nil, fmt.Errorf("build robots request: %w", err)
@@ -541,11 +504,11 @@ func (l *Loader) fetchRobots(ctx context.Context, c *http.Client, robotsURL stri
 	resp, err := c.Do(req)
 	rc.sent = !errors.Is(err, netguard.ErrForbidden)
 	if rc.sent {
-		l.fetched.Add(1)
+		f.fetched.Add(1)
 	}
 	if err != nil {
 		rc.duration, rc.err = time.Since(start), err
-		l.met.Robots(metrics.RobotsError)
+		f.met.Robots(metrics.RobotsError)
 		return 0, nil, err
 	}
 	defer resp.Body.Close()
@@ -553,24 +516,24 @@ func (l *Loader) fetchRobots(ctx context.Context, c *http.Client, robotsURL stri
 	rc.duration = time.Since(start)
 	if err != nil {
 		rc.err = err
-		l.met.Robots(metrics.RobotsError)
+		f.met.Robots(metrics.RobotsError)
 		return 0, nil, fmt.Errorf("read robots.txt: %w", err)
 	}
-	l.met.Response(metrics.KindRobots, rc.duration, len(body))
-	l.met.Robots(metrics.RobotsResultOf(resp.StatusCode))
+	f.met.Response(metrics.KindRobots, rc.duration, len(body))
+	f.met.Robots(metrics.RobotsResultOf(resp.StatusCode))
 	ex.URL = resp.Request.URL.String()
 	ex.fill(resp.Request, resp, dumpResponse(resp, body), len(body))
 	rc.Ex = ex
-	if l.log.Enabled(ctx, slog.LevelDebug) {
-		l.logFetch(ctx, "", ex.URL, ex, rc.duration, nil)
+	if f.log.Enabled(ctx, slog.LevelDebug) {
+		f.logFetch(ctx, "", ex.URL, ex, rc.duration, nil)
 	}
 	return resp.StatusCode, body, nil
 }
 
 // metric is the outcome's label in gridcrawl_loader_urls_total.
-func (o outcome) metric() metrics.Outcome {
+func (o Outcome) Metric() metrics.Outcome {
 	switch o.Verdict {
-	case vFetched:
+	case Fetched:
 		switch s := o.Ex.Status; {
 		case o.Revisit != nil:
 			return metrics.OutcomeUnchanged
@@ -582,7 +545,7 @@ func (o outcome) metric() metrics.Outcome {
 			return metrics.OutcomeRedirected
 		}
 		return metrics.OutcomeFetched
-	case vFailed:
+	case Failed:
 		switch {
 		case o.Reason == "robots.txt disallowed":
 			return metrics.OutcomeRobotsDisallowed
@@ -598,19 +561,19 @@ func (o outcome) metric() metrics.Outcome {
 			return metrics.OutcomeRobotsUnreachable
 		}
 		return metrics.OutcomeOtherFailure
-	case vRetired:
+	case Retired:
 		return metrics.OutcomeRetired
-	case vSkip:
+	case Skip:
 		return metrics.OutcomeSkipped
-	case vRepublish:
+	case Republish:
 		return metrics.OutcomeRepublished
-	case vRetry:
+	case Retry:
 		return metrics.OutcomeRetry
-	case vAgain:
+	case Again:
 		return metrics.OutcomeRobotsFetch
-	case vPaused:
+	case Paused:
 		return metrics.OutcomePaused
-	case vLost:
+	case Lost:
 		return metrics.OutcomeLost
 	}
 	return metrics.OutcomeAbandoned
@@ -619,13 +582,20 @@ func (o outcome) metric() metrics.Outcome {
 // logFetch writes the debug line of one request: one per page or
 // robots.txt fetched (crawl_id is empty for robots.txt, which serves every
 // crawl of its origin).
-func (l *Loader) logFetch(ctx context.Context, crawlID, url string, ex *exchange, d time.Duration, err error) {
+func (f *Fetcher) logFetch(ctx context.Context, crawlID, url string, ex *Exchange, d time.Duration, err error) {
 	if err != nil {
-		l.log.LogAttrs(ctx, slog.LevelDebug, "fetch", slog.String("crawl_id", crawlID), slog.String("url", url),
+		f.log.LogAttrs(ctx, slog.LevelDebug, "fetch", slog.String("crawl_id", crawlID), slog.String("url", url),
 			slog.Int64("duration_ms", d.Milliseconds()), slog.String("err", err.Error()))
 		return
 	}
-	l.log.LogAttrs(ctx, slog.LevelDebug, "fetch", slog.String("crawl_id", crawlID), slog.String("url", url),
+	f.log.LogAttrs(ctx, slog.LevelDebug, "fetch", slog.String("crawl_id", crawlID), slog.String("url", url),
 		slog.Int("status", ex.Status), slog.Int64("bytes", ex.BodyBytes), slog.Int64("duration_ms", d.Milliseconds()),
 		slog.String("ip", ex.IP), slog.Bool("truncated", ex.Truncated))
+}
+
+// MediaType returns the media type of a Content-Type value, lower case and
+// without parameters.
+func MediaType(contentType string) string {
+	mt, _, _ := strings.Cut(contentType, ";")
+	return strings.ToLower(strings.TrimSpace(mt))
 }

@@ -1,4 +1,4 @@
-package loader
+package fetcher
 
 import (
 	"bytes"
@@ -10,9 +10,23 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/services/internal/loader/queueing"
+	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
 )
+
+// testConfig is the loader's default configuration of a fetcher
+// (GRIDCRAWL_* defaults), allowed to fetch from this machine, whose bodies
+// are kept up to maxBody bytes.
+func testConfig(maxBody int64) Config {
+	return Config{MaxBodyBytes: maxBody, BodyBudget: 8 << 20, RecoveryLease: 10 * time.Minute,
+		FetchTimeout: 30 * time.Second, FetchAttempts: 1, AllowNets: "127.0.0.0/8", RobotsTTL: 24 * time.Hour,
+		RenderTabs: 2, RenderTimeout: 20 * time.Second, RenderIdle: 500 * time.Millisecond, RenderMaxRequests: 300,
+		RenderMaxBytes: 20 << 20, RenderGroupRequests: 100, RenderCacheBytes: 32 << 20, BrowserRestartPages: 500,
+		BrowserMaxMemory: 1 << 30, BrowserJSHeapMB: 512}
+}
 
 // TestHTTPGetBodyMemory: a body at the size cap is read with about one
 // allocation of its size when its length is announced, and less than twice
@@ -64,23 +78,22 @@ func TestHTTPGetBodyMemory(t *testing.T) {
 				}
 			}))
 			defer srv.Close()
-			l, err := New(config(t, map[string]string{"GRIDCRAWL_MAX_BODY_BYTES": strconv.Itoa(limit)}),
-				Deps{})
+			f, err := New(testConfig(limit), Deps{Metrics: (*metrics.Registry)(nil).Loader()})
 			if err != nil {
 				t.Fatal(err)
 			}
 			u, _ := url.Parse(srv.URL + "/page")
-			task := &task{URL: u.String(), Profile: &contracts.Profile{UserAgent: contracts.DefaultUserAgent}}
+			task := &queueing.Task{URL: u.String(), Profile: &contracts.Profile{UserAgent: contracts.DefaultUserAgent}}
 			// Warm up the client (connection, buffers) so that only the
 			// page's own allocations are counted.
-			if _, err := l.httpGet(t.Context(), task, u); err != nil {
+			if _, err := f.httpGet(t.Context(), task, u); err != nil {
 				t.Fatal(err)
 			}
 			task.BodyShare.Release() // as the worker does once the body is recorded
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
-			ex, err := l.httpGet(t.Context(), task, u)
+			ex, err := f.httpGet(t.Context(), task, u)
 			runtime.ReadMemStats(&after)
 			if err != nil {
 				t.Fatal(err)
@@ -168,16 +181,15 @@ func BenchmarkHTTPGet(b *testing.B) {
 				_, _ = w.Write(page)
 			}))
 			defer srv.Close()
-			var vars map[string]string
-			l, err := New(config(b, vars), Deps{})
+			f, err := New(testConfig(8<<20), Deps{Metrics: (*metrics.Registry)(nil).Loader()})
 			if err != nil {
 				b.Fatal(err)
 			}
 			u, _ := url.Parse(srv.URL + "/page")
-			task := &task{URL: u.String(), Profile: &contracts.Profile{UserAgent: contracts.DefaultUserAgent}}
+			task := &queueing.Task{URL: u.String(), Profile: &contracts.Profile{UserAgent: contracts.DefaultUserAgent}}
 			b.ReportAllocs()
 			for b.Loop() {
-				ex, err := l.httpGet(b.Context(), task, u)
+				ex, err := f.httpGet(b.Context(), task, u)
 				if err != nil || ex.BodyBytes != int64(len(page)) {
 					b.Fatalf("httpGet = %v bytes, %v", ex.BodyBytes, err)
 				}

@@ -1,4 +1,4 @@
-package loader
+package recorder
 
 import (
 	"context"
@@ -86,7 +86,7 @@ func (p *publisher) put(ctx context.Context, b *batch) {
 	}
 }
 
-// take returns the oldest batch, waiting for one; false once closed and empty.
+// Take returns the oldest batch, waiting for one; false once closed and empty.
 func (p *publisher) take() (*batch, bool) {
 	for {
 		p.mu.Lock()
