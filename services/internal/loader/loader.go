@@ -3,10 +3,11 @@
 // records into segment objects in the asset store, moves each URL to
 // to-be-parsed (or failed) and publishes crawler contracts.
 //
-// A URL goes through five stages, each in files of its own, in the order
-// data flows. The worker (Loader.work) takes one task at a time from the
-// scheduler, fetches it, and routes the outcome to the stage that owns it;
-// no stage calls back into an earlier one:
+// A URL goes through five stages, in the order data flows, in three
+// packages below this one; each imports only the ones below it, and this
+// one wires them and runs the workers. The worker (Loader.work) takes one
+// task at a time from the frontier, fetches it, and routes the outcome to
+// the stage that owns it; no stage calls back into an earlier one:
 //
 //	loader_pending                                                     crawler_pending
 //	     |                                                                    ^
@@ -18,32 +19,33 @@
 //	loader_pending   +--------------------------+
 //	  (delayed)        retry, again, paused, abandon
 //
-// The stages:
+// The packages:
 //
-//   - intake (intake.go): decodes a contract, groups its URLs by crawl host
-//     group, and holds them in the scheduler or parks them (publishes them
-//     back, delayed, to their shard, and settles them).
-//   - schedule (schedule.go, state.go): pkg/politeness hands out one URL per
-//     group at a time; the loader maps each crawl's profile onto its delay
-//     and budget API, and persists each group's delay lower bound per shard
-//     so that politeness survives a failover. It takes back the tasks whose
-//     lease ended without an outcome to record (requeue), and hands the
-//     URLs of retired groups on to the recorder like the worker does.
-//   - fetch (fetch.go): turns one leased task into exactly one outcome:
-//     fetched, failed (with a true reason), retry, again (robots.txt was
-//     fetched: that lease's one request), paused, skip, republish, abandon
-//     or lost.
-//   - record (record.go, segment.go): writes the WARC records into the
-//     segment (segmentWriter), stores it and applies the transitions in
-//     batches, one per flush.
-//   - publish (publish.go): publishes each recorded batch's crawler
-//     contracts, and only then settles its loader contracts.
+//   - queueing, the frontier (intake and schedule): decodes a contract in
+//     the consumer shell, groups its URLs by crawl host group, and holds
+//     them in pkg/politeness, parks them (publishes them back, delayed, to
+//     their shard) or files them in a store of the shard; maps each crawl's
+//     profile onto politeness' delays and budgets; keeps the holders of
+//     each group's prefetch slots, the per-shard politeness state that
+//     survives a failover, and the shard leases of a loader with a durable
+//     frontier. It takes back the tasks whose lease ended without an
+//     outcome to record, and ends every task: its contract is settled
+//     through the consumer shell (consume.Parts) once each URL has an
+//     outcome.
+//   - fetcher: turns one leased task into exactly one outcome: fetched,
+//     failed (with a true reason), retry, again (robots.txt was fetched:
+//     that lease's one request), paused, skip, republish, abandon or lost;
+//     HTTP through the network guard, robots.txt, rendering in a browser.
+//   - recorder: writes the WARC records into the segment, stores it and
+//     applies the transitions in batches, one per flush; then publishes
+//     each recorded batch's crawler contracts, and only then ends its
+//     tasks.
 //
-// The recorder and the publisher hold neither the loader nor the
-// scheduler: they get narrow dependencies, and end a task through a settle
-// function given at construction, which releases the task's claim (taken at
-// admission, so that a duplicate is not fetched meanwhile) once its record
-// is durable.
+// The recorder and the fetcher hold neither the loader nor the frontier:
+// they get narrow dependencies, and the recorder ends a task through the
+// frontier's Settle, given as a function value, which releases the task's
+// claim (taken at admission, so that a duplicate is not fetched meanwhile)
+// once its record is durable.
 //
 // A contract is acked only when every URL it carries has a durable outcome:
 // the WARC segment is stored, the transaction index updated and the crawler
@@ -53,8 +55,10 @@
 package loader
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -65,6 +69,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
 	"github.com/gridcrawl/gridcrawl/pkg/digests"
 	"github.com/gridcrawl/gridcrawl/pkg/gcnudge"
@@ -143,7 +148,7 @@ type Config struct {
 	Gzip          bool          `env:"GRIDCRAWL_WARC_GZIP" envDefault:"true"`
 	RobotsTTL     time.Duration `env:"GRIDCRAWL_ROBOTS_TTL" envDefault:"24h"`
 	// GroupQueue bounds the URLs one crawl host group holds in the loader;
-	// more are parked in the broker (see intake.go).
+	// more are parked in the broker (see queueing/intake.go).
 	GroupQueue int `env:"GRIDCRAWL_LOADER_GROUP_QUEUE" envDefault:"100"`
 	// FrontierDir, when set, is where the loader files the URLs of its
 	// shards (pkg/frontier, a store per shard) instead of parking them in
@@ -154,7 +159,7 @@ type Config struct {
 	// on the embedded backends, none on the real ones; "off": none.
 	FrontierDir string `env:"GRIDCRAWL_LOADER_FRONTIER_DIR"`
 	// ShardLease is the time to live of the lease by which a loader with a
-	// durable frontier owns a shard (see owners.go): a dead loader's
+	// durable frontier owns a shard (see queueing/owners.go): a dead loader's
 	// shards are taken over by another after at most this long. The lease
 	// is renewed every sixth of it.
 	ShardLease time.Duration `env:"GRIDCRAWL_LOADER_SHARD_LEASE" envDefault:"30s"`
@@ -581,4 +586,38 @@ func (l *Loader) route(ctx context.Context, t *queueing.Task, o fetcher.Outcome)
 // frontier hands such URLs on here.
 func (l *Loader) retired(ctx context.Context, t *queueing.Task, reason string) {
 	l.route(ctx, t, fetcher.Outcome{Verdict: fetcher.Retired, Reason: reason})
+}
+
+// reportGroups bounds the groups of one report.
+const reportGroups = 200
+
+// reportLoop stores the scheduler's report every ReportInterval.
+func (l *Loader) reportLoop(ctx context.Context) {
+	t := time.NewTicker(l.cfg.ReportInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := l.writeReport(ctx); err != nil && ctx.Err() == nil {
+			l.log.Warn("write frontier report", "err", err)
+		}
+	}
+}
+
+func (l *Loader) writeReport(ctx context.Context) error {
+	rep, err := json.Marshal(l.front.Snapshot(reportGroups))
+	if err != nil {
+		return err
+	}
+	filed, filedURLs := l.front.FiledReport(ctx, reportGroups)
+	body, err := json.Marshal(contracts.FrontierLoader{LoaderID: l.cfg.ID, Time: time.Now().UTC(),
+		IntervalMS: l.cfg.ReportInterval.Milliseconds(), Report: rep, Browser: l.fetch.FrontierBrowser(), Dedup: l.rec.DedupReport(),
+		Filed: filed, FiledURLs: filedURLs})
+	if err != nil {
+		return err
+	}
+	return l.deps.Assets.Put(ctx, contracts.FrontierReportPrefix+l.cfg.ID+".json", bytes.NewReader(body), int64(len(body)), "application/json")
 }

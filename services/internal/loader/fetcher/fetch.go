@@ -33,46 +33,46 @@ import (
 // request, a page or its origin's robots.txt, so that the group's delay
 // follows every request.
 
-// verdict says what became of a task.
+// Verdict says what became of a task.
 type Verdict uint8
 
 const (
-	// vFetched: the page was fetched (ex); recorded as to-be-parsed, or
+	// Fetched: the page was fetched (ex); recorded as to-be-parsed, or
 	// failed for an HTTP error status.
 	Fetched Verdict = iota
-	// vFailed: the URL fails for reason, without an exchange.
+	// Failed: the URL fails for reason, without an exchange.
 	Failed
-	// vRetired: the group's budget is spent; the URL is parked as retired.
+	// Retired: the group's budget is spent; the URL is parked as retired.
 	Retired
-	// vSkip: the record is no longer to-be-loaded; only settle.
+	// Skip: the record is no longer to-be-loaded; only settle.
 	Skip
-	// vRepublish: fetched before; publish its crawler contract (repub) again.
+	// Republish: fetched before; publish its crawler contract (repub) again.
 	Republish
-	// vRetry: a retryable failure; fetch again later, one attempt more.
+	// Retry: a retryable failure; fetch again later, one attempt more.
 	Retry
-	// vAgain: the lease went to fetching robots.txt; schedule the task again.
+	// Again: the lease went to fetching robots.txt; schedule the task again.
 	Again
-	// vPaused: the crawl is paused; park the URL.
+	// Paused: the crawl is paused; park the URL.
 	Paused
-	// vAbandon: no outcome could be had (index error, shutdown); the
+	// Abandon: no outcome could be had (index error, shutdown); the
 	// contract is retried.
 	Abandon
-	// vLost: the task's contract went back to the queue (the broker
+	// Lost: the task's contract went back to the queue (the broker
 	// connection was lost) and may be with another loader, which now owns
 	// the group: drop the task without a request and without settling.
 	Lost
 )
 
-// outcome is what the fetcher made of one task.
+// Outcome is what the fetcher made of one task.
 type Outcome struct {
 	Verdict Verdict
-	Reason  string                 // vFailed, vRetired; vFetched with an HTTP error
-	Err     error                  // vAbandon
-	Ex      *Exchange              // vFetched
-	Revisit *Revisit               // vFetched: the page is unchanged since its last fetch
+	Reason  string                 // Failed, Retired; Fetched with an HTTP error
+	Err     error                  // Abandon
+	Ex      *Exchange              // Fetched
+	Revisit *Revisit               // Fetched: the page is unchanged since its last fetch
 	Robots  *Exchange              // a robots.txt exchange to archive, any verdict
-	Repub   *contracts.CrawlerPage // vRepublish
-	// render is the page's rendering in the browser (vFetched, render.go);
+	Repub   *contracts.CrawlerPage // Republish
+	// render is the page's rendering in the browser (Fetched, render.go);
 	// renderFailed marks a reason that is the rendering's failure.
 	Render       *Rendering
 	RenderFailed bool
@@ -84,7 +84,7 @@ type Outcome struct {
 // cost, no delay.
 var nothing = politeness.Outcome{Unfetched: true}
 
-// fetchTask turns a leased task into its outcome.
+// Fetch turns a leased task into its outcome.
 func (f *Fetcher) Fetch(ctx context.Context, t *queueing.Task) Outcome {
 	u, o, decided := f.admit(ctx, t)
 	if decided {
@@ -167,7 +167,7 @@ func (f *Fetcher) latest(r txindex.Record) txindex.Record {
 }
 
 // checkRobots applies the origin's robots.txt. When the lease had to fetch
-// it, that was the lease's request: the outcome is vAgain with the
+// it, that was the lease's request: the outcome is Again with the
 // robots.txt exchange. Otherwise it decides a disallowed or unreachable
 // URL, or returns the Crawl-delay for the page's request.
 func (f *Fetcher) checkRobots(ctx context.Context, t *queueing.Task, u *url.URL) (time.Duration, Outcome, bool) {
@@ -260,7 +260,7 @@ func (f *Fetcher) get(ctx context.Context, t *queueing.Task, u *url.URL, crawlDe
 	return o
 }
 
-// exchange is one HTTP request and its raw response, as it goes into WARC.
+// Exchange is one HTTP request and its raw response, as it goes into WARC.
 type Exchange struct {
 	URL         string
 	Date        time.Time
@@ -530,7 +530,7 @@ func (f *Fetcher) fetchRobots(ctx context.Context, c *http.Client, robotsURL str
 	return resp.StatusCode, body, nil
 }
 
-// metric is the outcome's label in gridcrawl_loader_urls_total.
+// Metric is the outcome's label in gridcrawl_loader_urls_total.
 func (o Outcome) Metric() metrics.Outcome {
 	switch o.Verdict {
 	case Fetched:

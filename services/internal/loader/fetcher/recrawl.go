@@ -18,7 +18,7 @@ import (
 // again. Every fetch, changed or not, leaves the record's recrawl state
 // with its next due time.
 
-// revisit is what the loader knows of a page found unchanged.
+// Revisit is what the loader knows of a page found unchanged.
 type Revisit struct {
 	Profile string // warc.ProfileServerNotModified or warc.ProfileIdenticalPayloadDigest
 	// originalHeader is the stored response's status line and header (a
@@ -50,7 +50,7 @@ func hasStored(rec *txindex.Record) bool {
 	return rc != nil && rc.RecordID != "" && !rc.Stored.IsZero() && rec.Asset.Key != "" && PreviousStatus(rec) == contracts.Indexed
 }
 
-// previousStatus is the status rec was settled in before the due check took
+// PreviousStatus is the status rec was settled in before the due check took
 // it back to to-be-loaded: the event before the last of its history.
 func PreviousStatus(rec *txindex.Record) contracts.Status {
 	h := rec.History

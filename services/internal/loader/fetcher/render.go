@@ -35,7 +35,7 @@ import (
 // The page's group stays leased for the whole load, and the delay after it
 // follows the profile's rule on the HTTP fetch plus the time in the tab.
 
-// rendering is what rendering a page gave.
+// Rendering is what rendering a page gave.
 type Rendering struct {
 	Reason string
 	Res    *browser.Result
@@ -45,7 +45,7 @@ type Rendering struct {
 	Header http.Header
 }
 
-// cut is the per-page limits' cuts on one line.
+// Cut is the per-page limits' cuts on one line.
 func (r *Rendering) Cut() string { return strings.Join(r.Res.Cut, "; ") }
 
 // browserFor returns the loader's browser, started with the first page to

@@ -375,7 +375,7 @@ func (r *Recorder) Flush(ctx context.Context, final bool) {
 			take = append(take, res)
 		}
 	}
-	if c := r.segments.Cut(); c.seg != nil || len(take) > 0 {
+	if c := r.segments.cut(); c.seg != nil || len(take) > 0 {
 		batches = append(batches, &batch{seg: c, pending: take})
 	}
 	r.pending = later

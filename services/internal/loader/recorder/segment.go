@@ -218,7 +218,7 @@ func keySafe(id string) string {
 
 // cut takes the records appended so far (none: a cut without a segment)
 // and starts an empty segment, on the buffers of a stored one when it can.
-func (w *segmentWriter) Cut() segmentCut {
+func (w *segmentWriter) cut() segmentCut {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.seg.Count() == 0 {

@@ -118,7 +118,7 @@ func TestSegmentWriterIndexFollowsSegment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := w.Cut()
+	c := w.cut()
 	store.fail.Store(true)
 	if err := w.store(t.Context(), &c); !errors.Is(err, errIndexDown) {
 		t.Fatalf("store with the index refused = %v, want %v", err, errIndexDown)
@@ -162,7 +162,7 @@ func TestSegmentWriterRollsAndSeals(t *testing.T) {
 		if _, _, _, _, err := w.appendExchange(testExchange(u, 40<<10), "c"); err != nil {
 			t.Fatal(err)
 		}
-		c := w.Cut()
+		c := w.cut()
 		if err := w.store(t.Context(), &c); err != nil {
 			t.Fatal(err)
 		}
@@ -343,7 +343,7 @@ func TestSegmentWriterDeletedObjectRollsOver(t *testing.T) {
 		if _, _, _, _, err := w.appendExchange(testExchange(u, 100), "c"); err != nil {
 			t.Fatal(err)
 		}
-		c := w.Cut()
+		c := w.cut()
 		if err := w.store(t.Context(), &c); err != nil {
 			t.Fatal(err)
 		}
