@@ -67,7 +67,7 @@ var notes = map[string]string{
 	"GRIDCRAWL_ARTIFACTS":             "Where tests put screenshots (`$GRIDCRAWL_ARTIFACTS/dashboard/*.png`); `make test` uses `artifacts/`, which is not committed.",
 	"GRIDCRAWL_PYWB_VENV":             "The venv with pywb, warcio, wacz and FastWARC for the archive tests (`scripts/services/pywb.sh install`).",
 	"GRIDCRAWL_BENCH_SAMPLES":         "`scripts/bench -wacz`: print every memory sample of the export, not only the quarters.",
-	"GRIDCRAWL_BENCH_REBUILD_RECORDS": "`BenchmarkRebuild` (services/internal/loader): how many to-be-loaded records the shard being rebuilt holds (default 100000).",
+	"GRIDCRAWL_BENCH_REBUILD_RECORDS": "`BenchmarkRebuild` (services/internal/loader/queueing): how many to-be-loaded records the shard being rebuilt holds (default 100000).",
 	"GRIDCRAWL_REPLAYWEB_DIR":         "The unpacked npm package replaywebpage for the WACZ replay test in a browser (`scripts/services/replayweb.sh install`).",
 	"GRIDCRAWL_SEARX_PYTHON":          "The Python of the venv with searx's YaCy client (`eval \"$(scripts/yacyclient/setup.sh)\"` prints it); unset, the YaCy client test installs it under `make test` and in CI, and skips otherwise.",
 	"GRIDCRAWL_RESTART_BROKER":        "`1` runs the grid-mode test that restarts RabbitMQ mid-crawl (`make test` runs it alone after everything else).",

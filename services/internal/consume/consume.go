@@ -26,8 +26,9 @@
 //     once its attempts run out. DeadLetter(reason) moves it to the
 //     dead-letter queue. Hold leaves it to the handler, which settles it
 //     later: through Shell.Settle, by the same rules (the indexer, once the
-//     contract's pages have moved on), or itself (the loader, once every URL
-//     of the contract has an outcome).
+//     contract's pages have moved on), or through Shell.Parts, once every
+//     part of the contract has ended (the loader, once every URL of the
+//     contract has an outcome).
 //   - Every settle goes through outage.Gate.Settle: a settle that fails
 //     because a backend is down (the queue's disk is full, its broker gone)
 //     waits for the backend and is tried again, so no delivery is stranded

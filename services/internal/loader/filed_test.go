@@ -10,6 +10,7 @@ import (
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
+	"github.com/gridcrawl/gridcrawl/services/internal/loader/queueing"
 )
 
 // filedConfig is a loader configuration with the frontier store in dir and
@@ -26,11 +27,8 @@ func filedConfig(t *testing.T, dir string) Config {
 func waitOwner(t *testing.T, l *Loader) {
 	t.Helper()
 	waitFor(t, "the loader to own its shards", func() bool {
-		if l.own == nil {
-			return false
-		}
-		for i := range l.shards {
-			if !l.own.owns(i) {
+		for i := range l.front.Shards() {
+			if !l.front.Owns(i) {
 				return false
 			}
 		}
@@ -77,14 +75,12 @@ func TestFiledURLsFetchedOnceWithoutParking(t *testing.T) {
 				return
 			case <-time.After(time.Millisecond):
 			}
-			if l.filedURLs.Load() == 0 {
-				continue // l.fronts is set before the first URL is filed
+			if l.front.Filed() == 0 {
+				continue // the stores are open before the first URL is filed
 			}
-			for _, st := range l.fronts.stores {
-				for _, q := range st.Queues() {
-					queued, _ := l.sched.Backlog(q.Group)
-					m = max(m, queued)
-				}
+			for _, q := range l.front.FiledQueues() {
+				queued, _ := l.front.Backlog(q.Group)
+				m = max(m, queued)
 			}
 		}
 	}()
@@ -100,19 +96,14 @@ func TestFiledURLsFetchedOnceWithoutParking(t *testing.T) {
 	if n := l.Parked(); n != 0 {
 		t.Errorf("parked %d URLs, want none: the store holds them", n)
 	}
-	if n := l.filedURLs.Load(); n != int64(len(urls)) {
+	if n := l.front.Filed(); n != int64(len(urls)) {
 		t.Errorf("filed %d URLs, want %d", n, len(urls))
 	}
 	if n := b.queued(t); n != 0 {
 		t.Errorf("%d loader contracts waiting, want 0", n)
 	}
 	waitFor(t, "the store emptied", func() bool {
-		for _, st := range l.fronts.stores {
-			if len(st.Queues()) > 0 {
-				return false
-			}
-		}
-		return true
+		return len(l.front.FiledQueues()) == 0
 	})
 }
 
@@ -154,8 +145,8 @@ func TestPausedCrawlStaysFiled(t *testing.T) {
 	l, _ := b.runLoader(t, filedConfig(t, t.TempDir()))
 	waitOwner(t, l)
 	b.submit(t, "c", contracts.CrawlPaused, p, urls...)
-	waitFor(t, "the URLs filed", func() bool { return l.filedURLs.Load() == int64(len(urls)) })
-	time.Sleep(3 * feedInterval)
+	waitFor(t, "the URLs filed", func() bool { return l.front.Filed() == int64(len(urls)) })
+	time.Sleep(3 * queueing.FeedInterval)
 	if n := len(s.pageHits()); n != 0 {
 		t.Fatalf("%d pages of the paused crawl fetched, want 0", n)
 	}
@@ -166,10 +157,10 @@ func TestPausedCrawlStaysFiled(t *testing.T) {
 		t.Errorf("%d loader contracts waiting, want 0", n)
 	}
 	// The frontier report counts them from the store.
-	filed, total := l.filedReport(t.Context())
+	filed, total := l.front.FiledReport(t.Context(), reportGroups)
 	if total != len(urls) || len(filed) != 1 || filed[0].CrawlID != "c" || filed[0].Filed != len(urls) || filed[0].Taken != 0 {
 		t.Errorf("filed report = %+v, %d URLs; want one queue of crawl c with %d URLs, none taken", filed, total, len(urls))
-	} else if age := time.Since(filed[0].OldestDue); age < 3*feedInterval || age > time.Minute {
+	} else if age := time.Since(filed[0].OldestDue); age < 3*queueing.FeedInterval || age > time.Minute {
 		t.Errorf("oldest due %v ago, want the time the URLs were filed", age)
 	}
 	if err := b.prof.Transition(t.Context(), "c", contracts.CrawlPaused, contracts.CrawlRunning, time.Now()); err != nil {
@@ -253,7 +244,7 @@ func TestShardFailsOverWithItsFrontier(t *testing.T) {
 	if n, most := distinct(s.pageHits()); n != len(urls) || most != 1 {
 		t.Errorf("%d pages fetched, one of them %d times; want %d, each once", n, most, len(urls))
 	}
-	if n := second.rebuiltURLs.Load(); n < int64(len(urls)-fetched) {
+	if n := second.front.Rebuilt(); n < int64(len(urls)-fetched) {
 		t.Errorf("the second loader rebuilt %d URLs, want the %d the first left", n, len(urls)-fetched)
 	}
 }

@@ -3,10 +3,11 @@
 // records into segment objects in the asset store, moves each URL to
 // to-be-parsed (or failed) and publishes crawler contracts.
 //
-// A URL goes through five stages, each in files of its own, in the order
-// data flows. The worker (Loader.work) takes one task at a time from the
-// scheduler, fetches it, and routes the outcome to the stage that owns it;
-// no stage calls back into an earlier one:
+// A URL goes through five stages, in the order data flows, in three
+// packages below this one; each imports only the ones below it, and this
+// one wires them and runs the workers. The worker (Loader.work) takes one
+// task at a time from the frontier, fetches it, and routes the outcome to
+// the stage that owns it; no stage calls back into an earlier one:
 //
 //	loader_pending                                                     crawler_pending
 //	     |                                                                    ^
@@ -18,32 +19,33 @@
 //	loader_pending   +--------------------------+
 //	  (delayed)        retry, again, paused, abandon
 //
-// The stages:
+// The packages:
 //
-//   - intake (intake.go): decodes a contract, groups its URLs by crawl host
-//     group, and holds them in the scheduler or parks them (publishes them
-//     back, delayed, to their shard, and settles them).
-//   - schedule (schedule.go, state.go): pkg/politeness hands out one URL per
-//     group at a time; the loader maps each crawl's profile onto its delay
-//     and budget API, and persists each group's delay lower bound per shard
-//     so that politeness survives a failover. It takes back the tasks whose
-//     lease ended without an outcome to record (requeue), and hands the
-//     URLs of retired groups on to the recorder like the worker does.
-//   - fetch (fetch.go): turns one leased task into exactly one outcome:
-//     fetched, failed (with a true reason), retry, again (robots.txt was
-//     fetched: that lease's one request), paused, skip, republish, abandon
-//     or lost.
-//   - record (record.go, segment.go): writes the WARC records into the
-//     segment (segmentWriter), stores it and applies the transitions in
-//     batches, one per flush.
-//   - publish (publish.go): publishes each recorded batch's crawler
-//     contracts, and only then settles its loader contracts.
+//   - queueing, the frontier (intake and schedule): decodes a contract in
+//     the consumer shell, groups its URLs by crawl host group, and holds
+//     them in pkg/politeness, parks them (publishes them back, delayed, to
+//     their shard) or files them in a store of the shard; maps each crawl's
+//     profile onto politeness' delays and budgets; keeps the holders of
+//     each group's prefetch slots, the per-shard politeness state that
+//     survives a failover, and the shard leases of a loader with a durable
+//     frontier. It takes back the tasks whose lease ended without an
+//     outcome to record, and ends every task: its contract is settled
+//     through the consumer shell (consume.Parts) once each URL has an
+//     outcome.
+//   - fetcher: turns one leased task into exactly one outcome: fetched,
+//     failed (with a true reason), retry, again (robots.txt was fetched:
+//     that lease's one request), paused, skip, republish, abandon or lost;
+//     HTTP through the network guard, robots.txt, rendering in a browser.
+//   - recorder: writes the WARC records into the segment, stores it and
+//     applies the transitions in batches, one per flush; then publishes
+//     each recorded batch's crawler contracts, and only then ends its
+//     tasks.
 //
-// The recorder and the publisher hold neither the loader nor the
-// scheduler: they get narrow dependencies, and end a task through a settle
-// function given at construction, which releases the task's claim (taken at
-// admission, so that a duplicate is not fetched meanwhile) once its record
-// is durable.
+// The recorder and the fetcher hold neither the loader nor the frontier:
+// they get narrow dependencies, and the recorder ends a task through the
+// frontier's Settle, given as a function value, which releases the task's
+// claim (taken at admission, so that a duplicate is not fetched meanwhile)
+// once its record is durable.
 //
 // A contract is acked only when every URL it carries has a durable outcome:
 // the WARC segment is stored, the transaction index updated and the crawler
@@ -53,13 +55,13 @@
 package loader
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	mrand "math/rand/v2"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,18 +71,16 @@ import (
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
-	"github.com/gridcrawl/gridcrawl/pkg/browser"
-	"github.com/gridcrawl/gridcrawl/pkg/bytebudget"
 	"github.com/gridcrawl/gridcrawl/pkg/digests"
-	"github.com/gridcrawl/gridcrawl/pkg/frontier"
 	"github.com/gridcrawl/gridcrawl/pkg/gcnudge"
 	"github.com/gridcrawl/gridcrawl/pkg/netguard"
-	"github.com/gridcrawl/gridcrawl/pkg/politeness"
 	"github.com/gridcrawl/gridcrawl/pkg/profiles"
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
-	"github.com/gridcrawl/gridcrawl/pkg/robots"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/services/internal/crawlcache"
+	"github.com/gridcrawl/gridcrawl/services/internal/loader/fetcher"
+	"github.com/gridcrawl/gridcrawl/services/internal/loader/queueing"
+	"github.com/gridcrawl/gridcrawl/services/internal/loader/recorder"
 	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
 	"github.com/gridcrawl/gridcrawl/services/internal/outage"
 	"github.com/gridcrawl/gridcrawl/services/internal/routing"
@@ -148,7 +148,7 @@ type Config struct {
 	Gzip          bool          `env:"GRIDCRAWL_WARC_GZIP" envDefault:"true"`
 	RobotsTTL     time.Duration `env:"GRIDCRAWL_ROBOTS_TTL" envDefault:"24h"`
 	// GroupQueue bounds the URLs one crawl host group holds in the loader;
-	// more are parked in the broker (see intake.go).
+	// more are parked in the broker (see queueing/intake.go).
 	GroupQueue int `env:"GRIDCRAWL_LOADER_GROUP_QUEUE" envDefault:"100"`
 	// FrontierDir, when set, is where the loader files the URLs of its
 	// shards (pkg/frontier, a store per shard) instead of parking them in
@@ -159,7 +159,7 @@ type Config struct {
 	// on the embedded backends, none on the real ones; "off": none.
 	FrontierDir string `env:"GRIDCRAWL_LOADER_FRONTIER_DIR"`
 	// ShardLease is the time to live of the lease by which a loader with a
-	// durable frontier owns a shard (see owners.go): a dead loader's
+	// durable frontier owns a shard (see queueing/owners.go): a dead loader's
 	// shards are taken over by another after at most this long. The lease
 	// is renewed every sixth of it.
 	ShardLease time.Duration `env:"GRIDCRAWL_LOADER_SHARD_LEASE" envDefault:"30s"`
@@ -350,202 +350,107 @@ type Deps struct {
 	Metrics *metrics.Registry
 }
 
-// Handoff receives stored responses for a crawler in the same process.
-// Put must not modify response, and may keep it: the loader does not touch
-// it afterwards. WaitRoom waits until the handoff can keep size more bytes
-// (or keeping them is not worth waiting for: nobody takes them), or ctx is
-// done; the loader calls it before it hands over a batch's responses, so a
-// crawler that falls behind makes its loader wait (crawler.Handoff).
-type Handoff interface {
-	Put(ref contracts.AssetRef, ip string, response []byte)
-	WaitRoom(ctx context.Context, size int64) error
-}
+// Handoff receives stored responses for a crawler in the same process
+// (see recorder.Handoff).
+type Handoff = recorder.Handoff
 
-// Loader is the loader service.
+// Loader is the loader service: its frontier, fetcher and recorder, and
+// the workers that take a task from the first, fetch it with the second and
+// hand its outcome on.
 type Loader struct {
-	cfg    Config
-	deps   Deps
-	log    *slog.Logger
-	shards int
-	// run names this process in WARC segment keys (start time and random
-	// text), so that no two processes ever write one key.
-	run string
+	cfg  Config
+	deps Deps
+	log  *slog.Logger
+	met  *metrics.Loader
 
-	client  *http.Client
-	robots  *robots.Cache
-	cancels *crawlcache.States
-	// claims: the task whose fetch of a URL is not recorded yet, by record
-	// key, so that a duplicate of it (a republished or redelivered
-	// contract) is not fetched again meanwhile.
-	claims *claims
-	profs  *crawlcache.Profiles
-
-	sched *politeness.Scheduler
-	pol   policies
-	state *politenessState
-
-	// holders maps a crawl host group to the unsettled contracts whose URLs
-	// of the group the loader holds. A contract holds its prefetch slot
-	// until its last URL is fetched: a group may be held by a second
-	// contract only when its queue drains soon, and by at most
-	// maxHolders contracts, so that the other groups of the shard keep
-	// slots (see split).
-	holdMu     sync.Mutex
-	holders    map[string]map[*delivery]struct{}
-	maxHolders int
-
-	rec *recorder
-	pub *publisher
-	met *metrics.Loader
+	front *queueing.Frontier
+	fetch *fetcher.Fetcher
+	rec   *recorder.Recorder
 	// active counts the workers between a lease and the hand-over of its
 	// outcome: when it drops to zero the loader has nothing else to do and
-	// flushes (within idleFlushGap of the last flush), so a chain of newly
-	// found links advances at the politeness delay, not at FlushInterval.
+	// flushes (within the recorder's idle gap of the last flush), so a chain
+	// of newly found links advances at the politeness delay, not at
+	// FlushInterval.
 	active atomic.Int32
-
-	fetched    atomic.Int64
-	parkedURLs atomic.Int64
-	// fronts are the frontier stores (Config.FrontierDir); nil: URLs are
-	// parked in the broker.
-	fronts    *fronts
-	filedURLs atomic.Int64
-	// own keeps the leases of the shards the loader owns (with fronts).
-	own         *owners
-	rebuiltURLs atomic.Int64
-	// bodies bounds the memory of bodies being read (Config.BodyBudget).
-	bodies *bytebudget.Budget
-
-	// embedClient makes the requests of rendered pages (render.go);
-	// browser is started with the first page to render.
-	embedClient *http.Client
-	embedCache  *embedCache
-	browserMu   sync.Mutex
-	browser     *browser.Browser
-	browserErr  error
-	renders     renderCounts
 }
 
 // New returns a loader; cfg must have been validated.
 func New(cfg Config, deps Deps) (*Loader, error) {
-	allow, err := netguard.ParseNets(cfg.AllowNets)
-	if err != nil {
-		return nil, fmt.Errorf("parse allowed nets: %w", err)
-	}
-	overrides, err := netguard.ParseOverrides(cfg.Resolve)
-	if err != nil {
-		return nil, fmt.Errorf("parse resolve overrides: %w", err)
-	}
 	log := deps.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	dialer := &netguard.Dialer{Allow: allow, Overrides: overrides, Timeout: 10 * time.Second}
-	transport := &http.Transport{
-		DialContext:            dialer.DialContext,
-		MaxIdleConnsPerHost:    2,
-		MaxIdleConns:           1024,
-		IdleConnTimeout:        30 * time.Second,
-		TLSHandshakeTimeout:    10 * time.Second,
-		ResponseHeaderTimeout:  cfg.FetchTimeout,
-		DisableCompression:     true,
-		MaxResponseHeaderBytes: 64 << 10,
-		ForceAttemptHTTP2:      true,
-	}
-	// A group is busy for one request: a page or its robots.txt, and the
-	// page's rendering (its wait for a tab, at most two pages' time, its
-	// time in the tab, and the DOM's snapshot).
-	sched, err := politeness.New(politeness.Config{BusyTimeout: cfg.FetchTimeout + 3*cfg.RenderTimeout + time.Minute, Logger: log})
-	if err != nil {
-		return nil, fmt.Errorf("create politeness scheduler: %w", err)
-	}
 	met := deps.Metrics.Loader()
-	l := &Loader{
-		cfg:    cfg,
-		deps:   deps,
-		log:    log,
-		shards: max(deps.Shards, 1),
-		run:    time.Now().UTC().Format("20060102150405") + "-" + strings.ToLower(rand.Text()[:8]),
-		met:    met,
-		client: &http.Client{
-			Transport:     &countingTransport{base: transport, kind: metrics.KindPage, met: met},
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		},
-		cancels: crawlcache.NewStates(deps.Profiles),
-		profs:   crawlcache.NewProfiles(deps.Profiles),
-		sched:   sched,
-		pol:     newPolicies(cfg.CrawlDelayCap),
-		holders: map[string]map[*delivery]struct{}{},
-		claims:  newClaims(),
-		bodies:  bytebudget.New(max(cfg.BodyBudget, cfg.MaxBodyBytes+1), freeBodyBytes),
-	}
-	if cfg.FrontierDir != "" {
-		if deps.Owners == nil {
-			return nil, errors.New("a loader with a frontier directory needs the shard leases of the transaction index (Deps.Owners)")
-		}
-		l.own = &owners{tx: deps.Owners, id: ownerName(cfg.FrontierDir), ttl: cfg.ShardLease, shards: make([]ownedShard, l.shards)}
-	}
-	// A group holds at most half of its shard's prefetch slots (at least
-	// one): the other groups of the shard always have the rest.
-	l.maxHolders = max(1, l.prefetch()/2)
-	l.embedCache = newEmbedCache(cfg.RenderCacheBytes, 10*time.Minute)
-	l.embedClient = &http.Client{
-		Transport:     &countingTransport{base: transport, kind: metrics.KindEmbed, met: met},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }, // the browser follows
-	}
-	l.state = newPolitenessState(deps.Assets, l.shards, log)
-	l.pub = newPublisher(deps.Queue, deps.Handoff, deps.Gate, log, l.settle)
-	l.pub.snapshot = func(key string) *contracts.Snapshot { return txindex.Snapshot(deps.Tx, key) }
-	l.rec = newRecorder(recorderDeps{
-		segments: newSegmentWriter(deps.Assets, segmentConfig{
-			loader: cfg.ID, run: l.run, gzip: cfg.Gzip, bytes: cfg.SegmentBytes, age: cfg.SegmentAge,
-		}, met, log),
-		index:         deps.Tx,
-		dedup:         newDedup(deps.Digests, deps.Assets, cfg.DedupMaxEntries, cfg.DedupCheckTTL, met, log),
-		metrics:       met,
-		publisher:     l.pub,
-		gate:          deps.Gate,
-		log:           log,
-		settle:        l.settle,
-		keepResponses: deps.Handoff != nil,
-		flushInterval: cfg.FlushInterval,
-		maxHeld:       cfg.RecordBytes,
-		lease:         cfg.RecoveryLease,
-		shards:        l.shards,
+	shards := max(deps.Shards, 1)
+	l := &Loader{cfg: cfg, deps: deps, log: log, met: met}
+	// One cache of crawl states for the frontier and the fetcher, as when
+	// they were one.
+	states := crawlcache.NewStates(deps.Profiles)
+	front, err := queueing.New(queueing.Config{
+		Prefetch: cfg.Prefetch, GroupQueue: cfg.GroupQueue, PausedDelay: cfg.PausedDelay,
+		RedeliveryGrace: cfg.RedeliveryGrace, RetryDelay: cfg.RetryDelay, CrawlDelayCap: cfg.CrawlDelayCap,
+		// A group is busy for one request: a page or its robots.txt, and
+		// the page's rendering (its wait for a tab, at most two pages'
+		// time, its time in the tab, and the DOM's snapshot).
+		BusyTimeout: cfg.FetchTimeout + 3*cfg.RenderTimeout + time.Minute,
+		FrontierDir: cfg.FrontierDir, ShardLease: cfg.ShardLease,
+	}, queueing.Deps{
+		Queue: deps.Queue, Tx: deps.Tx, Owners: deps.Owners, Assets: deps.Assets, Profiles: deps.Profiles,
+		States: states, Group: deps.Group, Shards: shards, Stagger: deps.Stagger, Gate: deps.Gate,
+		Logger: log, Metrics: met, Retired: l.retired,
 	})
-	robotsClient := &http.Client{
-		Transport: &countingTransport{base: transport, kind: metrics.KindRobots, met: met},
-		CheckRedirect: func(_ *http.Request, via []*http.Request) error {
-			if len(via) >= 5 {
-				return errors.New("too many robots.txt redirects")
-			}
-			return nil
-		},
+	if err != nil {
+		return nil, err
 	}
-	l.robots = robots.NewCache(func(ctx context.Context, robotsURL string) (int, []byte, error) {
-		return l.fetchRobots(ctx, robotsClient, robotsURL)
-	}, robots.CacheConfig{TTL: cfg.RobotsTTL})
-	if err := deps.Metrics.Register(metrics.LoaderCollector(l.groupStates)); err != nil {
+	l.front = front
+	l.rec = recorder.New(recorder.Config{
+		Loader: cfg.ID,
+		// Names this process in WARC segment keys (start time and random
+		// text), so that no two processes ever write one key.
+		Run:  time.Now().UTC().Format("20060102150405") + "-" + strings.ToLower(rand.Text()[:8]),
+		Gzip: cfg.Gzip, SegmentBytes: cfg.SegmentBytes, SegmentAge: cfg.SegmentAge, FlushInterval: cfg.FlushInterval,
+		RecordBytes: cfg.RecordBytes, RecoveryLease: cfg.RecoveryLease,
+		DedupMaxEntries: cfg.DedupMaxEntries, DedupCheckTTL: cfg.DedupCheckTTL, Shards: shards,
+	}, recorder.Deps{
+		Queue: deps.Queue, Assets: deps.Assets, Tx: deps.Tx, Digests: deps.Digests, Handoff: deps.Handoff,
+		Gate: deps.Gate, Logger: log, Metrics: met, Settle: front.Settle,
+	})
+	l.fetch, err = fetcher.New(fetcher.Config{
+		MaxBodyBytes: cfg.MaxBodyBytes, BodyBudget: cfg.BodyBudget, RecoveryLease: cfg.RecoveryLease,
+		FetchTimeout: cfg.FetchTimeout, FetchAttempts: cfg.FetchAttempts, AllowNets: cfg.AllowNets, Resolve: cfg.Resolve,
+		RobotsTTL: cfg.RobotsTTL, Chromium: cfg.Chromium, RenderTabs: cfg.RenderTabs, RenderTimeout: cfg.RenderTimeout,
+		RenderIdle: cfg.RenderIdle, RenderMaxRequests: cfg.RenderMaxRequests, RenderMaxBytes: cfg.RenderMaxBytes,
+		RenderGroupRequests: cfg.RenderGroupRequests, RenderCacheBytes: cfg.RenderCacheBytes,
+		BrowserRestartPages: cfg.BrowserRestartPages, BrowserMaxMemory: cfg.BrowserMaxMemory,
+		BrowserNoSandbox: cfg.BrowserNoSandbox, BrowserJSHeapMB: cfg.BrowserJSHeapMB,
+	}, fetcher.Deps{
+		Tx: deps.Tx, Assets: deps.Assets, States: states, Tasks: front, Archive: l.rec.Archive, Metrics: met, Logger: log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := deps.Metrics.Register(metrics.LoaderCollector(front.GroupStates)); err != nil {
 		return nil, fmt.Errorf("register loader metrics: %w", err)
 	}
-	if err := deps.Metrics.Register(metrics.BrowserCollector(l.browserStats)); err != nil {
+	if err := deps.Metrics.Register(metrics.BrowserCollector(l.fetch.BrowserStats)); err != nil {
 		return nil, fmt.Errorf("register browser metrics: %w", err)
 	}
 	return l, nil
 }
 
 // Fetched returns the number of requests made so far, robots.txt included.
-func (l *Loader) Fetched() int64 { return l.fetched.Load() }
+func (l *Loader) Fetched() int64 { return l.fetch.Fetched() }
 
 // Parked returns the number of URLs parked in the broker so far.
-func (l *Loader) Parked() int64 { return l.parkedURLs.Load() }
+func (l *Loader) Parked() int64 { return l.front.Parked() }
 
 // QueuedOf returns how many URLs of group the loader holds, and the group's
 // last delay.
-func (l *Loader) QueuedOf(group string) (int, time.Duration) { return l.sched.Queued(group) }
+func (l *Loader) QueuedOf(group string) (int, time.Duration) { return l.front.QueuedOf(group) }
 
 // StateWrites returns how many times the loader stored a shard's politeness
 // state.
-func (l *Loader) StateWrites() int64 { return l.state.writes.Load() }
+func (l *Loader) StateWrites() int64 { return l.front.StateWrites() }
 
 // Run consumes the loader queue shards until ctx is cancelled. It then stops
 // taking deliveries, lets in-flight fetches finish, stores and records their
@@ -570,23 +475,21 @@ func (l *Loader) Run(ctx context.Context) error {
 	var intake sync.WaitGroup
 	owning := make(chan struct{})
 	if l.cfg.FrontierDir != "" {
-		f, err := openFronts(ctx, l.cfg.FrontierDir, l.shards)
-		if err != nil {
-			l.closeBrowser()
+		if err := l.front.Open(ctx); err != nil {
+			l.fetch.Close()
 			return err
 		}
-		l.fronts = f
-		defer f.close()
+		defer l.front.Close()
 		go func() {
 			defer close(owning)
-			l.ownLoop(ctx, consumeCtx, &intake)
+			l.front.Own(ctx, consumeCtx, &intake)
 		}()
 	} else {
 		close(owning)
-		if err := l.consume(ctx, consumeCtx, &intake); err != nil {
+		if err := l.front.Consume(ctx, consumeCtx, &intake); err != nil {
 			stop()
 			intake.Wait()
-			l.closeBrowser()
+			l.fetch.Close()
 			return err
 		}
 	}
@@ -597,80 +500,27 @@ func (l *Loader) Run(ctx context.Context) error {
 	flushed := make(chan struct{})
 	go func() {
 		defer close(flushed)
-		l.rec.flushLoop(ctx, drain)
+		l.rec.FlushLoop(ctx, drain)
 	}()
-	go l.pub.run(drain)
+	go l.rec.Publish(drain)
 	var loops sync.WaitGroup
 	loops.Go(func() { l.reportLoop(ctx) })
-	loops.Go(func() { l.retireLoop(ctx) })
-	loops.Go(func() { l.watchLoop(ctx) })
-	if l.fronts != nil {
-		loops.Go(func() { l.feedLoop(ctx) })
-	}
+	loops.Go(func() { l.front.Loops(ctx) })
 
 	<-owning      // the owner of shards subscribes until ctx is done
 	intake.Wait() // returns once ctx is done or every consumer stopped
 	l.log.Info("shutdown started", "in_flight", l.active.Load(), "timeout_ms", l.cfg.ShutdownTimeout.Milliseconds())
 	stop()
 	wg.Wait()
-	l.closeBrowser() // no worker renders any more
+	l.fetch.Close() // no worker renders any more
 	<-flushed
-	l.rec.flush(drain, true) // what the workers finished after the last tick
-	l.pub.close()            // and its publishing
-	l.rec.close(drain)       // and seal the open segment's index
+	l.rec.Flush(drain, true) // what the workers finished after the last tick
+	l.rec.StopPublishing()   // and its publishing
+	l.rec.Close(drain)       // and seal the open segment's index
 	loops.Wait()
-	if l.own != nil {
-		l.releaseShards(drain) // every outcome is recorded
-	}
-	l.log.Info("shutdown complete", "requests", l.fetched.Load(), "parked", l.parkedURLs.Load(), "filed", l.filedURLs.Load(), "rebuilt", l.rebuiltURLs.Load(),
+	l.front.ReleaseShards(drain) // every outcome is recorded
+	l.log.Info("shutdown complete", "requests", l.fetch.Fetched(), "parked", l.front.Parked(), "filed", l.front.Filed(), "rebuilt", l.front.Rebuilt(),
 		"drain_expired", drain.Err() != nil)
-	return nil
-}
-
-// prefetch returns how many unsettled contracts the loader takes from each
-// shard: its prefetch slots.
-func (l *Loader) prefetch() int { return max(1, l.cfg.Prefetch/l.shards) }
-
-// consume subscribes to every shard (a random half after Stagger) and runs
-// one intake goroutine per shard, which stops at ctx's end.
-func (l *Loader) consume(ctx, consumeCtx context.Context, intake *sync.WaitGroup) error {
-	shards := make([]int, l.shards)
-	for i := range shards {
-		shards[i] = i
-	}
-	mrand.Shuffle(len(shards), func(i, j int) { shards[i], shards[j] = shards[j], shards[i] })
-	prefetch := l.prefetch()
-	subscribe := func(shard int) error {
-		name := routing.ShardQueue(shard, l.shards)
-		deliveries, err := l.deps.Queue.Consume(consumeCtx, name, queue.ConsumeOptions{Prefetch: prefetch})
-		if err != nil {
-			return fmt.Errorf("consume %s: %w", name, err)
-		}
-		intake.Go(func() { l.intake(ctx, shard, deliveries) })
-		return nil
-	}
-	first, later := shards, []int(nil)
-	if l.deps.Stagger > 0 && len(shards) > 1 {
-		first, later = shards[:len(shards)/2], shards[len(shards)/2:]
-	}
-	for _, s := range first {
-		if err := subscribe(s); err != nil {
-			return err
-		}
-	}
-	if len(later) == 0 {
-		return nil
-	}
-	select {
-	case <-ctx.Done():
-		return nil
-	case <-time.After(l.deps.Stagger):
-	}
-	for _, s := range later {
-		if err := subscribe(s); err != nil {
-			return err
-		}
-	}
 	return nil
 }
 
@@ -684,26 +534,24 @@ func (l *Loader) work(ctx, drain context.Context) {
 		}
 		// Before a new URL, never with a body in hand: the flush that
 		// makes room waits for nothing a worker holds.
-		l.rec.waitRoom(ctx)
-		lease, err := l.sched.Next(ctx)
+		l.rec.WaitRoom(ctx)
+		lease, t, err := l.front.Next(ctx)
 		if err != nil {
 			return
 		}
 		l.active.Add(1)
-		t := lease.Item.Payload.(*task)
-		t.profile = l.pol.current(t.crawlID, t.profile) // a PATCH since it was taken
-		o := l.fetchTask(drain, t)
-		share := t.bodyShare
-		t.bodyShare = nil // t may be scheduled again by requeue
-		l.met.URL(o.metric())
-		l.release(drain, lease, t, o)
+		o := l.fetch.Fetch(drain, t)
+		share := t.BodyShare
+		t.BodyShare = nil // t may be scheduled again
+		l.met.URL(o.Metric())
+		l.front.Release(drain, lease, t, o.Pol)
 		l.route(drain, t, o)
 		share.Release()                           // the body is in the segment (or dropped)
-		if o.ex != nil && l.deps.Handoff == nil { // else the handoff holds the body
-			gcnudge.Dropped(int64(cap(o.ex.response)))
+		if o.Ex != nil && l.deps.Handoff == nil { // else the handoff holds the body
+			gcnudge.Dropped(int64(cap(o.Ex.Response)))
 		}
 		if l.active.Add(-1) == 0 {
-			l.rec.idle()
+			l.rec.Idle()
 		}
 	}
 }
@@ -711,165 +559,65 @@ func (l *Loader) work(ctx, drain context.Context) {
 // route hands the outcome of t to the stage that owns it. A robots.txt
 // exchange the lease made goes to the recorder (it is archived whatever the
 // verdict); an outcome that puts t back in line (retry, again, paused,
-// abandon) goes to the scheduler; one to record (fetched, failed, retired)
+// abandon) goes to the frontier; one to record (fetched, failed, retired)
 // or that only settles (skip, republish) goes to the recorder; a task whose
-// contract went back to the queue (lost) is dropped here.
-func (l *Loader) route(ctx context.Context, t *task, o outcome) {
-	if o.robots != nil {
-		l.rec.archive(o.robots, t.crawlID)
+// contract went back to the queue (lost) is dropped by the frontier.
+func (l *Loader) route(ctx context.Context, t *queueing.Task, o fetcher.Outcome) {
+	if o.Robots != nil {
+		l.rec.Archive(o.Robots, t.CrawlID)
 	}
-	switch o.verdict {
-	case vRetry, vAgain, vPaused, vAbandon:
-		l.requeue(ctx, t, o)
-	case vFetched, vFailed, vRetired, vSkip, vRepublish:
-		l.rec.take(t, o)
-	case vLost:
-		l.claims.release(t)
-		t.dl.drop()
+	switch o.Verdict {
+	case fetcher.Again:
+		l.front.Again(ctx, t)
+	case fetcher.Retry:
+		l.front.Retry(ctx, t)
+	case fetcher.Paused:
+		l.front.Pause(ctx, t)
+	case fetcher.Abandon:
+		l.front.Abandon(ctx, t, o.Err)
+	case fetcher.Fetched, fetcher.Failed, fetcher.Retired, fetcher.Skip, fetcher.Republish:
+		l.rec.Take(t, o)
+	case fetcher.Lost:
+		l.front.Drop(t)
 	}
 }
 
-// settle ends t once the recorder or the publisher is done with it: its
-// claim (taken at admission) ends, and its contract learns its outcome (err
-// nil: durable). The recorder and the publisher have it as a function
-// value, so that they never hold the loader.
-func (l *Loader) settle(ctx context.Context, t *task, err error) {
-	l.claims.release(t) // recorded, or its contract is retried
-	t.dl.done(ctx, l.log, err)
+// retired records t, whose group's budget is spent, as retired: the
+// frontier hands such URLs on here.
+func (l *Loader) retired(ctx context.Context, t *queueing.Task, reason string) {
+	l.route(ctx, t, fetcher.Outcome{Verdict: fetcher.Retired, Reason: reason})
 }
 
-// delivery tracks the URLs of one contract until all have an outcome.
-type delivery struct {
-	d         queue.Delivery
-	gate      *outage.Gate
-	remaining atomic.Int32
-	failed    atomic.Bool
-	// settled runs once the delivery is settled (may be nil).
-	settled func()
-	// front, when set, is the frontier store that holds the delivery's one
-	// URL as entry (Config.FrontierDir); d is nil. Its outcome removes the
-	// entry (filed.go), and refill asks for its group's window to be
-	// filled again.
-	front  *frontier.Store
-	entry  frontier.Entry
-	refill func()
+// reportGroups bounds the groups of one report.
+const reportGroups = 200
+
+// reportLoop stores the scheduler's report every ReportInterval.
+func (l *Loader) reportLoop(ctx context.Context) {
+	t := time.NewTicker(l.cfg.ReportInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := l.writeReport(ctx); err != nil && ctx.Err() == nil {
+			l.log.Warn("write frontier report", "err", err)
+		}
+	}
 }
 
-func newDelivery(d queue.Delivery, gate *outage.Gate, urls int) *delivery {
-	dl := &delivery{d: d, gate: gate}
-	dl.remaining.Store(int32(urls))
-	return dl
-}
-
-// done reports the outcome of one of the delivery's URLs; the last one
-// settles the delivery: acked if every URL's outcome is durable, otherwise
-// retried (postponed, when a backend is down).
-func (dl *delivery) done(ctx context.Context, log *slog.Logger, err error) {
+func (l *Loader) writeReport(ctx context.Context) error {
+	rep, err := json.Marshal(l.front.Snapshot(reportGroups))
 	if err != nil {
-		dl.failed.Store(true)
+		return err
 	}
-	if dl.remaining.Add(-1) != 0 {
-		return
+	filed, filedURLs := l.front.FiledReport(ctx, reportGroups)
+	body, err := json.Marshal(contracts.FrontierLoader{LoaderID: l.cfg.ID, Time: time.Now().UTC(),
+		IntervalMS: l.cfg.ReportInterval.Milliseconds(), Report: rep, Browser: l.fetch.FrontierBrowser(), Dedup: l.rec.DedupReport(),
+		Filed: filed, FiledURLs: filedURLs})
+	if err != nil {
+		return err
 	}
-	if dl.front != nil {
-		dl.settleFiled(ctx, log, err)
-		return
-	}
-	var serr error
-	switch {
-	case dl.failed.Load() && len(dl.gate.Down(ctx)) > 0:
-		serr = dl.gate.Settle(ctx, func(ctx context.Context) error { return dl.d.Postpone(ctx, time.Second) })
-	case dl.failed.Load():
-		serr = dl.gate.Settle(ctx, func(ctx context.Context) error { return dl.d.Retry(ctx, 5*time.Second) })
-	default:
-		serr = dl.gate.Settle(ctx, dl.d.Ack)
-	}
-	if serr != nil && ctx.Err() == nil {
-		log.Warn("settle loader contract", "queue", contracts.QueueLoader, "err", serr)
-	}
-	if dl.settled != nil {
-		dl.settled()
-	}
-}
-
-// drop gives up one of the delivery's URLs without an outcome, because
-// the delivery was taken back by the queue (queue.Lost): the message is
-// delivered again, maybe to another loader, and cannot be settled here.
-// The last URL given up or done releases what the delivery held.
-func (dl *delivery) drop() {
-	if dl.remaining.Add(-1) != 0 {
-		return
-	}
-	if dl.front != nil {
-		_ = dl.front.Release([]frontier.Entry{dl.entry})
-		dl.refill()
-		return
-	}
-	if dl.settled != nil {
-		dl.settled()
-	}
-}
-
-// task is one URL to fetch.
-type task struct {
-	dl        *delivery
-	crawlID   string
-	profile   *contracts.Profile
-	inline    *contracts.Profile // as carried by the contract, forwarded as is
-	group     string
-	shard     int
-	url       string
-	host      string
-	depth     int
-	hops      int
-	attempt   int
-	notBefore time.Time
-	// prepaid: the task's group was charged for it by the lease that
-	// fetched robots.txt in its stead, so its next lease costs nothing.
-	prepaid bool
-	// sitemap is the record's sitemap kind (txindex.SitemapProbe,
-	// txindex.SitemapFile), read at admission; robotsSitemaps are the
-	// Sitemap: lines of the origin's robots.txt, handed with a probe.
-	sitemap        string
-	robotsSitemaps []string
-	// prev is the record as admitted, kept for a continuous crawl (profile
-	// recrawl): what its last fetch stored decides the conditional request
-	// and whether this fetch found the page changed.
-	prev *txindex.Record
-	// known is the record as the contract's snapshot gave it (and the
-	// store learned it), read at admission instead of the store; nil when
-	// the contract carried none or was delivered before.
-	known *txindex.Record
-	// bodyShare is the share of the body budget the fetched body holds,
-	// from its read until the worker has recorded it.
-	bodyShare *bytebudget.Reader
-}
-
-// groupStates is the scheduler's snapshot for the metrics.
-func (l *Loader) groupStates() metrics.GroupStates {
-	c := l.sched.Counts()
-	return metrics.GroupStates{Queued: c.Queued, Groups: map[string]int{
-		"ready": c.Ready, "waiting": c.Waiting, "busy": c.Busy, "inactive": c.Inactive, "retired": c.Retired, "idle": c.Idle,
-	}}
-}
-
-// countingTransport counts the requests that went out, by response code,
-// for gridcrawl_loader_requests_total: one per request the server saw
-// (redirects followed for robots.txt included). A dial refused by the
-// address guard sent nothing and is not counted.
-type countingTransport struct {
-	base http.RoundTripper
-	kind metrics.Kind
-	met  *metrics.Loader
-}
-
-func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := c.base.RoundTrip(req)
-	switch {
-	case err == nil:
-		c.met.Request(c.kind, resp.StatusCode)
-	case !errors.Is(err, netguard.ErrForbidden):
-		c.met.Request(c.kind, 0)
-	}
-	return resp, err
+	return l.deps.Assets.Put(ctx, contracts.FrontierReportPrefix+l.cfg.ID+".json", bytes.NewReader(body), int64(len(body)), "application/json")
 }

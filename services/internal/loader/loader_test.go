@@ -62,7 +62,7 @@ func TestUnreachableRobotsTellsWhy(t *testing.T) {
 	tests := []struct {
 		name  string
 		allow string
-		url   string
+		URL   string
 		want  string
 	}{
 		{"refused by the address guard", "", s.URL + "/page.html", netguard.Reason},
@@ -71,12 +71,12 @@ func TestUnreachableRobotsTellsWhy(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newBackends(t)
-			b.submit(t, "c", contracts.CrawlRunning, profile(tc.url), tc.url)
+			b.submit(t, "c", contracts.CrawlRunning, profile(tc.URL), tc.URL)
 			b.runLoader(t, config(t, map[string]string{"GRIDCRAWL_ALLOW_NETS": tc.allow}))
-			b.waitLoaded(t, "c", tc.url)
-			r := b.record(t, "c", tc.url)
+			b.waitLoaded(t, "c", tc.URL)
+			r := b.record(t, "c", tc.URL)
 			if r.Status != contracts.Failed || r.Error != tc.want {
-				t.Errorf("record of %s = %s %q, want %s %q", tc.url, r.Status, r.Error, contracts.Failed, tc.want)
+				t.Errorf("record of %s = %s %q, want %s %q", tc.URL, r.Status, r.Error, contracts.Failed, tc.want)
 			}
 		})
 	}

@@ -3,14 +3,13 @@ package loader
 import (
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
-	"github.com/gridcrawl/gridcrawl/pkg/politeness"
+	"github.com/gridcrawl/gridcrawl/services/internal/loader/queueing"
 	"github.com/gridcrawl/gridcrawl/services/internal/routing"
 )
 
@@ -44,13 +43,18 @@ func TestPolitenessStateWrites(t *testing.T) {
 				return
 			}
 			group, _, _ := net.SplitHostPort(strings.TrimPrefix(s.URL, "http://")) // as submit groups
-			rc, err := b.assets.Get(t.Context(), stateKey(routing.ShardOf(group, b.shards), b.shards), 0, -1)
+			rc, err := b.assets.Get(t.Context(), queueing.StatePrefix+routing.ShardQueue(routing.ShardOf(group, b.shards), b.shards)+".json", 0, -1)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer rc.Close()
 			body, _ := io.ReadAll(rc)
-			var f stateFile
+			// The stored state, as its format is documented (state.go).
+			var f struct {
+				Groups map[string]struct {
+					DelayMS int64 `json:"delay_ms"`
+				} `json:"groups"`
+			}
 			if err := json.Unmarshal(body, &f); err != nil {
 				t.Fatal(err)
 			}
@@ -58,37 +62,5 @@ func TestPolitenessStateWrites(t *testing.T) {
 				t.Errorf("stored bound of %s = %v, want %v (state %s)", group, got, tc.wantDelay, body)
 			}
 		})
-	}
-}
-
-// TestPolitenessStateRetake: a shard is activated (its state loaded, its
-// groups held) on its first contract, and again when a redelivered contract
-// shows it may have been taken over meanwhile, with the bounds the other
-// owner stored.
-func TestPolitenessStateRetake(t *testing.T) {
-	b := newBackends(t)
-	pol := politeness.DefaultDelayPolicy()
-	pol.Min = 100 * time.Millisecond
-	mine := newPolitenessState(b.assets, 1, slog.New(slog.DiscardHandler))
-	mine.retakeAfter = 0
-	other := newPolitenessState(b.assets, 1, slog.New(slog.DiscardHandler))
-	ctx := t.Context()
-
-	mine.activate(ctx, 0, false)
-	first := mine.holdUntil(0, "g", pol.Min)
-	if first.IsZero() {
-		t.Fatal("holdUntil right after the first activation is zero, want the activation plus the minimum delay")
-	}
-	// The other loader owns the shard for a while and learns a Crawl-delay.
-	other.activate(ctx, 0, false)
-	other.learn(ctx, 0, "g", &pol, 5*time.Second, false, 0)
-	mine.activate(ctx, 0, false) // an ordinary delivery: nothing changes
-	if got := mine.holdUntil(0, "g", pol.Min); !got.Equal(first) {
-		t.Errorf("holdUntil after an ordinary delivery = %v, want %v", got, first)
-	}
-	mine.activate(ctx, 0, true) // a redelivery: the shard came back
-	got := mine.holdUntil(0, "g", pol.Min)
-	if d := got.Sub(first); d < 5*time.Second-pol.Min {
-		t.Errorf("holdUntil after the retake = first activation + %v, want the other owner's 5s Crawl-delay from the retake", d)
 	}
 }

@@ -1,4 +1,4 @@
-package loader
+package recorder
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
 	"github.com/gridcrawl/gridcrawl/pkg/warc"
+	"github.com/gridcrawl/gridcrawl/services/internal/loader/fetcher"
 	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
 )
 
@@ -102,14 +103,14 @@ func newSegmentWriter(store assets.Store, cfg segmentConfig, met *metrics.Loader
 // response's CDXJ line (for the crawl crawlID) and returns where the
 // response lies in the segment being filled, with its record id and
 // payload digest.
-func (w *segmentWriter) appendExchange(ex *exchange, crawlID string) (offset, length int64, id, digest string, err error) {
+func (w *segmentWriter) appendExchange(ex *fetcher.Exchange, crawlID string) (offset, length int64, id, digest string, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.seg.Count() == 0 {
 		w.startLocked(time.Now())
 	}
-	req := warc.NewRequestRecord(ex.url, ex.date, ex.request)
-	resp := warc.NewResponseRecord(ex.url, ex.date, ex.ip, ex.response, ex.truncated, warc.RecordID(req))
+	req := warc.NewRequestRecord(ex.URL, ex.Date, ex.Request)
+	resp := warc.NewResponseRecord(ex.URL, ex.Date, ex.IP, ex.Response, ex.Truncated, warc.RecordID(req))
 	if _, _, err := w.seg.Append(req); err != nil {
 		return 0, 0, "", "", err
 	}
@@ -128,7 +129,7 @@ func (w *segmentWriter) appendExchange(ex *exchange, crawlID string) (offset, le
 // (renderedRecords) after its response respID, and returns where the DOM's
 // conversion record lies in the segment being filled. Neither is indexed
 // for replay: the page replays from its response and resources.
-func (w *segmentWriter) appendRendered(url string, date time.Time, respID string, r *rendering) (offset, length int64, err error) {
+func (w *segmentWriter) appendRendered(url string, date time.Time, respID string, r *fetcher.Rendering) (offset, length int64, err error) {
 	dom, meta := renderedRecords(url, date, respID, r)
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -149,11 +150,11 @@ func (w *segmentWriter) appendRendered(url string, date time.Time, respID string
 // "" if unknown) of refersURI at refersDate holds, notes the revisit's
 // CDXJ line and returns where the revisit lies in the segment being
 // filled.
-func (w *segmentWriter) appendRevisit(ex *exchange, crawlID, refersURI string, refersDate time.Time, refersTo, digest string, rv *revisit) (offset, length int64, err error) {
-	req := warc.NewRequestRecord(ex.url, ex.date, ex.request)
+func (w *segmentWriter) appendRevisit(ex *fetcher.Exchange, crawlID, refersURI string, refersDate time.Time, refersTo, digest string, rv *fetcher.Revisit) (offset, length int64, err error) {
+	req := warc.NewRequestRecord(ex.URL, ex.Date, ex.Request)
 	rec, err := warc.NewRevisitRecord(warc.Revisit{
-		TargetURI: ex.url, Date: ex.date, IP: ex.ip, Profile: rv.profile,
-		HTTPResponse: ex.response, OriginalHeader: rv.originalHeader, PayloadDigest: digest,
+		TargetURI: ex.URL, Date: ex.Date, IP: ex.IP, Profile: rv.Profile,
+		HTTPResponse: ex.Response, OriginalHeader: rv.OriginalHeader, PayloadDigest: digest,
 		RefersToTargetURI: refersURI, RefersToDate: refersDate, RefersTo: refersTo, ConcurrentTo: warc.RecordID(req),
 	})
 	if err != nil {
@@ -381,4 +382,22 @@ func (w *segmentWriter) close(ctx context.Context) {
 	if w.appender != nil && key != "" {
 		w.sealIndex(ctx, key)
 	}
+}
+
+// renderedRecords returns the records of a rendered page: its DOM as a
+// conversion record of the response respID, and a metadata record of how
+// it was rendered.
+func renderedRecords(url string, date time.Time, respID string, r *fetcher.Rendering) (dom, meta warc.Record) {
+	dom = warc.NewConversionRecord(url, date, respID, "text/html; charset=utf-8", r.Res.DOM)
+	fields := []string{"render-reason", r.Reason, "render-duration-ms", fmt.Sprint(r.Res.Duration.Milliseconds()),
+		"render-requests", fmt.Sprint(r.Res.Requests), "render-refused", fmt.Sprint(r.Res.Refused),
+		"render-bytes", fmt.Sprint(r.Res.Bytes), "render-final-url", r.Res.URL}
+	for _, c := range r.Res.Cut {
+		fields = append(fields, "render-cut", c)
+	}
+	for _, n := range r.Res.Navigations {
+		fields = append(fields, "render-navigation-refused", n)
+	}
+	meta = warc.NewMetadataRecord(url, date, warc.RecordID(dom), fields...)
+	return dom, meta
 }

@@ -1,4 +1,4 @@
-package loader
+package queueing
 
 import (
 	"context"
@@ -26,8 +26,8 @@ const watchInterval = time.Second
 //
 // It costs one profile read per crawl and interval, whatever the crawl's
 // size.
-func (l *Loader) watchLoop(ctx context.Context) {
-	if l.deps.Profiles == nil {
+func (fr *Frontier) watchLoop(ctx context.Context) {
+	if fr.deps.Profiles == nil {
 		return
 	}
 	t := time.NewTicker(watchInterval)
@@ -38,39 +38,39 @@ func (l *Loader) watchLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		for _, id := range l.sched.Crawls() {
-			l.watch(ctx, id)
+		for _, id := range fr.sched.Crawls() {
+			fr.watch(ctx, id)
 		}
 	}
 }
 
 // watch applies what changed of crawl id since the last look.
-func (l *Loader) watch(ctx context.Context, id string) {
-	c, err := l.deps.Profiles.Get(ctx, id)
+func (fr *Frontier) watch(ctx context.Context, id string) {
+	c, err := fr.deps.Profiles.Get(ctx, id)
 	switch {
 	case errors.Is(err, profiles.ErrNotFound):
-		l.endCrawl(id)
+		fr.endCrawl(id)
 		return
 	case err != nil:
 		return // a backend is down: look again next time
 	case c.State == contracts.CrawlFinished || c.State == contracts.CrawlCancelled:
-		l.endCrawl(id)
+		fr.endCrawl(id)
 		return
 	}
-	p := l.pol.current(id, &c.Profile)
-	if !l.pol.apply(id, p.Version) {
+	p := fr.pol.current(id, &c.Profile)
+	if !fr.pol.apply(id, p.Version) {
 		return
 	}
-	l.sched.SetCrawlDelay(id, *l.pol.delayPolicy(p))
-	l.sched.SetCrawlBudgets(id, func(group, host string) *politeness.Budget {
-		l.pol.budgetChange(id, p.Version, group)
+	fr.sched.SetCrawlDelay(id, *fr.pol.delayPolicy(p))
+	fr.sched.SetCrawlBudgets(id, func(group, host string) *politeness.Budget {
+		fr.pol.budgetChange(id, p.Version, group)
 		return budgetOf(p.Budget, group, host)
 	})
-	l.log.Info("crawl settings taken", "crawl_id", id, "version", p.Version)
+	fr.log.Info("crawl settings taken", "crawl_id", id, "version", p.Version)
 }
 
 // endCrawl drops the loader's state of a crawl that has ended.
-func (l *Loader) endCrawl(id string) {
-	l.sched.ForgetCrawl(id)
-	l.pol.forget(id)
+func (fr *Frontier) endCrawl(id string) {
+	fr.sched.ForgetCrawl(id)
+	fr.pol.forget(id)
 }

@@ -1,4 +1,4 @@
-package loader
+package fetcher
 
 import (
 	"bytes"
@@ -10,9 +10,23 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/services/internal/loader/queueing"
+	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
 )
+
+// testConfig is the loader's default configuration of a fetcher
+// (GRIDCRAWL_* defaults), allowed to fetch from this machine, whose bodies
+// are kept up to maxBody bytes.
+func testConfig(maxBody int64) Config {
+	return Config{MaxBodyBytes: maxBody, BodyBudget: 8 << 20, RecoveryLease: 10 * time.Minute,
+		FetchTimeout: 30 * time.Second, FetchAttempts: 1, AllowNets: "127.0.0.0/8", RobotsTTL: 24 * time.Hour,
+		RenderTabs: 2, RenderTimeout: 20 * time.Second, RenderIdle: 500 * time.Millisecond, RenderMaxRequests: 300,
+		RenderMaxBytes: 20 << 20, RenderGroupRequests: 100, RenderCacheBytes: 32 << 20, BrowserRestartPages: 500,
+		BrowserMaxMemory: 1 << 30, BrowserJSHeapMB: 512}
+}
 
 // TestHTTPGetBodyMemory: a body at the size cap is read with about one
 // allocation of its size when its length is announced, and less than twice
@@ -28,17 +42,17 @@ func TestHTTPGetBodyMemory(t *testing.T) {
 		name      string
 		size      int  // bytes the server sends (-1: without end)
 		announce  bool // with Content-Length
-		header    int  // bytes of extra response headers
-		truncated bool
+		Header    int  // bytes of extra response headers
+		Truncated bool
 		maxAlloc  float64 // bytes allocated, at most this many times the stored body
 	}{
 		{name: "small announced", size: 20 << 10, announce: true, maxAlloc: 1.1},
 		{name: "small chunked", size: 20 << 10, maxAlloc: 1.7},
 		{name: "at the cap announced", size: limit, announce: true, maxAlloc: 1.1},
 		{name: "at the cap chunked", size: limit, maxAlloc: 2.1},
-		{name: "over the cap announced", size: 100 << 20, announce: true, truncated: true, maxAlloc: 1.1},
-		{name: "endless chunked", size: -1, truncated: true, maxAlloc: 2.1},
-		{name: "huge headers", size: limit, announce: true, header: 60 << 10, maxAlloc: 1.1},
+		{name: "over the cap announced", size: 100 << 20, announce: true, Truncated: true, maxAlloc: 1.1},
+		{name: "endless chunked", size: -1, Truncated: true, maxAlloc: 2.1},
+		{name: "huge headers", size: limit, announce: true, Header: 60 << 10, maxAlloc: 1.1},
 		{name: "empty", size: 0, announce: true, maxAlloc: 0},
 	}
 	for _, tc := range tests {
@@ -46,7 +60,7 @@ func TestHTTPGetBodyMemory(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				h := w.Header()
 				h.Set("Content-Type", "text/plain")
-				for i := range tc.header / 1024 {
+				for i := range tc.Header / 1024 {
 					h.Set("X-Junk-"+strconv.Itoa(i), strings.Repeat("v", 1000))
 				}
 				if tc.announce {
@@ -64,44 +78,43 @@ func TestHTTPGetBodyMemory(t *testing.T) {
 				}
 			}))
 			defer srv.Close()
-			l, err := New(config(t, map[string]string{"GRIDCRAWL_MAX_BODY_BYTES": strconv.Itoa(limit)}),
-				Deps{})
+			f, err := New(testConfig(limit), Deps{Metrics: (*metrics.Registry)(nil).Loader()})
 			if err != nil {
 				t.Fatal(err)
 			}
 			u, _ := url.Parse(srv.URL + "/page")
-			task := &task{url: u.String(), profile: &contracts.Profile{UserAgent: contracts.DefaultUserAgent}}
+			task := &queueing.Task{URL: u.String(), Profile: &contracts.Profile{UserAgent: contracts.DefaultUserAgent}}
 			// Warm up the client (connection, buffers) so that only the
 			// page's own allocations are counted.
-			if _, err := l.httpGet(t.Context(), task, u); err != nil {
+			if _, err := f.httpGet(t.Context(), task, u); err != nil {
 				t.Fatal(err)
 			}
-			task.bodyShare.Release() // as the worker does once the body is recorded
+			task.BodyShare.Release() // as the worker does once the body is recorded
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
-			ex, err := l.httpGet(t.Context(), task, u)
+			ex, err := f.httpGet(t.Context(), task, u)
 			runtime.ReadMemStats(&after)
 			if err != nil {
 				t.Fatal(err)
 			}
-			task.bodyShare.Release()
+			task.BodyShare.Release()
 			stored := tc.size
 			if tc.size < 0 || tc.size > limit {
 				stored = limit
 			}
-			if ex.bodyBytes != int64(stored) || ex.truncated != tc.truncated {
-				t.Errorf("body %d bytes, truncated %v; want %d, %v", ex.bodyBytes, ex.truncated, stored, tc.truncated)
+			if ex.BodyBytes != int64(stored) || ex.Truncated != tc.Truncated {
+				t.Errorf("body %d bytes, truncated %v; want %d, %v", ex.BodyBytes, ex.Truncated, stored, tc.Truncated)
 			}
-			end := len(ex.response) - stored
-			if end < 4 || string(ex.response[end-4:end]) != "\r\n\r\n" || bytes.Contains(ex.response[:end], []byte("Transfer-Encoding")) {
-				t.Errorf("head %q: want one ending in a blank line, without Transfer-Encoding", ex.response[:min(end, 200)])
+			end := len(ex.Response) - stored
+			if end < 4 || string(ex.Response[end-4:end]) != "\r\n\r\n" || bytes.Contains(ex.Response[:end], []byte("Transfer-Encoding")) {
+				t.Errorf("head %q: want one ending in a blank line, without Transfer-Encoding", ex.Response[:min(end, 200)])
 			}
-			if !bytes.Contains(ex.response[:end], []byte("\r\nContent-Length: "+strconv.Itoa(stored)+"\r\n")) {
-				t.Errorf("head %q does not give the stored length %d", ex.response[:end], stored)
+			if !bytes.Contains(ex.Response[:end], []byte("\r\nContent-Length: "+strconv.Itoa(stored)+"\r\n")) {
+				t.Errorf("head %q does not give the stored length %d", ex.Response[:end], stored)
 			}
-			for off := end; off < len(ex.response); off += len(chunk) {
-				if want := chunk[:min(len(chunk), len(ex.response)-off)]; !bytes.Equal(ex.response[off:off+len(want)], want) {
+			for off := end; off < len(ex.Response); off += len(chunk) {
+				if want := chunk[:min(len(chunk), len(ex.Response)-off)]; !bytes.Equal(ex.Response[off:off+len(want)], want) {
 					t.Fatalf("body differs at byte %d", off-end)
 				}
 			}
@@ -119,8 +132,8 @@ func TestHTTPGetBodyMemory(t *testing.T) {
 func TestPlaceHeadMatchesDumpResponse(t *testing.T) {
 	tests := []struct {
 		name   string
-		status string
-		header http.Header
+		Status string
+		Header http.Header
 		body   string
 		limit  int64
 	}{
@@ -133,7 +146,7 @@ func TestPlaceHeadMatchesDumpResponse(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			resp := &http.Response{Status: tc.status, ProtoMajor: 1, ProtoMinor: 1, Header: tc.header}
+			resp := &http.Response{Status: tc.Status, ProtoMajor: 1, ProtoMinor: 1, Header: tc.Header}
 			want := dumpResponse(resp, []byte(tc.body))
 			room := headRoom(resp, tc.limit)
 			buf := append(make([]byte, room), tc.body...)
@@ -168,20 +181,19 @@ func BenchmarkHTTPGet(b *testing.B) {
 				_, _ = w.Write(page)
 			}))
 			defer srv.Close()
-			var vars map[string]string
-			l, err := New(config(b, vars), Deps{})
+			f, err := New(testConfig(8<<20), Deps{Metrics: (*metrics.Registry)(nil).Loader()})
 			if err != nil {
 				b.Fatal(err)
 			}
 			u, _ := url.Parse(srv.URL + "/page")
-			task := &task{url: u.String(), profile: &contracts.Profile{UserAgent: contracts.DefaultUserAgent}}
+			task := &queueing.Task{URL: u.String(), Profile: &contracts.Profile{UserAgent: contracts.DefaultUserAgent}}
 			b.ReportAllocs()
 			for b.Loop() {
-				ex, err := l.httpGet(b.Context(), task, u)
-				if err != nil || ex.bodyBytes != int64(len(page)) {
-					b.Fatalf("httpGet = %v bytes, %v", ex.bodyBytes, err)
+				ex, err := f.httpGet(b.Context(), task, u)
+				if err != nil || ex.BodyBytes != int64(len(page)) {
+					b.Fatalf("httpGet = %v bytes, %v", ex.BodyBytes, err)
 				}
-				task.bodyShare.Release()
+				task.BodyShare.Release()
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package loader
+package recorder
 
 import (
 	"context"
@@ -86,7 +86,7 @@ func (p *publisher) put(ctx context.Context, b *batch) {
 	}
 }
 
-// take returns the oldest batch, waiting for one; false once closed and empty.
+// Take returns the oldest batch, waiting for one; false once closed and empty.
 func (p *publisher) take() (*batch, bool) {
 	for {
 		p.mu.Lock()
@@ -153,17 +153,17 @@ func (p *publisher) publish(ctx context.Context, b *batch) error {
 	rs := &b.rs
 	var pages crawlerPages
 	for i, res := range rs.moved {
-		if rs.applied[i] && res.status == contracts.ToBeParsed {
+		if rs.applied[i] && res.Status == contracts.ToBeParsed {
 			page := res.page
 			if p.snapshot != nil {
-				page.Snapshot = p.snapshot(txindex.Key(res.t.crawlID, res.t.url))
+				page.Snapshot = p.snapshot(txindex.Key(res.t.CrawlID, res.t.URL))
 			}
 			pages.add(res, page)
 		}
 	}
 	for _, res := range b.pending {
-		if res.repub != nil {
-			pages.add(res, *res.repub)
+		if res.Repub != nil {
+			pages.add(res, *res.Repub)
 		}
 	}
 	msgs, err := pages.messages()
@@ -182,13 +182,13 @@ func (p *publisher) publish(ctx context.Context, b *batch) error {
 func (p *publisher) handOff(b *batch) {
 	rs := &b.rs
 	for i, res := range rs.moved {
-		if res.response == nil {
+		if res.Response == nil {
 			continue
 		}
-		if rs.applied[i] && res.status == contracts.ToBeParsed {
-			p.handoff.Put(res.page.Asset, res.ip, res.response)
+		if rs.applied[i] && res.Status == contracts.ToBeParsed {
+			p.handoff.Put(res.page.Asset, res.IP, res.Response)
 		}
-		res.response = nil
+		res.Response = nil
 	}
 }
 
@@ -196,8 +196,8 @@ func (p *publisher) handOff(b *batch) {
 func (b *batch) handedBytes() int64 {
 	var n int64
 	for i, res := range b.rs.moved {
-		if res.response != nil && b.rs.applied[i] && res.status == contracts.ToBeParsed {
-			n += int64(cap(res.response))
+		if res.Response != nil && b.rs.applied[i] && res.Status == contracts.ToBeParsed {
+			n += int64(cap(res.Response))
 		}
 	}
 	return n
@@ -210,7 +210,7 @@ type crawlerPages struct {
 }
 
 type crawlBatch struct {
-	inline *contracts.Profile
+	Inline *contracts.Profile
 	pages  []contracts.CrawlerPage
 }
 
@@ -218,11 +218,11 @@ func (c *crawlerPages) add(res *result, p contracts.CrawlerPage) {
 	if c.byCrawl == nil {
 		c.byCrawl = map[string]*crawlBatch{}
 	}
-	b := c.byCrawl[res.t.crawlID]
+	b := c.byCrawl[res.t.CrawlID]
 	if b == nil {
-		b = &crawlBatch{inline: res.t.inline}
-		c.byCrawl[res.t.crawlID] = b
-		c.order = append(c.order, res.t.crawlID)
+		b = &crawlBatch{Inline: res.t.Inline}
+		c.byCrawl[res.t.CrawlID] = b
+		c.order = append(c.order, res.t.CrawlID)
 	}
 	b.pages = append(b.pages, p)
 }
@@ -231,7 +231,7 @@ func (c *crawlerPages) messages() ([]queue.Message, error) {
 	var msgs []queue.Message
 	for _, id := range c.order {
 		b := c.byCrawl[id]
-		m, err := contractmsg.Crawler(id, b.inline, b.pages, false)
+		m, err := contractmsg.Crawler(id, b.Inline, b.pages, false)
 		if err != nil {
 			return nil, err
 		}

@@ -1,4 +1,4 @@
-package loader
+package queueing
 
 import (
 	"fmt"
@@ -24,7 +24,7 @@ import (
 // another shard. On SQLite always, on Elasticsearch when GRIDCRAWL_ES_URL is
 // set. The records are written first, untimed:
 //
-//	GRIDCRAWL_BENCH_REBUILD_RECORDS=1000000 go test -run '^$' -bench Rebuild -benchtime 1x ./services/internal/loader
+//	GRIDCRAWL_BENCH_REBUILD_RECORDS=1000000 go test -run '^$' -bench Rebuild -benchtime 1x ./services/internal/loader/queueing
 func BenchmarkRebuild(b *testing.B) {
 	n := 100000
 	if v := os.Getenv("GRIDCRAWL_BENCH_REBUILD_RECORDS"); v != "" {
@@ -74,7 +74,7 @@ func benchRebuild(b *testing.B, x txindex.Index, n int) {
 			batch = batch[:0]
 		}
 	}
-	l := &Loader{shards: shards, own: &owners{tx: x}}
+	l := &Frontier{shards: shards, own: &owners{tx: x}}
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()

@@ -1,12 +1,14 @@
-package loader
+package queueing
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -37,14 +39,14 @@ type fronts struct {
 }
 
 type shardGroup struct {
-	shard int
-	group string
+	Shard int
+	Group string
 }
 
-// feedInterval is how often every group's window is looked at: a resumed
+// FeedInterval is how often every group's window is looked at: a resumed
 // crawl's URLs, and URLs that no fetch of their group called for, are taken
 // within it.
-const feedInterval = 500 * time.Millisecond
+const FeedInterval = 500 * time.Millisecond
 
 // openFronts opens the store of every shard under dir.
 func openFronts(ctx context.Context, dir string, shards int) (*fronts, error) {
@@ -84,18 +86,18 @@ func (f *fronts) want(shard int, group string) {
 
 // file files c's URLs in the store of shard and acknowledges the contract:
 // its URLs are durable there.
-func (l *Loader) file(ctx context.Context, shard int, d queue.Delivery, c *contracts.LoaderContract) consume.Verdict {
-	if !l.own.owns(shard) {
+func (fr *Frontier) file(ctx context.Context, shard int, d queue.Delivery, c *contracts.LoaderContract) consume.Verdict {
+	if !fr.own.owns(shard) {
 		// The shard was lost since the delivery came: its new owner files it.
-		return consume.Retry(fmt.Errorf("%s is no longer this loader's", routing.ShardQueue(shard, l.shards)))
+		return consume.Retry(fmt.Errorf("%s is no longer this loader's", routing.ShardQueue(shard, fr.shards)))
 	}
 	// A snapshot is kept only for a store that learns from it.
-	_, learns := l.deps.Tx.(txindex.Revisions)
+	_, learns := fr.deps.Tx.(txindex.Revisions)
 	trusted := learns && !queue.SeenBefore(d)
 	es := make([]frontier.Entry, 0, len(c.URLs))
 	groups := map[string]bool{}
 	for _, u := range c.URLs {
-		_, g := l.placeOf(c, u)
+		_, g := fr.placeOf(c, u)
 		e := frontier.Entry{Group: g, Crawl: c.CrawlID, URL: u.URL, Depth: u.Depth, Hops: u.Hops}
 		// The entry's data is the snapshot of its record the contract
 		// carried, when the contract can be trusted.
@@ -107,39 +109,39 @@ func (l *Loader) file(ctx context.Context, shard int, d queue.Delivery, c *contr
 		es = append(es, e)
 		groups[g] = true
 	}
-	n, err := l.fronts.stores[shard].File(ctx, es)
+	n, err := fr.fronts.stores[shard].File(ctx, es)
 	if err != nil {
-		l.log.Warn("file urls", "crawl_id", c.CrawlID, "urls", len(es), "err", err)
+		fr.log.Warn("file urls", "crawl_id", c.CrawlID, "urls", len(es), "err", err)
 		return consume.Retry(err)
 	}
-	l.filedURLs.Add(int64(n))
-	l.met.Filed(n)
+	fr.filedURLs.Add(int64(n))
+	fr.met.Filed(n)
 	for g := range groups {
-		l.fronts.want(shard, g)
+		fr.fronts.want(shard, g)
 	}
 	return consume.Ack()
 }
 
 // feedLoop fills the windows of the groups asked for, and every
-// feedInterval those of every group with URLs to take, until ctx is done.
-func (l *Loader) feedLoop(ctx context.Context) {
-	t := time.NewTicker(feedInterval)
+// FeedInterval those of every group with URLs to take, until ctx is done.
+func (fr *Frontier) feedLoop(ctx context.Context) {
+	t := time.NewTicker(FeedInterval)
 	defer t.Stop()
 	for {
 		all := false
 		select {
 		case <-ctx.Done():
 			return
-		case <-l.fronts.wake:
+		case <-fr.fronts.wake:
 		case <-t.C:
 			all = true
 		}
-		l.fronts.mu.Lock()
-		todo := l.fronts.pending
-		l.fronts.pending = map[shardGroup]struct{}{}
-		l.fronts.mu.Unlock()
+		fr.fronts.mu.Lock()
+		todo := fr.fronts.pending
+		fr.fronts.pending = map[shardGroup]struct{}{}
+		fr.fronts.mu.Unlock()
 		if all {
-			for shard, s := range l.fronts.stores {
+			for shard, s := range fr.fronts.stores {
 				for _, q := range s.Queues() {
 					if q.Filed > q.Taken {
 						todo[shardGroup{shard, q.Group}] = struct{}{}
@@ -151,7 +153,7 @@ func (l *Loader) feedLoop(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			l.feed(ctx, sg.shard, sg.group)
+			fr.feed(ctx, sg.Shard, sg.Group)
 		}
 	}
 }
@@ -159,62 +161,60 @@ func (l *Loader) feedLoop(ctx context.Context) {
 // feed fills group's window from the store of shard: up to what the group
 // can fetch within parkHorizon, once it has drained to half of that, from
 // the queues of its crawls that are not paused.
-func (l *Loader) feed(ctx context.Context, shard int, group string) {
-	if !l.own.owns(shard) {
+func (fr *Frontier) feed(ctx context.Context, shard int, group string) {
+	if !fr.own.owns(shard) {
 		return
 	}
-	queued, delay := l.sched.Backlog(group)
-	limit := l.groupLimit(delay)
+	queued, delay := fr.sched.Backlog(group)
+	limit := fr.groupLimit(delay)
 	if queued > limit/2 {
 		return
 	}
 	want := limit - queued
-	s := l.fronts.stores[shard]
+	s := fr.fronts.stores[shard]
 	now := time.Now()
 	for _, q := range s.QueuesOf(group) {
 		if want <= 0 {
 			return
 		}
-		if q.Filed <= q.Taken || l.cancels.State(ctx, q.Crawl) == contracts.CrawlPaused {
+		if q.Filed <= q.Taken || fr.cancels.State(ctx, q.Crawl) == contracts.CrawlPaused {
 			continue
 		}
 		es, err := s.Take(ctx, q.QueueID, want, now)
 		if err != nil {
-			l.log.Warn("take filed urls", "chg", group, "crawl_id", q.Crawl, "err", err)
+			fr.log.Warn("take filed urls", "chg", group, "crawl_id", q.Crawl, "err", err)
 			return
 		}
 		want -= len(es)
 		for _, e := range es {
-			t, err := l.filedTask(ctx, shard, e)
+			t, err := fr.filedTask(ctx, shard, e)
 			if err != nil {
 				if ctx.Err() == nil {
-					l.log.Warn("filed url", "crawl_id", e.Crawl, "url", e.URL, "err", err)
+					fr.log.Warn("filed url", "crawl_id", e.Crawl, "url", e.URL, "err", err)
 				}
 				_ = s.Release([]frontier.Entry{e})
 				continue
 			}
-			l.applyBudget(t)
-			l.schedule(ctx, t)
+			fr.applyBudget(t)
+			fr.schedule(ctx, t)
 		}
 	}
 }
 
 // filedTask makes the task of entry e of shard's store.
-func (l *Loader) filedTask(ctx context.Context, shard int, e frontier.Entry) (*task, error) {
-	p, err := l.profs.Resolve(ctx, e.Crawl, nil)
+func (fr *Frontier) filedTask(ctx context.Context, shard int, e frontier.Entry) (*Task, error) {
+	p, err := fr.profs.Resolve(ctx, e.Crawl, nil)
 	if err != nil {
 		return nil, fmt.Errorf("resolve profile: %w", err)
 	}
-	p = l.pol.current(e.Crawl, p)
-	dl := &delivery{gate: l.deps.Gate, front: l.fronts.stores[shard], entry: e,
-		refill: func() { l.fronts.want(shard, e.Group) }}
-	dl.remaining.Store(1)
-	t := &task{dl: dl, crawlID: e.Crawl, profile: p, group: e.Group, shard: shard, url: e.URL, host: hostOf(e.URL), depth: e.Depth, hops: e.Hops}
+	p = fr.pol.current(e.Crawl, p)
+	dl := &delivery{gate: fr.deps.Gate, front: fr.fronts.stores[shard], entry: e, refill: func() { fr.fronts.want(shard, e.Group) }}
+	t := &Task{dl: dl, CrawlID: e.Crawl, Profile: p, Group: e.Group, Shard: shard, URL: e.URL, Host: hostOf(e.URL), Depth: e.Depth, Hops: e.Hops}
 	if len(e.Data) > 0 {
 		var snap contracts.Snapshot
 		if json.Unmarshal(e.Data, &snap) == nil {
-			if r, ok := txindex.Learn(l.deps.Tx, txindex.Key(e.Crawl, e.URL), &snap); ok {
-				t.known = &r
+			if r, ok := txindex.Learn(fr.deps.Tx, txindex.Key(e.Crawl, e.URL), &snap); ok {
+				t.Known = &r
 			}
 		}
 	}
@@ -238,4 +238,32 @@ func (dl *delivery) settleFiled(ctx context.Context, log *slog.Logger, err error
 		log.Warn("settle filed url", "url", dl.entry.URL, "err", serr)
 	}
 	dl.refill()
+}
+
+// FiledReport returns the queues of the loader's frontier stores, the
+// earliest due first, at most limit of them, and the URLs filed in
+// all; nil and 0 without stores.
+func (fr *Frontier) FiledReport(ctx context.Context, limit int) ([]contracts.FrontierFiled, int) {
+	if fr.fronts == nil {
+		return nil, 0
+	}
+	var out []contracts.FrontierFiled
+	total := 0
+	for _, s := range fr.fronts.stores {
+		for _, q := range s.Queues() {
+			total += q.Filed
+			due, ok, err := s.Oldest(ctx, q.QueueID)
+			if err != nil || !ok {
+				continue // emptied meanwhile, or the store is closing
+			}
+			out = append(out, contracts.FrontierFiled{Group: q.Group, CrawlID: q.Crawl, Filed: q.Filed, Taken: q.Taken, OldestDue: due.UTC()})
+		}
+	}
+	slices.SortFunc(out, func(a, b contracts.FrontierFiled) int {
+		return cmp.Or(a.OldestDue.Compare(b.OldestDue), cmp.Compare(a.Group, b.Group), cmp.Compare(a.CrawlID, b.CrawlID))
+	})
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, total
 }

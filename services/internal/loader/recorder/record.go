@@ -1,4 +1,4 @@
-package loader
+package recorder
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/pkg/warc"
+	"github.com/gridcrawl/gridcrawl/services/internal/loader/fetcher"
+	"github.com/gridcrawl/gridcrawl/services/internal/loader/queueing"
 	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
 	"github.com/gridcrawl/gridcrawl/services/internal/outage"
 	"github.com/gridcrawl/gridcrawl/services/internal/routing"
@@ -28,18 +30,18 @@ import (
 
 // result is the outcome of one task, waiting for its segment to be stored.
 type result struct {
-	t      *task
-	status contracts.Status // ToBeParsed, Failed or Retired; "" means no transition
-	reason string
+	t      *queueing.Task
+	Status contracts.Status // ToBeParsed, Failed or Retired; "" means no transition
+	Reason string
 	page   contracts.CrawlerPage
 	inSeg  bool // page.Asset.Offset/Length refer to the segment being filled
-	repub  *contracts.CrawlerPage
+	Repub  *contracts.CrawlerPage
 	// bytes is the size of the fetched body, for the record (with an
 	// exchange only).
 	bytes int64
 	// ip and response are the exchange's, kept for the handoff.
-	ip       string
-	response []byte
+	IP       string
+	Response []byte
 	// recrawl is the recrawl state the outcome leaves, for a continuous
 	// crawl's URL (nil otherwise).
 	recrawl *txindex.Recrawl
@@ -49,9 +51,11 @@ type result struct {
 	dd *dedupPending
 }
 
-// recordIndex is what the recorder needs of the transaction index: blind
+// Index is what the recorder needs of the transaction index: blind
 // transitions, and a read of the records a failed attempt may have moved.
-type recordIndex interface {
+// The crawler contracts carry the snapshots of a store that keeps them
+// (txindex.Snapshot).
+type Index interface {
 	Transition(ctx context.Context, ts []txindex.Transition) (applied []bool, err error)
 	GetMany(ctx context.Context, keys []string) (map[string]txindex.Record, error)
 }
@@ -60,12 +64,12 @@ type recordIndex interface {
 // be (err): the loader gives it to the recorder and the publisher at
 // construction, and releases there what earlier stages hold for the task
 // (its claim) and reports the outcome to its contract.
-type settleFunc func(ctx context.Context, t *task, err error)
+type settleFunc func(ctx context.Context, t *queueing.Task, err error)
 
 // recorderDeps are the recorder's dependencies.
 type recorderDeps struct {
 	segments  *segmentWriter
-	index     recordIndex
+	index     Index
 	publisher *publisher
 	gate      *outage.Gate
 	log       *slog.Logger
@@ -88,9 +92,9 @@ type recorderDeps struct {
 	lease time.Duration
 }
 
-// recorder keeps the results waiting for the segment being filled, and
+// Recorder keeps the results waiting for the segment being filled, and
 // flushes them.
-type recorder struct {
+type Recorder struct {
 	recorderDeps
 	flushCh chan struct{}
 	// idleCh asks for a flush because no fetch is in progress (idle).
@@ -112,41 +116,41 @@ type recorder struct {
 	stuck []*batch
 }
 
-func newRecorder(deps recorderDeps) *recorder {
-	return &recorder{recorderDeps: deps, flushCh: make(chan struct{}, 1), idleCh: make(chan struct{}, 1)}
+func newRecorder(deps recorderDeps) *Recorder {
+	return &Recorder{recorderDeps: deps, flushCh: make(chan struct{}, 1), idleCh: make(chan struct{}, 1)}
 }
 
-// take records the outcome of one task: fetched, failed, retired, or one
+// Take records the outcome of one task: fetched, failed, retired, or one
 // that only settles (skip) or publishes again (republish). It waits for the
 // next flush.
-func (r *recorder) take(t *task, o outcome) {
-	switch o.verdict {
-	case vFetched:
+func (r *Recorder) Take(t *queueing.Task, o fetcher.Outcome) {
+	switch o.Verdict {
+	case fetcher.Fetched:
 		r.addExchange(t, o)
-	case vFailed:
+	case fetcher.Failed:
 		st := contracts.Failed
-		if t.sitemap == txindex.SitemapProbe && strings.HasPrefix(o.reason, "robots.txt") {
+		if t.Sitemap == txindex.SitemapProbe && strings.HasPrefix(o.Reason, "robots.txt") {
 			// A start host's /sitemap.xml that robots.txt keeps us from
 			// trying was never known to exist: no failure either.
 			st = contracts.Sitemap
 		}
-		res := &result{t: t, status: st, reason: o.reason}
-		if t.profile.Recrawl != nil {
+		res := &result{t: t, Status: st, Reason: o.Reason}
+		if t.Profile.Recrawl != nil {
 			// Tried again at the next due time, like a fetched page.
 			res.recrawl = recrawlState(t, time.Now(), 0, "", "", nil, "", "")
 		}
 		r.add(res)
-	case vRetired:
-		r.add(&result{t: t, status: contracts.Retired, reason: o.reason})
-	case vRepublish:
-		r.add(&result{t: t, repub: o.repub})
-	case vSkip:
+	case fetcher.Retired:
+		r.add(&result{t: t, Status: contracts.Retired, Reason: o.Reason})
+	case fetcher.Republish:
+		r.add(&result{t: t, Repub: o.Repub})
+	case fetcher.Skip:
 		r.add(&result{t: t})
 	}
 }
 
 // add queues a result that needs no WARC record.
-func (r *recorder) add(res *result) {
+func (r *Recorder) add(res *result) {
 	r.mu.Lock()
 	r.pending = append(r.pending, res)
 	r.mu.Unlock()
@@ -155,23 +159,23 @@ func (r *recorder) add(res *result) {
 // addExchange writes a fetched page into the segment and queues its result.
 // A continuous crawl's page found unchanged is written as a revisit record
 // and settles back in its status (indexed) without a crawler contract.
-func (r *recorder) addExchange(t *task, o outcome) {
-	ex := o.ex
-	defer r.hold(int64(cap(ex.response)))
-	res := &result{t: t, status: contracts.ToBeParsed, reason: o.reason, page: contracts.CrawlerPage{
-		URL: t.url, Depth: t.depth, Hops: t.hops, StatusCode: ex.status, ContentType: ex.contentType, FetchedAt: ex.date,
-		ResponseTimeMS: int(ex.elapsed.Milliseconds()), Sitemaps: t.robotsSitemaps, Truncated: ex.truncated,
-	}, bytes: ex.bodyBytes}
-	if o.reason != "" {
-		res.status = contracts.Failed
+func (r *Recorder) addExchange(t *queueing.Task, o fetcher.Outcome) {
+	ex := o.Ex
+	defer r.hold(int64(cap(ex.Response)))
+	res := &result{t: t, Status: contracts.ToBeParsed, Reason: o.Reason, page: contracts.CrawlerPage{
+		URL: t.URL, Depth: t.Depth, Hops: t.Hops, StatusCode: ex.Status, ContentType: ex.ContentType, FetchedAt: ex.Date,
+		ResponseTimeMS: int(ex.Elapsed.Milliseconds()), Sitemaps: t.RobotsSitemaps, Truncated: ex.Truncated,
+	}, bytes: ex.BodyBytes}
+	if o.Reason != "" {
+		res.Status = contracts.Failed
 	}
 	if scope := r.dedup.eligible(t, o); scope != "" {
 		// Written at the flush, with the other responses' look-ups.
-		res.dd = &dedupPending{ex: ex, scope: scope, digest: warc.PayloadDigest(ex.response)}
+		res.dd = &dedupPending{Ex: ex, scope: scope, digest: warc.PayloadDigest(ex.Response)}
 		if res.dd.digest != "" {
 			r.mu.Lock()
 			r.pending = append(r.pending, res)
-			r.deferred += int64(len(ex.response))
+			r.deferred += int64(len(ex.Response))
 			full := r.deferred >= r.segments.cfg.bytes
 			r.mu.Unlock()
 			if full {
@@ -183,20 +187,20 @@ func (r *recorder) addExchange(t *task, o outcome) {
 	}
 	// Under mu, so that a result lands in the same flush as its records.
 	r.mu.Lock()
-	if o.revisit != nil {
-		st := t.prev.Recrawl
-		_, _, err := r.segments.appendRevisit(ex, t.crawlID, t.url, st.Stored, st.RecordID, st.Digest, o.revisit)
+	if o.Revisit != nil {
+		st := t.Prev.Recrawl
+		_, _, err := r.segments.appendRevisit(ex, t.CrawlID, t.URL, st.Stored, st.RecordID, st.Digest, o.Revisit)
 		if err == nil {
-			res.status, res.page.StatusCode = previousStatus(t.prev), 0
-			res.recrawl = recrawlState(t, ex.date, ex.status, ex.etag, ex.lastModified, o.revisit, "", "")
+			res.Status, res.page.StatusCode = fetcher.PreviousStatus(t.Prev), 0
+			res.recrawl = recrawlState(t, ex.Date, ex.Status, ex.ETag, ex.LastModified, o.Revisit, "", "")
 			r.pending = append(r.pending, res)
 			r.mu.Unlock()
 			return
 		}
 		// The whole response is stored instead, and parsed as a change.
-		r.log.Warn("write revisit record; storing the response", "url", t.url, "crawl_id", t.crawlID, "err", err)
+		r.log.Warn("write revisit record; storing the response", "url", t.URL, "crawl_id", t.CrawlID, "err", err)
 	}
-	r.writeResponse(res, ex, o.render)
+	r.writeResponse(res, ex, o.Render)
 	r.pending = append(r.pending, res)
 	r.mu.Unlock()
 	if r.segments.full() { // store it now rather than at the next tick
@@ -208,50 +212,50 @@ func (r *recorder) addExchange(t *task, o outcome) {
 // page's DOM) into the segment and points res at them, or fails res with
 // the reason. It returns the response's record id ("" when it failed).
 // Called under r.mu, or by the flush (decideDedup).
-func (r *recorder) writeResponse(res *result, ex *exchange, rnd *rendering) string {
+func (r *Recorder) writeResponse(res *result, ex *fetcher.Exchange, rnd *fetcher.Rendering) string {
 	t := res.t
-	off, n, id, digest, err := r.segments.appendExchange(ex, t.crawlID)
+	off, n, id, digest, err := r.segments.appendExchange(ex, t.CrawlID)
 	if err == nil && rnd != nil {
 		// The DOM after scripts, tied to the response: what the crawler parses.
 		var domOff, domLen int64
-		if domOff, domLen, err = r.segments.appendRendered(t.url, ex.date, id, rnd); err == nil {
-			res.page.Render = &contracts.RenderedPage{Reason: rnd.reason, Cut: rnd.cut(),
-				DOM: contracts.AssetRef{Offset: domOff, Length: domLen}, Navigations: rnd.res.Navigations}
-			res.render = rnd.reason
-			if cut := rnd.cut(); cut != "" {
+		if domOff, domLen, err = r.segments.appendRendered(t.URL, ex.Date, id, rnd); err == nil {
+			res.page.Render = &contracts.RenderedPage{Reason: rnd.Reason, Cut: rnd.Cut(),
+				DOM: contracts.AssetRef{Offset: domOff, Length: domLen}, Navigations: rnd.Res.Navigations}
+			res.render = rnd.Reason
+			if cut := rnd.Cut(); cut != "" {
 				res.render += "; cut: " + cut
 			}
 		}
 	}
 	if err != nil {
-		res.status, res.reason, res.page.Render = contracts.Failed, "warc: "+err.Error(), nil
+		res.Status, res.Reason, res.page.Render = contracts.Failed, "warc: "+err.Error(), nil
 		id = ""
 	} else {
 		res.inSeg, res.page.Asset = true, contracts.AssetRef{Offset: off, Length: n}
-		if r.keepResponses && res.status == contracts.ToBeParsed {
-			res.ip, res.response = ex.ip, ex.response
+		if r.keepResponses && res.Status == contracts.ToBeParsed {
+			res.IP, res.Response = ex.IP, ex.Response
 			if rnd != nil {
-				res.response = renderedResponse(rnd.status, rnd.header, rnd.res.DOM)
+				res.Response = rnd.Response()
 			}
 		}
 	}
-	if t.profile.Recrawl != nil {
-		res.recrawl = recrawlState(t, ex.date, ex.status, ex.etag, ex.lastModified, nil, id, digest)
+	if t.Profile.Recrawl != nil {
+		res.recrawl = recrawlState(t, ex.Date, ex.Status, ex.ETag, ex.LastModified, nil, id, digest)
 	}
 	return id
 }
 
-// archive writes an exchange that settles nothing (robots.txt) into the
+// Archive writes an exchange that settles nothing (robots.txt) into the
 // segment; it is stored with the next flush.
-func (r *recorder) archive(ex *exchange, crawlID string) {
+func (r *Recorder) Archive(ex *fetcher.Exchange, crawlID string) {
 	if _, _, _, _, err := r.segments.appendExchange(ex, crawlID); err != nil {
-		r.log.Warn("archive exchange", "url", ex.url, "err", err)
+		r.log.Warn("archive exchange", "url", ex.URL, "err", err)
 	}
 }
 
 // hold counts n more response bytes fetched since the last cut, and asks
 // for a flush once they pass half of the bound.
-func (r *recorder) hold(n int64) {
+func (r *Recorder) hold(n int64) {
 	r.mu.Lock()
 	r.held += n
 	flush := r.maxHeld > 0 && r.held >= r.maxHeld/2
@@ -261,11 +265,11 @@ func (r *recorder) hold(n int64) {
 	}
 }
 
-// waitRoom waits while the responses fetched since the last cut hold
+// WaitRoom waits while the responses fetched since the last cut hold
 // maxHeld bytes or more, until a flush cuts them or ctx is done. Workers
 // call it before they take a new URL: the bound is passed by the bodies in
 // hand at most.
-func (r *recorder) waitRoom(ctx context.Context) {
+func (r *Recorder) WaitRoom(ctx context.Context) {
 	for {
 		r.mu.Lock()
 		if r.maxHeld <= 0 || r.held < r.maxHeld {
@@ -287,14 +291,14 @@ func (r *recorder) waitRoom(ctx context.Context) {
 }
 
 // nudge asks the flush loop for a flush now rather than at the next tick.
-func (r *recorder) nudge() {
+func (r *Recorder) nudge() {
 	select {
 	case r.flushCh <- struct{}{}:
 	default:
 	}
 }
 
-// idle asks for a flush because the loader has no fetch in progress: the
+// Idle asks for a flush because the loader has no fetch in progress: the
 // results in hand are recorded and their links published without waiting
 // for the flush interval, so that a chain of newly found links advances at
 // the politeness delay. Such flushes come at most every idleFlushGap: a
@@ -302,7 +306,7 @@ func (r *recorder) nudge() {
 // fetch every few milliseconds, as on a deep crawl) records its pages in
 // batches of that much time rather than one by one, each batch a segment
 // write, a transition write and a crawler contract.
-func (r *recorder) idle() {
+func (r *Recorder) Idle() {
 	select {
 	case r.idleCh <- struct{}{}:
 	default:
@@ -315,10 +319,10 @@ func (r *recorder) idle() {
 // are longer, is not held up by it (docs/benchmarks.md).
 const idleFlushGap = 50 * time.Millisecond
 
-// flushLoop flushes when the segment is full (nudge), when the loader has
+// FlushLoop flushes when the segment is full (nudge), when the loader has
 // no fetch in progress (idle, at most every idleFlushGap), and every flush
 // interval, until ctx is done; flushes run under drain.
-func (r *recorder) flushLoop(ctx, drain context.Context) {
+func (r *Recorder) FlushLoop(ctx, drain context.Context) {
 	tick := time.NewTicker(r.flushInterval)
 	defer tick.Stop()
 	var last time.Time
@@ -339,12 +343,12 @@ func (r *recorder) flushLoop(ctx, drain context.Context) {
 		case <-gap:
 		}
 		gap = nil
-		r.flush(drain, false)
+		r.Flush(drain, false)
 		last = time.Now()
 	}
 }
 
-// flush stores the segment and applies the transitions of the pending
+// Flush stores the segment and applies the transitions of the pending
 // results, then hands them to the publisher. A batch that could not be
 // recorded is settled with the error (its contracts are retried).
 //
@@ -352,8 +356,8 @@ func (r *recorder) flushLoop(ctx, drain context.Context) {
 // has done so far and tried again at the next flush, before newer batches:
 // what was fetched is not fetched again. A step that fails while every
 // backend answers is tried again the same way for transientFor. A final
-// flush (at shutdown) keeps nothing.
-func (r *recorder) flush(ctx context.Context, final bool) {
+// Flush (at shutdown) keeps nothing.
+func (r *Recorder) Flush(ctx context.Context, final bool) {
 	r.flushMu.Lock()
 	defer r.flushMu.Unlock()
 	r.decideDedup(ctx)
@@ -377,7 +381,7 @@ func (r *recorder) flush(ctx context.Context, final bool) {
 	r.pending = later
 	r.held = 0
 	for _, res := range later {
-		r.held += int64(cap(res.dd.ex.response))
+		r.held += int64(cap(res.dd.Ex.Response))
 	}
 	if r.room != nil {
 		close(r.room)
@@ -415,22 +419,22 @@ func (r *recorder) flush(ctx context.Context, final bool) {
 	r.segments.sealClosed(ctx)
 }
 
-// close seals the open segment object's index, after the final flush.
-func (r *recorder) close(ctx context.Context) { r.segments.close(ctx) }
+// Close seals the open segment object's index, after the final flush.
+func (r *Recorder) Close(ctx context.Context) { r.segments.close(ctx) }
 
 // renew renews the lease of the records of kept batch b, once every half
 // lease, while its transitions are not applied: the URLs are fetched and
 // held here until the backend is back. A renewal that fails (the
 // transaction index may be the backend that is down) is tried at the next
 // flush.
-func (r *recorder) renew(ctx context.Context, b *batch) {
+func (r *Recorder) renew(ctx context.Context, b *batch) {
 	if b.rs.applied != nil || r.lease <= 0 || time.Since(b.renewed) < r.lease/2 {
 		return
 	}
 	var ts []txindex.Transition
 	for _, res := range b.pending {
-		if res.status != "" {
-			ts = append(ts, txindex.Transition{Key: txindex.Key(res.t.crawlID, res.t.url), From: contracts.ToBeLoaded, To: contracts.ToBeLoaded})
+		if res.Status != "" {
+			ts = append(ts, txindex.Transition{Key: txindex.Key(res.t.CrawlID, res.t.URL), From: contracts.ToBeLoaded, To: contracts.ToBeLoaded})
 		}
 	}
 	if len(ts) == 0 {
@@ -476,7 +480,7 @@ type recordState struct {
 
 // prepare does the steps of b not done yet before publishing: store its
 // segment, point its results into it, apply its transitions.
-func (r *recorder) prepare(ctx context.Context, b *batch) error {
+func (r *Recorder) prepare(ctx context.Context, b *batch) error {
 	if !b.seg.stored {
 		if err := r.segments.store(ctx, &b.seg); err != nil {
 			return err
@@ -516,26 +520,26 @@ func (b *batch) settle(ctx context.Context, log *slog.Logger, settle settleFunc,
 }
 
 // transition applies the transitions of pending and keeps their results in rs.
-func (r *recorder) transition(ctx context.Context, pending []*result, rs *recordState) error {
+func (r *Recorder) transition(ctx context.Context, pending []*result, rs *recordState) error {
 	var ts []txindex.Transition
 	var moved []*result
 	for _, res := range pending {
-		if res.status == "" {
+		if res.Status == "" {
 			continue
 		}
-		tr := txindex.Transition{Key: txindex.Key(res.t.crawlID, res.t.url), From: contracts.ToBeLoaded, To: res.status, Error: res.reason, HTTPStatus: res.page.StatusCode}
+		tr := txindex.Transition{Key: txindex.Key(res.t.CrawlID, res.t.URL), From: contracts.ToBeLoaded, To: res.Status, Error: res.Reason, HTTPStatus: res.page.StatusCode}
 		if res.inSeg {
 			a := res.page.Asset
 			tr.Asset = &a
 		}
 		if res.page.StatusCode != 0 { // a response arrived
-			tr.MIMEType = mediaType(res.page.ContentType)
+			tr.MIMEType = fetcher.MediaType(res.page.ContentType)
 			tr.Bytes = &res.bytes
 			tr.Render = res.render
 		}
 		if res.recrawl != nil {
 			tr.Recrawl = res.recrawl
-			tr.ClearError = res.status == contracts.ToBeParsed
+			tr.ClearError = res.Status == contracts.ToBeParsed
 		}
 		ts = append(ts, tr)
 		moved = append(moved, res)
@@ -560,26 +564,26 @@ func (r *recorder) transition(ctx context.Context, pending []*result, rs *record
 // to-be-loaded before their transition: another fetch (or a cancellation)
 // moved it meanwhile, so the page was most likely fetched twice. It says how
 // the contract came, which tells the duplicate's path.
-func (r *recorder) warnFetchedTwice(moved []*result, applied []bool) {
+func (r *Recorder) warnFetchedTwice(moved []*result, applied []bool) {
 	for i, res := range moved {
-		if i >= len(applied) || applied[i] || res.page.StatusCode == 0 || res.t.dl == nil || res.t.dl.d == nil {
+		if i >= len(applied) || applied[i] || res.page.StatusCode == 0 || res.t.Delivery() == nil {
 			continue
 		}
-		t := res.t
+		t, d := res.t, res.t.Delivery()
 		resent := false
-		if rd, ok := t.dl.d.(queue.Resendable); ok {
+		if rd, ok := d.(queue.Resendable); ok {
 			resent = rd.Resent()
 		}
-		r.log.Warn("fetched a url whose record another fetch or a cancellation had moved", "crawl_id", t.crawlID, "url", t.url,
-			"queue", routing.ShardQueue(t.shard, max(r.shards, 1)), "redelivered", t.dl.d.Redelivered(), "attempt", t.dl.d.Attempt(),
-			"resent", resent, "snapshot", t.known != nil)
+		r.log.Warn("fetched a url whose record another fetch or a cancellation had moved", "crawl_id", t.CrawlID, "url", t.URL,
+			"queue", routing.ShardQueue(t.Shard, max(r.shards, 1)), "redelivered", d.Redelivered(), "attempt", d.Attempt(),
+			"resent", resent, "snapshot", t.Known != nil)
 	}
 }
 
 // appliedBefore marks as applied the transitions that an earlier, failed
 // attempt applied (the record holds their outcome), so that their crawler
 // contracts are published now rather than after the recovery lease.
-func (r *recorder) appliedBefore(ctx context.Context, ts []txindex.Transition, applied []bool) error {
+func (r *Recorder) appliedBefore(ctx context.Context, ts []txindex.Transition, applied []bool) error {
 	var keys []string
 	for i, tr := range ts {
 		if !applied[i] {
@@ -603,9 +607,39 @@ func (r *recorder) appliedBefore(ctx context.Context, ts []txindex.Transition, a
 	return nil
 }
 
-// mediaType returns the media type of a Content-Type value, lower case and
-// without parameters.
-func mediaType(contentType string) string {
-	mt, _, _ := strings.Cut(contentType, ";")
-	return strings.ToLower(strings.TrimSpace(mt))
+// recrawlState returns the recrawl state a fetch of t at time at leaves:
+// status is the response's (0: none), etag and lastModified its
+// validators, rv set when it found the page unchanged, and recordID and
+// digest those of the response record it stored (empty: none).
+func recrawlState(t *queueing.Task, at time.Time, status int, etag, lastModified string, rv *fetcher.Revisit, recordID, digest string) *txindex.Recrawl {
+	var st txindex.Recrawl
+	if t.Prev != nil && t.Prev.Recrawl != nil {
+		st = *t.Prev.Recrawl
+	}
+	first := st.Fetched.IsZero()
+	st.Fetched, st.Status = at.UTC(), status
+	changed := rv == nil && recordID != "" && !first
+	switch {
+	case rv != nil:
+		st.Revisits++
+	case recordID != "":
+		if changed && digest != st.Digest {
+			st.Changes++
+		}
+		st.RecordID, st.Stored, st.Digest = recordID, at.UTC(), digest
+		st.ETag, st.LastModified = "", ""
+	}
+	if rv != nil || recordID != "" {
+		// A 304 may update the validators; a new response replaces them.
+		if etag != "" && len(etag) <= txindex.MaxValidatorLen {
+			st.ETag = etag
+		}
+		if lastModified != "" && len(lastModified) <= txindex.MaxValidatorLen {
+			st.LastModified = lastModified
+		}
+	}
+	next := t.Profile.Recrawl.Next(time.Duration(st.IntervalMS)*time.Millisecond, changed || first)
+	st.IntervalMS = next.Milliseconds()
+	st.Due = at.UTC().Add(next).Truncate(time.Millisecond)
+	return &st
 }

@@ -1,4 +1,4 @@
-package loader
+package queueing
 
 import (
 	"context"
@@ -135,11 +135,11 @@ func (p *policies) budgetChange(crawlID string, version int, group string) bool 
 // applyBudget gives t's crawl its budget in t's group (none when its
 // profile has none): the crawl's own, apart from other crawls' uses of the
 // group.
-func (l *Loader) applyBudget(t *task) {
-	if !l.pol.budgetChange(t.crawlID, t.profile.Version, t.group) {
+func (fr *Frontier) applyBudget(t *Task) {
+	if !fr.pol.budgetChange(t.CrawlID, t.Profile.Version, t.Group) {
 		return
 	}
-	l.sched.SetCrawlBudget(t.group, t.host, t.crawlID, budgetOf(t.profile.Budget, t.group, t.host))
+	fr.sched.SetCrawlBudget(t.Group, t.Host, t.CrawlID, budgetOf(t.Profile.Budget, t.Group, t.Host))
 }
 
 // budgetOf maps a profile's budget onto politeness: its defaults (0 means
@@ -178,82 +178,93 @@ func budgetOf(b *contracts.Budget, group, host string) *politeness.Budget {
 
 // schedule hands t to the politeness scheduler, not before t.notBefore nor
 // before its group may be fetched after a failover (see state.go).
-func (l *Loader) schedule(ctx context.Context, t *task) {
-	pol := l.pol.delayPolicy(t.profile)
-	if hold := l.state.holdUntil(t.shard, t.group, pol.Min); hold.After(t.notBefore) {
+func (fr *Frontier) schedule(ctx context.Context, t *Task) {
+	pol := fr.pol.delayPolicy(t.Profile)
+	if hold := fr.state.holdUntil(t.Shard, t.Group, pol.Min); hold.After(t.notBefore) {
 		t.notBefore = hold
 	}
-	it := politeness.Item{URL: t.url, Host: t.host, Group: t.group, NotBefore: t.notBefore, Payload: t, Cost: l.pol.costPolicy(t.profile), Crawl: t.crawlID}
+	it := politeness.Item{URL: t.URL, Host: t.Host, Group: t.Group, NotBefore: t.notBefore, Payload: t, Cost: fr.pol.costPolicy(t.Profile), Crawl: t.CrawlID}
 	if t.prepaid {
 		it.Cost = politeness.ZeroCost{}
 	}
-	if err := l.sched.Add(it); err != nil {
-		l.claims.release(t)
-		t.dl.done(ctx, l.log, fmt.Errorf("schedule %s: %w", t.url, err))
+	if err := fr.sched.Add(it); err != nil {
+		fr.claims.release(t)
+		t.dl.done(ctx, fr.log, fmt.Errorf("schedule %s: %w", t.URL, err))
 	}
 }
 
-// requeue takes back a task whose lease ended without an outcome to
-// record: it is scheduled again (robots.txt was fetched in its stead; a
-// retryable failure; the index was unreachable while a backend was down),
-// parked (its crawl is paused), or settled with the error (abandoned).
-func (l *Loader) requeue(ctx context.Context, t *task, o outcome) {
-	switch o.verdict {
-	case vAgain:
-		t.prepaid = true // robots.txt is paid as the page: budgets count pages
-		l.schedule(ctx, t)
-	case vRetry:
-		// The group's own backoff (from the outcome) slows every URL of the
-		// group meanwhile.
-		t.attempt++
-		t.prepaid = false
-		t.notBefore = time.Now().Add(l.cfg.RetryDelay * time.Duration(t.attempt))
-		l.schedule(ctx, t)
-	case vPaused:
-		t.notBefore = time.Time{}
-		l.claims.release(t)
-		if t.dl.front != nil {
-			t.dl.drop() // stays filed; taken again once the crawl runs
-			return
-		}
-		t.dl.done(ctx, l.log, l.park(ctx, []*task{t}, l.cfg.PausedDelay))
-	case vAbandon:
-		if ctx.Err() == nil && len(l.deps.Gate.Down(ctx)) > 0 && l.deps.Gate.Wait(ctx) == nil {
-			// A backend was down (the record could not be read): the task
-			// keeps its place and its attempts, and waited for the backend.
-			l.claims.release(t)
-			l.schedule(ctx, t)
-			return
-		}
-		if ctx.Err() == nil {
-			l.log.Warn("abandon url", "url", t.url, "crawl_id", t.crawlID, "err", o.err)
-		}
-		l.settle(ctx, t, o.err)
-	}
+// The worker hands back a task whose lease ended without an outcome to
+// record: it is scheduled again (Again: robots.txt was fetched in its
+// stead; Retry: a retryable failure; Abandon: the index was unreachable
+// while a backend was down), parked (Pause: its crawl is paused), or
+// settled with the error (Abandon).
+
+// Again schedules t again after its lease fetched robots.txt in its stead.
+func (fr *Frontier) Again(ctx context.Context, t *Task) {
+	t.prepaid = true // robots.txt is paid as the page: budgets count pages
+	fr.schedule(ctx, t)
 }
 
-// release ends a lease with its outcome. A newly learnt Crawl-delay is
+// Retry schedules t again, one attempt more, after a retryable failure.
+func (fr *Frontier) Retry(ctx context.Context, t *Task) {
+	// The group's own backoff (from the outcome) slows every URL of the
+	// group meanwhile.
+	t.Attempt++
+	t.prepaid = false
+	t.notBefore = time.Now().Add(fr.cfg.RetryDelay * time.Duration(t.Attempt))
+	fr.schedule(ctx, t)
+}
+
+// Pause parks t, whose crawl is paused (a filed URL stays filed).
+func (fr *Frontier) Pause(ctx context.Context, t *Task) {
+	t.notBefore = time.Time{}
+	fr.claims.release(t)
+	if t.dl.front != nil {
+		t.dl.drop() // stays filed; taken again once the crawl runs
+		return
+	}
+	t.dl.done(ctx, fr.log, fr.park(ctx, []*Task{t}, fr.cfg.PausedDelay))
+}
+
+// Abandon takes back t, for which no outcome could be had (err): while a
+// backend is down it waits for it and schedules t again, keeping its
+// attempts; otherwise t's contract is settled with err (retried).
+func (fr *Frontier) Abandon(ctx context.Context, t *Task, err error) {
+	if ctx.Err() == nil && len(fr.deps.Gate.Down(ctx)) > 0 && fr.deps.Gate.Wait(ctx) == nil {
+		// A backend was down (the record could not be read): the task
+		// keeps its place and its attempts, and waited for the backend.
+		fr.claims.release(t)
+		fr.schedule(ctx, t)
+		return
+	}
+	if ctx.Err() == nil {
+		fr.log.Warn("abandon url", "url", t.URL, "crawl_id", t.CrawlID, "err", err)
+	}
+	fr.Settle(ctx, t, err)
+}
+
+// Release ends a lease with its politeness outcome o. A newly learnt Crawl-delay is
 // stored before the group is released, so no second request to the group
 // can come before a failover would know of it; a backoff is stored right
 // after (it is at least BackoffBase away).
-func (l *Loader) release(ctx context.Context, lease politeness.Lease, t *task, o outcome) {
-	pol := l.pol.delayPolicy(t.profile)
-	o.pol.Policy = pol
-	if o.pol.Unfetched {
-		l.sched.Release(lease, o.pol)
+func (fr *Frontier) Release(ctx context.Context, lease politeness.Lease, t *Task, o politeness.Outcome) {
+	pol := fr.pol.delayPolicy(t.Profile)
+	o.Policy = pol
+	if o.Unfetched {
+		fr.sched.Release(lease, o)
 		return
 	}
-	trouble := troubled(o.pol)
+	trouble := troubled(o)
 	if !trouble {
-		l.state.learn(ctx, t.shard, t.group, pol, o.pol.CrawlDelay, false, 0)
+		fr.state.learn(ctx, t.Shard, t.Group, pol, o.CrawlDelay, false, 0)
 	}
-	if !l.sched.Release(lease, o.pol) {
+	if !fr.sched.Release(lease, o) {
 		return
 	}
-	_, delay := l.sched.Queued(t.group)
-	l.met.PolitenessDelay(delay)
+	_, delay := fr.sched.Queued(t.Group)
+	fr.met.PolitenessDelay(delay)
 	if trouble {
-		l.state.learn(ctx, t.shard, t.group, pol, o.pol.CrawlDelay, true, delay)
+		fr.state.learn(ctx, t.Shard, t.Group, pol, o.CrawlDelay, true, delay)
 	}
 }
 
@@ -263,10 +274,11 @@ func troubled(o politeness.Outcome) bool {
 	return o.Status == 429 || o.Status == 503 || o.ErrKind == politeness.ErrorTimeout || o.ErrKind == politeness.ErrorReset
 }
 
-// retireLoop parks the URLs of retired groups as retired records, so that
+// retireLoop hands the URLs of retired groups on (Deps.Retired) to be
+// recorded as retired, so that
 // they neither hold memory nor keep their crawl from finishing; raising the
 // budget (PATCH) puts them back to to-be-loaded.
-func (l *Loader) retireLoop(ctx context.Context) {
+func (fr *Frontier) retireLoop(ctx context.Context) {
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -275,9 +287,9 @@ func (l *Loader) retireLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		for _, it := range l.sched.DrainRetired(10000) {
-			l.met.URL(metrics.OutcomeRetired)
-			l.route(ctx, it.Payload.(*task), outcome{verdict: vRetired, reason: "crawl host group budget spent"})
+		for _, it := range fr.sched.DrainRetired(10000) {
+			fr.met.URL(metrics.OutcomeRetired)
+			fr.deps.Retired(ctx, it.Payload.(*Task), "crawl host group budget spent")
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package loader
+package queueing
 
 import (
 	"context"
@@ -45,18 +45,18 @@ const (
 // the loader stops consuming. The consumer shell dead-letters deliveries
 // without a valid contract; accept holds each valid one until its URLs
 // have an outcome (see delivery).
-func (l *Loader) intake(ctx context.Context, shard int, deliveries <-chan queue.Delivery) {
-	shell := consume.New(consume.Config[contracts.LoaderContract]{QueueName: routing.ShardQueue(shard, l.shards),
+func (fr *Frontier) intake(ctx context.Context, shard int, deliveries <-chan queue.Delivery) {
+	shell := consume.New(consume.Config[contracts.LoaderContract]{QueueName: routing.ShardQueue(shard, fr.shards),
 		Kind: "loader", Validate: validContract, Version: func(c *contracts.LoaderContract) int { return c.V },
-		Gate: l.deps.Gate, Logger: l.log})
+		Gate: fr.deps.Gate, Logger: fr.log})
 	shell.Serve(ctx, deliveries, func(ctx context.Context, d queue.Delivery, c *contracts.LoaderContract) consume.Verdict {
 		// The shard may just have failed over to this loader: know its
 		// groups' delays before scheduling any of them. (An owner of
 		// shards knew them when it took the shard: takeShard.)
-		if l.own == nil {
-			l.state.activate(ctx, shard, d.Redelivered())
+		if fr.own == nil {
+			fr.state.activate(ctx, shard, d.Redelivered())
 		}
-		return l.accept(ctx, shard, d, c)
+		return fr.accept(ctx, shell, shard, d, c)
 	})
 }
 
@@ -72,63 +72,63 @@ func validContract(c *contracts.LoaderContract) error {
 }
 
 // accept resolves the profile of c's crawl and holds or parks c's URLs.
-// The delivery is settled once every URL has an outcome.
-func (l *Loader) accept(ctx context.Context, shard int, d queue.Delivery, c *contracts.LoaderContract) consume.Verdict {
-	p, err := l.profs.Resolve(ctx, c.CrawlID, c.Profile)
+// The delivery is settled through shell once every URL has an outcome.
+func (fr *Frontier) accept(ctx context.Context, shell *consume.Shell[contracts.LoaderContract], shard int, d queue.Delivery, c *contracts.LoaderContract) consume.Verdict {
+	p, err := fr.profs.Resolve(ctx, c.CrawlID, c.Profile)
 	if errors.Is(err, profiles.ErrNotFound) {
 		return consume.DeadLetter("loader contract of unknown crawl " + c.CrawlID)
 	}
 	if err != nil {
-		l.log.Warn("resolve profile", "crawl_id", c.CrawlID, "err", err)
+		fr.log.Warn("resolve profile", "crawl_id", c.CrawlID, "err", err)
 		return consume.Retry(err)
 	}
 	// A contract built before a PATCH gets the newer profile; one built
 	// after it (a resume's, after a raised budget) makes its profile the
 	// crawl's newest, also for the URLs it files.
-	p = l.pol.current(c.CrawlID, p)
-	if l.fronts != nil {
-		return l.file(ctx, shard, d, c)
+	p = fr.pol.current(c.CrawlID, p)
+	if fr.fronts != nil {
+		return fr.file(ctx, shard, d, c)
 	}
-	dl := newDelivery(d, l.deps.Gate, len(c.URLs))
-	tasks := l.tasks(c, p, dl, shard)
+	dl := &delivery{d: d, parts: shell.Parts(d, len(c.URLs))}
+	tasks := fr.tasks(c, p, dl, shard)
 	// The contracts a resume publishes (contractmsg.HeaderResumed) may come
 	// while the state cache still reads paused: they ask the store, so
 	// that they are not parked for PausedDelay.
-	if l.paused(ctx, d, c.CrawlID) {
-		l.parkAll(ctx, dl, tasks, l.cfg.PausedDelay)
+	if fr.paused(ctx, d, c.CrawlID) {
+		fr.parkAll(ctx, dl, tasks, fr.cfg.PausedDelay)
 		return consume.Hold()
 	}
-	keep, park := l.split(dl, tasks)
-	if err := l.park(ctx, park.tasks, park.delay); err != nil {
+	keep, park := fr.split(dl, tasks)
+	if err := fr.park(ctx, park.tasks, park.delay); err != nil {
 		keep = append(keep, park.tasks...) // could not park: hold them after all
 		park.tasks = nil
 	}
 	for _, t := range keep {
-		l.schedule(ctx, t)
+		fr.schedule(ctx, t)
 	}
 	for range park.tasks {
-		dl.done(ctx, l.log, nil)
+		dl.done(ctx, fr.log, nil)
 	}
 	return consume.Hold()
 }
 
 // paused reports whether crawlID is paused, as the store says when d was
 // published by a resume.
-func (l *Loader) paused(ctx context.Context, d queue.Delivery, crawlID string) bool {
-	if l.cancels.State(ctx, crawlID) != contracts.CrawlPaused {
+func (fr *Frontier) paused(ctx context.Context, d queue.Delivery, crawlID string) bool {
+	if fr.cancels.State(ctx, crawlID) != contracts.CrawlPaused {
 		return false
 	}
-	return d.Headers()[contractmsg.HeaderResumed] == "" || l.cancels.Fresh(ctx, crawlID) == contracts.CrawlPaused
+	return d.Headers()[contractmsg.HeaderResumed] == "" || fr.cancels.Fresh(ctx, crawlID) == contracts.CrawlPaused
 }
 
 // tasks makes one task per URL of c, grouped and priced.
-func (l *Loader) tasks(c *contracts.LoaderContract, p *contracts.Profile, dl *delivery, shard int) []*task {
-	ts := make([]*task, 0, len(c.URLs))
+func (fr *Frontier) tasks(c *contracts.LoaderContract, p *contracts.Profile, dl *delivery, shard int) []*Task {
+	ts := make([]*Task, 0, len(c.URLs))
 	now := time.Now()
 	for _, u := range c.URLs {
-		host, g := l.placeOf(c, u)
-		t := &task{dl: dl, crawlID: c.CrawlID, profile: p, inline: c.Profile, group: g, shard: shard,
-			url: u.URL, host: host, depth: u.Depth, hops: u.Hops}
+		host, g := fr.placeOf(c, u)
+		t := &Task{dl: dl, CrawlID: c.CrawlID, Profile: p, Inline: c.Profile, Group: g, Shard: shard,
+			URL: u.URL, Host: host, Depth: u.Depth, Hops: u.Hops}
 		// A contract delivered before may have been worked on: its
 		// snapshots may be of records fetched since, so they are read.
 		// So are those of a copy its publisher sent again (a confirm lost
@@ -136,14 +136,14 @@ func (l *Loader) tasks(c *contracts.LoaderContract, p *contracts.Profile, dl *de
 		// by another loader, whose record this loader's store does not
 		// know (the cluster test's double fetch at a RabbitMQ node kill).
 		if !queue.SeenBefore(dl.d) {
-			if r, ok := txindex.Learn(l.deps.Tx, txindex.Key(c.CrawlID, u.URL), u.Snapshot); ok {
-				t.known = &r
+			if r, ok := txindex.Learn(fr.deps.Tx, txindex.Key(c.CrawlID, u.URL), u.Snapshot); ok {
+				t.Known = &r
 			}
 		}
 		// A contract the broker took back from another consumer may still
 		// be worked on there: its records are read after the grace.
-		if dl.d.Redelivered() && l.cfg.RedeliveryGrace > 0 {
-			t.notBefore = now.Add(l.cfg.RedeliveryGrace)
+		if dl.d.Redelivered() && fr.cfg.RedeliveryGrace > 0 {
+			t.notBefore = now.Add(fr.cfg.RedeliveryGrace)
 		}
 		ts = append(ts, t)
 	}
@@ -152,10 +152,10 @@ func (l *Loader) tasks(c *contracts.LoaderContract, p *contracts.Profile, dl *de
 
 // placeOf returns the host of u, a URL of c, and its crawl host group: the
 // one c names, or the loader's grouping of the host.
-func (l *Loader) placeOf(c *contracts.LoaderContract, u contracts.LoaderURL) (host, group string) {
+func (fr *Frontier) placeOf(c *contracts.LoaderContract, u contracts.LoaderURL) (host, group string) {
 	host = hostOf(u.URL)
 	if group = c.GroupOf(u); group == "" {
-		group = l.group(host)
+		group = fr.Group(host)
 	}
 	return host, group
 }
@@ -168,16 +168,17 @@ func hostOf(raw string) string {
 	return raw
 }
 
-func (l *Loader) group(host string) string {
-	if l.deps.Group != nil {
-		return l.deps.Group(host)
+// Group returns the crawl host group of host: Deps.Group's, or routing's own.
+func (fr *Frontier) Group(host string) string {
+	if fr.deps.Group != nil {
+		return fr.deps.Group(host)
 	}
 	return routing.HostGrouper(host)
 }
 
 // parkSet collects the URLs of one contract to park, and their delay.
 type parkSet struct {
-	tasks []*task
+	tasks []*Task
 	delay time.Duration
 }
 
@@ -192,66 +193,66 @@ type parkSet struct {
 // holders a slow group fed by a stream of small contracts would hold every
 // slot of its shard while the other groups' contracts wait unread in the
 // queue. It makes dl a holder of the groups it keeps URLs of.
-func (l *Loader) split(dl *delivery, tasks []*task) (keep []*task, park parkSet) {
+func (fr *Frontier) split(dl *delivery, tasks []*Task) (keep []*Task, park parkSet) {
 	added := map[string]int{}
 	for _, t := range tasks {
-		l.applyBudget(t)
-		queued, delay := l.sched.Backlog(t.group)
-		l.holdMu.Lock()
-		others := len(l.holders[t.group])
-		l.holdMu.Unlock()
-		n := queued + added[t.group]
-		if n >= l.groupLimit(delay) || (others > 0 && (others >= l.maxHolders || time.Duration(queued)*delay > holdWait)) {
+		fr.applyBudget(t)
+		queued, delay := fr.sched.Backlog(t.Group)
+		fr.holdMu.Lock()
+		others := len(fr.holders[t.Group])
+		fr.holdMu.Unlock()
+		n := queued + added[t.Group]
+		if n >= fr.groupLimit(delay) || (others > 0 && (others >= fr.maxHolders || time.Duration(queued)*delay > holdWait)) {
 			park.tasks = append(park.tasks, t)
 			wait := time.Duration(n) * max(delay, parkFloor)
 			park.delay = max(park.delay, min(max(wait, minParkDelay), maxParkDelay))
 			continue
 		}
-		added[t.group]++
+		added[t.Group]++
 		keep = append(keep, t)
 	}
 	if len(added) == 0 {
 		return keep, park
 	}
-	l.holdMu.Lock()
+	fr.holdMu.Lock()
 	for g := range added {
-		hs := l.holders[g]
+		hs := fr.holders[g]
 		if hs == nil {
 			hs = map[*delivery]struct{}{}
-			l.holders[g] = hs
+			fr.holders[g] = hs
 		}
 		hs[dl] = struct{}{}
 	}
-	l.holdMu.Unlock()
-	dl.settled = func() {
-		l.holdMu.Lock()
+	fr.holdMu.Unlock()
+	dl.parts.OnSettled(func() {
+		fr.holdMu.Lock()
 		for g := range added {
-			if hs := l.holders[g]; hs != nil {
+			if hs := fr.holders[g]; hs != nil {
 				delete(hs, dl)
 				if len(hs) == 0 {
-					delete(l.holders, g)
+					delete(fr.holders, g)
 				}
 			}
 		}
-		l.holdMu.Unlock()
-	}
+		fr.holdMu.Unlock()
+	})
 	return keep, park
 }
 
 // groupLimit returns how many URLs a group with the given delay may hold.
-func (l *Loader) groupLimit(delay time.Duration) int {
+func (fr *Frontier) groupLimit(delay time.Duration) int {
 	if delay <= 0 {
-		return l.cfg.GroupQueue
+		return fr.cfg.GroupQueue
 	}
-	return max(1, min(l.cfg.GroupQueue, int(parkHorizon/delay)))
+	return max(1, min(fr.cfg.GroupQueue, int(parkHorizon/delay)))
 }
 
 // parkAll parks every task of one delivery and settles them; the ones that
 // cannot be parked fail the delivery, which is then retried.
-func (l *Loader) parkAll(ctx context.Context, dl *delivery, tasks []*task, delay time.Duration) {
-	err := l.park(ctx, tasks, delay)
+func (fr *Frontier) parkAll(ctx context.Context, dl *delivery, tasks []*Task, delay time.Duration) {
+	err := fr.park(ctx, tasks, delay)
 	for range tasks {
-		dl.done(ctx, l.log, err)
+		dl.done(ctx, fr.log, err)
 	}
 }
 
@@ -259,7 +260,7 @@ func (l *Loader) parkAll(ctx context.Context, dl *delivery, tasks []*task, delay
 // encoded and routed as the frontier does, and renews their records' lease
 // so that the recovery sweep does not republish them meanwhile. It does not
 // settle them.
-func (l *Loader) park(ctx context.Context, tasks []*task, delay time.Duration) error {
+func (fr *Frontier) park(ctx context.Context, tasks []*Task, delay time.Duration) error {
 	if len(tasks) == 0 {
 		return nil
 	}
@@ -267,31 +268,31 @@ func (l *Loader) park(ctx context.Context, tasks []*task, delay time.Duration) e
 	byShard := map[int][]txindex.Record{}
 	ts := make([]txindex.Transition, 0, len(tasks))
 	for _, t := range tasks {
-		s := routing.ShardOf(t.group, l.shards)
-		byShard[s] = append(byShard[s], txindex.Record{URL: t.url, Depth: t.depth, Hops: t.hops, Group: t.group})
-		ts = append(ts, txindex.Transition{Key: txindex.Key(t.crawlID, t.url), From: contracts.ToBeLoaded, To: contracts.ToBeLoaded})
+		s := routing.ShardOf(t.Group, fr.shards)
+		byShard[s] = append(byShard[s], txindex.Record{URL: t.URL, Depth: t.Depth, Hops: t.Hops, Group: t.Group})
+		ts = append(ts, txindex.Transition{Key: txindex.Key(t.CrawlID, t.URL), From: contracts.ToBeLoaded, To: contracts.ToBeLoaded})
 	}
 	for s, recs := range byShard {
-		q := routing.ShardQueue(s, l.shards)
-		msgs, err := contractmsg.Loader(t0.crawlID, *t0.profile, recs)
+		q := routing.ShardQueue(s, fr.shards)
+		msgs, err := contractmsg.Loader(t0.CrawlID, *t0.Profile, recs)
 		if err == nil {
 			for i := range msgs {
 				msgs[i].Delay = delay
 			}
-			err = l.deps.Queue.Publish(ctx, q, msgs...)
+			err = fr.deps.Queue.Publish(ctx, q, msgs...)
 		}
 		if err != nil {
 			// URLs published to other shards are duplicates, which is harmless.
 			if ctx.Err() == nil {
-				l.log.Warn("park urls", "queue", q, "crawl_id", t0.crawlID, "urls", len(recs), "err", err)
+				fr.log.Warn("park urls", "queue", q, "crawl_id", t0.CrawlID, "urls", len(recs), "err", err)
 			}
 			return fmt.Errorf("park urls on %s: %w", q, err)
 		}
 	}
-	if _, err := l.deps.Tx.Transition(ctx, ts); err != nil && ctx.Err() == nil {
-		l.log.Warn("renew lease of parked urls", "crawl_id", t0.crawlID, "urls", len(ts), "err", err)
+	if _, err := fr.deps.Tx.Transition(ctx, ts); err != nil && ctx.Err() == nil {
+		fr.log.Warn("renew lease of parked urls", "crawl_id", t0.CrawlID, "urls", len(ts), "err", err)
 	}
-	l.parkedURLs.Add(int64(len(tasks)))
-	l.met.Parked(len(tasks))
+	fr.parkedURLs.Add(int64(len(tasks)))
+	fr.met.Parked(len(tasks))
 	return nil
 }

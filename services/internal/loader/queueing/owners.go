@@ -1,4 +1,4 @@
-package loader
+package queueing
 
 import (
 	"context"
@@ -77,22 +77,22 @@ func (o *owners) owns(shard int) bool {
 // ownLoop claims free shards and renews the leases held until ctx is done;
 // it then stops consuming every shard. Subscriptions run under consumeCtx;
 // intake counts their goroutines.
-func (l *Loader) ownLoop(ctx, consumeCtx context.Context, intake *sync.WaitGroup) {
-	o := l.own
+func (fr *Frontier) ownLoop(ctx, consumeCtx context.Context, intake *sync.WaitGroup) {
+	o := fr.own
 	started := time.Now()
 	t := time.NewTicker(o.ttl / 6)
 	defer t.Stop()
 	var takers sync.WaitGroup
 	defer takers.Wait()
 	for {
-		l.renewShards(ctx)
+		fr.renewShards(ctx)
 		// Loaders started together share the shards: within Stagger of its
 		// start a loader claims at most half of them.
-		most := l.shards
-		if l.deps.Stagger > 0 && time.Since(started) < l.deps.Stagger && l.shards > 1 {
-			most = l.shards / 2
+		most := fr.shards
+		if fr.deps.Stagger > 0 && time.Since(started) < fr.deps.Stagger && fr.shards > 1 {
+			most = fr.shards / 2
 		}
-		l.claimShards(ctx, consumeCtx, intake, &takers, most)
+		fr.claimShards(ctx, consumeCtx, intake, &takers, most)
 		select {
 		case <-ctx.Done():
 			o.mu.Lock()
@@ -111,8 +111,8 @@ func (l *Loader) ownLoop(ctx, consumeCtx context.Context, intake *sync.WaitGroup
 
 // renewShards renews every lease held. A lease found taken over, or not
 // renewed by its deadline, ends the shard's work here.
-func (l *Loader) renewShards(ctx context.Context) {
-	o := l.own
+func (fr *Frontier) renewShards(ctx context.Context) {
+	o := fr.own
 	o.mu.Lock()
 	held := map[int]txindex.Lease{}
 	for i, s := range o.shards {
@@ -138,11 +138,11 @@ func (l *Loader) renewShards(ctx context.Context) {
 			case err == nil && ok:
 				s.lease, s.until = got, start.Add(o.ttl/2)
 			case err == nil:
-				l.log.Warn("lost loader shard", "queue", routing.ShardQueue(shard, l.shards), "owner", got.Owner, "epoch", got.Epoch)
-				l.dropShard(s)
+				fr.log.Warn("lost loader shard", "queue", routing.ShardQueue(shard, fr.shards), "owner", got.Owner, "epoch", got.Epoch)
+				fr.dropShard(s)
 			case time.Now().After(s.until):
-				l.log.Warn("loader shard lease not renewed in time", "queue", routing.ShardQueue(shard, l.shards), "err", err)
-				l.dropShard(s)
+				fr.log.Warn("loader shard lease not renewed in time", "queue", routing.ShardQueue(shard, fr.shards), "err", err)
+				fr.dropShard(s)
 			}
 		})
 	}
@@ -150,7 +150,7 @@ func (l *Loader) renewShards(ctx context.Context) {
 }
 
 // dropShard ends the loader's work on s; o.mu is held.
-func (l *Loader) dropShard(s *ownedShard) {
+func (fr *Frontier) dropShard(s *ownedShard) {
 	if s.stop != nil {
 		s.stop()
 	}
@@ -159,12 +159,12 @@ func (l *Loader) dropShard(s *ownedShard) {
 
 // claimShards claims free shards, in random order, while the loader holds
 // fewer than most, and takes each it wins in a goroutine of takers.
-func (l *Loader) claimShards(ctx, consumeCtx context.Context, intake, takers *sync.WaitGroup, most int) {
-	o := l.own
+func (fr *Frontier) claimShards(ctx, consumeCtx context.Context, intake, takers *sync.WaitGroup, most int) {
+	o := fr.own
 	leases, err := o.tx.Leases(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
-			l.log.Warn("read loader shard leases", "err", err)
+			fr.log.Warn("read loader shard leases", "err", err)
 		}
 		return
 	}
@@ -181,11 +181,11 @@ func (l *Loader) claimShards(ctx, consumeCtx context.Context, intake, takers *sy
 		}
 	}
 	o.mu.Unlock()
-	for _, shard := range mrand.Perm(l.shards) {
+	for _, shard := range mrand.Perm(fr.shards) {
 		if have >= most || ctx.Err() != nil {
 			return
 		}
-		id := txindex.ShardID(shard, l.shards)
+		id := txindex.ShardID(shard, fr.shards)
 		o.mu.Lock()
 		held := o.shards[shard].held
 		o.mu.Unlock()
@@ -195,7 +195,7 @@ func (l *Loader) claimShards(ctx, consumeCtx context.Context, intake, takers *sy
 		lease, ok, err := o.tx.Claim(ctx, id, o.id, o.ttl)
 		if err != nil {
 			if ctx.Err() == nil {
-				l.log.Warn("claim loader shard", "queue", routing.ShardQueue(shard, l.shards), "err", err)
+				fr.log.Warn("claim loader shard", "queue", routing.ShardQueue(shard, fr.shards), "err", err)
 			}
 			return
 		}
@@ -206,18 +206,18 @@ func (l *Loader) claimShards(ctx, consumeCtx context.Context, intake, takers *sy
 		o.mu.Lock()
 		o.shards[shard] = ownedShard{lease: lease, held: true, until: now.Add(o.ttl / 2)}
 		o.mu.Unlock()
-		takers.Go(func() { l.takeShard(ctx, consumeCtx, intake, shard, lease) })
+		takers.Go(func() { fr.takeShard(ctx, consumeCtx, intake, shard, lease) })
 	}
 }
 
 // takeShard makes the loader shard's owner under lease: its store rebuilt
 // when it was filed under another epoch, its groups' politeness state
 // loaded, and its queue consumed.
-func (l *Loader) takeShard(ctx, consumeCtx context.Context, intake *sync.WaitGroup, shard int, lease txindex.Lease) {
-	o := l.own
+func (fr *Frontier) takeShard(ctx, consumeCtx context.Context, intake *sync.WaitGroup, shard int, lease txindex.Lease) {
+	o := fr.own
 	fail := func(err error) {
 		if ctx.Err() == nil {
-			l.log.Warn("take loader shard", "queue", routing.ShardQueue(shard, l.shards), "err", err)
+			fr.log.Warn("take loader shard", "queue", routing.ShardQueue(shard, fr.shards), "err", err)
 		}
 		o.mu.Lock()
 		if s := &o.shards[shard]; s.held && s.lease.Epoch == lease.Epoch {
@@ -226,7 +226,7 @@ func (l *Loader) takeShard(ctx, consumeCtx context.Context, intake *sync.WaitGro
 		}
 		o.mu.Unlock()
 	}
-	store := l.fronts.stores[shard]
+	store := fr.fronts.stores[shard]
 	tag := []byte(lease.Owner + "\x00" + strconv.FormatInt(lease.Epoch, 10))
 	had, err := store.Owner()
 	if err != nil {
@@ -235,7 +235,7 @@ func (l *Loader) takeShard(ctx, consumeCtx context.Context, intake *sync.WaitGro
 	}
 	if string(had) != string(tag) {
 		start := time.Now()
-		n, err := l.rebuildShard(ctx, shard, store)
+		n, err := fr.rebuildShard(ctx, shard, store)
 		if err != nil {
 			fail(err)
 			return
@@ -244,13 +244,13 @@ func (l *Loader) takeShard(ctx, consumeCtx context.Context, intake *sync.WaitGro
 			fail(err)
 			return
 		}
-		l.rebuiltURLs.Add(int64(n))
-		l.met.Rebuilt(n)
-		l.log.Info("rebuilt the frontier of a loader shard", "queue", routing.ShardQueue(shard, l.shards), "epoch", lease.Epoch,
+		fr.rebuiltURLs.Add(int64(n))
+		fr.met.Rebuilt(n)
+		fr.log.Info("rebuilt the frontier of a loader shard", "queue", routing.ShardQueue(shard, fr.shards), "epoch", lease.Epoch,
 			"urls", n, "ms", time.Since(start).Milliseconds())
 	}
 	// Know the shard's groups' delays before scheduling any of them.
-	l.state.takeOver(ctx, shard)
+	fr.state.takeOver(ctx, shard)
 	o.mu.Lock()
 	s := &o.shards[shard]
 	if !s.held || s.lease.Epoch != lease.Epoch || ctx.Err() != nil {
@@ -258,8 +258,8 @@ func (l *Loader) takeShard(ctx, consumeCtx context.Context, intake *sync.WaitGro
 		return // lost meanwhile
 	}
 	subCtx, stop := context.WithCancel(consumeCtx)
-	name := routing.ShardQueue(shard, l.shards)
-	deliveries, err := l.deps.Queue.Consume(subCtx, name, queue.ConsumeOptions{Prefetch: l.prefetch()})
+	name := routing.ShardQueue(shard, fr.shards)
+	deliveries, err := fr.deps.Queue.Consume(subCtx, name, queue.ConsumeOptions{Prefetch: fr.prefetch()})
 	if err != nil {
 		stop()
 		o.mu.Unlock()
@@ -268,9 +268,9 @@ func (l *Loader) takeShard(ctx, consumeCtx context.Context, intake *sync.WaitGro
 	}
 	s.stop, s.working = stop, true
 	o.mu.Unlock()
-	intake.Go(func() { l.consumeOwned(ctx, subCtx, shard, deliveries) })
+	intake.Go(func() { fr.consumeOwned(ctx, subCtx, shard, deliveries) })
 	for _, q := range store.Queues() {
-		l.fronts.want(shard, q.Group)
+		fr.fronts.want(shard, q.Group)
 	}
 }
 
@@ -278,10 +278,10 @@ func (l *Loader) takeShard(ctx, consumeCtx context.Context, intake *sync.WaitGro
 // A subscription that ends under it (its broker connection was lost) is
 // made again: no other loader consumes the shard's queue meanwhile, since
 // only its owner subscribes to it.
-func (l *Loader) consumeOwned(ctx, subCtx context.Context, shard int, deliveries <-chan queue.Delivery) {
-	name := routing.ShardQueue(shard, l.shards)
+func (fr *Frontier) consumeOwned(ctx, subCtx context.Context, shard int, deliveries <-chan queue.Delivery) {
+	name := routing.ShardQueue(shard, fr.shards)
 	for {
-		l.intake(ctx, shard, deliveries)
+		fr.intake(ctx, shard, deliveries)
 		for {
 			select {
 			case <-subCtx.Done():
@@ -291,10 +291,10 @@ func (l *Loader) consumeOwned(ctx, subCtx context.Context, shard int, deliveries
 			case <-time.After(time.Second):
 			}
 			var err error
-			if deliveries, err = l.deps.Queue.Consume(subCtx, name, queue.ConsumeOptions{Prefetch: l.prefetch()}); err == nil {
+			if deliveries, err = fr.deps.Queue.Consume(subCtx, name, queue.ConsumeOptions{Prefetch: fr.prefetch()}); err == nil {
 				break
 			}
-			l.log.Warn("consume an owned shard again", "queue", name, "err", err)
+			fr.log.Warn("consume an owned shard again", "queue", name, "err", err)
 		}
 	}
 }
@@ -304,14 +304,14 @@ const rebuildPage = 2000
 
 // rebuildShard clears store and files the to-be-loaded records of shard
 // from the transaction index; it returns how many it filed.
-func (l *Loader) rebuildShard(ctx context.Context, shard int, store *frontier.Store) (int, error) {
+func (fr *Frontier) rebuildShard(ctx context.Context, shard int, store *frontier.Store) (int, error) {
 	if err := store.Clear(); err != nil {
 		return 0, err
 	}
-	id := txindex.ShardID(shard, l.shards)
+	id := txindex.ShardID(shard, fr.shards)
 	n, after := 0, ""
 	for {
-		recs, err := l.own.tx.Waiting(ctx, id, after, rebuildPage)
+		recs, err := fr.own.tx.Waiting(ctx, id, after, rebuildPage)
 		if err != nil {
 			return n, fmt.Errorf("rebuild frontier of shard %s: %w", id, err)
 		}
@@ -336,20 +336,20 @@ func (l *Loader) rebuildShard(ctx context.Context, shard int, store *frontier.St
 
 // releaseShards gives up every lease held, once the loader has stopped and
 // recorded its outcomes: another loader may take the shards at once.
-func (l *Loader) releaseShards(ctx context.Context) {
-	o := l.own
+func (fr *Frontier) releaseShards(ctx context.Context) {
+	o := fr.own
 	o.mu.Lock()
 	var held []txindex.Lease
 	for i := range o.shards {
 		if s := &o.shards[i]; s.held {
 			held = append(held, s.lease)
-			l.dropShard(s)
+			fr.dropShard(s)
 		}
 	}
 	o.mu.Unlock()
 	for _, lease := range held {
 		if err := o.tx.Release(ctx, lease); err != nil && ctx.Err() == nil {
-			l.log.Warn("release loader shard", "shard", lease.Shard, "err", err)
+			fr.log.Warn("release loader shard", "shard", lease.Shard, "err", err)
 		}
 	}
 }

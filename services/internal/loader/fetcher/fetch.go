@@ -1,4 +1,4 @@
-package loader
+package fetcher
 
 import (
 	"bytes"
@@ -13,109 +13,107 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
 	"github.com/gridcrawl/gridcrawl/pkg/growbuf"
 	"github.com/gridcrawl/gridcrawl/pkg/httpbody"
-	"github.com/gridcrawl/gridcrawl/pkg/lru"
 	"github.com/gridcrawl/gridcrawl/pkg/netguard"
 	"github.com/gridcrawl/gridcrawl/pkg/politeness"
-	"github.com/gridcrawl/gridcrawl/pkg/queue"
 	"github.com/gridcrawl/gridcrawl/pkg/robots"
 	"github.com/gridcrawl/gridcrawl/pkg/sitemap"
 	"github.com/gridcrawl/gridcrawl/pkg/txindex"
 	"github.com/gridcrawl/gridcrawl/pkg/urlnorm"
+	"github.com/gridcrawl/gridcrawl/services/internal/loader/queueing"
 	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
 )
 
-// Fetcher: one leased task becomes exactly one outcome. A lease makes at
-// most one request, a page or its origin's robots.txt, so that the group's
-// delay follows every request.
+// One leased task becomes exactly one outcome. A lease makes at most one
+// request, a page or its origin's robots.txt, so that the group's delay
+// follows every request.
 
-// verdict says what became of a task.
-type verdict uint8
+// Verdict says what became of a task.
+type Verdict uint8
 
 const (
-	// vFetched: the page was fetched (ex); recorded as to-be-parsed, or
+	// Fetched: the page was fetched (ex); recorded as to-be-parsed, or
 	// failed for an HTTP error status.
-	vFetched verdict = iota
-	// vFailed: the URL fails for reason, without an exchange.
-	vFailed
-	// vRetired: the group's budget is spent; the URL is parked as retired.
-	vRetired
-	// vSkip: the record is no longer to-be-loaded; only settle.
-	vSkip
-	// vRepublish: fetched before; publish its crawler contract (repub) again.
-	vRepublish
-	// vRetry: a retryable failure; fetch again later, one attempt more.
-	vRetry
-	// vAgain: the lease went to fetching robots.txt; schedule the task again.
-	vAgain
-	// vPaused: the crawl is paused; park the URL.
-	vPaused
-	// vAbandon: no outcome could be had (index error, shutdown); the
+	Fetched Verdict = iota
+	// Failed: the URL fails for reason, without an exchange.
+	Failed
+	// Retired: the group's budget is spent; the URL is parked as retired.
+	Retired
+	// Skip: the record is no longer to-be-loaded; only settle.
+	Skip
+	// Republish: fetched before; publish its crawler contract (repub) again.
+	Republish
+	// Retry: a retryable failure; fetch again later, one attempt more.
+	Retry
+	// Again: the lease went to fetching robots.txt; schedule the task again.
+	Again
+	// Paused: the crawl is paused; park the URL.
+	Paused
+	// Abandon: no outcome could be had (index error, shutdown); the
 	// contract is retried.
-	vAbandon
-	// vLost: the task's contract went back to the queue (the broker
+	Abandon
+	// Lost: the task's contract went back to the queue (the broker
 	// connection was lost) and may be with another loader, which now owns
 	// the group: drop the task without a request and without settling.
-	vLost
+	Lost
 )
 
-// outcome is what the fetcher made of one task.
-type outcome struct {
-	verdict verdict
-	reason  string                 // vFailed, vRetired; vFetched with an HTTP error
-	err     error                  // vAbandon
-	ex      *exchange              // vFetched
-	revisit *revisit               // vFetched: the page is unchanged since its last fetch
-	robots  *exchange              // a robots.txt exchange to archive, any verdict
-	repub   *contracts.CrawlerPage // vRepublish
-	// render is the page's rendering in the browser (vFetched, render.go);
+// Outcome is what the fetcher made of one task.
+type Outcome struct {
+	Verdict Verdict
+	Reason  string                 // Failed, Retired; Fetched with an HTTP error
+	Err     error                  // Abandon
+	Ex      *Exchange              // Fetched
+	Revisit *Revisit               // Fetched: the page is unchanged since its last fetch
+	Robots  *Exchange              // a robots.txt exchange to archive, any verdict
+	Repub   *contracts.CrawlerPage // Republish
+	// render is the page's rendering in the browser (Fetched, render.go);
 	// renderFailed marks a reason that is the rendering's failure.
-	render       *rendering
-	renderFailed bool
+	Render       *Rendering
+	RenderFailed bool
 	// pol is the outcome for the politeness scheduler.
-	pol politeness.Outcome
+	Pol politeness.Outcome
 }
 
 // nothing is a politeness outcome for a lease that made no request: no
 // cost, no delay.
 var nothing = politeness.Outcome{Unfetched: true}
 
-// fetchTask turns a leased task into its outcome.
-func (l *Loader) fetchTask(ctx context.Context, t *task) outcome {
-	u, o, decided := l.admit(ctx, t)
+// Fetch turns a leased task into its outcome.
+func (f *Fetcher) Fetch(ctx context.Context, t *queueing.Task) Outcome {
+	u, o, decided := f.admit(ctx, t)
 	if decided {
 		return o
 	}
-	crawlDelay, o, decided := l.checkRobots(ctx, t, u)
+	crawlDelay, o, decided := f.checkRobots(ctx, t, u)
 	if decided {
 		return o
 	}
-	return l.get(ctx, t, u, crawlDelay)
+	return f.get(ctx, t, u, crawlDelay)
 }
 
 // admit decides the tasks that need no request: those of cancelled or
 // paused crawls, those whose record is no longer to-be-loaded, and invalid
 // URLs. It returns the parsed URL of the others.
-func (l *Loader) admit(ctx context.Context, t *task) (*url.URL, outcome, bool) {
-	o := outcome{pol: nothing}
-	if queue.Lost(t.dl.d) || t.dl.front != nil && !l.own.owns(t.shard) {
+func (f *Fetcher) admit(ctx context.Context, t *queueing.Task) (*url.URL, Outcome, bool) {
+	o := Outcome{Pol: nothing}
+	if f.deps.Tasks.Lost(t) {
 		// Its contract went back to the queue, or its shard to another
 		// loader, which fetches it.
-		o.verdict = vLost
+		o.Verdict = Lost
 		return nil, o, true
 	}
 	var rec txindex.Record
 	var err error
-	state := l.cancels.State(ctx, t.crawlID)
+	state := f.cancels.State(ctx, t.CrawlID)
 	switch {
 	case state == contracts.CrawlCancelled || state == contracts.CrawlPaused:
-	case t.known != nil && time.Since(t.known.StatusTime) < l.cfg.RecoveryLease/2:
+	case t.Known != nil && time.Since(t.Known.StatusTime) < f.cfg.RecoveryLease/2:
 		// The enqueuer's snapshot: the record as created, too young for
 		// the recovery sweep to have published it again (see
 		// Config.RecoveryLease), or the later version this loader wrote
@@ -123,35 +121,35 @@ func (l *Loader) admit(ctx context.Context, t *task) (*url.URL, outcome, bool) {
 		// fetched already, such as one the crawler published again, is
 		// skipped as after a read). A later version written elsewhere
 		// fails the transition, which then reads the record.
-		rec = l.latest(*t.known)
+		rec = f.latest(*t.Known)
 	default:
-		rec, err = l.deps.Tx.Get(ctx, txindex.Key(t.crawlID, t.url))
+		rec, err = f.deps.Tx.Get(ctx, txindex.Key(t.CrawlID, t.URL))
 	}
 	var u *url.URL
 	switch {
 	case state == contracts.CrawlCancelled:
-		o.verdict, o.reason = vFailed, "cancelled"
+		o.Verdict, o.Reason = Failed, "cancelled"
 	case state == contracts.CrawlPaused:
-		o.verdict = vPaused
+		o.Verdict = Paused
 	case err != nil:
-		o.verdict, o.err = vAbandon, fmt.Errorf("get record: %w", err)
+		o.Verdict, o.Err = Abandon, fmt.Errorf("get record: %w", err)
 	case rec.Status == contracts.ToBeParsed && rec.Asset.Key != "":
 		// Fetched before but the crawler contract may be lost: publish again.
-		o.verdict = vRepublish
-		o.repub = &contracts.CrawlerPage{URL: t.url, Depth: rec.Depth, Hops: rec.Hops, Asset: rec.Asset, StatusCode: rec.HTTPStatus, FetchedAt: rec.StatusTime}
+		o.Verdict = Republish
+		o.Repub = &contracts.CrawlerPage{URL: t.URL, Depth: rec.Depth, Hops: rec.Hops, Asset: rec.Asset, StatusCode: rec.HTTPStatus, FetchedAt: rec.StatusTime}
 	case rec.Status != contracts.ToBeLoaded:
-		o.verdict = vSkip
-	case !l.claims.claim(t):
+		o.Verdict = Skip
+	case !f.deps.Tasks.Claim(t):
 		// Another task fetches this URL and its outcome is not recorded
 		// yet: this one only settles, like a record no longer to-be-loaded.
-		o.verdict = vSkip
+		o.Verdict = Skip
 	default:
-		t.sitemap = rec.Sitemap
-		if t.profile.Recrawl != nil {
-			t.prev = &rec
+		t.Sitemap = rec.Sitemap
+		if t.Profile.Recrawl != nil {
+			t.Prev = &rec
 		}
-		if u, err = url.Parse(t.url); err != nil {
-			o.verdict, o.reason = vFailed, "invalid url"
+		if u, err = url.Parse(t.URL); err != nil {
+			o.Verdict, o.Reason = Failed, "invalid url"
 		}
 	}
 	return u, o, u == nil
@@ -159,8 +157,8 @@ func (l *Loader) admit(ctx context.Context, t *task) (*url.URL, outcome, bool) {
 
 // latest returns the version of r's record the loader's store knows, r
 // when it knows none.
-func (l *Loader) latest(r txindex.Record) txindex.Record {
-	if rv, ok := l.deps.Tx.(txindex.Revisions); ok {
+func (f *Fetcher) latest(r txindex.Record) txindex.Record {
+	if rv, ok := f.deps.Tx.(txindex.Revisions); ok {
 		if k, _, ok := rv.Known(r.Key); ok {
 			return k
 		}
@@ -168,70 +166,35 @@ func (l *Loader) latest(r txindex.Record) txindex.Record {
 	return r
 }
 
-// claimTTL bounds a claim, should its release ever be missed: a later
-// duplicate is then fetched again rather than skipped for good.
-const claimTTL = 10 * time.Minute
-
-// claims maps the record key of each URL being fetched to its task, from
-// the task's admission to the settlement of its outcome.
-type claims struct {
-	mu sync.Mutex
-	by *lru.Cache[string, *task]
-}
-
-func newClaims() *claims { return &claims{by: lru.New[string, *task](100000, claimTTL)} }
-
-// claim makes t the task that fetches its URL, unless another task is.
-func (c *claims) claim(t *task) bool {
-	key := txindex.Key(t.crawlID, t.url)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if owner, ok := c.by.Get(key); ok && owner != t {
-		return false
-	}
-	c.by.Put(key, t)
-	return true
-}
-
-// release ends t's claim, if it holds one.
-func (c *claims) release(t *task) {
-	key := txindex.Key(t.crawlID, t.url)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if owner, ok := c.by.Get(key); ok && owner == t {
-		c.by.Delete(key)
-	}
-}
-
 // checkRobots applies the origin's robots.txt. When the lease had to fetch
-// it, that was the lease's request: the outcome is vAgain with the
+// it, that was the lease's request: the outcome is Again with the
 // robots.txt exchange. Otherwise it decides a disallowed or unreachable
 // URL, or returns the Crawl-delay for the page's request.
-func (l *Loader) checkRobots(ctx context.Context, t *task, u *url.URL) (time.Duration, outcome, bool) {
-	if t.profile.Politeness.Robots == contracts.RobotsIgnore {
-		return 0, outcome{}, false
+func (f *Fetcher) checkRobots(ctx context.Context, t *queueing.Task, u *url.URL) (time.Duration, Outcome, bool) {
+	if t.Profile.Politeness.Robots == contracts.RobotsIgnore {
+		return 0, Outcome{}, false
 	}
 	rc := &robotsCapture{}
-	res, err := l.robots.Lookup(context.WithValue(ctx, robotsCaptureKey{}, rc), u.Scheme, urlnorm.HostPort(u))
+	res, err := f.robots.Lookup(context.WithValue(ctx, robotsCaptureKey{}, rc), u.Scheme, urlnorm.HostPort(u))
 	var cd time.Duration
 	if err == nil {
-		cd, _ = res.Rules.CrawlDelay(t.profile.UserAgent) // a long Crawl-delay slows the group; it never fails URLs
-		if t.sitemap == txindex.SitemapProbe {
-			t.robotsSitemaps = res.Rules.Sitemaps()
+		cd, _ = res.Rules.CrawlDelay(t.Profile.UserAgent) // a long Crawl-delay slows the group; it never fails URLs
+		if t.Sitemap == txindex.SitemapProbe {
+			t.RobotsSitemaps = res.Rules.Sitemaps()
 		}
 	}
-	o := outcome{pol: nothing}
+	o := Outcome{Pol: nothing}
 	switch {
 	case err != nil:
-		o.verdict, o.err = vAbandon, err
+		o.Verdict, o.Err = Abandon, err
 	case res.Fetched && rc.sent:
-		o = outcome{verdict: vAgain, robots: rc.ex, pol: rc.outcome(cd)}
+		o = Outcome{Verdict: Again, Robots: rc.Ex, Pol: rc.outcome(cd)}
 	case res.Unreachable != nil:
-		o.verdict, o.reason = vFailed, robotsUnreachable(res.Unreachable)
-	case !res.Rules.Allowed(t.profile.UserAgent, u.RequestURI()):
-		o.verdict, o.reason = vFailed, "robots.txt disallowed"
+		o.Verdict, o.Reason = Failed, robotsUnreachable(res.Unreachable)
+	case !res.Rules.Allowed(t.Profile.UserAgent, u.RequestURI()):
+		o.Verdict, o.Reason = Failed, "robots.txt disallowed"
 	default:
-		return cd, outcome{}, false
+		return cd, Outcome{}, false
 	}
 	return 0, o, true
 }
@@ -255,93 +218,93 @@ func robotsUnreachable(err error) string {
 }
 
 // get requests the page and decides its outcome.
-func (l *Loader) get(ctx context.Context, t *task, u *url.URL, crawlDelay time.Duration) outcome {
+func (f *Fetcher) get(ctx context.Context, t *queueing.Task, u *url.URL, crawlDelay time.Duration) Outcome {
 	start := time.Now()
-	ex, err := l.httpGet(ctx, t, u)
-	l.fetched.Add(1)
-	if l.log.Enabled(ctx, slog.LevelDebug) {
-		l.logFetch(ctx, t.crawlID, t.url, ex, time.Since(start), err)
+	ex, err := f.httpGet(ctx, t, u)
+	f.fetched.Add(1)
+	if f.log.Enabled(ctx, slog.LevelDebug) {
+		f.logFetch(ctx, t.CrawlID, t.URL, ex, time.Since(start), err)
 	}
-	o := outcome{pol: politeness.Outcome{Duration: time.Since(start), CrawlDelay: crawlDelay}}
+	o := Outcome{Pol: politeness.Outcome{Duration: time.Since(start), CrawlDelay: crawlDelay}}
 	if err != nil {
-		o.pol.Err, o.pol.ErrKind = err, politeness.ClassifyError(err)
+		o.Pol.Err, o.Pol.ErrKind = err, politeness.ClassifyError(err)
 	} else {
-		o.pol.Status, o.pol.RetryAfter = ex.status, ex.retryAfter
+		o.Pol.Status, o.Pol.RetryAfter = ex.Status, ex.retryAfter
 	}
-	lastAttempt := t.attempt+1 >= l.cfg.FetchAttempts
+	lastAttempt := t.Attempt+1 >= f.cfg.FetchAttempts
 	switch {
 	case err != nil && ctx.Err() != nil:
-		o.verdict, o.err, o.pol = vAbandon, ctx.Err(), nothing
+		o.Verdict, o.Err, o.Pol = Abandon, ctx.Err(), nothing
 	case errors.Is(err, netguard.ErrForbidden):
-		o.verdict, o.reason = vFailed, netguard.Reason
+		o.Verdict, o.Reason = Failed, netguard.Reason
 	case err != nil && !lastAttempt:
-		o.verdict = vRetry
+		o.Verdict = Retry
 	case err != nil:
-		o.verdict, o.reason = vFailed, "fetch: "+err.Error()
-	case (ex.status == http.StatusTooManyRequests || ex.status == http.StatusServiceUnavailable) && !lastAttempt:
-		o.verdict = vRetry
+		o.Verdict, o.Reason = Failed, "fetch: "+err.Error()
+	case (ex.Status == http.StatusTooManyRequests || ex.Status == http.StatusServiceUnavailable) && !lastAttempt:
+		o.Verdict = Retry
 	default:
-		o.verdict, o.ex = vFetched, ex
-		o.revisit = l.unchanged(ctx, t, ex)
+		o.Verdict, o.Ex = Fetched, ex
+		o.Revisit = f.unchanged(ctx, t, ex)
 		// A start host's /sitemap.xml that answers an error goes to the
 		// crawler all the same: it reads the robots.txt Sitemap: lines the
 		// probe carries and settles it (a 4xx is no failure).
-		probeError := t.sitemap == txindex.SitemapProbe && ex.status >= 400
-		if (ex.status < 200 || ex.status >= 400) && !probeError && o.revisit == nil {
-			o.reason = fmt.Sprintf("http %d", ex.status)
+		probeError := t.Sitemap == txindex.SitemapProbe && ex.Status >= 400
+		if (ex.Status < 200 || ex.Status >= 400) && !probeError && o.Revisit == nil {
+			o.Reason = fmt.Sprintf("http %d", ex.Status)
 		}
-		if o.revisit == nil && o.reason == "" {
-			l.render(ctx, t, &o)
+		if o.Revisit == nil && o.Reason == "" {
+			f.render(ctx, t, &o)
 		}
 	}
 	return o
 }
 
-// exchange is one HTTP request and its raw response, as it goes into WARC.
-type exchange struct {
-	url         string
-	date        time.Time
-	ip          string
-	request     []byte // request line and headers as sent
-	response    []byte // status line, headers and raw (still encoded) body
-	truncated   bool
-	bodyBytes   int64 // the body as kept, still content-encoded
-	status      int
-	contentType string
+// Exchange is one HTTP request and its raw response, as it goes into WARC.
+type Exchange struct {
+	URL         string
+	Date        time.Time
+	IP          string
+	Request     []byte // request line and headers as sent
+	Response    []byte // status line, headers and raw (still encoded) body
+	Truncated   bool
+	BodyBytes   int64 // the body as kept, still content-encoded
+	Status      int
+	ContentType string
 	retryAfter  string // the Retry-After header, for the politeness scheduler
 	// etag and lastModified are the response's validators, which a
 	// continuous crawl's next fetch sends back.
-	etag, lastModified string
-	elapsed            time.Duration // from sending the request to the end of the body
+	ETag, LastModified string
+	Elapsed            time.Duration // from sending the request to the end of the body
 }
 
 // httpGet GETs u once, without following redirects, and keeps at most
 // MaxBodyBytes of the body exactly as the server sent it (a sitemap: at
 // least sitemap.MaxBytes, the protocol's limit).
-func (l *Loader) httpGet(ctx context.Context, t *task, u *url.URL) (*exchange, error) {
-	ctx, cancel := context.WithTimeout(ctx, l.cfg.FetchTimeout)
+func (f *Fetcher) httpGet(ctx context.Context, t *queueing.Task, u *url.URL) (*Exchange, error) {
+	ctx, cancel := context.WithTimeout(ctx, f.cfg.FetchTimeout)
 	defer cancel()
-	ex := &exchange{url: t.url}
+	ex := &Exchange{URL: t.URL}
 	req, err := http.NewRequestWithContext(withPeerIP(ctx, ex), http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("build request: %w", err)
 	}
-	limit := l.cfg.MaxBodyBytes
-	if t.sitemap != "" {
+	limit := f.cfg.MaxBodyBytes
+	if t.Sitemap != "" {
 		limit = max(limit, sitemap.MaxBytes)
 	}
-	req.Header.Set("User-Agent", t.profile.UserAgent)
+	req.Header.Set("User-Agent", t.Profile.UserAgent)
 	req.Header.Set("Accept", "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.8")
 	req.Header.Set("Accept-Encoding", httpbody.AcceptEncoding)
 	setConditional(req, t)
-	ex.date = time.Now().UTC()
-	resp, err := l.client.Do(req)
+	ex.Date = time.Now().UTC()
+	resp, err := f.client.Do(req)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	budget := l.bodies
-	if t.sitemap != "" {
+	budget := f.bodies
+	if t.Sitemap != "" {
 		budget = nil // up to 50 MiB, one per sitemap: not counted
 	}
 	// The body's share of the budget is the task's until the worker has
@@ -362,14 +325,14 @@ func (l *Loader) httpGet(ctx context.Context, t *task, u *url.URL) (*exchange, e
 	if err != nil {
 		return nil, fmt.Errorf("read body: %w", err)
 	}
-	ex.elapsed = time.Since(ex.date)
+	ex.Elapsed = time.Since(ex.Date)
 	body := buf[room:]
 	if int64(len(body)) > limit {
-		body, ex.truncated = body[:limit], true
+		body, ex.Truncated = body[:limit], true
 	}
-	l.met.Response(metrics.KindPage, ex.elapsed, len(body))
+	f.met.Response(metrics.KindPage, ex.Elapsed, len(body))
 	ex.fill(req, resp, placeHead(resp, buf[:room+len(body)], room), len(body))
-	kept, t.bodyShare = true, br
+	kept, t.BodyShare = true, br
 	return ex, nil
 }
 
@@ -406,24 +369,24 @@ func readBody(r io.Reader, room int, size, limit int64) ([]byte, error) {
 }
 
 // withPeerIP makes the requests of ctx note the address they connect to.
-func withPeerIP(ctx context.Context, ex *exchange) context.Context {
+func withPeerIP(ctx context.Context, ex *Exchange) context.Context {
 	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(ci httptrace.GotConnInfo) {
 		if a, ok := ci.Conn.RemoteAddr().(*net.TCPAddr); ok {
-			ex.ip = a.IP.String()
+			ex.IP = a.IP.String()
 		}
 	}})
 }
 
 // fill sets ex from a response, its status line, headers and (possibly
 // truncated) body as one slice (response), and the body's length.
-func (ex *exchange) fill(req *http.Request, resp *http.Response, response []byte, bodyLen int) {
-	ex.status = resp.StatusCode
-	ex.bodyBytes = int64(bodyLen)
-	ex.contentType = resp.Header.Get("Content-Type")
+func (ex *Exchange) fill(req *http.Request, resp *http.Response, response []byte, bodyLen int) {
+	ex.Status = resp.StatusCode
+	ex.BodyBytes = int64(bodyLen)
+	ex.ContentType = resp.Header.Get("Content-Type")
 	ex.retryAfter = resp.Header.Get("Retry-After")
-	ex.etag, ex.lastModified = resp.Header.Get("ETag"), resp.Header.Get("Last-Modified")
-	ex.request = dumpRequest(req)
-	ex.response = response
+	ex.ETag, ex.LastModified = resp.Header.Get("ETag"), resp.Header.Get("Last-Modified")
+	ex.Request = dumpRequest(req)
+	ex.Response = response
 }
 
 func dumpRequest(req *http.Request) []byte {
@@ -502,7 +465,7 @@ func (w *sliceWriter) WriteString(s string) (int, error) {
 // cache calls the fetcher with the context of the Lookup that fetches.
 type robotsCapture struct {
 	sent     bool // a request went out (the address was allowed)
-	ex       *exchange
+	Ex       *Exchange
 	duration time.Duration
 	err      error
 }
@@ -512,8 +475,8 @@ type robotsCaptureKey struct{}
 // outcome is the politeness outcome of the robots.txt request.
 func (rc *robotsCapture) outcome(crawlDelay time.Duration) politeness.Outcome {
 	o := politeness.Outcome{Duration: rc.duration, CrawlDelay: crawlDelay, Err: rc.err, ErrKind: politeness.ClassifyError(rc.err)}
-	if rc.ex != nil {
-		o.Status, o.RetryAfter = rc.ex.status, rc.ex.retryAfter
+	if rc.Ex != nil {
+		o.Status, o.RetryAfter = rc.Ex.Status, rc.Ex.retryAfter
 	}
 	return o
 }
@@ -523,29 +486,29 @@ const maxRobotsBytes = robots.MaxSize
 // fetchRobots is the robots.Cache's fetcher: it GETs robotsURL (following
 // up to five redirects), and notes the request and the final exchange in
 // the lease's robotsCapture for politeness and the WARC segment.
-func (l *Loader) fetchRobots(ctx context.Context, c *http.Client, robotsURL string) (int, []byte, error) {
+func (f *Fetcher) fetchRobots(ctx context.Context, c *http.Client, robotsURL string) (int, []byte, error) {
 	rc, _ := ctx.Value(robotsCaptureKey{}).(*robotsCapture)
 	if rc == nil {
 		rc = &robotsCapture{}
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	ex := &exchange{url: robotsURL}
+	ex := &Exchange{URL: robotsURL}
 	req, err := http.NewRequestWithContext(withPeerIP(ctx, ex), http.MethodGet, robotsURL, nil)
 	if err != nil {
 		return 0, nil, fmt.Errorf("build robots request: %w", err)
 	}
 	req.Header.Set("User-Agent", contracts.DefaultUserAgent)
 	start := time.Now()
-	ex.date = start.UTC()
+	ex.Date = start.UTC()
 	resp, err := c.Do(req)
 	rc.sent = !errors.Is(err, netguard.ErrForbidden)
 	if rc.sent {
-		l.fetched.Add(1)
+		f.fetched.Add(1)
 	}
 	if err != nil {
 		rc.duration, rc.err = time.Since(start), err
-		l.met.Robots(metrics.RobotsError)
+		f.met.Robots(metrics.RobotsError)
 		return 0, nil, err
 	}
 	defer resp.Body.Close()
@@ -553,64 +516,64 @@ func (l *Loader) fetchRobots(ctx context.Context, c *http.Client, robotsURL stri
 	rc.duration = time.Since(start)
 	if err != nil {
 		rc.err = err
-		l.met.Robots(metrics.RobotsError)
+		f.met.Robots(metrics.RobotsError)
 		return 0, nil, fmt.Errorf("read robots.txt: %w", err)
 	}
-	l.met.Response(metrics.KindRobots, rc.duration, len(body))
-	l.met.Robots(metrics.RobotsResultOf(resp.StatusCode))
-	ex.url = resp.Request.URL.String()
+	f.met.Response(metrics.KindRobots, rc.duration, len(body))
+	f.met.Robots(metrics.RobotsResultOf(resp.StatusCode))
+	ex.URL = resp.Request.URL.String()
 	ex.fill(resp.Request, resp, dumpResponse(resp, body), len(body))
-	rc.ex = ex
-	if l.log.Enabled(ctx, slog.LevelDebug) {
-		l.logFetch(ctx, "", ex.url, ex, rc.duration, nil)
+	rc.Ex = ex
+	if f.log.Enabled(ctx, slog.LevelDebug) {
+		f.logFetch(ctx, "", ex.URL, ex, rc.duration, nil)
 	}
 	return resp.StatusCode, body, nil
 }
 
-// metric is the outcome's label in gridcrawl_loader_urls_total.
-func (o outcome) metric() metrics.Outcome {
-	switch o.verdict {
-	case vFetched:
-		switch s := o.ex.status; {
-		case o.revisit != nil:
+// Metric is the outcome's label in gridcrawl_loader_urls_total.
+func (o Outcome) Metric() metrics.Outcome {
+	switch o.Verdict {
+	case Fetched:
+		switch s := o.Ex.Status; {
+		case o.Revisit != nil:
 			return metrics.OutcomeUnchanged
-		case o.renderFailed:
+		case o.RenderFailed:
 			return metrics.OutcomeRenderFailed
-		case o.reason != "":
+		case o.Reason != "":
 			return metrics.OutcomeHTTPError
 		case s >= 300 && s < 400:
 			return metrics.OutcomeRedirected
 		}
 		return metrics.OutcomeFetched
-	case vFailed:
+	case Failed:
 		switch {
-		case o.reason == "robots.txt disallowed":
+		case o.Reason == "robots.txt disallowed":
 			return metrics.OutcomeRobotsDisallowed
-		case o.reason == netguard.Reason:
+		case o.Reason == netguard.Reason:
 			return metrics.OutcomeAddressNotAllowed
-		case o.reason == "cancelled":
+		case o.Reason == "cancelled":
 			return metrics.OutcomeCancelled
-		case o.reason == "invalid url":
+		case o.Reason == "invalid url":
 			return metrics.OutcomeInvalidURL
-		case strings.HasPrefix(o.reason, "fetch: "):
+		case strings.HasPrefix(o.Reason, "fetch: "):
 			return metrics.OutcomeFetchError
-		case strings.HasPrefix(o.reason, "robots.txt"):
+		case strings.HasPrefix(o.Reason, "robots.txt"):
 			return metrics.OutcomeRobotsUnreachable
 		}
 		return metrics.OutcomeOtherFailure
-	case vRetired:
+	case Retired:
 		return metrics.OutcomeRetired
-	case vSkip:
+	case Skip:
 		return metrics.OutcomeSkipped
-	case vRepublish:
+	case Republish:
 		return metrics.OutcomeRepublished
-	case vRetry:
+	case Retry:
 		return metrics.OutcomeRetry
-	case vAgain:
+	case Again:
 		return metrics.OutcomeRobotsFetch
-	case vPaused:
+	case Paused:
 		return metrics.OutcomePaused
-	case vLost:
+	case Lost:
 		return metrics.OutcomeLost
 	}
 	return metrics.OutcomeAbandoned
@@ -619,13 +582,20 @@ func (o outcome) metric() metrics.Outcome {
 // logFetch writes the debug line of one request: one per page or
 // robots.txt fetched (crawl_id is empty for robots.txt, which serves every
 // crawl of its origin).
-func (l *Loader) logFetch(ctx context.Context, crawlID, url string, ex *exchange, d time.Duration, err error) {
+func (f *Fetcher) logFetch(ctx context.Context, crawlID, url string, ex *Exchange, d time.Duration, err error) {
 	if err != nil {
-		l.log.LogAttrs(ctx, slog.LevelDebug, "fetch", slog.String("crawl_id", crawlID), slog.String("url", url),
+		f.log.LogAttrs(ctx, slog.LevelDebug, "fetch", slog.String("crawl_id", crawlID), slog.String("url", url),
 			slog.Int64("duration_ms", d.Milliseconds()), slog.String("err", err.Error()))
 		return
 	}
-	l.log.LogAttrs(ctx, slog.LevelDebug, "fetch", slog.String("crawl_id", crawlID), slog.String("url", url),
-		slog.Int("status", ex.status), slog.Int64("bytes", ex.bodyBytes), slog.Int64("duration_ms", d.Milliseconds()),
-		slog.String("ip", ex.ip), slog.Bool("truncated", ex.truncated))
+	f.log.LogAttrs(ctx, slog.LevelDebug, "fetch", slog.String("crawl_id", crawlID), slog.String("url", url),
+		slog.Int("status", ex.Status), slog.Int64("bytes", ex.BodyBytes), slog.Int64("duration_ms", d.Milliseconds()),
+		slog.String("ip", ex.IP), slog.Bool("truncated", ex.Truncated))
+}
+
+// MediaType returns the media type of a Content-Type value, lower case and
+// without parameters.
+func MediaType(contentType string) string {
+	mt, _, _ := strings.Cut(contentType, ";")
+	return strings.ToLower(strings.TrimSpace(mt))
 }

@@ -1,4 +1,4 @@
-package loader
+package recorder
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/assets"
 	"github.com/gridcrawl/gridcrawl/pkg/digests"
 	"github.com/gridcrawl/gridcrawl/pkg/warc"
+	"github.com/gridcrawl/gridcrawl/services/internal/loader/fetcher"
+	"github.com/gridcrawl/gridcrawl/services/internal/loader/queueing"
 	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
 )
 
@@ -54,7 +56,7 @@ const (
 // dedupPending is a response waiting in the recorder for its dedupe
 // decision, and the decision.
 type dedupPending struct {
-	ex     *exchange
+	Ex     *fetcher.Exchange
 	scope  string
 	digest string
 	// decided is set when its records are written (under recorder.mu).
@@ -103,13 +105,13 @@ func newDedup(index digests.Index, store assets.Store, maxEntries int64, ttl tim
 
 // eligible returns the dedupe scope of a fetched page's response, or ""
 // when it is stored as a response without a look-up.
-func (d *dedup) eligible(t *task, o outcome) string {
-	ex := o.ex
-	if d == nil || o.revisit != nil || o.render != nil || o.reason != "" || ex.status != 200 || ex.truncated || t.profile.Recrawl != nil ||
-		t.sitemap != "" {
+func (d *dedup) eligible(t *queueing.Task, o fetcher.Outcome) string {
+	ex := o.Ex
+	if d == nil || o.Revisit != nil || o.Render != nil || o.Reason != "" || ex.Status != 200 || ex.Truncated || t.Profile.Recrawl != nil ||
+		t.Sitemap != "" {
 		return ""
 	}
-	return t.profile.DedupeScope(t.crawlID)
+	return t.Profile.DedupeScope(t.CrawlID)
 }
 
 // lookup returns the entries of refs whose original is still readable,
@@ -270,7 +272,7 @@ func (d *dedup) report() *contracts.FrontierDedup {
 // and takes the results, and this is the flush's goroutine, so the records
 // written here and their results land in the same cut, like those of the
 // workers, which write both under the lock.
-func (r *recorder) decideDedup(ctx context.Context) {
+func (r *Recorder) decideDedup(ctx context.Context) {
 	r.mu.Lock()
 	var todo []*result
 	for _, res := range r.pending {
@@ -305,7 +307,7 @@ func (r *recorder) decideDedup(ctx context.Context) {
 	}()
 	for _, res := range todo {
 		dd := res.dd
-		written += int64(len(dd.ex.response))
+		written += int64(len(dd.Ex.Response))
 		ref := digests.Ref{Scope: dd.scope, Digest: dd.digest}
 		if e, ok := found[ref]; ok {
 			orig := contracts.AssetRef{Key: e.Key, Offset: e.Offset, Length: e.Length}
@@ -315,13 +317,13 @@ func (r *recorder) decideDedup(ctx context.Context) {
 				continue
 			}
 		} else if f := firsts[ref]; f != nil {
-			if r.writeDedupRevisit(res, f.dd.ex.url, f.dd.ex.date, f.dd.recordID) {
+			if r.writeDedupRevisit(res, f.dd.Ex.URL, f.dd.Ex.Date, f.dd.recordID) {
 				dd.sameAs = f
 				revisits++
 				continue
 			}
 		}
-		id := r.writeResponse(res, dd.ex, nil)
+		id := r.writeResponse(res, dd.Ex, nil)
 		if id == "" {
 			continue // failed with the reason
 		}
@@ -340,17 +342,17 @@ func (r *recorder) decideDedup(ctx context.Context) {
 // writeDedupRevisit writes res's exchange as a revisit record of the
 // original (uri, date, id) and reports whether it did (a failure is
 // logged: the response is stored instead).
-func (r *recorder) writeDedupRevisit(res *result, uri string, date time.Time, id string) bool {
+func (r *Recorder) writeDedupRevisit(res *result, uri string, date time.Time, id string) bool {
 	dd := res.dd
-	rv := &revisit{profile: warc.ProfileIdenticalPayloadDigest}
-	off, n, err := r.segments.appendRevisit(dd.ex, res.t.crawlID, uri, date, id, dd.digest, rv)
+	rv := &fetcher.Revisit{Profile: warc.ProfileIdenticalPayloadDigest}
+	off, n, err := r.segments.appendRevisit(dd.Ex, res.t.CrawlID, uri, date, id, dd.digest, rv)
 	if err != nil {
-		r.log.Warn("write revisit record; storing the response", "url", res.t.url, "crawl_id", res.t.crawlID, "err", err)
+		r.log.Warn("write revisit record; storing the response", "url", res.t.URL, "crawl_id", res.t.CrawlID, "err", err)
 		return false
 	}
 	res.inSeg, res.page.Asset = true, contracts.AssetRef{Offset: off, Length: n}
 	if r.keepResponses {
-		res.ip, res.response = dd.ex.ip, dd.ex.response
+		res.IP, res.Response = dd.Ex.IP, dd.Ex.Response
 	}
 	return true
 }
@@ -360,7 +362,7 @@ func (r *recorder) writeDedupRevisit(res *result, uri string, date time.Time, id
 // index (removing the stale entries they replace first), within the
 // index's bound. A failure is logged: the responses are stored, only not
 // found by later look-ups.
-func (r *recorder) addDigests(ctx context.Context, b *batch) {
+func (r *Recorder) addDigests(ctx context.Context, b *batch) {
 	var entries []digests.Entry
 	var stale []digests.Entry
 	for _, res := range b.pending {
@@ -379,7 +381,7 @@ func (r *recorder) addDigests(ctx context.Context, b *batch) {
 			stale = append(stale, *dd.stale)
 		}
 		a := res.page.Asset
-		entries = append(entries, digests.Entry{Ref: digests.Ref{Scope: dd.scope, Digest: dd.digest}, URI: dd.ex.url, Date: dd.ex.date,
+		entries = append(entries, digests.Entry{Ref: digests.Ref{Scope: dd.scope, Digest: dd.digest}, URI: dd.Ex.URL, Date: dd.Ex.Date,
 			RecordID: dd.recordID, Key: a.Key, Offset: a.Offset, Length: a.Length})
 	}
 	if len(stale) > 0 {

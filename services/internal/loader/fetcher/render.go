@@ -1,4 +1,4 @@
-package loader
+package fetcher
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/netguard"
 	"github.com/gridcrawl/gridcrawl/pkg/urlnorm"
 	"github.com/gridcrawl/gridcrawl/pkg/warc"
+	"github.com/gridcrawl/gridcrawl/services/internal/loader/queueing"
 	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
 )
 
@@ -34,38 +35,38 @@ import (
 // The page's group stays leased for the whole load, and the delay after it
 // follows the profile's rule on the HTTP fetch plus the time in the tab.
 
-// rendering is what rendering a page gave.
-type rendering struct {
-	reason string
-	res    *browser.Result
+// Rendering is what rendering a page gave.
+type Rendering struct {
+	Reason string
+	Res    *browser.Result
 	// status and header are the page's HTTP answer, with which the DOM is
 	// handed to a crawler in the process.
-	status int
-	header http.Header
+	Status int
+	Header http.Header
 }
 
-// cut is the per-page limits' cuts on one line.
-func (r *rendering) cut() string { return strings.Join(r.res.Cut, "; ") }
+// Cut is the per-page limits' cuts on one line.
+func (r *Rendering) Cut() string { return strings.Join(r.Res.Cut, "; ") }
 
 // browserFor returns the loader's browser, started with the first page to
 // render; the error of a loader that has none stays its answer.
-func (l *Loader) browserFor() (*browser.Browser, error) {
-	l.browserMu.Lock()
-	defer l.browserMu.Unlock()
-	if l.browser == nil && l.browserErr == nil {
+func (f *Fetcher) browserFor() (*browser.Browser, error) {
+	f.browserMu.Lock()
+	defer f.browserMu.Unlock()
+	if f.browser == nil && f.browserErr == nil {
 		var noSandbox *bool
-		if l.cfg.BrowserNoSandbox {
-			noSandbox = &l.cfg.BrowserNoSandbox
+		if f.cfg.BrowserNoSandbox {
+			noSandbox = &f.cfg.BrowserNoSandbox
 		}
-		l.browser, l.browserErr = browser.New(browser.Config{NoSandbox: noSandbox,
-			Path: l.cfg.Chromium, Tabs: l.cfg.RenderTabs, RestartPages: l.cfg.BrowserRestartPages,
-			MaxMemory: l.cfg.BrowserMaxMemory, JSHeapMB: l.cfg.BrowserJSHeapMB, Log: l.log,
+		f.browser, f.browserErr = browser.New(browser.Config{NoSandbox: noSandbox,
+			Path: f.cfg.Chromium, Tabs: f.cfg.RenderTabs, RestartPages: f.cfg.BrowserRestartPages,
+			MaxMemory: f.cfg.BrowserMaxMemory, JSHeapMB: f.cfg.BrowserJSHeapMB, Log: f.log,
 		})
-		if l.browserErr != nil {
-			l.log.Error("no browser: pages to render fail", "err", l.browserErr)
+		if f.browserErr != nil {
+			f.log.Error("no browser: pages to render fail", "err", f.browserErr)
 		}
 	}
-	return l.browser, l.browserErr
+	return f.browser, f.browserErr
 }
 
 // renderCounts counts the loader's renderings, for its frontier report.
@@ -73,15 +74,15 @@ type renderCounts struct {
 	rendered, cut, failed, nanos atomic.Int64
 }
 
-// frontierBrowser is the browser's part of the frontier report; nil until
+// FrontierBrowser is the browser's part of the frontier report; nil until
 // a page was to be rendered.
-func (l *Loader) frontierBrowser() *contracts.FrontierBrowser {
-	c := &l.renders
+func (f *Fetcher) FrontierBrowser() *contracts.FrontierBrowser {
+	c := &f.renders
 	n, failed := c.rendered.Load(), c.failed.Load()
 	if n == 0 && failed == 0 {
 		return nil
 	}
-	s := l.browserStats()
+	s := f.BrowserStats()
 	fb := &contracts.FrontierBrowser{Rendered: n, Cut: c.cut.Load(), Failed: failed, TabsInUse: s.TabsInUse,
 		Restarts: s.Restarts, Memory: s.Memory}
 	if fb.Restarts == nil {
@@ -93,11 +94,11 @@ func (l *Loader) frontierBrowser() *contracts.FrontierBrowser {
 	return fb
 }
 
-// browserStats is the browser's snapshot for the metrics.
-func (l *Loader) browserStats() metrics.BrowserStats {
-	l.browserMu.Lock()
-	b := l.browser
-	l.browserMu.Unlock()
+// BrowserStats is the browser's snapshot for the metrics.
+func (f *Fetcher) BrowserStats() metrics.BrowserStats {
+	f.browserMu.Lock()
+	b := f.browser
+	f.browserMu.Unlock()
 	if b == nil {
 		return metrics.BrowserStats{}
 	}
@@ -105,33 +106,33 @@ func (l *Loader) browserStats() metrics.BrowserStats {
 	return metrics.BrowserStats{TabsInUse: s.TabsInUse, Restarts: s.Restarts, Memory: s.Memory, Escaped: s.Escaped}
 }
 
-// closeBrowser stops the browser, if one was started.
-func (l *Loader) closeBrowser() {
-	l.browserMu.Lock()
-	defer l.browserMu.Unlock()
-	if l.browser != nil {
-		l.browser.Close()
+// Close stops the browser, if one was started.
+func (f *Fetcher) Close() {
+	f.browserMu.Lock()
+	defer f.browserMu.Unlock()
+	if f.browser != nil {
+		f.browser.Close()
 	}
 }
 
 // renderReason says why the page of ex is to be rendered ("" when it is
 // not) and returns its decoded answer for the browser.
-func (l *Loader) renderReason(t *task, ex *exchange) (string, *browser.Response) {
-	if t.sitemap != "" || ex.status != http.StatusOK || ex.truncated {
+func (f *Fetcher) renderReason(t *queueing.Task, ex *Exchange) (string, *browser.Response) {
+	if t.Sitemap != "" || ex.Status != http.StatusOK || ex.Truncated {
 		return "", nil
 	}
-	if mt := mediaType(ex.contentType); mt != "text/html" && mt != "application/xhtml+xml" {
+	if mt := MediaType(ex.ContentType); mt != "text/html" && mt != "application/xhtml+xml" {
 		return "", nil
 	}
-	mode := t.profile.RenderFor(t.host)
+	mode := t.Profile.RenderFor(t.Host)
 	if mode == contracts.RenderNever {
 		return "", nil
 	}
-	status, header, body, err := warc.ParseHTTPResponse(ex.response)
+	status, header, body, err := warc.ParseHTTPResponse(ex.Response)
 	if err != nil {
 		return "", nil
 	}
-	if body, err = httpbody.Decode(header, body, l.cfg.MaxBodyBytes); err != nil {
+	if body, err = httpbody.Decode(header, body, f.cfg.MaxBodyBytes); err != nil {
 		return "", nil // the crawler fails it as it would any page that does not decode
 	}
 	main := &browser.Response{Status: status, Header: header, Body: body}
@@ -141,38 +142,38 @@ func (l *Loader) renderReason(t *task, ex *exchange) (string, *browser.Response)
 	return browser.NeedsRender(body), main
 }
 
-// render renders the page of o.ex when the profile says so, and sets o
+// render renders the page of o.Ex when the profile says so, and sets o
 // from the result: its rendering, or a failure with the reason.
-func (l *Loader) render(ctx context.Context, t *task, o *outcome) {
-	reason, main := l.renderReason(t, o.ex)
+func (f *Fetcher) render(ctx context.Context, t *queueing.Task, o *Outcome) {
+	reason, main := f.renderReason(t, o.Ex)
 	if reason == "" {
 		return
 	}
 	fail := func(why string) {
-		o.reason, o.renderFailed = why, true
-		l.met.Rendered(metrics.RenderFailed, 0)
-		l.renders.failed.Add(1)
+		o.Reason, o.RenderFailed = why, true
+		f.met.Rendered(metrics.RenderFailed, 0)
+		f.renders.failed.Add(1)
 	}
-	b, err := l.browserFor()
+	b, err := f.browserFor()
 	if err != nil {
 		fail("render: no browser: " + err.Error())
 		return
 	}
-	e := &embeds{l: l, t: t, perGroup: map[string]int{}}
+	e := &embeds{f: f, t: t, perGroup: map[string]int{}}
 	res, err := b.Render(ctx, browser.Page{
-		URL: t.url, UserAgent: t.profile.UserAgent, Main: main, Fetch: e.fetch,
-		Timeout: l.cfg.RenderTimeout, IdleWait: l.cfg.RenderIdle,
-		MaxRequests: l.cfg.RenderMaxRequests, MaxBytes: l.cfg.RenderMaxBytes, TabWait: l.tabWait(),
+		URL: t.URL, UserAgent: t.Profile.UserAgent, Main: main, Fetch: e.fetch,
+		Timeout: f.cfg.RenderTimeout, IdleWait: f.cfg.RenderIdle,
+		MaxRequests: f.cfg.RenderMaxRequests, MaxBytes: f.cfg.RenderMaxBytes, TabWait: f.tabWait(),
 	})
 	switch {
 	case err != nil && ctx.Err() != nil:
-		o.verdict, o.err, o.ex, o.pol = vAbandon, ctx.Err(), nil, nothing
-	case errors.Is(err, browser.ErrNoTab) && t.attempt+1 < l.cfg.FetchAttempts:
+		o.Verdict, o.Err, o.Ex, o.Pol = Abandon, ctx.Err(), nil, nothing
+	case errors.Is(err, browser.ErrNoTab) && t.Attempt+1 < f.cfg.FetchAttempts:
 		// Every tab busy for longer than a page may take: fetched again
 		// later, so that the lease never outlasts the group's busy timeout.
-		o.verdict, o.ex = vRetry, nil
+		o.Verdict, o.Ex = Retry, nil
 	case errors.Is(err, browser.ErrNoTab):
-		fail(fmt.Sprintf("render: no tab free within %s", l.tabWait()))
+		fail(fmt.Sprintf("render: no tab free within %s", f.tabWait()))
 	case err != nil:
 		why := err.Error()
 		if !strings.HasPrefix(why, "render: ") {
@@ -180,16 +181,16 @@ func (l *Loader) render(ctx context.Context, t *task, o *outcome) {
 		}
 		fail(why)
 	default:
-		o.render = &rendering{reason: reason, res: res, status: main.Status, header: main.Header}
-		o.pol.Duration += res.Duration
+		o.Render = &Rendering{Reason: reason, Res: res, Status: main.Status, Header: main.Header}
+		o.Pol.Duration += res.Duration
 		r := metrics.RenderOK
 		if len(res.Cut) > 0 {
 			r = metrics.RenderCut
-			l.renders.cut.Add(1)
+			f.renders.cut.Add(1)
 		}
-		l.met.Rendered(r, res.Duration)
-		l.renders.rendered.Add(1)
-		l.renders.nanos.Add(int64(res.Duration))
+		f.met.Rendered(r, res.Duration)
+		f.renders.rendered.Add(1)
+		f.renders.nanos.Add(int64(res.Duration))
 	}
 }
 
@@ -208,12 +209,12 @@ func sharedType(t string) bool {
 // tabWait bounds a page's wait for a tab: two pages' time, so that the HTTP
 // fetch, the wait and the rendering stay within the group's busy timeout
 // (see New).
-func (l *Loader) tabWait() time.Duration { return 2 * l.cfg.RenderTimeout }
+func (f *Fetcher) tabWait() time.Duration { return 2 * f.cfg.RenderTimeout }
 
 // embeds makes the requests of one rendered page.
 type embeds struct {
-	l *Loader
-	t *task
+	f *Fetcher
+	t *queueing.Task
 
 	mu       sync.Mutex
 	perGroup map[string]int // requests to other groups, by group
@@ -229,45 +230,45 @@ func (e *embeds) fetch(ctx context.Context, r *browser.Request) (*browser.Respon
 		return nil, &browser.Refusal{Reason: "not an http(s) URL"}
 	}
 	host := urlnorm.HostPort(u)
-	group := e.l.group(urlnorm.Host(u)) // as tasks group their hosts
-	if group != e.t.group {
+	group := e.f.deps.Tasks.Group(urlnorm.Host(u)) // as tasks group their hosts
+	if group != e.t.Group {
 		e.mu.Lock()
 		e.perGroup[group]++
 		n := e.perGroup[group]
 		e.mu.Unlock()
-		if n > e.l.cfg.RenderGroupRequests {
-			return nil, &browser.Refusal{Reason: fmt.Sprintf("the page's limit of %d requests to another group", e.l.cfg.RenderGroupRequests)}
+		if n > e.f.cfg.RenderGroupRequests {
+			return nil, &browser.Refusal{Reason: fmt.Sprintf("the page's limit of %d requests to another group", e.f.cfg.RenderGroupRequests)}
 		}
 	}
-	prof := e.t.profile
+	prof := e.t.Profile
 	if prof.RenderRobots == contracts.RenderRobotsAll && prof.Politeness.Robots != contracts.RobotsIgnore {
-		res, err := e.l.robots.Lookup(ctx, u.Scheme, host)
+		res, err := e.f.robots.Lookup(ctx, u.Scheme, host)
 		if err != nil || res.Unreachable != nil || !res.Rules.Allowed(prof.UserAgent, u.RequestURI()) {
 			return nil, &browser.Refusal{Reason: "robots.txt disallowed"}
 		}
 	}
 	cacheable := r.Method == http.MethodGet && sharedType(r.Type)
 	if cacheable {
-		if resp, ok := e.l.embedCache.get(e.t.crawlID, r.URL); ok {
+		if resp, ok := e.f.embedCache.get(e.t.CrawlID, r.URL); ok {
 			return resp, nil // requested and archived for an earlier page
 		}
 	}
-	ex, header, body, err := e.l.embedGet(ctx, e.t, u, r)
+	ex, header, body, err := e.f.embedGet(ctx, e.t, u, r)
 	if errors.Is(err, netguard.ErrForbidden) {
 		return nil, &browser.Refusal{Reason: netguard.Reason}
 	}
 	if err != nil {
 		return nil, err
 	}
-	e.l.rec.archive(ex, e.t.crawlID)
-	e.l.sched.Embedded(group, ex.bodyBytes)
-	body, err = httpbody.Decode(header, body, e.l.cfg.MaxBodyBytes)
+	e.f.deps.Archive(ex, e.t.CrawlID)
+	e.f.deps.Tasks.Embedded(group, ex.BodyBytes)
+	body, err = httpbody.Decode(header, body, e.f.cfg.MaxBodyBytes)
 	if err != nil {
 		return nil, fmt.Errorf("decode %s: %w", r.URL, err)
 	}
-	resp := &browser.Response{Status: ex.status, Header: header, Body: body}
-	if cacheable && !ex.truncated {
-		e.l.embedCache.put(e.t.crawlID, r.URL, resp)
+	resp := &browser.Response{Status: ex.Status, Header: header, Body: body}
+	if cacheable && !ex.Truncated {
+		e.f.embedCache.put(e.t.CrawlID, r.URL, resp)
 	}
 	return resp, nil
 }
@@ -276,10 +277,10 @@ func (e *embeds) fetch(ctx context.Context, r *browser.Request) (*browser.Respon
 // headers but the profile's User-Agent and the loader's Accept-Encoding,
 // and keeps its exchange for the WARC segment; it returns the exchange, the
 // response's headers and its body as received (still content-encoded).
-func (l *Loader) embedGet(ctx context.Context, t *task, u *url.URL, r *browser.Request) (*exchange, http.Header, []byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, l.cfg.FetchTimeout)
+func (f *Fetcher) embedGet(ctx context.Context, t *queueing.Task, u *url.URL, r *browser.Request) (*Exchange, http.Header, []byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, f.cfg.FetchTimeout)
 	defer cancel()
-	ex := &exchange{url: r.URL}
+	ex := &Exchange{URL: r.URL}
 	req, err := http.NewRequestWithContext(withPeerIP(ctx, ex), r.Method, u.String(), nil)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("build request: %w", err)
@@ -291,53 +292,36 @@ func (l *Loader) embedGet(ctx context.Context, t *task, u *url.URL, r *browser.R
 		}
 		req.Header[http.CanonicalHeaderKey(k)] = vs
 	}
-	req.Header.Set("User-Agent", t.profile.UserAgent)
+	req.Header.Set("User-Agent", t.Profile.UserAgent)
 	req.Header.Set("Accept-Encoding", httpbody.AcceptEncoding)
-	ex.date = time.Now().UTC()
-	resp, err := l.embedClient.Do(req)
+	ex.Date = time.Now().UTC()
+	resp, err := f.embedClient.Do(req)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	defer resp.Body.Close()
-	limit := min(l.cfg.MaxBodyBytes, l.cfg.RenderMaxBytes)
+	limit := min(f.cfg.MaxBodyBytes, f.cfg.RenderMaxBytes)
 	room := headRoom(resp, limit)
 	buf, err := readBody(io.LimitReader(resp.Body, limit+1), room, resp.ContentLength, limit)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("read body: %w", err)
 	}
-	ex.elapsed = time.Since(ex.date)
+	ex.Elapsed = time.Since(ex.Date)
 	body := buf[room:]
 	if int64(len(body)) > limit {
-		body, ex.truncated = body[:limit], true
+		body, ex.Truncated = body[:limit], true
 	}
-	l.met.Response(metrics.KindEmbed, ex.elapsed, len(body))
+	f.met.Response(metrics.KindEmbed, ex.Elapsed, len(body))
 	ex.fill(req, resp, placeHead(resp, buf[:room+len(body)], room), len(body))
 	return ex, resp.Header, body, nil
 }
 
-// renderedRecords returns the records of a rendered page: its DOM as a
-// conversion record of the response respID, and a metadata record of how
-// it was rendered.
-func renderedRecords(url string, date time.Time, respID string, r *rendering) (dom, meta warc.Record) {
-	dom = warc.NewConversionRecord(url, date, respID, "text/html; charset=utf-8", r.res.DOM)
-	fields := []string{"render-reason", r.reason, "render-duration-ms", fmt.Sprint(r.res.Duration.Milliseconds()),
-		"render-requests", fmt.Sprint(r.res.Requests), "render-refused", fmt.Sprint(r.res.Refused),
-		"render-bytes", fmt.Sprint(r.res.Bytes), "render-final-url", r.res.URL}
-	for _, c := range r.res.Cut {
-		fields = append(fields, "render-cut", c)
-	}
-	for _, n := range r.res.Navigations {
-		fields = append(fields, "render-navigation-refused", n)
-	}
-	meta = warc.NewMetadataRecord(url, date, warc.RecordID(dom), fields...)
-	return dom, meta
-}
-
-// renderedResponse is what the crawler parses of a rendered page handed
-// over in the process: the response's status line and headers, with the
+// Response is what the crawler parses of a rendered page handed over in
+// the process: the page's HTTP answer's status line and headers, with the
 // DOM as its body.
-func renderedResponse(status int, header http.Header, dom []byte) []byte {
-	h := header.Clone()
+func (r *Rendering) Response() []byte {
+	status, dom := r.Status, r.Res.DOM
+	h := r.Header.Clone()
 	h.Del("Content-Encoding")
 	h.Del("Transfer-Encoding")
 	h.Set("Content-Type", "text/html; charset=utf-8")

@@ -1,4 +1,4 @@
-package loader
+package recorder
 
 import (
 	"bytes"
@@ -23,6 +23,8 @@ import (
 	"github.com/gridcrawl/gridcrawl/pkg/fsassets"
 	"github.com/gridcrawl/gridcrawl/pkg/queue"
 	"github.com/gridcrawl/gridcrawl/pkg/warc"
+	"github.com/gridcrawl/gridcrawl/services/internal/loader/fetcher"
+	"github.com/gridcrawl/gridcrawl/services/internal/loader/queueing"
 	"github.com/gridcrawl/gridcrawl/services/internal/metrics"
 )
 
@@ -67,11 +69,11 @@ func testSegmentWriter(store assets.Store, bytes int64) *segmentWriter {
 }
 
 // testExchange is a fetched page of u with a body of n bytes.
-func testExchange(u string, n int) *exchange {
+func testExchange(u string, n int) *fetcher.Exchange {
 	body := strings.Repeat("x", n)
-	return &exchange{url: u, date: time.Now().UTC(), ip: "127.0.0.1", status: 200,
-		request:  []byte("GET / HTTP/1.1\r\nHost: example\r\n\r\n"),
-		response: []byte("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: " + strconv.Itoa(n) + "\r\n\r\n" + body)}
+	return &fetcher.Exchange{URL: u, Date: time.Now().UTC(), IP: "127.0.0.1", Status: 200,
+		Request:  []byte("GET / HTTP/1.1\r\nHost: example\r\n\r\n"),
+		Response: []byte("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: " + strconv.Itoa(n) + "\r\n\r\n" + body)}
 }
 
 func readObject(t *testing.T, s assets.Store, key string) []byte {
@@ -91,6 +93,22 @@ func readObject(t *testing.T, s assets.Store, key string) []byte {
 // TestSegmentWriterIndexFollowsSegment: a store whose index lines fail
 // fails, and storing the same cut again writes what is left (the index)
 // without appending its records a second time; the location store reports
+// segmentRecords reads every WARC record of one segment object.
+func segmentRecords(t *testing.T, seg []byte) []warc.Record {
+	t.Helper()
+	var recs []warc.Record
+	for r := warc.NewReader(bytes.NewReader(seg)); ; {
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return recs
+		}
+		if err != nil {
+			t.Fatalf("read segment: %v", err)
+		}
+		recs = append(recs, rec)
+	}
+}
+
 // then reads back the page's response record.
 func TestSegmentWriterIndexFollowsSegment(t *testing.T) {
 	store := &failingIndex{Store: newFSAssets(t)}
@@ -109,7 +127,7 @@ func TestSegmentWriterIndexFollowsSegment(t *testing.T) {
 	if err := w.store(t.Context(), &c); err != nil {
 		t.Fatalf("store again: %v", err)
 	}
-	recs := records(t, map[string][]byte{c.key: readObject(t, store, c.key)})
+	recs := segmentRecords(t, readObject(t, store, c.key))
 	var types []string
 	for _, r := range recs {
 		types = append(types, r.Header.Get(warc.FieldType))
@@ -159,7 +177,7 @@ func TestSegmentWriterRollsAndSeals(t *testing.T) {
 	if len(lines) != 2 || !slices.IsSortedFunc(lines, bytes.Compare) {
 		t.Errorf("sealed index of the closed segment %s =\n%s\nwant two sorted lines", keys[0], index)
 	}
-	if objs := readObject(t, store, keys[2]); len(records(t, map[string][]byte{keys[2]: objs})) != 3 {
+	if objs := readObject(t, store, keys[2]); len(segmentRecords(t, objs)) != 3 {
 		t.Errorf("new segment %s: want warcinfo, request, response", keys[2])
 	}
 }
@@ -197,10 +215,10 @@ type settled struct {
 	errs []error
 }
 
-func (s *settled) settle(_ context.Context, t *task, err error) {
+func (s *settled) settle(_ context.Context, t *queueing.Task, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.urls, s.errs = append(s.urls, t.url), append(s.errs, err)
+	s.urls, s.errs = append(s.urls, t.URL), append(s.errs, err)
 }
 
 func (s *settled) got() ([]string, []error) {
@@ -211,7 +229,7 @@ func (s *settled) got() ([]string, []error) {
 
 // recordedBatch is a batch of one page moved to to-be-parsed.
 func recordedBatch(u string) *batch {
-	res := &result{t: &task{crawlID: "c", url: u}, status: contracts.ToBeParsed,
+	res := &result{t: &queueing.Task{CrawlID: "c", URL: u}, Status: contracts.ToBeParsed,
 		page: contracts.CrawlerPage{URL: u, StatusCode: 200, Asset: contracts.AssetRef{Key: "warc/k", Length: 1}}}
 	return &batch{pending: []*result{res}, rs: recordState{applied: []bool{true}, moved: []*result{res}}}
 }
@@ -289,13 +307,13 @@ func TestPublisherHoldsNoResponse(t *testing.T) {
 	p := newPublisher(q, h, nil, slog.New(slog.DiscardHandler), s.settle)
 	go p.run(t.Context())
 	first, second := recordedBatch("http://x.example/1"), recordedBatch("http://x.example/2")
-	first.rs.moved[0].response = []byte("HTTP/1.1 200 OK\r\n\r\none")
-	second.rs.moved[0].response = []byte("HTTP/1.1 200 OK\r\n\r\ntwo")
+	first.rs.moved[0].Response = []byte("HTTP/1.1 200 OK\r\n\r\none")
+	second.rs.moved[0].Response = []byte("HTTP/1.1 200 OK\r\n\r\ntwo")
 	second.rs.applied[0] = false // another loader moved it first
 	p.put(t.Context(), first)
 	p.put(t.Context(), second) // waits behind first, whose publish waits for release
 	for _, b := range []*batch{first, second} {
-		if r := b.rs.moved[0]; r.response != nil {
+		if r := b.rs.moved[0]; r.Response != nil {
 			t.Errorf("batch of %s waiting for its publish holds its response", r.page.URL)
 		}
 	}

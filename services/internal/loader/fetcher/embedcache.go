@@ -1,4 +1,4 @@
-package loader
+package fetcher
 
 import (
 	"container/list"
