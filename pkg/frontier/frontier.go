@@ -53,6 +53,11 @@ type Entry struct {
 	// Data is kept with the URL and given back as it was filed; the store
 	// does not read it.
 	Data []byte
+	// Recovered is set by Take on an entry filed before the store was last
+	// stopped without Close (a crash, kill -9): its removal (Done) may have
+	// been lost with the unsynced end of the log although its outcome is
+	// recorded, so its Data may be stale: read what it describes afresh.
+	Recovered bool
 
 	k   key   // set by File and Take
 	gen int64 // the store's generation at Take (see Clear)
@@ -105,8 +110,14 @@ type Store struct {
 	db    *pebble.DB
 	cache *pebble.Cache
 
+	closeOnce sync.Once
+	closeErr  error
+
 	mu  sync.Mutex
 	seq int64
+	// recovered is the greatest sequence filed before an unclean stop (0:
+	// the store was closed cleanly); see Entry.Recovered.
+	recovered int64
 	// gen counts the Clears: an entry taken before one is no longer the
 	// store's to remove, refile or give back.
 	gen     int64
@@ -205,11 +216,61 @@ func Open(ctx context.Context, dir string) (*Store, error) {
 	}
 	s := &Store{db: db, cache: cache, queues: map[QueueID]*queue{}, byGroup: map[string]map[string]*queue{}}
 	if err := s.load(ctx); err != nil {
-		_ = s.Close()
+		_ = db.Close()
+		cache.Unref()
+		return nil, fmt.Errorf("open frontier %s: %w", dir, err)
+	}
+	if err := s.recover(); err != nil {
+		_ = db.Close()
+		cache.Unref()
 		return nil, fmt.Errorf("open frontier %s: %w", dir, err)
 	}
 	return s, nil
 }
+
+// recover finds whether the store was last stopped without Close (Close
+// leaves cleanKey) and sets s.recovered: after such a stop, the greatest
+// sequence filed, kept under recoveredKey (synced) for later runs, so that
+// an entry filed before a crash stays Recovered until it is removed.
+func (s *Store) recover() error {
+	_, closer, err := s.db.Get(cleanKey)
+	clean := err == nil
+	switch {
+	case clean:
+		_ = closer.Close()
+	case !errors.Is(err, pebble.ErrNotFound):
+		return err
+	}
+	v, closer, err := s.db.Get(recoveredKey)
+	switch {
+	case err == nil:
+		if len(v) == 8 {
+			s.recovered = int64(binary.BigEndian.Uint64(v))
+		}
+		_ = closer.Close()
+	case !errors.Is(err, pebble.ErrNotFound):
+		return err
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	if !clean && s.seq > s.recovered {
+		s.recovered = s.seq
+		if err := b.Set(recoveredKey, binary.BigEndian.AppendUint64(nil, uint64(s.recovered)), nil); err != nil {
+			return err
+		}
+	}
+	if err := b.Delete(cleanKey, nil); err != nil {
+		return err
+	}
+	return b.Commit(pebble.Sync)
+}
+
+// cleanKey is written by Close and removed by Open; recoveredKey holds the
+// watermark of Entry.Recovered. Both are outside the URLs' key range.
+var (
+	cleanKey     = []byte{'c'}
+	recoveredKey = []byte{'r'}
+)
 
 // load counts the filed URLs of every queue and finds the greatest
 // sequence number.
@@ -277,19 +338,28 @@ func (s *Store) Clear() error {
 	if err := b.Delete(ownerKey, nil); err != nil {
 		return fmt.Errorf("clear frontier: %w", err)
 	}
+	if err := b.Delete(recoveredKey, nil); err != nil {
+		return fmt.Errorf("clear frontier: %w", err)
+	}
 	if err := b.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("clear frontier: %w", err)
 	}
 	s.queues, s.byGroup = map[QueueID]*queue{}, map[string]map[string]*queue{}
 	s.gen++
+	s.recovered = 0
 	return nil
 }
 
-// Close closes the database.
+// Close closes the database, noting that it was closed: entries filed
+// now are not Recovered when taken after the next Open.
+// Later calls return the first one's result.
 func (s *Store) Close() error {
-	err := s.db.Close()
-	s.cache.Unref()
-	return err
+	s.closeOnce.Do(func() {
+		err := s.db.Set(cleanKey, nil, pebble.Sync)
+		s.closeErr = errors.Join(err, s.db.Close())
+		s.cache.Unref()
+	})
+	return s.closeErr
 }
 
 // Bytes returns the size of the database's files on disk.
@@ -444,7 +514,7 @@ func (s *Store) Take(ctx context.Context, id QueueID, n int, until time.Time) ([
 				q.behind = append(q.behind, out...)
 				return nil, fmt.Errorf("take urls: %w", err)
 			}
-			e := Entry{Group: id.Group, Crawl: id.Crawl, k: k, Due: time.UnixMilli(k.due)}
+			e := Entry{Group: id.Group, Crawl: id.Crawl, k: k, Due: time.UnixMilli(k.due), Recovered: k.seq <= s.recovered}
 			v, err := it.ValueAndErr()
 			if err == nil {
 				err = parseValue(v, &e)

@@ -203,6 +203,11 @@ func TestReopenKeepsWhatIsNotDone(t *testing.T) {
 	if want := urls(filed)[2:]; strings.Join(urls(again), " ") != strings.Join(want, " ") {
 		t.Fatalf("Take after reopen = %v, want %v (taken and not done ones included)", urls(again), want)
 	}
+	for _, e := range again {
+		if e.Recovered {
+			t.Fatalf("%s is Recovered after a clean Close", e.URL)
+		}
+	}
 	// New entries after reopen sort after the old ones.
 	more := entries(id.Group, id.Crawl, 1, now)
 	more[0].URL = "http://a.test/new"
@@ -250,11 +255,39 @@ func TestFiledURLsSurviveKill(t *testing.T) {
 	have := map[string]bool{}
 	for _, e := range got {
 		have[e.URL] = true
+		if !e.Recovered {
+			t.Fatalf("%s, filed before the kill, is not Recovered", e.URL)
+		}
 	}
 	for i := 50; i < 1000; i++ {
 		if u := fmt.Sprintf("http://a.test/p/%d", i); !have[u] {
 			t.Fatalf("%s, filed and not removed, is gone after the kill", u)
 		}
+	}
+	// A URL filed after the kill is not Recovered; those filed before stay
+	// Recovered after a clean Close and Open, until removed.
+	if err := s.Release(got); err != nil {
+		t.Fatal(err)
+	}
+	more := []Entry{{Group: "a.test", Crawl: "c1", URL: "http://a.test/new", Due: time.Now()}}
+	if _, err := s.File(t.Context(), more); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, path)
+	recovered := 0
+	for _, e := range mustTake(t, s, q[0].QueueID, 2000, time.Now().Add(time.Hour)) {
+		if e.Recovered != (e.URL != "http://a.test/new") {
+			t.Fatalf("%s: Recovered %v after a clean reopen", e.URL, e.Recovered)
+		}
+		if e.Recovered {
+			recovered++
+		}
+	}
+	if recovered != len(got) {
+		t.Fatalf("%d Recovered after a clean reopen, want %d", recovered, len(got))
 	}
 }
 

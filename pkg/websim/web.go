@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -43,6 +44,10 @@ type WebConfig struct {
 	// RecordRequests keeps a log of every request served, read with
 	// RequestLog. It costs memory per request, so it is off by default.
 	RecordRequests bool
+	// CountFetches counts the GET requests of every page (4 bytes a page),
+	// read with FetchCounts: how a benchmark tells pages lost from pages
+	// fetched twice.
+	CountFetches bool
 	// HostileEvery, when positive, makes one page in HostileEvery of every
 	// host (pages HostileEvery, 2*HostileEvery... ; never the root) a
 	// hostile page instead of an ordinary one, each of the kinds of
@@ -96,6 +101,7 @@ type Web struct {
 	pool   sync.Pool
 	bombs  bombs // made on first request of a compression bomb
 	revs   revisions
+	counts []atomic.Uint32 // GETs per page (host*PagesPerHost+page), with CountFetches
 }
 
 // NewWeb returns a generated web for cfg, not yet serving.
@@ -108,6 +114,9 @@ func NewWeb(cfg WebConfig) *Web {
 		ctText: []string{ctText},
 	}
 	w.zone.init(WebZone, cfg.Disallow)
+	if cfg.CountFetches {
+		w.counts = make([]atomic.Uint32, cfg.Hosts*cfg.PagesPerHost)
+	}
 	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x9e3779b97f4a7c15))
 	w.vocab = vocabulary(rng, 1024)
 	size := max(64<<10, 2*cfg.PageBytes)
@@ -155,6 +164,42 @@ func (w *Web) StartPort(port int) error {
 		return fmt.Errorf("start generated web: %w", err)
 	}
 	return nil
+}
+
+// FetchCounts tells, with CountFetches, how many pages were never fetched
+// (GET), how many more than once, and the most GETs of one page.
+func (w *Web) FetchCounts() (never, twice int, most uint32) {
+	for i := range w.counts {
+		n := w.counts[i].Load()
+		switch {
+		case n == 0:
+			never++
+		case n > 1:
+			twice++
+		}
+		most = max(most, n)
+	}
+	return never, twice, most
+}
+
+// Served returns the GETs of pages counted so far (CountFetches).
+func (w *Web) Served() int64 {
+	var n int64
+	for i := range w.counts {
+		n += int64(w.counts[i].Load())
+	}
+	return n
+}
+
+// Twice lists up to n URLs fetched more than once (CountFetches).
+func (w *Web) Twice(n int) []string {
+	var out []string
+	for i := range w.counts {
+		if w.counts[i].Load() > 1 && len(out) < n {
+			out = append(out, w.URL(i/w.cfg.PagesPerHost, i%w.cfg.PagesPerHost))
+		}
+	}
+	return out
 }
 
 // Config returns the configuration with defaults applied.
@@ -337,6 +382,9 @@ func (w *Web) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		}
 		http.NotFound(rw, r)
 		return
+	}
+	if w.counts != nil && r.Method == http.MethodGet {
+		w.counts[host*w.cfg.PagesPerHost+page].Add(1)
 	}
 	if kind := w.Hostile(host, page); kind != "" {
 		w.serveHostile(rw, r, host, page, kind)

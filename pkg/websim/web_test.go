@@ -325,6 +325,29 @@ func TestWebAnswers(t *testing.T) {
 	}
 }
 
+// TestWebFetchCounts fetches some pages once, one twice and one not at
+// all, plus robots.txt and a missing page, which are not pages.
+func TestWebFetchCounts(t *testing.T) {
+	w := startWeb(t, WebConfig{Hosts: 2, PagesPerHost: 3, CountFetches: true})
+	cl := w.Client()
+	t.Cleanup(cl.CloseIdleConnections)
+	urls := []string{w.URL(0, 0), w.URL(0, 1), w.URL(0, 2), w.URL(1, 0), w.URL(1, 0), w.URL(1, 1),
+		"http://" + w.Host(1) + ":" + strconv.Itoa(w.Port()) + "/robots.txt", "http://" + w.Host(1) + ":" + strconv.Itoa(w.Port()) + "/p/9.html"}
+	for _, u := range urls {
+		webGet(t, cl, u)
+	}
+	never, twice, most := w.FetchCounts()
+	if never != 1 || twice != 1 || most != 2 {
+		t.Errorf("FetchCounts() = %d never, %d twice, most %d; want 1, 1, 2", never, twice, most)
+	}
+	if got := w.Served(); got != 6 {
+		t.Errorf("Served() = %d, want 6", got)
+	}
+	if got := w.Twice(5); len(got) != 1 || got[0] != w.URL(1, 0) {
+		t.Errorf("Twice(5) = %v, want [%s]", got, w.URL(1, 0))
+	}
+}
+
 func TestWebLatency(t *testing.T) {
 	w := NewWeb(WebConfig{Hosts: 1, PagesPerHost: 2, Latency: time.Hour})
 	ctx, cancel := context.WithCancel(t.Context())

@@ -27,6 +27,7 @@ type curveConfig struct {
 	gridBin, binDir            string
 	loaders, crawlers          int
 	latency                    time.Duration
+	killAt                     int64 // embedded: kill -9 the grid once this many pages have settled (0: never)
 }
 
 // gridResult is the cost of a grid-mode crawl to our services (the
@@ -109,7 +110,7 @@ func curveBench(c curveConfig) error {
 			depth++
 		}
 		web := websim.NewWeb(websim.WebConfig{Hosts: c.hosts, PagesPerHost: pages, LinksPerPage: c.links, CrossHostLinks: c.cross,
-			PageBytes: c.bytes, Latency: c.latency, Seed: 1})
+			PageBytes: c.bytes, Latency: c.latency, Seed: 1, CountFetches: true})
 		if err := web.Start(); err != nil {
 			return fmt.Errorf("start simulated web: %w", err)
 		}
@@ -122,6 +123,14 @@ func curveBench(c curveConfig) error {
 			row, err = curveGridCrawl(web, depth, c, w)
 		} else {
 			row, err = curveEmbeddedCrawl(web, depth, c, w)
+		}
+		if err == nil {
+			// Counted at the web server: every page is within the depth.
+			never, twice, most := web.FetchCounts()
+			fmt.Printf("at the web server: %d pages never fetched, %d fetched more than once (at most %d times)\n", never, twice, most)
+			if twice > 0 {
+				fmt.Println("  such as", strings.Join(web.Twice(3), " "))
+			}
 		}
 		web.Close()
 		if err != nil {
@@ -151,13 +160,25 @@ func curveBench(c curveConfig) error {
 
 // curveEmbeddedCrawl crawls web with bin/grid crawl, watching it.
 func curveEmbeddedCrawl(web *websim.Web, depth int, c curveConfig, w *watcher) (curveRow, error) {
-	g, err := gridCrawlWatched(web.StartURLs(), web.Resolve(), depth, c.delay, c.gridBin, w.watch)
+	var kill *killPlan
+	if c.killAt > 0 && c.killAt < int64(web.Pages()) {
+		kill = &killPlan{at: c.killAt, addCPU: w.addCPU, served: web.Served}
+	}
+	g, err := gridCrawlWatched(web.StartURLs(), web.Resolve(), depth, c.delay, c.gridBin, w.watch, kill)
 	if err != nil {
 		return curveRow{}, err
 	}
 	cpu := tv(g.rusage.Utime) + tv(g.rusage.Stime)
+	rss := g.rusage.Maxrss
+	if kill != nil {
+		cpu += kill.cpu
+		rss = max(rss, kill.maxRSS)
+		fmt.Printf("kill -9 at %d pages settled: %d pages were in flight (served to the killed grid, not recorded); the restarted grid settled its next page after %.1f s\n",
+			kill.killedAt, kill.inFlight, kill.restarted.Seconds())
+		fmt.Println("(the queue and frontier counts below are the restarted grid's only: 'rebuilt' is what its restart rebuilt)")
+	}
 	g.ops.printFrontier(g.fetched())
-	return curveRow{pages: g.fetched(), wall: g.wall, cpu: cpu, rssMiB: g.rusage.Maxrss / 1024, slices: w.finish(g.fetched(), cpu)}, nil
+	return curveRow{pages: g.fetched(), wall: g.wall, cpu: cpu, rssMiB: rss / 1024, slices: w.finish(g.fetched(), cpu)}, nil
 }
 
 // curveGridCrawl crawls web with the grid-mode services, watching them.
@@ -182,7 +203,16 @@ type watcher struct {
 	lastCPU float64
 	lastT   time.Time
 	lastRSS int64
-	n       int64 // pages settled at the last sample
+	n       int64   // pages settled at the last sample
+	extra   float64 // CPU seconds of processes watched before and gone (a killed grid)
+}
+
+// addCPU counts the CPU seconds of a process that is gone in every later
+// sample.
+func (w *watcher) addCPU(sec float64) {
+	w.mu.Lock()
+	w.extra += sec
+	w.mu.Unlock()
 }
 
 func newWatcher(slice int64) *watcher {
@@ -198,6 +228,12 @@ func (w *watcher) watch(pids func() []int, progress func() (int64, bool), stop <
 			cpu += c
 			rss += r
 		}
+		if cpu == 0 {
+			return 0, 0 // between a kill and the restart
+		}
+		w.mu.Lock()
+		cpu += w.extra
+		w.mu.Unlock()
 		return cpu, rss
 	}
 	// The slices count from here: the CPU of starting up is not the crawl's.

@@ -70,6 +70,7 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
+	"database/sql"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -79,6 +80,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -108,6 +110,7 @@ func main() {
 	peersDir := flag.String("peers-dir", "scripts/peers", "with -peers, the directory of the colly and scrapy peers")
 	curve := flag.String("curve", "", "crawl sizes in pages, such as 20000,200000,1000000: one crawl each over -hosts hosts, printing the cost per -slice pages as it grows and one table")
 	slice := flag.Int("slice", 20000, "with -curve, pages per slice of the per-slice cost")
+	killAt := flag.Int64("kill-at", 0, "with -curve (embedded), kill -9 the grid once this many pages have settled, start it again with --resume and print how long it took to go on and, counted at the web server, the pages lost and fetched twice")
 	hostile := flag.Bool("hostile", false, "crawl the web plain and with hostile pages mixed in, in turn, and compare peak memory and stored bytes per page (default web: 100 hosts x 100 pages of 20 KB)")
 	hostileEvery := flag.Int("hostile-every", 10, "with -hostile, one page in this many of each host is hostile")
 	rounds := flag.Int("rounds", 1, "with -hostile, how many times to crawl each web, in turn")
@@ -232,7 +235,7 @@ func main() {
 		if err == nil {
 			err = curveBench(curveConfig{sizes: sizes, hosts: *hosts, links: *links, cross: *cross, bytes: *bytesPer,
 				delay: *delay, slice: *slice, gridMode: *gridMode, gridBin: *gridBin, binDir: *binDir,
-				loaders: *loaders, crawlers: *crawlers, latency: *latency})
+				loaders: *loaders, crawlers: *crawlers, latency: *latency, killAt: *killAt})
 		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
@@ -441,7 +444,7 @@ func (g gridRun) fetched() int64 {
 // process of its own), resolving hosts through resolve, and returns its
 // final status, wall time and resource usage.
 func gridCrawl(starts []string, resolve string, depth, delay int, gridBin string) (gridRun, error) {
-	return gridCrawlWatched(starts, resolve, depth, delay, gridBin, nil)
+	return gridCrawlWatched(starts, resolve, depth, delay, gridBin, nil, nil)
 }
 
 // watchFunc follows a crawl while it runs: pids returns the processes that
@@ -449,10 +452,31 @@ func gridCrawl(starts []string, resolve string, depth, delay int, gridBin string
 // tell), and stop closes when the crawl has ended.
 type watchFunc func(pids func() []int, progress func() (int64, bool), stop <-chan struct{})
 
+// killPlan is a kill -9 of the embedded grid in the middle of its crawl:
+// once at pages have settled, the grid is killed and started again on its
+// data directory (grid crawl --resume), which resumes the crawl.
+type killPlan struct {
+	at int64
+	// addCPU is told the CPU seconds the killed process used, before the
+	// new process is watched.
+	addCPU func(float64)
+
+	// served returns the pages the web server has served (GETs).
+	served func() int64
+
+	killedAt  int64         // pages settled when SIGKILL was sent
+	cpu       float64       // CPU seconds of the killed process
+	maxRSS    int64         // its peak resident KiB
+	restarted time.Duration // from the restart to the first page settled past killedAt
+	// inFlight is what the killed grid fetched and did not record: the
+	// pages served until it died less its records past to-be-loaded.
+	inFlight int64
+}
+
 // gridCrawlWatched is gridCrawl that, when watch is not nil, runs watch
-// while the crawl runs.
+// while the crawl runs, and kills the grid on the way when kill is not nil.
 func gridCrawlWatched(starts []string, resolve string, depth, delay int, gridBin string,
-	watch watchFunc) (gridRun, error) {
+	watch watchFunc, kill *killPlan) (gridRun, error) {
 	data, err := os.MkdirTemp("", "gridcrawl-bench-")
 	if err != nil {
 		return gridRun{}, err
@@ -464,33 +488,56 @@ func gridCrawlWatched(starts []string, resolve string, depth, delay int, gridBin
 	}
 	args := []string{"crawl", "--json", "--data", filepath.Join(data, "grid"), "--depth", strconv.Itoa(depth),
 		"--min-delay-ms", strconv.Itoa(delay), "--urls-file", urlsFile}
-	cmd := exec.Command(gridBin, args...)
 	dump := filepath.Join(data, "metrics.txt")
-	cmd.Env = append(os.Environ(), "GRIDCRAWL_ALLOW_NETS=127.0.0.0/8", "GRIDCRAWL_RESOLVE="+resolve,
-		"GRIDCRAWL_AMQP_URL=", "GRIDCRAWL_ES_URL=", "GRIDCRAWL_S3_ENDPOINT=", // the embedded grid
-		"GRIDCRAWL_METRICS_DUMP="+dump)
 	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, os.Stderr
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return gridRun{}, fmt.Errorf("start grid crawl: %w", err)
+	start1 := func(args []string) (*exec.Cmd, error) {
+		cmd := exec.Command(gridBin, args...)
+		cmd.Env = append(os.Environ(), "GRIDCRAWL_ALLOW_NETS=127.0.0.0/8", "GRIDCRAWL_RESOLVE="+resolve,
+			"GRIDCRAWL_AMQP_URL=", "GRIDCRAWL_ES_URL=", "GRIDCRAWL_S3_ENDPOINT=", // the embedded grid
+			"GRIDCRAWL_METRICS_DUMP="+dump)
+		out.Reset()
+		cmd.Stdout, cmd.Stderr = &out, os.Stderr
+		if err := cmd.Start(); err != nil {
+			return nil, fmt.Errorf("start grid crawl: %w", err)
+		}
+		return cmd, nil
 	}
+	start := time.Now()
+	cmd, err := start1(args)
+	if err != nil {
+		return gridRun{}, err
+	}
+	var pid atomic.Int64
+	pid.Store(int64(cmd.Process.Pid))
+	addr := filepath.Join(data, "grid", "grid.addr")
+	progress := crawlProgress(func() string {
+		b, _ := os.ReadFile(addr)
+		return strings.TrimSpace(string(b))
+	}, os.Getenv("GRIDCRAWL_API_TOKEN"))
 	if watch != nil {
 		stop, done := make(chan struct{}), make(chan struct{})
-		var base string
-		progress := crawlProgress(func() string {
-			if base == "" {
-				if b, err := os.ReadFile(filepath.Join(data, "grid", "grid.addr")); err == nil {
-					base = strings.TrimSpace(string(b))
-				}
-			}
-			return base
-		}, os.Getenv("GRIDCRAWL_API_TOKEN"))
 		go func() {
 			defer close(done)
-			watch(func() []int { return []int{cmd.Process.Pid} }, progress, stop)
+			watch(func() []int { return []int{int(pid.Load())} }, progress, stop)
 		}()
 		defer func() { close(stop); <-done }()
+	}
+	if kill != nil {
+		if cmd, err = kill.run(cmd, progress, func() (*exec.Cmd, error) {
+			_ = os.Remove(addr) // the killed grid's
+			recorded, err := recordedPages(filepath.Join(data, "grid", "transactions.db"))
+			if err != nil {
+				return nil, err
+			}
+			kill.inFlight = kill.served() - recorded
+			c, err := start1(append(args, "--resume"))
+			if err == nil {
+				pid.Store(int64(c.Process.Pid))
+			}
+			return c, err
+		}); err != nil {
+			return gridRun{}, err
+		}
 	}
 	if err := cmd.Wait(); err != nil {
 		return gridRun{}, fmt.Errorf("grid crawl: %w\n%s", err, out.String())
@@ -512,6 +559,67 @@ func gridCrawlWatched(starts []string, resolve string, depth, delay int, gridBin
 		return gridRun{}, fmt.Errorf("decode final status: %w", err)
 	}
 	return g, nil
+}
+
+// run waits until k.at pages of cmd's crawl have settled, kills cmd with
+// SIGKILL, starts the grid again with restart and waits until the crawl
+// has settled a page more; it returns the running grid.
+func (k *killPlan) run(cmd *exec.Cmd, progress func() (int64, bool), restart func() (*exec.Cmd, error)) (*exec.Cmd, error) {
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for k.killedAt == 0 {
+		select {
+		case err := <-exited:
+			return nil, fmt.Errorf("grid crawl ended (%v) before %d pages, where it was to be killed", err, k.at)
+		case <-t.C:
+		}
+		if n, ok := progress(); ok && n >= k.at {
+			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				return nil, err
+			}
+			k.killedAt = n
+		}
+	}
+	<-exited // signal: killed; it serves nothing more
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	k.cpu, k.maxRSS = tv(ru.Utime)+tv(ru.Stime), ru.Maxrss
+	if k.addCPU != nil {
+		k.addCPU(k.cpu)
+	}
+	fmt.Printf("  killed the grid (SIGKILL) at %d pages settled; starting it again with --resume\n", k.killedAt)
+	began := time.Now()
+	cmd, err := restart()
+	if err != nil {
+		return nil, err
+	}
+	for time.Since(began) < 30*time.Minute { // or it is stuck: the rest of the run tells
+		if n, ok := progress(); ok && n > k.killedAt {
+			k.restarted = time.Since(began)
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return cmd, nil
+}
+
+// recordedPages counts the records of an embedded grid's transaction index
+// whose page was fetched and recorded: those past to-be-loaded, sitemap
+// probes and retired URLs left out.
+func recordedPages(path string) (int64, error) {
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	var n int64
+	err = db.QueryRow(`SELECT coalesce(sum(n), 0) FROM counts WHERE status IN (?, ?, ?, ?, ?)`,
+		contracts.ToBeParsed, contracts.ToBeIndexed, contracts.Indexed, contracts.Redirected, contracts.Failed).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count recorded pages in %s: %w", path, err)
+	}
+	return n, nil
 }
 
 // writeLines writes lines to a file, one a line.

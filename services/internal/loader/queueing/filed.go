@@ -210,7 +210,10 @@ func (fr *Frontier) filedTask(ctx context.Context, shard int, e frontier.Entry) 
 	p = fr.pol.current(e.Crawl, p)
 	dl := &delivery{gate: fr.deps.Gate, front: fr.fronts.stores[shard], entry: e, refill: func() { fr.fronts.want(shard, e.Group) }}
 	t := &Task{dl: dl, CrawlID: e.Crawl, Profile: p, Group: e.Group, Shard: shard, URL: e.URL, Host: hostOf(e.URL), Depth: e.Depth, Hops: e.Hops}
-	if len(e.Data) > 0 {
+	// The snapshot filed with the URL is trusted unless the entry survived
+	// a crash: its outcome may be recorded and its removal lost, and this
+	// process's store does not know the later version (the fetcher's admit).
+	if len(e.Data) > 0 && !e.Recovered {
 		var snap contracts.Snapshot
 		if json.Unmarshal(e.Data, &snap) == nil {
 			if r, ok := txindex.Learn(fr.deps.Tx, txindex.Key(e.Crawl, e.URL), &snap); ok {
