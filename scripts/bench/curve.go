@@ -27,7 +27,8 @@ type curveConfig struct {
 	gridBin, binDir            string
 	loaders, crawlers          int
 	latency                    time.Duration
-	killAt                     int64 // embedded: kill -9 the grid once this many pages have settled (0: never)
+	killAt                     int64 // kill -9 the embedded grid, or grid mode's loader-1, once this many pages have settled (0: never)
+	frontier                   bool  // grid mode: loaders with frontier stores
 }
 
 // gridResult is the cost of a grid-mode crawl to our services (the
@@ -184,7 +185,7 @@ func curveEmbeddedCrawl(web *websim.Web, depth int, c curveConfig, w *watcher) (
 // curveGridCrawl crawls web with the grid-mode services, watching them.
 func curveGridCrawl(web *websim.Web, depth int, c curveConfig, w *watcher) (curveRow, error) {
 	var r gridResult
-	if err := gridBench(web, depth, c.delay, c.loaders, c.crawlers, c.binDir, w.watch, &r); err != nil {
+	if err := gridBench(web, depth, c.delay, c.loaders, c.crawlers, c.binDir, w.watch, &r, gridOptions{frontier: c.frontier, killLoaderAt: c.killAt}); err != nil {
 		return curveRow{}, err
 	}
 	return curveRow{pages: r.pages, wall: r.wall, cpu: r.cpu, rssMiB: r.rssMiB, slices: w.finish(r.pages, r.cpu)}, nil

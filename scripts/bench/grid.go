@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -30,8 +31,18 @@ import (
 // backends named by the environment (scripts/services/up.sh) and crawls the
 // simulated web. When watch is not nil it runs with the services' process
 // ids while the crawl runs; when res is not nil it receives the crawl's cost.
+// gridOptions are the grid-mode run's choices beyond its shape.
+type gridOptions struct {
+	// frontier gives each loader a frontier store of its own
+	// (GRIDCRAWL_LOADER_FRONTIER_DIR); without it the loaders park.
+	frontier bool
+	// killLoaderAt kills loader-1 with SIGKILL once this many pages have
+	// settled (0: never); the other loaders take its shards over.
+	killLoaderAt int64
+}
+
 func gridBench(web *websim.Web, depth, delay, loaders, crawlers int, binDir string,
-	watch watchFunc, res *gridResult) error {
+	watch watchFunc, res *gridResult, opt gridOptions) error {
 	for _, k := range []string{"GRIDCRAWL_AMQP_URL", "GRIDCRAWL_ES_URL", "GRIDCRAWL_S3_ENDPOINT"} {
 		if os.Getenv(k) == "" {
 			return fmt.Errorf("%s is not set: run eval \"$(scripts/services/up.sh)\" first", k)
@@ -78,6 +89,9 @@ func gridBench(web *websim.Web, depth, delay, loaders, crawlers int, binDir stri
 		}
 		p.cmd = exec.Command(filepath.Join(binDir, bin))
 		p.cmd.Env, p.cmd.Stdout, p.cmd.Stderr = env, f, f
+		if bin == "loader" && opt.frontier {
+			p.cmd.Env = append(slices.Clip(env), "GRIDCRAWL_LOADER_FRONTIER_DIR="+filepath.Join(logs, name+"-frontier"))
+		}
 		if err := p.cmd.Start(); err != nil {
 			return fmt.Errorf("start %s: %w", name, err)
 		}
@@ -162,6 +176,23 @@ func gridBench(web *websim.Web, depth, delay, loaders, crawlers int, binDir stri
 	if code, err := call(http.MethodPost, "/api/v1/crawls", p, &created); err != nil || code != http.StatusCreated {
 		return fmt.Errorf("submit crawl: %d %v", code, err)
 	}
+	if opt.killLoaderAt > 0 {
+		victim := procs[1] // loader-1
+		progress := crawlProgress(func() string { return api }, token)
+		go func() {
+			for {
+				time.Sleep(200 * time.Millisecond)
+				if n, ok := progress(); ok && n >= opt.killLoaderAt {
+					_ = victim.cmd.Process.Signal(syscall.SIGKILL)
+					fmt.Printf("  killed %s (SIGKILL) at %d pages settled; the other loaders take its shards over\n", victim.name, n)
+					return
+				}
+				if victim.cmd.ProcessState != nil {
+					return
+				}
+			}
+		}()
+	}
 	var st contracts.CrawlStatus
 	for st.State != contracts.CrawlFinished {
 		time.Sleep(500 * time.Millisecond)
@@ -189,8 +220,14 @@ func gridBench(web *websim.Web, depth, delay, loaders, crawlers int, binDir stri
 		cpu := tv(ru.Utime) + tv(ru.Stime)
 		cpuTotal += cpu
 		n, err := publishedIn(p.log)
+		if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+			err = nil // killed on purpose: no shutdown report, its messages not counted
+		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", p.name, err)
+		}
+		if filed, rebuilt, ok := frontierCounts(p.log); ok {
+			fmt.Printf("  %-10s filed %d URLs, rebuilt %d\n", p.name, filed, rebuilt)
 		}
 		published += n
 		fmt.Printf("  %-10s cpu %6.2fs  cpu-ms/page %.3f  peak rss %4d MiB  published %d\n", p.name, cpu, 1000*cpu/float64(pages), ru.Maxrss/1024, n)
@@ -425,6 +462,29 @@ func publishedIn(path string) (int64, error) {
 		}
 	}
 	return 0, errors.New("no shutdown report in the log")
+}
+
+// frontierCounts reads a loader's shutdown report in its log: the URLs it
+// filed in its frontier stores and rebuilt from the transaction index.
+func frontierCounts(path string) (filed, rebuilt int64, ok bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, 0, false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var l struct {
+			Msg     string `json:"msg"`
+			Filed   *int64 `json:"filed"`
+			Rebuilt *int64 `json:"rebuilt"`
+		}
+		if json.Unmarshal(sc.Bytes(), &l) == nil && l.Msg == "shutdown complete" && l.Filed != nil && l.Rebuilt != nil {
+			return *l.Filed, *l.Rebuilt, true
+		}
+	}
+	return 0, 0, false
 }
 
 // esStats is what Elasticsearch counted in the benchmark's indices

@@ -124,7 +124,7 @@ func hostileCrawl(c hostileConfig, hostile bool) (hostileRun, error) {
 	r.load[0] = loadAverage()
 	if c.gridMode {
 		var res gridResult
-		if err := gridBench(web, c.depth, c.delay, c.loaders, c.crawlers, c.binDir, nil, &res); err != nil {
+		if err := gridBench(web, c.depth, c.delay, c.loaders, c.crawlers, c.binDir, nil, &res, gridOptions{}); err != nil {
 			return hostileRun{}, err
 		}
 		r.pages, r.wall, r.cpu = res.pages, res.wall, res.cpu

@@ -110,7 +110,8 @@ func main() {
 	peersDir := flag.String("peers-dir", "scripts/peers", "with -peers, the directory of the colly and scrapy peers")
 	curve := flag.String("curve", "", "crawl sizes in pages, such as 20000,200000,1000000: one crawl each over -hosts hosts, printing the cost per -slice pages as it grows and one table")
 	slice := flag.Int("slice", 20000, "with -curve, pages per slice of the per-slice cost")
-	killAt := flag.Int64("kill-at", 0, "with -curve (embedded), kill -9 the grid once this many pages have settled, start it again with --resume and print how long it took to go on and, counted at the web server, the pages lost and fetched twice")
+	killAt := flag.Int64("kill-at", 0, "with -curve, kill -9 the embedded grid once this many pages have settled, start it again with --resume and print how long it took to go on and, counted at the web server, the pages lost and fetched twice; with -grid-mode, kill -9 loader-1 and leave its shards to the other loaders")
+	frontierFlag := flag.Bool("frontier", false, "grid mode: give every loader a frontier store (GRIDCRAWL_LOADER_FRONTIER_DIR) instead of parking in the broker")
 	hostile := flag.Bool("hostile", false, "crawl the web plain and with hostile pages mixed in, in turn, and compare peak memory and stored bytes per page (default web: 100 hosts x 100 pages of 20 KB)")
 	hostileEvery := flag.Int("hostile-every", 10, "with -hostile, one page in this many of each host is hostile")
 	rounds := flag.Int("rounds", 1, "with -hostile, how many times to crawl each web, in turn")
@@ -235,7 +236,7 @@ func main() {
 		if err == nil {
 			err = curveBench(curveConfig{sizes: sizes, hosts: *hosts, links: *links, cross: *cross, bytes: *bytesPer,
 				delay: *delay, slice: *slice, gridMode: *gridMode, gridBin: *gridBin, binDir: *binDir,
-				loaders: *loaders, crawlers: *crawlers, latency: *latency, killAt: *killAt})
+				loaders: *loaders, crawlers: *crawlers, latency: *latency, killAt: *killAt, frontier: *frontierFlag})
 		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
@@ -265,7 +266,7 @@ func main() {
 		fmt.Printf("simulated web: %d hosts x %d pages, %d links/page (%d cross-host), %d B/page, min delay %d ms, depth %d\n",
 			*hosts, *pages, *links, *cross, *bytesPer, *delay, *depth)
 		var res gridResult
-		err := gridBench(web, *depth, *delay, *loaders, *crawlers, *binDir, nil, &res)
+		err := gridBench(web, *depth, *delay, *loaders, *crawlers, *binDir, nil, &res, gridOptions{frontier: *frontierFlag})
 		web.Close()
 		if err == nil && !*keep {
 			err = dropGridData(res)
