@@ -445,46 +445,54 @@ func ownVhost(amqpURL, name string) (string, func(), error) {
 
 // publishedIn reads the "published" count a service logs when it stops.
 func publishedIn(path string) (int64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
+	var n *int64
+	if err := scanLog(path, func(line []byte) bool {
 		var l struct {
 			Msg       string `json:"msg"`
 			Published *int64 `json:"published"`
 		}
-		if json.Unmarshal(sc.Bytes(), &l) == nil && l.Msg == "service stopped" && l.Published != nil {
-			return *l.Published, nil
+		if json.Unmarshal(line, &l) == nil && l.Msg == "service stopped" && l.Published != nil {
+			n = l.Published
 		}
+		return n == nil
+	}); err != nil {
+		return 0, err
 	}
-	return 0, errors.New("no shutdown report in the log")
+	if n == nil {
+		return 0, errors.New("no shutdown report in the log")
+	}
+	return *n, nil
 }
 
 // frontierCounts reads a loader's shutdown report in its log: the URLs it
 // filed in its frontier stores and rebuilt from the transaction index.
 func frontierCounts(path string) (filed, rebuilt int64, ok bool) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, 0, false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
+	_ = scanLog(path, func(line []byte) bool {
 		var l struct {
 			Msg     string `json:"msg"`
 			Filed   *int64 `json:"filed"`
 			Rebuilt *int64 `json:"rebuilt"`
 		}
-		if json.Unmarshal(sc.Bytes(), &l) == nil && l.Msg == "shutdown complete" && l.Filed != nil && l.Rebuilt != nil {
-			return *l.Filed, *l.Rebuilt, true
+		if json.Unmarshal(line, &l) == nil && l.Msg == "shutdown complete" && l.Filed != nil && l.Rebuilt != nil {
+			filed, rebuilt, ok = *l.Filed, *l.Rebuilt, true
 		}
+		return !ok
+	})
+	return filed, rebuilt, ok
+}
+
+// scanLog calls fn with each line of the log at path until it returns false.
+func scanLog(path string, fn func(line []byte) bool) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
 	}
-	return 0, 0, false
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() && fn(sc.Bytes()) {
+	}
+	return sc.Err()
 }
 
 // esStats is what Elasticsearch counted in the benchmark's indices
