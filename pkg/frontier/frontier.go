@@ -215,13 +215,12 @@ func Open(ctx context.Context, dir string) (*Store, error) {
 		return nil, fmt.Errorf("open frontier %s: %w", dir, err)
 	}
 	s := &Store{db: db, cache: cache, queues: map[QueueID]*queue{}, byGroup: map[string]map[string]*queue{}}
-	if err := s.load(ctx); err != nil {
-		_ = db.Close()
-		cache.Unref()
-		return nil, fmt.Errorf("open frontier %s: %w", dir, err)
+	err = s.load(ctx)
+	if err == nil {
+		err = s.recover()
 	}
-	if err := s.recover(); err != nil {
-		_ = db.Close()
+	if err != nil {
+		_ = db.Close() // not s.Close, which would mark the store closed cleanly
 		cache.Unref()
 		return nil, fmt.Errorf("open frontier %s: %w", dir, err)
 	}

@@ -185,7 +185,7 @@ func curveEmbeddedCrawl(web *websim.Web, depth int, c curveConfig, w *watcher) (
 // curveGridCrawl crawls web with the grid-mode services, watching them.
 func curveGridCrawl(web *websim.Web, depth int, c curveConfig, w *watcher) (curveRow, error) {
 	var r gridResult
-	if err := gridBench(web, depth, c.delay, c.loaders, c.crawlers, c.binDir, w.watch, &r, gridOptions{frontier: c.frontier, killLoaderAt: c.killAt}); err != nil {
+	if err := gridBench(web, depth, c.delay, c.loaders, c.crawlers, c.binDir, w.watch, &r, gridOptions{frontier: c.frontier, killLoaderAt: c.killAt, addCPU: w.addCPU}); err != nil {
 		return curveRow{}, err
 	}
 	return curveRow{pages: r.pages, wall: r.wall, cpu: r.cpu, rssMiB: r.rssMiB, slices: w.finish(r.pages, r.cpu)}, nil
@@ -230,7 +230,7 @@ func (w *watcher) watch(pids func() []int, progress func() (int64, bool), stop <
 			rss += r
 		}
 		if cpu == 0 {
-			return 0, 0 // between a kill and the restart
+			return 0, 0 // between a kill of the embedded grid and its restart
 		}
 		w.mu.Lock()
 		cpu += w.extra

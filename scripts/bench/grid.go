@@ -37,8 +37,11 @@ type gridOptions struct {
 	// (GRIDCRAWL_LOADER_FRONTIER_DIR); without it the loaders park.
 	frontier bool
 	// killLoaderAt kills loader-1 with SIGKILL once this many pages have
-	// settled (0: never); the other loaders take its shards over.
+	// settled (0: never); the other loaders take its shards over. addCPU,
+	// when set, is told the CPU seconds it had used (the watcher keeps
+	// counting them once the process is gone).
 	killLoaderAt int64
+	addCPU       func(float64)
 }
 
 func gridBench(web *websim.Web, depth, delay, loaders, crawlers int, binDir string,
@@ -183,7 +186,11 @@ func gridBench(web *websim.Web, depth, delay, loaders, crawlers int, binDir stri
 			for {
 				time.Sleep(200 * time.Millisecond)
 				if n, ok := progress(); ok && n >= opt.killLoaderAt {
+					cpu, _ := procUsage(victim.cmd.Process.Pid)
 					_ = victim.cmd.Process.Signal(syscall.SIGKILL)
+					if opt.addCPU != nil {
+						opt.addCPU(cpu)
+					}
 					fmt.Printf("  killed %s (SIGKILL) at %d pages settled; the other loaders take its shards over\n", victim.name, n)
 					return
 				}

@@ -70,7 +70,7 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
-	"database/sql"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -85,6 +85,7 @@ import (
 	"time"
 
 	"github.com/gridcrawl/gridcrawl/contracts"
+	"github.com/gridcrawl/gridcrawl/pkg/sqlitestore"
 	"github.com/gridcrawl/gridcrawl/pkg/websim"
 )
 
@@ -526,7 +527,7 @@ func gridCrawlWatched(starts []string, resolve string, depth, delay int, gridBin
 	if kill != nil {
 		if cmd, err = kill.run(cmd, progress, func() (*exec.Cmd, error) {
 			_ = os.Remove(addr) // the killed grid's
-			recorded, err := recordedPages(filepath.Join(data, "grid", "transactions.db"))
+			recorded, err := recordedPages(filepath.Join(data, "grid"))
 			if err != nil {
 				return nil, err
 			}
@@ -605,20 +606,34 @@ func (k *killPlan) run(cmd *exec.Cmd, progress func() (int64, bool), restart fun
 	return cmd, nil
 }
 
-// recordedPages counts the records of an embedded grid's transaction index
-// whose page was fetched and recorded: those past to-be-loaded, sitemap
-// probes and retired URLs left out.
-func recordedPages(path string) (int64, error) {
-	db, err := sql.Open("sqlite", path)
+// recordedPages counts the pages an embedded grid's data directory holds
+// as fetched and recorded: records past to-be-loaded (sitemap probes and
+// retired URLs left out), over every crawl.
+func recordedPages(dir string) (int64, error) {
+	ctx := context.Background()
+	ps, err := sqlitestore.OpenProfiles(filepath.Join(dir, "profiles.db"))
 	if err != nil {
 		return 0, err
 	}
-	defer db.Close()
-	var n int64
-	err = db.QueryRow(`SELECT coalesce(sum(n), 0) FROM counts WHERE status IN (?, ?, ?, ?, ?)`,
-		contracts.ToBeParsed, contracts.ToBeIndexed, contracts.Indexed, contracts.Redirected, contracts.Failed).Scan(&n)
+	defer ps.Close()
+	crawls, err := ps.List(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("count recorded pages in %s: %w", path, err)
+		return 0, err
+	}
+	tx, err := sqlitestore.OpenTxIndex(filepath.Join(dir, "transactions.db"))
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Close()
+	var n int64
+	for _, c := range crawls {
+		counts, err := tx.Counts(ctx, c.ID)
+		if err != nil {
+			return 0, err
+		}
+		for _, st := range []contracts.Status{contracts.ToBeParsed, contracts.ToBeIndexed, contracts.Indexed, contracts.Redirected, contracts.Failed} {
+			n += counts[st]
+		}
 	}
 	return n, nil
 }
